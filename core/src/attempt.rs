@@ -1,0 +1,678 @@
+//! One upload attempt on the client: the record kept in IndexedDB and the
+//! state machine that moves it.
+//!
+//! The machine is sans-IO. [`AttemptRecord::poll_action`] says what the
+//! attempt needs next; the caller performs it and feeds the result back with
+//! one of the `handle_*` methods. Time (`now`) and randomness (`jitter`) are
+//! arguments, never read here.
+//!
+//! Three axes are kept apart, because they mean different things to a guest:
+//! [`Transfer`] (did the bytes arrive), [`Confirmation`] (did the app accept
+//! the media record) and [`ModerationView`] (did the host approve it).
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::error::ErrorCode;
+use crate::retry::{Disposition, Failure, Operation, RetryPolicy, classify};
+use crate::time::{UnixMillis, parse_rfc3339};
+use crate::wire::{
+    AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, Media, MediaSummary, Moderation,
+    UploadInstruction,
+};
+
+/// The record format written by this version.
+pub const RECORD_VERSION: u32 = 1;
+
+/// A signed URL this close to its expiry is renewed before use.
+pub const URL_EXPIRY_MARGIN_MS: i64 = 5_000;
+
+/// Where the bytes are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transfer {
+    /// Not sent yet, or waiting to be sent again.
+    Queued,
+    /// Being sent now (progress is reported separately).
+    Uploading,
+    /// Stored in object storage.
+    Uploaded,
+    /// The bytes are not held any more: the guest must pick the file again.
+    NeedsFile,
+    /// Failed for good (see the error).
+    Failed,
+}
+
+/// Whether the app accepted the media record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Confirmation {
+    /// Not confirmed yet.
+    Unconfirmed,
+    /// A confirm request is in flight.
+    Confirming,
+    /// The media record exists.
+    Confirmed,
+    /// The server rejected it (the stored object contradicts the
+    /// authorization).
+    Rejected,
+    /// The server expired the attempt before it was confirmed.
+    Expired,
+}
+
+/// Whether the host approved the media for the wall.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModerationView {
+    /// No media record yet, so nothing to moderate.
+    Unknown,
+    /// Waiting for the host.
+    Pending,
+    /// On the wall.
+    Approved,
+    /// Not accepted by the host.
+    Rejected,
+}
+
+impl From<Moderation> for ModerationView {
+    fn from(m: Moderation) -> Self {
+        match m {
+            Moderation::Pending => ModerationView::Pending,
+            Moderation::Approved => ModerationView::Approved,
+            Moderation::Rejected => ModerationView::Rejected,
+        }
+    }
+}
+
+/// The protocol step an attempt waits to perform next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    /// Ask the server to authorize the attempt (create-or-return).
+    Authorize,
+    /// PUT the bytes to the signed URL.
+    Upload,
+    /// Ask the server what became of the attempt.
+    Check,
+    /// Get a fresh signed URL.
+    Renew,
+    /// Confirm the attempt (create-or-return the media record).
+    Confirm,
+    /// Nothing: the attempt is terminal.
+    Done,
+}
+
+/// The file an attempt uploads.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileInfo {
+    /// The file's name.
+    pub name: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Normalised content type.
+    pub content_type: String,
+    /// `File.lastModified` (milliseconds since the epoch).
+    pub last_modified: i64,
+}
+
+impl FileInfo {
+    /// Whether `other` is the same file as picked before: same name, size
+    /// and modification time.
+    pub fn same_file(&self, other: &FileInfo) -> bool {
+        self.name == other.name && self.size == other.size && self.last_modified == other.last_modified
+    }
+}
+
+/// The last error of an attempt: terminal when the attempt is, transient
+/// otherwise (then a retry is scheduled).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptError {
+    /// Stable code.
+    pub code: String,
+    /// Message for people.
+    pub message: String,
+}
+
+/// What the attempt needs the caller to do now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// `POST /v1/events/{slug}/attempts` with this body.
+    Authorize(AuthorizeRequest),
+    /// PUT the bytes as instructed.
+    Upload(UploadInstruction),
+    /// `POST /v1/attempts/{id}/renew`.
+    Renew,
+    /// `POST /v1/attempts/{id}/confirm` with this body.
+    Confirm(ConfirmRequest),
+    /// Ask for the attempt's status (batched by the scheduler).
+    Check,
+    /// Nothing until this time (a backoff).
+    Wait(UnixMillis),
+    /// Nothing: terminal, or waiting for the guest to pick the file again.
+    Idle,
+}
+
+/// What the caller must do after a `handle_*` call, beyond storing the
+/// record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use]
+pub enum Effect {
+    /// Nothing more.
+    None,
+    /// The attempt expired while its bytes are still held: start a new
+    /// attempt for the same file, linked to this one
+    /// ([`AttemptRecord::successor`]).
+    Successor,
+}
+
+/// The context a result is handled in.
+#[derive(Clone, Copy, Debug)]
+pub struct Env<'a> {
+    /// The current time.
+    pub now: UnixMillis,
+    /// A uniform random draw in `[0, 1)` for backoff jitter.
+    pub jitter: f64,
+    /// The retry policy.
+    pub policy: &'a RetryPolicy,
+    /// Whether the file's bytes are available (in memory or in IndexedDB).
+    pub has_blob: bool,
+    /// Whether the browser believes it is online. Network failures while
+    /// offline do not count as retries.
+    pub online: bool,
+}
+
+/// One attempt, as kept in IndexedDB.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    /// Record format version.
+    pub v: u32,
+    /// The attempt id, minted when the guest picked the file.
+    pub id: Uuid,
+    /// The event slug.
+    pub event: String,
+    /// The file.
+    pub file: FileInfo,
+    /// The key under which the attempt's bytes are kept in IndexedDB: the id
+    /// of the first attempt for this file (successors share it).
+    pub blob_key: Uuid,
+    /// Optional SHA-256 of the content.
+    #[serde(default)]
+    pub sha256: Option<String>,
+    /// The server-generated object key, once authorized.
+    #[serde(default)]
+    pub object_key: Option<String>,
+    /// The current signed upload URL.
+    #[serde(default)]
+    pub upload: Option<UploadInstruction>,
+    /// When the server expires the attempt (RFC 3339), once authorized.
+    #[serde(default)]
+    pub expires_at: Option<String>,
+    /// Transfer axis.
+    pub transfer: Transfer,
+    /// Confirmation axis.
+    pub confirmation: Confirmation,
+    /// Moderation axis.
+    pub moderation: ModerationView,
+    /// The media record, once confirmed.
+    #[serde(default)]
+    pub media: Option<MediaSummary>,
+    /// The last error.
+    #[serde(default)]
+    pub error: Option<AttemptError>,
+    /// Consecutive retryable failures so far.
+    pub retries: u32,
+    /// When the next retry may start.
+    #[serde(default)]
+    pub next_retry_at: Option<UnixMillis>,
+    /// What the attempt does next.
+    pub step: Step,
+    /// When the record was created (the guest's action).
+    pub created_at: UnixMillis,
+    /// When the record last changed.
+    pub updated_at: UnixMillis,
+    /// Incremented on every change; lets a writer tell whether what it
+    /// stored is still the latest.
+    pub revision: u64,
+    /// The expired attempt this one continues.
+    #[serde(default)]
+    pub replaces: Option<Uuid>,
+    /// The attempt that continues this expired one.
+    #[serde(default)]
+    pub replaced_by: Option<Uuid>,
+}
+
+impl AttemptRecord {
+    /// A new attempt for a file the guest just picked.
+    pub fn new(id: Uuid, event: &str, file: FileInfo, now: UnixMillis) -> Self {
+        AttemptRecord {
+            v: RECORD_VERSION,
+            id,
+            event: event.to_owned(),
+            file,
+            blob_key: id,
+            sha256: None,
+            object_key: None,
+            upload: None,
+            expires_at: None,
+            transfer: Transfer::Queued,
+            confirmation: Confirmation::Unconfirmed,
+            moderation: ModerationView::Unknown,
+            media: None,
+            error: None,
+            retries: 0,
+            next_retry_at: None,
+            step: Step::Authorize,
+            created_at: now,
+            updated_at: now,
+            revision: 1,
+            replaces: None,
+            replaced_by: None,
+        }
+    }
+
+    /// A new attempt continuing an expired one: same file and bytes, new id.
+    pub fn successor(&self, id: Uuid, now: UnixMillis) -> Self {
+        let mut next = AttemptRecord::new(id, &self.event, self.file.clone(), now);
+        next.blob_key = self.blob_key;
+        next.sha256 = self.sha256.clone();
+        next.replaces = Some(self.id);
+        next
+    }
+
+    /// Whether nothing more will happen to this attempt by itself.
+    pub fn is_terminal(&self) -> bool {
+        self.step == Step::Done
+    }
+
+    /// Whether it waits for the guest to pick the file again.
+    pub fn needs_file(&self) -> bool {
+        self.transfer == Transfer::NeedsFile
+    }
+
+    fn touch(&mut self, now: UnixMillis) {
+        self.updated_at = now;
+        self.revision += 1;
+    }
+
+    /// Says what the attempt needs now. May change the record (then its
+    /// revision changes): an expired URL turns into a renew, and a missing
+    /// file into `needs_file`.
+    pub fn poll_action(&mut self, now: UnixMillis, has_blob: bool) -> Action {
+        if self.is_terminal() {
+            return Action::Idle;
+        }
+        if self.needs_file() {
+            if !has_blob {
+                return Action::Idle;
+            }
+            self.attach_file(now);
+        }
+        if self.step == Step::Upload && !has_blob {
+            self.transfer = Transfer::NeedsFile;
+            self.error = Some(AttemptError {
+                code: ErrorCode::NeedsFile.as_str().to_owned(),
+                message: "the file is no longer available: please pick it again".to_owned(),
+            });
+            self.next_retry_at = None;
+            self.touch(now);
+            return Action::Idle;
+        }
+        if let Some(at) = self.next_retry_at {
+            if at > now {
+                return Action::Wait(at);
+            }
+        }
+        match self.step {
+            Step::Authorize => Action::Authorize(AuthorizeRequest {
+                id: self.id,
+                filename: self.file.name.clone(),
+                size: self.file.size,
+                content_type: self.file.content_type.clone(),
+                sha256: self.sha256.clone(),
+            }),
+            Step::Upload => {
+                let usable = self.upload.as_ref().filter(|u| {
+                    parse_rfc3339(&u.expires_at).is_some_and(|exp| exp - URL_EXPIRY_MARGIN_MS > now)
+                });
+                match usable {
+                    Some(upload) => Action::Upload(upload.clone()),
+                    None => {
+                        self.step = Step::Renew;
+                        self.touch(now);
+                        Action::Renew
+                    }
+                }
+            }
+            Step::Renew => Action::Renew,
+            Step::Confirm => Action::Confirm(ConfirmRequest {
+                size: self.file.size,
+                content_type: self.file.content_type.clone(),
+                sha256: self.sha256.clone(),
+            }),
+            Step::Check => Action::Check,
+            Step::Done => Action::Idle,
+        }
+    }
+
+    /// Marks the start of an action, for display: `uploading` during a PUT,
+    /// `confirming` during a confirm. Not a durable change.
+    pub fn begin(&mut self, action: &Action) {
+        match action {
+            Action::Upload(_) => self.transfer = Transfer::Uploading,
+            Action::Confirm(_) => self.confirmation = Confirmation::Confirming,
+            _ => {}
+        }
+    }
+
+    /// The guest picked the file again (or its bytes are held again).
+    pub fn attach_file(&mut self, now: UnixMillis) -> bool {
+        if !self.needs_file() {
+            return false;
+        }
+        self.transfer = Transfer::Queued;
+        self.error = None;
+        self.retries = 0;
+        self.next_retry_at = None;
+        self.touch(now);
+        true
+    }
+
+    /// After a reload: every non-terminal attempt first asks the server what
+    /// became of it, instead of guessing.
+    pub fn restore(&mut self, now: UnixMillis) {
+        if self.is_terminal() {
+            return;
+        }
+        if self.transfer == Transfer::Uploading {
+            self.transfer = Transfer::Queued;
+        }
+        if self.confirmation == Confirmation::Confirming {
+            self.confirmation = Confirmation::Unconfirmed;
+        }
+        if self.step != Step::Check {
+            self.step = Step::Check;
+            self.touch(now);
+        }
+    }
+
+    /// The user cancelled. Returns false when the attempt is already
+    /// confirmed, rejected or expired: those cannot be cancelled.
+    pub fn cancel(&mut self, now: UnixMillis) -> bool {
+        if matches!(self.confirmation, Confirmation::Confirmed | Confirmation::Rejected | Confirmation::Expired) {
+            return false;
+        }
+        if self.is_terminal() && self.transfer == Transfer::Failed {
+            return true;
+        }
+        self.fail(ErrorCode::Cancelled.as_str(), "cancelled".to_owned(), now);
+        true
+    }
+
+    /// The user asked to try again. Only a failed (or cancelled) attempt
+    /// moves; an active one is left alone, so a double click does nothing
+    /// twice. Returns whether anything changed.
+    pub fn retry(&mut self, now: UnixMillis) -> bool {
+        if self.transfer != Transfer::Failed || self.confirmation != Confirmation::Unconfirmed {
+            return false;
+        }
+        self.transfer = Transfer::Queued;
+        self.error = None;
+        self.retries = 0;
+        self.next_retry_at = None;
+        // The server is the source of truth: ask before doing anything.
+        self.step = if self.object_key.is_some() { Step::Check } else { Step::Authorize };
+        self.touch(now);
+        true
+    }
+
+    fn fail(&mut self, code: &str, message: String, now: UnixMillis) {
+        self.transfer = Transfer::Failed;
+        if self.confirmation == Confirmation::Confirming {
+            self.confirmation = Confirmation::Unconfirmed;
+        }
+        self.error = Some(AttemptError { code: code.to_owned(), message });
+        self.next_retry_at = None;
+        self.step = Step::Done;
+        self.touch(now);
+    }
+
+    fn expire(&mut self, env: &Env<'_>) -> Effect {
+        self.confirmation = Confirmation::Expired;
+        if self.transfer == Transfer::Uploading {
+            self.transfer = Transfer::Queued;
+        }
+        self.error = Some(AttemptError {
+            code: ErrorCode::Expired.as_str().to_owned(),
+            message: "the server expired this upload before it was confirmed".to_owned(),
+        });
+        self.next_retry_at = None;
+        self.step = Step::Done;
+        self.touch(env.now);
+        if env.has_blob { Effect::Successor } else { Effect::None }
+    }
+
+    fn reject(&mut self, code: String, reason: String, now: UnixMillis) {
+        self.confirmation = Confirmation::Rejected;
+        self.error = Some(AttemptError { code, message: reason });
+        self.next_retry_at = None;
+        self.step = Step::Done;
+        self.touch(now);
+    }
+
+    fn confirmed(&mut self, media: MediaSummary, now: UnixMillis) {
+        self.transfer = Transfer::Uploaded;
+        self.confirmation = Confirmation::Confirmed;
+        self.moderation = media.moderation.into();
+        self.media = Some(media);
+        self.error = None;
+        self.retries = 0;
+        self.next_retry_at = None;
+        self.upload = None;
+        self.step = Step::Done;
+        self.touch(now);
+    }
+
+    /// Applies the retry policy to a failure in `op`, and returns what to do.
+    fn on_failure(&mut self, op: Operation, failure: Failure, env: &Env<'_>) -> Effect {
+        if self.transfer == Transfer::Uploading {
+            self.transfer = Transfer::Queued;
+        }
+        if self.confirmation == Confirmation::Confirming {
+            self.confirmation = Confirmation::Unconfirmed;
+        }
+        let disposition = classify(op, &failure);
+        let error = AttemptError { code: failure.code(), message: failure.message() };
+        // While offline, a network failure is expected: pause without
+        // spending a retry; the caller resumes when the browser is online.
+        let paused = failure == Failure::Network && !env.online;
+        let next_step = match disposition {
+            Disposition::Retry { .. } => self.step,
+            Disposition::Check => Step::Check,
+            Disposition::Renew => Step::Renew,
+            Disposition::Confirm => {
+                self.transfer = Transfer::Uploaded;
+                Step::Confirm
+            }
+            Disposition::Expired => return self.expire(env),
+            Disposition::Rejected => {
+                self.reject(error.code, error.message, env.now);
+                return Effect::None;
+            }
+            Disposition::Fail => {
+                self.fail(&error.code, error.message, env.now);
+                return Effect::None;
+            }
+        };
+        if !paused {
+            if self.retries >= env.policy.max_retries {
+                let message = format!("gave up after {} retries: {}", self.retries, error.message);
+                self.fail(ErrorCode::RetriesExhausted.as_str(), message, env.now);
+                return Effect::None;
+            }
+            let min_delay = match disposition {
+                Disposition::Retry { min_delay_ms } => min_delay_ms,
+                _ => 0,
+            };
+            // A renew or a jump to confirm is a new step, not a repeat: no wait.
+            let delay = match disposition {
+                Disposition::Renew | Disposition::Confirm => 0,
+                _ => env.policy.delay_ms(self.retries, env.jitter, min_delay),
+            };
+            self.next_retry_at = Some(env.now + delay as i64);
+            self.retries += 1;
+        }
+        self.step = next_step;
+        self.error = Some(error);
+        self.touch(env.now);
+        Effect::None
+    }
+
+    fn progressed(&mut self) {
+        self.error = None;
+        self.retries = 0;
+        self.next_retry_at = None;
+    }
+
+    fn apply_attempt(&mut self, attempt: AttemptResponse, env: &Env<'_>) -> Effect {
+        self.object_key = Some(attempt.object_key);
+        self.expires_at = Some(attempt.expires_at);
+        match attempt.state {
+            AttemptState::Authorized => {
+                self.upload = attempt.upload;
+                self.step = Step::Upload;
+                self.touch(env.now);
+                Effect::None
+            }
+            AttemptState::Confirmed => match attempt.media {
+                Some(media) => {
+                    self.confirmed(media, env.now);
+                    Effect::None
+                }
+                None => {
+                    self.step = Step::Check;
+                    self.touch(env.now);
+                    Effect::None
+                }
+            },
+            AttemptState::Expired => self.expire(env),
+            AttemptState::Rejected => {
+                let r = attempt.rejection.unwrap_or(crate::wire::Rejection {
+                    code: "rejected".to_owned(),
+                    reason: "the server rejected this upload".to_owned(),
+                });
+                self.reject(r.code, r.reason, env.now);
+                Effect::None
+            }
+        }
+    }
+
+    /// The answer to `authorize`.
+    pub fn handle_authorize(&mut self, result: Result<AttemptResponse, Failure>, env: &Env<'_>) -> Effect {
+        match result {
+            Ok(attempt) => {
+                self.progressed();
+                self.apply_attempt(attempt, env)
+            }
+            Err(failure) => self.on_failure(Operation::Authorize, failure, env),
+        }
+    }
+
+    /// The answer to the PUT.
+    pub fn handle_upload(&mut self, result: Result<(), Failure>, env: &Env<'_>) -> Effect {
+        match result {
+            Ok(()) => {
+                self.progressed();
+                self.transfer = Transfer::Uploaded;
+                self.step = Step::Confirm;
+                self.touch(env.now);
+                Effect::None
+            }
+            Err(failure) => self.on_failure(Operation::Upload, failure, env),
+        }
+    }
+
+    /// The answer to `renew`. A successful renew does not reset the retry
+    /// count: a URL that is refused again and again must not loop forever.
+    pub fn handle_renew(&mut self, result: Result<AttemptResponse, Failure>, env: &Env<'_>) -> Effect {
+        match result {
+            Ok(attempt) => {
+                self.next_retry_at = None;
+                self.apply_attempt(attempt, env)
+            }
+            Err(failure) => self.on_failure(Operation::Renew, failure, env),
+        }
+    }
+
+    /// The answer to `confirm`.
+    pub fn handle_confirm(&mut self, result: Result<Media, Failure>, env: &Env<'_>) -> Effect {
+        match result {
+            Ok(media) => {
+                self.confirmed(MediaSummary::from(&media), env.now);
+                Effect::None
+            }
+            Err(failure) => self.on_failure(Operation::Confirm, failure, env),
+        }
+    }
+
+    /// The server's answer about this attempt (restore, or an ambiguous
+    /// failure): act on the truth instead of guessing.
+    pub fn handle_status(&mut self, result: Result<AttemptStatus, Failure>, env: &Env<'_>) -> Effect {
+        let status = match result {
+            Ok(status) => status,
+            Err(failure) => return self.on_failure(Operation::Status, failure, env),
+        };
+        if self.confirmation == Confirmation::Confirmed {
+            // A moderation refresh of a finished attempt.
+            if let AttemptStatus::Confirmed { media, .. } = status {
+                if self.media.as_ref() != Some(&media) {
+                    self.moderation = media.moderation.into();
+                    self.media = Some(media);
+                    self.touch(env.now);
+                }
+            }
+            return Effect::None;
+        }
+        if self.is_terminal() {
+            return Effect::None;
+        }
+        match status {
+            AttemptStatus::Authorized { object_stored, expires_at, .. } => {
+                self.expires_at = Some(expires_at);
+                if object_stored {
+                    self.transfer = Transfer::Uploaded;
+                    self.step = Step::Confirm;
+                } else {
+                    if self.transfer == Transfer::Uploaded {
+                        self.transfer = Transfer::Queued;
+                    }
+                    self.step = Step::Upload;
+                }
+                self.touch(env.now);
+                Effect::None
+            }
+            AttemptStatus::Confirmed { media, .. } => {
+                self.confirmed(media, env.now);
+                Effect::None
+            }
+            AttemptStatus::Expired { .. } => self.expire(env),
+            AttemptStatus::Rejected { code, reason, .. } => {
+                self.reject(code, reason, env.now);
+                Effect::None
+            }
+            AttemptStatus::NotFound { .. } if self.object_key.is_none() => {
+                // The authorize never committed: authorize again, same id.
+                self.step = Step::Authorize;
+                self.touch(env.now);
+                Effect::None
+            }
+            AttemptStatus::NotFound { .. } => {
+                self.fail(
+                    ErrorCode::NotFound.as_str(),
+                    "the server does not know this upload (another guest session?)".to_owned(),
+                    env.now,
+                );
+                Effect::None
+            }
+        }
+    }
+}

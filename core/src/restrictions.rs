@@ -1,0 +1,127 @@
+//! What may be uploaded: size limits, allowed types, sane filenames and
+//! checksums. The server checks these at `authorize`; the client checks the
+//! same rules before anything touches the network.
+
+use crate::error::{Error, ErrorCode, Result};
+
+/// The longest filename accepted, in bytes of UTF-8.
+pub const MAX_FILENAME_BYTES: usize = 255;
+
+/// The content type a browser reports as `""` is treated as this.
+pub const UNKNOWN_CONTENT_TYPE: &str = "application/octet-stream";
+
+/// Normalises a `Content-Type` value: lowercase, parameters dropped,
+/// surrounding whitespace trimmed, empty becomes `application/octet-stream`.
+pub fn normalize_content_type(value: &str) -> String {
+    let essence = value.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    if essence.is_empty() { UNKNOWN_CONTENT_TYPE.to_owned() } else { essence }
+}
+
+fn is_token(text: &str) -> bool {
+    !text.is_empty()
+        && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&b))
+}
+
+/// Whether `value` is a syntactically valid `type/subtype` (no parameters).
+pub fn is_valid_content_type(value: &str) -> bool {
+    match value.split_once('/') {
+        Some((t, s)) => is_token(t) && is_token(s),
+        None => false,
+    }
+}
+
+/// Whether `pattern` is a valid allow-list entry: `type/subtype`,
+/// `type/*` or `*/*`.
+pub fn is_valid_type_pattern(pattern: &str) -> bool {
+    match pattern.split_once('/') {
+        Some(("*", "*")) => true,
+        Some((t, "*")) => is_token(t),
+        Some((t, s)) => is_token(t) && is_token(s),
+        None => false,
+    }
+}
+
+/// Whether a (normalised) content type matches an allow-list pattern.
+pub fn type_matches(pattern: &str, content_type: &str) -> bool {
+    let pattern = pattern.trim().to_ascii_lowercase();
+    let Some((pt, ps)) = pattern.split_once('/') else { return false };
+    let Some((ct, cs)) = content_type.split_once('/') else { return false };
+    (pt == "*" || pt == ct) && (ps == "*" || ps == cs)
+}
+
+/// Upload restrictions: the event's, the app's, or both combined.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Restrictions {
+    /// The largest accepted file in bytes; `None` means no limit.
+    pub max_file_bytes: Option<u64>,
+    /// Allowed content-type patterns; empty means any type.
+    pub allowed_types: Vec<String>,
+}
+
+impl Restrictions {
+    /// Whether a type is allowed.
+    pub fn allows_type(&self, content_type: &str) -> bool {
+        self.allowed_types.is_empty() || self.allowed_types.iter().any(|p| type_matches(p, content_type))
+    }
+
+    /// Checks one file. `content_type` should already be normalised.
+    pub fn check(&self, size: u64, content_type: &str) -> Result<()> {
+        if size == 0 {
+            return Err(Error::new(ErrorCode::EmptyFile, "the file is empty"));
+        }
+        if let Some(max) = self.max_file_bytes {
+            if size > max {
+                return Err(Error::new(
+                    ErrorCode::FileTooLarge,
+                    format!("the file is {} but at most {} is allowed", human_bytes(size), human_bytes(max)),
+                ));
+            }
+        }
+        if !self.allows_type(content_type) {
+            return Err(Error::new(
+                ErrorCode::TypeNotAllowed,
+                format!("{content_type} files are not accepted here (allowed: {})", self.allowed_types.join(", ")),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Checks a filename: 1..=255 bytes, no control characters.
+pub fn check_filename(name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > MAX_FILENAME_BYTES || name.chars().any(char::is_control) {
+        return Err(Error::new(
+            ErrorCode::InvalidFilename,
+            "the filename must be 1 to 255 bytes without control characters",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a SHA-256 given as 64 lowercase hex digits.
+pub fn check_sha256(hex: &str) -> Result<()> {
+    if hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        Ok(())
+    } else {
+        Err(Error::new(ErrorCode::InvalidChecksum, "sha256 must be 64 lowercase hex digits"))
+    }
+}
+
+/// Formats a byte count for messages: `1.5 MB`, `300 bytes`.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
+    if bytes < 1000 {
+        return format!("{bytes} bytes");
+    }
+    let mut value = bytes as f64;
+    let mut unit = "";
+    for u in UNITS {
+        value /= 1000.0;
+        unit = u;
+        if value < 1000.0 {
+            break;
+        }
+    }
+    let text = format!("{value:.1}");
+    format!("{} {unit}", text.strip_suffix(".0").unwrap_or(&text))
+}

@@ -1,0 +1,437 @@
+//! Many attempts at once: which attempt may use the network now, under a
+//! concurrency limit, with status checks batched.
+//!
+//! Like the run loop of a sans-IO protocol core: feed inputs
+//! ([`Scheduler::insert`], [`Scheduler::handle`], [`Scheduler::handle_status`],
+//! [`Scheduler::set_online`] …), poll outputs ([`Scheduler::poll`] for network
+//! commands, [`Scheduler::take_dirty`] for records to store), and sleep until
+//! [`Scheduler::next_wakeup`] or the next input.
+//!
+//! Two rules make "exactly once" hold across reloads:
+//! - **write-ahead**: an attempt issues no network command until its latest
+//!   record revision has been durably stored (the caller reports it with
+//!   [`Scheduler::mark_persisted`]), so the id a request carries is always
+//!   the id a reload finds;
+//! - **ownership**: only attempts this page owns (holds the Web Lock for)
+//!   are driven; the rest are only shown.
+
+use std::collections::{BTreeMap, HashMap};
+
+use uuid::Uuid;
+
+use crate::attempt::{Action, AttemptRecord, Confirmation, Effect, Env, ModerationView};
+use crate::retry::{Failure, RetryPolicy};
+use crate::time::UnixMillis;
+use crate::wire::{AttemptResponse, AttemptStatus, AuthorizeRequest, ConfirmRequest, MAX_STATUS_IDS, Media, StatusResponse, UploadInstruction};
+use crate::Entropy;
+
+/// A network request the caller must perform, then report back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Authorize (create-or-return) an attempt.
+    Authorize {
+        /// Attempt id.
+        id: Uuid,
+        /// Body.
+        request: AuthorizeRequest,
+    },
+    /// PUT the attempt's bytes.
+    Upload {
+        /// Attempt id.
+        id: Uuid,
+        /// Signed URL and headers.
+        instruction: UploadInstruction,
+    },
+    /// Get a fresh signed URL.
+    Renew {
+        /// Attempt id.
+        id: Uuid,
+    },
+    /// Confirm (create-or-return the media record).
+    Confirm {
+        /// Attempt id.
+        id: Uuid,
+        /// Body.
+        request: ConfirmRequest,
+    },
+    /// Ask what became of these attempts (≤ 500).
+    Status {
+        /// Attempt ids.
+        ids: Vec<Uuid>,
+    },
+}
+
+/// The result of a [`Command`] other than `Status`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Result of `Authorize`.
+    Authorize(Result<AttemptResponse, Failure>),
+    /// Result of `Upload`.
+    Upload(Result<(), Failure>),
+    /// Result of `Renew`.
+    Renew(Result<AttemptResponse, Failure>),
+    /// Result of `Confirm`.
+    Confirm(Result<Media, Failure>),
+}
+
+#[derive(Clone, Debug)]
+struct Entry {
+    record: AttemptRecord,
+    has_blob: bool,
+    owned: bool,
+    persisted_revision: u64,
+    busy: bool,
+    dirty: bool,
+}
+
+impl Entry {
+    fn persisted(&self) -> bool {
+        self.persisted_revision >= self.record.revision
+    }
+
+    fn wants_refresh(&self) -> bool {
+        self.record.confirmation == Confirmation::Confirmed
+            && matches!(self.record.moderation, ModerationView::Pending | ModerationView::Unknown)
+    }
+}
+
+/// Drives many attempts.
+#[derive(Debug)]
+pub struct Scheduler {
+    entries: HashMap<Uuid, Entry>,
+    /// Ids in the order the guest added them (`created_at`, then id).
+    order: BTreeMap<(UnixMillis, Uuid), ()>,
+    policy: RetryPolicy,
+    concurrency: usize,
+    online: bool,
+    active: usize,
+    refresh: bool,
+    dirty: Vec<Uuid>,
+}
+
+impl Scheduler {
+    /// A scheduler running at most `concurrency` requests at once.
+    pub fn new(policy: RetryPolicy, concurrency: usize) -> Self {
+        Scheduler {
+            entries: HashMap::new(),
+            order: BTreeMap::new(),
+            policy,
+            concurrency: concurrency.max(1),
+            online: true,
+            active: 0,
+            refresh: false,
+            dirty: Vec::new(),
+        }
+    }
+
+    // ----- getters -------------------------------------------------------
+
+    /// One attempt's record.
+    pub fn record(&self, id: &Uuid) -> Option<&AttemptRecord> {
+        self.entries.get(id).map(|e| &e.record)
+    }
+
+    /// All records, in the order they were added.
+    pub fn records(&self) -> impl Iterator<Item = &AttemptRecord> {
+        self.order.keys().filter_map(|(_, id)| self.entries.get(id)).map(|e| &e.record)
+    }
+
+    /// Whether this page drives the attempt.
+    pub fn is_owned(&self, id: &Uuid) -> bool {
+        self.entries.get(id).is_some_and(|e| e.owned)
+    }
+
+    /// Whether a request for the attempt is in flight.
+    pub fn is_busy(&self, id: &Uuid) -> bool {
+        self.entries.get(id).is_some_and(|e| e.busy)
+    }
+
+    /// Whether the attempt's bytes are available.
+    pub fn has_blob(&self, id: &Uuid) -> bool {
+        self.entries.get(id).is_some_and(|e| e.has_blob)
+    }
+
+    /// Requests in flight.
+    pub fn active(&self) -> usize {
+        self.active
+    }
+
+    /// Whether the attempt's latest revision is stored.
+    pub fn is_persisted(&self, id: &Uuid) -> bool {
+        self.entries.get(id).is_some_and(Entry::persisted)
+    }
+
+    /// Whether every owned attempt is terminal or waits for the guest, and
+    /// nothing is in flight.
+    pub fn is_idle(&self) -> bool {
+        self.active == 0
+            && !self.refresh
+            && self.entries.values().all(|e| !e.owned || e.record.is_terminal() || e.record.needs_file() && !e.has_blob)
+    }
+
+    // ----- inputs --------------------------------------------------------
+
+    /// Adds or replaces an attempt. `persisted_revision` is the revision
+    /// already in durable storage (0 for none).
+    pub fn insert(&mut self, record: AttemptRecord, has_blob: bool, owned: bool, persisted_revision: u64) {
+        let id = record.id;
+        self.order.insert((record.created_at, id), ());
+        let busy = self.entries.get(&id).is_some_and(|e| e.busy);
+        let entry = Entry { record, has_blob, owned, persisted_revision, busy, dirty: false };
+        let needs_write = !entry.persisted();
+        self.entries.insert(id, entry);
+        if needs_write {
+            self.mark_dirty(id);
+        }
+    }
+
+    /// Forgets an attempt (it must not be busy).
+    pub fn remove(&mut self, id: &Uuid) -> Option<AttemptRecord> {
+        let entry = self.entries.remove(id)?;
+        self.order.remove(&(entry.record.created_at, *id));
+        self.dirty.retain(|d| d != id);
+        Some(entry.record)
+    }
+
+    /// The browser went online or offline.
+    pub fn set_online(&mut self, online: bool) {
+        self.online = online;
+    }
+
+    /// This page got (or lost) the right to drive the attempt.
+    pub fn set_owned(&mut self, id: &Uuid, owned: bool) {
+        if let Some(e) = self.entries.get_mut(id) {
+            e.owned = owned;
+        }
+    }
+
+    /// The attempt's bytes became available (or unavailable).
+    pub fn set_has_blob(&mut self, id: &Uuid, has_blob: bool) {
+        if let Some(e) = self.entries.get_mut(id) {
+            e.has_blob = has_blob;
+        }
+    }
+
+    /// The record at `revision` is durably stored.
+    pub fn mark_persisted(&mut self, id: &Uuid, revision: u64) {
+        if let Some(e) = self.entries.get_mut(id) {
+            e.persisted_revision = e.persisted_revision.max(revision);
+        }
+    }
+
+    /// Ask the server for fresh moderation states of confirmed attempts.
+    pub fn request_refresh(&mut self) {
+        self.refresh = true;
+    }
+
+    /// The guest picked the file again: attach it to the attempt.
+    pub fn attach_file(&mut self, id: &Uuid, now: UnixMillis) -> bool {
+        let Some(e) = self.entries.get_mut(id) else { return false };
+        e.has_blob = true;
+        let changed = e.record.attach_file(now);
+        if changed {
+            self.mark_dirty(*id);
+        }
+        changed
+    }
+
+    /// The user cancelled the attempt. The caller aborts any request in
+    /// flight; its result is ignored.
+    pub fn cancel(&mut self, id: &Uuid, now: UnixMillis) -> bool {
+        let Some(e) = self.entries.get_mut(id) else { return false };
+        let revision = e.record.revision;
+        let ok = e.record.cancel(now);
+        if e.record.revision != revision {
+            self.mark_dirty(*id);
+        }
+        ok
+    }
+
+    /// The user asked to retry a failed attempt. Does nothing for an active
+    /// one (a double click retries once).
+    pub fn retry(&mut self, id: &Uuid, now: UnixMillis) -> bool {
+        let Some(e) = self.entries.get_mut(id) else { return false };
+        if e.busy {
+            return false;
+        }
+        let changed = e.record.retry(now);
+        if changed {
+            self.mark_dirty(*id);
+        }
+        changed
+    }
+
+    fn mark_dirty(&mut self, id: Uuid) {
+        if let Some(e) = self.entries.get_mut(&id) {
+            if !e.dirty {
+                e.dirty = true;
+                self.dirty.push(id);
+            }
+        }
+    }
+
+    fn env<'a>(policy: &'a RetryPolicy, online: bool, has_blob: bool, now: UnixMillis, entropy: &mut dyn Entropy) -> Env<'a> {
+        Env { now, jitter: entropy.unit(), policy, has_blob, online }
+    }
+
+    fn apply_effect(&mut self, id: Uuid, effect: Effect, now: UnixMillis, entropy: &mut dyn Entropy) {
+        if effect != Effect::Successor {
+            return;
+        }
+        let Some(e) = self.entries.get_mut(&id) else { return };
+        if e.record.replaced_by.is_some() {
+            return;
+        }
+        let next_id = crate::new_attempt_id(entropy);
+        e.record.replaced_by = Some(next_id);
+        let successor = e.record.successor(next_id, now);
+        let (has_blob, owned) = (e.has_blob, e.owned);
+        self.insert(successor, has_blob, owned, 0);
+    }
+
+    /// The result of a command for attempt `id`.
+    pub fn handle(&mut self, id: &Uuid, outcome: Outcome, now: UnixMillis, entropy: &mut dyn Entropy) {
+        let Some(e) = self.entries.get_mut(id) else { return };
+        if e.busy {
+            e.busy = false;
+            self.active = self.active.saturating_sub(1);
+        }
+        if e.record.is_terminal() {
+            // Cancelled while in flight: the answer no longer matters.
+            return;
+        }
+        let env = Self::env(&self.policy, self.online, e.has_blob, now, entropy);
+        let revision = e.record.revision;
+        let effect = match outcome {
+            Outcome::Authorize(r) => e.record.handle_authorize(r, &env),
+            Outcome::Upload(r) => e.record.handle_upload(r, &env),
+            Outcome::Renew(r) => e.record.handle_renew(r, &env),
+            Outcome::Confirm(r) => e.record.handle_confirm(r, &env),
+        };
+        let changed = e.record.revision != revision;
+        if changed {
+            self.mark_dirty(*id);
+        }
+        self.apply_effect(*id, effect, now, entropy);
+    }
+
+    /// The result of a `Status` command for `ids`.
+    pub fn handle_status(
+        &mut self,
+        ids: &[Uuid],
+        result: Result<StatusResponse, Failure>,
+        now: UnixMillis,
+        entropy: &mut dyn Entropy,
+    ) {
+        self.active = self.active.saturating_sub(1);
+        let mut answers: HashMap<Uuid, AttemptStatus> = match &result {
+            Ok(response) => response.results.iter().map(|s| (s.id(), s.clone())).collect(),
+            Err(_) => HashMap::new(),
+        };
+        for id in ids {
+            let Some(e) = self.entries.get_mut(id) else { continue };
+            e.busy = false;
+            let item = match &result {
+                Err(failure) => Err(failure.clone()),
+                Ok(_) => answers
+                    .remove(id)
+                    .ok_or_else(|| Failure::Unexpected("the status answer left out an attempt".to_owned())),
+            };
+            let env = Self::env(&self.policy, self.online, e.has_blob, now, entropy);
+            let revision = e.record.revision;
+            let effect = e.record.handle_status(item, &env);
+            if e.record.revision != revision {
+                self.mark_dirty(*id);
+            }
+            self.apply_effect(*id, effect, now, entropy);
+        }
+    }
+
+    // ----- outputs -------------------------------------------------------
+
+    /// Records whose latest revision must be stored, in change order.
+    pub fn take_dirty(&mut self) -> Vec<Uuid> {
+        let ids = std::mem::take(&mut self.dirty);
+        for id in &ids {
+            if let Some(e) = self.entries.get_mut(id) {
+                e.dirty = false;
+            }
+        }
+        ids
+    }
+
+    /// The next network command, if one may start now.
+    pub fn poll(&mut self, now: UnixMillis) -> Option<Command> {
+        if !self.online || self.active >= self.concurrency {
+            return None;
+        }
+        if let Some(ids) = self.poll_status(now) {
+            self.active += 1;
+            return Some(Command::Status { ids });
+        }
+        let keys: Vec<Uuid> = self.order.keys().map(|(_, id)| *id).collect();
+        for id in keys {
+            let e = self.entries.get_mut(&id).expect("ordered ids have entries");
+            if !e.owned || e.busy || !e.persisted() || e.record.is_terminal() {
+                continue;
+            }
+            let revision = e.record.revision;
+            let action = e.record.poll_action(now, e.has_blob);
+            if e.record.revision != revision {
+                self.mark_dirty(id);
+            }
+            let e = self.entries.get_mut(&id).expect("present");
+            e.record.begin(&action);
+            let command = match action {
+                Action::Authorize(request) => Command::Authorize { id, request },
+                Action::Upload(instruction) => Command::Upload { id, instruction },
+                Action::Renew => Command::Renew { id },
+                Action::Confirm(request) => Command::Confirm { id, request },
+                Action::Check | Action::Wait(_) | Action::Idle => continue,
+            };
+            e.busy = true;
+            self.active += 1;
+            return Some(command);
+        }
+        None
+    }
+
+    fn poll_status(&mut self, now: UnixMillis) -> Option<Vec<Uuid>> {
+        let mut ids = Vec::new();
+        let refresh = self.refresh;
+        for (_, id) in self.order.keys() {
+            if ids.len() == MAX_STATUS_IDS {
+                break;
+            }
+            let e = &self.entries[id];
+            if e.busy || !e.persisted() {
+                continue;
+            }
+            let due = e.record.next_retry_at.is_none_or(|t| t <= now);
+            let check = e.owned && !e.record.is_terminal() && e.record.step == crate::attempt::Step::Check && due;
+            if check || (refresh && e.wants_refresh()) {
+                ids.push(*id);
+            }
+        }
+        if ids.len() < MAX_STATUS_IDS {
+            // Every refresh candidate fitted in this batch.
+            self.refresh = false;
+        }
+        if ids.is_empty() {
+            return None;
+        }
+        for id in &ids {
+            self.entries.get_mut(id).expect("present").busy = true;
+        }
+        Some(ids)
+    }
+
+    /// When a waiting attempt becomes due, if any.
+    pub fn next_wakeup(&self) -> Option<UnixMillis> {
+        self.entries
+            .values()
+            .filter(|e| e.owned && !e.busy && !e.record.is_terminal())
+            .filter_map(|e| e.record.next_retry_at)
+            .min()
+    }
+}

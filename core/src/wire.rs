@@ -1,0 +1,447 @@
+//! Every request and response body of the upload-once HTTP protocol
+//! (docs/protocol.md). Timestamps are RFC 3339 strings in UTC; ids are
+//! hyphenated UUIDs.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Whether an event's media waits for the host before it reaches the wall.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModerationPolicy {
+    /// Every media record starts `pending` and needs the host's approval.
+    Required,
+    /// Media records are `approved` as soon as they are confirmed.
+    None,
+}
+
+/// `POST /v1/events` body (admin).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateEventRequest {
+    /// URL-safe name: 1-64 of `a-z`, `0-9`, `-`.
+    pub slug: String,
+    /// Shown to guests.
+    pub title: String,
+    /// The largest file a guest may upload, in bytes.
+    pub max_file_bytes: u64,
+    /// Allowed content-type patterns such as `image/*` or `video/mp4`.
+    pub allowed_types: Vec<String>,
+    /// Whether the host approves media before the wall shows it.
+    pub moderation: ModerationPolicy,
+}
+
+/// The public description of an event.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventInfo {
+    /// URL-safe name.
+    pub slug: String,
+    /// Shown to guests.
+    pub title: String,
+    /// The largest accepted file in bytes.
+    pub max_file_bytes: u64,
+    /// Allowed content-type patterns.
+    pub allowed_types: Vec<String>,
+    /// Moderation policy.
+    pub moderation: ModerationPolicy,
+}
+
+/// `POST /v1/events` answer.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateEventResponse {
+    /// The event as stored.
+    pub event: EventInfo,
+    /// The code guests use to join (share it in the guest link).
+    pub guest_code: String,
+    /// The host's bearer token for moderation.
+    pub host_token: String,
+    /// A bearer token that only reads the wall.
+    pub wall_token: String,
+}
+
+/// `POST /v1/events/{slug}/sessions` body.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateSessionRequest {
+    /// The event's guest code.
+    pub guest_code: String,
+}
+
+/// `POST /v1/events/{slug}/sessions` answer.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionResponse {
+    /// Bearer token for every later guest call. Keep it with the attempts.
+    pub session_token: String,
+    /// When the session stops working (at least the attempt TTL away).
+    pub expires_at: String,
+    /// The event this session belongs to, with its restrictions.
+    pub event: EventInfo,
+}
+
+/// `POST /v1/events/{slug}/attempts` body.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthorizeRequest {
+    /// The attempt id, minted by the client when the guest picked the file.
+    pub id: Uuid,
+    /// The original filename (display only; never part of the object key).
+    pub filename: String,
+    /// Exact size in bytes.
+    pub size: u64,
+    /// The file's content type.
+    pub content_type: String,
+    /// Optional SHA-256 of the content, 64 lowercase hex digits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+/// The server-side state of an attempt.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptState {
+    /// Authorized: the object may be uploaded, then confirmed.
+    Authorized,
+    /// Confirmed: the media record exists.
+    Confirmed,
+    /// Not confirmed within the attempt TTL; its object is deleted.
+    Expired,
+    /// Confirm found a mismatch; no media record was made.
+    Rejected,
+}
+
+impl AttemptState {
+    /// Whether the attempt can still change.
+    pub const fn is_terminal(self) -> bool {
+        !matches!(self, AttemptState::Authorized)
+    }
+
+    /// The stable string form.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AttemptState::Authorized => "authorized",
+            AttemptState::Confirmed => "confirmed",
+            AttemptState::Expired => "expired",
+            AttemptState::Rejected => "rejected",
+        }
+    }
+
+    /// Parses the stable string form.
+    pub fn parse(text: &str) -> Option<AttemptState> {
+        Some(match text {
+            "authorized" => AttemptState::Authorized,
+            "confirmed" => AttemptState::Confirmed,
+            "expired" => AttemptState::Expired,
+            "rejected" => AttemptState::Rejected,
+            _ => return None,
+        })
+    }
+}
+
+/// How to send the bytes: a signed request straight to object storage.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadInstruction {
+    /// Always `PUT`.
+    pub method: String,
+    /// The signed URL.
+    pub url: String,
+    /// Exactly these headers must be sent with the request.
+    pub headers: BTreeMap<String, String>,
+    /// When the URL stops working.
+    pub expires_at: String,
+}
+
+/// Why an attempt was rejected.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rejection {
+    /// Stable code such as `size_mismatch`.
+    pub code: String,
+    /// Human-readable reason.
+    pub reason: String,
+}
+
+/// An attempt as `authorize` returns it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptResponse {
+    /// The client-minted id.
+    pub id: Uuid,
+    /// The server-side state.
+    pub state: AttemptState,
+    /// The server-generated object key.
+    pub object_key: String,
+    /// Where to send the bytes (only while `authorized`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upload: Option<UploadInstruction>,
+    /// When the attempt expires unless confirmed.
+    pub expires_at: String,
+    /// The media record, once confirmed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media: Option<MediaSummary>,
+    /// Why it was rejected, if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejection: Option<Rejection>,
+}
+
+/// `POST /v1/attempts/{id}/confirm` body: what the client believes it stored.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfirmRequest {
+    /// Size in bytes.
+    pub size: u64,
+    /// Content type.
+    pub content_type: String,
+    /// Optional SHA-256, 64 lowercase hex digits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+/// A media record's moderation state.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Moderation {
+    /// Waiting for the host.
+    Pending,
+    /// On the wall.
+    Approved,
+    /// Not accepted by the host.
+    Rejected,
+}
+
+impl Moderation {
+    /// The stable string form.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Moderation::Pending => "pending",
+            Moderation::Approved => "approved",
+            Moderation::Rejected => "rejected",
+        }
+    }
+
+    /// Parses the stable string form.
+    pub fn parse(text: &str) -> Option<Moderation> {
+        Some(match text {
+            "pending" => Moderation::Pending,
+            "approved" => Moderation::Approved,
+            "rejected" => Moderation::Rejected,
+            _ => return None,
+        })
+    }
+}
+
+/// The canonical media record, as confirm returns it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Media {
+    /// Server-minted media id.
+    pub id: Uuid,
+    /// The attempt that created it.
+    pub attempt_id: Uuid,
+    /// The event slug.
+    pub event: String,
+    /// The object key holding the bytes.
+    pub object_key: String,
+    /// The original filename.
+    pub filename: String,
+    /// Size in bytes, as stored.
+    pub size: u64,
+    /// Content type, as stored.
+    pub content_type: String,
+    /// SHA-256 when it was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// Moderation state.
+    pub moderation: Moderation,
+    /// The host's reason, when rejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moderation_reason: Option<String>,
+    /// Where the bytes can be read back.
+    pub url: String,
+    /// When the media record was created.
+    pub created_at: String,
+}
+
+/// The part of a media record a guest sees in status answers.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MediaSummary {
+    /// Media id.
+    pub id: Uuid,
+    /// Moderation state.
+    pub moderation: Moderation,
+    /// The host's reason, when rejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Where the bytes can be read back.
+    pub url: String,
+}
+
+impl From<&Media> for MediaSummary {
+    fn from(media: &Media) -> Self {
+        MediaSummary {
+            id: media.id,
+            moderation: media.moderation,
+            reason: media.moderation_reason.clone(),
+            url: media.url.clone(),
+        }
+    }
+}
+
+/// What became of one attempt, as `GET /v1/attempts/{id}` and
+/// `POST /v1/attempts/status` report it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum AttemptStatus {
+    /// Authorized and not confirmed yet.
+    Authorized {
+        /// The attempt id.
+        id: Uuid,
+        /// Whether the object is already in storage (then only confirm is
+        /// missing).
+        object_stored: bool,
+        /// When the attempt expires unless confirmed.
+        expires_at: String,
+    },
+    /// Confirmed: the media record exists.
+    Confirmed {
+        /// The attempt id.
+        id: Uuid,
+        /// The media record.
+        media: MediaSummary,
+    },
+    /// Expired before it was confirmed.
+    Expired {
+        /// The attempt id.
+        id: Uuid,
+    },
+    /// Rejected at confirm.
+    Rejected {
+        /// The attempt id.
+        id: Uuid,
+        /// Stable code such as `size_mismatch`.
+        code: String,
+        /// Human-readable reason.
+        reason: String,
+    },
+    /// Unknown to this session (never authorized, or another session's).
+    NotFound {
+        /// The attempt id.
+        id: Uuid,
+    },
+}
+
+impl AttemptStatus {
+    /// The attempt id the status is about.
+    pub fn id(&self) -> Uuid {
+        match self {
+            AttemptStatus::Authorized { id, .. }
+            | AttemptStatus::Confirmed { id, .. }
+            | AttemptStatus::Expired { id }
+            | AttemptStatus::Rejected { id, .. }
+            | AttemptStatus::NotFound { id } => *id,
+        }
+    }
+}
+
+/// The most ids one status request may carry.
+pub const MAX_STATUS_IDS: usize = 500;
+
+/// `POST /v1/attempts/status` body.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusRequest {
+    /// Up to 500 attempt ids.
+    pub ids: Vec<Uuid>,
+}
+
+/// `POST /v1/attempts/status` answer: one entry per requested id, in order.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusResponse {
+    /// One status per requested id, in request order.
+    pub results: Vec<AttemptStatus>,
+}
+
+/// The host's decision on a media record.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModerationDecision {
+    /// Show it on the wall.
+    Approve,
+    /// Keep it off the wall.
+    Reject,
+}
+
+/// `POST /v1/media/{id}/moderation` body (host).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModerationRequest {
+    /// Approve or reject.
+    pub decision: ModerationDecision,
+    /// Why, shown to the guest when rejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `GET /v1/events/{slug}/media` answer (host).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MediaListResponse {
+    /// Media records, oldest first.
+    pub media: Vec<Media>,
+}
+
+/// One approved media record on the wall.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WallItem {
+    /// Media id.
+    pub id: Uuid,
+    /// Where the bytes can be read.
+    pub url: String,
+    /// Content type.
+    pub content_type: String,
+    /// When it was approved.
+    pub approved_at: String,
+}
+
+/// `GET /v1/events/{slug}/wall` answer.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WallResponse {
+    /// Approved media after the given cursor, in approval order.
+    pub items: Vec<WallItem>,
+    /// Pass this as `after` to get what comes next. Opaque.
+    pub next_cursor: String,
+}
+
+/// An `application/problem+json` body (RFC 9457) with a stable `code`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Problem {
+    /// A URI naming the problem type (`urn:upload-once:<code>`).
+    #[serde(rename = "type")]
+    pub type_uri: String,
+    /// Short summary of the problem type.
+    pub title: String,
+    /// The HTTP status code.
+    pub status: u16,
+    /// What happened in this occurrence.
+    pub detail: String,
+    /// The stable error code.
+    pub code: String,
+    /// Whether repeating the same request later may succeed.
+    #[serde(default)]
+    pub retryable: bool,
+}

@@ -1,0 +1,138 @@
+//! Command-line flags, each with an `UPLOAD_ONCE_*` environment equivalent.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+use crate::error::{Error, Result};
+
+/// Parses `500ms`, `90s`, `15m`, `2h`, `7d`, or a plain number of seconds.
+pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number.parse().map_err(|_| format!("`{text}` is not a duration like 90s, 15m, 7d"))?;
+    let ms = match unit {
+        "ms" => n,
+        "" | "s" => n * 1000,
+        "m" => n * 60_000,
+        "h" => n * 3_600_000,
+        "d" => n * 86_400_000,
+        _ => return Err(format!("`{text}`: unknown unit `{unit}` (use ms, s, m, h or d)")),
+    };
+    Ok(Duration::from_millis(ms))
+}
+
+/// The reference server's configuration.
+#[derive(Clone, Debug, Parser)]
+#[command(name = "upload-once-server", version, about = "The upload-once reference server")]
+pub struct Config {
+    /// Address to listen on.
+    #[arg(long, env = "UPLOAD_ONCE_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Directory for the SQLite database, stored objects and the signing key.
+    #[arg(long, env = "UPLOAD_ONCE_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+
+    /// Database URL: `sqlite://path` (default: `<data-dir>/upload-once.db`),
+    /// or `sqlite::memory:`.
+    #[arg(long, env = "UPLOAD_ONCE_DATABASE_URL")]
+    pub database_url: Option<String>,
+
+    /// Bearer token for `POST /v1/events`. A random one is made and printed
+    /// when none is given.
+    #[arg(long, env = "UPLOAD_ONCE_ADMIN_TOKEN")]
+    pub admin_token: Option<String>,
+
+    /// The URL browsers reach this server at (signed URLs and media links
+    /// start with it). Default: `http://<listen>`.
+    #[arg(long, env = "UPLOAD_ONCE_PUBLIC_URL")]
+    pub public_url: Option<String>,
+
+    /// An origin allowed to call the API and PUT to storage from a browser
+    /// (repeatable, or comma-separated in the environment).
+    #[arg(long = "allowed-origin", env = "UPLOAD_ONCE_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub allowed_origins: Vec<String>,
+
+    /// Lifetime of a signed upload URL. Must be shorter than the attempt TTL.
+    #[arg(long, env = "UPLOAD_ONCE_URL_TTL", default_value = "15m", value_parser = parse_duration)]
+    pub url_ttl: Duration,
+
+    /// How long an attempt may stay unconfirmed before it expires.
+    #[arg(long, env = "UPLOAD_ONCE_ATTEMPT_TTL", default_value = "7d", value_parser = parse_duration)]
+    pub attempt_ttl: Duration,
+
+    /// How long a guest session lives; never shorter than the attempt TTL.
+    #[arg(long, env = "UPLOAD_ONCE_SESSION_TTL", default_value = "30d", value_parser = parse_duration)]
+    pub session_ttl: Duration,
+
+    /// How often the sweeper expires old attempts and deletes their objects.
+    #[arg(long, env = "UPLOAD_ONCE_SWEEP_INTERVAL", default_value = "60s", value_parser = parse_duration)]
+    pub sweep_interval: Duration,
+
+    /// Create this event at startup (if missing) and print its guest, host
+    /// and wall links.
+    #[arg(long, env = "UPLOAD_ONCE_DEMO_EVENT")]
+    pub demo_event: Option<String>,
+
+    /// The demo event's file size limit in bytes.
+    #[arg(long, env = "UPLOAD_ONCE_DEMO_MAX_FILE_BYTES", default_value_t = 200_000_000)]
+    pub demo_max_file_bytes: u64,
+
+    /// The demo event's allowed types.
+    #[arg(long, env = "UPLOAD_ONCE_DEMO_ALLOWED_TYPES", default_value = "image/*,video/*", value_delimiter = ',')]
+    pub demo_allowed_types: Vec<String>,
+
+    /// Serve the web pages from this directory (default: `www` if present).
+    #[arg(long, env = "UPLOAD_ONCE_WWW_DIR")]
+    pub www_dir: Option<PathBuf>,
+
+    /// Serve the built npm package under `/pkg/` from this directory
+    /// (default: `pkg` if present).
+    #[arg(long, env = "UPLOAD_ONCE_PKG_DIR")]
+    pub pkg_dir: Option<PathBuf>,
+}
+
+impl Config {
+    /// The configuration with every default and no flags.
+    pub fn defaults() -> Config {
+        Config::parse_from(["upload-once-server"])
+    }
+
+    /// Checks rules between flags.
+    pub fn validate(&self) -> Result<()> {
+        if self.url_ttl.is_zero() || self.attempt_ttl.is_zero() {
+            return Err(Error::Config("--url-ttl and --attempt-ttl must be positive".into()));
+        }
+        if self.url_ttl >= self.attempt_ttl {
+            return Err(Error::Config(format!(
+                "--url-ttl ({:?}) must be shorter than --attempt-ttl ({:?}): a signed URL must never outlive its attempt",
+                self.url_ttl, self.attempt_ttl
+            )));
+        }
+        for origin in &self.allowed_origins {
+            if !(origin.starts_with("http://") || origin.starts_with("https://")) || origin.ends_with('/') {
+                return Err(Error::Config(format!(
+                    "--allowed-origin `{origin}` must look like https://example.com (scheme, host, optional port, no path)"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The public base URL without a trailing slash.
+    pub fn public_base(&self) -> String {
+        match &self.public_url {
+            Some(url) => url.trim_end_matches('/').to_owned(),
+            None => format!("http://{}", self.listen),
+        }
+    }
+
+    /// The session lifetime actually used: at least the attempt TTL.
+    pub fn effective_session_ttl(&self) -> Duration {
+        self.session_ttl.max(self.attempt_ttl)
+    }
+}

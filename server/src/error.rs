@@ -1,0 +1,149 @@
+//! The server's one error type. Every failure becomes an
+//! `application/problem+json` answer with a stable `code`; a fault in a
+//! backend becomes a retryable 503, never a half-done change.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use upload_once_core::ErrorCode;
+use upload_once_core::wire::Problem;
+
+/// Everything that can go wrong in the server.
+#[derive(Debug)]
+pub enum Error {
+    /// A protocol-level answer: the caller did something the contract
+    /// refuses, or asked for something that is not there.
+    Problem {
+        /// Stable code.
+        code: ErrorCode,
+        /// What happened.
+        detail: String,
+    },
+    /// The database failed.
+    Database(sqlx::Error),
+    /// The object store failed or could not be reached.
+    ObjectStore(String),
+    /// Reading or writing local files failed.
+    Io(std::io::Error),
+    /// The configuration is unusable.
+    Config(String),
+}
+
+/// The result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A protocol answer with a code and a detail.
+    pub fn problem(code: ErrorCode, detail: impl Into<String>) -> Error {
+        Error::Problem { code, detail: detail.into() }
+    }
+
+    /// `404 not_found`, worded the same for "unknown" and "not yours".
+    pub fn not_found(what: &str) -> Error {
+        Error::problem(ErrorCode::NotFound, format!("no such {what}"))
+    }
+
+    /// The stable code of this error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::Problem { code, .. } => *code,
+            Error::Database(e) if is_transient_db_error(e) => ErrorCode::DatabaseUnavailable,
+            Error::Database(_) | Error::Io(_) | Error::Config(_) => ErrorCode::Internal,
+            Error::ObjectStore(_) => ErrorCode::ObjectStoreUnavailable,
+        }
+    }
+
+    fn detail(&self) -> String {
+        match self {
+            Error::Problem { detail, .. } => detail.clone(),
+            Error::Database(e) if is_transient_db_error(e) => "the database is busy; try again".to_owned(),
+            Error::ObjectStore(_) => "the object store did not answer; try again".to_owned(),
+            Error::Database(_) | Error::Io(_) | Error::Config(_) => "an unexpected server error".to_owned(),
+        }
+    }
+}
+
+fn is_transient_db_error(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => true,
+        sqlx::Error::Database(db) => {
+            // SQLite: SQLITE_BUSY (5) / SQLITE_LOCKED (6); PostgreSQL:
+            // serialization failure, deadlock, admin shutdown, cannot connect.
+            matches!(db.code().as_deref(), Some("5" | "6" | "517" | "40001" | "40P01" | "57P01" | "57P03"))
+        }
+        _ => false,
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Problem { code, detail } => write!(f, "{code}: {detail}"),
+            Error::Database(e) => write!(f, "database: {e}"),
+            Error::ObjectStore(e) => write!(f, "object store: {e}"),
+            Error::Io(e) => write!(f, "io: {e}"),
+            Error::Config(e) => write!(f, "configuration: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        Error::Database(e)
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Io(e)
+    }
+}
+
+impl From<upload_once_core::Error> for Error {
+    fn from(e: upload_once_core::Error) -> Self {
+        Error::Problem { code: e.code, detail: e.message }
+    }
+}
+
+/// Builds the problem body for a code.
+pub fn problem_body(code: ErrorCode, detail: String) -> Problem {
+    let status = code.http_status();
+    Problem {
+        type_uri: format!("urn:upload-once:{}", code.as_str()),
+        title: StatusCode::from_u16(status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("Error")
+            .to_owned(),
+        status,
+        detail,
+        code: code.as_str().to_owned(),
+        retryable: code.is_retryable(),
+    }
+}
+
+/// A `problem+json` response for a code.
+pub fn problem_response(code: ErrorCode, detail: String) -> Response {
+    let body = problem_body(code, detail);
+    let status = StatusCode::from_u16(body.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let json = serde_json::to_vec(&body).unwrap_or_default();
+    let mut response = (status, json).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+    if matches!(code, ErrorCode::DatabaseUnavailable | ErrorCode::ObjectStoreUnavailable | ErrorCode::RateLimited) {
+        headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    response
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        let code = self.code();
+        match &self {
+            Error::Problem { .. } => tracing::debug!(%code, "{self}"),
+            _ => tracing::error!(%code, "{self}"),
+        }
+        problem_response(code, self.detail())
+    }
+}

@@ -1,0 +1,150 @@
+//! # upload-once-server
+//!
+//! The reference server of upload-once: it authorizes attempts minted by
+//! the browser, signs direct-to-storage PUT URLs, confirms each attempt
+//! exactly once (create-or-return, under a row lock), answers what became
+//! of any attempt, expires what was never confirmed, and lets hosts
+//! moderate what reaches the wall.
+//!
+//! [`routes::app`] builds the router over an [`state::AppState`]; the
+//! record store ([`store::RecordStore`]) and the object store
+//! ([`storage::ObjectStore`]) are traits, so other backends plug in without
+//! touching a handler.
+#![deny(missing_docs)]
+
+pub mod clock;
+pub mod config;
+pub mod error;
+pub mod openapi;
+pub mod routes;
+pub mod secrets;
+pub mod state;
+pub mod storage;
+pub mod store;
+pub mod sweeper;
+
+use std::path::Path;
+use std::sync::Arc;
+
+pub use config::Config;
+pub use error::{Error, Result};
+use upload_once_core::wire::{CreateEventRequest, ModerationPolicy};
+
+use crate::clock::{Clock, SystemClock};
+use crate::secrets::{Signer, hex, new_token, random_bytes, token_hash, unhex};
+use crate::state::AppState;
+use crate::storage::ObjectStore;
+use crate::storage::local::LocalObjectStore;
+use crate::store::RecordStore;
+use crate::store::sqlite::SqliteStore;
+
+/// Reads the signing key from `<data-dir>/signing.key`, creating it on
+/// first start, so signed URLs survive a restart.
+pub fn load_signing_key(data_dir: &Path) -> Result<Vec<u8>> {
+    let path = data_dir.join("signing.key");
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        if let Some(key) = unhex(text.trim()).filter(|k| k.len() >= 32) {
+            return Ok(key);
+        }
+        return Err(Error::Config(format!("{} is not a hex key of at least 32 bytes", path.display())));
+    }
+    let mut key = vec![0u8; 32];
+    random_bytes(&mut key);
+    std::fs::write(&path, hex(&key))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(key)
+}
+
+/// Opens the record store named by a database URL.
+pub async fn open_records(url: &str) -> Result<Arc<dyn RecordStore>> {
+    if url.starts_with("sqlite:") {
+        return Ok(Arc::new(SqliteStore::open(url).await?));
+    }
+    Err(Error::Config(format!("unsupported --database-url `{url}` (use sqlite://path or sqlite::memory:)")))
+}
+
+/// Builds the server state from a configuration, with the given clock.
+pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppState> {
+    config.validate()?;
+    std::fs::create_dir_all(&config.data_dir)?;
+    let signer = Signer::new(load_signing_key(&config.data_dir)?);
+    let database_url = config
+        .database_url
+        .clone()
+        .unwrap_or_else(|| format!("sqlite://{}", config.data_dir.join("upload-once.db").display()));
+    let records = open_records(&database_url).await?;
+    let objects: Arc<dyn ObjectStore> =
+        Arc::new(LocalObjectStore::open(&config.data_dir.join("objects"), &config.public_base(), signer.clone())?);
+    let admin_token: Arc<str> = config.admin_token.clone().unwrap_or_else(new_token).into();
+    Ok(AppState { config: Arc::new(config), records, objects, signer, clock, admin_token })
+}
+
+/// Creates the demo event if it is missing (or gives it a fresh host
+/// token), and prints its links.
+pub async fn ensure_demo_event(state: &AppState, slug: &str) -> Result<()> {
+    let base = state.config.public_base();
+    let (event, host_token) = match state.records.event_by_slug(slug).await? {
+        Some(event) => {
+            let host_token = new_token();
+            state.records.set_host_token_hash(event.id, &token_hash(&host_token)).await?;
+            (event, host_token)
+        }
+        None => {
+            let request = CreateEventRequest {
+                slug: slug.to_owned(),
+                title: format!("{slug} (demo)"),
+                max_file_bytes: state.config.demo_max_file_bytes,
+                allowed_types: state.config.demo_allowed_types.clone(),
+                moderation: ModerationPolicy::Required,
+            };
+            let (row, created) = routes::events::create_event_row(state, &request).await?;
+            (row, created.host_token)
+        }
+    };
+    let code = &event.guest_code;
+    println!("Demo event `{slug}` is ready.");
+    println!("  Guest page: {base}/?event={slug}&code={code}");
+    println!("  Host page:  {base}/host.html?event={slug}&token={host_token}");
+    println!("  Wall:       {base}/wall.html?event={slug}&code={code}");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = terminate => {} }
+    tracing::info!("shutting down");
+}
+
+/// Runs the server until SIGINT or SIGTERM.
+pub async fn run(config: Config) -> Result<()> {
+    let print_admin = config.admin_token.is_none();
+    let sweep_interval = config.sweep_interval;
+    let listen = config.listen;
+    let demo = config.demo_event.clone();
+    let state = build_state(config, Arc::new(SystemClock)).await?;
+    if print_admin {
+        println!("Admin token (pass --admin-token to fix one): {}", state.admin_token);
+    }
+    if let Some(slug) = demo {
+        ensure_demo_event(&state, &slug).await?;
+    }
+    sweeper::spawn(state.clone(), sweep_interval);
+    let listener = tokio::net::TcpListener::bind(listen).await?;
+    println!("upload-once-server listening on {} (public URL {})", listener.local_addr()?, state.config.public_base());
+    axum::serve(listener, routes::app(state)).with_graceful_shutdown(shutdown_signal()).await?;
+    Ok(())
+}

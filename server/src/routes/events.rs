@@ -1,0 +1,258 @@
+//! Events, guest sessions, moderation and the wall.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use serde::Deserialize;
+use upload_once_core::ErrorCode;
+use upload_once_core::restrictions::is_valid_type_pattern;
+use upload_once_core::time::format_rfc3339;
+use upload_once_core::wire::{
+    CreateEventRequest, CreateEventResponse, CreateSessionRequest, EventInfo, MediaListResponse, Moderation,
+    ModerationRequest, Problem, SessionResponse, WallResponse,
+};
+use uuid::Uuid;
+
+use super::extract::{ApiJson, ApiPath, ApiQuery, bearer, event, require_admin, require_host};
+use crate::error::{Error, Result};
+use crate::secrets::{constant_time_eq, new_guest_code, new_token, token_hash};
+use crate::state::AppState;
+use crate::store::{EventRow, NewEvent};
+
+/// The longest moderation reason kept.
+const MAX_REASON_CHARS: usize = 500;
+/// The most wall items one page returns.
+const WALL_PAGE: u32 = 100;
+
+/// The public description of an event.
+pub fn event_info(e: &EventRow) -> EventInfo {
+    EventInfo {
+        slug: e.slug.clone(),
+        title: e.title.clone(),
+        max_file_bytes: e.max_file_bytes,
+        allowed_types: e.allowed_types.clone(),
+        moderation: e.moderation,
+    }
+}
+
+fn is_valid_slug(slug: &str) -> bool {
+    (1..=64).contains(&slug.len())
+        && !slug.starts_with('-')
+        && slug.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// Checks an event definition.
+pub fn validate_event(req: &CreateEventRequest) -> Result<()> {
+    let invalid = |detail: &str| Err(Error::problem(ErrorCode::InvalidEvent, detail.to_owned()));
+    if !is_valid_slug(&req.slug) {
+        return invalid("slug must be 1-64 characters of a-z, 0-9 and -, not starting with -");
+    }
+    if req.title.trim().is_empty() || req.title.chars().count() > 200 || req.title.chars().any(char::is_control) {
+        return invalid("title must be 1-200 characters without control characters");
+    }
+    if req.max_file_bytes == 0 {
+        return invalid("max_file_bytes must be positive");
+    }
+    if req.allowed_types.is_empty() || req.allowed_types.len() > 50 || !req.allowed_types.iter().all(|p| is_valid_type_pattern(p)) {
+        return invalid("allowed_types must list 1-50 patterns like image/*, video/mp4 or */*");
+    }
+    Ok(())
+}
+
+/// Creates an event and its guest code and host token.
+pub async fn create_event_row(state: &AppState, req: &CreateEventRequest) -> Result<(EventRow, CreateEventResponse)> {
+    validate_event(req)?;
+    let guest_code = new_guest_code();
+    let host_token = new_token();
+    let wall_token = new_token();
+    let row = state
+        .records
+        .create_event(NewEvent {
+            slug: req.slug.clone(),
+            title: req.title.trim().to_owned(),
+            max_file_bytes: req.max_file_bytes,
+            allowed_types: req.allowed_types.iter().map(|p| p.trim().to_ascii_lowercase()).collect(),
+            moderation: req.moderation,
+            guest_code: guest_code.clone(),
+            host_token_hash: token_hash(&host_token),
+            wall_token_hash: token_hash(&wall_token),
+            created_at: state.now(),
+        })
+        .await?;
+    let response = CreateEventResponse { event: event_info(&row), guest_code, host_token, wall_token };
+    Ok((row, response))
+}
+
+/// `POST /v1/events`
+#[utoipa::path(post, path = "/v1/events", tag = "events",
+    request_body = CreateEventRequest,
+    security(("admin" = [])),
+    responses(
+        (status = 201, body = CreateEventResponse, description = "Created"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+        (status = 409, body = Problem, content_type = "application/problem+json", description = "slug_taken"),
+        (status = 422, body = Problem, content_type = "application/problem+json", description = "invalid_event"),
+    ))]
+pub async fn create_event(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<CreateEventRequest>,
+) -> Result<(StatusCode, Json<CreateEventResponse>)> {
+    require_admin(&state, &headers)?;
+    let (_, response) = create_event_row(&state, &req).await?;
+    Ok((StatusCode::CREATED, Json(response)))
+}
+
+/// `POST /v1/events/{slug}/sessions`
+#[utoipa::path(post, path = "/v1/events/{slug}/sessions", tag = "guests",
+    params(("slug" = String, Path, description = "Event slug")),
+    request_body = CreateSessionRequest,
+    responses(
+        (status = 201, body = SessionResponse),
+        (status = 403, body = Problem, content_type = "application/problem+json", description = "wrong_guest_code"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn create_session(
+    State(state): State<AppState>,
+    ApiPath(slug): ApiPath<String>,
+    ApiJson(req): ApiJson<CreateSessionRequest>,
+) -> Result<(StatusCode, Json<SessionResponse>)> {
+    let event = event(&state, &slug).await?;
+    if !constant_time_eq(req.guest_code.trim(), &event.guest_code) {
+        return Err(Error::problem(ErrorCode::WrongGuestCode, "this guest code does not open this event"));
+    }
+    let token = new_token();
+    let now = state.now();
+    let expires_at = now + state.config.effective_session_ttl().as_millis() as i64;
+    state.records.create_session(event.id, &token_hash(&token), now, expires_at).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(SessionResponse { session_token: token, expires_at: format_rfc3339(expires_at), event: event_info(&event) }),
+    ))
+}
+
+/// Query of the host's media list.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct MediaQuery {
+    /// Only media in this moderation state.
+    pub moderation: Option<Moderation>,
+}
+
+/// `GET /v1/events/{slug}/media`
+#[utoipa::path(get, path = "/v1/events/{slug}/media", tag = "hosts",
+    params(("slug" = String, Path, description = "Event slug"), MediaQuery),
+    security(("host" = [])),
+    responses(
+        (status = 200, body = MediaListResponse),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn list_media(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiPath(slug): ApiPath<String>,
+    ApiQuery(query): ApiQuery<MediaQuery>,
+) -> Result<Json<MediaListResponse>> {
+    let event = event(&state, &slug).await?;
+    require_host(&headers, &event)?;
+    let rows = state.records.list_media(event.id, query.moderation).await?;
+    Ok(Json(MediaListResponse { media: rows.iter().map(|m| state.media_json(m)).collect() }))
+}
+
+/// `POST /v1/media/{id}/moderation`
+#[utoipa::path(post, path = "/v1/media/{id}/moderation", tag = "hosts",
+    params(("id" = Uuid, Path, description = "Media id")),
+    request_body = ModerationRequest,
+    security(("host" = [])),
+    responses(
+        (status = 200, body = upload_once_core::wire::Media),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn moderate(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(req): ApiJson<ModerationRequest>,
+) -> Result<Json<upload_once_core::wire::Media>> {
+    let token = bearer(&headers).ok_or_else(|| Error::problem(ErrorCode::Unauthorized, "send Authorization: Bearer <host token>"))?;
+    let media = state.records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
+    let event = state.records.event_by_id(media.event_id).await?.ok_or_else(|| Error::not_found("media"))?;
+    if !constant_time_eq(&token_hash(token), &event.host_token_hash) {
+        // Guests and other events' hosts alike.
+        return Err(Error::problem(ErrorCode::Forbidden, "only this event's host may moderate its media"));
+    }
+    let reason = req.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
+    if reason.is_some_and(|r| r.chars().count() > MAX_REASON_CHARS) {
+        return Err(Error::problem(ErrorCode::MalformedRequest, "reason must be at most 500 characters"));
+    }
+    let row = state
+        .records
+        .moderate(event.id, id, req.decision, reason, state.now())
+        .await?
+        .ok_or_else(|| Error::not_found("media"))?;
+    Ok(Json(state.media_json(&row)))
+}
+
+/// Query of the wall.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct WallQuery {
+    /// The `next_cursor` of the previous page; absent for the start.
+    pub after: Option<String>,
+    /// The guest code (or send a wall or host token as bearer, or the code
+    /// in `X-Guest-Code`).
+    pub code: Option<String>,
+}
+
+fn encode_cursor(seq: i64) -> String {
+    format!("w{seq:x}")
+}
+
+fn decode_cursor(cursor: &str) -> Result<i64> {
+    cursor
+        .strip_prefix('w')
+        .and_then(|hex| i64::from_str_radix(hex, 16).ok())
+        .filter(|seq| *seq >= 0)
+        .ok_or_else(|| Error::problem(ErrorCode::InvalidQuery, "`after` is not a cursor this server issued"))
+}
+
+fn may_see_wall(headers: &HeaderMap, query: &WallQuery, event: &EventRow) -> Result<()> {
+    if let Some(token) = bearer(headers) {
+        let hash = token_hash(token);
+        if constant_time_eq(&hash, &event.wall_token_hash) || constant_time_eq(&hash, &event.host_token_hash) {
+            return Ok(());
+        }
+    }
+    let code = headers.get("x-guest-code").and_then(|v| v.to_str().ok()).or(query.code.as_deref());
+    match code {
+        Some(code) if constant_time_eq(code.trim(), &event.guest_code) => Ok(()),
+        Some(_) => Err(Error::problem(ErrorCode::WrongGuestCode, "this guest code does not open this event")),
+        None if bearer(headers).is_some() => Err(Error::problem(ErrorCode::Forbidden, "this token does not open the wall")),
+        None => Err(Error::problem(ErrorCode::Unauthorized, "send the guest code, or a wall token as bearer")),
+    }
+}
+
+/// `GET /v1/events/{slug}/wall`
+#[utoipa::path(get, path = "/v1/events/{slug}/wall", tag = "wall",
+    params(("slug" = String, Path, description = "Event slug"), WallQuery),
+    responses(
+        (status = 200, body = WallResponse),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn wall(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiPath(slug): ApiPath<String>,
+    ApiQuery(query): ApiQuery<WallQuery>,
+) -> Result<Json<WallResponse>> {
+    let event = event(&state, &slug).await?;
+    may_see_wall(&headers, &query, &event)?;
+    let after = query.after.as_deref().map(decode_cursor).transpose()?.unwrap_or(0);
+    let rows = state.records.wall(event.id, after, WALL_PAGE).await?;
+    let next = rows.last().and_then(|m| m.wall_seq).unwrap_or(after);
+    Ok(Json(WallResponse { items: rows.iter().map(|m| state.wall_item(m)).collect(), next_cursor: encode_cursor(next) }))
+}

@@ -1,0 +1,119 @@
+//! The HTTP surface: [`app`] builds the whole router, testable without a
+//! socket.
+
+pub mod attempts;
+pub mod events;
+pub mod extract;
+pub mod storage;
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::Router;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::services::ServeDir;
+use tower_http::trace::TraceLayer;
+use upload_once_core::ErrorCode;
+use utoipa::OpenApi;
+
+use crate::error::{Result, problem_response};
+use crate::openapi::ApiDoc;
+use crate::state::AppState;
+use crate::sweeper::{SweepReport, sweep_once};
+
+/// The largest JSON body accepted (a status request of 500 ids fits).
+pub const MAX_JSON_BYTES: usize = 64 * 1024;
+
+/// `GET /healthz`
+#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, description = "The server and its database answer")))]
+pub async fn healthz(State(state): State<AppState>) -> Result<&'static str> {
+    state.records.ping().await?;
+    Ok("ok")
+}
+
+/// `GET /openapi.json`
+pub async fn openapi() -> Response {
+    let mut response = Json(ApiDoc::openapi()).into_response();
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// `POST /v1/admin/sweep` (admin): runs the sweeper now.
+#[utoipa::path(post, path = "/v1/admin/sweep", tag = "operations", security(("admin" = [])),
+    responses((status = 200, body = SweepReport)))]
+pub async fn admin_sweep(State(state): State<AppState>, headers: HeaderMap) -> Result<Json<SweepReport>> {
+    extract::require_admin(&state, &headers)?;
+    Ok(Json(sweep_once(&state).await?))
+}
+
+async fn route_not_found() -> Response {
+    problem_response(ErrorCode::RouteNotFound, "no such route".into())
+}
+
+async fn method_not_allowed() -> Response {
+    problem_response(ErrorCode::MethodNotAllowed, "this route does not take that method".into())
+}
+
+fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    problem_response(ErrorCode::Internal, "an unexpected server error".into())
+}
+
+fn cors(origins: &[String]) -> CorsLayer {
+    let origins: Vec<HeaderValue> = origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()).collect();
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::list(origins))
+        .allow_methods([Method::GET, Method::POST, Method::PUT, Method::OPTIONS])
+        .allow_headers([
+            header::AUTHORIZATION,
+            header::CONTENT_TYPE,
+            header::IF_NONE_MATCH,
+            HeaderName::from_static("idempotency-key"),
+            HeaderName::from_static("x-guest-code"),
+            HeaderName::from_static("x-amz-checksum-sha256"),
+        ])
+        .expose_headers([header::ETAG, header::RETRY_AFTER])
+        .max_age(Duration::from_secs(600))
+}
+
+/// The whole HTTP API, the embedded storage endpoint, and (when configured)
+/// the web pages and the npm package.
+pub fn app(state: AppState) -> Router {
+    let api = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/openapi.json", get(openapi))
+        .route("/v1/events", post(events::create_event))
+        .route("/v1/events/{slug}/sessions", post(events::create_session))
+        .route("/v1/events/{slug}/attempts", post(attempts::authorize))
+        .route("/v1/events/{slug}/media", get(events::list_media))
+        .route("/v1/events/{slug}/wall", get(events::wall))
+        .route("/v1/attempts/status", post(attempts::status_batch))
+        .route("/v1/attempts/{id}", get(attempts::status))
+        .route("/v1/attempts/{id}/confirm", post(attempts::confirm))
+        .route("/v1/attempts/{id}/renew", post(attempts::renew))
+        .route("/v1/media/{id}/moderation", post(events::moderate))
+        .route("/v1/media/{id}/content", get(storage::media_content))
+        .route("/v1/admin/sweep", post(admin_sweep))
+        .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
+        .route("/storage/{*key}", put(storage::put_object));
+
+    let mut router = api.method_not_allowed_fallback(method_not_allowed);
+    let config = &state.config;
+    if let Some(pkg) = config.pkg_dir.clone().or_else(|| Some("pkg".into()).filter(|p: &std::path::PathBuf| p.is_dir())) {
+        router = router.nest_service("/pkg", ServeDir::new(pkg));
+    }
+    let www = config.www_dir.clone().or_else(|| Some("www".into()).filter(|p: &std::path::PathBuf| p.is_dir()));
+    router = match www {
+        Some(www) => router.fallback_service(ServeDir::new(www).not_found_service(axum::routing::any(route_not_found))),
+        None => router.fallback(route_not_found),
+    };
+    router
+        .layer(cors(&config.allowed_origins))
+        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}

@@ -1,0 +1,148 @@
+//! The embedded store's signed PUT endpoint, and media read-back.
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use upload_once_core::ErrorCode;
+use upload_once_core::restrictions::normalize_content_type;
+use upload_once_core::wire::{AttemptState, Problem};
+use uuid::Uuid;
+
+use super::extract::{ApiPath, ApiQuery};
+use crate::error::{Error, Result};
+use crate::state::AppState;
+use crate::storage::local::{Commit, SignedQuery};
+
+/// `PUT /storage/{key}`: receives the bytes of one attempt through a signed
+/// URL.
+#[utoipa::path(put, path = "/storage/{key}", tag = "storage",
+    params(("key" = String, Path, description = "Object key, as signed"), SignedQuery),
+    request_body(content = Vec<u8>, content_type = "*/*", description = "Exactly the signed length, with the signed Content-Type"),
+    responses(
+        (status = 200, description = "Stored (or the same bytes were already stored); ETag is the SHA-256"),
+        (status = 400, body = Problem, content_type = "application/problem+json", description = "length_mismatch, content_type_mismatch, incomplete_body, checksum_mismatch"),
+        (status = 403, body = Problem, content_type = "application/problem+json", description = "url_expired, bad_signature"),
+        (status = 409, body = Problem, content_type = "application/problem+json", description = "already_confirmed: a confirmed object never changes"),
+        (status = 410, body = Problem, content_type = "application/problem+json", description = "expired"),
+        (status = 412, body = Problem, content_type = "application/problem+json", description = "object_exists: different bytes are stored"),
+    ))]
+pub async fn put_object(
+    State(state): State<AppState>,
+    ApiPath(key): ApiPath<String>,
+    ApiQuery(query): ApiQuery<SignedQuery>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response> {
+    let Some(store) = state.objects.as_local() else {
+        return Err(Error::problem(ErrorCode::RouteNotFound, "this server does not store objects itself"));
+    };
+    store.verify(&key, &query, state.now())?;
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(normalize_content_type);
+    if content_type.as_deref() != Some(query.ct.as_str()) {
+        return Err(Error::problem(
+            ErrorCode::ContentTypeMismatch,
+            format!("send Content-Type: {} as the URL was signed for", query.ct),
+        ));
+    }
+    if let Some(length) = headers.get(header::CONTENT_LENGTH) {
+        if length.to_str().ok().and_then(|l| l.parse::<u64>().ok()) != Some(query.len) {
+            return Err(Error::problem(ErrorCode::LengthMismatch, format!("the URL was signed for exactly {} bytes", query.len)));
+        }
+    }
+    let attempt_allows_upload = async || -> Result<()> {
+        let attempt = state.records.attempt_by_object_key(&key).await?;
+        match attempt.map(|a| a.state) {
+            Some(AttemptState::Authorized) => Ok(()),
+            Some(AttemptState::Confirmed) => {
+                Err(Error::problem(ErrorCode::AlreadyConfirmed, "this object belongs to a confirmed attempt and cannot change"))
+            }
+            Some(AttemptState::Expired) | None => Err(Error::problem(ErrorCode::Expired, "this attempt has expired")),
+            Some(AttemptState::Rejected) => Err(Error::problem(ErrorCode::Expired, "this attempt was rejected")),
+        }
+    };
+    // Cheap refusal before reading any bytes; checked again at commit.
+    attempt_allows_upload().await?;
+    let received = store.receive(body.into_data_stream(), query.len).await?;
+    if received.size != query.len {
+        return Err(Error::problem(
+            ErrorCode::IncompleteBody,
+            format!("received {} of the {} signed bytes", received.size, query.len),
+        ));
+    }
+    if let Some(expected) = &query.sha {
+        if *expected != received.sha256 {
+            return Err(Error::problem(ErrorCode::ChecksumMismatch, "the bytes do not have the signed SHA-256"));
+        }
+    }
+    let meta = match store.commit(&key, &query.ct, received, attempt_allows_upload).await? {
+        Commit::Stored(meta) | Commit::AlreadyStored(meta) => meta,
+    };
+    let mut response = StatusCode::OK.into_response();
+    if let Ok(etag) = HeaderValue::from_str(&meta.etag) {
+        response.headers_mut().insert(header::ETAG, etag);
+    }
+    Ok(response)
+}
+
+/// Content types a browser may render inline from this origin. Anything
+/// else (HTML, SVG, scripts, unknown) is sent as a download.
+const INLINE_TYPES: &[&str] = &[
+    "image/jpeg",
+    "image/png",
+    "image/gif",
+    "image/webp",
+    "image/avif",
+    "image/heic",
+    "image/heif",
+    "image/bmp",
+    "video/mp4",
+    "video/webm",
+    "video/quicktime",
+    "video/ogg",
+];
+
+/// Query of a media read.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct MediaContentQuery {
+    /// The signature from the media URL.
+    pub sig: String,
+}
+
+/// `GET /v1/media/{id}/content`: the bytes of a media record, served so
+/// that nothing uploaded can run script on this origin.
+#[utoipa::path(get, path = "/v1/media/{id}/content", tag = "wall",
+    params(("id" = Uuid, Path, description = "Media id"), MediaContentQuery),
+    responses(
+        (status = 200, description = "The bytes: allow-listed image/video types inline, anything else as an attachment; always nosniff and a sandboxing CSP"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn media_content(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiQuery(query): ApiQuery<MediaContentQuery>,
+) -> Result<Response> {
+    if !state.verify_media_sig(id, &query.sig) {
+        return Err(Error::not_found("media"));
+    }
+    let media = state.records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
+    let (meta, stream) = state.objects.get(&media.object_key).await?.ok_or_else(|| Error::not_found("media"))?;
+    let inline = INLINE_TYPES.contains(&media.content_type.as_str());
+    let content_type = if inline { media.content_type.as_str() } else { "application/octet-stream" };
+    let mut response = Response::new(Body::from_stream(stream));
+    let h = response.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_str(content_type).unwrap_or(HeaderValue::from_static("application/octet-stream")));
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(meta.size));
+    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("default-src 'none'; sandbox"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, max-age=86400"));
+    h.insert("cross-origin-resource-policy", HeaderValue::from_static("cross-origin"));
+    if let Ok(etag) = HeaderValue::from_str(&meta.etag) {
+        h.insert(header::ETAG, etag);
+    }
+    if !inline {
+        h.insert(header::CONTENT_DISPOSITION, HeaderValue::from_static("attachment"));
+    }
+    Ok(response)
+}

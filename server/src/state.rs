@@ -1,0 +1,95 @@
+//! What every handler shares.
+
+use std::sync::Arc;
+
+use upload_once_core::time::UnixMillis;
+use upload_once_core::wire::{Media, MediaSummary, WallItem};
+use uuid::Uuid;
+
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::secrets::Signer;
+use crate::storage::ObjectStore;
+use crate::store::{MediaRow, RecordStore};
+use upload_once_core::time::format_rfc3339;
+
+/// The shared state of the server.
+#[derive(Clone)]
+pub struct AppState {
+    /// Configuration.
+    pub config: Arc<Config>,
+    /// Where records live.
+    pub records: Arc<dyn RecordStore>,
+    /// Where bytes live.
+    pub objects: Arc<dyn ObjectStore>,
+    /// Signs media links.
+    pub signer: Signer,
+    /// The clock.
+    pub clock: Arc<dyn Clock>,
+    /// The admin bearer token.
+    pub admin_token: Arc<str>,
+}
+
+impl AppState {
+    /// The current time.
+    pub fn now(&self) -> UnixMillis {
+        self.clock.now()
+    }
+
+    /// The attempt TTL in milliseconds.
+    pub fn attempt_ttl_ms(&self) -> i64 {
+        self.config.attempt_ttl.as_millis() as i64
+    }
+
+    /// The signed-URL TTL in milliseconds.
+    pub fn url_ttl_ms(&self) -> i64 {
+        self.config.url_ttl.as_millis() as i64
+    }
+
+    fn media_message(id: Uuid) -> String {
+        format!("GET\n{id}")
+    }
+
+    /// The capability URL that serves a media record's bytes.
+    pub fn media_url(&self, id: Uuid) -> String {
+        format!("{}/v1/media/{id}/content?sig={}", self.config.public_base(), self.signer.sign(&Self::media_message(id)))
+    }
+
+    /// Checks a media URL signature.
+    pub fn verify_media_sig(&self, id: Uuid, sig: &str) -> bool {
+        self.signer.verify(&Self::media_message(id), sig)
+    }
+
+    /// A media record as the protocol shows it.
+    pub fn media_json(&self, m: &MediaRow) -> Media {
+        Media {
+            id: m.id,
+            attempt_id: m.attempt_id,
+            event: m.event_slug.clone(),
+            object_key: m.object_key.clone(),
+            filename: m.filename.clone(),
+            size: m.size,
+            content_type: m.content_type.clone(),
+            sha256: m.sha256.clone(),
+            moderation: m.moderation,
+            moderation_reason: m.moderation_reason.clone(),
+            url: self.media_url(m.id),
+            created_at: format_rfc3339(m.created_at),
+        }
+    }
+
+    /// The guest's view of a media record.
+    pub fn media_summary(&self, m: &MediaRow) -> MediaSummary {
+        MediaSummary { id: m.id, moderation: m.moderation, reason: m.moderation_reason.clone(), url: self.media_url(m.id) }
+    }
+
+    /// A wall entry.
+    pub fn wall_item(&self, m: &MediaRow) -> WallItem {
+        WallItem {
+            id: m.id,
+            url: self.media_url(m.id),
+            content_type: m.content_type.clone(),
+            approved_at: format_rfc3339(m.moderated_at.unwrap_or(m.created_at)),
+        }
+    }
+}

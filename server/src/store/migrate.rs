@@ -1,0 +1,18 @@
+//! Schema migrations, embedded in the binary. Each dialect has its own
+//! files under `server/migrations/<dialect>/`; versions line up across
+//! dialects.
+
+/// One migration.
+#[derive(Clone, Copy, Debug)]
+pub struct Migration {
+    /// Monotonic version number.
+    pub version: i64,
+    /// Short name.
+    pub name: &'static str,
+    /// The SQL script.
+    pub sql: &'static str,
+}
+
+/// SQLite migrations, in order.
+pub const SQLITE: &[Migration] =
+    &[Migration { version: 1, name: "init", sql: include_str!("../../migrations/sqlite/0001_init.sql") }];

@@ -1,0 +1,310 @@
+//! The record store: events, guest sessions, attempts and media records.
+//!
+//! Handlers only see the [`RecordStore`] trait. The embedded default is
+//! SQLite ([`sqlite::SqliteStore`]); other databases implement the same
+//! trait. Exactly-once confirm rests on [`AttemptLock`]: a database
+//! transaction holding the attempt's row lock, inside which the object is
+//! checked and the media record created.
+
+pub mod migrate;
+pub mod sqlite;
+
+use async_trait::async_trait;
+use upload_once_core::time::UnixMillis;
+use upload_once_core::wire::{AttemptState, Moderation, ModerationDecision, ModerationPolicy};
+use uuid::Uuid;
+
+use crate::error::Result;
+
+/// An event as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventRow {
+    /// Internal id.
+    pub id: i64,
+    /// URL-safe name.
+    pub slug: String,
+    /// Title.
+    pub title: String,
+    /// Size limit in bytes.
+    pub max_file_bytes: u64,
+    /// Allowed content-type patterns.
+    pub allowed_types: Vec<String>,
+    /// Moderation policy.
+    pub moderation: ModerationPolicy,
+    /// The guest code (shared in links, so kept in clear).
+    pub guest_code: String,
+    /// SHA-256 of the host token.
+    pub host_token_hash: String,
+    /// SHA-256 of the wall token.
+    pub wall_token_hash: String,
+    /// Creation time.
+    pub created_at: UnixMillis,
+}
+
+/// A new event.
+#[derive(Clone, Debug)]
+pub struct NewEvent {
+    /// URL-safe name.
+    pub slug: String,
+    /// Title.
+    pub title: String,
+    /// Size limit in bytes.
+    pub max_file_bytes: u64,
+    /// Allowed content-type patterns.
+    pub allowed_types: Vec<String>,
+    /// Moderation policy.
+    pub moderation: ModerationPolicy,
+    /// The guest code.
+    pub guest_code: String,
+    /// SHA-256 of the host token.
+    pub host_token_hash: String,
+    /// SHA-256 of the wall token.
+    pub wall_token_hash: String,
+    /// Creation time.
+    pub created_at: UnixMillis,
+}
+
+/// A guest session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionRow {
+    /// Internal id.
+    pub id: i64,
+    /// The event it belongs to.
+    pub event_id: i64,
+    /// When it stops working.
+    pub expires_at: UnixMillis,
+}
+
+/// An attempt as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttemptRow {
+    /// Internal id.
+    pub row_id: i64,
+    /// The client-minted id (unique per session).
+    pub id: Uuid,
+    /// The session that authorized it.
+    pub session_id: i64,
+    /// The event.
+    pub event_id: i64,
+    /// Original filename.
+    pub filename: String,
+    /// Authorized size.
+    pub size: u64,
+    /// Authorized content type.
+    pub content_type: String,
+    /// Authorized SHA-256, if any.
+    pub sha256: Option<String>,
+    /// Server-generated object key.
+    pub object_key: String,
+    /// State.
+    pub state: AttemptState,
+    /// Rejection code, when rejected.
+    pub reject_code: Option<String>,
+    /// Rejection reason, when rejected.
+    pub reject_reason: Option<String>,
+    /// Creation time.
+    pub created_at: UnixMillis,
+    /// Expiry time unless confirmed.
+    pub expires_at: UnixMillis,
+    /// The media record, when confirmed.
+    pub media_id: Option<Uuid>,
+}
+
+/// A new attempt (authorize).
+#[derive(Clone, Debug)]
+pub struct NewAttempt {
+    /// The client-minted id.
+    pub id: Uuid,
+    /// The session.
+    pub session_id: i64,
+    /// The event.
+    pub event_id: i64,
+    /// Original filename.
+    pub filename: String,
+    /// Size.
+    pub size: u64,
+    /// Content type.
+    pub content_type: String,
+    /// SHA-256, if given.
+    pub sha256: Option<String>,
+    /// Server-generated object key.
+    pub object_key: String,
+    /// Now.
+    pub created_at: UnixMillis,
+    /// Expiry.
+    pub expires_at: UnixMillis,
+}
+
+/// A media record as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MediaRow {
+    /// Server-minted id.
+    pub id: Uuid,
+    /// The attempt's internal id.
+    pub attempt_row_id: i64,
+    /// The attempt's client-minted id.
+    pub attempt_id: Uuid,
+    /// The event.
+    pub event_id: i64,
+    /// The event slug.
+    pub event_slug: String,
+    /// Object key.
+    pub object_key: String,
+    /// Original filename.
+    pub filename: String,
+    /// Stored size.
+    pub size: u64,
+    /// Stored content type.
+    pub content_type: String,
+    /// SHA-256, if known.
+    pub sha256: Option<String>,
+    /// Moderation state.
+    pub moderation: Moderation,
+    /// The host's reason.
+    pub moderation_reason: Option<String>,
+    /// Position on the wall (set when approved).
+    pub wall_seq: Option<i64>,
+    /// Creation time.
+    pub created_at: UnixMillis,
+    /// Time of the last moderation decision.
+    pub moderated_at: Option<UnixMillis>,
+}
+
+/// A media record to create at confirm.
+#[derive(Clone, Debug)]
+pub struct NewMedia {
+    /// Server-minted id.
+    pub id: Uuid,
+    /// Stored size.
+    pub size: u64,
+    /// Stored content type.
+    pub content_type: String,
+    /// SHA-256, if known.
+    pub sha256: Option<String>,
+    /// Initial moderation state (`pending`, or `approved` without
+    /// moderation).
+    pub moderation: Moderation,
+    /// Now.
+    pub created_at: UnixMillis,
+}
+
+/// A database transaction holding one attempt's row lock. Dropping it
+/// without calling a finishing method rolls back.
+#[async_trait]
+pub trait AttemptLock: Send {
+    /// The attempt as read under the lock.
+    fn attempt(&self) -> &AttemptRow;
+
+    /// The media record of a confirmed attempt.
+    async fn media(&mut self) -> Result<MediaRow>;
+
+    /// Creates the media record, marks the attempt confirmed, commits.
+    async fn confirm(self: Box<Self>, media: NewMedia) -> Result<MediaRow>;
+
+    /// Marks the attempt rejected, commits.
+    async fn reject(self: Box<Self>, code: &str, reason: &str) -> Result<()>;
+
+    /// Marks the attempt expired, commits.
+    async fn expire(self: Box<Self>) -> Result<()>;
+
+    /// Ends the transaction without a change.
+    async fn release(self: Box<Self>) -> Result<()>;
+}
+
+/// Where records live.
+#[async_trait]
+pub trait RecordStore: Send + Sync + 'static {
+    /// Checks the database answers.
+    async fn ping(&self) -> Result<()>;
+
+    /// Creates an event; `slug_taken` if the slug exists.
+    async fn create_event(&self, event: NewEvent) -> Result<EventRow>;
+
+    /// An event by slug.
+    async fn event_by_slug(&self, slug: &str) -> Result<Option<EventRow>>;
+
+    /// An event by internal id.
+    async fn event_by_id(&self, id: i64) -> Result<Option<EventRow>>;
+
+    /// Replaces an event's host token (the demo start prints a fresh one).
+    async fn set_host_token_hash(&self, event_id: i64, hash: &str) -> Result<()>;
+
+    /// Creates a guest session.
+    async fn create_session(&self, event_id: i64, token_hash: &str, now: UnixMillis, expires_at: UnixMillis)
+    -> Result<SessionRow>;
+
+    /// A live session by token hash.
+    async fn session_by_token_hash(&self, hash: &str, now: UnixMillis) -> Result<Option<SessionRow>>;
+
+    /// Creates the attempt, or returns the one this session already has with
+    /// that id (create-or-return, one statement). The bool is true when it
+    /// was created.
+    async fn authorize(&self, attempt: NewAttempt) -> Result<(AttemptRow, bool)>;
+
+    /// One attempt of a session.
+    async fn attempt(&self, session_id: i64, id: Uuid) -> Result<Option<AttemptRow>>;
+
+    /// Several attempts of a session (missing ones are left out).
+    async fn attempts(&self, session_id: i64, ids: &[Uuid]) -> Result<Vec<AttemptRow>>;
+
+    /// The attempt owning an object key.
+    async fn attempt_by_object_key(&self, key: &str) -> Result<Option<AttemptRow>>;
+
+    /// Locks one attempt of a session for a state change.
+    async fn lock_attempt(&self, session_id: i64, id: Uuid) -> Result<Option<Box<dyn AttemptLock>>>;
+
+    /// Locks an attempt by internal id (sweeper).
+    async fn lock_attempt_row(&self, row_id: i64) -> Result<Option<Box<dyn AttemptLock>>>;
+
+    /// Internal ids of authorized attempts whose expiry has passed.
+    async fn expired_attempts(&self, now: UnixMillis, limit: u32) -> Result<Vec<i64>>;
+
+    /// Expired or rejected attempts whose object may still exist.
+    async fn attempts_with_dead_objects(&self, limit: u32) -> Result<Vec<AttemptRow>>;
+
+    /// Records that an attempt's object was deleted.
+    async fn mark_object_deleted(&self, row_id: i64) -> Result<()>;
+
+    /// One media record.
+    async fn media(&self, id: Uuid) -> Result<Option<MediaRow>>;
+
+    /// Media records of several attempts, keyed by attempt internal id.
+    async fn media_for_attempts(&self, attempt_row_ids: &[i64]) -> Result<Vec<MediaRow>>;
+
+    /// An event's media, oldest first, optionally only one moderation state.
+    async fn list_media(&self, event_id: i64, moderation: Option<Moderation>) -> Result<Vec<MediaRow>>;
+
+    /// Applies a host decision; `None` if the media is not in that event.
+    async fn moderate(
+        &self,
+        event_id: i64,
+        media_id: Uuid,
+        decision: ModerationDecision,
+        reason: Option<&str>,
+        now: UnixMillis,
+    ) -> Result<Option<MediaRow>>;
+
+    /// Approved media after a wall position, in approval order.
+    async fn wall(&self, event_id: i64, after_seq: i64, limit: u32) -> Result<Vec<MediaRow>>;
+
+    /// Counts, for tests and checkers: (attempts, media).
+    async fn counts(&self) -> Result<(u64, u64)>;
+}
+
+/// The stable text of a moderation state in the database.
+pub fn moderation_from_db(text: &str) -> Moderation {
+    Moderation::parse(text).unwrap_or(Moderation::Pending)
+}
+
+/// The stable text of a moderation policy in the database.
+pub fn policy_to_db(policy: ModerationPolicy) -> &'static str {
+    match policy {
+        ModerationPolicy::Required => "required",
+        ModerationPolicy::None => "none",
+    }
+}
+
+/// Parses a moderation policy from the database.
+pub fn policy_from_db(text: &str) -> ModerationPolicy {
+    if text == "none" { ModerationPolicy::None } else { ModerationPolicy::Required }
+}

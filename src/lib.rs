@@ -1,0 +1,1 @@
+//! upload-once: the wasm client (placeholder until the client lands).

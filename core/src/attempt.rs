@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use crate::error::ErrorCode;
 use crate::retry::{Disposition, Failure, Operation, RetryPolicy, classify};
-use crate::time::{UnixMillis, parse_rfc3339};
+use crate::time::UnixMillis;
 use crate::wire::{
     AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, Media, MediaSummary, Moderation,
     UploadInstruction,
@@ -23,9 +23,6 @@ use crate::wire::{
 
 /// The record format written by this version.
 pub const RECORD_VERSION: u32 = 1;
-
-/// A signed URL this close to its expiry is renewed before use.
-pub const URL_EXPIRY_MARGIN_MS: i64 = 5_000;
 
 /// Where the bytes are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -330,19 +327,16 @@ impl AttemptRecord {
                 content_type: self.file.content_type.clone(),
                 sha256: self.sha256.clone(),
             }),
-            Step::Upload => {
-                let usable = self.upload.as_ref().filter(|u| {
-                    parse_rfc3339(&u.expires_at).is_some_and(|exp| exp - URL_EXPIRY_MARGIN_MS > now)
-                });
-                match usable {
-                    Some(upload) => Action::Upload(upload.clone()),
-                    None => {
-                        self.step = Step::Renew;
-                        self.touch(now);
-                        Action::Renew
-                    }
+            Step::Upload => match &self.upload {
+                // Expiry is the server's call (403 `url_expired`): the
+                // client's clock may be wrong by hours.
+                Some(upload) => Action::Upload(upload.clone()),
+                None => {
+                    self.step = Step::Renew;
+                    self.touch(now);
+                    Action::Renew
                 }
-            }
+            },
             Step::Renew => Action::Renew,
             Step::Confirm => Action::Confirm(ConfirmRequest {
                 size: self.file.size,
@@ -389,8 +383,11 @@ impl AttemptRecord {
         if self.confirmation == Confirmation::Confirming {
             self.confirmation = Confirmation::Unconfirmed;
         }
-        if self.step != Step::Check {
+        // A backoff chosen by a page that is gone does not bind this one:
+        // asking the server costs one request.
+        if self.step != Step::Check || self.next_retry_at.is_some() {
             self.step = Step::Check;
+            self.next_retry_at = None;
             self.touch(now);
         }
     }
@@ -645,6 +642,10 @@ impl AttemptRecord {
                     if self.transfer == Transfer::Uploaded {
                         self.transfer = Transfer::Queued;
                     }
+                    // The URL we hold may be long expired (a reload days
+                    // later): get a fresh one rather than send bytes to be
+                    // refused.
+                    self.upload = None;
                     self.step = Step::Upload;
                 }
                 self.touch(env.now);

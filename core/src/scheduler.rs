@@ -261,7 +261,8 @@ impl Scheduler {
         changed
     }
 
-    fn mark_dirty(&mut self, id: Uuid) {
+    /// Marks a record as needing to be stored again (a write failed).
+    pub fn mark_dirty(&mut self, id: Uuid) {
         if let Some(e) = self.entries.get_mut(&id) {
             if !e.dirty {
                 e.dirty = true;

@@ -1,0 +1,168 @@
+//! The browser environment the core is not allowed to touch: the clock,
+//! secure randomness, timers, online state and a wake-up signal for the
+//! driver loop.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use js_sys::{Function, Promise, Reflect};
+use upload_once_core::Entropy;
+use upload_once_core::time::UnixMillis;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(js_name = setTimeout)]
+    fn set_timeout(handler: &Function, ms: f64) -> JsValue;
+    #[wasm_bindgen(js_name = clearTimeout)]
+    fn clear_timeout(id: &JsValue);
+    #[wasm_bindgen(js_namespace = Date, js_name = now)]
+    fn date_now() -> f64;
+    #[wasm_bindgen(js_namespace = crypto, js_name = getRandomValues)]
+    fn get_random_values(buf: &mut [u8]);
+}
+
+/// Milliseconds since the epoch, from `Date.now()`.
+pub fn now() -> UnixMillis {
+    date_now() as UnixMillis
+}
+
+/// Randomness from `crypto.getRandomValues` (ids must be unguessable).
+#[derive(Debug, Default)]
+pub struct CryptoEntropy;
+
+impl Entropy for CryptoEntropy {
+    fn fill(&mut self, buf: &mut [u8]) {
+        for chunk in buf.chunks_mut(65_536) {
+            get_random_values(chunk);
+        }
+    }
+}
+
+/// The global object (`window`, or a worker's `self`).
+pub fn global() -> JsValue {
+    js_sys::global().into()
+}
+
+/// Reads `globalThis.<path>` (dot-separated), `undefined` when missing.
+pub fn lookup(path: &str) -> JsValue {
+    let mut value = global();
+    for part in path.split('.') {
+        if value.is_undefined() || value.is_null() {
+            return JsValue::UNDEFINED;
+        }
+        value = Reflect::get(&value, &JsValue::from_str(part)).unwrap_or(JsValue::UNDEFINED);
+    }
+    value
+}
+
+/// `navigator.onLine` (true where unknown).
+pub fn is_online() -> bool {
+    lookup("navigator.onLine").as_bool().unwrap_or(true)
+}
+
+/// Resolves after `ms` milliseconds.
+pub async fn sleep(ms: f64) {
+    let promise = Promise::new(&mut |resolve, _| {
+        set_timeout(&resolve, ms.max(0.0));
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
+
+struct Select<A: Future, B: Future> {
+    a: Pin<Box<A>>,
+    b: Pin<Box<B>>,
+}
+
+impl<A: Future, B: Future> Future for Select<A, B> {
+    type Output = Option<A::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Poll::Ready(v) = self.a.as_mut().poll(cx) {
+            return Poll::Ready(Some(v));
+        }
+        match self.b.as_mut().poll(cx) {
+            Poll::Ready(_) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// Runs `fut` for at most `ms` milliseconds: `None` when time ran out.
+pub async fn timeout<F: Future>(ms: f64, fut: F) -> Option<F::Output> {
+    Select { a: Box::pin(fut), b: Box::pin(sleep(ms)) }.await
+}
+
+/// Asks the browser to keep this origin's storage (`navigator.storage.persist()`).
+/// `None` where the API is missing or failed.
+pub async fn request_persistence() -> Option<bool> {
+    let storage = lookup("navigator.storage");
+    let persist = Reflect::get(&storage, &"persist".into()).ok()?.dyn_into::<Function>().ok()?;
+    let promise = persist.call0(&storage).ok()?.dyn_into::<Promise>().ok()?;
+    wasm_bindgen_futures::JsFuture::from(promise).await.ok()?.as_bool()
+}
+
+#[derive(Default)]
+struct SignalState {
+    raised: bool,
+    waker: Option<Waker>,
+    timer: Option<JsValue>,
+    timer_closure: Option<Closure<dyn FnMut()>>,
+}
+
+/// Wakes the driver loop: raised by inputs (a result arrived, a file was
+/// added, the browser came online) or by a timer.
+#[derive(Clone, Default)]
+pub struct Signal(Rc<RefCell<SignalState>>);
+
+impl Signal {
+    /// Wakes the waiter (or makes its next wait return at once).
+    pub fn raise(&self) {
+        let waker = {
+            let mut s = self.0.borrow_mut();
+            s.raised = true;
+            s.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    /// Waits until raised, or until `deadline` (epoch ms) when given.
+    pub fn wait(&self, deadline: Option<UnixMillis>) -> SignalWait {
+        let mut s = self.0.borrow_mut();
+        if let Some(id) = s.timer.take() {
+            clear_timeout(&id);
+        }
+        if let Some(at) = deadline {
+            let me = self.clone();
+            let closure = Closure::<dyn FnMut()>::new(move || me.raise());
+            let delay = (at - now()).max(0) as f64;
+            s.timer = Some(set_timeout(closure.as_ref().unchecked_ref(), delay));
+            s.timer_closure = Some(closure);
+        }
+        SignalWait(self.clone())
+    }
+}
+
+/// The future of [`Signal::wait`].
+pub struct SignalWait(Signal);
+
+impl Future for SignalWait {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut s = (self.0).0.borrow_mut();
+        if s.raised {
+            s.raised = false;
+            Poll::Ready(())
+        } else {
+            s.waker = Some(cx.waker().clone());
+            Poll::Pending
+        }
+    }
+}

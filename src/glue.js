@@ -1,0 +1,58 @@
+// Small browser glue the Rust side calls through wasm-bindgen. Each function
+// wraps one callback-style browser API into a Promise; all decisions stay in
+// Rust.
+
+// A readwrite transaction that commits with strict durability: the promise
+// of `done` resolves only after the data is flushed to disk (`complete`).
+// Browsers without the durability option ignore the dictionary member.
+export function strictTransaction(db, names, mode) {
+  return db.transaction(names, mode, { durability: "strict" });
+}
+
+// Resolves when the transaction commits, rejects with its error (a
+// DOMException such as QuotaExceededError) when it aborts.
+export function transactionDone(tx) {
+  return new Promise((resolve, reject) => {
+    tx.oncomplete = () => resolve();
+    tx.onabort = () => reject(tx.error || new DOMException("transaction aborted", "AbortError"));
+    tx.onerror = (event) => {
+      // The abort that follows carries the error; keep the page quiet.
+      if (event && event.preventDefault) event.preventDefault();
+    };
+  });
+}
+
+// Resolves with an IDBRequest's result, rejects with its error.
+export function requestDone(req) {
+  return new Promise((resolve, reject) => {
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = (event) => {
+      if (event && event.preventDefault) event.preventDefault();
+      reject(req.error || new DOMException("request failed", "UnknownError"));
+    };
+  });
+}
+
+// Whether the Web Locks API exists here.
+export function locksAvailable() {
+  return typeof navigator !== "undefined" && !!navigator.locks && typeof navigator.locks.request === "function";
+}
+
+// Asks for the exclusive Web Lock `name`. `onState(true)` runs when this
+// page holds it (held until the returned handle's `release()`);
+// `onState(false)` runs at once when another page holds it, and the request
+// then waits in line, so `onState(true)` follows when that page lets go.
+export function requestLock(name, onState) {
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  const granted = () => { onState(true); return held; };
+  navigator.locks
+    .request(name, { ifAvailable: true }, (lock) => {
+      if (lock) return granted();
+      onState(false);
+      navigator.locks.request(name, granted).catch(() => {});
+      return undefined;
+    })
+    .catch(() => onState(false));
+  return { release: () => release() };
+}

@@ -1,0 +1,247 @@
+//! The JS API: the `Uploader` class, camelCase, Promises, typed.
+
+use js_sys::{Array, Object, Promise, Reflect};
+use serde::Deserialize;
+use upload_once_core::restrictions::Restrictions;
+use upload_once_core::retry::RetryPolicy;
+use uuid::Uuid;
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+use web_sys::File;
+
+use crate::client::{Adapters, Added, Client, Options};
+use crate::error::Error;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TYPES: &str = include_str!("uploader.d.ts");
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct JsRetry {
+    base_ms: Option<u64>,
+    cap_ms: Option<u64>,
+    max_retries: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct JsOptions {
+    api_base: String,
+    event: String,
+    guest_code: String,
+    concurrency: Option<usize>,
+    max_file_bytes: Option<u64>,
+    allowed_types: Option<Vec<String>>,
+    keep_file_max_bytes: Option<u64>,
+    keep_files_total_bytes: Option<u64>,
+    retry: Option<JsRetry>,
+    db_name: Option<String>,
+}
+
+/// Parses `UploaderOptions`.
+pub fn parse_options(value: JsValue) -> Result<Options, Error> {
+    let o: JsOptions = serde_wasm_bindgen::from_value(value).map_err(|e| Error::InvalidOptions(e.to_string()))?;
+    let mut options = Options::new(&o.api_base, &o.event, &o.guest_code);
+    if let Some(c) = o.concurrency {
+        options.concurrency = c;
+    }
+    options.restrictions = Restrictions { max_file_bytes: o.max_file_bytes, allowed_types: o.allowed_types.unwrap_or_default() };
+    if let Some(v) = o.keep_file_max_bytes {
+        options.keep_file_max_bytes = v;
+    }
+    if let Some(v) = o.keep_files_total_bytes {
+        options.keep_files_total_bytes = v;
+    }
+    if let Some(r) = o.retry {
+        let d = RetryPolicy::default();
+        options.retry = RetryPolicy {
+            base_ms: r.base_ms.unwrap_or(d.base_ms),
+            cap_ms: r.cap_ms.unwrap_or(d.cap_ms),
+            max_retries: r.max_retries.unwrap_or(d.max_retries),
+        };
+    }
+    if let Some(name) = o.db_name {
+        options.db_name = name;
+    }
+    Ok(options)
+}
+
+fn parse_id(id: &str) -> Result<Uuid, Error> {
+    Uuid::parse_str(id).map_err(|_| Error::NotFound(format!("`{id}` is not an attempt id")))
+}
+
+/// Collects `File`s from a FileList or an array.
+fn files_of(value: &JsValue) -> Result<Vec<File>, Error> {
+    let list = Array::from(value);
+    (0..list.length())
+        .map(|i| {
+            list.get(i).dyn_into::<File>().map_err(|_| Error::InvalidOptions("add() takes a FileList or an array of File objects".into()))
+        })
+        .collect()
+}
+
+fn set(obj: &Object, key: &str, value: &JsValue) {
+    let _ = Reflect::set(obj, &JsValue::from_str(key), value);
+}
+
+fn outcome_js(client: &Client, added: &Added) -> JsValue {
+    let obj = Object::new();
+    match added {
+        Added::Refused { file_name, error } => {
+            set(&obj, "ok", &JsValue::FALSE);
+            set(&obj, "fileName", &JsValue::from_str(file_name));
+            let e = Object::new();
+            set(&e, "code", &JsValue::from_str(&error.code()));
+            set(&e, "message", &JsValue::from_str(&error.message()));
+            set(&obj, "error", &e);
+        }
+        Added::New(id) | Added::Reattached(id) | Added::Duplicate(id) => {
+            let status = match added {
+                Added::New(_) => "new",
+                Added::Reattached(_) => "reattached",
+                _ => "duplicate",
+            };
+            set(&obj, "ok", &JsValue::TRUE);
+            set(&obj, "status", &JsValue::from_str(status));
+            set(&obj, "attempt", &client.view(id).unwrap_or(JsValue::NULL));
+        }
+    }
+    obj.into()
+}
+
+/// Uploads that are stored exactly once.
+///
+/// Every file the guest picks gets an attempt id at once, durably recorded in
+/// IndexedDB before the first byte leaves; every retry, after any reload,
+/// uses the same id, and the server confirms each attempt exactly once.
+#[wasm_bindgen]
+pub struct Uploader {
+    client: Client,
+}
+
+#[wasm_bindgen]
+impl Uploader {
+    /// Opens the uploader: IndexedDB, the guest session (joining the event
+    /// on first use), and the attempts of earlier visits (call `restore()`
+    /// to continue them).
+    #[wasm_bindgen(unchecked_return_type = "Promise<Uploader>")]
+    pub fn open(#[wasm_bindgen(unchecked_param_type = "UploaderOptions")] options: JsValue) -> Promise {
+        future_to_promise(async move {
+            let options = parse_options(options)?;
+            let adapters = Adapters::browser(&options);
+            let client = Client::open(options, adapters).await?;
+            Ok(Uploader { client }.into())
+        })
+    }
+
+    /// Calls `listener` with an attempt whenever it changes (state, progress).
+    #[wasm_bindgen(js_name = onChange)]
+    pub fn on_change(&self, #[wasm_bindgen(unchecked_param_type = "(attempt: AttemptView) => void")] listener: js_sys::Function) {
+        self.client.on_change(listener);
+    }
+
+    /// Adds files. Each is checked against the app's and the event's
+    /// restrictions, then all new attempts are durably recorded before any
+    /// network. A file picked again for an attempt that `needs_file` is
+    /// re-attached to it (same id).
+    #[wasm_bindgen(unchecked_return_type = "Promise<AddOutcome[]>")]
+    pub fn add(&self, #[wasm_bindgen(unchecked_param_type = "FileList | File[]")] files: JsValue) -> Promise {
+        let client = self.client.clone();
+        future_to_promise(async move {
+            let files = files_of(&files)?;
+            let added = client.add(files).await?;
+            Ok(added.iter().map(|a| outcome_js(&client, a)).collect::<Array>().into())
+        })
+    }
+
+    /// After a reload: asks the server what became of every unfinished
+    /// attempt and continues from there (only one tab drives each attempt).
+    #[wasm_bindgen(unchecked_return_type = "Promise<AttemptView[]>")]
+    pub fn restore(&self) -> Promise {
+        let client = self.client.clone();
+        future_to_promise(async move {
+            client.restore().await?;
+            Ok(client.views().into_iter().collect::<Array>().into())
+        })
+    }
+
+    /// Every attempt of this event, oldest first.
+    #[wasm_bindgen(unchecked_return_type = "AttemptView[]")]
+    pub fn list(&self) -> Array {
+        self.client.views().into_iter().collect()
+    }
+
+    /// One attempt.
+    #[wasm_bindgen(unchecked_return_type = "AttemptView | undefined")]
+    pub fn get(&self, id: &str) -> JsValue {
+        Uuid::parse_str(id).ok().and_then(|id| self.client.view(&id)).unwrap_or(JsValue::UNDEFINED)
+    }
+
+    /// Retries a failed attempt. Resolves to whether anything changed (a
+    /// second click while it runs changes nothing).
+    #[wasm_bindgen(unchecked_return_type = "Promise<boolean>")]
+    pub fn retry(&self, id: &str) -> Promise {
+        let result = parse_id(id).and_then(|id| self.client.retry(&id));
+        future_to_promise(async move { Ok(JsValue::from_bool(result?)) })
+    }
+
+    /// Cancels an attempt (aborts its transfer). Resolves to false when it
+    /// is already confirmed, rejected or expired.
+    #[wasm_bindgen(unchecked_return_type = "Promise<boolean>")]
+    pub fn cancel(&self, id: &str) -> Promise {
+        let result = parse_id(id).and_then(|id| self.client.cancel(&id));
+        future_to_promise(async move { Ok(JsValue::from_bool(result?)) })
+    }
+
+    /// Forgets an attempt: cancels it and deletes its record and kept file.
+    #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
+    pub fn forget(&self, id: &str) -> Promise {
+        let client = self.client.clone();
+        let id = parse_id(id);
+        future_to_promise(async move {
+            client.forget(&id?).await?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
+    /// Asks the server for fresh moderation states of confirmed attempts.
+    pub fn refresh(&self) {
+        self.client.refresh();
+    }
+
+    /// The answer of `navigator.storage.persist()`: `true` when the browser
+    /// promised to keep this site's storage, `null` until it answered.
+    #[wasm_bindgen(getter)]
+    pub fn persisted(&self) -> Option<bool> {
+        self.client.persisted()
+    }
+
+    /// The event (title and restrictions), once joined.
+    #[wasm_bindgen(getter, unchecked_return_type = "EventInfo | null")]
+    pub fn event(&self) -> JsValue {
+        self.client
+            .event()
+            .and_then(|e| serde_wasm_bindgen::to_value(&e).ok())
+            .unwrap_or(JsValue::NULL)
+    }
+
+    /// Whether every attempt this page drives is finished or waits for the
+    /// guest, with nothing in flight.
+    #[wasm_bindgen(getter)]
+    pub fn idle(&self) -> bool {
+        self.client.is_idle()
+    }
+
+    /// Stops this uploader (transfers are aborted, locks released); the
+    /// attempts stay recorded for the next visit.
+    pub fn close(&self) {
+        self.client.close();
+    }
+}
+
+impl Drop for Uploader {
+    fn drop(&mut self) {
+        self.client.close();
+    }
+}

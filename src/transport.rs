@@ -1,0 +1,202 @@
+//! The adapter seams: [`Api`] (JSON calls to the app's server, through
+//! gloo-net) and [`Transport`] (the PUT of a file's bytes, through
+//! XMLHttpRequest because fetch cannot report upload progress). Tests wrap
+//! them to inject faults; the driver only sees the traits.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+
+use gloo_net::http::{Request, RequestBuilder};
+use js_sys::Promise;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use upload_once_core::retry::Failure;
+use upload_once_core::time::parse_retry_after;
+use upload_once_core::wire::{
+    AttemptResponse, AuthorizeRequest, ConfirmRequest, CreateSessionRequest, Media, Problem, SessionResponse,
+    StatusRequest, StatusResponse, UploadInstruction,
+};
+use uuid::Uuid;
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{Blob, ProgressEvent, XmlHttpRequest};
+
+use crate::env::now;
+
+/// A future that lives on the page's single thread.
+pub type LocalFuture<T> = Pin<Box<dyn Future<Output = T>>>;
+
+/// Byte progress: (sent, total).
+pub type ProgressFn = Rc<dyn Fn(f64, f64)>;
+
+/// The app's upload API (docs/protocol.md).
+pub trait Api {
+    /// `POST /v1/events/{slug}/sessions`.
+    fn join(&self, guest_code: &str) -> LocalFuture<Result<SessionResponse, Failure>>;
+    /// `POST /v1/events/{slug}/attempts`.
+    fn authorize(&self, session: &str, request: &AuthorizeRequest) -> LocalFuture<Result<AttemptResponse, Failure>>;
+    /// `POST /v1/attempts/{id}/renew`.
+    fn renew(&self, session: &str, id: Uuid) -> LocalFuture<Result<AttemptResponse, Failure>>;
+    /// `POST /v1/attempts/{id}/confirm` with `Idempotency-Key: <id>`.
+    fn confirm(&self, session: &str, id: Uuid, request: &ConfirmRequest) -> LocalFuture<Result<Media, Failure>>;
+    /// `POST /v1/attempts/status`.
+    fn status(&self, session: &str, ids: &[Uuid]) -> LocalFuture<Result<StatusResponse, Failure>>;
+}
+
+/// Sends a file's bytes to a signed URL.
+pub trait Transport {
+    /// PUTs `blob` as instructed, reporting progress. The bytes go from the
+    /// Blob to the network without passing through wasm memory.
+    fn put(&self, id: Uuid, blob: &Blob, instruction: &UploadInstruction, progress: ProgressFn) -> LocalFuture<Result<(), Failure>>;
+    /// Aborts the PUT of attempt `id`, if one is running.
+    fn abort(&self, id: &Uuid);
+}
+
+/// Turns an error status and body into a [`Failure`].
+pub fn http_failure(status: u16, status_text: &str, body: &str, retry_after: Option<String>) -> Failure {
+    let problem: Option<Problem> = serde_json::from_str(body).ok();
+    let retry_after_ms = retry_after.and_then(|v| parse_retry_after(&v, now()));
+    match problem {
+        Some(p) => Failure::Http { status, code: Some(p.code), message: p.detail, retry_after_ms },
+        None => Failure::Http { status, code: None, message: status_text.to_owned(), retry_after_ms },
+    }
+}
+
+/// [`Api`] over HTTP with gloo-net.
+pub struct HttpApi {
+    base: String,
+    event: String,
+}
+
+impl HttpApi {
+    /// Calls the server at `base` (no trailing slash) for event `event`.
+    pub fn new(base: &str, event: &str) -> HttpApi {
+        HttpApi { base: base.trim_end_matches('/').to_owned(), event: event.to_owned() }
+    }
+
+    fn post(&self, path: &str, session: Option<&str>) -> RequestBuilder {
+        let request = Request::post(&format!("{}{path}", self.base));
+        match session {
+            Some(token) => request.header("Authorization", &format!("Bearer {token}")),
+            None => request,
+        }
+    }
+}
+
+async fn call<T: DeserializeOwned>(request: RequestBuilder, body: &impl Serialize) -> Result<T, Failure> {
+    let request = request.json(body).map_err(|e| Failure::Unexpected(e.to_string()))?;
+    let response = request.send().await.map_err(|_| Failure::Network)?;
+    let status = response.status();
+    if (200..300).contains(&status) {
+        // A body cut off mid-way is as ambiguous as no answer at all.
+        return response.json::<T>().await.map_err(|e| Failure::Unexpected(e.to_string()));
+    }
+    let retry_after = response.headers().get("retry-after");
+    let text = response.text().await.unwrap_or_default();
+    Err(http_failure(status, &response.status_text(), &text, retry_after))
+}
+
+impl Api for HttpApi {
+    fn join(&self, guest_code: &str) -> LocalFuture<Result<SessionResponse, Failure>> {
+        let request = self.post(&format!("/v1/events/{}/sessions", self.event), None);
+        let body = CreateSessionRequest { guest_code: guest_code.to_owned() };
+        Box::pin(async move { call(request, &body).await })
+    }
+
+    fn authorize(&self, session: &str, body: &AuthorizeRequest) -> LocalFuture<Result<AttemptResponse, Failure>> {
+        let request = self.post(&format!("/v1/events/{}/attempts", self.event), Some(session));
+        let body = body.clone();
+        Box::pin(async move { call(request, &body).await })
+    }
+
+    fn renew(&self, session: &str, id: Uuid) -> LocalFuture<Result<AttemptResponse, Failure>> {
+        let request = self.post(&format!("/v1/attempts/{id}/renew"), Some(session));
+        Box::pin(async move { call(request, &serde_json::json!({})).await })
+    }
+
+    fn confirm(&self, session: &str, id: Uuid, body: &ConfirmRequest) -> LocalFuture<Result<Media, Failure>> {
+        let request = self.post(&format!("/v1/attempts/{id}/confirm"), Some(session)).header("Idempotency-Key", &id.to_string());
+        let body = body.clone();
+        Box::pin(async move { call(request, &body).await })
+    }
+
+    fn status(&self, session: &str, ids: &[Uuid]) -> LocalFuture<Result<StatusResponse, Failure>> {
+        let request = self.post("/v1/attempts/status", Some(session));
+        let body = StatusRequest { ids: ids.to_vec() };
+        Box::pin(async move { call(request, &body).await })
+    }
+}
+
+/// [`Transport`] over XMLHttpRequest.
+#[derive(Default)]
+pub struct XhrTransport {
+    running: Rc<RefCell<HashMap<Uuid, XmlHttpRequest>>>,
+}
+
+fn xhr_put(xhr: &XmlHttpRequest, blob: &Blob, instruction: &UploadInstruction) -> Result<(), JsValue> {
+    xhr.open(&instruction.method, &instruction.url)?;
+    for (name, value) in &instruction.headers {
+        xhr.set_request_header(name, value)?;
+    }
+    xhr.send_with_opt_blob(Some(blob))
+}
+
+impl Transport for XhrTransport {
+    fn put(&self, id: Uuid, blob: &Blob, instruction: &UploadInstruction, progress: ProgressFn) -> LocalFuture<Result<(), Failure>> {
+        let running = self.running.clone();
+        let blob = blob.clone();
+        let instruction = instruction.clone();
+        Box::pin(async move {
+            let xhr = XmlHttpRequest::new().map_err(|e| Failure::Unexpected(format!("{e:?}")))?;
+            let mut settle: Option<js_sys::Function> = None;
+            let done = Promise::new(&mut |resolve, _| settle = Some(resolve));
+            let settle = settle.expect("Promise::new runs its executor at once");
+            let outcome = |kind: &'static str| {
+                let settle = settle.clone();
+                Closure::<dyn FnMut()>::new(move || {
+                    let _ = settle.call1(&JsValue::NULL, &JsValue::from_str(kind));
+                })
+            };
+            let (on_load, on_error, on_abort, on_timeout) = (outcome("load"), outcome("error"), outcome("abort"), outcome("timeout"));
+            xhr.set_onload(Some(on_load.as_ref().unchecked_ref()));
+            xhr.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+            xhr.set_onabort(Some(on_abort.as_ref().unchecked_ref()));
+            xhr.set_ontimeout(Some(on_timeout.as_ref().unchecked_ref()));
+            let on_progress = Closure::<dyn FnMut(ProgressEvent)>::new(move |e: ProgressEvent| progress(e.loaded(), e.total()));
+            if let Ok(upload) = xhr.upload() {
+                upload.set_onprogress(Some(on_progress.as_ref().unchecked_ref()));
+            }
+            if let Err(e) = xhr_put(&xhr, &blob, &instruction) {
+                return Err(Failure::Unexpected(format!("the browser refused the upload request: {e:?}")));
+            }
+            running.borrow_mut().insert(id, xhr.clone());
+            let kind = JsFuture::from(done).await.ok().and_then(|k| k.as_string()).unwrap_or_default();
+            running.borrow_mut().remove(&id);
+            drop((on_load, on_error, on_abort, on_timeout, on_progress));
+            if kind != "load" {
+                return Err(Failure::Network);
+            }
+            let status = xhr.status().unwrap_or(0);
+            if (200..300).contains(&status) {
+                return Ok(());
+            }
+            if status == 0 {
+                return Err(Failure::Network);
+            }
+            let body = xhr.response_text().ok().flatten().unwrap_or_default();
+            let retry_after = xhr.get_response_header("retry-after").ok().flatten();
+            Err(http_failure(status, &xhr.status_text().unwrap_or_default(), &body, retry_after))
+        })
+    }
+
+    fn abort(&self, id: &Uuid) {
+        let xhr = self.running.borrow_mut().remove(id);
+        if let Some(xhr) = xhr {
+            let _ = xhr.abort();
+        }
+    }
+}

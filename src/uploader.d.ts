@@ -1,0 +1,119 @@
+/** Where the bytes are. `needs_file`: the guest must pick the file again. */
+export type TransferState = "queued" | "uploading" | "uploaded" | "needs_file" | "failed";
+
+/** Whether the app accepted the media record. */
+export type ConfirmationState = "unconfirmed" | "confirming" | "confirmed" | "rejected" | "expired";
+
+/** Whether the host approved the media for the wall. */
+export type ModerationState = "unknown" | "pending" | "approved" | "rejected";
+
+/** Stable error codes (client-side and from the server's problem+json). */
+export type UploadErrorCode =
+  | "malformed_request" | "invalid_id" | "unsupported_media_type" | "payload_too_large" | "route_not_found"
+  | "method_not_allowed" | "invalid_query" | "unauthorized" | "invalid_session" | "forbidden" | "wrong_guest_code"
+  | "slug_taken" | "invalid_event" | "not_found" | "id_reused" | "file_too_large" | "type_not_allowed" | "empty_file"
+  | "invalid_filename" | "invalid_checksum" | "too_many_ids" | "idempotency_key_missing" | "idempotency_key_mismatch"
+  | "object_missing" | "size_mismatch" | "type_mismatch" | "checksum_mismatch" | "expired" | "already_confirmed"
+  | "invalid_decision" | "url_expired" | "bad_signature" | "length_mismatch" | "content_type_mismatch"
+  | "object_exists" | "incomplete_body" | "rate_limited" | "object_store_unavailable" | "database_unavailable"
+  | "internal" | "network" | "storage_unavailable" | "quota_exceeded" | "needs_file" | "cancelled"
+  | "retries_exhausted" | "invalid_options" | "unexpected_response" | "closed";
+
+/** Every error the uploader throws or reports. `code` is stable; `message` is for people. */
+export interface UploadError extends Error {
+  readonly code: UploadErrorCode | `http_${number}`;
+}
+
+/** The last error of an attempt (terminal when `terminal` is true, else a retry is scheduled). */
+export interface AttemptErrorInfo {
+  code: UploadErrorCode | `http_${number}`;
+  message: string;
+}
+
+/** The media record, once confirmed. */
+export interface MediaInfo {
+  id: string;
+  moderation: "pending" | "approved" | "rejected";
+  /** The host's reason, when rejected. */
+  reason?: string;
+  /** Where the bytes can be read back. */
+  url: string;
+}
+
+/** One attempt: one file the guest picked. */
+export interface AttemptView {
+  id: string;
+  event: string;
+  fileName: string;
+  size: number;
+  type: string;
+  lastModified: number;
+  objectKey: string | null;
+  transfer: TransferState;
+  bytesSent: number;
+  bytesTotal: number;
+  confirmation: ConfirmationState;
+  moderation: ModerationState;
+  media: MediaInfo | null;
+  error: AttemptErrorInfo | null;
+  retries: number;
+  nextRetryAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+  /** The expired attempt this one continues. */
+  replaces: string | null;
+  /** The attempt that continues this expired one. */
+  replacedBy: string | null;
+  /** Nothing more happens by itself (confirmed, rejected, expired, or failed). */
+  terminal: boolean;
+  /** This page uploads it (another tab may be driving it otherwise). */
+  drivenHere: boolean;
+  /** The file's bytes are available here (in memory or kept in IndexedDB). */
+  fileHeld: boolean;
+}
+
+/** What `add` did with one file. */
+export type AddOutcome =
+  | { ok: true; status: "new" | "reattached" | "duplicate"; attempt: AttemptView }
+  | { ok: false; fileName: string; error: AttemptErrorInfo };
+
+/** Backoff: full jitter, `min(capMs, baseMs * 2^retry)`. */
+export interface RetryOptions {
+  /** Default 1000. */
+  baseMs?: number;
+  /** Default 30000. */
+  capMs?: number;
+  /** Consecutive retryable failures before `retries_exhausted` (default 10). */
+  maxRetries?: number;
+}
+
+export interface UploaderOptions {
+  /** The app's server, e.g. "https://photos.example" ("" for the page's origin). */
+  apiBase: string;
+  /** The event slug. */
+  event: string;
+  /** The event's guest code. */
+  guestCode: string;
+  /** Requests at once across all files (default 3). */
+  concurrency?: number;
+  /** The app's own size limit, checked with the event's before any network. */
+  maxFileBytes?: number;
+  /** The app's own allowed types (patterns like "image/*"). */
+  allowedTypes?: string[];
+  /** Files up to this size are kept in IndexedDB to survive a reload (default 256 MiB). */
+  keepFileMaxBytes?: number;
+  /** At most this many bytes of files are kept in total (default 1 GiB). */
+  keepFilesTotalBytes?: number;
+  retry?: RetryOptions;
+  /** IndexedDB database name (default "upload-once"). */
+  dbName?: string;
+}
+
+/** An event's public description and restrictions. */
+export interface EventInfo {
+  slug: string;
+  title: string;
+  max_file_bytes: number;
+  allowed_types: string[];
+  moderation: "required" | "none";
+}

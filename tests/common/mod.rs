@@ -1,0 +1,222 @@
+//! Shared pieces of the browser tests: the reference server started by the
+//! test command (its address and admin token are baked in at compile time),
+//! files made in the page, and adapters that count or break requests.
+#![allow(dead_code)]
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use gloo_net::http::Request;
+use serde_json::{Value, json};
+use upload_once::client::{Adapters, Client, Options};
+use upload_once::core::attempt::AttemptRecord;
+use upload_once::core::retry::Failure;
+use upload_once::core::wire::{
+    AttemptResponse, AuthorizeRequest, ConfirmRequest, CreateEventResponse, Media, SessionResponse, StatusResponse,
+    UploadInstruction,
+};
+use upload_once::env::sleep;
+use upload_once::transport::{Api, HttpApi, LocalFuture, ProgressFn, Transport, XhrTransport};
+use uuid::Uuid;
+use wasm_bindgen::JsValue;
+use web_sys::{Blob, File};
+
+/// The reference server the test command started.
+pub const API: &str = match option_env!("UPLOAD_ONCE_TEST_API") {
+    Some(v) => v,
+    None => "http://127.0.0.1:18181",
+};
+/// Its admin token.
+pub const ADMIN: &str = match option_env!("UPLOAD_ONCE_TEST_ADMIN") {
+    Some(v) => v,
+    None => "browser-test-admin",
+};
+
+/// A fresh name, so tests never share an event or a database.
+pub fn unique(prefix: &str) -> String {
+    let id = upload_once::core::new_attempt_id(&mut upload_once::env::CryptoEntropy);
+    format!("{prefix}-{}", &id.simple().to_string()[..12])
+}
+
+/// Creates an event on the reference server.
+pub async fn create_event(max_file_bytes: u64, moderation: &str) -> CreateEventResponse {
+    let body = json!({
+        "slug": unique("ev"), "title": "Browser test", "max_file_bytes": max_file_bytes,
+        "allowed_types": ["image/*", "video/*"], "moderation": moderation,
+    });
+    let response = Request::post(&format!("{API}/v1/events"))
+        .header("Authorization", &format!("Bearer {ADMIN}"))
+        .json(&body)
+        .unwrap()
+        .send()
+        .await
+        .expect("the reference server answers (started by `cargo xtask test`)");
+    assert_eq!(response.status(), 201, "create event: {}", response.text().await.unwrap_or_default());
+    response.json().await.unwrap()
+}
+
+/// The media records of an event, as its host sees them.
+pub async fn host_media(event: &CreateEventResponse) -> Vec<Value> {
+    let response = Request::get(&format!("{API}/v1/events/{}/media", event.event.slug))
+        .header("Authorization", &format!("Bearer {}", event.host_token))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let v: Value = response.json().await.unwrap();
+    v["media"].as_array().unwrap().clone()
+}
+
+/// A `File` made in the page.
+pub fn file(name: &str, content_type: &str, size: usize, last_modified: f64) -> File {
+    let bytes: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+    let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes.as_slice()));
+    let options = web_sys::FilePropertyBag::new();
+    options.set_type(content_type);
+    options.set_last_modified(last_modified);
+    File::new_with_u8_array_sequence_and_options(&parts, name, &options).unwrap()
+}
+
+/// Options for an event, with a database of its own and fast retries.
+pub fn options(event: &CreateEventResponse, db: &str) -> Options {
+    let mut o = Options::new(API, &event.event.slug, &event.guest_code);
+    o.db_name = db.to_owned();
+    o.retry.base_ms = 50;
+    o.retry.cap_ms = 400;
+    o
+}
+
+/// Counts what goes over the network, and can break it on purpose.
+#[derive(Default)]
+pub struct Faults {
+    pub authorizes: Cell<u32>,
+    pub puts: Cell<u32>,
+    pub confirms: Cell<u32>,
+    pub renews: Cell<u32>,
+    pub statuses: Cell<u32>,
+    /// Drop the answer of this many confirms after the server committed.
+    pub drop_confirm_answers: Cell<u32>,
+    /// Hold this many PUTs for this long before sending them.
+    pub delay_puts: Cell<u32>,
+    pub delay_ms: Cell<f64>,
+    /// Fail every request with a network error (the page is "offline").
+    pub offline: Cell<bool>,
+    /// The last PUT's status code, for assertions.
+    pub put_results: RefCell<Vec<Result<(), Failure>>>,
+}
+
+/// An [`Api`] that counts and breaks requests around the real one.
+pub struct FaultyApi {
+    pub inner: HttpApi,
+    pub faults: Rc<Faults>,
+}
+
+/// A [`Transport`] that counts and delays PUTs around the real XHR one.
+pub struct FaultyTransport {
+    pub inner: Rc<XhrTransport>,
+    pub faults: Rc<Faults>,
+}
+
+fn bump(c: &Cell<u32>) {
+    c.set(c.get() + 1);
+}
+
+impl Api for FaultyApi {
+    fn join(&self, guest_code: &str) -> LocalFuture<Result<SessionResponse, Failure>> {
+        self.inner.join(guest_code)
+    }
+
+    fn authorize(&self, session: &str, request: &AuthorizeRequest) -> LocalFuture<Result<AttemptResponse, Failure>> {
+        bump(&self.faults.authorizes);
+        if self.faults.offline.get() {
+            return Box::pin(async { Err(Failure::Network) });
+        }
+        self.inner.authorize(session, request)
+    }
+
+    fn renew(&self, session: &str, id: Uuid) -> LocalFuture<Result<AttemptResponse, Failure>> {
+        bump(&self.faults.renews);
+        self.inner.renew(session, id)
+    }
+
+    fn confirm(&self, session: &str, id: Uuid, request: &ConfirmRequest) -> LocalFuture<Result<Media, Failure>> {
+        bump(&self.faults.confirms);
+        let call = self.inner.confirm(session, id, request);
+        let faults = self.faults.clone();
+        Box::pin(async move {
+            let result = call.await;
+            if faults.drop_confirm_answers.get() > 0 {
+                faults.drop_confirm_answers.set(faults.drop_confirm_answers.get() - 1);
+                // The server committed; the answer is lost on the way back.
+                return Err(Failure::Network);
+            }
+            result
+        })
+    }
+
+    fn status(&self, session: &str, ids: &[Uuid]) -> LocalFuture<Result<StatusResponse, Failure>> {
+        bump(&self.faults.statuses);
+        if self.faults.offline.get() {
+            return Box::pin(async { Err(Failure::Network) });
+        }
+        self.inner.status(session, ids)
+    }
+}
+
+impl Transport for FaultyTransport {
+    fn put(&self, id: Uuid, blob: &Blob, instruction: &UploadInstruction, progress: ProgressFn) -> LocalFuture<Result<(), Failure>> {
+        bump(&self.faults.puts);
+        let faults = self.faults.clone();
+        let inner = self.inner.clone();
+        let (blob, instruction) = (blob.clone(), instruction.clone());
+        Box::pin(async move {
+            if faults.delay_puts.get() > 0 {
+                faults.delay_puts.set(faults.delay_puts.get() - 1);
+                sleep(faults.delay_ms.get()).await;
+            }
+            let result = inner.put(id, &blob, &instruction, progress).await;
+            faults.put_results.borrow_mut().push(result.clone());
+            result
+        })
+    }
+
+    fn abort(&self, id: &Uuid) {
+        self.inner.abort(id);
+    }
+}
+
+/// Adapters that count (and can break) every request.
+pub fn faulty(options: &Options, faults: &Rc<Faults>) -> Adapters {
+    Adapters {
+        api: Rc::new(FaultyApi { inner: HttpApi::new(&options.api_base, &options.event), faults: faults.clone() }),
+        transport: Rc::new(FaultyTransport { inner: Rc::new(XhrTransport::default()), faults: faults.clone() }),
+    }
+}
+
+/// Waits until `done()` holds, or fails the test after `limit_ms`.
+pub async fn wait_for(what: &str, limit_ms: f64, mut done: impl FnMut() -> bool) {
+    let mut waited = 0.0;
+    while !done() {
+        assert!(waited < limit_ms, "timed out waiting for: {what}");
+        sleep(25.0).await;
+        waited += 25.0;
+    }
+}
+
+/// Waits until the client has nothing left to do.
+pub async fn settle(client: &Client) {
+    wait_for("the uploader to settle", 20_000.0, || client.is_idle()).await;
+}
+
+/// The single record of a client.
+pub fn only_record(client: &Client) -> AttemptRecord {
+    let records = client.records();
+    assert_eq!(records.len(), 1, "exactly one attempt");
+    records.into_iter().next().unwrap()
+}
+
+/// Opens a client with counting adapters.
+pub async fn open(options: Options, faults: &Rc<Faults>) -> Client {
+    let adapters = faulty(&options, faults);
+    Client::open(options, adapters).await.map_err(|e| JsValue::from(e)).expect("open")
+}

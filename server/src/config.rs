@@ -14,15 +14,48 @@ pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
     let n: u64 = number.parse().map_err(|_| format!("`{text}` is not a duration like 90s, 15m, 7d"))?;
-    let ms = match unit {
-        "ms" => n,
-        "" | "s" => n * 1000,
-        "m" => n * 60_000,
-        "h" => n * 3_600_000,
-        "d" => n * 86_400_000,
+    let scale: u64 = match unit {
+        "ms" => 1,
+        "" | "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
         _ => return Err(format!("`{text}`: unknown unit `{unit}` (use ms, s, m, h or d)")),
     };
-    Ok(Duration::from_millis(ms))
+    // Anything past a century is a typo, and would overflow time arithmetic.
+    const CENTURY_MS: u64 = 100 * 365 * 86_400_000;
+    match n.checked_mul(scale) {
+        Some(ms) if ms <= CENTURY_MS => Ok(Duration::from_millis(ms)),
+        _ => Err(format!("`{text}` is too long a duration")),
+    }
+}
+
+/// Whether `origin` is `scheme://host[:port]`, as browsers send it in the
+/// `Origin` header: http or https, a host, no path, query or credentials.
+pub fn is_valid_origin(origin: &str) -> bool {
+    let Some((scheme, rest)) = origin.split_once("://") else { return false };
+    if !matches!(scheme, "http" | "https") || rest.contains(['/', '?', '#', '@']) {
+        return false;
+    }
+    let (host, port) = if let Some(v6) = rest.strip_prefix('[') {
+        match v6.split_once(']') {
+            Some((addr, tail)) if !addr.is_empty() && addr.bytes().all(|b| b.is_ascii_hexdigit() || b == b':') => {
+                (addr, tail.strip_prefix(':').map(Some).unwrap_or(if tail.is_empty() { None } else { Some("") }))
+            }
+            _ => return false,
+        }
+    } else {
+        match rest.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (rest, None),
+        }
+    };
+    let host_ok = !host.is_empty()
+        && !host.starts_with(['.', '-'])
+        && !host.ends_with('.')
+        && host.bytes().all(|b| b.is_ascii_alphanumeric() || b"-.:".contains(&b));
+    let port_ok = port.is_none_or(|p| p.len() <= 5 && p.parse::<u32>().is_ok_and(|n| (1..=65535).contains(&n)));
+    host_ok && port_ok
 }
 
 /// The reference server's configuration.
@@ -114,7 +147,7 @@ impl Config {
             )));
         }
         for origin in &self.allowed_origins {
-            if !(origin.starts_with("http://") || origin.starts_with("https://")) || origin.ends_with('/') {
+            if !is_valid_origin(origin) {
                 return Err(Error::Config(format!(
                     "--allowed-origin `{origin}` must look like https://example.com (scheme, host, optional port, no path)"
                 )));

@@ -1,1 +1,43 @@
-fn main(){}
+//! `cargo xtask`: the project's two commands and their helpers.
+//!
+//! - `cargo xtask demo`: builds the npm package, starts the reference server
+//!   with a demo event, serves the guest page.
+//! - `cargo xtask test [layer ...]`: every test layer (core, server, browser,
+//!   e2e, vite, soak-short, bench-smoke, size); exits non-zero on any failure.
+//!
+//! Both install what a fresh Debian machine lacks (as root).
+
+mod setup;
+mod run;
+mod server;
+
+use std::process::ExitCode;
+
+fn usage() -> ExitCode {
+    eprintln!(
+        "usage: cargo xtask <command>
+
+  demo                 build the package, start the server at http://127.0.0.1:8080 with a demo event
+  test [layer ...]     run the test suite (all layers, or: {})
+  setup                install what is missing (toolchain, browsers, npm packages)",
+        run::LAYERS.join(", ")
+    );
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("demo") => run::demo(&args[1..]),
+        Some("test") => run::test(&args[1..]),
+        Some("setup") => setup::ensure_all(true),
+        _ => return usage(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -106,6 +106,9 @@ pub async fn authorize(
     limits.check(req.size, &content_type)?;
 
     let now = state.now();
+    // The session must outlive every attempt it authorizes, or the guest could
+    // never confirm (nor ask about) an attempt made late in the session.
+    state.records.extend_session(session.id, now + state.attempt_ttl_ms()).await?;
     let (row, created) = state
         .records
         .authorize(NewAttempt {
@@ -319,6 +322,15 @@ pub async fn confirm_attempt(state: &AppState, session: &SessionRow, id: Uuid, r
     if let Some((code, reason)) = mismatch(&a, "the stored object", object.size, &object.content_type, object.sha256.as_deref()) {
         lock.reject(code.as_str(), &reason).await?;
         return Err(Error::problem(code, reason));
+    }
+    // A checksum the client claims must hold for the stored bytes, even when
+    // the authorization carried none.
+    if let (Some(claimed), Some(stored)) = (req.sha256.as_deref(), object.sha256.as_deref()) {
+        if claimed != stored {
+            let reason = format!("the stored object has SHA-256 {stored} but the client confirmed {claimed}");
+            lock.reject(ErrorCode::ChecksumMismatch.as_str(), &reason).await?;
+            return Err(Error::problem(ErrorCode::ChecksumMismatch, reason));
+        }
     }
     let moderation = match event.moderation {
         ModerationPolicy::Required => Moderation::Pending,

@@ -119,7 +119,7 @@ pub async fn create_session(
     ApiJson(req): ApiJson<CreateSessionRequest>,
 ) -> Result<(StatusCode, Json<SessionResponse>)> {
     let event = event(&state, &slug).await?;
-    if !constant_time_eq(req.guest_code.trim(), &event.guest_code) {
+    if !constant_time_eq(&req.guest_code.trim().to_ascii_lowercase(), &event.guest_code) {
         return Err(Error::problem(ErrorCode::WrongGuestCode, "this guest code does not open this event"));
     }
     let token = new_token();
@@ -227,7 +227,7 @@ fn may_see_wall(headers: &HeaderMap, query: &WallQuery, event: &EventRow) -> Res
     }
     let code = headers.get("x-guest-code").and_then(|v| v.to_str().ok()).or(query.code.as_deref());
     match code {
-        Some(code) if constant_time_eq(code.trim(), &event.guest_code) => Ok(()),
+        Some(code) if constant_time_eq(&code.trim().to_ascii_lowercase(), &event.guest_code) => Ok(()),
         Some(_) => Err(Error::problem(ErrorCode::WrongGuestCode, "this guest code does not open this event")),
         None if bearer(headers).is_some() => Err(Error::problem(ErrorCode::Forbidden, "this token does not open the wall")),
         None => Err(Error::problem(ErrorCode::Unauthorized, "send the guest code, or a wall token as bearer")),

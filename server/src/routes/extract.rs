@@ -32,7 +32,12 @@ fn json_rejection(rejection: JsonRejection) -> Error {
         JsonRejection::MissingJsonContentType(_) => {
             Error::problem(ErrorCode::UnsupportedMediaType, "send the body as JSON with Content-Type: application/json")
         }
-        JsonRejection::JsonDataError(e) => Error::problem(ErrorCode::MalformedRequest, e.body_text()),
+        JsonRejection::JsonDataError(e) => {
+            let text = e.body_text();
+            // uuid's deserializer names itself: a body id that is not a UUID.
+            let code = if text.contains("UUID parsing failed") { ErrorCode::InvalidId } else { ErrorCode::MalformedRequest };
+            Error::problem(code, text)
+        }
         JsonRejection::JsonSyntaxError(e) => Error::problem(ErrorCode::MalformedRequest, e.body_text()),
         JsonRejection::BytesRejection(e) if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => {
             Error::problem(ErrorCode::PayloadTooLarge, "the request body is too large")

@@ -108,7 +108,11 @@ pub fn app(state: AppState) -> Router {
     }
     let www = config.www_dir.clone().or_else(|| Some("www".into()).filter(|p: &std::path::PathBuf| p.is_dir()));
     router = match www {
-        Some(www) => router.fallback_service(ServeDir::new(www).not_found_service(axum::routing::any(route_not_found))),
+        Some(www) => router.fallback_service(
+            ServeDir::new(www)
+                .call_fallback_on_method_not_allowed(true)
+                .not_found_service(axum::routing::any(route_not_found)),
+        ),
         None => router.fallback(route_not_found),
     };
     router

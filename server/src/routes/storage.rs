@@ -22,7 +22,8 @@ use crate::storage::local::{Commit, SignedQuery};
     request_body(content = Vec<u8>, content_type = "*/*", description = "Exactly the signed length, with the signed Content-Type"),
     responses(
         (status = 200, description = "Stored (or the same bytes were already stored); ETag is the SHA-256"),
-        (status = 400, body = Problem, content_type = "application/problem+json", description = "length_mismatch, content_type_mismatch, incomplete_body, checksum_mismatch"),
+        (status = 400, body = Problem, content_type = "application/problem+json", description = "length_mismatch, content_type_mismatch, incomplete_body"),
+        (status = 422, body = Problem, content_type = "application/problem+json", description = "checksum_mismatch: the bytes do not have the signed SHA-256"),
         (status = 403, body = Problem, content_type = "application/problem+json", description = "url_expired, bad_signature"),
         (status = 409, body = Problem, content_type = "application/problem+json", description = "already_confirmed: a confirmed object never changes"),
         (status = 410, body = Problem, content_type = "application/problem+json", description = "expired"),
@@ -53,13 +54,15 @@ pub async fn put_object(
     }
     let attempt_allows_upload = async || -> Result<()> {
         let attempt = state.records.attempt_by_object_key(&key).await?;
-        match attempt.map(|a| a.state) {
-            Some(AttemptState::Authorized) => Ok(()),
-            Some(AttemptState::Confirmed) => {
+        let now = state.now();
+        match attempt.map(|a| (a.state, a.expires_at)) {
+            Some((AttemptState::Authorized, expires_at)) if now < expires_at => Ok(()),
+            Some((AttemptState::Authorized, _)) => Err(Error::problem(ErrorCode::Expired, "this attempt has expired")),
+            Some((AttemptState::Confirmed, _)) => {
                 Err(Error::problem(ErrorCode::AlreadyConfirmed, "this object belongs to a confirmed attempt and cannot change"))
             }
-            Some(AttemptState::Expired) | None => Err(Error::problem(ErrorCode::Expired, "this attempt has expired")),
-            Some(AttemptState::Rejected) => Err(Error::problem(ErrorCode::Expired, "this attempt was rejected")),
+            Some((AttemptState::Expired, _)) | None => Err(Error::problem(ErrorCode::Expired, "this attempt has expired")),
+            Some((AttemptState::Rejected, _)) => Err(Error::problem(ErrorCode::Expired, "this attempt was rejected")),
         }
     };
     // Cheap refusal before reading any bytes; checked again at commit.

@@ -233,6 +233,9 @@ pub trait RecordStore: Send + Sync + 'static {
     async fn create_session(&self, event_id: i64, token_hash: &str, now: UnixMillis, expires_at: UnixMillis)
     -> Result<SessionRow>;
 
+    /// Moves a session's expiry to at least `until`.
+    async fn extend_session(&self, session_id: i64, until: UnixMillis) -> Result<()>;
+
     /// A live session by token hash.
     async fn session_by_token_hash(&self, hash: &str, now: UnixMillis) -> Result<Option<SessionRow>>;
 

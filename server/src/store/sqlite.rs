@@ -321,6 +321,16 @@ impl RecordStore for SqliteStore {
         Ok(SessionRow { id, event_id, expires_at })
     }
 
+    async fn extend_session(&self, session_id: i64, until: UnixMillis) -> Result<()> {
+        sqlx::query("UPDATE sessions SET expires_at = ? WHERE id = ? AND expires_at < ?")
+            .bind(until)
+            .bind(session_id)
+            .bind(until)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
     async fn session_by_token_hash(&self, hash: &str, now: UnixMillis) -> Result<Option<SessionRow>> {
         let row = sqlx::query("SELECT id, event_id, expires_at FROM sessions WHERE token_hash = ? AND expires_at > ?")
             .bind(hash)
@@ -444,13 +454,18 @@ impl RecordStore for SqliteStore {
     ) -> Result<Option<MediaRow>> {
         let sql = match decision {
             ModerationDecision::Approve => {
-                "UPDATE media SET moderation = 'approved', moderation_reason = ?, moderated_at = ?,
-                    wall_seq = COALESCE(wall_seq, (SELECT COALESCE(MAX(wall_seq), 0) + 1 FROM media))
-                 WHERE id = ? AND event_id = ?"
+                // Approving an approved record changes nothing (same wall
+                // position, same time, same reason).
+                "UPDATE media SET
+                    moderation_reason = CASE WHEN moderation = 'approved' THEN moderation_reason ELSE ?1 END,
+                    moderated_at = CASE WHEN moderation = 'approved' THEN moderated_at ELSE ?2 END,
+                    wall_seq = COALESCE(wall_seq, (SELECT COALESCE(MAX(wall_seq), 0) + 1 FROM media)),
+                    moderation = 'approved'
+                 WHERE id = ?3 AND event_id = ?4"
             }
             ModerationDecision::Reject => {
-                "UPDATE media SET moderation = 'rejected', moderation_reason = ?, moderated_at = ?, wall_seq = NULL
-                 WHERE id = ? AND event_id = ?"
+                "UPDATE media SET moderation = 'rejected', moderation_reason = ?1, moderated_at = ?2, wall_seq = NULL
+                 WHERE id = ?3 AND event_id = ?4"
             }
         };
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;

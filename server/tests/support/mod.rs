@@ -41,6 +41,7 @@ pub struct Options {
     pub allowed_origins: Vec<String>,
     pub url_ttl: Option<Duration>,
     pub attempt_ttl: Option<Duration>,
+    pub session_ttl: Option<Duration>,
     /// Wraps the object store (fault injection).
     pub wrap_objects: Option<Box<dyn FnOnce(Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore> + Send>>,
 }
@@ -70,6 +71,9 @@ impl TestServer {
         }
         if let Some(ttl) = options.attempt_ttl {
             config.attempt_ttl = ttl;
+        }
+        if let Some(ttl) = options.session_ttl {
+            config.session_ttl = ttl;
         }
         if let Ok(url) = std::env::var("UPLOAD_ONCE_TEST_DATABASE_URL") {
             config.database_url = Some(url);
@@ -144,6 +148,30 @@ impl TestServer {
         Guest { server: self, event, session }
     }
 
+    /// A guest of an existing event (a fresh session).
+    pub async fn guest_of(&self, event: &CreateEventResponse) -> Guest<'_> {
+        let session = self.join(event).await;
+        Guest { server: self, event: event.clone(), session }
+    }
+
+    /// The embedded object store.
+    pub fn local(&self) -> &upload_once_server::storage::local::LocalObjectStore {
+        self.state.objects.as_local().expect("the test server stores objects itself")
+    }
+
+    /// Every stored object key.
+    pub async fn stored_keys(&self) -> Vec<String> {
+        self.local().list_keys().await.unwrap()
+    }
+
+    /// Files left in the object store's temporary directory.
+    pub fn temp_files(&self) -> Vec<String> {
+        std::fs::read_dir(self.state.config.data_dir.join("objects").join(".tmp"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+
     pub async fn put(&self, upload: &UploadInstruction, body: Vec<u8>) -> Response {
         let mut req = self.http.put(&upload.url).body(body);
         for (k, v) in &upload.headers {
@@ -211,6 +239,16 @@ impl Guest<'_> {
         let r = self.confirm(id, len).await;
         assert_eq!(r.status(), StatusCode::OK);
         (id, r.json().await.unwrap())
+    }
+
+    /// `GET /v1/attempts/{id}`.
+    pub async fn get(&self, id: Uuid) -> Response {
+        self.server.call(Method::GET, &format!("/v1/attempts/{id}"), Some(&self.session), None).await
+    }
+
+    /// `POST /v1/attempts/{id}/renew`.
+    pub async fn renew(&self, id: Uuid) -> Response {
+        self.server.call(Method::POST, &format!("/v1/attempts/{id}/renew"), Some(&self.session), None).await
     }
 
     pub async fn status(&self, ids: &[Uuid]) -> Value {

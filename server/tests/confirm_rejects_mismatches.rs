@@ -1,0 +1,150 @@
+//! Confirm rejects an attempt whose claimed or stored file differs from
+//! what was authorized — size, type or SHA-256 — for good: the attempt
+//! becomes `rejected` with that reason, no media record is made, and a later
+//! correct confirm does not undo it.
+
+mod support;
+
+use bytes::Bytes;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use support::{Guest, TestServer, problem};
+use upload_once_server::secrets::sha256_hex;
+use upload_once_server::storage::local::Commit;
+use uuid::Uuid;
+
+async fn authorize(guest: &Guest<'_>, size: u64, sha: Option<&str>) -> (Uuid, String) {
+    let id = Uuid::new_v4();
+    let mut body = json!({"id": id, "filename": "photo.png", "size": size, "content_type": "image/png"});
+    if let Some(sha) = sha {
+        body["sha256"] = json!(sha);
+    }
+    let r = guest.authorize_raw(body).await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let v: Value = r.json().await.unwrap();
+    (id, v["object_key"].as_str().unwrap().to_owned())
+}
+
+/// Writes an object straight into the local store, bypassing the signed
+/// PUT and its checks.
+async fn store_directly(server: &TestServer, key: &str, content_type: &str, bytes: &[u8]) {
+    let local = server.local();
+    let body = futures_util::stream::iter(vec![Ok::<_, std::io::Error>(Bytes::copy_from_slice(bytes))]);
+    let received = local.receive(body, 1 << 20).await.unwrap();
+    let commit = local.commit(key, content_type, received, async || Ok(())).await.unwrap();
+    assert!(matches!(commit, Commit::Stored(_)));
+}
+
+/// The attempt is rejected with `code`, has no media, and stays so.
+async fn assert_rejected_for_good(guest: &Guest<'_>, id: Uuid, code: &str, correct_confirm: Value) {
+    let status = guest.status(&[id]).await;
+    let result = &status["results"][0];
+    assert_eq!(result["state"], "rejected", "{result}");
+    assert_eq!(result["code"], code, "{result}");
+    assert!(result["reason"].as_str().is_some_and(|r| !r.is_empty()), "a reason for people: {result}");
+    let r = guest.get(id).await;
+    assert_eq!(&r.json::<Value>().await.unwrap(), result, "GET agrees");
+
+    for _ in 0..2 {
+        let (s, p) = problem(guest.confirm_raw(id, correct_confirm.clone()).await).await;
+        assert_eq!((s, p["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some(code)), "a later correct confirm");
+    }
+    assert_eq!(guest.status(&[id]).await["results"][0], *result, "still rejected");
+    assert_eq!(guest.server.counts().await.1, 0, "no media record");
+}
+
+#[tokio::test]
+async fn a_claim_that_differs_from_the_authorization_rejects_the_attempt() {
+    let server = TestServer::start().await;
+    let guest = server.guest().await;
+    let sha = sha256_hex(b"hello");
+    let right = json!({"size": 5, "content_type": "image/png", "sha256": sha});
+    let cases = [
+        ("size", json!({"size": 6, "content_type": "image/png", "sha256": sha}), "size_mismatch"),
+        ("type", json!({"size": 5, "content_type": "image/jpeg", "sha256": sha}), "type_mismatch"),
+        ("sha256", json!({"size": 5, "content_type": "image/png", "sha256": sha256_hex(b"jello")}), "checksum_mismatch"),
+    ];
+    for (what, claim, code) in cases {
+        let (id, key) = authorize(&guest, 5, Some(&sha)).await;
+        // The right object is stored: only the claim is wrong.
+        store_directly(&server, &key, "image/png", b"hello").await;
+        let (s, p) = problem(guest.confirm_raw(id, claim).await).await;
+        assert_eq!((s, p["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some(code)), "different {what}");
+        assert_rejected_for_good(&guest, id, code, right.clone()).await;
+    }
+
+    // Control: the same steps with a right claim confirm. A claim that only
+    // differs in case or parameters of the type is the same type, and a
+    // claim without a checksum is checked against the stored object.
+    for claim in [right.clone(), json!({"size": 5, "content_type": "Image/PNG; q=1"}), json!({"size": 5, "content_type": "image/png"})] {
+        let (id, key) = authorize(&guest, 5, Some(&sha)).await;
+        store_directly(&server, &key, "image/png", b"hello").await;
+        let r = guest.confirm_raw(id, claim.clone()).await;
+        assert_eq!(r.status(), StatusCode::OK, "{claim}");
+    }
+    assert_eq!(server.counts().await.1, 3);
+}
+
+#[tokio::test]
+async fn a_wrong_claim_rejects_even_before_the_object_is_stored() {
+    let server = TestServer::start().await;
+    let guest = server.guest().await;
+    let (id, _) = authorize(&guest, 5, None).await;
+    let (s, p) = problem(guest.confirm_raw(id, json!({"size": 50, "content_type": "image/png"})).await).await;
+    assert_eq!((s, p["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("size_mismatch")));
+    assert_rejected_for_good(&guest, id, "size_mismatch", json!({"size": 5, "content_type": "image/png"})).await;
+}
+
+#[tokio::test]
+async fn a_stored_object_that_contradicts_the_authorization_rejects_the_attempt() {
+    let server = TestServer::start().await;
+    let guest = server.guest().await;
+    let sha = sha256_hex(b"hello");
+    // (what, authorized sha, stored type, stored bytes, code)
+    let cases: [(&str, Option<&str>, &str, &[u8], &str); 4] = [
+        ("another content type", None, "image/jpeg", b"hello", "type_mismatch"),
+        ("another size", None, "image/png", b"hello!", "size_mismatch"),
+        ("other bytes under a sha256", Some(&sha), "image/png", b"jello", "checksum_mismatch"),
+        ("other bytes and type under a sha256", Some(&sha), "text/html", b"<svg>", "type_mismatch"),
+    ];
+    for (what, auth_sha, stored_type, stored, code) in cases {
+        let (id, key) = authorize(&guest, 5, auth_sha).await;
+        store_directly(&server, &key, stored_type, stored).await;
+        assert_eq!(guest.status(&[id]).await["results"][0]["object_stored"], true, "{what}");
+        // The claim matches the authorization exactly; only the object is off.
+        let mut claim = json!({"size": 5, "content_type": "image/png"});
+        if let Some(sha) = auth_sha {
+            claim["sha256"] = json!(sha);
+        }
+        let (s, p) = problem(guest.confirm_raw(id, claim.clone()).await).await;
+        assert_eq!((s, p["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some(code)), "{what}: {p}");
+        assert_rejected_for_good(&guest, id, code, claim).await;
+    }
+
+    // A rejected attempt's object is garbage: the sweeper deletes it.
+    server.sweep().await;
+    assert!(server.stored_keys().await.is_empty(), "rejected objects deleted");
+}
+
+/// `checksum_mismatch`: "the SHA-256 differs from the authorization or the
+/// stored object" (core/src/error.rs). A confirm that claims a checksum the
+/// stored bytes do not have is a mismatch even when the authorization
+/// carried no checksum: the client believes it stored something else.
+#[tokio::test]
+async fn a_claimed_sha256_that_the_stored_object_does_not_have_is_rejected() {
+    let server = TestServer::start().await;
+    let guest = server.guest().await;
+    let id = Uuid::new_v4();
+    let a = guest.authorize(id, 5).await;
+    assert_eq!(server.put(a.upload.as_ref().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    let claim = json!({"size": 5, "content_type": "image/png", "sha256": sha256_hex(b"jello")});
+    let r = guest.confirm_raw(id, claim).await;
+    let status = r.status();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("checksum_mismatch")),
+        "confirm answered {body}"
+    );
+    assert_eq!(server.counts().await.1, 0, "no media record");
+}

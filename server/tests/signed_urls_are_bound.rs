@@ -1,0 +1,326 @@
+//! A signed upload URL is bound to its key, length, content type, expiry
+//! and checksum: change any of them and the PUT is refused; send anything
+//! but exactly the signed bytes and nothing is stored; a confirmed object
+//! never changes.
+
+mod support;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use reqwest::{StatusCode, Url};
+use serde_json::json;
+use support::{Options, TestServer, problem};
+use upload_once_core::wire::{AttemptResponse, UploadInstruction};
+use upload_once_server::secrets::sha256_hex;
+use upload_once_server::storage::PutGrant;
+use uuid::Uuid;
+
+/// PUT `body` to `url` with an optional Content-Type.
+async fn put_raw(server: &TestServer, url: &str, content_type: Option<&str>, body: reqwest::Body) -> reqwest::Response {
+    let mut req = server.http.put(url).body(body);
+    if let Some(ct) = content_type {
+        req = req.header("content-type", ct);
+    }
+    req.send().await.unwrap()
+}
+
+/// A chunked body (no Content-Length), so the server has to count.
+fn streamed(parts: &[&[u8]]) -> reqwest::Body {
+    let chunks: Vec<Result<Bytes, std::io::Error>> = parts.iter().map(|p| Ok(Bytes::copy_from_slice(p))).collect();
+    reqwest::Body::wrap_stream(futures_util::stream::iter(chunks))
+}
+
+fn query(url: &str, name: &str) -> Option<String> {
+    Url::parse(url).unwrap().query_pairs().find(|(k, _)| k == name).map(|(_, v)| v.into_owned())
+}
+
+/// The URL with one query parameter replaced (`None` removes it).
+fn with_param(url: &str, name: &str, value: Option<&str>) -> String {
+    let mut parsed = Url::parse(url).unwrap();
+    let mut pairs: Vec<(String, String)> = parsed.query_pairs().into_owned().filter(|(k, _)| k != name).collect();
+    if let Some(v) = value {
+        pairs.push((name.to_owned(), v.to_owned()));
+    }
+    parsed.query_pairs_mut().clear().extend_pairs(pairs);
+    parsed.to_string()
+}
+
+fn flip_last_hex(text: &str) -> String {
+    let mut chars: Vec<char> = text.chars().collect();
+    let last = chars.last_mut().unwrap();
+    *last = if *last == '0' { '1' } else { '0' };
+    chars.into_iter().collect()
+}
+
+async fn authorize(guest: &support::Guest<'_>, size: u64, sha: Option<String>) -> (Uuid, AttemptResponse) {
+    let id = Uuid::new_v4();
+    let mut body = json!({"id": id, "filename": "photo.png", "size": size, "content_type": "image/png"});
+    if let Some(sha) = sha {
+        body["sha256"] = json!(sha);
+    }
+    let r = guest.authorize_raw(body).await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    (id, r.json().await.unwrap())
+}
+
+async fn assert_refused(r: reqwest::Response, status: StatusCode, code: &str, what: &str) {
+    let (s, p) = problem(r).await;
+    assert_eq!((s, p["code"].as_str()), (status, Some(code)), "{what}: {p}");
+}
+
+async fn object_bytes(server: &TestServer, key: &str) -> Vec<u8> {
+    let (_, mut stream) = server.state.objects.get(key).await.unwrap().expect("object stored");
+    let mut out = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        out.extend_from_slice(&chunk.unwrap());
+    }
+    out
+}
+
+#[tokio::test]
+async fn an_expired_url_is_refused() {
+    let server = TestServer::start_with(Options {
+        url_ttl: Some(Duration::from_secs(600)),
+        attempt_ttl: Some(Duration::from_secs(3600)),
+        ..Default::default()
+    })
+    .await;
+    let guest = server.guest().await;
+    let (_, early) = authorize(&guest, 5, None).await;
+    let (_, late) = authorize(&guest, 5, None).await;
+
+    // Up to its expiry the URL works...
+    server.clock.advance(598_000);
+    assert_eq!(server.put(early.upload.as_ref().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    // ...from its expiry on it does not.
+    server.clock.advance(2_000);
+    let r = server.put(late.upload.as_ref().unwrap(), b"hello".to_vec()).await;
+    assert_refused(r, StatusCode::FORBIDDEN, "url_expired", "after the URL TTL").await;
+    assert_eq!(server.stored_keys().await, vec![early.object_key.clone()], "nothing stored for the late PUT");
+}
+
+#[tokio::test]
+async fn every_signed_parameter_is_bound() {
+    let server = TestServer::start().await;
+    let guest = server.guest().await;
+    let sha = sha256_hex(b"hello");
+    let (_, plain) = authorize(&guest, 5, None).await;
+    let (_, hashed) = authorize(&guest, 5, Some(sha.clone())).await;
+    let (_, other) = authorize(&guest, 5, None).await;
+    let url = plain.upload.as_ref().unwrap().url.clone();
+    let hashed_url = hashed.upload.as_ref().unwrap().url.clone();
+    let other_url = other.upload.as_ref().unwrap().url.clone();
+    let exp: i64 = query(&url, "exp").unwrap().parse().unwrap();
+    let sig = query(&url, "sig").unwrap();
+
+    let path_of = |u: &str, key: &str| {
+        let mut parsed = Url::parse(u).unwrap();
+        parsed.set_path(&format!("/storage/{key}"));
+        parsed.to_string()
+    };
+    let hello = b"hello".to_vec();
+    // (what, url, content type sent, body)
+    let cases: Vec<(&str, String, &str, Vec<u8>)> = vec![
+        ("key: last hex digit changed", path_of(&url, &flip_last_hex(&plain.object_key)), "image/png", hello.clone()),
+        ("key: another attempt's key", path_of(&url, &other.object_key), "image/png", hello.clone()),
+        ("key: another event", path_of(&url, &format!("other{}", &plain.object_key[plain.object_key.find('/').unwrap()..])), "image/png", hello.clone()),
+        ("len + 1", with_param(&url, "len", Some("6")), "image/png", b"hello!".to_vec()),
+        ("len - 1", with_param(&url, "len", Some("4")), "image/png", b"hell".to_vec()),
+        ("ct", with_param(&url, "ct", Some("image/jpeg")), "image/jpeg", hello.clone()),
+        ("ct: text/html", with_param(&url, "ct", Some("text/html")), "text/html", hello.clone()),
+        ("exp later", with_param(&url, "exp", Some(&(exp + 3600).to_string())), "image/png", hello.clone()),
+        ("exp earlier", with_param(&url, "exp", Some(&(exp - 1).to_string())), "image/png", hello.clone()),
+        ("sha added", with_param(&url, "sha", Some(&sha)), "image/png", hello.clone()),
+        ("sha changed", with_param(&hashed_url, "sha", Some(&sha256_hex(b"jello"))), "image/png", b"jello".to_vec()),
+        ("sha removed", with_param(&hashed_url, "sha", None), "image/png", b"jello".to_vec()),
+        ("sig: last hex digit changed", with_param(&url, "sig", Some(&flip_last_hex(&sig))), "image/png", hello.clone()),
+        ("sig: truncated to 128 bits", with_param(&url, "sig", Some(&sig[..32])), "image/png", hello.clone()),
+        ("sig: empty", with_param(&url, "sig", Some("")), "image/png", hello.clone()),
+        ("sig: not hex", with_param(&url, "sig", Some(&"z".repeat(sig.len()))), "image/png", hello.clone()),
+        ("sig: another URL's", with_param(&url, "sig", query(&other_url, "sig").as_deref()), "image/png", hello.clone()),
+    ];
+    for (what, tampered, ct, body) in cases {
+        assert_ne!(tampered, url, "{what}: the URL really changed");
+        let r = put_raw(&server, &tampered, Some(ct), body.into()).await;
+        assert_refused(r, StatusCode::FORBIDDEN, "bad_signature", what).await;
+    }
+    assert!(server.stored_keys().await.is_empty(), "nothing stored");
+
+    // The untampered URLs still work (the refusals were about the changes).
+    assert_eq!(server.put(plain.upload.as_ref().unwrap(), hello.clone()).await.status(), StatusCode::OK);
+    assert_eq!(server.put(hashed.upload.as_ref().unwrap(), hello).await.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn the_content_type_header_must_be_the_signed_one() {
+    let server = TestServer::start().await;
+    let guest = server.guest().await;
+    let (_, a) = authorize(&guest, 5, None).await;
+    let url = &a.upload.as_ref().unwrap().url;
+    for ct in [Some("image/jpeg"), Some("text/html"), Some("application/octet-stream"), None] {
+        let r = put_raw(&server, url, ct, b"hello".to_vec().into()).await;
+        assert_refused(r, StatusCode::BAD_REQUEST, "content_type_mismatch", &format!("{ct:?}")).await;
+    }
+    assert!(server.stored_keys().await.is_empty());
+    // Parameters and case do not matter: it is the same type.
+    let r = put_raw(&server, url, Some("Image/PNG; charset=binary"), b"hello".to_vec().into()).await;
+    assert_eq!(r.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_body_of_any_other_length_stores_nothing() {
+    let server = TestServer::start().await;
+    let guest = server.guest().await;
+    let (_, a) = authorize(&guest, 5, None).await;
+    let upload = a.upload.as_ref().unwrap();
+    let url = &upload.url;
+
+    // With a Content-Length that says so.
+    let r = put_raw(&server, url, Some("image/png"), b"hell".to_vec().into()).await;
+    assert_refused(r, StatusCode::BAD_REQUEST, "length_mismatch", "4 of 5 bytes, Content-Length 4").await;
+    let r = put_raw(&server, url, Some("image/png"), b"hello!".to_vec().into()).await;
+    assert_refused(r, StatusCode::BAD_REQUEST, "length_mismatch", "6 of 5 bytes, Content-Length 6").await;
+    // Chunked, so only counting the bytes can tell.
+    let r = put_raw(&server, url, Some("image/png"), streamed(&[b"he", b"ll"])).await;
+    assert_refused(r, StatusCode::BAD_REQUEST, "incomplete_body", "4 of 5 bytes, chunked").await;
+    let r = put_raw(&server, url, Some("image/png"), streamed(&[b"hel", b"lo!"])).await;
+    assert_refused(r, StatusCode::BAD_REQUEST, "length_mismatch", "6 of 5 bytes, chunked").await;
+    let r = put_raw(&server, url, Some("image/png"), streamed(&[])).await;
+    let (status, _) = problem(r).await;
+    assert!(status.is_client_error(), "an empty body is refused: {status}");
+
+    assert!(server.stored_keys().await.is_empty(), "nothing stored");
+    assert!(server.state.objects.head(&a.object_key).await.unwrap().is_none());
+    assert!(server.temp_files().is_empty(), "no partial file left behind: {:?}", server.temp_files());
+    assert_eq!(guest.status(&[a.id]).await["results"][0]["object_stored"], false);
+
+    // Exactly the signed length, chunked or not, is stored.
+    assert_eq!(put_raw(&server, url, Some("image/png"), streamed(&[b"he", b"llo"])).await.status(), StatusCode::OK);
+    assert_eq!(object_bytes(&server, &a.object_key).await, b"hello");
+}
+
+#[tokio::test]
+async fn bytes_with_another_sha256_are_refused() {
+    let server = TestServer::start().await;
+    let guest = server.guest().await;
+    let sha = sha256_hex(b"hello");
+    let (id, a) = authorize(&guest, 5, Some(sha.clone())).await;
+    let upload = a.upload.as_ref().unwrap();
+    assert_eq!(query(&upload.url, "sha").as_deref(), Some(sha.as_str()), "the URL carries the checksum");
+
+    let r = server.put(upload, b"jello".to_vec()).await;
+    let (status, p) = problem(r).await;
+    assert!(status.is_client_error(), "{status}");
+    assert_eq!(p["code"], "checksum_mismatch", "same length, other bytes");
+    assert!(server.stored_keys().await.is_empty(), "nothing stored");
+    assert!(server.temp_files().is_empty());
+    assert_eq!(guest.status(&[id]).await["results"][0]["object_stored"], false);
+
+    let r = server.put(upload, b"hello".to_vec()).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["etag"].to_str().unwrap(), format!("\"{sha}\""), "the ETag is the SHA-256");
+}
+
+/// `PUT /storage/{key}` documents `checksum_mismatch` among its 400
+/// answers (server/src/routes/storage.rs, the `utoipa::path` of
+/// `put_object`), like the other body refusals of the storage endpoint.
+#[tokio::test]
+async fn a_checksum_refusal_at_put_is_the_documented_422() {
+    let server = TestServer::start().await;
+    let guest = server.guest().await;
+    let (_, a) = authorize(&guest, 5, Some(sha256_hex(b"hello"))).await;
+    let r = server.put(a.upload.as_ref().unwrap(), b"jello".to_vec()).await;
+    // One code, one status everywhere: checksum_mismatch is 422, at PUT as at confirm.
+    assert_refused(r, StatusCode::UNPROCESSABLE_ENTITY, "checksum_mismatch", "PUT with other bytes").await;
+}
+
+#[tokio::test]
+async fn the_same_bytes_twice_are_one_object_and_other_bytes_are_refused() {
+    let server = TestServer::start().await;
+    let guest = server.guest().await;
+    let (_, a) = authorize(&guest, 5, None).await;
+    let upload = a.upload.as_ref().unwrap();
+
+    let first = server.put(upload, b"hello".to_vec()).await;
+    assert_eq!(first.status(), StatusCode::OK);
+    let etag = first.headers()["etag"].to_str().unwrap().to_owned();
+    let second = server.put(upload, b"hello".to_vec()).await;
+    assert_eq!(second.status(), StatusCode::OK, "an idempotent repeat");
+    assert_eq!(second.headers()["etag"].to_str().unwrap(), etag);
+    assert_eq!(server.stored_keys().await, vec![a.object_key.clone()], "one object");
+
+    let r = server.put(upload, b"jello".to_vec()).await;
+    assert_refused(r, StatusCode::PRECONDITION_FAILED, "object_exists", "different bytes, same length").await;
+    assert_eq!(object_bytes(&server, &a.object_key).await, b"hello", "the object is unchanged");
+    assert!(server.temp_files().is_empty());
+}
+
+#[tokio::test]
+async fn a_confirmed_object_never_changes() {
+    let server = TestServer::start().await;
+    let guest = server.guest().await;
+    let (id, a) = authorize(&guest, 5, None).await;
+    let upload: UploadInstruction = a.upload.clone().unwrap();
+    assert_eq!(server.put(&upload, b"hello".to_vec()).await.status(), StatusCode::OK);
+    assert_eq!(guest.confirm(id, 5).await.status(), StatusCode::OK);
+    let before = server.state.objects.head(&a.object_key).await.unwrap().unwrap();
+
+    for (what, body) in [("the same bytes", b"hello"), ("other bytes", b"jello")] {
+        let r = server.put(&upload, body.to_vec()).await;
+        assert_refused(r, StatusCode::CONFLICT, "already_confirmed", what).await;
+    }
+    let after = server.state.objects.head(&a.object_key).await.unwrap().unwrap();
+    assert_eq!(after, before, "same metadata and ETag");
+    assert_eq!(object_bytes(&server, &a.object_key).await, b"hello", "same bytes");
+    assert_eq!(server.stored_keys().await, vec![a.object_key.clone()]);
+}
+
+#[tokio::test]
+async fn a_rejected_attempts_key_takes_no_upload() {
+    let server = TestServer::start().await;
+    let guest = server.guest().await;
+    let (id, a) = authorize(&guest, 5, None).await;
+    let (status, p) = problem(guest.confirm(id, 6).await).await;
+    assert_eq!((status, p["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("size_mismatch")));
+
+    let r = server.put(a.upload.as_ref().unwrap(), b"hello".to_vec()).await;
+    let (status, p) = problem(r).await;
+    assert!(status.is_client_error(), "refused: {status} {p}");
+    assert_eq!(p["code"], "expired", "the documented refusal for a dead attempt");
+    assert!(server.stored_keys().await.is_empty(), "nothing stored");
+    assert!(server.temp_files().is_empty());
+}
+
+#[tokio::test]
+async fn an_expired_attempts_key_takes_no_upload() {
+    let server = TestServer::start_with(Options {
+        url_ttl: Some(Duration::from_secs(600)),
+        attempt_ttl: Some(Duration::from_secs(3600)),
+        ..Default::default()
+    })
+    .await;
+    let guest = server.guest().await;
+    let (_, a) = authorize(&guest, 5, None).await;
+    server.clock.advance(3_600_000);
+    server.sweep().await;
+    assert_eq!(guest.status(&[a.id]).await["results"][0]["state"], "expired");
+
+    // Its own URL has expired with it...
+    let r = server.put(a.upload.as_ref().unwrap(), b"hello".to_vec()).await;
+    assert_refused(r, StatusCode::FORBIDDEN, "url_expired", "the attempt's own URL").await;
+    // ...and even a URL this server signed that is still valid is refused:
+    // the storage endpoint checks the attempt itself.
+    let still_valid = server.state.objects.presign_put(&PutGrant {
+        key: &a.object_key,
+        content_type: "image/png",
+        size: 5,
+        sha256: None,
+        expires_at: server.state.now() + 600_000,
+    });
+    let r = server.put(&still_valid, b"hello".to_vec()).await;
+    assert_refused(r, StatusCode::GONE, "expired", "a valid signature for an expired attempt").await;
+    assert!(server.stored_keys().await.is_empty(), "nothing stored");
+    assert!(server.temp_files().is_empty());
+}

@@ -89,10 +89,13 @@ impl Restrictions {
 
 /// Checks a filename: 1..=255 bytes, no control characters.
 pub fn check_filename(name: &str) -> Result<()> {
-    if name.is_empty() || name.len() > MAX_FILENAME_BYTES || name.chars().any(char::is_control) {
+    // Bidirectional overrides would let a name display as something else
+    // ("photo\u{202e}gpj.exe" shows as "photoexe.jpg").
+    let spoofing = |c: char| matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}');
+    if name.is_empty() || name.len() > MAX_FILENAME_BYTES || name.chars().any(|c| c.is_control() || spoofing(c)) {
         return Err(Error::new(
             ErrorCode::InvalidFilename,
-            "the filename must be 1 to 255 bytes without control characters",
+            "the filename must be 1 to 255 bytes without control or text-direction characters",
         ));
     }
     Ok(())

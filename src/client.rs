@@ -11,7 +11,7 @@ use std::rc::Rc;
 
 use js_sys::Function;
 use serde::{Deserialize, Serialize};
-use upload_once_core::attempt::{AttemptRecord, Confirmation, FileInfo};
+use upload_once_core::attempt::{AttemptRecord, Confirmation, FileInfo, Transfer};
 use upload_once_core::restrictions::{Restrictions, check_filename, normalize_content_type};
 use upload_once_core::retry::{Failure, RetryPolicy};
 use upload_once_core::scheduler::{Command, Outcome, Scheduler};
@@ -715,6 +715,7 @@ impl Client {
         let now = now();
         let mut added = Vec::with_capacity(files.len());
         let mut new_records: Vec<(AttemptRecord, File)> = Vec::new();
+        let mut retried = Vec::new();
         {
             let mut inner = self.inner();
             let event_limits = inner.session.as_ref().map(|s| Restrictions {
@@ -735,18 +736,29 @@ impl Client {
                     added.push(Added::Refused { file_name: info.name, error: Error::Restriction(e) });
                     continue;
                 }
+                // The same file (name, size, modification time) keeps its
+                // attempt: one that waits for it, one that failed (it is
+                // retried, same id), or one that is done (a duplicate).
                 let existing = inner
                     .sched
                     .records()
-                    .find(|r| r.event == event && r.file.same_file(&info) && (!r.is_terminal() || r.confirmation == Confirmation::Confirmed))
-                    .map(|r| (r.id, r.blob_key, r.needs_file(), r.is_terminal()));
-                if let Some((id, blob_key, needs_file, terminal)) = existing {
-                    if !terminal {
+                    .find(|r| {
+                        r.event == event
+                            && r.file.same_file(&info)
+                            && (!r.is_terminal()
+                                || r.confirmation == Confirmation::Confirmed
+                                || (r.transfer == Transfer::Failed && r.confirmation == Confirmation::Unconfirmed))
+                    })
+                    .map(|r| (r.id, r.blob_key, r.needs_file(), r.transfer == Transfer::Failed, r.is_terminal()));
+                if let Some((id, blob_key, needs_file, failed, terminal)) = existing {
+                    if !terminal || failed {
                         inner.files.insert(blob_key, file.clone().into());
                         inner.sched.set_has_blob(&id, true);
                     }
-                    if needs_file {
-                        inner.sched.attach_file(&id, now);
+                    if needs_file && inner.sched.attach_file(&id, now) {
+                        added.push(Added::Reattached(id));
+                    } else if failed && inner.sched.retry(&id, now) {
+                        retried.push(id);
                         added.push(Added::Reattached(id));
                     } else {
                         added.push(Added::Duplicate(id));
@@ -776,6 +788,9 @@ impl Client {
                 self.request_lock(record.id);
             }
             self.keep_files(new_records.into_iter().map(|(r, f)| (r.blob_key, f)).collect());
+        }
+        for id in retried {
+            self.request_lock(id);
         }
         for a in &added {
             if let Added::New(id) | Added::Reattached(id) | Added::Duplicate(id) = a {

@@ -292,8 +292,9 @@ impl AttemptRecord {
     }
 
     /// Says what the attempt needs now. May change the record (then its
-    /// revision changes): an expired URL turns into a renew, and a missing
-    /// file into `needs_file`.
+    /// revision changes): an upload without a URL turns into a renew, a
+    /// missing file into `needs_file`, and a file that came back into a queued
+    /// transfer.
     pub fn poll_action(&mut self, now: UnixMillis, has_blob: bool) -> Action {
         if self.is_terminal() {
             return Action::Idle;
@@ -360,7 +361,9 @@ impl AttemptRecord {
 
     /// The guest picked the file again (or its bytes are held again).
     pub fn attach_file(&mut self, now: UnixMillis) -> bool {
-        if !self.needs_file() {
+        // A finished attempt (expired, rejected) takes no file: a new attempt
+        // (or its successor) does.
+        if !self.needs_file() || self.is_terminal() {
             return false;
         }
         self.transfer = Transfer::Queued;
@@ -611,6 +614,14 @@ impl AttemptRecord {
         }
     }
 
+    /// A confirm answered after the user cancelled: the media record exists,
+    /// so the attempt is confirmed after all (never a hidden duplicate).
+    pub fn adopt_confirmation(&mut self, media: Media, env: &Env<'_>) {
+        if self.confirmation != Confirmation::Confirmed && self.transfer == Transfer::Failed {
+            self.confirmed(MediaSummary::from(&media), env.now);
+        }
+    }
+
     /// The server's answer about this attempt (restore, or an ambiguous
     /// failure): act on the truth instead of guessing.
     pub fn handle_status(&mut self, result: Result<AttemptStatus, Failure>, env: &Env<'_>) -> Effect {
@@ -618,6 +629,8 @@ impl AttemptRecord {
             Ok(status) => status,
             Err(failure) => return self.on_failure(Operation::Status, failure, env),
         };
+        // The check itself succeeded: its backoff is over.
+        self.next_retry_at = None;
         if self.confirmation == Confirmation::Confirmed {
             // A moderation refresh of a finished attempt.
             if let AttemptStatus::Confirmed { media, .. } = status {

@@ -121,7 +121,8 @@ pub fn human_bytes(bytes: u64) -> String {
     for u in UNITS {
         value /= 1000.0;
         unit = u;
-        if value < 1000.0 {
+        // Decide on the rounded value: 999,999 bytes is "1 MB", not "1000 KB".
+        if (value * 10.0).round() / 10.0 < 1000.0 {
             break;
         }
     }

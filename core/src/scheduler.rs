@@ -12,6 +12,10 @@
 //!   record revision has been durably stored (the caller reports it with
 //!   [`Scheduler::mark_persisted`]), so the id a request carries is always
 //!   the id a reload finds;
+//! - **successors are linked atomically**: an expired attempt's
+//!   `replaced_by` and its successor become dirty together; the caller
+//!   stores one `take_dirty()` batch in one transaction, so a crash never
+//!   leaves a successor without its link or a link without its successor;
 //! - **ownership**: only attempts this page owns (holds the Web Lock for)
 //!   are driven; the rest are only shown.
 
@@ -176,8 +180,8 @@ impl Scheduler {
     pub fn insert(&mut self, record: AttemptRecord, has_blob: bool, owned: bool, persisted_revision: u64) {
         let id = record.id;
         self.order.insert((record.created_at, id), ());
-        let busy = self.entries.get(&id).is_some_and(|e| e.busy);
-        let entry = Entry { record, has_blob, owned, persisted_revision, busy, dirty: false };
+        let (busy, dirty) = self.entries.get(&id).map_or((false, false), |e| (e.busy, e.dirty));
+        let entry = Entry { record, has_blob, owned, persisted_revision, busy, dirty };
         let needs_write = !entry.persisted();
         self.entries.insert(id, entry);
         if needs_write {
@@ -298,7 +302,16 @@ impl Scheduler {
             self.active = self.active.saturating_sub(1);
         }
         if e.record.is_terminal() {
-            // Cancelled while in flight: the answer no longer matters.
+            // Cancelled while in flight. A confirm that committed anyway is
+            // the truth: the media exists, so the attempt is confirmed.
+            if let Outcome::Confirm(Ok(media)) = outcome {
+                let env = Self::env(&self.policy, self.online, e.has_blob, now, entropy);
+                let revision = e.record.revision;
+                e.record.adopt_confirmation(media, &env);
+                if e.record.revision != revision {
+                    self.mark_dirty(*id);
+                }
+            }
             return;
         }
         let env = Self::env(&self.policy, self.online, e.has_blob, now, entropy);
@@ -379,7 +392,9 @@ impl Scheduler {
             let revision = e.record.revision;
             let action = e.record.poll_action(now, e.has_blob);
             if e.record.revision != revision {
+                // Write-ahead: the changed record is stored before it acts.
                 self.mark_dirty(id);
+                continue;
             }
             let e = self.entries.get_mut(&id).expect("present");
             e.record.begin(&action);
@@ -432,6 +447,8 @@ impl Scheduler {
         self.entries
             .values()
             .filter(|e| e.owned && !e.busy && !e.record.is_terminal())
+            // Waiting for the guest, not for a time.
+            .filter(|e| !(e.record.needs_file() && !e.has_blob))
             .filter_map(|e| e.record.next_retry_at)
             .min()
     }

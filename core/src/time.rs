@@ -63,6 +63,9 @@ fn digits(text: &str) -> Option<i64> {
 /// Parses an RFC 3339 timestamp (`Z` or a numeric offset, optional
 /// fraction). Returns `None` for anything else.
 pub fn parse_rfc3339(text: &str) -> Option<UnixMillis> {
+    if !text.is_ascii() {
+        return None;
+    }
     let b = text.as_bytes();
     if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
         return None;
@@ -109,6 +112,9 @@ const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Au
 /// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form
 /// RFC 9110 requires senders to use in HTTP dates.
 pub fn parse_http_date(text: &str) -> Option<UnixMillis> {
+    if !text.is_ascii() {
+        return None;
+    }
     let parts: Vec<&str> = text.split_ascii_whitespace().collect();
     if parts.len() != 6 || parts[5] != "GMT" || !parts[0].ends_with(',') {
         return None;

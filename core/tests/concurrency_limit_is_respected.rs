@@ -1,0 +1,103 @@
+//! No more requests in flight than the concurrency limit, and the limit is
+//! actually used. Only owned attempts are driven.
+
+mod support;
+
+use support::*;
+use upload_once_core::retry::RetryPolicy;
+use upload_once_core::scheduler::{Command, Outcome, Scheduler};
+
+fn persisted(n: u128) -> upload_once_core::attempt::AttemptRecord {
+    record(n, 10)
+}
+
+fn scheduler_with(concurrency: usize, records: u128) -> Scheduler {
+    let mut s = Scheduler::new(RetryPolicy::default(), concurrency);
+    for n in 1..=records {
+        let r = persisted(n);
+        let rev = r.revision;
+        s.insert(r, true, true, rev);
+    }
+    s
+}
+
+#[test]
+fn polling_stops_at_the_limit_and_resumes_when_a_slot_frees() {
+    let mut s = scheduler_with(2, 5);
+    let a = s.poll(T0).expect("slot 1");
+    let b = s.poll(T0).expect("slot 2");
+    assert_eq!(s.poll(T0), None, "both slots taken");
+    assert_eq!(s.active(), 2);
+    let ids: Vec<_> = [&a, &b].iter().flat_map(|c| command_ids(c)).collect();
+    assert_ne!(ids[0], ids[1], "two different attempts");
+    assert!(s.is_busy(&ids[0]) && s.is_busy(&ids[1]));
+    let mut rng = TestRng::new(1);
+    s.handle(&ids[0], Outcome::Authorize(Err(upload_once_core::retry::Failure::Network)), T0, &mut rng);
+    assert_eq!(s.active(), 1);
+    let c = s.poll(T0).expect("a slot is free again");
+    assert!(!command_ids(&c).contains(&ids[1]), "not the attempt that is still busy");
+    assert_eq!(s.poll(T0), None);
+}
+
+#[test]
+fn attempts_are_started_in_the_order_the_guest_added_them() {
+    let mut s = Scheduler::new(RetryPolicy::default(), 10);
+    // Insert out of order; created_at decides.
+    for (n, created) in [(3u128, T0 + 30), (1, T0 + 10), (2, T0 + 20)] {
+        let mut r = record(n, 10);
+        r.created_at = created;
+        let rev = r.revision;
+        s.insert(r, true, true, rev);
+    }
+    let order: Vec<u128> = (0..3).map(|_| command_ids(&s.poll(T0).unwrap())[0].as_u128()).collect();
+    assert_eq!(order, vec![1, 2, 3]);
+}
+
+#[test]
+fn a_zero_limit_still_lets_one_request_through() {
+    let mut s = scheduler_with(0, 3);
+    assert!(s.poll(T0).is_some());
+    assert_eq!(s.poll(T0), None);
+}
+
+#[test]
+fn status_checks_take_a_slot_too() {
+    let mut s = Scheduler::new(RetryPolicy::default(), 1);
+    for n in 1..=3 {
+        let mut r = record(n, 10);
+        if n != 2 {
+            r.restore(T0);
+        }
+        let rev = r.revision;
+        s.insert(r, true, true, rev);
+    }
+    let first = s.poll(T0).unwrap();
+    assert!(matches!(&first, Command::Status { ids } if ids.len() == 2), "{first:?}");
+    assert_eq!(s.poll(T0), None, "the status request holds the only slot");
+}
+
+#[test]
+fn attempts_owned_by_another_tab_are_not_driven() {
+    let mut s = Scheduler::new(RetryPolicy::default(), 4);
+    let r = record(1, 10);
+    let (id, rev) = (r.id, r.revision);
+    s.insert(r, true, false, rev);
+    assert_eq!(s.poll(T0), None);
+    assert!(s.is_idle(), "someone else's attempt does not keep this page busy");
+    s.set_owned(&id, true);
+    assert!(matches!(s.poll(T0), Some(Command::Authorize { .. })));
+}
+
+#[test]
+fn the_simulated_run_fills_but_never_exceeds_the_limit() {
+    for concurrency in 1..=4 {
+        let mut sim = Sim::new(SimConfig { seed: 200 + concurrency as u64, concurrency, ..SimConfig::default() });
+        sim.faults.random = Some(RandomFaults { probability: 0.3, weights: [1, 1, 1, 1, 1], max_retry_after_ms: 2000 });
+        for _ in 0..10 {
+            sim.add_jpeg(100);
+        }
+        sim.run_until_idle(); // asserts the limit on every poll
+        assert_eq!(sim.stats.max_inflight, concurrency, "limit {concurrency} is reached, not exceeded");
+        sim.check_exactly_once().unwrap();
+    }
+}

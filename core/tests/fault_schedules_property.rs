@@ -1,0 +1,188 @@
+//! Property: whatever the network does (requests lost before or after the
+//! server commits them, 503s, 429s with Retry-After), and however often the
+//! page reloads (with or without losing the file bytes), once the server is
+//! reachable again every file whose bytes are held ends up stored exactly
+//! once, and nothing is left half-done.
+
+mod support;
+
+use proptest::prelude::*;
+use proptest::test_runner::RngSeed;
+use support::*;
+use upload_once_core::retry::RetryPolicy;
+
+#[derive(Clone, Debug)]
+struct Scenario {
+    seed: u64,
+    fault_probability: f64,
+    weights: [u32; 5],
+    reload_probability: f64,
+    lossy_reload_probability: f64,
+    sleep_probability: f64,
+    files: usize,
+    concurrency: usize,
+    attempt_ttl_ms: i64,
+    url_ttl_ms: i64,
+    defer_persist: f64,
+    fault_ticks: usize,
+}
+
+fn scenario() -> impl Strategy<Value = Scenario> {
+    (
+        any::<u64>(),
+        0.0..0.5f64,
+        prop::array::uniform5(0u32..4),
+        prop_oneof![Just(0.0), 0.0..0.06f64],
+        0.0..1.0f64,
+        prop_oneof![Just(0.0), 0.0..0.05f64],
+        1usize..=8,
+        1usize..=4,
+        prop_oneof![Just(3 * MINUTE), Just(30 * MINUTE), Just(24 * HOUR)],
+        prop_oneof![Just(30 * SECOND), Just(2 * MINUTE), Just(15 * MINUTE)],
+        prop_oneof![Just(0.0), 0.0..0.5f64],
+        20usize..400,
+    )
+        .prop_map(
+            |(
+                seed,
+                fault_probability,
+                weights,
+                reload_probability,
+                lossy_reload_probability,
+                sleep_probability,
+                files,
+                concurrency,
+                attempt_ttl_ms,
+                url_ttl_ms,
+                defer_persist,
+                fault_ticks,
+            )| Scenario {
+                seed,
+                fault_probability,
+                weights,
+                reload_probability,
+                lossy_reload_probability,
+                sleep_probability,
+                files,
+                concurrency,
+                attempt_ttl_ms,
+                url_ttl_ms,
+                defer_persist,
+                fault_ticks,
+            },
+        )
+}
+
+struct Run {
+    sim: Sim,
+    faults_injected: usize,
+}
+
+fn run(s: &Scenario) -> Result<Run, String> {
+    let mut config = SimConfig {
+        seed: s.seed,
+        concurrency: s.concurrency,
+        // Large enough that faults never exhaust an attempt: this property is
+        // about exactly-once, not about giving up.
+        policy: RetryPolicy { base_ms: 500, cap_ms: 20_000, max_retries: 100_000 },
+        defer_persist: s.defer_persist,
+        max_steps: 50_000,
+        ..SimConfig::default()
+    };
+    config.server.attempt_ttl_ms = s.attempt_ttl_ms;
+    config.server.url_ttl_ms = s.url_ttl_ms;
+    let mut sim = Sim::new(config);
+    sim.faults.random =
+        Some(RandomFaults { probability: s.fault_probability, weights: s.weights, max_retry_after_ms: 10_000 });
+
+    let mut plan = TestRng::new(s.seed.rotate_left(17) ^ 0xA11CE);
+    let mut add_at: Vec<usize> =
+        (0..s.files).map(|i| if i == 0 { 0 } else { plan.below((s.fault_ticks / 2) as u64 + 1) as usize }).collect();
+    add_at.sort_unstable();
+    let mut added = 0;
+
+    for tick in 0..s.fault_ticks {
+        while added < add_at.len() && add_at[added] <= tick {
+            sim.add_jpeg(1_000 + added as u64);
+            added += 1;
+        }
+        if plan.chance(s.reload_probability) {
+            let lose_blob = if plan.chance(s.lossy_reload_probability) { 0.5 } else { 0.0 };
+            sim.reload(Reload { lose_blob, inflight_reached_server: 0.5 });
+        }
+        if plan.chance(s.sleep_probability) {
+            // The tab was frozen or the laptop closed: time jumps ahead,
+            // past signed URLs and sometimes past the attempt TTL.
+            sim.advance(plan.range(SECOND, 10 * MINUTE));
+        }
+        match sim.tick() {
+            Tick::Progress => {}
+            Tick::Idle if added == add_at.len() => break,
+            Tick::Idle => {}
+            Tick::Stuck => return Err(format!("stuck during the fault phase\n{}", sim.dump())),
+        }
+    }
+    while added < add_at.len() {
+        sim.add_jpeg(1_000 + added as u64);
+        added += 1;
+    }
+
+    // The server is reachable from now on, and the page stays.
+    sim.faults.enabled = false;
+    sim.try_run_until_idle()?;
+    sim.check_exactly_once()?;
+    let faults_injected = sim.faults.injected.len();
+    Ok(Run { sim, faults_injected })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        rng_seed: RngSeed::Fixed(0x0DDB_A11),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn every_held_file_is_stored_exactly_once_under_any_fault_schedule(s in scenario()) {
+        if let Err(e) = run(&s) {
+            prop_assert!(false, "{:?}\n{}", s, e);
+        }
+    }
+}
+
+/// The property is only worth something if the schedules really hit the
+/// interesting paths. These fixed scenarios check that faults, reloads,
+/// lost blobs and expiry successors all occur and the checks still hold.
+#[test]
+fn heavy_fault_schedules_exercise_every_recovery_path() {
+    let mut totals = [0usize; 6]; // faults, reloads, successors, status checks, renews, lost blobs
+    for seed in 0..24u64 {
+        let s = Scenario {
+            seed,
+            fault_probability: 0.45,
+            weights: [1, 1, 1, 1, 1],
+            reload_probability: 0.04,
+            lossy_reload_probability: 0.3,
+            sleep_probability: 0.02,
+            files: 8,
+            concurrency: 1 + (seed % 4) as usize,
+            attempt_ttl_ms: 3 * MINUTE,
+            url_ttl_ms: 30 * SECOND,
+            defer_persist: 0.3,
+            fault_ticks: 400,
+        };
+        let run = run(&s).unwrap_or_else(|e| panic!("{s:?}\n{e}"));
+        let sim = &run.sim;
+        totals[0] += run.faults_injected;
+        totals[1] += sim.stats.reloads;
+        totals[2] += sim.scheduler.records().filter(|r| r.replaces.is_some()).count();
+        totals[3] += sim.stats.count(ReqKind::Status);
+        totals[4] += sim.stats.count(ReqKind::Renew);
+        totals[5] += sim.files.iter().filter(|f| !f.blob_held).count();
+    }
+    let names = ["faults", "reloads", "successors", "status checks", "renews", "lost blobs"];
+    for (name, total) in names.iter().zip(totals) {
+        assert!(total > 0, "no {name} in any heavy schedule: the property would not test them ({totals:?})");
+    }
+}

@@ -1,0 +1,1310 @@
+//! Deterministic test harness for `upload-once-core`.
+//!
+//! - [`TestRng`]: a seeded splitmix64 generator implementing [`Entropy`].
+//! - [`FakeServer`]: an in-memory model of the reference server's protocol
+//!   semantics (one implicit guest session).
+//! - [`FaultLayer`]: per-request fault injection (drop before / after the
+//!   server applies a request, 503, 429), scripted or random.
+//! - [`Sim`]: a virtual clock, a [`Scheduler`], a fake IndexedDB and the
+//!   run loop that drives them, including page reloads.
+//!
+//! Each test binary uses a different part of it, hence `dead_code`.
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt::Write as _;
+
+use upload_once_core::attempt::{AttemptRecord, Confirmation, FileInfo};
+use upload_once_core::error::ErrorCode;
+use upload_once_core::retry::{Failure, RetryPolicy};
+use upload_once_core::scheduler::{Command, Outcome, Scheduler};
+use upload_once_core::time::{UnixMillis, format_rfc3339};
+use upload_once_core::wire::{
+    AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, MAX_STATUS_IDS, Media,
+    MediaSummary, Moderation, Rejection, StatusResponse, UploadInstruction,
+};
+use upload_once_core::{Entropy, new_attempt_id};
+use uuid::Uuid;
+
+/// The event every simulated guest uploads to.
+pub const EVENT: &str = "party";
+
+/// 2026-11-30T04:00:00Z: an arbitrary, fixed start for virtual clocks.
+pub const T0: UnixMillis = 1_796_011_200_000;
+
+pub const SECOND: i64 = 1000;
+pub const MINUTE: i64 = 60 * SECOND;
+pub const HOUR: i64 = 60 * MINUTE;
+
+// ---------------------------------------------------------------------------
+// Randomness
+// ---------------------------------------------------------------------------
+
+/// A seeded splitmix64 generator. Deterministic, no external crates.
+#[derive(Clone, Debug)]
+pub struct TestRng {
+    state: u64,
+}
+
+impl TestRng {
+    pub fn new(seed: u64) -> Self {
+        TestRng { state: seed ^ 0x5DEE_CE66_D1CE_4E5B }
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        assert!(n > 0);
+        self.next_u64() % n
+    }
+
+    /// Uniform in `lo..=hi`.
+    pub fn range(&mut self, lo: i64, hi: i64) -> i64 {
+        assert!(lo <= hi);
+        lo + self.below((hi - lo) as u64 + 1) as i64
+    }
+
+    /// True with probability `p`.
+    pub fn chance(&mut self, p: f64) -> bool {
+        self.unit() < p
+    }
+
+    /// A seed for a derived generator.
+    pub fn fork(&mut self) -> TestRng {
+        TestRng::new(self.next_u64())
+    }
+}
+
+impl Entropy for TestRng {
+    fn fill(&mut self, buf: &mut [u8]) {
+        for chunk in buf.chunks_mut(8) {
+            let bytes = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Fake server
+// ---------------------------------------------------------------------------
+
+/// Knobs of the fake server.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// How long a signed URL works.
+    pub url_ttl_ms: i64,
+    /// How long an attempt may stay unconfirmed.
+    pub attempt_ttl_ms: i64,
+    /// The moderation state new media records start in.
+    pub moderation: Moderation,
+    /// The server's clock minus the client's clock (clock skew).
+    pub clock_offset_ms: i64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig { url_ttl_ms: 15 * MINUTE, attempt_ttl_ms: 24 * HOUR, moderation: Moderation::Pending, clock_offset_ms: 0 }
+    }
+}
+
+/// One attempt as the server keeps it.
+#[derive(Clone, Debug)]
+pub struct ServerAttempt {
+    pub request: AuthorizeRequest,
+    pub object_key: String,
+    pub state: AttemptState,
+    pub expires_at: UnixMillis,
+    /// The id of the one media record, once confirmed.
+    pub media_id: Option<Uuid>,
+    pub rejection: Option<Rejection>,
+}
+
+/// An object in the fake object store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredObject {
+    pub size: u64,
+    pub content_type: String,
+}
+
+/// A problem answer with a stable code.
+pub fn problem(status: u16, code: ErrorCode, message: &str) -> Failure {
+    Failure::http(status, Some(code.as_str()), message)
+}
+
+/// The reference server's protocol semantics, in memory. All time arguments
+/// are the client's clock; the server adds `clock_offset_ms`.
+#[derive(Clone, Debug, Default)]
+pub struct FakeServer {
+    pub config: ServerConfig,
+    pub attempts: BTreeMap<Uuid, ServerAttempt>,
+    pub objects: BTreeMap<String, StoredObject>,
+    /// Every media row ever created (rows are never deleted).
+    pub media: Vec<Media>,
+    /// PUT requests that reached storage, per object key (stored or not).
+    pub put_requests: BTreeMap<String, u32>,
+    /// PUT requests that stored the object, per object key.
+    pub puts_stored: BTreeMap<String, u32>,
+    /// Requests the server applied, in order.
+    pub applied: Vec<ReqKind>,
+    keys: BTreeMap<String, Uuid>,
+}
+
+impl FakeServer {
+    pub fn new(config: ServerConfig) -> Self {
+        FakeServer { config, ..Default::default() }
+    }
+
+    fn clock(&self, now: UnixMillis) -> UnixMillis {
+        now + self.config.clock_offset_ms
+    }
+
+    /// Expires every authorized attempt whose TTL has passed (lazily, as a
+    /// sweeper would) and deletes its object.
+    fn sweep(&mut self, now: UnixMillis) {
+        let now = self.clock(now);
+        for attempt in self.attempts.values_mut() {
+            if attempt.state == AttemptState::Authorized && now >= attempt.expires_at {
+                attempt.state = AttemptState::Expired;
+                self.objects.remove(&attempt.object_key);
+            }
+        }
+    }
+
+    fn sign(&self, object_key: &str, content_type: &str, now: UnixMillis) -> UploadInstruction {
+        let expires = self.clock(now) + self.config.url_ttl_ms;
+        let mut headers = BTreeMap::new();
+        headers.insert("content-type".to_owned(), content_type.to_owned());
+        UploadInstruction {
+            method: "PUT".to_owned(),
+            url: format!("https://storage.test/{object_key}?exp={expires}&sig=ok"),
+            headers,
+            expires_at: format_rfc3339(expires),
+        }
+    }
+
+    fn media_row(&self, id: Uuid) -> &Media {
+        self.media.iter().find(|m| m.id == id).expect("media row exists")
+    }
+
+    fn response(&self, id: Uuid, now: UnixMillis) -> AttemptResponse {
+        let a = &self.attempts[&id];
+        AttemptResponse {
+            id,
+            state: a.state,
+            object_key: a.object_key.clone(),
+            upload: (a.state == AttemptState::Authorized)
+                .then(|| self.sign(&a.object_key, &a.request.content_type, now)),
+            expires_at: format_rfc3339(a.expires_at),
+            media: a.media_id.map(|m| MediaSummary::from(self.media_row(m))),
+            rejection: a.rejection.clone(),
+        }
+    }
+
+    /// `POST /v1/events/{slug}/attempts`: create-or-return by id.
+    pub fn authorize(&mut self, request: &AuthorizeRequest, now: UnixMillis) -> Result<AttemptResponse, Failure> {
+        self.applied.push(ReqKind::Authorize);
+        self.sweep(now);
+        if request.size == 0 {
+            return Err(problem(422, ErrorCode::EmptyFile, "the file is empty"));
+        }
+        if let Some(existing) = self.attempts.get(&request.id) {
+            if existing.request != *request {
+                return Err(problem(422, ErrorCode::IdReused, "the attempt id was used with other parameters"));
+            }
+            return Ok(self.response(request.id, now));
+        }
+        let object_key = format!("uploads/{}", request.id);
+        self.keys.insert(object_key.clone(), request.id);
+        self.attempts.insert(
+            request.id,
+            ServerAttempt {
+                request: request.clone(),
+                object_key,
+                state: AttemptState::Authorized,
+                expires_at: self.clock(now) + self.config.attempt_ttl_ms,
+                media_id: None,
+                rejection: None,
+            },
+        );
+        Ok(self.response(request.id, now))
+    }
+
+    /// The PUT to a signed URL (`url_expires_at` is the expiry signed into
+    /// the URL, on the server's clock).
+    pub fn put(
+        &mut self,
+        object_key: &str,
+        size: u64,
+        content_type: &str,
+        url_expires_at: UnixMillis,
+        now: UnixMillis,
+    ) -> Result<(), Failure> {
+        self.applied.push(ReqKind::Upload);
+        self.sweep(now);
+        *self.put_requests.entry(object_key.to_owned()).or_default() += 1;
+        if self.clock(now) >= url_expires_at {
+            return Err(problem(403, ErrorCode::UrlExpired, "the signed URL has expired"));
+        }
+        let Some(id) = self.keys.get(object_key).copied() else {
+            return Err(problem(403, ErrorCode::BadSignature, "unknown object key"));
+        };
+        let attempt = &self.attempts[&id];
+        match attempt.state {
+            AttemptState::Confirmed => {
+                return Err(problem(409, ErrorCode::AlreadyConfirmed, "the attempt is already confirmed"));
+            }
+            AttemptState::Expired => return Err(problem(403, ErrorCode::UrlExpired, "the attempt has expired")),
+            AttemptState::Rejected => return Err(problem(403, ErrorCode::Forbidden, "the attempt was rejected")),
+            AttemptState::Authorized => {}
+        }
+        if size != attempt.request.size {
+            return Err(problem(400, ErrorCode::LengthMismatch, "length differs from the signed length"));
+        }
+        if content_type != attempt.request.content_type {
+            return Err(problem(400, ErrorCode::ContentTypeMismatch, "content type differs from the signed one"));
+        }
+        self.objects.insert(object_key.to_owned(), StoredObject { size, content_type: content_type.to_owned() });
+        *self.puts_stored.entry(object_key.to_owned()).or_default() += 1;
+        Ok(())
+    }
+
+    /// The PUT, with key and expiry read back from the signed URL.
+    pub fn put_signed(
+        &mut self,
+        instruction: &UploadInstruction,
+        size: u64,
+        now: UnixMillis,
+    ) -> Result<(), Failure> {
+        let (key, expires) = parse_signed_url(&instruction.url).expect("a URL this server signed");
+        let content_type = instruction.headers.get("content-type").cloned().unwrap_or_default();
+        self.put(&key, size, &content_type, expires, now)
+    }
+
+    /// `POST /v1/attempts/{id}/confirm`: create-or-return the one media row.
+    pub fn confirm(&mut self, id: Uuid, request: &ConfirmRequest, now: UnixMillis) -> Result<Media, Failure> {
+        self.applied.push(ReqKind::Confirm);
+        self.sweep(now);
+        let Some(attempt) = self.attempts.get(&id) else {
+            return Err(problem(404, ErrorCode::NotFound, "no such attempt"));
+        };
+        match attempt.state {
+            AttemptState::Confirmed => return Ok(self.media_row(attempt.media_id.expect("confirmed")).clone()),
+            AttemptState::Expired => return Err(problem(410, ErrorCode::Expired, "the attempt expired")),
+            AttemptState::Rejected => {
+                let r = attempt.rejection.clone().expect("rejected");
+                let code = ErrorCode::parse(&r.code).unwrap_or(ErrorCode::SizeMismatch);
+                return Err(problem(422, code, &r.reason));
+            }
+            AttemptState::Authorized => {}
+        }
+        let Some(object) = self.objects.get(&attempt.object_key).cloned() else {
+            return Err(problem(409, ErrorCode::ObjectMissing, "the object is not stored yet"));
+        };
+        let mismatch = if request.size != attempt.request.size || object.size != attempt.request.size {
+            Some((ErrorCode::SizeMismatch, "the size differs from the authorization or the stored object"))
+        } else if request.content_type != attempt.request.content_type
+            || object.content_type != attempt.request.content_type
+        {
+            Some((ErrorCode::TypeMismatch, "the content type differs from the authorization or the stored object"))
+        } else if request.sha256 != attempt.request.sha256 {
+            Some((ErrorCode::ChecksumMismatch, "the checksum differs from the authorization"))
+        } else {
+            None
+        };
+        if let Some((code, reason)) = mismatch {
+            let a = self.attempts.get_mut(&id).expect("present");
+            a.state = AttemptState::Rejected;
+            a.rejection = Some(Rejection { code: code.as_str().to_owned(), reason: reason.to_owned() });
+            return Err(problem(422, code, reason));
+        }
+        let media_id = Uuid::from_u128(0xFEED_0000_0000_0000_0000_0000_0000_0000 | (self.media.len() as u128 + 1));
+        let a = self.attempts.get_mut(&id).expect("present");
+        let media = Media {
+            id: media_id,
+            attempt_id: id,
+            event: EVENT.to_owned(),
+            object_key: a.object_key.clone(),
+            filename: a.request.filename.clone(),
+            size: object.size,
+            content_type: object.content_type.clone(),
+            sha256: a.request.sha256.clone(),
+            moderation: self.config.moderation,
+            moderation_reason: None,
+            url: format!("https://media.test/{}", a.object_key),
+            created_at: format_rfc3339(now + self.config.clock_offset_ms),
+        };
+        a.state = AttemptState::Confirmed;
+        a.media_id = Some(media_id);
+        self.media.push(media.clone());
+        Ok(media)
+    }
+
+    /// `POST /v1/attempts/{id}/renew`: a fresh signed URL.
+    pub fn renew(&mut self, id: Uuid, now: UnixMillis) -> Result<AttemptResponse, Failure> {
+        self.applied.push(ReqKind::Renew);
+        self.sweep(now);
+        let Some(attempt) = self.attempts.get(&id) else {
+            return Err(problem(404, ErrorCode::NotFound, "no such attempt"));
+        };
+        match attempt.state {
+            AttemptState::Authorized => Ok(self.response(id, now)),
+            AttemptState::Confirmed => Err(problem(409, ErrorCode::AlreadyConfirmed, "already confirmed")),
+            AttemptState::Expired => Err(problem(410, ErrorCode::Expired, "the attempt expired")),
+            AttemptState::Rejected => Err(problem(422, ErrorCode::InvalidDecision, "the attempt was rejected")),
+        }
+    }
+
+    /// One attempt's status.
+    pub fn status_of(&mut self, id: Uuid, now: UnixMillis) -> AttemptStatus {
+        self.sweep(now);
+        let Some(a) = self.attempts.get(&id) else { return AttemptStatus::NotFound { id } };
+        match a.state {
+            AttemptState::Authorized => AttemptStatus::Authorized {
+                id,
+                object_stored: self.objects.contains_key(&a.object_key),
+                expires_at: format_rfc3339(a.expires_at),
+            },
+            AttemptState::Confirmed => AttemptStatus::Confirmed {
+                id,
+                media: MediaSummary::from(self.media_row(a.media_id.expect("confirmed"))),
+            },
+            AttemptState::Expired => AttemptStatus::Expired { id },
+            AttemptState::Rejected => {
+                let r = a.rejection.clone().expect("rejected");
+                AttemptStatus::Rejected { id, code: r.code, reason: r.reason }
+            }
+        }
+    }
+
+    /// `POST /v1/attempts/status`.
+    pub fn status(&mut self, ids: &[Uuid], now: UnixMillis) -> Result<StatusResponse, Failure> {
+        self.applied.push(ReqKind::Status);
+        if ids.len() > MAX_STATUS_IDS {
+            return Err(problem(422, ErrorCode::TooManyIds, "at most 500 ids"));
+        }
+        Ok(StatusResponse { results: ids.iter().map(|id| self.status_of(*id, now)).collect() })
+    }
+
+    // ----- test helpers ----------------------------------------------------
+
+    /// Media rows created for one attempt.
+    pub fn media_rows_for_attempt(&self, id: Uuid) -> usize {
+        self.media.iter().filter(|m| m.attempt_id == id).count()
+    }
+
+    /// Media rows whose filename is `name` (the sim gives every file a
+    /// unique name, so this counts rows per file across all its attempts).
+    pub fn media_for_file(&self, name: &str) -> Vec<&Media> {
+        self.media.iter().filter(|m| m.filename == name).collect()
+    }
+
+    /// Attempts authorized for the file `name`.
+    pub fn attempts_for_file(&self, name: &str) -> Vec<(Uuid, &ServerAttempt)> {
+        self.attempts.iter().filter(|(_, a)| a.request.filename == name).map(|(id, a)| (*id, a)).collect()
+    }
+
+    /// PUTs that stored the object under `key`.
+    pub fn puts_for_key(&self, key: &str) -> u32 {
+        self.puts_stored.get(key).copied().unwrap_or(0)
+    }
+
+    /// PUTs that reached storage for `key`, stored or refused.
+    pub fn put_requests_for_key(&self, key: &str) -> u32 {
+        self.put_requests.get(key).copied().unwrap_or(0)
+    }
+
+    pub fn object_key_of(&self, id: Uuid) -> Option<String> {
+        self.attempts.get(&id).map(|a| a.object_key.clone())
+    }
+
+    pub fn state_of(&self, id: Uuid) -> Option<AttemptState> {
+        self.attempts.get(&id).map(|a| a.state)
+    }
+
+    /// Counts applied requests of one kind.
+    pub fn applied_count(&self, kind: ReqKind) -> usize {
+        self.applied.iter().filter(|k| **k == kind).count()
+    }
+
+    /// Puts an object in storage behind the protocol's back.
+    pub fn plant_object(&mut self, key: &str, size: u64, content_type: &str) {
+        self.objects.insert(key.to_owned(), StoredObject { size, content_type: content_type.to_owned() });
+    }
+
+    /// The host moderates a media record.
+    pub fn moderate(&mut self, media_id: Uuid, moderation: Moderation, reason: Option<&str>) {
+        let m = self.media.iter_mut().find(|m| m.id == media_id).expect("media exists");
+        m.moderation = moderation;
+        m.moderation_reason = reason.map(str::to_owned);
+    }
+}
+
+/// Reads `(object_key, expires_ms)` back from a URL signed by [`FakeServer`].
+pub fn parse_signed_url(url: &str) -> Option<(String, UnixMillis)> {
+    let rest = url.strip_prefix("https://storage.test/")?;
+    let (key, query) = rest.split_once("?exp=")?;
+    let (exp, _) = query.split_once('&')?;
+    Some((key.to_owned(), exp.parse().ok()?))
+}
+
+// ---------------------------------------------------------------------------
+// Fault injection
+// ---------------------------------------------------------------------------
+
+/// The kind of a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ReqKind {
+    Authorize,
+    Upload,
+    Renew,
+    Confirm,
+    Status,
+}
+
+impl ReqKind {
+    pub fn of(command: &Command) -> ReqKind {
+        match command {
+            Command::Authorize { .. } => ReqKind::Authorize,
+            Command::Upload { .. } => ReqKind::Upload,
+            Command::Renew { .. } => ReqKind::Renew,
+            Command::Confirm { .. } => ReqKind::Confirm,
+            Command::Status { .. } => ReqKind::Status,
+        }
+    }
+}
+
+/// The ids a command is about.
+pub fn command_ids(command: &Command) -> Vec<Uuid> {
+    match command {
+        Command::Authorize { id, .. }
+        | Command::Upload { id, .. }
+        | Command::Renew { id }
+        | Command::Confirm { id, .. } => vec![*id],
+        Command::Status { ids } => ids.clone(),
+    }
+}
+
+/// What goes wrong with one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The connection fails before the server sees the request: no effect.
+    DropBefore,
+    /// The server commits the request, then the answer is lost.
+    DropAfter,
+    /// 503 before the server applies anything.
+    Unavailable { retry_after_ms: Option<u64> },
+    /// The server commits, then a gateway answers 503 (no problem code).
+    UnavailableAfterCommit,
+    /// 429 before the server applies anything.
+    RateLimited { retry_after_ms: Option<u64> },
+}
+
+impl Fault {
+    /// Whether the server applies the request despite the fault.
+    pub fn commits(self) -> bool {
+        matches!(self, Fault::DropAfter | Fault::UnavailableAfterCommit)
+    }
+
+    /// The failure the client sees.
+    pub fn failure(self) -> Failure {
+        match self {
+            Fault::DropBefore | Fault::DropAfter => Failure::Network,
+            Fault::Unavailable { retry_after_ms } => Failure::Http {
+                status: 503,
+                code: Some(ErrorCode::DatabaseUnavailable.as_str().to_owned()),
+                message: "the database did not answer".to_owned(),
+                retry_after_ms,
+            },
+            Fault::UnavailableAfterCommit => Failure::http(503, None, "Service Unavailable"),
+            Fault::RateLimited { retry_after_ms } => Failure::Http {
+                status: 429,
+                code: Some(ErrorCode::RateLimited.as_str().to_owned()),
+                message: "slow down".to_owned(),
+                retry_after_ms,
+            },
+        }
+    }
+}
+
+/// Random faults: each request fails with `probability`, the kind drawn by
+/// `weights` = [drop before, drop after, 503, 503 after commit, 429].
+#[derive(Clone, Debug)]
+pub struct RandomFaults {
+    pub probability: f64,
+    pub weights: [u32; 5],
+    pub max_retry_after_ms: u64,
+}
+
+/// Decides, per request, whether and how it fails. Scripted faults come
+/// first (each consumed by the next request of its kind), then random ones.
+#[derive(Clone, Debug)]
+pub struct FaultLayer {
+    pub enabled: bool,
+    script: VecDeque<(ReqKind, Fault)>,
+    pub random: Option<RandomFaults>,
+    rng: TestRng,
+    /// Every fault injected so far.
+    pub injected: Vec<(ReqKind, Fault)>,
+}
+
+impl FaultLayer {
+    pub fn new(seed: u64) -> Self {
+        FaultLayer { enabled: true, script: VecDeque::new(), random: None, rng: TestRng::new(seed), injected: Vec::new() }
+    }
+
+    /// The next request of `kind` fails with `fault`.
+    pub fn script(&mut self, kind: ReqKind, fault: Fault) {
+        self.script.push_back((kind, fault));
+    }
+
+    /// Scripted faults not consumed yet.
+    pub fn pending_script(&self) -> usize {
+        self.script.len()
+    }
+
+    pub fn decide(&mut self, kind: ReqKind) -> Option<Fault> {
+        if !self.enabled {
+            return None;
+        }
+        if let Some(pos) = self.script.iter().position(|(k, _)| *k == kind) {
+            let (_, fault) = self.script.remove(pos).expect("present");
+            self.injected.push((kind, fault));
+            return Some(fault);
+        }
+        let random = self.random.as_ref()?;
+        if !self.rng.chance(random.probability) {
+            return None;
+        }
+        let total: u32 = random.weights.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let mut pick = self.rng.below(u64::from(total)) as u32;
+        let mut index = 0;
+        while pick >= random.weights[index] {
+            pick -= random.weights[index];
+            index += 1;
+        }
+        let retry_after = |rng: &mut TestRng, max: u64| {
+            if max > 0 && rng.chance(0.5) { Some(rng.below(max + 1)) } else { None }
+        };
+        let max = random.max_retry_after_ms;
+        let fault = match index {
+            0 => Fault::DropBefore,
+            1 => Fault::DropAfter,
+            2 => Fault::Unavailable { retry_after_ms: retry_after(&mut self.rng, max) },
+            3 => Fault::UnavailableAfterCommit,
+            _ => Fault::RateLimited { retry_after_ms: retry_after(&mut self.rng, max) },
+        };
+        self.injected.push((kind, fault));
+        Some(fault)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Simulation
+// ---------------------------------------------------------------------------
+
+/// A file the guest picked.
+#[derive(Clone, Debug)]
+pub struct FileSpec {
+    pub name: String,
+    pub size: u64,
+    pub content_type: String,
+    /// Whether its bytes are still held (memory or IndexedDB).
+    pub blob_held: bool,
+    /// The id of its first attempt (= the `blob_key` of all its attempts).
+    pub blob_key: Uuid,
+}
+
+/// The answer to one command.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    Outcome(Outcome),
+    Status(Result<StatusResponse, Failure>),
+}
+
+fn failed_reply(command: &Command, failure: Failure) -> Reply {
+    match command {
+        Command::Authorize { .. } => Reply::Outcome(Outcome::Authorize(Err(failure))),
+        Command::Upload { .. } => Reply::Outcome(Outcome::Upload(Err(failure))),
+        Command::Renew { .. } => Reply::Outcome(Outcome::Renew(Err(failure))),
+        Command::Confirm { .. } => Reply::Outcome(Outcome::Confirm(Err(failure))),
+        Command::Status { .. } => Reply::Status(Err(failure)),
+    }
+}
+
+/// Knobs of a simulation.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    pub seed: u64,
+    pub concurrency: usize,
+    pub policy: RetryPolicy,
+    pub server: ServerConfig,
+    /// Virtual time each request takes, drawn from this inclusive range.
+    pub latency_ms: (i64, i64),
+    /// Probability that a loop iteration defers writing the dirty records
+    /// (the IndexedDB transaction has not committed yet).
+    pub defer_persist: f64,
+    /// Loop iterations before `run_until_idle` gives up.
+    pub max_steps: usize,
+    /// Check the write-ahead rule on every polled command.
+    pub check_write_ahead: bool,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            seed: 1,
+            concurrency: 3,
+            policy: RetryPolicy::default(),
+            server: ServerConfig::default(),
+            latency_ms: (5, 50),
+            defer_persist: 0.0,
+            max_steps: 20_000,
+            check_write_ahead: true,
+        }
+    }
+}
+
+/// `kinds` without renew requests. Whether a stored signed URL is reused or
+/// renewed first after a check is the client's choice; what matters is the
+/// rest of the sequence (and that renews stay few, see [`renews`]).
+pub fn without_renews(kinds: &[ReqKind]) -> Vec<ReqKind> {
+    kinds.iter().copied().filter(|k| *k != ReqKind::Renew).collect()
+}
+
+/// How many renew requests `kinds` holds.
+pub fn renews(kinds: &[ReqKind]) -> usize {
+    kinds.iter().filter(|k| **k == ReqKind::Renew).count()
+}
+
+/// A command sent, for the test's eyes.
+#[derive(Clone, Debug)]
+pub struct Sent {
+    pub at: UnixMillis,
+    pub command: Command,
+}
+
+/// What happened during a simulation.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub sent: Vec<Sent>,
+    pub max_inflight: usize,
+    /// Times the loop found nothing to do while `next_wakeup()` pointed at
+    /// the present or the past.
+    pub spurious_wakeups: usize,
+    pub reloads: usize,
+    pub steps: usize,
+}
+
+impl Stats {
+    pub fn count(&self, kind: ReqKind) -> usize {
+        self.sent.iter().filter(|s| ReqKind::of(&s.command) == kind).count()
+    }
+
+    pub fn commands_for(&self, id: Uuid) -> Vec<&Command> {
+        self.sent.iter().filter(|s| command_ids(&s.command).contains(&id)).map(|s| &s.command).collect()
+    }
+
+    pub fn kinds_for(&self, id: Uuid) -> Vec<ReqKind> {
+        self.commands_for(id).into_iter().map(ReqKind::of).collect()
+    }
+
+    /// The kinds of all commands sent from index `from` on.
+    pub fn kinds_since(&self, from: usize) -> Vec<ReqKind> {
+        self.sent[from..].iter().map(|s| ReqKind::of(&s.command)).collect()
+    }
+}
+
+/// How a reload treats the page's state.
+#[derive(Clone, Copy, Debug)]
+pub struct Reload {
+    /// Probability that each held file loses its bytes.
+    pub lose_blob: f64,
+    /// Probability that each in-flight request had already reached the
+    /// server (it is applied, its answer is lost with the page).
+    pub inflight_reached_server: f64,
+}
+
+impl Reload {
+    pub const KEEP_BLOBS: Reload = Reload { lose_blob: 0.0, inflight_reached_server: 0.0 };
+    pub const LOSE_BLOBS: Reload = Reload { lose_blob: 1.0, inflight_reached_server: 0.0 };
+}
+
+/// What one loop iteration did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tick {
+    Progress,
+    Idle,
+    Stuck,
+}
+
+/// A virtual clock, a scheduler, a fake IndexedDB and a fake server.
+pub struct Sim {
+    pub now: UnixMillis,
+    pub config: SimConfig,
+    pub scheduler: Scheduler,
+    pub server: FakeServer,
+    pub faults: FaultLayer,
+    /// The fake IndexedDB: each record as last written.
+    pub db: BTreeMap<Uuid, AttemptRecord>,
+    pub files: Vec<FileSpec>,
+    pub stats: Stats,
+    pub rng: TestRng,
+    pub online: bool,
+    offline_until: Option<UnixMillis>,
+    pending_writes: Vec<Uuid>,
+    inflight: Vec<Command>,
+}
+
+impl Sim {
+    pub fn new(config: SimConfig) -> Self {
+        let mut rng = TestRng::new(config.seed);
+        let faults = FaultLayer::new(rng.next_u64());
+        Sim {
+            now: T0,
+            scheduler: Scheduler::new(config.policy, config.concurrency),
+            server: FakeServer::new(config.server.clone()),
+            faults,
+            db: BTreeMap::new(),
+            files: Vec::new(),
+            stats: Stats::default(),
+            rng,
+            online: true,
+            offline_until: None,
+            pending_writes: Vec::new(),
+            inflight: Vec::new(),
+            config,
+        }
+    }
+
+    pub fn with_seed(seed: u64) -> Self {
+        Sim::new(SimConfig { seed, ..SimConfig::default() })
+    }
+
+    // ----- guest actions -----------------------------------------------------
+
+    /// The guest picks a file: a new attempt, bytes held, not stored yet.
+    pub fn add_file(&mut self, name: &str, size: u64, content_type: &str) -> Uuid {
+        let id = new_attempt_id(&mut self.rng);
+        let file =
+            FileInfo { name: name.to_owned(), size, content_type: content_type.to_owned(), last_modified: T0 - HOUR };
+        let record = AttemptRecord::new(id, EVENT, file, self.now);
+        self.files.push(FileSpec {
+            name: name.to_owned(),
+            size,
+            content_type: content_type.to_owned(),
+            blob_held: true,
+            blob_key: id,
+        });
+        self.scheduler.insert(record, true, true, 0);
+        id
+    }
+
+    /// `add_file` with a generated name `file-N.jpg`.
+    pub fn add_jpeg(&mut self, size: u64) -> Uuid {
+        let name = format!("file-{}.jpg", self.files.len());
+        self.add_file(&name, size, "image/jpeg")
+    }
+
+    pub fn file(&self, blob_key: Uuid) -> &FileSpec {
+        self.files.iter().find(|f| f.blob_key == blob_key).expect("known file")
+    }
+
+    fn file_mut(&mut self, blob_key: Uuid) -> &mut FileSpec {
+        self.files.iter_mut().find(|f| f.blob_key == blob_key).expect("known file")
+    }
+
+    /// The file an attempt uploads.
+    pub fn file_of(&self, id: Uuid) -> &FileSpec {
+        let record = self.scheduler.record(&id).or_else(|| self.db.get(&id)).expect("known attempt");
+        self.file(record.blob_key)
+    }
+
+    /// The record of an attempt (the scheduler's view).
+    pub fn record(&self, id: Uuid) -> &AttemptRecord {
+        self.scheduler.record(&id).unwrap_or_else(|| panic!("no record {id}\n{}", self.dump()))
+    }
+
+    /// Every attempt of the file whose first attempt is `blob_key`, in order.
+    pub fn chain(&self, blob_key: Uuid) -> Vec<&AttemptRecord> {
+        self.scheduler.records().filter(|r| r.blob_key == blob_key).collect()
+    }
+
+    /// The guest picks the file again.
+    pub fn reattach(&mut self, blob_key: Uuid) -> Vec<bool> {
+        self.file_mut(blob_key).blob_held = true;
+        let ids: Vec<Uuid> = self.chain(blob_key).iter().map(|r| r.id).collect();
+        ids.iter().map(|id| self.scheduler.attach_file(id, self.now)).collect()
+    }
+
+    pub fn set_online(&mut self, online: bool) {
+        self.online = online;
+        self.scheduler.set_online(online);
+        if online {
+            self.offline_until = None;
+        }
+    }
+
+    /// Offline now, back online after `ms`.
+    pub fn go_offline_for(&mut self, ms: i64) {
+        self.set_online(false);
+        self.offline_until = Some(self.now + ms);
+    }
+
+    pub fn advance(&mut self, ms: i64) {
+        self.now += ms;
+    }
+
+    pub fn inflight(&self) -> &[Command] {
+        &self.inflight
+    }
+
+    // ----- persistence --------------------------------------------------------
+
+    /// Writes every dirty record to the fake IndexedDB, in one transaction.
+    pub fn persist_all(&mut self) {
+        for id in self.scheduler.take_dirty() {
+            if !self.pending_writes.contains(&id) {
+                self.pending_writes.push(id);
+            }
+        }
+        for id in std::mem::take(&mut self.pending_writes) {
+            if let Some(record) = self.scheduler.record(&id) {
+                let record = record.clone();
+                self.scheduler.mark_persisted(&id, record.revision);
+                self.db.insert(id, record);
+            }
+        }
+    }
+
+    /// Collects dirty records and writes them unless the write is deferred.
+    pub fn persist(&mut self) {
+        for id in self.scheduler.take_dirty() {
+            if !self.pending_writes.contains(&id) {
+                self.pending_writes.push(id);
+            }
+        }
+        if self.pending_writes.is_empty() {
+            return;
+        }
+        if self.config.defer_persist > 0.0 && self.rng.chance(self.config.defer_persist) {
+            return;
+        }
+        self.persist_all();
+    }
+
+    pub fn has_pending_writes(&self) -> bool {
+        !self.pending_writes.is_empty()
+    }
+
+    // ----- network ------------------------------------------------------------
+
+    /// Polls every command that may start now. Checks the write-ahead rule
+    /// and the concurrency limit for each.
+    pub fn poll_all(&mut self) -> Vec<Command> {
+        let mut polled = Vec::new();
+        loop {
+            let before: BTreeMap<Uuid, u64> = if self.config.check_write_ahead {
+                self.scheduler.records().map(|r| (r.id, r.revision)).collect()
+            } else {
+                BTreeMap::new()
+            };
+            let Some(command) = self.scheduler.poll(self.now) else { break };
+            if self.config.check_write_ahead {
+                for id in command_ids(&command) {
+                    let stored = self.db.get(&id).map(|r| r.revision);
+                    let required = before[&id];
+                    assert!(
+                        stored.is_some_and(|s| s >= required),
+                        "write-ahead violated: {command:?} for {id} polled at revision {required}, stored {stored:?}"
+                    );
+                }
+            }
+            self.inflight.push(command.clone());
+            self.stats.sent.push(Sent { at: self.now, command: command.clone() });
+            assert!(
+                self.inflight.len() <= self.config.concurrency.max(1),
+                "concurrency limit {} exceeded: {} in flight",
+                self.config.concurrency,
+                self.inflight.len()
+            );
+            assert_eq!(self.scheduler.active(), self.inflight.len(), "scheduler.active() disagrees with in-flight");
+            self.stats.max_inflight = self.stats.max_inflight.max(self.inflight.len());
+            polled.push(command);
+        }
+        polled
+    }
+
+    /// Performs a command against the server, without faults.
+    pub fn apply(&mut self, command: &Command) -> Reply {
+        let now = self.now;
+        match command {
+            Command::Authorize { request, .. } => Reply::Outcome(Outcome::Authorize(self.server.authorize(request, now))),
+            Command::Upload { id, instruction } => {
+                let blob_key = self.record(*id).blob_key;
+                let file = self.file(blob_key).clone();
+                assert!(file.blob_held, "uploading {id} whose bytes are not held");
+                assert!(self.scheduler.has_blob(id), "uploading {id} although the scheduler knows it has no blob");
+                Reply::Outcome(Outcome::Upload(self.server.put_signed(instruction, file.size, now)))
+            }
+            Command::Renew { id } => Reply::Outcome(Outcome::Renew(self.server.renew(*id, now))),
+            Command::Confirm { id, request } => Reply::Outcome(Outcome::Confirm(self.server.confirm(*id, request, now))),
+            Command::Status { ids } => Reply::Status(self.server.status(ids, now)),
+        }
+    }
+
+    /// Performs a command through the fault layer.
+    pub fn execute(&mut self, command: &Command) -> Reply {
+        if !self.online {
+            return failed_reply(command, Failure::Network);
+        }
+        match self.faults.decide(ReqKind::of(command)) {
+            None => self.apply(command),
+            Some(fault) => {
+                if fault.commits() {
+                    let _ = self.apply(command);
+                }
+                failed_reply(command, fault.failure())
+            }
+        }
+    }
+
+    /// Feeds an answer back into the scheduler.
+    pub fn feed(&mut self, command: &Command, reply: Reply) {
+        let now = self.now;
+        match (command, reply) {
+            (Command::Status { ids }, Reply::Status(result)) => {
+                self.scheduler.handle_status(ids, result, now, &mut self.rng)
+            }
+            (command, Reply::Outcome(outcome)) => {
+                let id = command_ids(command)[0];
+                self.scheduler.handle(&id, outcome, now, &mut self.rng)
+            }
+            (command, reply) => panic!("reply {reply:?} does not fit {command:?}"),
+        }
+    }
+
+    /// Resolves the in-flight command at `index`: time passes, the server
+    /// (through the fault layer) answers, the scheduler hears it.
+    pub fn resolve(&mut self, index: usize) -> (Command, Reply) {
+        let command = self.inflight.remove(index);
+        let (lo, hi) = self.config.latency_ms;
+        self.now += self.rng.range(lo, hi);
+        let reply = self.execute(&command);
+        self.feed(&command, reply.clone());
+        (command, reply)
+    }
+
+    /// Resolves one in-flight command chosen at random.
+    pub fn resolve_random(&mut self) -> Option<(Command, Reply)> {
+        if self.inflight.is_empty() {
+            return None;
+        }
+        let index = self.rng.below(self.inflight.len() as u64) as usize;
+        Some(self.resolve(index))
+    }
+
+    /// Resolves every in-flight command, in a random order.
+    pub fn resolve_all(&mut self) -> Vec<(Command, Reply)> {
+        let mut out = Vec::new();
+        while let Some(r) = self.resolve_random() {
+            out.push(r);
+        }
+        out
+    }
+
+    // ----- the run loop ---------------------------------------------------------
+
+    /// The earliest future `next_retry_at` among attempts that could act on
+    /// it (what `next_wakeup` should say).
+    fn own_wakeup(&self) -> Option<UnixMillis> {
+        self.scheduler
+            .records()
+            .filter(|r| {
+                self.scheduler.is_owned(&r.id)
+                    && !self.scheduler.is_busy(&r.id)
+                    && !r.is_terminal()
+                    && !(r.needs_file() && !self.scheduler.has_blob(&r.id))
+            })
+            .filter_map(|r| r.next_retry_at)
+            .filter(|t| *t > self.now)
+            .min()
+    }
+
+    /// One iteration of the run loop.
+    pub fn tick(&mut self) -> Tick {
+        self.stats.steps += 1;
+        if !self.online && self.offline_until.is_some_and(|t| t <= self.now) {
+            self.set_online(true);
+        }
+        self.persist();
+        self.poll_all();
+        if !self.inflight.is_empty() {
+            self.resolve_random();
+            return Tick::Progress;
+        }
+        // Polling itself may change records (needs_file, renew): store them
+        // before deciding there is nothing left to do.
+        for id in self.scheduler.take_dirty() {
+            if !self.pending_writes.contains(&id) {
+                self.pending_writes.push(id);
+            }
+        }
+        if self.has_pending_writes() {
+            self.persist_all();
+            return Tick::Progress;
+        }
+        if !self.online {
+            match self.offline_until {
+                Some(t) => {
+                    self.now = self.now.max(t);
+                    return Tick::Progress;
+                }
+                None => return Tick::Stuck,
+            }
+        }
+        if self.scheduler.is_idle() {
+            return Tick::Idle;
+        }
+        match self.scheduler.next_wakeup() {
+            Some(t) if t > self.now => {
+                self.now = t;
+                Tick::Progress
+            }
+            _ => match self.own_wakeup() {
+                Some(t) => {
+                    self.stats.spurious_wakeups += 1;
+                    self.now = t;
+                    Tick::Progress
+                }
+                None => Tick::Stuck,
+            },
+        }
+    }
+
+    /// Runs until the scheduler is idle, or returns why not.
+    pub fn try_run_until_idle(&mut self) -> Result<(), String> {
+        for _ in 0..self.config.max_steps {
+            match self.tick() {
+                Tick::Progress => {}
+                Tick::Idle => return Ok(()),
+                Tick::Stuck => return Err(format!("stuck: not idle and nothing to do\n{}", self.dump())),
+            }
+        }
+        Err(format!("not idle after {} steps\n{}", self.config.max_steps, self.dump()))
+    }
+
+    /// Ticks until `done` holds (checked before every tick).
+    pub fn tick_until(&mut self, mut done: impl FnMut(&Sim) -> bool) {
+        for _ in 0..self.config.max_steps {
+            if done(self) {
+                return;
+            }
+            if self.tick() == Tick::Stuck {
+                panic!("stuck before the condition held\n{}", self.dump());
+            }
+        }
+        panic!("condition not reached after {} steps\n{}", self.config.max_steps, self.dump());
+    }
+
+    /// Ticks until a command of `kind` for `id` has been answered.
+    pub fn tick_until_answered(&mut self, id: Uuid, kind: ReqKind) {
+        let already = self.stats.kinds_for(id).iter().filter(|k| **k == kind).count();
+        self.tick_until(|sim| {
+            let sent = sim.stats.kinds_for(id).iter().filter(|k| **k == kind).count();
+            sent > already && !sim.inflight.iter().any(|c| ReqKind::of(c) == kind && command_ids(c).contains(&id))
+        });
+    }
+
+    pub fn run_until_idle(&mut self) {
+        if let Err(e) = self.try_run_until_idle() {
+            panic!("{e}");
+        }
+    }
+
+    // ----- page reload ----------------------------------------------------------
+
+    /// The page reloads: the scheduler, in-flight requests and unwritten
+    /// records are gone; a new page restores from the fake IndexedDB.
+    pub fn reload(&mut self, how: Reload) {
+        self.stats.reloads += 1;
+        for command in std::mem::take(&mut self.inflight) {
+            if self.online && self.rng.chance(how.inflight_reached_server) {
+                let _ = self.apply(&command);
+            }
+        }
+        self.pending_writes.clear();
+        let _ = self.scheduler.take_dirty();
+        for i in 0..self.files.len() {
+            if self.files[i].blob_held && self.rng.chance(how.lose_blob) {
+                self.files[i].blob_held = false;
+            }
+        }
+        // A file whose first record never reached IndexedDB is forgotten,
+        // and so are its bytes.
+        for f in &mut self.files {
+            if !self.db.values().any(|r| r.blob_key == f.blob_key) {
+                f.blob_held = false;
+            }
+        }
+        let mut scheduler = Scheduler::new(self.config.policy, self.config.concurrency);
+        scheduler.set_online(self.online);
+        for stored in self.db.values() {
+            let mut record = stored.clone();
+            if !record.is_terminal() {
+                record.restore(self.now);
+            }
+            let has_blob = self.files.iter().any(|f| f.blob_key == record.blob_key && f.blob_held);
+            scheduler.insert(record, has_blob, true, stored.revision);
+        }
+        self.scheduler = scheduler;
+    }
+
+    // ----- checks ------------------------------------------------------------------
+
+    /// The exactly-once properties, after a run to idle with a reachable server.
+    pub fn check_exactly_once(&self) -> Result<(), String> {
+        let mut errors = Vec::new();
+        let mut per_attempt: BTreeMap<Uuid, usize> = BTreeMap::new();
+        for m in &self.server.media {
+            *per_attempt.entry(m.attempt_id).or_default() += 1;
+        }
+        for (id, n) in &per_attempt {
+            if *n != 1 {
+                errors.push(format!("attempt {id} has {n} media rows"));
+            }
+        }
+        let persisted_files: BTreeSet<Uuid> = self.db.values().map(|r| r.blob_key).collect();
+        for f in &self.files {
+            let rows = self.server.media_for_file(&f.name);
+            if rows.len() > 1 {
+                errors.push(format!("file {} has {} media rows (duplicate)", f.name, rows.len()));
+            }
+            if !persisted_files.contains(&f.blob_key) {
+                // Never written: write-ahead says the server never heard of it.
+                if !self.server.attempts_for_file(&f.name).is_empty() {
+                    errors.push(format!("file {} was never persisted but the server knows it", f.name));
+                }
+                continue;
+            }
+            if f.blob_held && rows.len() != 1 {
+                errors.push(format!("file {} (bytes held) has {} media rows, expected 1", f.name, rows.len()));
+            }
+            let confirmed: Vec<&AttemptRecord> =
+                self.chain(f.blob_key).into_iter().filter(|r| r.confirmation == Confirmation::Confirmed).collect();
+            if confirmed.len() > 1 {
+                errors.push(format!("file {} has {} confirmed attempts on the client", f.name, confirmed.len()));
+            }
+            if f.blob_held && confirmed.len() != 1 {
+                errors.push(format!("file {} (bytes held) is not confirmed on the client", f.name));
+            }
+        }
+        for m in &self.server.media {
+            match self.scheduler.record(&m.attempt_id) {
+                None => errors.push(format!("media {} of attempt {} has no client record", m.id, m.attempt_id)),
+                Some(r) if r.confirmation != Confirmation::Confirmed => errors.push(format!(
+                    "media {} exists but attempt {} is {:?} on the client (orphan)",
+                    m.id, m.attempt_id, r.confirmation
+                )),
+                Some(r) if r.media.as_ref().map(|s| s.id) != Some(m.id) => {
+                    errors.push(format!("attempt {} shows media {:?}, server has {}", r.id, r.media, m.id))
+                }
+                Some(_) => {}
+            }
+        }
+        for r in self.scheduler.records() {
+            let held = self.scheduler.has_blob(&r.id);
+            if !r.is_terminal() && !(r.needs_file() && !held) {
+                errors.push(format!("attempt {} is still active: step {:?} transfer {:?}", r.id, r.step, r.transfer));
+            }
+            if r.needs_file() && held {
+                errors.push(format!("attempt {} needs its file although the bytes are held", r.id));
+            }
+            if let Some(next) = r.replaced_by {
+                match self.scheduler.record(&next) {
+                    Some(s) if s.replaces == Some(r.id) && s.blob_key == r.blob_key => {}
+                    other => errors.push(format!("attempt {} replaced_by {next} but that is {other:?}", r.id)),
+                }
+                if r.confirmation != Confirmation::Expired {
+                    errors.push(format!("attempt {} has a successor but is {:?}", r.id, r.confirmation));
+                }
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{}\n{}", errors.join("\n"), self.dump()))
+        }
+    }
+
+    /// A readable picture of client and server state.
+    pub fn dump(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "now = {} (T0 + {} ms), online = {}", format_rfc3339(self.now), self.now - T0, self.online);
+        let _ = writeln!(out, "client records:");
+        for r in self.scheduler.records() {
+            let _ = writeln!(
+                out,
+                "  {} file={} step={:?} transfer={:?} confirmation={:?} retries={} next={:?} rev={} stored_rev={:?} blob={} busy={} err={:?} replaces={:?} replaced_by={:?}",
+                r.id,
+                r.file.name,
+                r.step,
+                r.transfer,
+                r.confirmation,
+                r.retries,
+                r.next_retry_at.map(|t| t - self.now),
+                r.revision,
+                self.db.get(&r.id).map(|d| d.revision),
+                self.scheduler.has_blob(&r.id),
+                self.scheduler.is_busy(&r.id),
+                r.error.as_ref().map(|e| &e.code),
+                r.replaces,
+                r.replaced_by,
+            );
+        }
+        let _ = writeln!(out, "server attempts:");
+        for (id, a) in &self.server.attempts {
+            let _ = writeln!(
+                out,
+                "  {id} file={} state={:?} stored={} media={:?} expires_in={}",
+                a.request.filename,
+                a.state,
+                self.server.objects.contains_key(&a.object_key),
+                a.media_id,
+                a.expires_at - (self.now + self.server.config.clock_offset_ms),
+            );
+        }
+        let _ = writeln!(out, "media rows: {}", self.server.media.len());
+        let _ = writeln!(out, "in flight: {:?}", self.inflight.iter().map(ReqKind::of).collect::<Vec<_>>());
+        let _ = writeln!(out, "faults injected: {}", self.faults.injected.len());
+        out
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Small builders for state-machine tests
+// ---------------------------------------------------------------------------
+
+pub fn jpeg(name: &str, size: u64) -> FileInfo {
+    FileInfo { name: name.to_owned(), size, content_type: "image/jpeg".to_owned(), last_modified: T0 - HOUR }
+}
+
+/// A fresh record with a deterministic id.
+pub fn record(n: u128, size: u64) -> AttemptRecord {
+    AttemptRecord::new(Uuid::from_u128(n), EVENT, jpeg(&format!("file-{n}.jpg"), size), T0)
+}
+
+/// Asserts a record is terminal with the given error code.
+pub fn assert_failed_with(record: &AttemptRecord, code: &str) {
+    assert!(record.is_terminal(), "expected terminal, got step {:?}", record.step);
+    assert_eq!(record.error.as_ref().map(|e| e.code.as_str()), Some(code), "error of {record:?}");
+}

@@ -14,7 +14,7 @@ export type UploadErrorCode =
   | "slug_taken" | "invalid_event" | "not_found" | "id_reused" | "file_too_large" | "type_not_allowed" | "empty_file"
   | "invalid_filename" | "invalid_checksum" | "too_many_ids" | "idempotency_key_missing" | "idempotency_key_mismatch"
   | "object_missing" | "size_mismatch" | "type_mismatch" | "checksum_mismatch" | "expired" | "already_confirmed"
-  | "invalid_decision" | "url_expired" | "bad_signature" | "length_mismatch" | "content_type_mismatch"
+  | "url_expired" | "bad_signature" | "length_mismatch" | "content_type_mismatch"
   | "object_exists" | "incomplete_body" | "rate_limited" | "object_store_unavailable" | "database_unavailable"
   | "internal" | "network" | "storage_unavailable" | "quota_exceeded" | "needs_file" | "cancelled"
   | "retries_exhausted" | "invalid_options" | "unexpected_response" | "closed";

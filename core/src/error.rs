@@ -105,8 +105,6 @@ error_codes! {
     Expired = "expired", 410;
     /// The attempt is already confirmed; its object can no longer change.
     AlreadyConfirmed = "already_confirmed", 409;
-    /// A media decision that contradicts an earlier one.
-    InvalidDecision = "invalid_decision", 422;
 
     // --- storage (signed URL PUT) -----------------------------------------
     /// The signed URL has expired.

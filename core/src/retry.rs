@@ -115,6 +115,12 @@ pub fn classify(op: Operation, failure: &Failure) -> Disposition {
         // S3-compatible stores answer an expired presigned URL with a bare 403.
         (Operation::Upload, 403) if matches!(failure, Failure::Http { code: None, .. }) => Renew,
         (Operation::Upload, 409 | 412) => Confirm,
+        // Storage refuses bytes for an attempt that ended (expired or
+        // rejected): the server says which.
+        (Operation::Upload, 410) => Check,
+        // A renew refused because the attempt was rejected: the status
+        // carries the reason.
+        (Operation::Renew, 422) => Check,
         (Operation::Renew, 409) if failure.code_is(ErrorCode::AlreadyConfirmed) => Confirm,
         (Operation::Confirm, 409) if failure.code_is(ErrorCode::ObjectMissing) => Check,
         (_, 409) => Retry { min_delay_ms: retry_after },

@@ -22,7 +22,7 @@ pub enum ModerationPolicy {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreateEventRequest {
-    /// URL-safe name: 1-64 of `a-z`, `0-9`, `-`.
+    /// URL-safe name: 1-64 of `a-z`, `0-9`, `-`, not starting with `-`.
     pub slug: String,
     /// Shown to guests.
     pub title: String,

@@ -131,6 +131,9 @@ pub fn problem_response(code: ErrorCode, detail: String) -> Response {
     let mut response = (status, json).into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+    if status == StatusCode::UNAUTHORIZED {
+        headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
     if matches!(code, ErrorCode::DatabaseUnavailable | ErrorCode::ObjectStoreUnavailable | ErrorCode::RateLimited) {
         headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     }

@@ -15,6 +15,7 @@ impl Modify for BearerSchemes {
             ("admin", "The admin token from the server's configuration"),
             ("host", "The event's host token"),
             ("session", "A guest session token from POST /v1/events/{slug}/sessions"),
+            ("wall", "The event's wall token (or send the guest code as `code` or X-Guest-Code)"),
         ] {
             components.add_security_scheme(
                 name,

@@ -24,7 +24,8 @@ const BATCH: u32 = 500;
 pub struct SweepReport {
     /// Attempts marked expired.
     pub expired: u64,
-    /// Objects deleted.
+    /// Objects of expired or rejected attempts removed (or found already
+    /// absent).
     pub objects_deleted: u64,
 }
 

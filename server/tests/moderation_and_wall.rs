@@ -281,3 +281,28 @@ async fn the_wall_needs_this_events_code_or_token() {
     let (ids, _, _) = wall(&server, &slug, WallAuth::CodeQuery(&guest.event.guest_code), None).await;
     assert_eq!(ids, vec![m]);
 }
+
+#[tokio::test]
+async fn a_rejection_never_makes_the_wall_cursor_skip_a_later_approval() {
+    let server = TestServer::start().await;
+    let guest = server.guest().await;
+    let slug = guest.slug().to_owned();
+    let host = guest.event.host_token.clone();
+    let auth = WallAuth::Bearer(&guest.event.wall_token);
+    let (_, first) = upload(&guest, b"first").await;
+    let (_, second) = upload(&guest, b"second").await;
+    let (_, third) = upload(&guest, b"third").await;
+    for m in [&first, &second] {
+        assert_eq!(moderate(&server, &host, m, "approve", None).await.status(), StatusCode::OK);
+    }
+    let (seen, cursor, _) = wall(&server, &slug, auth, None).await;
+    assert_eq!(seen, vec![first.clone(), second.clone()]);
+    // The newest item is taken down, then another is approved: the wall,
+    // polling from its cursor, must still see the new one.
+    assert_eq!(moderate(&server, &host, &second, "reject", Some("blurry")).await.status(), StatusCode::OK);
+    assert_eq!(moderate(&server, &host, &third, "approve", None).await.status(), StatusCode::OK);
+    let (next, _, _) = wall(&server, &slug, auth, Some(&cursor)).await;
+    assert_eq!(next, vec![third.clone()]);
+    let (all, _, _) = wall(&server, &slug, auth, None).await;
+    assert_eq!(all, vec![first, third], "a rejected item leaves the wall");
+}

@@ -357,7 +357,7 @@ impl FakeServer {
             AttemptState::Authorized => Ok(self.response(id, now)),
             AttemptState::Confirmed => Err(problem(409, ErrorCode::AlreadyConfirmed, "already confirmed")),
             AttemptState::Expired => Err(problem(410, ErrorCode::Expired, "the attempt expired")),
-            AttemptState::Rejected => Err(problem(422, ErrorCode::InvalidDecision, "the attempt was rejected")),
+            AttemptState::Rejected => Err(problem(422, ErrorCode::SizeMismatch, "the attempt was rejected")),
         }
     }
 

@@ -78,6 +78,10 @@ fn is_expired(state: &AppState, a: &AttemptRow) -> bool {
     responses(
         (status = 201, body = AttemptResponse, description = "Authorized now"),
         (status = 200, body = AttemptResponse, description = "The same id and parameters again: the same attempt, a fresh URL"),
+        (status = 400, body = Problem, content_type = "application/problem+json", description = "malformed_request, invalid_id"),
+        (status = 401, body = Problem, content_type = "application/problem+json", description = "unauthorized, invalid_session"),
+        (status = 403, body = Problem, content_type = "application/problem+json", description = "forbidden: the session belongs to another event"),
+        (status = 404, body = Problem, content_type = "application/problem+json", description = "no such event"),
         (status = 410, body = Problem, content_type = "application/problem+json", description = "expired"),
         (status = 422, body = Problem, content_type = "application/problem+json",
             description = "id_reused, file_too_large, type_not_allowed, empty_file, invalid_filename, invalid_checksum"),
@@ -106,9 +110,6 @@ pub async fn authorize(
     limits.check(req.size, &content_type)?;
 
     let now = state.now();
-    // The session must outlive every attempt it authorizes, or the guest could
-    // never confirm (nor ask about) an attempt made late in the session.
-    state.records.extend_session(session.id, now + state.attempt_ttl_ms()).await?;
     let (row, created) = state
         .records
         .authorize(NewAttempt {
@@ -133,6 +134,9 @@ pub async fn authorize(
     if is_expired(&state, &row) {
         return Err(expired_error());
     }
+    // The session must outlive every attempt it authorizes, or the guest could
+    // never confirm (nor ask about) an attempt made late in the session.
+    state.records.extend_session(session.id, row.expires_at).await?;
     let media = match row.state {
         AttemptState::Confirmed => state.records.media_for_attempts(&[row.row_id]).await?.pop(),
         _ => None,
@@ -222,7 +226,10 @@ pub async fn statuses(state: &AppState, session: &SessionRow, ids: &[Uuid]) -> R
 #[utoipa::path(get, path = "/v1/attempts/{id}", tag = "guests",
     params(("id" = Uuid, Path, description = "Attempt id")),
     security(("session" = [])),
-    responses((status = 200, body = AttemptStatus, description = "`not_found` is an answer, not an error: unknown ids and other sessions' ids look the same")))]
+    responses(
+        (status = 200, body = AttemptStatus, description = "`not_found` is an answer, not an error: unknown ids and other sessions' ids look the same"),
+        (status = 401, body = Problem, content_type = "application/problem+json", description = "unauthorized, invalid_session"),
+    ))]
 pub async fn status(
     State(state): State<AppState>,
     headers: HeaderMap,

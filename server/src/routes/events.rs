@@ -237,6 +237,7 @@ fn may_see_wall(headers: &HeaderMap, query: &WallQuery, event: &EventRow) -> Res
 /// `GET /v1/events/{slug}/wall`
 #[utoipa::path(get, path = "/v1/events/{slug}/wall", tag = "wall",
     params(("slug" = String, Path, description = "Event slug"), WallQuery),
+    security((), ("wall" = []), ("host" = [])),
     responses(
         (status = 200, body = WallResponse),
         (status = 400, body = Problem, content_type = "application/problem+json"),

@@ -76,6 +76,15 @@ impl Drop for Received {
     }
 }
 
+/// A disk failure is the object store being unavailable (503, retryable),
+/// not a server bug.
+fn unavailable(e: Error) -> Error {
+    match e {
+        Error::Io(io) => Error::ObjectStore(io.to_string()),
+        other => other,
+    }
+}
+
 /// Whether a key is one this server could have generated: lowercase
 /// alphanumerics and `-`, segments separated by `/`. Nothing else reaches
 /// the filesystem.
@@ -266,15 +275,15 @@ impl ObjectStore for LocalObjectStore {
     }
 
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {
-        self.read_meta(key).await
+        self.read_meta(key).await.map_err(unavailable)
     }
 
     async fn get(&self, key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        let Some(meta) = self.read_meta(key).await? else { return Ok(None) };
+        let Some(meta) = self.read_meta(key).await.map_err(unavailable)? else { return Ok(None) };
         let file = match tokio::fs::File::open(self.object_path(key)).await {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(unavailable(e.into())),
         };
         let stream = futures_util::stream::unfold(file, |mut file| async move {
             use tokio::io::AsyncReadExt;
@@ -300,7 +309,7 @@ impl ObjectStore for LocalObjectStore {
             match tokio::fs::remove_file(&path).await {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(unavailable(e.into())),
             }
         }
         Ok(())

@@ -459,12 +459,15 @@ impl RecordStore for SqliteStore {
                 "UPDATE media SET
                     moderation_reason = CASE WHEN moderation = 'approved' THEN moderation_reason ELSE ?1 END,
                     moderated_at = CASE WHEN moderation = 'approved' THEN moderated_at ELSE ?2 END,
-                    wall_seq = COALESCE(wall_seq, (SELECT COALESCE(MAX(wall_seq), 0) + 1 FROM media)),
+                    wall_seq = CASE WHEN moderation = 'approved' THEN wall_seq
+                        ELSE (SELECT COALESCE(MAX(wall_seq), 0) + 1 FROM media) END,
                     moderation = 'approved'
                  WHERE id = ?3 AND event_id = ?4"
             }
             ModerationDecision::Reject => {
-                "UPDATE media SET moderation = 'rejected', moderation_reason = ?1, moderated_at = ?2, wall_seq = NULL
+                // The wall position is kept (hidden by the state), so
+                // positions only grow and a wall cursor never skips an item.
+                "UPDATE media SET moderation = 'rejected', moderation_reason = ?1, moderated_at = ?2
                  WHERE id = ?3 AND event_id = ?4"
             }
         };

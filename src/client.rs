@@ -168,6 +168,7 @@ struct Inner {
     fresh: HashSet<Uuid>,
     progress: HashMap<Uuid, (f64, f64, f64)>,
     listeners: Vec<Function>,
+    remove_listeners: Vec<Function>,
     persisted: Option<bool>,
     closed: bool,
     persist_retry_at: Option<i64>,
@@ -237,6 +238,7 @@ impl Client {
             fresh: HashSet::new(),
             progress: HashMap::new(),
             listeners: Vec::new(),
+            remove_listeners: Vec::new(),
             persisted: None,
             closed: false,
             persist_retry_at: None,
@@ -441,6 +443,12 @@ impl Client {
         outcome
     }
 
+    /// The file's bytes, when this page or IndexedDB holds them (e.g. to
+    /// show a thumbnail after a reload).
+    pub async fn file(&self, id: &Uuid) -> Option<Blob> {
+        self.blob_for(id).await
+    }
+
     async fn blob_for(&self, id: &Uuid) -> Option<Blob> {
         let key = {
             let inner = self.inner();
@@ -581,6 +589,7 @@ impl Client {
             if inner.fresh.contains(&id) {
                 inner.sched.set_owned(&id, true);
                 drop(inner);
+                self.notify(&id);
                 self.0.signal.raise();
                 return;
             }
@@ -642,7 +651,25 @@ impl Client {
             if me.inner().closed || me.inner().sched.is_owned(&id) {
                 return;
             }
-            let Ok(Some(record)) = me.0.store.load_attempt(&id).await else { return };
+            let record = match me.0.store.load_attempt(&id).await {
+                Ok(Some(record)) => record,
+                Ok(None) => {
+                    // Forgotten in another tab.
+                    let removed = {
+                        let mut inner = me.inner();
+                        let removed = inner.sched.remove(&id).is_some();
+                        if let Some((lock, _)) = inner.locks.remove(&id) {
+                            lock.release();
+                        }
+                        removed
+                    };
+                    if removed {
+                        me.notify_removed(&id);
+                    }
+                    return;
+                }
+                Err(_) => return,
+            };
             if record.event != me.0.options.event {
                 return;
             }
@@ -767,7 +794,9 @@ impl Client {
                 }
                 let id = new_attempt_id(&mut CryptoEntropy);
                 added.push(Added::New(id));
-                new_records.push((AttemptRecord::new(id, &event, info, now), file));
+                // One millisecond apart, so the guest's order survives a reload.
+                let created_at = now + new_records.len() as i64;
+                new_records.push((AttemptRecord::new(id, &event, info, created_at), file));
             }
         }
         if !new_records.is_empty() {
@@ -901,6 +930,7 @@ impl Client {
         if let Some(c) = self.0.channel.borrow().as_ref() {
             c.announce(id);
         }
+        self.notify_removed(id);
         Ok(())
     }
 
@@ -913,6 +943,18 @@ impl Client {
     /// Subscribes to changes.
     pub fn on_change(&self, listener: Function) {
         self.inner().listeners.push(listener);
+    }
+
+    /// Subscribes to removals (`forget`, here or in another tab).
+    pub fn on_remove(&self, listener: Function) {
+        self.inner().remove_listeners.push(listener);
+    }
+
+    fn notify_removed(&self, id: &Uuid) {
+        let listeners = self.inner().remove_listeners.clone();
+        for listener in listeners {
+            let _ = listener.call1(&JsValue::NULL, &JsValue::from_str(&id.to_string()));
+        }
     }
 
     fn notify(&self, id: &Uuid) {
@@ -932,7 +974,7 @@ impl Client {
     fn view_of(inner: &Inner, id: &Uuid) -> Option<JsValue> {
         let r = inner.sched.record(id)?;
         let progress = inner.progress.get(id).map(|p| (p.0, p.1));
-        let view = AttemptView::of(r, progress, inner.sched.is_owned(id), inner.has_blob(r));
+        let view = AttemptView::of(r, progress, inner.sched.is_owned(id), inner.has_blob(r), is_online());
         view.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).ok()
     }
 

@@ -141,7 +141,23 @@ impl Uploader {
         self.client.on_change(listener);
     }
 
-    /// Adds files. Each is checked against the app's and the event's
+    /// Calls `listener` with the id of an attempt that was forgotten (here or
+    /// in another tab).
+    #[wasm_bindgen(js_name = onRemove)]
+    pub fn on_remove(&self, #[wasm_bindgen(unchecked_param_type = "(id: string) => void")] listener: js_sys::Function) {
+        self.client.on_remove(listener);
+    }
+
+    /// The file's bytes when this page or IndexedDB still holds them (for a
+    /// thumbnail after a reload), else `null`.
+    #[wasm_bindgen(unchecked_return_type = "Promise<Blob | null>")]
+    pub fn file(&self, id: &str) -> Promise {
+        let client = self.client.clone();
+        let id = parse_id(id);
+        future_to_promise(async move { Ok(client.file(&id?).await.map(JsValue::from).unwrap_or(JsValue::NULL)) })
+    }
+
+    /// Adds files, one outcome per file in the order given. Each is checked against the app's and the event's
     /// restrictions, then all new attempts are durably recorded before any
     /// network. A file picked again for an attempt that `needs_file` is
     /// re-attached to it (same id).

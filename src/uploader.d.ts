@@ -24,7 +24,7 @@ export interface UploadError extends Error {
   readonly code: UploadErrorCode | `http_${number}`;
 }
 
-/** The last error of an attempt (terminal when `terminal` is true, else a retry is scheduled). */
+/** The last error of an attempt. It is final when the attempt's `terminal` is true; otherwise the attempt is retrying (`nextRetryAt`) or `paused`. */
 export interface AttemptErrorInfo {
   code: UploadErrorCode | `http_${number}`;
   message: string;
@@ -70,9 +70,11 @@ export interface AttemptView {
   drivenHere: boolean;
   /** The file's bytes are available here (in memory or kept in IndexedDB). */
   fileHeld: boolean;
+  /** Waiting for the browser to come back online. */
+  paused: boolean;
 }
 
-/** What `add` did with one file. */
+/** What `add` did with one file (`add` answers one outcome per file, in the order given). */
 export type AddOutcome =
   | { ok: true; status: "new" | "reattached" | "duplicate"; attempt: AttemptView }
   | { ok: false; fileName: string; error: AttemptErrorInfo };

@@ -56,11 +56,13 @@ pub struct AttemptView<'a> {
     pub driven_here: bool,
     /// Whether the file's bytes are available here.
     pub file_held: bool,
+    /// Whether it waits for the browser to come back online.
+    pub paused: bool,
 }
 
 impl<'a> AttemptView<'a> {
     /// The view of a record.
-    pub fn of(r: &'a AttemptRecord, progress: Option<(f64, f64)>, driven_here: bool, file_held: bool) -> Self {
+    pub fn of(r: &'a AttemptRecord, progress: Option<(f64, f64)>, driven_here: bool, file_held: bool, online: bool) -> Self {
         let total = r.file.size as f64;
         let (sent, total) = match (r.transfer, progress) {
             (Transfer::Uploaded, _) => (total, total),
@@ -91,6 +93,7 @@ impl<'a> AttemptView<'a> {
             terminal: r.is_terminal(),
             driven_here,
             file_held,
+            paused: !online && !r.is_terminal() && !r.needs_file(),
         }
     }
 }

@@ -1,0 +1,198 @@
+// Shared pieces of the end-to-end tests: a real reference server per test
+// file, events made through its admin API, generated photos, a static server
+// for the Vite example, and a headless Chromium driven by playwright-core.
+import { spawn } from "node:child_process";
+import { createServer } from "node:http";
+import { mkdirSync, readFileSync, rmSync, existsSync } from "node:fs";
+import { deflateSync } from "node:zlib";
+import { createServer as netServer } from "node:net";
+import { join, extname, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { setTimeout as sleep } from "node:timers/promises";
+
+export const ROOT = process.env.UPLOAD_ONCE_ROOT ?? join(dirname(fileURLToPath(import.meta.url)), "../..");
+export const SERVER_BIN = process.env.UPLOAD_ONCE_SERVER_BIN ?? join(ROOT, "target/debug/upload-once-server");
+export const CHROMIUM = process.env.UPLOAD_ONCE_CHROMIUM ?? "/usr/bin/chromium";
+export const SCREENSHOTS = process.env.UPLOAD_ONCE_SCREENSHOTS ?? join(ROOT, "target/e2e-screenshots");
+
+/** Chromium flags that work on a closed network, as root, headless. */
+export const CHROMIUM_ARGS = [
+  "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+  "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+];
+
+/** A free loopback port. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = netServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Polls `fn` until it returns a truthy value, or throws after `ms`. */
+export async function until(what, fn, ms = 20_000, every = 100) {
+  const started = Date.now();
+  for (;;) {
+    const value = await fn();
+    if (value) return value;
+    if (Date.now() - started > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await sleep(every);
+  }
+}
+
+/**
+ * Starts the reference server with a fresh data directory, serving the
+ * guest/host/wall pages and the built package. Resolves once /healthz is 200.
+ */
+export async function startServer(name, extraArgs = []) {
+  const port = await freePort();
+  const dataDir = join(ROOT, "target/test-data", `e2e-${name}-${port}`);
+  rmSync(dataDir, { recursive: true, force: true });
+  mkdirSync(dataDir, { recursive: true });
+  const admin = `e2e-admin-${port}`;
+  const base = `http://127.0.0.1:${port}`;
+  const args = [
+    "--listen", `127.0.0.1:${port}`, "--data-dir", dataDir, "--admin-token", admin,
+    "--www-dir", join(ROOT, "www"), "--pkg-dir", join(ROOT, "pkg"), ...extraArgs,
+  ];
+  const start = () => {
+    const child = spawn(SERVER_BIN, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, RUST_LOG: "warn" } });
+    child.log = "";
+    child.stdout.on("data", (d) => { child.log += d; });
+    child.stderr.on("data", (d) => { child.log += d; });
+    return child;
+  };
+  const server = { base, port, admin, dataDir, child: start() };
+  server.waitHealthy = () => until("the server to answer", async () => {
+    try { return (await fetch(`${base}/healthz`)).ok; } catch { return false; }
+  }, 30_000, 50);
+  /** SIGKILL, then start again on the same port and data. */
+  server.restart = async (signal = "SIGKILL") => {
+    server.child.kill(signal);
+    await new Promise((r) => server.child.once("exit", r));
+    server.child = start();
+    await server.waitHealthy();
+  };
+  server.stop = async () => {
+    if (server.child.exitCode === null) {
+      server.child.kill("SIGTERM");
+      await new Promise((r) => server.child.once("exit", r));
+    }
+  };
+  await server.waitHealthy();
+  return server;
+}
+
+/** Creates an event; resolves to `{event, guest_code, host_token, wall_token}`. */
+export async function createEvent(server, { slug, maxFileBytes = 50_000_000, moderation = "required", types = ["image/*", "video/*"] } = {}) {
+  slug ??= `e2e-${Math.random().toString(36).slice(2, 10)}`;
+  const res = await fetch(`${server.base}/v1/events`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${server.admin}`, "content-type": "application/json" },
+    body: JSON.stringify({ slug, title: `E2E ${slug}`, max_file_bytes: maxFileBytes, allowed_types: types, moderation }),
+  });
+  if (res.status !== 201) throw new Error(`create event: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+/** The event's media records, as its host sees them. */
+export async function hostMedia(server, ev, moderation) {
+  const q = moderation ? `?moderation=${moderation}` : "";
+  const res = await fetch(`${server.base}/v1/events/${ev.event.slug}/media${q}`, {
+    headers: { authorization: `Bearer ${ev.host_token}` },
+  });
+  if (!res.ok) throw new Error(`media list: ${res.status}`);
+  return (await res.json()).media;
+}
+
+export function guestUrl(server, ev) {
+  return `${server.base}/?event=${ev.event.slug}&code=${ev.guest_code}`;
+}
+export function hostUrl(server, ev) {
+  return `${server.base}/host.html?event=${ev.event.slug}&token=${encodeURIComponent(ev.host_token)}`;
+}
+export function wallUrl(server, ev) {
+  return `${server.base}/wall.html?event=${ev.event.slug}&code=${ev.guest_code}`;
+}
+
+// --- photos -------------------------------------------------------------
+
+const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+function crc32(buf) {
+  let c = 0xffffffff;
+  for (const b of buf) c = CRC_TABLE[(c ^ b) & 0xff] ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+function chunk(type, data) {
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(data.length);
+  const td = Buffer.concat([Buffer.from(type, "ascii"), data]);
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(td));
+  return Buffer.concat([len, td, crc]);
+}
+
+/**
+ * A real PNG of `width`x`height` in a colour picked from `seed`, padded
+ * with noise so it weighs about `bytes` (incompressible rows).
+ */
+export function photo(seed, bytes = 200_000, width = 320, height = 240) {
+  let state = seed * 2654435761 >>> 0;
+  const rand = () => { state ^= state << 13; state ^= state >>> 17; state ^= state << 5; return (state >>> 0) & 0xff; };
+  const rows = Math.max(height, Math.ceil(bytes / (width * 3 + 1)));
+  const raw = Buffer.alloc(rows * (width * 3 + 1));
+  const [r0, g0, b0] = [rand(), rand(), rand()];
+  for (let y = 0; y < rows; y++) {
+    const o = y * (width * 3 + 1);
+    raw[o] = 0;
+    for (let x = 0; x < width; x++) {
+      const p = o + 1 + x * 3;
+      const noise = y >= height * 0.8 ? rand() : 0;
+      raw[p] = (r0 + x) & 0xff; raw[p + 1] = (g0 + y) & 0xff; raw[p + 2] = (b0 ^ noise) & 0xff;
+    }
+  }
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0); ihdr.writeUInt32BE(rows, 4);
+  ihdr[8] = 8; ihdr[9] = 2; ihdr[10] = 0; ihdr[11] = 0; ihdr[12] = 0;
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", ihdr), chunk("IDAT", deflateSync(raw, { level: 0 })), chunk("IEND", Buffer.alloc(0)),
+  ]);
+}
+
+/** `setInputFiles` payloads for n photos. */
+export function photos(n, bytes = 200_000, prefix = "photo") {
+  return Array.from({ length: n }, (_, i) => ({ name: `${prefix}-${i + 1}.png`, mimeType: "image/png", buffer: photo(i + 1, bytes) }));
+}
+
+// --- static server for the Vite example -----------------------------------
+
+const TYPES = { ".html": "text/html", ".js": "text/javascript", ".mjs": "text/javascript", ".css": "text/css", ".wasm": "application/wasm", ".json": "application/json", ".svg": "image/svg+xml" };
+
+/** Serves a directory on a free port. */
+export async function serveStatic(dir) {
+  const port = await freePort();
+  const srv = createServer((req, res) => {
+    const path = decodeURIComponent(new URL(req.url, "http://x").pathname);
+    let file = join(dir, path === "/" ? "index.html" : path);
+    if (!file.startsWith(dir) || !existsSync(file)) file = join(dir, "index.html");
+    res.writeHead(200, { "content-type": TYPES[extname(file)] ?? "application/octet-stream" });
+    res.end(readFileSync(file));
+  });
+  await new Promise((r) => srv.listen(port, "127.0.0.1", r));
+  return { origin: `http://127.0.0.1:${port}`, close: () => new Promise((r) => srv.close(r)) };
+}
+
+/** Makes the screenshot directory. */
+export function screenshotPath(name) {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  return join(SCREENSHOTS, name);
+}

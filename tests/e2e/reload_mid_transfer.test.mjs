@@ -1,0 +1,42 @@
+// Reloading the page in the middle of a transfer: the same cards come back
+// (same attempt ids), the uploads finish by themselves, and the server holds
+// exactly 5 media records.
+import { test, after, before } from "node:test";
+import assert from "node:assert/strict";
+import { startServer, createEvent, hostMedia, guestUrl, photos, until } from "./harness.mjs";
+import { launch, openGuest, pick, untilAllSaved, attempts } from "./pages.mjs";
+
+let server, browser;
+before(async () => { server = await startServer("reload"); browser = await launch(); });
+after(async () => { await browser?.close(); await server?.stop(); });
+
+test("a reload mid-transfer keeps every attempt and finishes it once", async () => {
+  const ev = await createEvent(server);
+  const context = await browser.newContext();
+  const page = await openGuest(context, guestUrl(server, ev));
+  // Slow the uplink so the reload lands mid-transfer.
+  const cdp = await context.newCDPSession(page);
+  await cdp.send("Network.enable");
+  await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 20, downloadThroughput: -1, uploadThroughput: 400_000 });
+  await pick(page, photos(5, 700_000));
+  await until("a transfer to be part-way", async () => {
+    const list = await attempts(page);
+    return list.some((a) => a.transfer === "uploading" && a.bytesSent > 0.1 * a.bytesTotal && a.bytesSent < 0.9 * a.bytesTotal);
+  }, 30_000, 50);
+  const before = (await attempts(page)).map((a) => a.id).sort();
+  assert.equal(before.length, 5);
+  const savedBefore = (await attempts(page)).filter((a) => a.confirmation === "confirmed").length;
+  assert.ok(savedBefore < 5, "the reload happens before everything is saved");
+
+  await page.reload();
+  await page.waitForSelector("body[data-ready='1']");
+  await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+  const afterReload = (await attempts(page)).map((a) => a.id).sort();
+  assert.deepEqual(afterReload, before, "the same cards come back");
+  await untilAllSaved(page, 5, 90_000);
+  assert.deepEqual((await attempts(page)).map((a) => a.id).sort(), before, "and they are the ones that finish");
+  const media = await hostMedia(server, ev);
+  assert.equal(media.length, 5, "exactly 5 media records");
+  assert.deepEqual(media.map((m) => m.attempt_id).sort(), before);
+  await context.close();
+});

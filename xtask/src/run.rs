@@ -14,7 +14,11 @@ pub const LAYERS: &[&str] = &["core", "server", "browser", "e2e"];
 pub fn build_package(target: &str, out: &str) -> Result {
     sh(Command::new("wasm-pack")
         .args(["build", "--target", target, "--release", "--out-dir", out, "--no-pack"])
-        .current_dir(root()))?;
+        .current_dir(root())
+        // Debian's wasm-opt (binaryen 108) corrupts wasm-bindgen's externref
+        // table; without the reference-types feature wasm-bindgen keeps JS
+        // values in a JS-side heap instead, and the optimised package works.
+        .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS", "-C target-feature=-reference-types"))?;
     // Real package metadata beside the generated code.
     crate::run::write_package_json(&root().join(out))
 }

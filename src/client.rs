@@ -6,11 +6,9 @@
 //! only performs I/O and reports results back.
 
 use std::cell::{Cell, RefCell, RefMut};
-use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use js_sys::Function;
-use serde::{Deserialize, Serialize};
 use upload_once_core::attempt::{AttemptRecord, Confirmation, FileInfo, Transfer};
 use upload_once_core::restrictions::{Restrictions, check_filename, normalize_content_type};
 use upload_once_core::retry::{Failure, RetryPolicy};
@@ -23,12 +21,13 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::spawn_local;
 use web_sys::{Blob, File};
 
+use crate::idmap::IdMap;
 use crate::env::{CryptoEntropy, Signal, is_online, now, request_persistence, sleep};
 use crate::error::{Error, Result};
 use crate::store::IndexedDbStore;
 use crate::tabs::{Channel, LockHandle, lock_attempt};
 use crate::transport::{Api, HttpApi, ProgressFn, Transport, XhrTransport};
-use crate::view::AttemptView;
+use crate::jsio::{self, FromJs};
 
 /// How often progress is reported per attempt, at most.
 const PROGRESS_INTERVAL_MS: f64 = 100.0;
@@ -117,11 +116,30 @@ impl Adapters {
 }
 
 /// The guest session as kept in IndexedDB.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug)]
 struct StoredSession {
     token: String,
     expires_at: String,
     event: EventInfo,
+}
+
+impl StoredSession {
+    fn to_js(&self) -> JsValue {
+        jsio::Build::default()
+            .str("token", &self.token)
+            .str("expires_at", &self.expires_at)
+            .val("event", &jsio::event_to_js(&self.event))
+            .done()
+    }
+
+    fn from_js(v: &JsValue) -> Option<StoredSession> {
+        let r = jsio::Read(v);
+        Some(StoredSession {
+            token: r.str("token").ok()?,
+            expires_at: r.str("expires_at").ok()?,
+            event: EventInfo::from_js(&r.opt("event")?).ok()?,
+        })
+    }
 }
 
 /// The result of adding one file.
@@ -157,16 +175,16 @@ struct Inner {
     sched: Scheduler,
     session: Option<StoredSession>,
     /// Files picked in this page, by blob key.
-    files: HashMap<Uuid, Blob>,
+    files: IdMap<Blob>,
     /// Blob keys kept in IndexedDB, with their sizes.
-    kept: HashMap<Uuid, u64>,
-    locks: HashMap<Uuid, (LockHandle, LockState)>,
+    kept: IdMap<u64>,
+    locks: IdMap<(LockHandle, LockState)>,
     /// Attempts whose lock was just granted and whose record is being read.
-    taking_over: HashSet<Uuid>,
+    taking_over: IdMap<()>,
     /// Attempts created in this page: owned as soon as their lock is granted,
     /// without a reconcile round trip.
-    fresh: HashSet<Uuid>,
-    progress: HashMap<Uuid, (f64, f64, f64)>,
+    fresh: IdMap<()>,
+    progress: IdMap<(f64, f64, f64)>,
     listeners: Vec<Function>,
     remove_listeners: Vec<Function>,
     persisted: Option<bool>,
@@ -208,16 +226,15 @@ impl Client {
         options.validate()?;
         let store = IndexedDbStore::open(&options.db_name).await?;
         let session = match store.get_meta(&session_key(&options)).await? {
-            Some(v) => serde_wasm_bindgen::from_value::<StoredSession>(v).ok(),
+            Some(v) => StoredSession::from_js(&v),
             None => None,
         };
         let records = store.load_attempts(&options.event).await?;
-        let kept: HashMap<Uuid, u64> = match store.blob_keys().await {
-            Ok(keys) => keys.into_iter().map(|k| (k, 0)).collect(),
-            Err(_) => HashMap::new(),
-        };
+        let mut kept_sizes = IdMap::default();
+        for key in store.blob_keys().await.unwrap_or_default() {
+            kept_sizes.insert(key, 0);
+        }
         let mut sched = Scheduler::new(options.retry, options.concurrency);
-        let mut kept_sizes = kept;
         for r in &records {
             if let Some(size) = kept_sizes.get_mut(&r.blob_key) {
                 *size = r.file.size;
@@ -231,12 +248,12 @@ impl Client {
         let inner = Inner {
             sched,
             session,
-            files: HashMap::new(),
+            files: IdMap::default(),
             kept: kept_sizes,
-            locks: HashMap::new(),
-            taking_over: HashSet::new(),
-            fresh: HashSet::new(),
-            progress: HashMap::new(),
+            locks: IdMap::default(),
+            taking_over: IdMap::default(),
+            fresh: IdMap::default(),
+            progress: IdMap::default(),
             listeners: Vec::new(),
             remove_listeners: Vec::new(),
             persisted: None,
@@ -368,7 +385,7 @@ impl Client {
                     }
                 } else if !inner.locks.contains_key(&r.id) && inner.sched.is_owned(&r.id) {
                     // A successor minted here: take its lock like a new attempt.
-                    inner.fresh.insert(r.id);
+                    inner.fresh.insert(r.id, ());
                     drop(inner);
                     self.request_lock(r.id);
                     inner = self.inner();
@@ -424,16 +441,12 @@ impl Client {
         let outcome = match result {
             Ok(SessionResponse { session_token, expires_at, event }) => {
                 let session = StoredSession { token: session_token.clone(), expires_at, event };
-                let value = serde_wasm_bindgen::to_value(&session).map_err(|e| Failure::Unexpected(e.to_string()));
-                match value {
-                    Ok(value) => match self.0.store.put_meta(&session_key(&self.0.options), &value).await {
-                        Ok(()) => {
-                            self.inner().session = Some(session);
-                            Ok(session_token)
-                        }
-                        Err(e) => Err(Failure::Unexpected(format!("could not store the session: {e}"))),
-                    },
-                    Err(e) => Err(e),
+                match self.0.store.put_meta(&session_key(&self.0.options), &session.to_js()).await {
+                    Ok(()) => {
+                        self.inner().session = Some(session);
+                        Ok(session_token)
+                    }
+                    Err(e) => Err(Failure::Unexpected(format!("could not store the session: {e}"))),
                 }
             }
             Err(f) => Err(f),
@@ -476,7 +489,7 @@ impl Client {
             let due = {
                 let mut inner = client.inner();
                 let t = now() as f64;
-                let entry = inner.progress.entry(id).or_insert((0.0, total, 0.0));
+                let entry = inner.progress.get_or_insert_with(id, || (0.0, total, 0.0));
                 entry.0 = sent;
                 entry.1 = total;
                 let due = t - entry.2 >= PROGRESS_INTERVAL_MS || sent >= total;
@@ -586,14 +599,14 @@ impl Client {
             if inner.closed {
                 return;
             }
-            if inner.fresh.contains(&id) {
+            if inner.fresh.contains_key(&id) {
                 inner.sched.set_owned(&id, true);
                 drop(inner);
                 self.notify(&id);
                 self.0.signal.raise();
                 return;
             }
-            inner.taking_over.insert(id);
+            inner.taking_over.insert(id, ());
         }
         let me = self.clone();
         spawn_local(async move {
@@ -808,7 +821,7 @@ impl Client {
                 let mut inner = self.inner();
                 for (record, file) in &new_records {
                     inner.files.insert(record.blob_key, file.clone().into());
-                    inner.fresh.insert(record.id);
+                    inner.fresh.insert(record.id, ());
                     let revision = record.revision;
                     inner.sched.insert(record.clone(), true, false, revision);
                 }
@@ -974,8 +987,7 @@ impl Client {
     fn view_of(inner: &Inner, id: &Uuid) -> Option<JsValue> {
         let r = inner.sched.record(id)?;
         let progress = inner.progress.get(id).map(|p| (p.0, p.1));
-        let view = AttemptView::of(r, progress, inner.sched.is_owned(id), inner.has_blob(r), is_online());
-        view.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).ok()
+        Some(jsio::view_to_js(r, progress, inner.sched.is_owned(id), inner.has_blob(r), is_online()))
     }
 
     /// The JS view of one attempt.
@@ -1011,7 +1023,7 @@ impl Client {
             && inner.sched.records().all(|r| {
                 // A fresh attempt whose lock is not granted yet is about to be
                 // driven here.
-                let waiting_for_lock = !r.is_terminal() && inner.fresh.contains(&r.id) && !inner.sched.is_owned(&r.id);
+                let waiting_for_lock = !r.is_terminal() && inner.fresh.contains_key(&r.id) && !inner.sched.is_owned(&r.id);
                 inner.sched.is_persisted(&r.id) && !waiting_for_lock
             })
     }

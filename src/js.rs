@@ -1,7 +1,6 @@
 //! The JS API: the `Uploader` class, camelCase, Promises, typed.
 
 use js_sys::{Array, Object, Promise, Reflect};
-use serde::Deserialize;
 use upload_once_core::restrictions::Restrictions;
 use upload_once_core::retry::RetryPolicy;
 use uuid::Uuid;
@@ -12,57 +11,62 @@ use web_sys::File;
 
 use crate::client::{Adapters, Added, Client, Options};
 use crate::error::Error;
+use crate::jsio::{Read, event_to_js};
 
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &str = include_str!("uploader.d.ts");
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct JsRetry {
-    base_ms: Option<u64>,
-    cap_ms: Option<u64>,
-    max_retries: Option<u32>,
+const OPTION_NAMES: &[&str] = &[
+    "apiBase", "event", "guestCode", "concurrency", "maxFileBytes", "allowedTypes", "keepFileMaxBytes",
+    "keepFilesTotalBytes", "retry", "dbName",
+];
+const RETRY_NAMES: &[&str] = &["baseMs", "capMs", "maxRetries"];
+
+fn unknown_key(value: &JsValue, known: &[&str]) -> Option<String> {
+    let obj = value.dyn_ref::<Object>()?;
+    Object::keys(obj).iter().filter_map(|k| k.as_string()).find(|k| !known.contains(&k.as_str()))
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct JsOptions {
-    api_base: String,
-    event: String,
-    guest_code: String,
-    concurrency: Option<usize>,
-    max_file_bytes: Option<u64>,
-    allowed_types: Option<Vec<String>>,
-    keep_file_max_bytes: Option<u64>,
-    keep_files_total_bytes: Option<u64>,
-    retry: Option<JsRetry>,
-    db_name: Option<String>,
-}
-
-/// Parses `UploaderOptions`.
+/// Parses `UploaderOptions`, refusing unknown or mistyped fields.
 pub fn parse_options(value: JsValue) -> Result<Options, Error> {
-    let o: JsOptions = serde_wasm_bindgen::from_value(value).map_err(|e| Error::InvalidOptions(e.to_string()))?;
-    let mut options = Options::new(&o.api_base, &o.event, &o.guest_code);
-    if let Some(c) = o.concurrency {
-        options.concurrency = c;
+    let bad = |what: &str| Error::InvalidOptions(format!("invalid option `{what}`"));
+    if !value.is_object() {
+        return Err(Error::InvalidOptions("Uploader.open takes an options object".into()));
     }
-    options.restrictions = Restrictions { max_file_bytes: o.max_file_bytes, allowed_types: o.allowed_types.unwrap_or_default() };
-    if let Some(v) = o.keep_file_max_bytes {
+    if let Some(k) = unknown_key(&value, OPTION_NAMES) {
+        return Err(Error::InvalidOptions(format!("unknown option `{k}`")));
+    }
+    let r = Read(&value);
+    let mut options = Options::new(&r.str("apiBase").map_err(bad)?, &r.str("event").map_err(bad)?, &r.str("guestCode").map_err(bad)?);
+    let opt_u64 = |key: &'static str| -> Result<Option<u64>, Error> { r.opt(key).map(|_| r.u64(key).map_err(bad)).transpose() };
+    if let Some(c) = opt_u64("concurrency")? {
+        options.concurrency = c as usize;
+    }
+    options.restrictions = Restrictions {
+        max_file_bytes: opt_u64("maxFileBytes")?,
+        allowed_types: r.opt("allowedTypes").map(|_| r.strings("allowedTypes").map_err(bad)).transpose()?.unwrap_or_default(),
+    };
+    if let Some(v) = opt_u64("keepFileMaxBytes")? {
         options.keep_file_max_bytes = v;
     }
-    if let Some(v) = o.keep_files_total_bytes {
+    if let Some(v) = opt_u64("keepFilesTotalBytes")? {
         options.keep_files_total_bytes = v;
     }
-    if let Some(r) = o.retry {
+    if let Some(retry) = r.opt("retry") {
+        if let Some(k) = unknown_key(&retry, RETRY_NAMES) {
+            return Err(Error::InvalidOptions(format!("unknown option `retry.{k}`")));
+        }
+        let rr = Read(&retry);
+        let get = |key: &'static str| rr.opt(key).map(|_| rr.u64(key).map_err(bad)).transpose();
         let d = RetryPolicy::default();
         options.retry = RetryPolicy {
-            base_ms: r.base_ms.unwrap_or(d.base_ms),
-            cap_ms: r.cap_ms.unwrap_or(d.cap_ms),
-            max_retries: r.max_retries.unwrap_or(d.max_retries),
+            base_ms: get("baseMs")?.unwrap_or(d.base_ms),
+            cap_ms: get("capMs")?.unwrap_or(d.cap_ms),
+            max_retries: get("maxRetries")?.map_or(d.max_retries, |n| n.min(u64::from(u32::MAX)) as u32),
         };
     }
-    if let Some(name) = o.db_name {
-        options.db_name = name;
+    if r.opt("dbName").is_some() {
+        options.db_name = r.str("dbName").map_err(bad)?;
     }
     Ok(options)
 }
@@ -236,10 +240,7 @@ impl Uploader {
     /// The event (title and restrictions), once joined.
     #[wasm_bindgen(getter, unchecked_return_type = "EventInfo | null")]
     pub fn event(&self) -> JsValue {
-        self.client
-            .event()
-            .and_then(|e| serde_wasm_bindgen::to_value(&e).ok())
-            .unwrap_or(JsValue::NULL)
+        self.client.event().map(|e| event_to_js(&e)).unwrap_or(JsValue::NULL)
     }
 
     /// Whether every attempt this page drives is finished or waits for the

@@ -21,11 +21,12 @@
 pub mod client;
 pub mod env;
 pub mod error;
+pub mod idmap;
 pub mod js;
+pub mod jsio;
 pub mod store;
 pub mod tabs;
 pub mod transport;
-pub mod view;
 
 pub use client::{Adapters, Added, Client, Options};
 pub use error::{Error, Result};

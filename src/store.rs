@@ -16,7 +16,7 @@ use std::cell::Cell;
 
 use js_sys::Promise;
 use rexie::{ObjectStore, Rexie, TransactionMode};
-use upload_once_core::attempt::{AttemptRecord, RECORD_VERSION};
+use upload_once_core::attempt::AttemptRecord;
 use uuid::Uuid;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -25,6 +25,7 @@ use web_sys::{Blob, DomException, IdbDatabase, IdbObjectStore, IdbTransaction};
 
 use crate::env::timeout;
 use crate::error::{Error, Result};
+use crate::jsio::{record_from_js, record_to_js};
 
 /// The object-store layout version.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -54,10 +55,11 @@ pub fn storage_error(value: &JsValue) -> Error {
         Some(e) => (e.name(), e.message()),
         None => match value.dyn_ref::<js_sys::Error>() {
             Some(e) => (String::from(e.name()), String::from(e.message())),
-            None => (String::new(), format!("{value:?}")),
+            None => (String::new(), value.as_string().unwrap_or_default()),
         },
     };
-    if name == "QuotaExceededError" || message.contains("QuotaExceeded") || message.contains("quota") {
+    // Chromium, Firefox and WebKit all name it QuotaExceededError.
+    if name == "QuotaExceededError" {
         Error::QuotaExceeded(message)
     } else {
         Error::StorageUnavailable(if name.is_empty() { message } else { format!("{name}: {message}") })
@@ -65,29 +67,9 @@ pub fn storage_error(value: &JsValue) -> Error {
 }
 
 fn rexie_error(e: rexie::Error) -> Error {
-    let text = format!("{e:?}");
-    if text.contains("QuotaExceeded") {
-        Error::QuotaExceeded(text)
-    } else {
-        Error::StorageUnavailable(text)
-    }
-}
-
-fn to_js<T: serde::Serialize>(value: &T) -> Result<JsValue> {
-    value
-        .serialize(&serde_wasm_bindgen::Serializer::new().serialize_maps_as_objects(true))
-        .map_err(|e| Error::StorageUnavailable(e.to_string()))
-}
-
-/// Reads a stored record, upgrading older record formats.
-fn record_from_js(value: JsValue) -> Option<AttemptRecord> {
-    let version = js_sys::Reflect::get(&value, &"v".into()).ok()?.as_f64()? as u32;
-    if version > RECORD_VERSION {
-        // Written by a newer client in another tab: leave it alone.
-        return None;
-    }
-    // Version 1 is the current format; later versions add upgrade steps here.
-    serde_wasm_bindgen::from_value(value).ok()
+    // Writes that can hit the quota go through the strict path; rexie only
+    // reads, opens and keeps blobs.
+    Error::StorageUnavailable(e.to_string())
 }
 
 /// The attempts, session and blobs of this origin.
@@ -144,7 +126,7 @@ impl IndexedDbStore {
 
     /// Stores attempt records durably, all or none.
     pub async fn put_attempts(&self, records: &[&AttemptRecord]) -> Result<()> {
-        let values = records.iter().map(|r| to_js(r)).collect::<Result<Vec<_>>>()?;
+        let values: Vec<JsValue> = records.iter().map(|r| record_to_js(r)).collect();
         self.write_strict(ATTEMPTS, |os| {
             for v in &values {
                 os.put(v)?;
@@ -172,8 +154,8 @@ impl IndexedDbStore {
         let values = store.get_all(None, None).await.map_err(rexie_error)?;
         let _ = tx.done().await;
         let mut records: Vec<AttemptRecord> =
-            values.into_iter().filter_map(record_from_js).filter(|r| r.event == event).collect();
-        records.sort_by_key(|r| (r.created_at, r.id));
+            values.iter().filter_map(record_from_js).filter(|r| r.event == event).collect();
+        records.sort_unstable_by_key(|r| (r.created_at, r.id));
         Ok(records)
     }
 
@@ -183,7 +165,7 @@ impl IndexedDbStore {
         let store = tx.store(ATTEMPTS).map_err(rexie_error)?;
         let value = store.get(JsValue::from_str(&id.to_string())).await.map_err(rexie_error)?;
         let _ = tx.done().await;
-        Ok(value.and_then(record_from_js))
+        Ok(value.as_ref().and_then(record_from_js))
     }
 
     /// A small stored value.

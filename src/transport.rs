@@ -4,20 +4,17 @@
 //! them to inject faults; the driver only sees the traits.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 
 use gloo_net::http::{Request, RequestBuilder};
 use js_sys::Promise;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use upload_once_core::retry::Failure;
 use upload_once_core::time::parse_retry_after;
 use upload_once_core::wire::{
-    AttemptResponse, AuthorizeRequest, ConfirmRequest, CreateSessionRequest, Media, Problem, SessionResponse,
-    StatusRequest, StatusResponse, UploadInstruction,
+    AttemptResponse, AuthorizeRequest, ConfirmRequest, Media, Problem, SessionResponse, StatusResponse,
+    UploadInstruction,
 };
 use uuid::Uuid;
 use wasm_bindgen::JsCast;
@@ -26,6 +23,8 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, ProgressEvent, XmlHttpRequest};
 
 use crate::env::now;
+use crate::idmap::IdMap;
+use crate::jsio::{self, FromJs};
 
 /// A future that lives on the page's single thread.
 pub type LocalFuture<T> = Pin<Box<dyn Future<Output = T>>>;
@@ -58,7 +57,8 @@ pub trait Transport {
 
 /// Turns an error status and body into a [`Failure`].
 pub fn http_failure(status: u16, status_text: &str, body: &str, retry_after: Option<String>) -> Failure {
-    let problem: Option<Problem> = serde_json::from_str(body).ok();
+    // JSON is parsed by the browser; only the resulting object crosses over.
+    let problem = js_sys::JSON::parse(body).ok().and_then(|v| Problem::from_js(&v).ok());
     let retry_after_ms = retry_after.and_then(|v| parse_retry_after(&v, now()));
     match problem {
         Some(p) => Failure::Http { status, code: Some(p.code), message: p.detail, retry_after_ms },
@@ -87,54 +87,74 @@ impl HttpApi {
     }
 }
 
-async fn call<T: DeserializeOwned>(request: RequestBuilder, body: &impl Serialize) -> Result<T, Failure> {
-    let request = request.json(body).map_err(|e| Failure::Unexpected(e.to_string()))?;
+/// Sends a JSON request; the parsed JSON answer on success.
+async fn call_json(request: RequestBuilder, body: JsValue) -> Result<JsValue, Failure> {
+    // The body goes over as a JS object and the browser writes the JSON text;
+    // the answer's JSON is parsed by the browser too.
+    let unexpected = |e: JsValue| Failure::Unexpected(js_sys::Error::from(e).message().into());
+    let text = js_sys::JSON::stringify(&body).map_err(unexpected)?;
+    let request = request
+        .header("Content-Type", "application/json")
+        .body(JsValue::from(text))
+        .map_err(|_| Failure::Unexpected("the browser refused the request".into()))?;
     let response = request.send().await.map_err(|_| Failure::Network)?;
     let status = response.status();
     if (200..300).contains(&status) {
         // A body cut off mid-way is as ambiguous as no answer at all.
-        return response.json::<T>().await.map_err(|e| Failure::Unexpected(e.to_string()));
+        let raw = web_sys::Response::from(response);
+        let parsed = match raw.json() {
+            Ok(promise) => JsFuture::from(promise).await.map_err(unexpected)?,
+            Err(e) => return Err(unexpected(e)),
+        };
+        return Ok(parsed);
     }
     let retry_after = response.headers().get("retry-after");
     let text = response.text().await.unwrap_or_default();
     Err(http_failure(status, &response.status_text(), &text, retry_after))
 }
 
+/// Sends a JSON request and reads the answer as `T`.
+async fn call<T: FromJs>(request: RequestBuilder, body: JsValue) -> Result<T, Failure> {
+    let parsed = call_json(request, body).await?;
+    T::from_js(&parsed).map_err(|field| Failure::Unexpected(format!("the answer has no valid `{field}`")))
+}
+
 impl Api for HttpApi {
     fn join(&self, guest_code: &str) -> LocalFuture<Result<SessionResponse, Failure>> {
         let request = self.post(&format!("/v1/events/{}/sessions", self.event), None);
-        let body = CreateSessionRequest { guest_code: guest_code.to_owned() };
-        Box::pin(async move { call(request, &body).await })
+        let body = jsio::session_request(guest_code);
+        Box::pin(async move { call(request, body).await })
     }
 
     fn authorize(&self, session: &str, body: &AuthorizeRequest) -> LocalFuture<Result<AttemptResponse, Failure>> {
         let request = self.post(&format!("/v1/events/{}/attempts", self.event), Some(session));
-        let body = body.clone();
-        Box::pin(async move { call(request, &body).await })
+        let body = jsio::authorize_request(body);
+        Box::pin(async move { call(request, body).await })
     }
 
     fn renew(&self, session: &str, id: Uuid) -> LocalFuture<Result<AttemptResponse, Failure>> {
         let request = self.post(&format!("/v1/attempts/{id}/renew"), Some(session));
-        Box::pin(async move { call(request, &serde_json::json!({})).await })
+        let body = jsio::Build::default().done();
+        Box::pin(async move { call(request, body).await })
     }
 
     fn confirm(&self, session: &str, id: Uuid, body: &ConfirmRequest) -> LocalFuture<Result<Media, Failure>> {
         let request = self.post(&format!("/v1/attempts/{id}/confirm"), Some(session)).header("Idempotency-Key", &id.to_string());
-        let body = body.clone();
-        Box::pin(async move { call(request, &body).await })
+        let body = jsio::confirm_request(body);
+        Box::pin(async move { call(request, body).await })
     }
 
     fn status(&self, session: &str, ids: &[Uuid]) -> LocalFuture<Result<StatusResponse, Failure>> {
         let request = self.post("/v1/attempts/status", Some(session));
-        let body = StatusRequest { ids: ids.to_vec() };
-        Box::pin(async move { call(request, &body).await })
+        let body = jsio::status_request(ids);
+        Box::pin(async move { call(request, body).await })
     }
 }
 
 /// [`Transport`] over XMLHttpRequest.
 #[derive(Default)]
 pub struct XhrTransport {
-    running: Rc<RefCell<HashMap<Uuid, XmlHttpRequest>>>,
+    running: Rc<RefCell<IdMap<XmlHttpRequest>>>,
 }
 
 fn xhr_put(xhr: &XmlHttpRequest, blob: &Blob, instruction: &UploadInstruction) -> Result<(), JsValue> {
@@ -151,7 +171,7 @@ impl Transport for XhrTransport {
         let blob = blob.clone();
         let instruction = instruction.clone();
         Box::pin(async move {
-            let xhr = XmlHttpRequest::new().map_err(|e| Failure::Unexpected(format!("{e:?}")))?;
+            let xhr = XmlHttpRequest::new().map_err(|_| Failure::Unexpected("XMLHttpRequest is not available".into()))?;
             let mut settle: Option<js_sys::Function> = None;
             let done = Promise::new(&mut |resolve, _| settle = Some(resolve));
             let settle = settle.expect("Promise::new runs its executor at once");
@@ -171,7 +191,8 @@ impl Transport for XhrTransport {
                 upload.set_onprogress(Some(on_progress.as_ref().unchecked_ref()));
             }
             if let Err(e) = xhr_put(&xhr, &blob, &instruction) {
-                return Err(Failure::Unexpected(format!("the browser refused the upload request: {e:?}")));
+                let message = js_sys::Error::from(e).message();
+                return Err(Failure::Unexpected(format!("the browser refused the upload request: {message}")));
             }
             running.borrow_mut().insert(id, xhr.clone());
             let kind = JsFuture::from(done).await.ok().and_then(|k| k.as_string()).unwrap_or_default();

@@ -99,6 +99,33 @@ pub enum Step {
     Done,
 }
 
+macro_rules! text_enum {
+    ($ty:ident { $($variant:ident = $text:literal),* $(,)? }) => {
+        impl $ty {
+            /// The stable string form (as stored and shown to JS).
+            pub const fn as_str(self) -> &'static str {
+                match self { $( $ty::$variant => $text, )* }
+            }
+
+            /// Parses the stable string form.
+            pub fn parse(text: &str) -> Option<$ty> {
+                match text { $( $text => Some($ty::$variant), )* _ => None }
+            }
+        }
+    };
+}
+
+text_enum!(Transfer { Queued = "queued", Uploading = "uploading", Uploaded = "uploaded", NeedsFile = "needs_file", Failed = "failed" });
+text_enum!(Confirmation {
+    Unconfirmed = "unconfirmed",
+    Confirming = "confirming",
+    Confirmed = "confirmed",
+    Rejected = "rejected",
+    Expired = "expired",
+});
+text_enum!(ModerationView { Unknown = "unknown", Pending = "pending", Approved = "approved", Rejected = "rejected" });
+text_enum!(Step { Authorize = "authorize", Upload = "upload", Check = "check", Renew = "renew", Confirm = "confirm", Done = "done" });
+
 /// The file an attempt uploads.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileInfo {

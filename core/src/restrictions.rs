@@ -110,22 +110,23 @@ pub fn check_sha256(hex: &str) -> Result<()> {
     }
 }
 
-/// Formats a byte count for messages: `1.5 MB`, `300 bytes`.
+/// Formats a byte count for messages: `1.5 MB`, `300 bytes`. Integer
+/// arithmetic only (no float formatting in the wasm build).
 pub fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
     if bytes < 1000 {
         return format!("{bytes} bytes");
     }
-    let mut value = bytes as f64;
-    let mut unit = "";
-    for u in UNITS {
-        value /= 1000.0;
-        unit = u;
-        // Decide on the rounded value: 999,999 bytes is "1 MB", not "1000 KB".
-        if (value * 10.0).round() / 10.0 < 1000.0 {
-            break;
+    let mut divisor: u64 = 1000;
+    for (i, unit) in UNITS.iter().enumerate() {
+        // Tenths of the unit, rounded half up; decide on the rounded value:
+        // 999,999 bytes is "1 MB", not "1000 KB".
+        let tenths = (bytes.saturating_mul(10) + divisor / 2) / divisor;
+        if tenths < 10_000 || i == UNITS.len() - 1 {
+            let (whole, frac) = (tenths / 10, tenths % 10);
+            return if frac == 0 { format!("{whole} {unit}") } else { format!("{whole}.{frac} {unit}") };
         }
+        divisor = divisor.saturating_mul(1000);
     }
-    let text = format!("{value:.1}");
-    format!("{} {unit}", text.strip_suffix(".0").unwrap_or(&text))
+    unreachable!("the last unit always returns")
 }

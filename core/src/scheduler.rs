@@ -19,7 +19,6 @@
 //! - **ownership**: only attempts this page owns (holds the Web Lock for)
 //!   are driven; the rest are only shown.
 
-use std::collections::{BTreeMap, HashMap};
 
 use uuid::Uuid;
 
@@ -99,12 +98,50 @@ impl Entry {
     }
 }
 
+/// The attempts, in the order the guest added them (`created_at`, then
+/// id). A sorted vector: small in code and memory, and every scan the
+/// scheduler makes walks it in order anyway.
+#[derive(Debug, Default)]
+struct Entries(Vec<Entry>);
+
+impl Entries {
+    fn key(e: &Entry) -> (UnixMillis, Uuid) {
+        (e.record.created_at, e.record.id)
+    }
+
+    fn position(&self, id: &Uuid) -> Option<usize> {
+        self.0.iter().position(|e| e.record.id == *id)
+    }
+
+    fn get(&self, id: &Uuid) -> Option<&Entry> {
+        self.position(id).map(|i| &self.0[i])
+    }
+
+    fn get_mut(&mut self, id: &Uuid) -> Option<&mut Entry> {
+        self.position(id).map(|i| &mut self.0[i])
+    }
+
+    /// Inserts or replaces; returns the replaced entry.
+    fn insert(&mut self, entry: Entry) -> Option<Entry> {
+        let old = self.position(&entry.record.id).map(|i| self.0.remove(i));
+        let at = self.0.partition_point(|e| Self::key(e) < Self::key(&entry));
+        self.0.insert(at, entry);
+        old
+    }
+
+    fn remove(&mut self, id: &Uuid) -> Option<Entry> {
+        self.position(id).map(|i| self.0.remove(i))
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Entry> {
+        self.0.iter()
+    }
+}
+
 /// Drives many attempts.
 #[derive(Debug)]
 pub struct Scheduler {
-    entries: HashMap<Uuid, Entry>,
-    /// Ids in the order the guest added them (`created_at`, then id).
-    order: BTreeMap<(UnixMillis, Uuid), ()>,
+    entries: Entries,
     policy: RetryPolicy,
     concurrency: usize,
     online: bool,
@@ -117,8 +154,7 @@ impl Scheduler {
     /// A scheduler running at most `concurrency` requests at once.
     pub fn new(policy: RetryPolicy, concurrency: usize) -> Self {
         Scheduler {
-            entries: HashMap::new(),
-            order: BTreeMap::new(),
+            entries: Entries::default(),
             policy,
             concurrency: concurrency.max(1),
             online: true,
@@ -137,7 +173,7 @@ impl Scheduler {
 
     /// All records, in the order they were added.
     pub fn records(&self) -> impl Iterator<Item = &AttemptRecord> {
-        self.order.keys().filter_map(|(_, id)| self.entries.get(id)).map(|e| &e.record)
+        self.entries.iter().map(|e| &e.record)
     }
 
     /// Whether this page drives the attempt.
@@ -170,7 +206,7 @@ impl Scheduler {
     pub fn is_idle(&self) -> bool {
         self.active == 0
             && !self.refresh
-            && self.entries.values().all(|e| !e.owned || e.record.is_terminal() || e.record.needs_file() && !e.has_blob)
+            && self.entries.iter().all(|e| !e.owned || e.record.is_terminal() || e.record.needs_file() && !e.has_blob)
     }
 
     // ----- inputs --------------------------------------------------------
@@ -179,11 +215,10 @@ impl Scheduler {
     /// already in durable storage (0 for none).
     pub fn insert(&mut self, record: AttemptRecord, has_blob: bool, owned: bool, persisted_revision: u64) {
         let id = record.id;
-        self.order.insert((record.created_at, id), ());
         let (busy, dirty) = self.entries.get(&id).map_or((false, false), |e| (e.busy, e.dirty));
         let entry = Entry { record, has_blob, owned, persisted_revision, busy, dirty };
         let needs_write = !entry.persisted();
-        self.entries.insert(id, entry);
+        self.entries.insert(entry);
         if needs_write {
             self.mark_dirty(id);
         }
@@ -192,7 +227,6 @@ impl Scheduler {
     /// Forgets an attempt (it must not be busy).
     pub fn remove(&mut self, id: &Uuid) -> Option<AttemptRecord> {
         let entry = self.entries.remove(id)?;
-        self.order.remove(&(entry.record.created_at, *id));
         self.dirty.retain(|d| d != id);
         Some(entry.record)
     }
@@ -338,18 +372,19 @@ impl Scheduler {
         entropy: &mut dyn Entropy,
     ) {
         self.active = self.active.saturating_sub(1);
-        let mut answers: HashMap<Uuid, AttemptStatus> = match &result {
-            Ok(response) => response.results.iter().map(|s| (s.id(), s.clone())).collect(),
-            Err(_) => HashMap::new(),
+        let mut answers: Vec<AttemptStatus> = match &result {
+            Ok(response) => response.results.clone(),
+            Err(_) => Vec::new(),
         };
         for id in ids {
             let Some(e) = self.entries.get_mut(id) else { continue };
             e.busy = false;
             let item = match &result {
                 Err(failure) => Err(failure.clone()),
-                Ok(_) => answers
-                    .remove(id)
-                    .ok_or_else(|| Failure::Unexpected("the status answer left out an attempt".to_owned())),
+                Ok(_) => match answers.iter().position(|s| s.id() == *id) {
+                    Some(i) => Ok(answers.swap_remove(i)),
+                    None => Err(Failure::Unexpected("the status answer left out an attempt".to_owned())),
+                },
             };
             let env = Self::env(&self.policy, self.online, e.has_blob, now, entropy);
             let revision = e.record.revision;
@@ -383,7 +418,7 @@ impl Scheduler {
             self.active += 1;
             return Some(Command::Status { ids });
         }
-        let keys: Vec<Uuid> = self.order.keys().map(|(_, id)| *id).collect();
+        let keys: Vec<Uuid> = self.entries.iter().map(|e| e.record.id).collect();
         for id in keys {
             let e = self.entries.get_mut(&id).expect("ordered ids have entries");
             if !e.owned || e.busy || !e.persisted() || e.record.is_terminal() {
@@ -415,11 +450,11 @@ impl Scheduler {
     fn poll_status(&mut self, now: UnixMillis) -> Option<Vec<Uuid>> {
         let mut ids = Vec::new();
         let refresh = self.refresh;
-        for (_, id) in self.order.keys() {
+        for e in self.entries.iter() {
             if ids.len() == MAX_STATUS_IDS {
                 break;
             }
-            let e = &self.entries[id];
+            let id = &e.record.id;
             if e.busy || !e.persisted() {
                 continue;
             }
@@ -445,7 +480,7 @@ impl Scheduler {
     /// When a waiting attempt becomes due, if any.
     pub fn next_wakeup(&self) -> Option<UnixMillis> {
         self.entries
-            .values()
+            .iter()
             .filter(|e| e.owned && !e.busy && !e.record.is_terminal())
             // Waiting for the guest, not for a time.
             .filter(|e| !(e.record.needs_file() && !e.has_blob))

@@ -18,6 +18,25 @@ pub enum ModerationPolicy {
     None,
 }
 
+impl ModerationPolicy {
+    /// The stable string form.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ModerationPolicy::Required => "required",
+            ModerationPolicy::None => "none",
+        }
+    }
+
+    /// Parses the stable string form.
+    pub fn parse(text: &str) -> Option<ModerationPolicy> {
+        match text {
+            "required" => Some(ModerationPolicy::Required),
+            "none" => Some(ModerationPolicy::None),
+            _ => None,
+        }
+    }
+}
+
 /// `POST /v1/events` body (admin).
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

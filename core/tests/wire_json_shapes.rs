@@ -165,3 +165,33 @@ fn a_minimal_stored_record_fills_in_optional_fields() {
     assert_eq!((rec.object_key, rec.upload, rec.media, rec.replaces, rec.replaced_by), (None, None, None, None, None));
     assert_eq!(rec.next_retry_at, None);
 }
+
+#[test]
+fn state_names_match_their_json_forms() {
+    use upload_once_core::attempt::{Confirmation, ModerationView, Step, Transfer};
+    use upload_once_core::wire::ModerationPolicy;
+    fn same<T: serde::Serialize>(value: T, text: &str) {
+        assert_eq!(serde_json::to_value(&value).unwrap(), serde_json::Value::String(text.to_owned()));
+    }
+    for t in [Transfer::Queued, Transfer::Uploading, Transfer::Uploaded, Transfer::NeedsFile, Transfer::Failed] {
+        same(t, t.as_str());
+        assert_eq!(Transfer::parse(t.as_str()), Some(t));
+    }
+    for c in [Confirmation::Unconfirmed, Confirmation::Confirming, Confirmation::Confirmed, Confirmation::Rejected, Confirmation::Expired] {
+        same(c, c.as_str());
+        assert_eq!(Confirmation::parse(c.as_str()), Some(c));
+    }
+    for m in [ModerationView::Unknown, ModerationView::Pending, ModerationView::Approved, ModerationView::Rejected] {
+        same(m, m.as_str());
+        assert_eq!(ModerationView::parse(m.as_str()), Some(m));
+    }
+    for s in [Step::Authorize, Step::Upload, Step::Check, Step::Renew, Step::Confirm, Step::Done] {
+        same(s, s.as_str());
+        assert_eq!(Step::parse(s.as_str()), Some(s));
+    }
+    for p in [ModerationPolicy::Required, ModerationPolicy::None] {
+        same(p, p.as_str());
+        assert_eq!(ModerationPolicy::parse(p.as_str()), Some(p));
+    }
+    assert_eq!(Transfer::parse("bogus"), None);
+}

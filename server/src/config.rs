@@ -58,6 +58,42 @@ pub fn is_valid_origin(origin: &str) -> bool {
     host_ok && port_ok
 }
 
+/// Where the bytes live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StorageKind {
+    /// Files under `<data-dir>/objects`, uploaded through this server's own
+    /// signed `/storage/` URLs (one machine).
+    Local,
+    /// An S3-compatible bucket, uploaded to through SigV4 presigned URLs.
+    S3,
+}
+
+/// How bucket URLs are formed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum S3UrlStyle {
+    /// `https://endpoint/bucket/key` (MinIO, loopback stores, IP endpoints).
+    Path,
+    /// `https://bucket.endpoint/key` (AWS's preference).
+    VirtualHost,
+}
+
+/// A secret from the configuration, kept out of `Debug` output.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        Ok(Secret(s.trim().to_owned()))
+    }
+}
+
 /// The reference server's configuration.
 #[derive(Clone, Debug, Parser)]
 #[command(name = "upload-once-server", version, about = "The upload-once reference server")]
@@ -71,7 +107,7 @@ pub struct Config {
     pub data_dir: PathBuf,
 
     /// Database URL: `sqlite://path` (default: `<data-dir>/upload-once.db`),
-    /// or `sqlite::memory:`.
+    /// `sqlite::memory:`, or `postgres://user:password@host:port/database`.
     #[arg(long, env = "UPLOAD_ONCE_DATABASE_URL")]
     pub database_url: Option<String>,
 
@@ -119,6 +155,40 @@ pub struct Config {
     #[arg(long, env = "UPLOAD_ONCE_DEMO_ALLOWED_TYPES", default_value = "image/*,video/*", value_delimiter = ',')]
     pub demo_allowed_types: Vec<String>,
 
+    /// Where uploaded bytes live: `local` (files under the data directory,
+    /// one machine) or `s3` (an S3-compatible bucket; credentials from
+    /// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN).
+    #[arg(long, env = "UPLOAD_ONCE_STORAGE", value_enum, default_value = "local")]
+    pub storage: StorageKind,
+
+    /// S3 endpoint URL, e.g. `https://s3.eu-west-1.amazonaws.com` (https
+    /// needs a build with the `s3-tls` feature).
+    #[arg(long, env = "UPLOAD_ONCE_S3_ENDPOINT")]
+    pub s3_endpoint: Option<String>,
+
+    /// S3 bucket name.
+    #[arg(long, env = "UPLOAD_ONCE_S3_BUCKET")]
+    pub s3_bucket: Option<String>,
+
+    /// S3 region (part of every signature).
+    #[arg(long, env = "UPLOAD_ONCE_S3_REGION", default_value = "us-east-1")]
+    pub s3_region: String,
+
+    /// S3 URL style: `path` or `virtual-host`.
+    #[arg(long, env = "UPLOAD_ONCE_S3_URL_STYLE", value_enum, default_value = "path")]
+    pub s3_url_style: S3UrlStyle,
+
+    /// Sign `If-None-Match: *` into every upload URL, so a stored object is
+    /// never replaced. Turn off only for a store without conditional writes.
+    #[arg(long, env = "UPLOAD_ONCE_S3_CONDITIONAL_PUT", default_value_t = true, action = clap::ArgAction::Set)]
+    pub s3_conditional_put: bool,
+
+    /// The key that signs upload and media URLs, as hex (at least 32
+    /// bytes). Several instances behind one load balancer must share it.
+    /// Default: `<data-dir>/signing.key`, created on first start.
+    #[arg(long, env = "UPLOAD_ONCE_SIGNING_KEY", hide_env_values = true)]
+    pub signing_key: Option<Secret>,
+
     /// Serve the web pages from this directory (default: `www` if present).
     #[arg(long, env = "UPLOAD_ONCE_WWW_DIR")]
     pub www_dir: Option<PathBuf>,
@@ -145,6 +215,14 @@ impl Config {
                 "--url-ttl ({:?}) must be shorter than --attempt-ttl ({:?}): a signed URL must never outlive its attempt",
                 self.url_ttl, self.attempt_ttl
             )));
+        }
+        if self.storage == StorageKind::S3 && (self.s3_endpoint.is_none() || self.s3_bucket.is_none()) {
+            return Err(Error::Config("--storage s3 needs --s3-endpoint and --s3-bucket".into()));
+        }
+        if let Some(key) = &self.signing_key {
+            if crate::secrets::unhex(&key.0).is_none_or(|k| k.len() < 32) {
+                return Err(Error::Config("--signing-key must be hex of at least 32 bytes (64 hex digits)".into()));
+            }
         }
         for origin in &self.allowed_origins {
             if !is_valid_origin(origin) {

@@ -34,8 +34,11 @@ use crate::clock::{Clock, SystemClock};
 use crate::secrets::{Signer, hex, new_token, random_bytes, token_hash, unhex};
 use crate::state::AppState;
 use crate::storage::ObjectStore;
+use crate::config::{S3UrlStyle, StorageKind};
 use crate::storage::local::LocalObjectStore;
+use crate::storage::s3::{S3ObjectStore, S3Settings};
 use crate::store::RecordStore;
+use crate::store::postgres::PgStore;
 use crate::store::sqlite::SqliteStore;
 
 /// Reads the signing key from `<data-dir>/signing.key`, creating it on
@@ -59,26 +62,64 @@ pub fn load_signing_key(data_dir: &Path) -> Result<Vec<u8>> {
     Ok(key)
 }
 
+/// The signing key: `--signing-key` when given (instances behind one load
+/// balancer share it), else `<data-dir>/signing.key`.
+pub fn signing_key(config: &Config) -> Result<Vec<u8>> {
+    match &config.signing_key {
+        Some(key) => unhex(&key.0)
+            .filter(|k| k.len() >= 32)
+            .ok_or_else(|| Error::Config("--signing-key must be hex of at least 32 bytes".into())),
+        None => load_signing_key(&config.data_dir),
+    }
+}
+
 /// Opens the record store named by a database URL.
 pub async fn open_records(url: &str) -> Result<Arc<dyn RecordStore>> {
     if url.starts_with("sqlite:") {
         return Ok(Arc::new(SqliteStore::open(url).await?));
     }
-    Err(Error::Config(format!("unsupported --database-url `{url}` (use sqlite://path or sqlite::memory:)")))
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Ok(Arc::new(PgStore::open(url).await?));
+    }
+    Err(Error::Config(format!(
+        "unsupported --database-url `{url}` (use sqlite://path, sqlite::memory: or postgres://user:password@host/database)"
+    )))
+}
+
+/// Opens the object store the configuration names.
+pub fn open_objects(config: &Config, signer: &Signer, clock: Arc<dyn Clock>) -> Result<Arc<dyn ObjectStore>> {
+    match config.storage {
+        StorageKind::Local => {
+            Ok(Arc::new(LocalObjectStore::open(&config.data_dir.join("objects"), &config.public_base(), signer.clone())?))
+        }
+        StorageKind::S3 => {
+            let (access_key, secret_key, session_token) = S3Settings::credentials_from_env()?;
+            let settings = S3Settings {
+                endpoint: config.s3_endpoint.clone().unwrap_or_default(),
+                bucket: config.s3_bucket.clone().unwrap_or_default(),
+                region: config.s3_region.clone(),
+                path_style: config.s3_url_style == S3UrlStyle::Path,
+                conditional_put: config.s3_conditional_put,
+                access_key,
+                secret_key,
+                session_token,
+            };
+            Ok(Arc::new(S3ObjectStore::new(&settings, clock)?))
+        }
+    }
 }
 
 /// Builds the server state from a configuration, with the given clock.
 pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppState> {
     config.validate()?;
     std::fs::create_dir_all(&config.data_dir)?;
-    let signer = Signer::new(load_signing_key(&config.data_dir)?);
+    let signer = Signer::new(signing_key(&config)?);
+    let objects = open_objects(&config, &signer, clock.clone())?;
     let database_url = config
         .database_url
         .clone()
         .unwrap_or_else(|| format!("sqlite://{}", config.data_dir.join("upload-once.db").display()));
     let records = open_records(&database_url).await?;
-    let objects: Arc<dyn ObjectStore> =
-        Arc::new(LocalObjectStore::open(&config.data_dir.join("objects"), &config.public_base(), signer.clone())?);
     let admin_token: Arc<str> = config.admin_token.clone().unwrap_or_else(new_token).into();
     Ok(AppState { config: Arc::new(config), records, objects, signer, clock, admin_token })
 }

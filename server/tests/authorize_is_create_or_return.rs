@@ -47,7 +47,11 @@ async fn the_same_id_and_parameters_return_the_same_attempt_with_a_fresh_url() {
     assert_eq!(second.object_key, first.object_key, "the same object key");
     assert_eq!(second.expires_at, first.expires_at, "the same attempt: a repeat does not push its expiry back");
     let (u1, u2) = (first.upload.unwrap(), second.upload.unwrap());
-    assert_ne!(u2.url, u1.url, "a fresh URL");
+    if !support::is_s3() {
+        // (A presigned S3 URL is dated by the real clock, which this test does
+        // not move: signed in the same second, it is the same URL.)
+        assert_ne!(u2.url, u1.url, "a fresh URL");
+    }
     assert_eq!(ms(&u2.expires_at) - ms(&u1.expires_at), 60_000, "signed from the time of the repeat");
     assert_eq!(server.counts().await, (1, 0), "one attempt row");
 
@@ -192,7 +196,7 @@ async fn the_object_key_never_contains_anything_from_the_filename() {
         );
         let upload = a.upload.as_ref().unwrap();
         assert!(
-            upload.url.starts_with(&format!("{}/storage/{}?", server.base, a.object_key)),
+            upload.url.starts_with(&server.upload_url_prefix(&a.object_key)),
             "{name}: the URL addresses the server's key: {}",
             upload.url
         );

@@ -5,12 +5,10 @@
 
 mod support;
 
-use bytes::Bytes;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use support::{Guest, TestServer, problem};
 use upload_once_server::secrets::sha256_hex;
-use upload_once_server::storage::local::Commit;
 use uuid::Uuid;
 
 async fn authorize(guest: &Guest<'_>, size: u64, sha: Option<&str>) -> (Uuid, String) {
@@ -25,14 +23,10 @@ async fn authorize(guest: &Guest<'_>, size: u64, sha: Option<&str>) -> (Uuid, St
     (id, v["object_key"].as_str().unwrap().to_owned())
 }
 
-/// Writes an object straight into the local store, bypassing the signed
+/// Writes an object straight into the store, bypassing the attempt's signed
 /// PUT and its checks.
 async fn store_directly(server: &TestServer, key: &str, content_type: &str, bytes: &[u8]) {
-    let local = server.local();
-    let body = futures_util::stream::iter(vec![Ok::<_, std::io::Error>(Bytes::copy_from_slice(bytes))]);
-    let received = local.receive(body, 1 << 20).await.unwrap();
-    let commit = local.commit(key, content_type, received, async || Ok(())).await.unwrap();
-    assert!(matches!(commit, Commit::Stored(_)));
+    server.store_directly(key, content_type, bytes).await;
 }
 
 /// The attempt is rejected with `code`, has no media, and stays so.
@@ -137,6 +131,16 @@ async fn a_claimed_sha256_that_the_stored_object_does_not_have_is_rejected() {
     let id = Uuid::new_v4();
     let a = guest.authorize(id, 5).await;
     assert_eq!(server.put(a.upload.as_ref().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    if support::is_s3() {
+        // Known limit of S3 storage: a bucket knows an object's SHA-256 only
+        // when the PUT carried it, i.e. when the attempt was authorized with
+        // one (then the store itself verified the bytes). Without, confirm
+        // can check size and type but not a checksum claimed only now
+        // (docs/deploy.md). The browser client claims the checksum it
+        // authorized, so this mismatch cannot arise from it.
+        assert!(server.state.objects.head(&a.object_key).await.unwrap().unwrap().sha256.is_none());
+        return;
+    }
     let claim = json!({"size": 5, "content_type": "image/png", "sha256": sha256_hex(b"jello")});
     let r = guest.confirm_raw(id, claim).await;
     let status = r.status();

@@ -214,7 +214,11 @@ async fn every_malformed_request_is_a_4xx_problem_and_the_server_keeps_working()
         case("storage: no signature", Method::PUT, "/storage/x/0123", 400, "invalid_query").raw(Some("image/png"), b"abc".to_vec()),
         case("storage: len not a number", Method::PUT, "/storage/x/0123?ct=image%2Fpng&len=five&exp=1&sig=00", 400, "invalid_query")
             .raw(Some("image/png"), b"abc".to_vec()),
-        case("storage: unsigned key with ..", Method::PUT, "/storage/x/%2e%2e/y?ct=image%2Fpng&len=3&exp=99999999999&sig=00", 403, "bad_signature")
+        // With S3 storage this server has no storage endpoint (the bucket's own
+        // presigned URLs apply): a well-formed query reaches the handler,
+        // which says so.
+        case("storage: unsigned key with ..", Method::PUT, "/storage/x/%2e%2e/y?ct=image%2Fpng&len=3&exp=99999999999&sig=00",
+            if support::is_s3() { 404 } else { 403 }, if support::is_s3() { "route_not_found" } else { "bad_signature" })
             .raw(Some("image/png"), b"abc".to_vec()),
         // --- routing --------------------------------------------------------
         case("unknown route", Method::GET, "/nope", 404, "route_not_found"),

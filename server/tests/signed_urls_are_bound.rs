@@ -2,6 +2,13 @@
 //! and checksum: change any of them and the PUT is refused; send anything
 //! but exactly the signed bytes and nothing is stored; a confirmed object
 //! never changes.
+//!
+//! With S3 storage the same rules hold, enforced by the bucket instead of
+//! this server: the presigned URL signs the key, expiry, Content-Type,
+//! Content-Length, `If-None-Match: *` and the checksum; the refusals are the
+//! store's own (403 `SignatureDoesNotMatch` / `AccessDenied`, 412
+//! `PreconditionFailed`, 400 `BadDigest`), which the client classifies the
+//! same way (protocol §5.2).
 
 mod support;
 
@@ -11,7 +18,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use reqwest::{StatusCode, Url};
 use serde_json::json;
-use support::{Options, TestServer, problem};
+use support::{Options, TestServer, is_s3, problem, put_with, s3_error, try_put_with};
 use upload_once_core::wire::{AttemptResponse, UploadInstruction};
 use upload_once_server::secrets::sha256_hex;
 use upload_once_server::storage::PutGrant;
@@ -70,6 +77,13 @@ async fn assert_refused(r: reqwest::Response, status: StatusCode, code: &str, wh
     assert_eq!((s, p["code"].as_str()), (status, Some(code)), "{what}: {p}");
 }
 
+/// An S3 refusal: one of these statuses, and what the store said.
+async fn assert_s3_refused(r: reqwest::Response, statuses: &[u16], what: &str) -> String {
+    let (status, code) = s3_error(r).await;
+    assert!(statuses.contains(&status.as_u16()), "{what}: the store answered {status} {code}");
+    code
+}
+
 async fn object_bytes(server: &TestServer, key: &str) -> Vec<u8> {
     let (_, mut stream) = server.state.objects.get(key).await.unwrap().expect("object stored");
     let mut out = Vec::new();
@@ -81,6 +95,24 @@ async fn object_bytes(server: &TestServer, key: &str) -> Vec<u8> {
 
 #[tokio::test]
 async fn an_expired_url_is_refused() {
+    if is_s3() {
+        // The bucket checks expiry on its own (real) clock: sign for 3 s, and wait.
+        let server = TestServer::start_with(Options {
+            url_ttl: Some(Duration::from_secs(3)),
+            attempt_ttl: Some(Duration::from_secs(3600)),
+            ..Default::default()
+        })
+        .await;
+        let guest = server.guest().await;
+        let (_, early) = authorize(&guest, 5, None).await;
+        let (_, late) = authorize(&guest, 5, None).await;
+        assert_eq!(server.put(early.upload.as_ref().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+        tokio::time::sleep(Duration::from_millis(3_500)).await;
+        let code = assert_s3_refused(server.put(late.upload.as_ref().unwrap(), b"hello".to_vec()).await, &[403], "after the URL TTL").await;
+        assert_eq!(code, "AccessDenied");
+        assert_eq!(server.stored_keys().await, vec![early.object_key.clone()], "nothing stored for the late PUT");
+        return;
+    }
     let server = TestServer::start_with(Options {
         url_ttl: Some(Duration::from_secs(600)),
         attempt_ttl: Some(Duration::from_secs(3600)),
@@ -103,6 +135,9 @@ async fn an_expired_url_is_refused() {
 
 #[tokio::test]
 async fn every_signed_parameter_is_bound() {
+    if is_s3() {
+        return every_signed_parameter_is_bound_s3().await;
+    }
     let server = TestServer::start().await;
     let guest = server.guest().await;
     let sha = sha256_hex(b"hello");
@@ -153,12 +188,80 @@ async fn every_signed_parameter_is_bound() {
     assert_eq!(server.put(hashed.upload.as_ref().unwrap(), hello).await.status(), StatusCode::OK);
 }
 
+async fn every_signed_parameter_is_bound_s3() {
+    let server = TestServer::start().await;
+    let guest = server.guest().await;
+    let sha = sha256_hex(b"hello");
+    let (_, plain) = authorize(&guest, 5, None).await;
+    let (_, hashed) = authorize(&guest, 5, Some(sha.clone())).await;
+    let (_, other) = authorize(&guest, 5, None).await;
+    let (up, hashed_up) = (plain.upload.clone().unwrap(), hashed.upload.clone().unwrap());
+    let url = up.url.clone();
+    let other_url = other.upload.as_ref().unwrap().url.clone();
+    assert_eq!(up.headers.get("If-None-Match").map(String::as_str), Some("*"), "write-once: {:?}", up.headers);
+    assert_eq!(hashed_up.headers.get("x-amz-checksum-sha256").map(String::as_str), Some("LPJNul+wow4m6DsqxbninhsWHlwfp0JecwQzYpOLmCQ="));
+    let sig = query(&url, "X-Amz-Signature").unwrap();
+    let expires: i64 = query(&url, "X-Amz-Expires").unwrap().parse().unwrap();
+    let path_of = |u: &str, key: &str| {
+        let mut parsed = Url::parse(u).unwrap();
+        let bucket = server.bucket.clone().unwrap();
+        parsed.set_path(&format!("/{bucket}/{key}"));
+        parsed.to_string()
+    };
+    let hello = b"hello".to_vec();
+    // (what, url, upload whose headers are sent, header changes, body)
+    type Change<'a> = Vec<(&'a str, Option<&'a str>)>;
+    let jello_sha = upload_once_server::storage::s3::checksum_header(&sha256_hex(b"jello")).unwrap();
+    let cases: Vec<(&str, String, &UploadInstruction, Change, Vec<u8>)> = vec![
+        ("key: last hex digit changed", path_of(&url, &flip_last_hex(&plain.object_key)), &up, vec![], hello.clone()),
+        ("key: another attempt's key", path_of(&url, &other.object_key), &up, vec![], hello.clone()),
+        ("X-Amz-Expires later", with_param(&url, "X-Amz-Expires", Some(&(expires + 3600).to_string())), &up, vec![], hello.clone()),
+        ("X-Amz-Date earlier", with_param(&url, "X-Amz-Date", Some("20200101T000000Z")), &up, vec![], hello.clone()),
+        ("X-Amz-SignedHeaders: host only", with_param(&url, "X-Amz-SignedHeaders", Some("host")), &up, vec![], hello.clone()),
+        ("X-Amz-Credential: another key", with_param(&url, "X-Amz-Credential", Some(&query(&url, "X-Amz-Credential").unwrap().replacen('/', "x/", 1))), &up, vec![], hello.clone()),
+        ("Content-Type: image/jpeg", url.clone(), &up, vec![("Content-Type", Some("image/jpeg"))], hello.clone()),
+        ("Content-Type: text/html", url.clone(), &up, vec![("Content-Type", Some("text/html"))], hello.clone()),
+        ("If-None-Match left out", url.clone(), &up, vec![("If-None-Match", None)], hello.clone()),
+        ("length + 1", url.clone(), &up, vec![], b"hello!".to_vec()),
+        ("length - 1", url.clone(), &up, vec![], b"hell".to_vec()),
+        ("checksum: another one", hashed_up.url.clone(), &hashed_up, vec![("x-amz-checksum-sha256", Some(&jello_sha))], b"jello".to_vec()),
+        ("checksum: left out", hashed_up.url.clone(), &hashed_up, vec![("x-amz-checksum-sha256", None)], b"jello".to_vec()),
+        ("sig: last hex digit changed", with_param(&url, "X-Amz-Signature", Some(&flip_last_hex(&sig))), &up, vec![], hello.clone()),
+        ("sig: truncated to 128 bits", with_param(&url, "X-Amz-Signature", Some(&sig[..32])), &up, vec![], hello.clone()),
+        ("sig: empty", with_param(&url, "X-Amz-Signature", Some("")), &up, vec![], hello.clone()),
+        ("sig: not hex", with_param(&url, "X-Amz-Signature", Some(&"z".repeat(sig.len()))), &up, vec![], hello.clone()),
+        ("sig: another URL's", with_param(&url, "X-Amz-Signature", query(&other_url, "X-Amz-Signature").as_deref()), &up, vec![], hello.clone()),
+    ];
+    for (what, tampered, upload, changes, body) in cases {
+        let r = put_with(&server, &tampered, upload, &changes, body.into()).await;
+        let code = assert_s3_refused(r, &[400, 403], what).await;
+        assert!(!code.is_empty(), "{what}: an S3 error code");
+    }
+    assert!(server.stored_keys().await.is_empty(), "nothing stored");
+
+    // The untampered URLs still work (the refusals were about the changes).
+    assert_eq!(server.put(&up, hello.clone()).await.status(), StatusCode::OK);
+    assert_eq!(server.put(&hashed_up, hello).await.status(), StatusCode::OK);
+}
+
 #[tokio::test]
 async fn the_content_type_header_must_be_the_signed_one() {
     let server = TestServer::start().await;
     let guest = server.guest().await;
     let (_, a) = authorize(&guest, 5, None).await;
     let url = &a.upload.as_ref().unwrap().url;
+    if is_s3() {
+        // The bucket compares the signed header byte for byte: send exactly
+        // `upload.headers` (the client does).
+        let upload = a.upload.as_ref().unwrap();
+        for ct in [Some("image/jpeg"), Some("text/html"), Some("application/octet-stream"), Some("Image/PNG; charset=binary"), None] {
+            let r = put_with(&server, url, upload, &[("Content-Type", ct)], b"hello".to_vec().into()).await;
+            assert_s3_refused(r, &[403], &format!("{ct:?}")).await;
+        }
+        assert!(server.stored_keys().await.is_empty());
+        assert_eq!(server.put(upload, b"hello".to_vec()).await.status(), StatusCode::OK);
+        return;
+    }
     for ct in [Some("image/jpeg"), Some("text/html"), Some("application/octet-stream"), None] {
         let r = put_raw(&server, url, ct, b"hello".to_vec().into()).await;
         assert_refused(r, StatusCode::BAD_REQUEST, "content_type_mismatch", &format!("{ct:?}")).await;
@@ -176,6 +279,35 @@ async fn a_body_of_any_other_length_stores_nothing() {
     let (_, a) = authorize(&guest, 5, None).await;
     let upload = a.upload.as_ref().unwrap();
     let url = &upload.url;
+    if is_s3() {
+        // Content-Length is signed: any other length, or none (chunked), fails
+        // the signature.
+        let bodies: [(&str, reqwest::Body); 5] = [
+            ("4 of 5 bytes", b"hell".to_vec().into()),
+            ("6 of 5 bytes", b"hello!".to_vec().into()),
+            ("4 of 5 bytes, chunked", streamed(&[b"he", b"ll"])),
+            ("6 of 5 bytes, chunked", streamed(&[b"hel", b"lo!"])),
+            ("empty, chunked", streamed(&[])),
+        ];
+        for (what, body) in bodies {
+            // Refused, or the store hangs up on a body it will not take.
+            if let Ok(r) = try_put_with(&server, url, upload, &[], body).await {
+                assert_s3_refused(r, &[400, 403, 411], what).await;
+            }
+        }
+        assert!(server.stored_keys().await.is_empty(), "nothing stored");
+        assert!(server.state.objects.head(&a.object_key).await.unwrap().is_none());
+        assert_eq!(guest.status(&[a.id]).await["results"][0]["object_stored"], false);
+        // Exactly the signed length, chunked or not… but a chunked request has
+        // no Content-Length to match the signed one: only a plain PUT works.
+        if let Ok(r) = try_put_with(&server, url, upload, &[], streamed(&[b"he", b"llo"])).await {
+            assert_s3_refused(r, &[400, 403, 411], "5 bytes, chunked").await;
+        }
+        assert!(server.stored_keys().await.is_empty(), "nothing stored");
+        assert_eq!(server.put(upload, b"hello".to_vec()).await.status(), StatusCode::OK);
+        assert_eq!(object_bytes(&server, &a.object_key).await, b"hello");
+        return;
+    }
 
     // With a Content-Length that says so.
     let r = put_raw(&server, url, Some("image/png"), b"hell".to_vec().into()).await;
@@ -208,6 +340,29 @@ async fn bytes_with_another_sha256_are_refused() {
     let sha = sha256_hex(b"hello");
     let (id, a) = authorize(&guest, 5, Some(sha.clone())).await;
     let upload = a.upload.as_ref().unwrap();
+    if is_s3() {
+        // The checksum is a signed header the bucket verifies against the body.
+        let code = assert_s3_refused(server.put(upload, b"jello".to_vec()).await, &[400], "same length, other bytes").await;
+        assert_eq!(code, "BadDigest");
+        if !server.stored_keys().await.is_empty() {
+            // Known gap of the loopback test store (s3s-fs 0.14.1): it moves
+            // the body into place before comparing the checksum, so the
+            // refused bytes stay under the key, without type or checksum
+            // (docs/deploy.md). A real S3 stores nothing. Even so they are
+            // never confirmed:
+            eprintln!("known gap of the test store: a PUT refused with BadDigest left its body under the key");
+            let (s, p) = problem(guest.confirm_raw(id, serde_json::json!({"size": 5, "content_type": "image/png", "sha256": sha})).await).await;
+            assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{p}");
+            assert_eq!(server.counts().await.1, 0);
+            return;
+        }
+        assert_eq!(guest.status(&[id]).await["results"][0]["object_stored"], false);
+        let r = server.put(upload, b"hello".to_vec()).await;
+        assert_eq!(r.status(), StatusCode::OK);
+        let head = server.state.objects.head(&a.object_key).await.unwrap().unwrap();
+        assert_eq!(head.sha256.as_deref(), Some(sha.as_str()), "the store keeps the checksum");
+        return;
+    }
     assert_eq!(query(&upload.url, "sha").as_deref(), Some(sha.as_str()), "the URL carries the checksum");
 
     let r = server.put(upload, b"jello".to_vec()).await;
@@ -232,6 +387,11 @@ async fn a_checksum_refusal_at_put_is_the_documented_422() {
     let guest = server.guest().await;
     let (_, a) = authorize(&guest, 5, Some(sha256_hex(b"hello"))).await;
     let r = server.put(a.upload.as_ref().unwrap(), b"jello".to_vec()).await;
+    if is_s3() {
+        // The bucket's own refusal: 400 BadDigest (the client fails the transfer either way).
+        assert_eq!(assert_s3_refused(r, &[400], "PUT with other bytes").await, "BadDigest");
+        return;
+    }
     // One code, one status everywhere: checksum_mismatch is 422, at PUT as at confirm.
     assert_refused(r, StatusCode::UNPROCESSABLE_ENTITY, "checksum_mismatch", "PUT with other bytes").await;
 }
@@ -246,6 +406,17 @@ async fn the_same_bytes_twice_are_one_object_and_other_bytes_are_refused() {
     let first = server.put(upload, b"hello".to_vec()).await;
     assert_eq!(first.status(), StatusCode::OK);
     let etag = first.headers()["etag"].to_str().unwrap().to_owned();
+    if is_s3() {
+        // If-None-Match: * — any second PUT is refused with 412, and the
+        // client goes on to confirm (protocol §5.2).
+        for (what, body) in [("the same bytes", b"hello"), ("other bytes", b"jello")] {
+            let code = assert_s3_refused(server.put(upload, body.to_vec()).await, &[412], what).await;
+            assert_eq!(code, "PreconditionFailed", "{what}");
+        }
+        assert_eq!(object_bytes(&server, &a.object_key).await, b"hello", "the object is unchanged");
+        assert_eq!(server.stored_keys().await, vec![a.object_key.clone()], "one object");
+        return;
+    }
     let second = server.put(upload, b"hello".to_vec()).await;
     assert_eq!(second.status(), StatusCode::OK, "an idempotent repeat");
     assert_eq!(second.headers()["etag"].to_str().unwrap(), etag);
@@ -269,7 +440,12 @@ async fn a_confirmed_object_never_changes() {
 
     for (what, body) in [("the same bytes", b"hello"), ("other bytes", b"jello")] {
         let r = server.put(&upload, body.to_vec()).await;
-        assert_refused(r, StatusCode::CONFLICT, "already_confirmed", what).await;
+        if is_s3() {
+            // The bucket knows no attempts; If-None-Match: * keeps the object.
+            assert_s3_refused(r, &[412], what).await;
+        } else {
+            assert_refused(r, StatusCode::CONFLICT, "already_confirmed", what).await;
+        }
     }
     let after = server.state.objects.head(&a.object_key).await.unwrap().unwrap();
     assert_eq!(after, before, "same metadata and ETag");
@@ -286,6 +462,15 @@ async fn a_rejected_attempts_key_takes_no_upload() {
     assert_eq!((status, p["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("size_mismatch")));
 
     let r = server.put(a.upload.as_ref().unwrap(), b"hello".to_vec()).await;
+    if is_s3() {
+        // The bucket cannot see the attempt's state: a URL handed out before
+        // the rejection still works until it expires (at most the URL TTL).
+        // The sweeper deletes what lands for a dead attempt (docs/deploy.md).
+        assert_eq!(r.status(), StatusCode::OK);
+        server.sweep().await;
+        assert!(server.stored_keys().await.is_empty(), "the sweeper deleted it");
+        return;
+    }
     let (status, p) = problem(r).await;
     assert!(status.is_client_error(), "refused: {status} {p}");
     assert_eq!(p["code"], "expired", "the documented refusal for a dead attempt");
@@ -306,6 +491,14 @@ async fn an_expired_attempts_key_takes_no_upload() {
     server.clock.advance(3_600_000);
     server.sweep().await;
     assert_eq!(guest.status(&[a.id]).await["results"][0]["state"], "expired");
+    if is_s3() {
+        // The bucket checks URLs on its own real clock (see
+        // an_expired_url_is_refused), and no URL is ever signed past the
+        // attempt's expiry: no fresh one is handed out now.
+        let (status, p) = problem(guest.renew(a.id).await).await;
+        assert_eq!((status, p["code"].as_str()), (StatusCode::GONE, Some("expired")));
+        return;
+    }
 
     // Its own URL has expired with it...
     let r = server.put(a.upload.as_ref().unwrap(), b"hello".to_vec()).await;

@@ -126,8 +126,12 @@ async fn renew_answers_by_state() {
     // Authorized: the original URL has expired; renew gives one that works.
     server.clock.advance(11 * MINUTE);
     let old = w.upload.as_ref().unwrap();
-    let (code, p) = problem(server.put(old, b"hello".to_vec()).await).await;
-    assert_eq!((code, p["code"].as_str()), (StatusCode::FORBIDDEN, Some("url_expired")));
+    if !support::is_s3() {
+        // (A bucket checks URL expiry on its own real clock, which this test
+        // does not move: see signed_urls_are_bound::an_expired_url_is_refused.)
+        let (code, p) = problem(server.put(old, b"hello".to_vec()).await).await;
+        assert_eq!((code, p["code"].as_str()), (StatusCode::FORBIDDEN, Some("url_expired")));
+    }
     let r = guest.renew(waiting).await;
     assert_eq!(r.status(), StatusCode::OK);
     let renewed: AttemptResponse = r.json().await.unwrap();
@@ -135,7 +139,10 @@ async fn renew_answers_by_state() {
     assert_eq!(renewed.object_key, w.object_key, "the same object");
     assert_eq!(renewed.expires_at, w.expires_at, "renew does not extend the attempt");
     let fresh = renewed.upload.as_ref().unwrap();
-    assert_ne!(fresh.url, old.url);
+    if !support::is_s3() {
+        // (An S3 URL is dated by the real clock, which this test does not move.)
+        assert_ne!(fresh.url, old.url);
+    }
     assert_eq!(
         parse_rfc3339(&fresh.expires_at).unwrap() - parse_rfc3339(&old.expires_at).unwrap(),
         11 * MINUTE,

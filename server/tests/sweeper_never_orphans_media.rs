@@ -87,7 +87,7 @@ async fn a_confirm_held_mid_transaction_is_never_left_without_its_object() {
     let report = sweeper.await.unwrap();
 
     let (_, media_rows) = server.counts().await;
-    let object = server.state.objects.as_local().unwrap().list_keys().await.unwrap();
+    let object = server.stored_keys().await;
     match confirm_status {
         StatusCode::OK => {
             assert_eq!(report.expired, 0, "a confirmed attempt is not expired");

@@ -7,6 +7,7 @@
 //!
 //! Both install what a fresh Debian machine lacks (as root).
 
+mod backends;
 mod setup;
 mod run;
 mod server;
@@ -19,6 +20,7 @@ fn usage() -> ExitCode {
 
   demo                 build the package, start the server at http://127.0.0.1:8080 with a demo event
   test [layer ...]     run the test suite (all layers, or: {})
+  bench [--quick]      run the benchmarks and write docs/benchmarks.md
   setup                install what is missing (toolchain, browsers, npm packages)",
         run::LAYERS.join(", ")
     );
@@ -30,6 +32,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("demo") => run::demo(&args[1..]),
         Some("test") => run::test(&args[1..]),
+        Some("bench") => run::bench(&args[1..]),
         Some("setup") => setup::ensure_all(true),
         _ => return usage(),
     };

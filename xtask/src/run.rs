@@ -4,11 +4,15 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
+use crate::backends::{Combination, Postgres, S3Server, build_s3_server, test_env};
 use crate::server::{Server, build_server, port_or_free, target_dir};
 use crate::setup::{Result, ensure_all, ensure_chromium, ensure_npm, extend_path, root, sh};
 
 /// Every test layer, in the order `cargo xtask test` runs them.
-pub const LAYERS: &[&str] = &["core", "server", "browser", "e2e"];
+pub const LAYERS: &[&str] = &["core", "server", "browser", "e2e", "size", "bench"];
+
+/// The package budget: `.wasm` + JS glue, gzip -9. The build fails past it.
+pub const PACKAGE_BUDGET_BYTES: u64 = 120 * 1024;
 
 /// Builds the npm package into `out` for a wasm-pack target.
 pub fn build_package(target: &str, out: &str) -> Result {
@@ -69,31 +73,81 @@ fn layer_core() -> Result {
     sh(Command::new("cargo").args(["test", "-p", "upload-once-core"]).current_dir(root()))
 }
 
+/// The whole server suite once per backend combination: {SQLite,
+/// PostgreSQL} × {local, S3}, over one throwaway PostgreSQL cluster and one
+/// test S3 server (each test makes a database and a bucket of its own).
 fn layer_server() -> Result {
-    sh(Command::new("cargo").args(["test", "-p", "upload-once-server"]).current_dir(root()))
+    // Build both binaries first, so the first combination's timing is the tests'.
+    let s3_binary = build_s3_server()?;
+    sh(Command::new("cargo").args(["test", "--no-run", "--quiet", "-p", "upload-once-server"]).current_dir(root()))?;
+    let pg = Postgres::start()?;
+    // The CORS test's origin.
+    let s3 = S3Server::start(&s3_binary, "server-tests", &[], &["http://app.example".into()])?;
+    let mut timings = Vec::new();
+    for combination in Combination::ALL {
+        let started = Instant::now();
+        eprintln!("\n--- server tests: {} ---", combination.name());
+        let mut cmd = Command::new("cargo");
+        cmd.args(["test", "-p", "upload-once-server"]).current_dir(root()).env_remove("UPLOAD_ONCE_TEST_DATABASE_URL");
+        for (k, v) in test_env(combination, &pg, &s3) {
+            cmd.env(k, v);
+        }
+        let result = sh(&mut cmd);
+        timings.push(format!("  {:>15}: {} ({} s)", combination.name(), if result.is_ok() { "ok" } else { "FAILED" }, started.elapsed().as_secs()));
+        if let Err(e) = result {
+            eprintln!("{}", timings.join("\n"));
+            return Err(format!("server tests with {}: {e}", combination.name()));
+        }
+    }
+    eprintln!("server tests per backend combination:\n{}", timings.join("\n"));
+    Ok(())
 }
 
 /// wasm-bindgen-test in headless Chromium, against a real reference server.
+/// Then once more against a server on PostgreSQL and S3.
 fn layer_browser() -> Result {
     let (_, chromedriver) = ensure_chromium()?;
     let binary = build_server()?;
     let page_port = port_or_free(18_765);
     let page_origin = format!("http://127.0.0.1:{page_port}");
-    // Signed URLs live 2 s here, so the expired-URL test does not wait long.
-    let server = Server::start(
-        &binary,
-        "browser",
-        &["--allowed-origin".into(), page_origin, "--url-ttl".into(), "2s".into(), "--www-dir".into(), "none".into()],
-    )?;
-    sh(Command::new("cargo")
-        .args(["test", "--target", "wasm32-unknown-unknown", "-p", "upload-once"])
-        .current_dir(root())
-        .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", "wasm-bindgen-test-runner")
-        .env("CHROMEDRIVER", chromedriver)
-        .env("WASM_BINDGEN_TEST_ADDRESS", format!("127.0.0.1:{page_port}"))
-        .env("WASM_BINDGEN_TEST_TIMEOUT", "90")
-        .env("UPLOAD_ONCE_TEST_API", &server.base)
-        .env("UPLOAD_ONCE_TEST_ADMIN", &server.admin))
+    let run_wasm_tests = |server: &Server| {
+        sh(Command::new("cargo")
+            .args(["test", "--target", "wasm32-unknown-unknown", "-p", "upload-once"])
+            .current_dir(root())
+            .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", "wasm-bindgen-test-runner")
+            .env("CHROMEDRIVER", &chromedriver)
+            .env("WASM_BINDGEN_TEST_ADDRESS", format!("127.0.0.1:{page_port}"))
+            .env("WASM_BINDGEN_TEST_TIMEOUT", "90")
+            .env("UPLOAD_ONCE_TEST_API", &server.base)
+            .env("UPLOAD_ONCE_TEST_ADMIN", &server.admin))
+    };
+    {
+        // Signed URLs live 2 s here, so the expired-URL test does not wait long.
+        let server = Server::start(
+            &binary,
+            "browser",
+            &["--allowed-origin".into(), page_origin.clone(), "--url-ttl".into(), "2s".into(), "--www-dir".into(), "none".into()],
+        )?;
+        run_wasm_tests(&server)?;
+    }
+
+    eprintln!("\n--- browser tests against PostgreSQL + S3 ---");
+    let s3_binary = build_s3_server()?;
+    let pg = Postgres::start()?;
+    let s3 = S3Server::start(&s3_binary, "browser", &["browser"], std::slice::from_ref(&page_origin))?;
+    // 3 s: an S3 URL is signed in whole seconds from a whole-second date,
+    // so it can live up to a second less than its TTL (docs/deploy.md).
+    let flags: Vec<String> = [
+        "--allowed-origin", &page_origin, "--url-ttl", "3s", "--www-dir", "none",
+        "--database-url", &pg.admin_url, "--storage", "s3", "--s3-endpoint", &s3.endpoint, "--s3-bucket", "browser",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let server = Server::start_with_env(&binary, "browser-pg-s3", &flags, &s3.credentials_env())?;
+    // The wasm tests read the server's address at compile time: this run
+    // rebuilds them for the new address.
+    run_wasm_tests(&server)
 }
 
 /// Playwright (playwright-core) driving Debian's Chromium through the real
@@ -118,6 +172,95 @@ fn layer_e2e() -> Result {
         .env("UPLOAD_ONCE_SCREENSHOTS", target_dir().join("e2e-screenshots")))
 }
 
+/// Gzip -9 size of a file (flate via the system `gzip`, as the docs report).
+fn gzip_size(path: &Path) -> Result<u64> {
+    let out = Command::new("gzip").args(["-9", "-c"]).arg(path).output().map_err(|e| format!("gzip: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("gzip {} failed", path.display()));
+    }
+    Ok(out.stdout.len() as u64)
+}
+
+/// The package (`pkg/`, web target) must stay within [`PACKAGE_BUDGET_BYTES`].
+fn layer_size() -> Result {
+    let pkg = root().join("pkg");
+    if !pkg.join("upload_once_bg.wasm").exists() {
+        build_package("web", "pkg")?;
+    }
+    let mut files = vec![pkg.join("upload_once_bg.wasm"), pkg.join("upload_once.js")];
+    let snippets = pkg.join("snippets");
+    let mut stack = vec![snippets];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "js") {
+                files.push(path);
+            }
+        }
+    }
+    let mut total = 0;
+    for f in &files {
+        let size = gzip_size(f)?;
+        eprintln!("{:>8} B  {}", size, f.strip_prefix(root()).unwrap_or(f).display());
+        total += size;
+    }
+    eprintln!("package: {total} bytes gzipped ({:.1} KiB), budget {} KiB", total as f64 / 1024.0, PACKAGE_BUDGET_BYTES / 1024);
+    if total > PACKAGE_BUDGET_BYTES {
+        return Err(format!("the package grew past its budget: {total} > {PACKAGE_BUDGET_BYTES} bytes gzipped"));
+    }
+    Ok(())
+}
+
+/// Builds the server and the load generator, runs the load, then the
+/// browser benchmarks; the report goes to `out`.
+fn run_bench(quick: bool, out: &Path) -> Result {
+    let (chromium, _) = ensure_chromium()?;
+    ensure_npm(&root().join("bench"))?;
+    build_package("web", "pkg")?;
+    // Throughput needs an optimised server; the smoke run reuses the debug build.
+    let profile = if quick { "dev" } else { "fast" };
+    sh(Command::new("cargo")
+        .args(["build", "--quiet", "--profile", profile, "-p", "upload-once-server", "-p", "upload-once-loadgen"])
+        .current_dir(root()))?;
+    let dir = target_dir().join(if quick { "debug" } else { "fast" });
+    let binary = dir.join("upload-once-server");
+    let server_json = target_dir().join(if quick { "bench-server-smoke.json" } else { "bench-server.json" });
+    {
+        let server = Server::start(&binary, "loadgen", &[])?;
+        let (confirms, storm) = if quick { ("256", "100") } else { ("4000", "1000") };
+        sh(Command::new(dir.join("upload-once-loadgen"))
+            .args(["--base", &server.base, "--admin", &server.admin, "--clients", "64", "--confirms", confirms])
+            .args(["--storm-attempts", "10", "--storm-requests", storm])
+            .arg("--out")
+            .arg(&server_json)
+            .stdout(std::process::Stdio::null()))?;
+    }
+    let mut cmd = Command::new("node");
+    cmd.arg("bench/run.mjs")
+        .current_dir(root())
+        .env("UPLOAD_ONCE_SERVER_BIN", &binary)
+        .env("UPLOAD_ONCE_CHROMIUM", chromium)
+        .env("UPLOAD_ONCE_ROOT", root())
+        .arg("--server-json")
+        .arg(&server_json)
+        .arg("--out")
+        .arg(out);
+    if quick {
+        cmd.arg("--quick");
+    }
+    sh(&mut cmd)
+}
+
+/// `cargo xtask bench [--quick]`: the benchmarks, reported in docs/benchmarks.md.
+pub fn bench(args: &[String]) -> Result {
+    ensure_all(true)?;
+    let quick = args.iter().any(|a| a == "--quick");
+    let out = if quick { target_dir().join("bench-smoke.md") } else { root().join("docs/benchmarks.md") };
+    run_bench(quick, &out)
+}
+
 /// `cargo xtask test [layer ...]`
 pub fn test(args: &[String]) -> Result {
     extend_path();
@@ -125,7 +268,7 @@ pub fn test(args: &[String]) -> Result {
     if let Some(unknown) = layers.iter().find(|l| !LAYERS.contains(l)) {
         return Err(format!("unknown test layer `{unknown}` (layers: {})", LAYERS.join(", ")));
     }
-    ensure_all(layers.iter().any(|l| matches!(*l, "browser" | "e2e")))?;
+    ensure_all(layers.iter().any(|l| matches!(*l, "browser" | "e2e" | "bench")))?;
     let mut report = Vec::new();
     for layer in &layers {
         let started = Instant::now();
@@ -135,6 +278,9 @@ pub fn test(args: &[String]) -> Result {
             "server" => layer_server(),
             "browser" => layer_browser(),
             "e2e" => layer_e2e(),
+            "size" => layer_size(),
+            // Tiny sizes, only to keep the benchmarks working.
+            "bench" => run_bench(true, &target_dir().join("bench-smoke.md")),
             _ => unreachable!("checked above"),
         };
         let secs = started.elapsed().as_secs();

@@ -48,8 +48,6 @@ pub struct Server {
     child: Child,
     /// `http://127.0.0.1:<port>`.
     pub base: String,
-    /// The port.
-    pub port: u16,
     /// The admin token.
     pub admin: String,
     /// Its data directory (database, objects).
@@ -60,6 +58,11 @@ impl Server {
     /// Starts `binary` on a free port with a fresh data directory and
     /// `extra` flags, and waits until it answers.
     pub fn start(binary: &PathBuf, name: &str, extra: &[String]) -> Result<Server> {
+        Self::start_with_env(binary, name, extra, &[])
+    }
+
+    /// [`Server::start`] with extra environment variables.
+    pub fn start_with_env(binary: &PathBuf, name: &str, extra: &[String], env: &[(&str, String)]) -> Result<Server> {
         let port = free_port();
         let data_dir = target_dir().join("test-data").join(format!("{name}-{port}"));
         let _ = std::fs::remove_dir_all(&data_dir);
@@ -71,12 +74,13 @@ impl Server {
             .arg("--data-dir")
             .arg(&data_dir)
             .args(extra)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .env("RUST_LOG", "warn")
             .stdout(log.try_clone().map_err(|e| e.to_string())?)
             .stderr(log)
             .spawn()
             .map_err(|e| format!("could not start {}: {e}", binary.display()))?;
-        let mut server = Server { child, base: format!("http://127.0.0.1:{port}"), port, admin, data_dir };
+        let mut server = Server { child, base: format!("http://127.0.0.1:{port}"), admin, data_dir };
         let started = Instant::now();
         while !http_ok(port, "/healthz") {
             if let Ok(Some(status)) = server.child.try_wait() {

@@ -315,6 +315,10 @@ impl ObjectStore for LocalObjectStore {
         Ok(())
     }
 
+    async fn list(&self) -> Result<Vec<String>> {
+        self.list_keys().await.map_err(unavailable)
+    }
+
     fn as_local(&self) -> Option<&LocalObjectStore> {
         Some(self)
     }

@@ -2,9 +2,12 @@
 //! a signed URL; the server only signs, checks (HEAD), serves and deletes.
 //!
 //! Handlers only see the [`ObjectStore`] trait. The embedded default is
-//! [`local::LocalObjectStore`], served by this server under `/storage/`.
+//! [`local::LocalObjectStore`], served by this server under `/storage/`;
+//! production deployments use an S3-compatible bucket
+//! ([`s3::S3ObjectStore`]).
 
 pub mod local;
+pub mod s3;
 
 use std::io;
 use std::pin::Pin;
@@ -62,6 +65,9 @@ pub trait ObjectStore: Send + Sync + 'static {
 
     /// Deletes the object (absent is fine).
     async fn delete(&self, key: &str) -> Result<()>;
+
+    /// Every stored object key, sorted (checkers and tests).
+    async fn list(&self) -> Result<Vec<String>>;
 
     /// The local store, when this is one (its PUT endpoint is served by this
     /// server).

@@ -16,3 +16,7 @@ pub struct Migration {
 /// SQLite migrations, in order.
 pub const SQLITE: &[Migration] =
     &[Migration { version: 1, name: "init", sql: include_str!("../../migrations/sqlite/0001_init.sql") }];
+
+/// PostgreSQL migrations, in order (same versions as [`SQLITE`]).
+pub const POSTGRES: &[Migration] =
+    &[Migration { version: 1, name: "init", sql: include_str!("../../migrations/postgres/0001_init.sql") }];

@@ -1,12 +1,13 @@
 //! The record store: events, guest sessions, attempts and media records.
 //!
 //! Handlers only see the [`RecordStore`] trait. The embedded default is
-//! SQLite ([`sqlite::SqliteStore`]); other databases implement the same
-//! trait. Exactly-once confirm rests on [`AttemptLock`]: a database
+//! SQLite ([`sqlite::SqliteStore`]); production deployments use PostgreSQL
+//! ([`postgres::PgStore`]), which implements the same trait. Exactly-once confirm rests on [`AttemptLock`]: a database
 //! transaction holding the attempt's row lock, inside which the object is
 //! checked and the media record created.
 
 pub mod migrate;
+pub mod postgres;
 pub mod sqlite;
 
 use async_trait::async_trait;

@@ -1,5 +1,15 @@
 //! Shared harness of the server tests: a real server on a loopback port,
 //! with a manual clock, and a small typed client.
+//!
+//! The backends come from the environment, so the whole suite runs against
+//! every combination (`cargo xtask test server` sets these):
+//!
+//! | variable | effect |
+//! | --- | --- |
+//! | `UPLOAD_ONCE_TEST_PG_ADMIN_URL` | PostgreSQL: each test server gets a database of its own, created through this admin URL |
+//! | `UPLOAD_ONCE_TEST_DATABASE_URL` | one database URL for every test server (only without the admin URL) |
+//! | `UPLOAD_ONCE_TEST_STORAGE=s3` | S3 storage at `UPLOAD_ONCE_TEST_S3_ENDPOINT`, a bucket of its own per test server; keys in `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` |
+//! | `UPLOAD_ONCE_TEST_S3_SERVER_BIN` | the test S3 server binary, for tests that start and stop a store of their own |
 #![allow(dead_code)]
 
 use std::sync::Arc;
@@ -11,7 +21,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 use upload_once_core::wire::{AttemptResponse, CreateEventResponse, Media, UploadInstruction};
 use upload_once_server::clock::{Clock, ManualClock};
-use upload_once_server::config::Config;
+use upload_once_server::config::{Config, Secret, StorageKind};
 use upload_once_server::state::AppState;
 use upload_once_server::storage::{ObjectBody, ObjectMeta, ObjectStore, PutGrant};
 use upload_once_server::{Result, build_state, routes};
@@ -19,10 +29,71 @@ use uuid::Uuid;
 
 pub const ADMIN: &str = "test-admin-token";
 
+/// Whether the tests run against S3 storage.
+pub fn is_s3() -> bool {
+    std::env::var("UPLOAD_ONCE_TEST_STORAGE").is_ok_and(|s| s == "s3")
+}
+
+/// Whether the tests run against PostgreSQL.
+pub fn is_postgres() -> bool {
+    std::env::var("UPLOAD_ONCE_TEST_PG_ADMIN_URL").is_ok()
+        || std::env::var("UPLOAD_ONCE_TEST_DATABASE_URL").is_ok_and(|u| u.starts_with("postgres"))
+}
+
+/// `sqlite+local`, `postgres+s3`, …
+pub fn backend_name() -> String {
+    format!("{}+{}", if is_postgres() { "postgres" } else { "sqlite" }, if is_s3() { "s3" } else { "local" })
+}
+
+/// The S3 endpoint of the test store.
+pub fn s3_endpoint() -> String {
+    std::env::var("UPLOAD_ONCE_TEST_S3_ENDPOINT").expect("UPLOAD_ONCE_TEST_S3_ENDPOINT (the test S3 server)")
+}
+
+/// A fresh lowercase name.
+pub fn unique_name(prefix: &str) -> String {
+    format!("{prefix}{}", &Uuid::new_v4().simple().to_string()[..16])
+}
+
+/// The test store's credentials.
+pub fn s3_credentials() -> rusty_s3::Credentials {
+    rusty_s3::Credentials::new(
+        std::env::var("AWS_ACCESS_KEY_ID").expect("AWS_ACCESS_KEY_ID"),
+        std::env::var("AWS_SECRET_ACCESS_KEY").expect("AWS_SECRET_ACCESS_KEY"),
+    )
+}
+
+/// Creates a bucket on an S3 endpoint (signed `CreateBucket`).
+pub async fn create_bucket(endpoint: &str, name: &str) {
+    use rusty_s3::S3Action;
+    let bucket = rusty_s3::Bucket::new(endpoint.parse().unwrap(), rusty_s3::UrlStyle::Path, name.to_owned(), "us-east-1").unwrap();
+    let credentials = s3_credentials();
+    let url = rusty_s3::actions::CreateBucket::new(&bucket, &credentials).sign(Duration::from_secs(60));
+    let r = Client::new().put(url).send().await.expect("the test S3 server answers");
+    assert!(r.status().is_success(), "create bucket {name}: {} {}", r.status(), r.text().await.unwrap_or_default());
+}
+
+/// Creates a database of its own through the PostgreSQL admin URL and
+/// returns its URL.
+pub async fn create_database(admin_url: &str) -> String {
+    use sqlx::Connection;
+    let name = unique_name("t_");
+    let mut admin = sqlx::PgConnection::connect(admin_url).await.expect("the test PostgreSQL answers");
+    sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin).await.expect("create database");
+    let _ = admin.close().await;
+    let mut url = reqwest::Url::parse(admin_url).unwrap();
+    url.set_path(&format!("/{name}"));
+    url.to_string()
+}
+
 /// A running server.
 pub struct TestServer {
     pub base: String,
     pub state: AppState,
+    /// The database every instance of this deployment shares.
+    pub database_url: Option<String>,
+    /// The bucket (S3 storage).
+    pub bucket: Option<String>,
     pub clock: Arc<ManualClock>,
     pub http: Client,
     _dir: TempDir,
@@ -44,6 +115,16 @@ pub struct Options {
     pub session_ttl: Option<Duration>,
     /// Wraps the object store (fault injection).
     pub wrap_objects: Option<Box<dyn FnOnce(Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore> + Send>>,
+    /// Use this database (another instance's) instead of a fresh one.
+    pub database_url: Option<String>,
+    /// Use this bucket (another instance's) instead of a fresh one.
+    pub bucket: Option<String>,
+    /// Use this S3 endpoint instead of the test store's.
+    pub s3_endpoint: Option<String>,
+    /// `--signing-key`.
+    pub signing_key: Option<String>,
+    /// `--public-url`.
+    pub public_url: Option<String>,
 }
 
 pub fn now_ms() -> i64 {
@@ -75,8 +156,29 @@ impl TestServer {
         if let Some(ttl) = options.session_ttl {
             config.session_ttl = ttl;
         }
-        if let Ok(url) = std::env::var("UPLOAD_ONCE_TEST_DATABASE_URL") {
-            config.database_url = Some(url);
+        config.signing_key = options.signing_key.map(Secret);
+        config.public_url = options.public_url;
+        let database_url = match (options.database_url, std::env::var("UPLOAD_ONCE_TEST_PG_ADMIN_URL")) {
+            (Some(url), _) => Some(url),
+            (None, Ok(admin)) => Some(create_database(&admin).await),
+            (None, Err(_)) => std::env::var("UPLOAD_ONCE_TEST_DATABASE_URL").ok(),
+        };
+        config.database_url = database_url.clone();
+        let mut bucket = None;
+        if is_s3() || options.s3_endpoint.is_some() {
+            let endpoint = options.s3_endpoint.unwrap_or_else(s3_endpoint);
+            let name = match options.bucket {
+                Some(name) => name,
+                None => {
+                    let name = unique_name("t-");
+                    create_bucket(&endpoint, &name).await;
+                    name
+                }
+            };
+            config.storage = StorageKind::S3;
+            config.s3_endpoint = Some(endpoint);
+            config.s3_bucket = Some(name.clone());
+            bucket = Some(name);
         }
         let clock = Arc::new(ManualClock::new(now_ms()));
         let mut state = build_state(config, clock.clone() as Arc<dyn Clock>).await.expect("state");
@@ -90,6 +192,8 @@ impl TestServer {
         TestServer {
             base: format!("http://{addr}"),
             state,
+            database_url,
+            bucket,
             clock,
             http: Client::builder().pool_max_idle_per_host(64).build().unwrap(),
             _dir: dir,
@@ -154,22 +258,54 @@ impl TestServer {
         Guest { server: self, event: event.clone(), session }
     }
 
-    /// The embedded object store.
-    pub fn local(&self) -> &upload_once_server::storage::local::LocalObjectStore {
-        self.state.objects.as_local().expect("the test server stores objects itself")
-    }
-
-    /// Every stored object key.
+    /// Every stored object key (through the object store, any backend).
     pub async fn stored_keys(&self) -> Vec<String> {
-        self.local().list_keys().await.unwrap()
+        self.state.objects.list().await.unwrap()
     }
 
-    /// Files left in the object store's temporary directory.
+    /// Files left in the embedded store's temporary directory. (An S3 store
+    /// keeps its partial uploads to itself: nothing to look at there.)
     pub fn temp_files(&self) -> Vec<String> {
+        let Some(_) = self.state.objects.as_local() else { return Vec::new() };
         std::fs::read_dir(self.state.config.data_dir.join("objects").join(".tmp"))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect()
+    }
+
+    /// Stores an object under `key` with this content type, bypassing the
+    /// attempt's own checks: the embedded store's commit, or a PUT to the
+    /// bucket through a URL signed for this type and these bytes (with
+    /// their real SHA-256, as a store that keeps checksums would have it).
+    pub async fn store_directly(&self, key: &str, content_type: &str, bytes: &[u8]) {
+        match self.state.objects.as_local() {
+            Some(local) => {
+                let body = futures_util::stream::iter(vec![Ok::<_, std::io::Error>(bytes::Bytes::copy_from_slice(bytes))]);
+                let received = local.receive(body, 1 << 20).await.unwrap();
+                let commit = local.commit(key, content_type, received, async || Ok(())).await.unwrap();
+                assert!(matches!(commit, upload_once_server::storage::local::Commit::Stored(_)));
+            }
+            None => {
+                let sha = upload_once_server::secrets::sha256_hex(bytes);
+                let upload = self.state.objects.presign_put(&PutGrant {
+                    key,
+                    content_type,
+                    size: bytes.len() as u64,
+                    sha256: Some(&sha),
+                    expires_at: self.state.now() + 60_000,
+                });
+                let r = self.put(&upload, bytes.to_vec()).await;
+                assert_eq!(r.status(), StatusCode::OK, "direct PUT: {}", r.text().await.unwrap_or_default());
+            }
+        }
+    }
+
+    /// What an upload URL for `key` starts with.
+    pub fn upload_url_prefix(&self, key: &str) -> String {
+        match (&self.state.config.s3_endpoint, &self.bucket) {
+            (Some(endpoint), Some(bucket)) => format!("{}/{bucket}/{key}?", endpoint.trim_end_matches('/')),
+            _ => format!("{}/storage/{key}?", self.base),
+        }
     }
 
     pub async fn put(&self, upload: &UploadInstruction, body: Vec<u8>) -> Response {
@@ -294,7 +430,52 @@ impl ObjectStore for GatedObjects {
     async fn delete(&self, key: &str) -> Result<()> {
         self.inner.delete(key).await
     }
+    async fn list(&self) -> Result<Vec<String>> {
+        self.inner.list().await
+    }
     fn as_local(&self) -> Option<&upload_once_server::storage::local::LocalObjectStore> {
         self.inner.as_local()
     }
+}
+
+/// An S3 error answer: its status and `<Code>` (empty without a body).
+pub async fn s3_error(r: Response) -> (StatusCode, String) {
+    let status = r.status();
+    let body = r.text().await.unwrap_or_default();
+    let code = body.split_once("<Code>").and_then(|(_, rest)| rest.split_once("</Code>")).map(|(c, _)| c.to_owned());
+    (status, code.unwrap_or_default())
+}
+
+/// PUTs `body` the way a browser would follow `upload` (its URL and
+/// headers), with some headers changed (`Some`) or left out (`None`).
+pub async fn put_with(
+    server: &TestServer,
+    url: &str,
+    upload: &UploadInstruction,
+    changes: &[(&str, Option<&str>)],
+    body: reqwest::Body,
+) -> Response {
+    try_put_with(server, url, upload, changes, body).await.unwrap()
+}
+
+/// [`put_with`], where the store may also drop the connection (no answer).
+pub async fn try_put_with(
+    server: &TestServer,
+    url: &str,
+    upload: &UploadInstruction,
+    changes: &[(&str, Option<&str>)],
+    body: reqwest::Body,
+) -> reqwest::Result<Response> {
+    let mut req = server.http.put(url).body(body);
+    for (k, v) in &upload.headers {
+        if !changes.iter().any(|(name, _)| name.eq_ignore_ascii_case(k)) {
+            req = req.header(k, v);
+        }
+    }
+    for (name, value) in changes {
+        if let Some(v) = value {
+            req = req.header(*name, *v);
+        }
+    }
+    req.send().await
 }

@@ -1,0 +1,336 @@
+//! S3-compatible object storage (AWS S3, R2, MinIO, GCS interoperability):
+//! browsers PUT straight to the bucket through SigV4 presigned URLs; the
+//! server checks, serves and deletes objects with its own signed requests.
+//!
+//! A presigned PUT is bound to the object key, the exact `Content-Type`, the
+//! exact `Content-Length` and — when the attempt carries one — the SHA-256
+//! (`x-amz-checksum-sha256`, which the store verifies against the body), and
+//! it carries `If-None-Match: *` (unless turned off for stores without
+//! conditional writes), so an object, once stored, is never overwritten:
+//! a confirmed object never changes.
+//!
+//! Any failure to reach the store, and any 5xx from it, is
+//! [`Error::ObjectStore`]: `503 object_store_unavailable`, retryable.
+//!
+//! Times: a presigned URL expires at the [`PutGrant`]'s `expires_at`, counted
+//! on the server's clock; its `X-Amz-Date` is the real time, since the store
+//! checks signatures against its own (real) clock.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use rusty_s3::actions::{DeleteObject, GetObject, HeadObject, ListObjectsV2, PutObject};
+use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
+use upload_once_core::restrictions::normalize_content_type;
+use upload_once_core::time::{UnixMillis, format_rfc3339};
+use upload_once_core::wire::UploadInstruction;
+
+use super::{ObjectBody, ObjectMeta, ObjectStore, PutGrant};
+use crate::clock::Clock;
+use crate::error::{Error, Result};
+use crate::secrets::{hex, unhex};
+
+/// How long the server's own signed requests (HEAD, GET, DELETE, LIST) are
+/// valid: they are sent at once.
+const REQUEST_TTL: Duration = Duration::from_secs(60);
+/// Time limit of a HEAD, DELETE or LIST.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where the bucket is and how to reach it.
+#[derive(Clone, Debug)]
+pub struct S3Settings {
+    /// The endpoint, e.g. `https://s3.eu-west-1.amazonaws.com` or
+    /// `http://127.0.0.1:9000`.
+    pub endpoint: String,
+    /// Bucket name.
+    pub bucket: String,
+    /// Region (signed into every request).
+    pub region: String,
+    /// Path-style (`endpoint/bucket/key`) rather than virtual-hosted-style
+    /// (`bucket.endpoint/key`) URLs.
+    pub path_style: bool,
+    /// Send `If-None-Match: *` with every PUT (the store refuses to replace
+    /// an existing object).
+    pub conditional_put: bool,
+    /// Access key id.
+    pub access_key: String,
+    /// Secret access key.
+    pub secret_key: String,
+    /// Session token of temporary credentials.
+    pub session_token: Option<String>,
+}
+
+impl S3Settings {
+    /// Credentials from the standard AWS environment variables:
+    /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, and optionally
+    /// `AWS_SESSION_TOKEN`.
+    pub fn credentials_from_env() -> Result<(String, String, Option<String>)> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
+            (Some(key), Some(secret)) => Ok((key, secret, var("AWS_SESSION_TOKEN"))),
+            _ => Err(Error::Config(
+                "--storage s3 needs credentials in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (AWS_SESSION_TOKEN optional)".into(),
+            )),
+        }
+    }
+}
+
+/// Standard base64 (RFC 4648 §4, padded): the encoding of
+/// `x-amz-checksum-sha256`.
+pub fn base64_std(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = (u32::from(chunk[0]) << 16) | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8) | u32::from(*chunk.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Decodes standard padded base64.
+pub fn unbase64_std(text: &str) -> Option<Vec<u8>> {
+    let text = text.trim();
+    if text.len() % 4 != 0 {
+        return None;
+    }
+    let value = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let mut out = Vec::with_capacity(text.len() / 4 * 3);
+    for chunk in text.as_bytes().chunks(4) {
+        let pad = chunk.iter().rev().take_while(|&&c| c == b'=').count();
+        if pad > 2 {
+            return None;
+        }
+        let mut n = 0u32;
+        for &c in &chunk[..4 - pad] {
+            n = (n << 6) | value(c)?;
+        }
+        n <<= 6 * pad as u32;
+        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&bytes[..3 - pad]);
+    }
+    Some(out)
+}
+
+/// The `x-amz-checksum-sha256` value of a lowercase hex SHA-256.
+pub fn checksum_header(sha256_hex: &str) -> Option<String> {
+    unhex(sha256_hex).filter(|b| b.len() == 32).map(|b| base64_std(&b))
+}
+
+fn unavailable(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::ObjectStore(format!("{what}: {e}"))
+}
+
+/// An S3-compatible bucket.
+pub struct S3ObjectStore {
+    bucket: Bucket,
+    credentials: Credentials,
+    conditional_put: bool,
+    http: reqwest::Client,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for S3ObjectStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("S3ObjectStore").field("bucket", &self.bucket).finish_non_exhaustive()
+    }
+}
+
+fn real_now() -> jiff::Timestamp {
+    jiff::Timestamp::now()
+}
+
+impl S3ObjectStore {
+    /// A store for `settings`; URL expiry is counted on `clock`.
+    pub fn new(settings: &S3Settings, clock: Arc<dyn Clock>) -> Result<S3ObjectStore> {
+        let endpoint: url::Url =
+            settings.endpoint.parse().map_err(|e| Error::Config(format!("--s3-endpoint `{}`: {e}", settings.endpoint)))?;
+        if endpoint.scheme() == "https" && !cfg!(feature = "s3-tls") {
+            return Err(Error::Config(
+                "--s3-endpoint is https, but this server was built without the `s3-tls` feature (cargo build --features s3-tls)".into(),
+            ));
+        }
+        let style = if settings.path_style { UrlStyle::Path } else { UrlStyle::VirtualHost };
+        let bucket = Bucket::new(endpoint, style, settings.bucket.clone(), settings.region.clone())
+            .map_err(|e| Error::Config(format!("--s3-endpoint / --s3-bucket: {e}")))?;
+        let credentials = match &settings.session_token {
+            Some(token) => Credentials::new_with_token(&settings.access_key, &settings.secret_key, token),
+            None => Credentials::new(&settings.access_key, &settings.secret_key),
+        };
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| Error::Config(format!("HTTP client for the object store: {e}")))?;
+        Ok(S3ObjectStore { bucket, credentials, conditional_put: settings.conditional_put, http, clock })
+    }
+
+    /// The bucket.
+    pub fn bucket(&self) -> &Bucket {
+        &self.bucket
+    }
+
+    fn meta_from_headers(headers: &reqwest::header::HeaderMap) -> ObjectMeta {
+        let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let sha256 = text("x-amz-checksum-sha256").and_then(|b| unbase64_std(&b)).filter(|b| b.len() == 32).map(|b| hex(&b));
+        ObjectMeta {
+            size: text("content-length").and_then(|l| l.parse().ok()).unwrap_or(0),
+            content_type: normalize_content_type(&text("content-type").unwrap_or_default()),
+            // The same ETag the embedded store gives when the SHA-256 is
+            // known; the store's own otherwise.
+            etag: match &sha256 {
+                Some(sha) => format!("\"{sha}\""),
+                None => text("etag").unwrap_or_default(),
+            },
+            sha256,
+        }
+    }
+
+    async fn send(&self, what: &str, request: reqwest::RequestBuilder) -> Result<reqwest::Response> {
+        let response = request.send().await.map_err(|e| unavailable(what, e))?;
+        if response.status().is_server_error() {
+            return Err(unavailable(what, format!("the store answered {}", response.status())));
+        }
+        Ok(response)
+    }
+
+    fn unexpected(what: &str, status: reqwest::StatusCode) -> Error {
+        // 403 and the like: credentials, bucket policy or clock skew. Not a
+        // client's fault, and possibly passing (rotated keys): retryable.
+        unavailable(what, format!("the store answered {status}"))
+    }
+}
+
+#[async_trait]
+impl ObjectStore for S3ObjectStore {
+    fn presign_put(&self, g: &PutGrant<'_>) -> UploadInstruction {
+        let exp_secs = g.expires_at.div_euclid(1000);
+        // Remaining lifetime on the server's clock, applied from the real
+        // signing time (whole seconds, rounded down): the URL never outlives
+        // the grant.
+        let remaining_ms: UnixMillis = exp_secs * 1000 - self.clock.now();
+        let now = real_now();
+        let signed_at = jiff::Timestamp::from_second(now.as_second()).unwrap_or(now);
+        let into_second = now.as_millisecond() - signed_at.as_millisecond();
+        // Valid until signed_at + expires_in ≤ now + remaining.
+        let expires_in = Duration::from_secs(u64::try_from((remaining_ms + into_second).max(0) / 1000).unwrap_or(0));
+
+        let mut headers = BTreeMap::new();
+        headers.insert("Content-Type".to_owned(), g.content_type.to_owned());
+        if self.conditional_put {
+            headers.insert("If-None-Match".to_owned(), "*".to_owned());
+        }
+        if let Some(checksum) = g.sha256.and_then(checksum_header) {
+            headers.insert("x-amz-checksum-sha256".to_owned(), checksum);
+        }
+        let size = g.size.to_string();
+        let mut action = PutObject::new(&self.bucket, Some(&self.credentials), g.key);
+        for (name, value) in &headers {
+            action.headers_mut().insert(name.to_ascii_lowercase(), value.clone());
+        }
+        // Signed but not listed: the browser sends the length of the Blob by
+        // itself (and may not set it), so a body of any other length fails
+        // the signature.
+        action.headers_mut().insert("content-length", size);
+        let url = action.sign_with_time(expires_in, &signed_at);
+        UploadInstruction { method: "PUT".to_owned(), url: url.to_string(), headers, expires_at: format_rfc3339(exp_secs * 1000) }
+    }
+
+    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {
+        let mut action = HeadObject::new(&self.bucket, Some(&self.credentials), key);
+        action.headers_mut().insert("x-amz-checksum-mode", "ENABLED");
+        let url = action.sign_with_time(REQUEST_TTL, &real_now());
+        let request = self.http.head(url).header("x-amz-checksum-mode", "ENABLED").timeout(REQUEST_TIMEOUT);
+        let response = self.send("HEAD", request).await?;
+        match response.status() {
+            s if s.is_success() => Ok(Some(Self::meta_from_headers(response.headers()))),
+            reqwest::StatusCode::NOT_FOUND => Ok(None),
+            s => Err(Self::unexpected("HEAD", s)),
+        }
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {
+        let mut action = GetObject::new(&self.bucket, Some(&self.credentials), key);
+        action.headers_mut().insert("x-amz-checksum-mode", "ENABLED");
+        let url = action.sign_with_time(REQUEST_TTL, &real_now());
+        let request = self.http.get(url).header("x-amz-checksum-mode", "ENABLED");
+        let response = self.send("GET", request).await?;
+        match response.status() {
+            s if s.is_success() => {
+                let meta = Self::meta_from_headers(response.headers());
+                let stream = response.bytes_stream().map(|chunk| chunk.map_err(std::io::Error::other));
+                Ok(Some((meta, Box::pin(stream))))
+            }
+            reqwest::StatusCode::NOT_FOUND => Ok(None),
+            s => Err(Self::unexpected("GET", s)),
+        }
+    }
+
+    async fn delete(&self, key: &str) -> Result<()> {
+        let url = DeleteObject::new(&self.bucket, Some(&self.credentials), key).sign_with_time(REQUEST_TTL, &real_now());
+        let response = self.send("DELETE", self.http.delete(url).timeout(REQUEST_TIMEOUT)).await?;
+        match response.status() {
+            s if s.is_success() || s == reqwest::StatusCode::NOT_FOUND => Ok(()),
+            s => Err(Self::unexpected("DELETE", s)),
+        }
+    }
+
+    async fn list(&self) -> Result<Vec<String>> {
+        let mut keys = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let mut action = ListObjectsV2::new(&self.bucket, Some(&self.credentials));
+            if let Some(t) = &token {
+                action.with_continuation_token(t.clone());
+            }
+            let url = action.sign_with_time(REQUEST_TTL, &real_now());
+            let response = self.send("LIST", self.http.get(url).timeout(REQUEST_TIMEOUT)).await?;
+            if !response.status().is_success() {
+                return Err(Self::unexpected("LIST", response.status()));
+            }
+            let text = response.text().await.map_err(|e| unavailable("LIST", e))?;
+            let parsed = ListObjectsV2::parse_response(&text).map_err(|e| unavailable("LIST", e))?;
+            keys.extend(parsed.contents.into_iter().map(|c| c.key));
+            match parsed.next_continuation_token {
+                Some(t) => token = Some(t),
+                None => break,
+            }
+        }
+        keys.sort();
+        Ok(keys)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_round_trips() {
+        for bytes in [&b""[..], b"f", b"fo", b"foo", b"foob", b"fooba", b"foobar"] {
+            assert_eq!(unbase64_std(&base64_std(bytes)).as_deref(), Some(bytes));
+        }
+        assert_eq!(base64_std(b"foobar"), "Zm9vYmFy");
+        assert_eq!(base64_std(b"fo"), "Zm8=");
+        // The AWS example: SHA-256 of "hello".
+        let sha = crate::secrets::sha256_hex(b"hello");
+        assert_eq!(checksum_header(&sha).as_deref(), Some("LPJNul+wow4m6DsqxbninhsWHlwfp0JecwQzYpOLmCQ="));
+    }
+}

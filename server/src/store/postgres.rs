@@ -1,0 +1,518 @@
+//! The production record store: PostgreSQL through sqlx.
+//!
+//! It mirrors [`super::sqlite::SqliteStore`] statement for statement; where
+//! SQLite relies on its single write lock, PostgreSQL gets an explicit one:
+//!
+//! - Exactly-once confirm: [`PgStore::lock_attempt`] opens a transaction and
+//!   takes the attempt's row lock with `SELECT … FOR UPDATE`, so two confirms
+//!   of one attempt — on any number of server instances — run one after the
+//!   other; the second re-reads the row after the first committed and sees
+//!   `confirmed`. The `UNIQUE (attempt_row_id)` constraint on `media` guards
+//!   the same rule a second time (`INSERT … ON CONFLICT DO NOTHING`).
+//! - Wall positions come from a sequence, taken under a transaction-scoped
+//!   advisory lock held until commit, so they become visible in increasing
+//!   order and a wall cursor never skips an item committed late.
+//! - Migrations run under an advisory lock, so instances starting together
+//!   migrate once.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
+use sqlx::{PgPool, Postgres, Row, Transaction};
+use upload_once_core::ErrorCode;
+use upload_once_core::time::UnixMillis;
+use upload_once_core::wire::{AttemptState, Moderation, ModerationDecision};
+use uuid::Uuid;
+
+use super::migrate::{Migration, POSTGRES};
+use super::{
+    AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, NewEvent, NewMedia, RecordStore, SessionRow,
+    moderation_from_db, policy_from_db, policy_to_db,
+};
+use crate::error::{Error, Result};
+
+const ATTEMPT_COLUMNS: &str = "a.row_id, a.id, a.session_id, a.event_id, a.filename, a.size, a.content_type, a.sha256, \
+     a.object_key, a.state, a.reject_code, a.reject_reason, a.created_at, a.expires_at, m.id AS media_id";
+const ATTEMPT_FROM: &str = "attempts a LEFT JOIN media m ON m.attempt_row_id = a.row_id";
+const MEDIA_COLUMNS: &str = "m.id, m.attempt_row_id, a.id AS attempt_id, m.event_id, e.slug, m.object_key, a.filename, \
+     m.size, m.content_type, m.sha256, m.moderation, m.moderation_reason, m.wall_seq, m.created_at, m.moderated_at";
+const MEDIA_FROM: &str = "media m JOIN attempts a ON a.row_id = m.attempt_row_id JOIN events e ON e.id = m.event_id";
+const EVENT_COLUMNS: &str = "id, slug, title, max_file_bytes, allowed_types, moderation, guest_code, host_token_hash, \
+     wall_token_hash, created_at";
+
+/// The advisory lock key that serialises migrations ("upload-o" in ASCII).
+const MIGRATION_LOCK: i64 = 0x7570_6c6f_6164_2d6f;
+/// The advisory lock key that serialises handing out wall positions.
+const WALL_LOCK: i64 = MIGRATION_LOCK + 1;
+
+fn uuid_col(row: &PgRow, name: &str) -> Result<Uuid> {
+    let text: String = row.try_get(name)?;
+    Uuid::parse_str(&text).map_err(|e| Error::Database(sqlx::Error::Decode(Box::new(e))))
+}
+
+fn attempt_from_row(row: &PgRow) -> Result<AttemptRow> {
+    let state: String = row.try_get("state")?;
+    let media_id: Option<String> = row.try_get("media_id")?;
+    Ok(AttemptRow {
+        row_id: row.try_get("row_id")?,
+        id: uuid_col(row, "id")?,
+        session_id: row.try_get("session_id")?,
+        event_id: row.try_get("event_id")?,
+        filename: row.try_get("filename")?,
+        size: row.try_get::<i64, _>("size")? as u64,
+        content_type: row.try_get("content_type")?,
+        sha256: row.try_get("sha256")?,
+        object_key: row.try_get("object_key")?,
+        state: AttemptState::parse(&state).unwrap_or(AttemptState::Rejected),
+        reject_code: row.try_get("reject_code")?,
+        reject_reason: row.try_get("reject_reason")?,
+        created_at: row.try_get("created_at")?,
+        expires_at: row.try_get("expires_at")?,
+        media_id: media_id.and_then(|m| Uuid::parse_str(&m).ok()),
+    })
+}
+
+fn media_from_row(row: &PgRow) -> Result<MediaRow> {
+    let moderation: String = row.try_get("moderation")?;
+    Ok(MediaRow {
+        id: uuid_col(row, "id")?,
+        attempt_row_id: row.try_get("attempt_row_id")?,
+        attempt_id: uuid_col(row, "attempt_id")?,
+        event_id: row.try_get("event_id")?,
+        event_slug: row.try_get("slug")?,
+        object_key: row.try_get("object_key")?,
+        filename: row.try_get("filename")?,
+        size: row.try_get::<i64, _>("size")? as u64,
+        content_type: row.try_get("content_type")?,
+        sha256: row.try_get("sha256")?,
+        moderation: moderation_from_db(&moderation),
+        moderation_reason: row.try_get("moderation_reason")?,
+        wall_seq: row.try_get("wall_seq")?,
+        created_at: row.try_get("created_at")?,
+        moderated_at: row.try_get("moderated_at")?,
+    })
+}
+
+fn event_from_row(row: &PgRow) -> Result<EventRow> {
+    let allowed: String = row.try_get("allowed_types")?;
+    let moderation: String = row.try_get("moderation")?;
+    Ok(EventRow {
+        id: row.try_get("id")?,
+        slug: row.try_get("slug")?,
+        title: row.try_get("title")?,
+        max_file_bytes: row.try_get::<i64, _>("max_file_bytes")? as u64,
+        allowed_types: serde_json::from_str(&allowed).unwrap_or_default(),
+        moderation: policy_from_db(&moderation),
+        guest_code: row.try_get("guest_code")?,
+        host_token_hash: row.try_get("host_token_hash")?,
+        wall_token_hash: row.try_get("wall_token_hash")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+/// PostgreSQL-backed [`RecordStore`].
+#[derive(Clone, Debug)]
+pub struct PgStore {
+    pool: PgPool,
+}
+
+impl PgStore {
+    /// Connects to `url` (`postgres://user:password@host:port/database`) and
+    /// runs the migrations.
+    pub async fn open(url: &str) -> Result<PgStore> {
+        let options = PgConnectOptions::from_str(url)?.application_name("upload-once-server");
+        let pool = PgPoolOptions::new()
+            .max_connections(16)
+            .min_connections(0)
+            .idle_timeout(Some(Duration::from_secs(600)))
+            .max_lifetime(Some(Duration::from_secs(3600)))
+            // A database that does not answer is a retryable 503, soon.
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await?;
+        let store = PgStore { pool };
+        store.migrate(POSTGRES).await?;
+        Ok(store)
+    }
+
+    async fn migrate(&self, migrations: &[Migration]) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(MIGRATION_LOCK).execute(&mut *tx).await?;
+        sqlx::query(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)",
+        )
+        .execute(&mut *tx)
+        .await?;
+        let current: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(version), 0)::BIGINT FROM schema_migrations")
+            .fetch_one(&mut *tx)
+            .await?;
+        for m in migrations.iter().filter(|m| m.version > current) {
+            sqlx::raw_sql(m.sql).execute(&mut *tx).await?;
+            sqlx::query(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, EXTRACT(EPOCH FROM now())::BIGINT)",
+            )
+            .bind(m.version)
+            .bind(m.name)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Opens a transaction, takes the row lock of the attempt selected by
+    /// `clause` (`FOR UPDATE`: waits for any other holder), then reads the
+    /// attempt with a fresh statement, so it sees everything committed
+    /// before the lock was granted.
+    async fn lock_where(&self, clause: &str, binds: (i64, Option<String>)) -> Result<Option<Box<dyn AttemptLock>>> {
+        let mut tx = self.pool.begin().await?;
+        let lock_sql = format!("SELECT a.row_id FROM attempts a WHERE {clause} FOR UPDATE");
+        let mut query = sqlx::query_scalar::<_, i64>(&lock_sql).bind(binds.0);
+        if let Some(id) = &binds.1 {
+            query = query.bind(id);
+        }
+        let Some(row_id) = query.fetch_optional(&mut *tx).await? else {
+            tx.rollback().await?;
+            return Ok(None);
+        };
+        let sql = format!("SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.row_id = $1");
+        let row = sqlx::query(&sql).bind(row_id).fetch_one(&mut *tx).await?;
+        Ok(Some(Box::new(PgAttemptLock { attempt: attempt_from_row(&row)?, tx })))
+    }
+}
+
+struct PgAttemptLock {
+    attempt: AttemptRow,
+    tx: Transaction<'static, Postgres>,
+}
+
+async fn media_by_attempt(tx: &mut Transaction<'static, Postgres>, row_id: i64) -> Result<MediaRow> {
+    let sql = format!("SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.attempt_row_id = $1");
+    let row = sqlx::query(&sql).bind(row_id).fetch_one(&mut **tx).await?;
+    media_from_row(&row)
+}
+
+#[async_trait]
+impl AttemptLock for PgAttemptLock {
+    fn attempt(&self) -> &AttemptRow {
+        &self.attempt
+    }
+
+    async fn media(&mut self) -> Result<MediaRow> {
+        media_by_attempt(&mut self.tx, self.attempt.row_id).await
+    }
+
+    async fn confirm(mut self: Box<Self>, media: NewMedia) -> Result<MediaRow> {
+        let a = &self.attempt;
+        let approved = media.moderation == Moderation::Approved;
+        if approved {
+            // Straight onto the wall: its position is handed out in commit order.
+            sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(WALL_LOCK).execute(&mut *self.tx).await?;
+        }
+        let inserted = sqlx::query(
+            "INSERT INTO media (id, attempt_row_id, event_id, object_key, size, content_type, sha256, moderation, wall_seq, created_at, moderated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $9 THEN nextval('media_wall_seq') END, $10, CASE WHEN $9 THEN $10 END)
+             ON CONFLICT (attempt_row_id) DO NOTHING",
+        )
+        .bind(media.id.to_string())
+        .bind(a.row_id)
+        .bind(a.event_id)
+        .bind(&a.object_key)
+        .bind(media.size as i64)
+        .bind(&media.content_type)
+        .bind(&media.sha256)
+        .bind(media.moderation.as_str())
+        .bind(approved)
+        .bind(media.created_at)
+        .execute(&mut *self.tx)
+        .await?;
+        if inserted.rows_affected() == 1 {
+            sqlx::query("UPDATE attempts SET state = 'confirmed' WHERE row_id = $1 AND state = 'authorized'")
+                .bind(a.row_id)
+                .execute(&mut *self.tx)
+                .await?;
+        }
+        // On a conflict (impossible under the lock) the existing record wins.
+        let row = media_by_attempt(&mut self.tx, self.attempt.row_id).await?;
+        self.tx.commit().await?;
+        Ok(row)
+    }
+
+    async fn reject(mut self: Box<Self>, code: &str, reason: &str) -> Result<()> {
+        sqlx::query(
+            "UPDATE attempts SET state = 'rejected', reject_code = $1, reject_reason = $2 WHERE row_id = $3 AND state = 'authorized'",
+        )
+        .bind(code)
+        .bind(reason)
+        .bind(self.attempt.row_id)
+        .execute(&mut *self.tx)
+        .await?;
+        self.tx.commit().await?;
+        Ok(())
+    }
+
+    async fn expire(mut self: Box<Self>) -> Result<()> {
+        sqlx::query("UPDATE attempts SET state = 'expired' WHERE row_id = $1 AND state = 'authorized'")
+            .bind(self.attempt.row_id)
+            .execute(&mut *self.tx)
+            .await?;
+        self.tx.commit().await?;
+        Ok(())
+    }
+
+    async fn release(self: Box<Self>) -> Result<()> {
+        self.tx.rollback().await?;
+        Ok(())
+    }
+}
+
+fn is_unique_violation(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
+}
+
+#[async_trait]
+impl RecordStore for PgStore {
+    async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn create_event(&self, e: NewEvent) -> Result<EventRow> {
+        let result = sqlx::query(
+            "INSERT INTO events (slug, title, max_file_bytes, allowed_types, moderation, guest_code, host_token_hash, wall_token_hash, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(&e.slug)
+        .bind(&e.title)
+        .bind(e.max_file_bytes as i64)
+        .bind(serde_json::to_string(&e.allowed_types).unwrap_or_else(|_| "[]".into()))
+        .bind(policy_to_db(e.moderation))
+        .bind(&e.guest_code)
+        .bind(&e.host_token_hash)
+        .bind(&e.wall_token_hash)
+        .bind(e.created_at)
+        .execute(&self.pool)
+        .await;
+        match result {
+            Err(err) if is_unique_violation(&err) => {
+                Err(Error::problem(ErrorCode::SlugTaken, format!("an event named `{}` already exists", e.slug)))
+            }
+            Err(err) => Err(err.into()),
+            Ok(_) => self.event_by_slug(&e.slug).await?.ok_or_else(|| Error::not_found("event")),
+        }
+    }
+
+    async fn event_by_slug(&self, slug: &str) -> Result<Option<EventRow>> {
+        let sql = format!("SELECT {EVENT_COLUMNS} FROM events WHERE slug = $1");
+        let row = sqlx::query(&sql).bind(slug).fetch_optional(&self.pool).await?;
+        row.as_ref().map(event_from_row).transpose()
+    }
+
+    async fn event_by_id(&self, id: i64) -> Result<Option<EventRow>> {
+        let sql = format!("SELECT {EVENT_COLUMNS} FROM events WHERE id = $1");
+        let row = sqlx::query(&sql).bind(id).fetch_optional(&self.pool).await?;
+        row.as_ref().map(event_from_row).transpose()
+    }
+
+    async fn set_host_token_hash(&self, event_id: i64, hash: &str) -> Result<()> {
+        sqlx::query("UPDATE events SET host_token_hash = $1 WHERE id = $2").bind(hash).bind(event_id).execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn create_session(&self, event_id: i64, token_hash: &str, now: UnixMillis, expires_at: UnixMillis) -> Result<SessionRow> {
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO sessions (event_id, token_hash, created_at, expires_at) VALUES ($1, $2, $3, $4) RETURNING id",
+        )
+        .bind(event_id)
+        .bind(token_hash)
+        .bind(now)
+        .bind(expires_at)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(SessionRow { id, event_id, expires_at })
+    }
+
+    async fn extend_session(&self, session_id: i64, until: UnixMillis) -> Result<()> {
+        // Only ever later: one statement, so concurrent authorizes cannot
+        // move it back.
+        sqlx::query("UPDATE sessions SET expires_at = $1 WHERE id = $2 AND expires_at < $1")
+            .bind(until)
+            .bind(session_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn session_by_token_hash(&self, hash: &str, now: UnixMillis) -> Result<Option<SessionRow>> {
+        let row = sqlx::query("SELECT id, event_id, expires_at FROM sessions WHERE token_hash = $1 AND expires_at > $2")
+            .bind(hash)
+            .bind(now)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|r| Ok(SessionRow { id: r.try_get("id")?, event_id: r.try_get("event_id")?, expires_at: r.try_get("expires_at")? }))
+            .transpose()
+    }
+
+    async fn authorize(&self, a: NewAttempt) -> Result<(AttemptRow, bool)> {
+        let inserted = sqlx::query(
+            "INSERT INTO attempts (id, session_id, event_id, filename, size, content_type, sha256, object_key, state, created_at, expires_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'authorized', $9, $10)
+             ON CONFLICT (session_id, id) DO NOTHING",
+        )
+        .bind(a.id.to_string())
+        .bind(a.session_id)
+        .bind(a.event_id)
+        .bind(&a.filename)
+        .bind(a.size as i64)
+        .bind(&a.content_type)
+        .bind(&a.sha256)
+        .bind(&a.object_key)
+        .bind(a.created_at)
+        .bind(a.expires_at)
+        .execute(&self.pool)
+        .await?;
+        let row = self.attempt(a.session_id, a.id).await?.ok_or_else(|| Error::not_found("attempt"))?;
+        Ok((row, inserted.rows_affected() == 1))
+    }
+
+    async fn attempt(&self, session_id: i64, id: Uuid) -> Result<Option<AttemptRow>> {
+        let sql = format!("SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.session_id = $1 AND a.id = $2");
+        let row = sqlx::query(&sql).bind(session_id).bind(id.to_string()).fetch_optional(&self.pool).await?;
+        row.as_ref().map(attempt_from_row).transpose()
+    }
+
+    async fn attempts(&self, session_id: i64, ids: &[Uuid]) -> Result<Vec<AttemptRow>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!("SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.session_id = $1 AND a.id = ANY($2)");
+        let ids: Vec<String> = ids.iter().map(Uuid::to_string).collect();
+        sqlx::query(&sql).bind(session_id).bind(ids).fetch_all(&self.pool).await?.iter().map(attempt_from_row).collect()
+    }
+
+    async fn attempt_by_object_key(&self, key: &str) -> Result<Option<AttemptRow>> {
+        let sql = format!("SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.object_key = $1");
+        let row = sqlx::query(&sql).bind(key).fetch_optional(&self.pool).await?;
+        row.as_ref().map(attempt_from_row).transpose()
+    }
+
+    async fn lock_attempt(&self, session_id: i64, id: Uuid) -> Result<Option<Box<dyn AttemptLock>>> {
+        self.lock_where("a.session_id = $1 AND a.id = $2", (session_id, Some(id.to_string()))).await
+    }
+
+    async fn lock_attempt_row(&self, row_id: i64) -> Result<Option<Box<dyn AttemptLock>>> {
+        self.lock_where("a.row_id = $1", (row_id, None)).await
+    }
+
+    async fn expired_attempts(&self, now: UnixMillis, limit: u32) -> Result<Vec<i64>> {
+        Ok(sqlx::query_scalar(
+            "SELECT row_id FROM attempts WHERE state = 'authorized' AND expires_at <= $1 ORDER BY expires_at LIMIT $2",
+        )
+        .bind(now)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    async fn attempts_with_dead_objects(&self, limit: u32) -> Result<Vec<AttemptRow>> {
+        let sql = format!(
+            "SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.state IN ('expired', 'rejected') AND NOT a.object_deleted LIMIT $1"
+        );
+        sqlx::query(&sql).bind(i64::from(limit)).fetch_all(&self.pool).await?.iter().map(attempt_from_row).collect()
+    }
+
+    async fn mark_object_deleted(&self, row_id: i64) -> Result<()> {
+        sqlx::query("UPDATE attempts SET object_deleted = TRUE WHERE row_id = $1").bind(row_id).execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn media(&self, id: Uuid) -> Result<Option<MediaRow>> {
+        let sql = format!("SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.id = $1");
+        let row = sqlx::query(&sql).bind(id.to_string()).fetch_optional(&self.pool).await?;
+        row.as_ref().map(media_from_row).transpose()
+    }
+
+    async fn media_for_attempts(&self, attempt_row_ids: &[i64]) -> Result<Vec<MediaRow>> {
+        if attempt_row_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!("SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.attempt_row_id = ANY($1)");
+        sqlx::query(&sql).bind(attempt_row_ids.to_vec()).fetch_all(&self.pool).await?.iter().map(media_from_row).collect()
+    }
+
+    async fn list_media(&self, event_id: i64, moderation: Option<Moderation>) -> Result<Vec<MediaRow>> {
+        let sql = format!(
+            "SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.event_id = $1 AND ($2::TEXT IS NULL OR m.moderation = $2) ORDER BY m.created_at, m.id"
+        );
+        let filter = moderation.map(Moderation::as_str);
+        sqlx::query(&sql).bind(event_id).bind(filter).fetch_all(&self.pool).await?.iter().map(media_from_row).collect()
+    }
+
+    async fn moderate(
+        &self,
+        event_id: i64,
+        media_id: Uuid,
+        decision: ModerationDecision,
+        reason: Option<&str>,
+        now: UnixMillis,
+    ) -> Result<Option<MediaRow>> {
+        let sql = match decision {
+            ModerationDecision::Approve => {
+                // Approving an approved record changes nothing (same wall
+                // position, same time, same reason). CASE evaluates
+                // nextval only for a record that is not approved yet.
+                "UPDATE media SET
+                    moderation_reason = CASE WHEN moderation = 'approved' THEN moderation_reason ELSE $1 END,
+                    moderated_at = CASE WHEN moderation = 'approved' THEN moderated_at ELSE $2 END,
+                    wall_seq = CASE WHEN moderation = 'approved' THEN wall_seq ELSE nextval('media_wall_seq') END,
+                    moderation = 'approved'
+                 WHERE id = $3 AND event_id = $4"
+            }
+            ModerationDecision::Reject => {
+                // The wall position is kept (hidden by the state), so
+                // positions only grow and a wall cursor never skips an item.
+                "UPDATE media SET moderation = 'rejected', moderation_reason = $1, moderated_at = $2
+                 WHERE id = $3 AND event_id = $4"
+            }
+        };
+        let mut tx = self.pool.begin().await?;
+        if decision == ModerationDecision::Approve {
+            sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(WALL_LOCK).execute(&mut *tx).await?;
+        }
+        let updated = sqlx::query(sql)
+            .bind(reason)
+            .bind(now)
+            .bind(media_id.to_string())
+            .bind(event_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        if updated.rows_affected() == 0 {
+            return Ok(None);
+        }
+        self.media(media_id).await
+    }
+
+    async fn wall(&self, event_id: i64, after_seq: i64, limit: u32) -> Result<Vec<MediaRow>> {
+        let sql = format!(
+            "SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.event_id = $1 AND m.moderation = 'approved' AND m.wall_seq > $2 ORDER BY m.wall_seq LIMIT $3"
+        );
+        sqlx::query(&sql)
+            .bind(event_id)
+            .bind(after_seq)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(media_from_row)
+            .collect()
+    }
+
+    async fn counts(&self) -> Result<(u64, u64)> {
+        let attempts: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM attempts").fetch_one(&self.pool).await?;
+        let media: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM media").fetch_one(&self.pool).await?;
+        Ok((attempts as u64, media as u64))
+    }
+}

@@ -1,0 +1,221 @@
+//! The production backends for the test layers: a throwaway PostgreSQL
+//! cluster (Debian's `postgresql` package) and the test S3 server
+//! (`testing/s3-server`), both on loopback ports, both stopped when dropped
+//! (also when a test layer fails).
+
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::server::{free_port, target_dir};
+use crate::setup::{Result, apt_install, describe, find, output, root, sh};
+
+/// The directory holding `initdb`, `pg_ctl` and `postgres`.
+fn postgres_bin_dir() -> Option<PathBuf> {
+    let from_path = find("pg_ctl").and_then(|p| std::fs::canonicalize(p).ok()).and_then(|p| p.parent().map(PathBuf::from));
+    if let Some(dir) = from_path.filter(|d| d.join("initdb").is_file() && d.join("postgres").is_file()) {
+        return Some(dir);
+    }
+    let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+        .filter(|d| d.join("initdb").is_file())
+        .collect();
+    versions.sort();
+    versions.pop()
+}
+
+fn is_root() -> bool {
+    output("id", &["-u"]).as_deref() == Some("0")
+}
+
+/// A command run as the `postgres` user when we are root (PostgreSQL
+/// refuses to run as root).
+fn as_postgres(program: PathBuf) -> Command {
+    if is_root() {
+        let mut cmd = Command::new("runuser");
+        cmd.args(["-u", "postgres", "--"]).arg(program);
+        cmd
+    } else {
+        Command::new(program)
+    }
+}
+
+fn wait_for_port(port: u16, what: &str, mut alive: impl FnMut() -> Result) -> Result {
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        alive()?;
+        if started.elapsed() > Duration::from_secs(30) {
+            return Err(format!("{what} did not listen on 127.0.0.1:{port} within 30 s"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+/// A throwaway PostgreSQL cluster on a loopback port, data under target/.
+pub struct Postgres {
+    bin: PathBuf,
+    data: PathBuf,
+    /// `postgres://postgres@127.0.0.1:<port>/postgres`: may create databases.
+    pub admin_url: String,
+}
+
+impl Postgres {
+    /// Installs PostgreSQL if missing (as root), then `initdb` and
+    /// `pg_ctl start` with fsync off.
+    pub fn start() -> Result<Postgres> {
+        if postgres_bin_dir().is_none() {
+            apt_install(&["postgresql"])?;
+        }
+        let bin = postgres_bin_dir().ok_or("PostgreSQL is installed but initdb was not found under /usr/lib/postgresql")?;
+        let port = free_port();
+        let data = target_dir().join("test-pg").join(format!("cluster-{port}"));
+        let _ = std::fs::remove_dir_all(&data);
+        std::fs::create_dir_all(&data).map_err(|e| format!("{}: {e}", data.display()))?;
+        if is_root() {
+            sh(Command::new("chown").args(["-R", "postgres:postgres"]).arg(&data))?;
+        }
+        let mut initdb = as_postgres(bin.join("initdb"));
+        initdb.arg("-D").arg(&data).args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]).stdout(Stdio::null());
+        sh(&mut initdb)?;
+        let options = format!(
+            "-h 127.0.0.1 -p {port} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400 -c unix_socket_directories={}",
+            data.display()
+        );
+        let mut start = as_postgres(bin.join("pg_ctl"));
+        start.arg("-D").arg(&data).args(["-o", &options, "-l"]).arg(data.join("server.log")).args(["-w", "-t", "60", "start"]);
+        start.stdout(Stdio::null());
+        // From here on, Drop stops the cluster whatever happens.
+        let pg = Postgres { bin, data, admin_url: format!("postgres://postgres@127.0.0.1:{port}/postgres") };
+        sh(&mut start).map_err(|e| format!("{e}\n{}", std::fs::read_to_string(pg.data.join("server.log")).unwrap_or_default()))?;
+        wait_for_port(port, "PostgreSQL", || Ok(()))?;
+        eprintln!("PostgreSQL test cluster at {}", pg.admin_url);
+        Ok(pg)
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let mut stop = as_postgres(self.bin.join("pg_ctl"));
+        stop.arg("-D").arg(&self.data).args(["-m", "immediate", "-w", "stop"]).stdout(Stdio::null()).stderr(Stdio::null());
+        let _ = stop.status();
+        let _ = std::fs::remove_dir_all(&self.data);
+    }
+}
+
+/// Builds the test S3 server (same target dir as the server, so the shared
+/// crates are built once).
+pub fn build_s3_server() -> Result<PathBuf> {
+    sh(Command::new("cargo").args(["build", "--quiet", "-p", "upload-once-s3-server"]).current_dir(root()))?;
+    Ok(target_dir().join("debug/upload-once-s3-server"))
+}
+
+/// The test S3 server (s3s-fs + CORS) on a loopback port.
+pub struct S3Server {
+    child: Child,
+    /// Its root directory.
+    pub root: PathBuf,
+    /// `http://127.0.0.1:<port>`.
+    pub endpoint: String,
+    /// Access key id.
+    pub access_key: String,
+    /// Secret access key.
+    pub secret_key: String,
+    /// The binary (tests start stores of their own with it).
+    pub binary: PathBuf,
+}
+
+impl S3Server {
+    /// Starts the store with `buckets` created and browsers from `origins`
+    /// allowed by CORS.
+    pub fn start(binary: &PathBuf, name: &str, buckets: &[&str], origins: &[String]) -> Result<S3Server> {
+        let port = free_port();
+        let root = target_dir().join("test-s3").join(format!("{name}-{port}"));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+        let access_key = "upload-once-test".to_owned();
+        let secret_key = format!("secret-{port}-{}", std::process::id());
+        let log = std::fs::File::create(root.with_extension("log")).map_err(|e| e.to_string())?;
+        let mut cmd = Command::new(binary);
+        cmd.args(["--listen", &format!("127.0.0.1:{port}")])
+            .arg("--root")
+            .arg(&root)
+            .env("AWS_ACCESS_KEY_ID", &access_key)
+            .env("AWS_SECRET_ACCESS_KEY", &secret_key)
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log);
+        if !buckets.is_empty() {
+            cmd.args(["--bucket", &buckets.join(",")]);
+        }
+        if !origins.is_empty() {
+            cmd.args(["--allowed-origin", &origins.join(",")]);
+        }
+        eprintln!("+ {}", describe(&cmd));
+        let child = cmd.spawn().map_err(|e| format!("could not start {}: {e}", binary.display()))?;
+        let mut server =
+            S3Server { child, root, endpoint: format!("http://127.0.0.1:{port}"), access_key, secret_key, binary: binary.clone() };
+        wait_for_port(port, "the test S3 server", || match server.child.try_wait() {
+            Ok(Some(status)) => Err(format!("the test S3 server exited ({status})")),
+            _ => Ok(()),
+        })?;
+        Ok(server)
+    }
+
+    /// The environment a client of this store needs.
+    pub fn credentials_env(&self) -> [(&'static str, String); 2] {
+        [("AWS_ACCESS_KEY_ID", self.access_key.clone()), ("AWS_SECRET_ACCESS_KEY", self.secret_key.clone())]
+    }
+}
+
+impl Drop for S3Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// One backend combination of the server tests.
+#[derive(Clone, Copy, Debug)]
+pub struct Combination {
+    /// PostgreSQL rather than SQLite.
+    pub postgres: bool,
+    /// S3 rather than local storage.
+    pub s3: bool,
+}
+
+impl Combination {
+    /// Every combination, the embedded default first.
+    pub const ALL: [Combination; 4] = [
+        Combination { postgres: false, s3: false },
+        Combination { postgres: true, s3: false },
+        Combination { postgres: false, s3: true },
+        Combination { postgres: true, s3: true },
+    ];
+
+    /// `sqlite+local`, `postgres+s3`, …
+    pub fn name(&self) -> String {
+        format!("{}+{}", if self.postgres { "postgres" } else { "sqlite" }, if self.s3 { "s3" } else { "local" })
+    }
+}
+
+/// The environment of `cargo test -p upload-once-server` for a combination
+/// (see server/tests/support/mod.rs).
+pub fn test_env(c: Combination, pg: &Postgres, s3: &S3Server) -> Vec<(&'static str, String)> {
+    let mut env = vec![("UPLOAD_ONCE_TEST_S3_SERVER_BIN", s3.binary.display().to_string())];
+    env.extend(s3.credentials_env());
+    if c.postgres {
+        env.push(("UPLOAD_ONCE_TEST_PG_ADMIN_URL", pg.admin_url.clone()));
+    }
+    if c.s3 {
+        env.push(("UPLOAD_ONCE_TEST_STORAGE", "s3".into()));
+        env.push(("UPLOAD_ONCE_TEST_S3_ENDPOINT", s3.endpoint.clone()));
+    }
+    if c.postgres && c.s3 {
+        // The two-instance test runs here, and must never be skipped.
+        env.push(("UPLOAD_ONCE_TEST_REQUIRE_BACKENDS", "1".into()));
+    }
+    env
+}

@@ -164,6 +164,9 @@ impl TestServer {
             (None, Err(_)) => std::env::var("UPLOAD_ONCE_TEST_DATABASE_URL").ok(),
         };
         config.database_url = database_url.clone();
+        // The URL another instance would use for the same records.
+        let database_url =
+            database_url.or_else(|| Some(format!("sqlite://{}", dir.path().join("upload-once.db").display())));
         let mut bucket = None;
         if is_s3() || options.s3_endpoint.is_some() {
             let endpoint = options.s3_endpoint.unwrap_or_else(s3_endpoint);

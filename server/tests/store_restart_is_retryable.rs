@@ -32,8 +32,7 @@ struct Store {
 impl Store {
     fn binary() -> Option<PathBuf> {
         let binary = std::env::var_os("UPLOAD_ONCE_TEST_S3_SERVER_BIN").map(PathBuf::from);
-        let required = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-            || std::env::var("UPLOAD_ONCE_TEST_REQUIRE_BACKENDS").is_ok();
+        let required = support::backends_required();
         if binary.is_none() {
             assert!(!required, "set UPLOAD_ONCE_TEST_S3_SERVER_BIN (cargo xtask test server does)");
             println!("store_restart_is_retryable: skipped, needs UPLOAD_ONCE_TEST_S3_SERVER_BIN (the test S3 server)");

@@ -6,8 +6,9 @@
 //! the same media URLs, and each serves the other's.
 //!
 //! Needs the production backends (`cargo xtask test server` provides them
-//! in its postgres+s3 run). Without them it says so and passes; with
-//! `CI=true` or `UPLOAD_ONCE_TEST_REQUIRE_BACKENDS` a missing backend fails.
+//! in its postgres+s3 run, where it must not skip). Without them it says so
+//! and passes, except where `support::backends_required()` says a missing
+//! backend is a failure (CI outside the xtask).
 
 mod support;
 
@@ -24,8 +25,7 @@ const PUBLIC_URL: &str = "http://upload-once.lb.test";
 
 fn backends_present() -> bool {
     let present = is_postgres() && is_s3();
-    let required = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-        || std::env::var("UPLOAD_ONCE_TEST_REQUIRE_BACKENDS").is_ok();
+    let required = support::backends_required();
     if !present {
         assert!(!required, "two_instances_confirm_once needs PostgreSQL and S3 (run it through `cargo xtask test server`)");
         println!("two_instances_confirm_once: skipped, needs PostgreSQL + S3 (UPLOAD_ONCE_TEST_PG_ADMIN_URL, UPLOAD_ONCE_TEST_STORAGE=s3)");

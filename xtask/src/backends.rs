@@ -204,7 +204,10 @@ impl Combination {
 /// The environment of `cargo test -p upload-once-server` for a combination
 /// (see server/tests/support/mod.rs).
 pub fn test_env(c: Combination, pg: &Postgres, s3: &S3Server) -> Vec<(&'static str, String)> {
-    let mut env = vec![("UPLOAD_ONCE_TEST_S3_SERVER_BIN", s3.binary.display().to_string())];
+    let mut env = vec![
+        ("UPLOAD_ONCE_TEST_S3_SERVER_BIN", s3.binary.display().to_string()),
+        ("UPLOAD_ONCE_TEST_COMBINATION", c.name()),
+    ];
     env.extend(s3.credentials_env());
     if c.postgres {
         env.push(("UPLOAD_ONCE_TEST_PG_ADMIN_URL", pg.admin_url.clone()));

@@ -83,24 +83,28 @@ fn layer_server() -> Result {
     let pg = Postgres::start()?;
     // The CORS test's origin.
     let s3 = S3Server::start(&s3_binary, "server-tests", &[], &["http://app.example".into()])?;
+    // Every combination runs (and every test binary in it), so one failure
+    // does not hide another; the layer fails at the end if any did.
     let mut timings = Vec::new();
+    let mut failed = Vec::new();
     for combination in Combination::ALL {
         let started = Instant::now();
         eprintln!("\n--- server tests: {} ---", combination.name());
         let mut cmd = Command::new("cargo");
-        cmd.args(["test", "-p", "upload-once-server"]).current_dir(root()).env_remove("UPLOAD_ONCE_TEST_DATABASE_URL");
+        cmd.args(["test", "--no-fail-fast", "-p", "upload-once-server"])
+            .current_dir(root())
+            .env_remove("UPLOAD_ONCE_TEST_DATABASE_URL");
         for (k, v) in test_env(combination, &pg, &s3) {
             cmd.env(k, v);
         }
         let result = sh(&mut cmd);
         timings.push(format!("  {:>15}: {} ({} s)", combination.name(), if result.is_ok() { "ok" } else { "FAILED" }, started.elapsed().as_secs()));
-        if let Err(e) = result {
-            eprintln!("{}", timings.join("\n"));
-            return Err(format!("server tests with {}: {e}", combination.name()));
+        if result.is_err() {
+            failed.push(combination.name());
         }
     }
-    eprintln!("server tests per backend combination:\n{}", timings.join("\n"));
-    Ok(())
+    eprintln!("\nserver tests per backend combination:\n{}", timings.join("\n"));
+    if failed.is_empty() { Ok(()) } else { Err(format!("server tests failed with {}", failed.join(", "))) }
 }
 
 /// wasm-bindgen-test in headless Chromium, against a real reference server.

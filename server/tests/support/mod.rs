@@ -45,6 +45,17 @@ pub fn backend_name() -> String {
     format!("{}+{}", if is_postgres() { "postgres" } else { "sqlite" }, if is_s3() { "s3" } else { "local" })
 }
 
+/// Whether a test that needs backends this run lacks must fail rather than
+/// skip: when `UPLOAD_ONCE_TEST_REQUIRE_BACKENDS` is set (the xtask sets it
+/// for the run that has them), or on CI (`CI=true`) outside the xtask's
+/// combinations (`UPLOAD_ONCE_TEST_COMBINATION`), so a backend test is never
+/// skipped silently.
+pub fn backends_required() -> bool {
+    std::env::var_os("UPLOAD_ONCE_TEST_REQUIRE_BACKENDS").is_some()
+        || (std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+            && std::env::var_os("UPLOAD_ONCE_TEST_COMBINATION").is_none())
+}
+
 /// The S3 endpoint of the test store.
 pub fn s3_endpoint() -> String {
     std::env::var("UPLOAD_ONCE_TEST_S3_ENDPOINT").expect("UPLOAD_ONCE_TEST_S3_ENDPOINT (the test S3 server)")

@@ -25,8 +25,11 @@ async fn an_expired_url_is_renewed_and_the_upload_completes() {
     settle(&client).await;
 
     let results = faults.put_results.borrow();
+    // The reference store names the refusal `url_expired`; an S3-compatible
+    // bucket answers a bare 403 (an XML AccessDenied body).
     assert!(
-        matches!(&results[0], Err(Failure::Http { status: 403, code: Some(c), .. }) if c == "url_expired"),
+        matches!(&results[0], Err(Failure::Http { status: 403, code: Some(c), .. }) if c == "url_expired")
+            || matches!(&results[0], Err(Failure::Http { status: 403, code: None, .. })),
         "the first PUT was refused as expired: {:?}",
         results[0]
     );

@@ -121,7 +121,8 @@ pub fn human_bytes(bytes: u64) -> String {
     for (i, unit) in UNITS.iter().enumerate() {
         // Tenths of the unit, rounded half up; decide on the rounded value:
         // 999,999 bytes is "1 MB", not "1000 KB".
-        let tenths = (bytes.saturating_mul(10) + divisor / 2) / divisor;
+        // u128 arithmetic: no overflow for any u64 (and no u128 formatting).
+        let tenths = ((u128::from(bytes) * 10 + u128::from(divisor) / 2) / u128::from(divisor)) as u64;
         if tenths < 10_000 || i == UNITS.len() - 1 {
             let (whole, frac) = (tenths / 10, tenths % 10);
             return if frac == 0 { format!("{whole} {unit}") } else { format!("{whole}.{frac} {unit}") };

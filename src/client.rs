@@ -24,7 +24,7 @@ use web_sys::{Blob, File};
 use crate::idmap::IdMap;
 use crate::env::{CryptoEntropy, Signal, is_online, now, request_persistence, sleep};
 use crate::error::{Error, Result};
-use crate::store::IndexedDbStore;
+use crate::store::{Durability, IndexedDbStore};
 use crate::tabs::{Channel, LockHandle, lock_attempt};
 use crate::transport::{Api, HttpApi, ProgressFn, Transport, XhrTransport};
 use crate::jsio::{self, FromJs};
@@ -47,9 +47,10 @@ pub struct Options {
     /// network.
     pub restrictions: Restrictions,
     /// Files up to this size are kept in IndexedDB so an upload survives a
-    /// reload (default 256 MiB).
+    /// reload (default 64 MiB: phone photos and short clips; a bigger file
+    /// is picked again after a reload rather than copied while it uploads).
     pub keep_file_max_bytes: u64,
-    /// At most this many bytes of files are kept in total (default 1 GiB).
+    /// At most this many bytes of files are kept in total (default 512 MiB).
     pub keep_files_total_bytes: u64,
     /// Retry policy.
     pub retry: RetryPolicy,
@@ -66,8 +67,8 @@ impl Options {
             guest_code: guest_code.to_owned(),
             concurrency: 3,
             restrictions: Restrictions::default(),
-            keep_file_max_bytes: 256 << 20,
-            keep_files_total_bytes: 1 << 30,
+            keep_file_max_bytes: 64 << 20,
+            keep_files_total_bytes: 512 << 20,
             retry: RetryPolicy::default(),
             db_name: "upload-once".to_owned(),
         }
@@ -181,6 +182,12 @@ struct Inner {
     locks: IdMap<(LockHandle, LockState)>,
     /// Attempts whose lock was just granted and whose record is being read.
     taking_over: IdMap<()>,
+    /// Records `restore()` just read, waiting for their lock: taken over
+    /// without reading them again.
+    restoring: IdMap<AttemptRecord>,
+    /// While a `restore()` is settling its locks, nothing is sent, so the
+    /// status checks go out in full batches.
+    restores_running: u32,
     /// Attempts created in this page: owned as soon as their lock is granted,
     /// without a reconcile round trip.
     fresh: IdMap<()>,
@@ -252,6 +259,8 @@ impl Client {
             kept: kept_sizes,
             locks: IdMap::default(),
             taking_over: IdMap::default(),
+            restoring: IdMap::default(),
+            restores_running: 0,
             fresh: IdMap::default(),
             progress: IdMap::default(),
             listeners: Vec::new(),
@@ -354,7 +363,11 @@ impl Client {
         if records.is_empty() {
             return;
         }
-        let result = self.0.store.put_attempts(&records.iter().collect::<Vec<_>>()).await;
+        // A record never stored before (a successor) must be on disk before
+        // its first request; later transitions only need the browser to have
+        // them (a restore asks the server anyway).
+        let durability = if records.iter().any(|r| r.revision == 1) { Durability::Strict } else { Durability::Relaxed };
+        let result = self.0.store.put_attempts(&records.iter().collect::<Vec<_>>(), durability).await;
         if let Err(e) = result {
             web_sys::console::warn_1(&format!("upload-once: could not store attempt records ({e}); retrying").into());
             let mut inner = self.inner();
@@ -406,6 +419,9 @@ impl Client {
     /// Starts every command the scheduler allows now.
     fn dispatch(&self) {
         if self.inner().session.is_none() && self.0.joining.get() {
+            return;
+        }
+        if self.inner().restores_running > 0 {
             return;
         }
         loop {
@@ -594,9 +610,22 @@ impl Client {
             let Some(entry) = inner.locks.get_mut(&id) else { return };
             entry.1 = if granted { LockState::Held } else { LockState::Elsewhere };
             if !granted {
+                // Another page drives it; when it lets go, read it again.
+                inner.restoring.remove(&id);
                 return;
             }
             if inner.closed {
+                return;
+            }
+            if let Some(mut record) = inner.restoring.remove(&id) {
+                // Granted at once during a restore: the record read moments
+                // ago is the latest; the server check comes next.
+                let stored_revision = record.revision;
+                record.restore(now());
+                let has_blob = inner.has_blob(&record);
+                inner.sched.insert(record, has_blob, true, stored_revision);
+                drop(inner);
+                self.0.signal.raise();
                 return;
             }
             if inner.fresh.contains_key(&id) {
@@ -725,6 +754,7 @@ impl Client {
                 let busy_here = inner.sched.is_owned(&r.id);
                 if !r.is_terminal() && !inner.locks.contains_key(&r.id) {
                     to_lock.push(r.id);
+                    inner.restoring.insert(r.id, r.clone());
                 }
                 if !busy_here {
                     let revision = r.revision;
@@ -733,6 +763,7 @@ impl Client {
                 }
             }
         }
+        self.inner().restores_running += 1;
         for id in to_lock {
             self.request_lock(id);
         }
@@ -741,6 +772,7 @@ impl Client {
         while self.locks_settling() {
             sleep(5.0).await;
         }
+        self.inner().restores_running -= 1;
         self.0.signal.raise();
         Ok(ids)
     }
@@ -816,7 +848,7 @@ impl Client {
             // Durable first: if this fails (quota, storage gone), nothing was
             // written and nothing is sent.
             let refs: Vec<&AttemptRecord> = new_records.iter().map(|(r, _)| r).collect();
-            self.0.store.put_attempts(&refs).await?;
+            self.0.store.put_attempts(&refs, Durability::Strict).await?;
             {
                 let mut inner = self.inner();
                 for (record, file) in &new_records {

@@ -2,11 +2,11 @@
 // wraps one callback-style browser API into a Promise; all decisions stay in
 // Rust.
 
-// A readwrite transaction that commits with strict durability: the promise
-// of `done` resolves only after the data is flushed to disk (`complete`).
-// Browsers without the durability option ignore the dictionary member.
-export function strictTransaction(db, names, mode) {
-  return db.transaction(names, mode, { durability: "strict" });
+// A readwrite transaction with the given durability ("strict": `complete`
+// fires only after the data is flushed to disk; "relaxed": once the browser
+// has it). Browsers without the option ignore the dictionary member.
+export function durableTransaction(db, names, mode, durability) {
+  return db.transaction(names, mode, { durability });
 }
 
 // Resolves when the transaction commits, rejects with its error (a
@@ -44,15 +44,30 @@ export function locksAvailable() {
 // then waits in line, so `onState(true)` follows when that page lets go.
 export function requestLock(name, onState) {
   let release;
+  let released = false;
   const held = new Promise((resolve) => { release = resolve; });
-  const granted = () => { onState(true); return held; };
+  // A request still waiting in line is withdrawn on release, and a callback
+  // that races the release never reaches Rust (its closure is gone).
+  const abort = new AbortController();
+  const granted = () => {
+    if (released) return undefined;
+    onState(true);
+    return held;
+  };
   navigator.locks
     .request(name, { ifAvailable: true }, (lock) => {
+      if (released) return undefined;
       if (lock) return granted();
       onState(false);
-      navigator.locks.request(name, granted).catch(() => {});
+      navigator.locks.request(name, { signal: abort.signal }, granted).catch(() => {});
       return undefined;
     })
-    .catch(() => onState(false));
-  return { release: () => release() };
+    .catch(() => { if (!released) onState(false); });
+  return {
+    release: () => {
+      released = true;
+      abort.abort();
+      release();
+    },
+  };
 }

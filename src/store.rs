@@ -41,12 +41,23 @@ const BLOB_TIMEOUT_MS: f64 = 5_000.0;
 
 #[wasm_bindgen(module = "/src/glue.js")]
 extern "C" {
-    #[wasm_bindgen(js_name = strictTransaction, catch)]
-    fn strict_transaction(db: &IdbDatabase, names: &JsValue, mode: &str) -> std::result::Result<IdbTransaction, JsValue>;
+    #[wasm_bindgen(js_name = durableTransaction, catch)]
+    fn durable_transaction(db: &IdbDatabase, names: &JsValue, mode: &str, durability: &str) -> std::result::Result<IdbTransaction, JsValue>;
     #[wasm_bindgen(js_name = transactionDone)]
     fn transaction_done(tx: &IdbTransaction) -> Promise;
     #[wasm_bindgen(js_name = requestDone)]
     fn request_done(req: &web_sys::IdbRequest) -> Promise;
+}
+
+/// How far a write must have gone before it counts as done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// Flushed to disk: a new attempt's id must survive a power cut before
+    /// its first request leaves.
+    Strict,
+    /// Handed to the browser: enough for later transitions, which a restore
+    /// re-checks with the server anyway.
+    Relaxed,
 }
 
 /// Maps a DOMException (or anything thrown) to a client error.
@@ -109,10 +120,19 @@ impl IndexedDbStore {
         Ok(IndexedDbStore { db, raw, blobs_broken: Cell::new(false) })
     }
 
-    /// Runs `f` on `store` in a strict-durability readwrite transaction and
-    /// waits for it to commit. Nothing is written if anything fails.
-    async fn write_strict(&self, store: &str, f: impl FnOnce(&IdbObjectStore) -> std::result::Result<(), JsValue>) -> Result<()> {
-        let tx = strict_transaction(&self.raw, &JsValue::from_str(store), "readwrite").map_err(|e| storage_error(&e))?;
+    /// Runs `f` on `store` in a readwrite transaction and waits for it to
+    /// commit (`strict`: flushed to disk). Nothing is written if anything fails.
+    async fn write(
+        &self,
+        store: &str,
+        durability: Durability,
+        f: impl FnOnce(&IdbObjectStore) -> std::result::Result<(), JsValue>,
+    ) -> Result<()> {
+        let mode = match durability {
+            Durability::Strict => "strict",
+            Durability::Relaxed => "relaxed",
+        };
+        let tx = durable_transaction(&self.raw, &JsValue::from_str(store), "readwrite", mode).map_err(|e| storage_error(&e))?;
         let done = transaction_done(&tx);
         let os = tx.object_store(store).map_err(|e| storage_error(&e))?;
         if let Err(e) = f(&os) {
@@ -124,10 +144,10 @@ impl IndexedDbStore {
         Ok(())
     }
 
-    /// Stores attempt records durably, all or none.
-    pub async fn put_attempts(&self, records: &[&AttemptRecord]) -> Result<()> {
+    /// Stores attempt records, all or none.
+    pub async fn put_attempts(&self, records: &[&AttemptRecord], durability: Durability) -> Result<()> {
         let values: Vec<JsValue> = records.iter().map(|r| record_to_js(r)).collect();
-        self.write_strict(ATTEMPTS, |os| {
+        self.write(ATTEMPTS, durability, |os| {
             for v in &values {
                 os.put(v)?;
             }
@@ -138,7 +158,7 @@ impl IndexedDbStore {
 
     /// Deletes attempt records durably.
     pub async fn delete_attempts(&self, ids: &[Uuid]) -> Result<()> {
-        self.write_strict(ATTEMPTS, |os| {
+        self.write(ATTEMPTS, Durability::Strict, |os| {
             for id in ids {
                 os.delete(&JsValue::from_str(&id.to_string()))?;
             }
@@ -179,7 +199,7 @@ impl IndexedDbStore {
 
     /// Stores a small value durably.
     pub async fn put_meta(&self, key: &str, value: &JsValue) -> Result<()> {
-        self.write_strict(META, |os| os.put_with_key(value, &JsValue::from_str(key)).map(|_| ())).await
+        self.write(META, Durability::Strict, |os| os.put_with_key(value, &JsValue::from_str(key)).map(|_| ())).await
     }
 
     /// Whether blob storage has failed in this page (then it is not tried

@@ -102,9 +102,9 @@ export interface UploaderOptions {
   maxFileBytes?: number;
   /** The app's own allowed types (patterns like "image/*"). */
   allowedTypes?: string[];
-  /** Files up to this size are kept in IndexedDB to survive a reload (default 256 MiB). */
+  /** Files up to this size are kept in IndexedDB to survive a reload (default 64 MiB). */
   keepFileMaxBytes?: number;
-  /** At most this many bytes of files are kept in total (default 1 GiB). */
+  /** At most this many bytes of files are kept in total (default 512 MiB). */
   keepFilesTotalBytes?: number;
   retry?: RetryOptions;
   /** IndexedDB database name (default "upload-once"). */

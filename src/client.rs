@@ -337,6 +337,11 @@ impl Client {
             }
             self.persist().await;
             self.dispatch();
+            // Polling may have changed records (write-ahead: stored before
+            // they act); store them and poll again rather than sleep.
+            if self.inner().sched.has_dirty() && self.inner().persist_retry_at.is_none() {
+                continue;
+            }
             let deadline = {
                 let inner = self.inner();
                 match (inner.sched.next_wakeup(), inner.persist_retry_at) {

@@ -398,6 +398,12 @@ impl Scheduler {
 
     // ----- outputs -------------------------------------------------------
 
+    /// Whether some record waits to be stored (then the caller stores it and
+    /// polls again before it sleeps: the attempt may act right after).
+    pub fn has_dirty(&self) -> bool {
+        !self.dirty.is_empty()
+    }
+
     /// Records whose latest revision must be stored, in change order.
     pub fn take_dirty(&mut self) -> Vec<Uuid> {
         let ids = std::mem::take(&mut self.dirty);

@@ -5,13 +5,27 @@ import init, { Uploader } from "/pkg/upload_once.js";
 const wasm = await init();
 const api = location.origin;
 
+/**
+ * Resolves once `predicate` holds for the attempts, tracked from the views
+ * onChange delivers (an app renders one card per change; it does not rebuild
+ * the whole list each time).
+ */
 function waitFor(uploader, predicate) {
+  const views = new Map(uploader.list().map((a) => [a.id, a]));
   return new Promise((resolve) => {
+    let done = false;
     const check = () => {
-      const list = uploader.list();
-      if (predicate(list)) resolve(list);
+      if (done) return;
+      const list = [...views.values()];
+      if (predicate(list)) {
+        done = true;
+        resolve(list);
+      }
     };
-    uploader.onChange(check);
+    uploader.onChange((a) => {
+      views.set(a.id, a);
+      if (!done && (a.terminal || views.size <= 1)) check();
+    });
     check();
   });
 }

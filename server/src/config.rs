@@ -197,6 +197,10 @@ pub struct Config {
     /// (default: `pkg` if present).
     #[arg(long, env = "UPLOAD_ONCE_PKG_DIR")]
     pub pkg_dir: Option<PathBuf>,
+
+    /// Test-only hooks (`POST /v1/admin/test-hooks`). Never in production.
+    #[arg(long, env = "UPLOAD_ONCE_TEST_HOOKS", hide = true)]
+    pub test_hooks: bool,
 }
 
 impl Config {

@@ -22,6 +22,7 @@ pub mod state;
 pub mod storage;
 pub mod store;
 pub mod sweeper;
+pub mod test_hooks;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -114,14 +115,19 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
     config.validate()?;
     std::fs::create_dir_all(&config.data_dir)?;
     let signer = Signer::new(signing_key(&config)?);
-    let objects = open_objects(&config, &signer, clock.clone())?;
+    let mut objects = open_objects(&config, &signer, clock.clone())?;
+    let test_hooks = config.test_hooks.then(|| Arc::new(test_hooks::TestHooks::default()));
+    if let Some(hooks) = &test_hooks {
+        tracing::warn!("--test-hooks is on: never use it in production");
+        objects = Arc::new(test_hooks::HookedObjects { inner: objects, hooks: hooks.clone() });
+    }
     let database_url = config
         .database_url
         .clone()
         .unwrap_or_else(|| format!("sqlite://{}", config.data_dir.join("upload-once.db").display()));
     let records = open_records(&database_url).await?;
     let admin_token: Arc<str> = config.admin_token.clone().unwrap_or_else(new_token).into();
-    Ok(AppState { config: Arc::new(config), records, objects, signer, clock, admin_token })
+    Ok(AppState { config: Arc::new(config), records, objects, signer, clock, admin_token, test_hooks })
 }
 
 /// Creates the demo event if it is missing (or gives it a fresh host

@@ -28,6 +28,8 @@ pub struct AppState {
     pub clock: Arc<dyn Clock>,
     /// The admin bearer token.
     pub admin_token: Arc<str>,
+    /// Test-only hooks (`--test-hooks`), off in production.
+    pub test_hooks: Option<Arc<crate::test_hooks::TestHooks>>,
 }
 
 impl AppState {

@@ -9,7 +9,7 @@ use crate::server::{Server, build_server, port_or_free, target_dir};
 use crate::setup::{Result, ensure_all, ensure_chromium, ensure_npm, extend_path, root, sh};
 
 /// Every test layer, in the order `cargo xtask test` runs them.
-pub const LAYERS: &[&str] = &["core", "server", "browser", "e2e", "size", "bench"];
+pub const LAYERS: &[&str] = &["core", "server", "browser", "e2e", "faults", "size", "bench"];
 
 /// The package budget: `.wasm` + JS glue, gzip -9. The build fails past it.
 pub const PACKAGE_BUDGET_BYTES: u64 = 120 * 1024;
@@ -177,6 +177,25 @@ fn layer_e2e() -> Result {
         .env("UPLOAD_ONCE_SCREENSHOTS", target_dir().join("e2e-screenshots")))
 }
 
+/// The ambiguous moments, each broken on purpose through the fault proxy,
+/// in headless Chromium (tests/faults/).
+fn layer_faults() -> Result {
+    let (chromium, _) = ensure_chromium()?;
+    build_package("web", "pkg")?;
+    ensure_npm(&root().join("tests/e2e"))?;
+    sh(Command::new("cargo")
+        .args(["build", "--quiet", "-p", "upload-once-server", "-p", "upload-once-fault-proxy"])
+        .current_dir(root()))?;
+    let bin = target_dir().join("debug");
+    sh(Command::new("node")
+        .args(["--test", "--test-concurrency=1", "--test-reporter=spec"])
+        .current_dir(root().join("tests/faults"))
+        .env("UPLOAD_ONCE_SERVER_BIN", bin.join("upload-once-server"))
+        .env("UPLOAD_ONCE_FAULT_PROXY_BIN", bin.join("upload-once-fault-proxy"))
+        .env("UPLOAD_ONCE_CHROMIUM", chromium)
+        .env("UPLOAD_ONCE_ROOT", root()))
+}
+
 /// Gzip -9 size of a file (flate via the system `gzip`, as the docs report).
 fn gzip_size(path: &Path) -> Result<u64> {
     let out = Command::new("gzip").args(["-9", "-c"]).arg(path).output().map_err(|e| format!("gzip: {e}"))?;
@@ -273,7 +292,7 @@ pub fn test(args: &[String]) -> Result {
     if let Some(unknown) = layers.iter().find(|l| !LAYERS.contains(l)) {
         return Err(format!("unknown test layer `{unknown}` (layers: {})", LAYERS.join(", ")));
     }
-    ensure_all(layers.iter().any(|l| matches!(*l, "browser" | "e2e" | "bench")))?;
+    ensure_all(layers.iter().any(|l| matches!(*l, "browser" | "e2e" | "faults" | "bench")))?;
     let mut report = Vec::new();
     for layer in &layers {
         let started = Instant::now();
@@ -283,6 +302,7 @@ pub fn test(args: &[String]) -> Result {
             "server" => layer_server(),
             "browser" => layer_browser(),
             "e2e" => layer_e2e(),
+            "faults" => layer_faults(),
             "size" => layer_size(),
             // Tiny sizes, only to keep the benchmarks working.
             "bench" => run_bench(true, &target_dir().join("bench-smoke.md")),

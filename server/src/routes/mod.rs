@@ -51,6 +51,20 @@ pub async fn admin_sweep(State(state): State<AppState>, headers: HeaderMap) -> R
     Ok(Json(sweep_once(&state).await?))
 }
 
+/// `POST /v1/admin/test-hooks` (admin, only with `--test-hooks`).
+pub async fn admin_test_hooks(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    extract::ApiJson(request): extract::ApiJson<crate::test_hooks::TestHooksRequest>,
+) -> Result<&'static str> {
+    let Some(hooks) = &state.test_hooks else {
+        return Err(crate::error::Error::problem(ErrorCode::RouteNotFound, "no such route"));
+    };
+    extract::require_admin(&state, &headers)?;
+    hooks.set(&request);
+    Ok("ok")
+}
+
 async fn route_not_found() -> Response {
     problem_response(ErrorCode::RouteNotFound, "no such route".into())
 }
@@ -98,6 +112,7 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/media/{id}/moderation", post(events::moderate))
         .route("/v1/media/{id}/content", get(storage::media_content))
         .route("/v1/admin/sweep", post(admin_sweep))
+        .route("/v1/admin/test-hooks", post(admin_test_hooks))
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
         .route("/storage/{*key}", put(storage::put_object));
 

@@ -1,0 +1,75 @@
+//! Test-only hooks, enabled with `--test-hooks`: hold every object-store
+//! HEAD for a while, so a test can stop a confirm inside its transaction
+//! (then run the sweeper, or kill the process) from outside the server.
+//! Off by default; never enable them in production.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use upload_once_core::wire::UploadInstruction;
+
+use crate::error::Result;
+use crate::storage::{ObjectBody, ObjectMeta, ObjectStore, PutGrant};
+
+/// The hooks' settings.
+#[derive(Debug, Default)]
+pub struct TestHooks {
+    head_delay_ms: AtomicU64,
+}
+
+/// `POST /v1/admin/test-hooks` body.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct TestHooksRequest {
+    /// How long every object HEAD waits (0: not at all).
+    pub head_delay_ms: u64,
+}
+
+impl TestHooks {
+    /// Applies new settings.
+    pub fn set(&self, request: &TestHooksRequest) {
+        self.head_delay_ms.store(request.head_delay_ms, Ordering::SeqCst);
+        tracing::warn!(head_delay_ms = request.head_delay_ms, "test hooks set");
+    }
+}
+
+/// An object store whose HEAD can be held by the test hooks.
+pub struct HookedObjects {
+    /// The real store.
+    pub inner: Arc<dyn ObjectStore>,
+    /// The settings.
+    pub hooks: Arc<TestHooks>,
+}
+
+#[async_trait]
+impl ObjectStore for HookedObjects {
+    fn presign_put(&self, grant: &PutGrant<'_>) -> UploadInstruction {
+        self.inner.presign_put(grant)
+    }
+
+    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {
+        let delay = self.hooks.head_delay_ms.load(Ordering::SeqCst);
+        if delay > 0 {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+        }
+        self.inner.head(key).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {
+        self.inner.get(key).await
+    }
+
+    async fn delete(&self, key: &str) -> Result<()> {
+        self.inner.delete(key).await
+    }
+
+    async fn list(&self) -> Result<Vec<String>> {
+        self.inner.list().await
+    }
+
+    fn as_local(&self) -> Option<&crate::storage::local::LocalObjectStore> {
+        self.inner.as_local()
+    }
+}

@@ -1,0 +1,59 @@
+// Moment 11: browser storage refuses.
+// (a) IndexedDB quota exceeded on add [`quota_exceeded`, no request sent];
+// (b) IndexedDB unavailable [`storage_unavailable`].
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { setTimeout as sleep } from "node:timers/promises";
+import { createEvent } from "../e2e/harness.mjs";
+import { launch, openGuest } from "../e2e/pages.mjs";
+import { startStack, attempts, photos } from "./stack.mjs";
+
+let stack, browser;
+before(async () => { stack = await startStack("m11"); browser = await launch(); });
+after(async () => { await browser?.close(); await stack?.stop(); });
+
+test("quota exceeded on add: quota_exceeded, nothing recorded, no request", async () => {
+  await stack.proxy.reset();
+  const ev = await createEvent(stack.server);
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  // A small quota for the origin, set before it first touches IndexedDB:
+  // enough to open and keep the session, not for a batch of new attempts.
+  const cdp = await context.newCDPSession(page);
+  await cdp.send("Storage.overrideQuotaForOrigin", { origin: stack.base, quotaSize: 120_000 });
+  await page.goto(stack.guestUrl(ev));
+  await page.waitForSelector("body[data-ready='1']");
+  await stack.proxy.reset();
+  const outcome = await page.evaluate(async (n) => {
+    const list = Array.from({ length: n }, (_, i) => new File([new Uint8Array(100)], `q-${i}.png`, { type: "image/png", lastModified: i }));
+    try {
+      await window.uploader.add(list);
+      return { ok: true };
+    } catch (e) {
+      return { ok: false, code: e.code, message: e.message };
+    }
+  }, 400);
+  assert.equal(outcome.ok, false, "the add is refused");
+  assert.equal(outcome.code, "quota_exceeded", outcome.message);
+  await sleep(500);
+  assert.equal((await attempts(page)).length, 0, "nothing half-written");
+  const { requests } = await stack.proxy.log();
+  assert.deepEqual(requests.filter((r) => r.method !== "GET"), [], "no request sent");
+  await context.close();
+});
+
+test("without IndexedDB: storage_unavailable, shown to the guest", async () => {
+  const ev = await createEvent(stack.server);
+  const context = await browser.newContext();
+  await context.addInitScript(() => { Object.defineProperty(window, "indexedDB", { value: undefined, configurable: true }); });
+  const page = await context.newPage();
+  await page.goto(stack.guestUrl(ev));
+  const code = await page.evaluate(async (opts) => {
+    const { Uploader } = await import("/pkg/upload_once.js");
+    try { await Uploader.open(opts); return "opened"; } catch (e) { return e.code; }
+  }, { apiBase: stack.base, event: ev.event.slug, guestCode: ev.guest_code });
+  assert.equal(code, "storage_unavailable");
+  const shown = await page.textContent("body");
+  assert.match(shown, /storage|IndexedDB|private/i, "the guest page says what is wrong");
+  await context.close();
+});

@@ -1,0 +1,42 @@
+// Moment 4: the stored object's type differs from the authorization (a store
+// that did not enforce the signed type).
+// [422, rejected, shown to the user, no row, not retried]
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { dirname, join } from "node:path";
+import { createEvent, photo } from "../e2e/harness.mjs";
+import { launch, openGuest, pick, cards } from "../e2e/pages.mjs";
+import { startStack, attempts, untilSettled, rowsByAttempt, until, nonEmpty } from "./stack.mjs";
+
+let stack, browser;
+before(async () => { stack = await startStack("m4"); browser = await launch(); });
+after(async () => { await browser?.close(); await stack?.stop(); });
+
+test("a stored object of another type is rejected, shown, and never retried", async () => {
+  await stack.proxy.reset();
+  const ev = await createEvent(stack.server);
+  // The browser's own PUTs never arrive; another writer stores a GIF instead.
+  await stack.proxy.rules({ method: "PUT", path: "/storage/*", probability: 1, action: { kind: "drop_before" } });
+  const context = await browser.newContext();
+  const page = await openGuest(context, stack.guestUrl(ev));
+  const bytes = photo(3, 20_000);
+  await pick(page, [{ name: "odd.png", mimeType: "image/png", buffer: bytes }]);
+  const [a] = await until("the attempt to be authorized", async () => nonEmpty((await attempts(page)).filter((x) => x.objectKey)));
+  const file = join(stack.server.dataDir, "objects", a.objectKey);
+  mkdirSync(dirname(file), { recursive: true });
+  const sha = createHash("sha256").update(bytes).digest("hex");
+  writeFileSync(`${file}.meta`, JSON.stringify({ size: bytes.length, content_type: "image/gif", sha256: sha }));
+  writeFileSync(file, bytes);
+  const [done] = await untilSettled(page, 1);
+  assert.equal(done.confirmation, "rejected");
+  assert.equal(done.error.code, "type_mismatch");
+  const [card] = await cards(page);
+  assert.match(`${card.confirmation} ${card.error}`, /image\/gif|type/i, "the guest sees why");
+  assert.equal((await stack.proxy.forwarded("POST", (p) => p.endsWith("/confirm"))).length, 1, "one confirm, not retried");
+  assert.equal((await rowsByAttempt(stack.server, ev)).media.length, 0, "no media row");
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.equal((await stack.proxy.forwarded("POST", (p) => p.endsWith("/confirm"))).length, 1, "still not retried");
+  await context.close();
+});

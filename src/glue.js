@@ -11,13 +11,20 @@ export function durableTransaction(db, names, mode, durability) {
 
 // Resolves when the transaction commits, rejects with its error (a
 // DOMException such as QuotaExceededError) when it aborts.
+//
+// A failed request's error event is left alone, so the transaction aborts:
+// all or nothing. Cancelling it (preventDefault) would let the transaction
+// commit without that write and report success; and in WebKit a
+// transaction whose failed request was cancelled never settles at all
+// (Safari private browsing refusing a Blob), so every later transaction on
+// its stores would wait forever.
 export function transactionDone(tx) {
   return new Promise((resolve, reject) => {
+    let failed = null;
     tx.oncomplete = () => resolve();
-    tx.onabort = () => reject(tx.error || new DOMException("transaction aborted", "AbortError"));
+    tx.onabort = () => reject(tx.error || failed || new DOMException("transaction aborted", "AbortError"));
     tx.onerror = (event) => {
-      // The abort that follows carries the error; keep the page quiet.
-      if (event && event.preventDefault) event.preventDefault();
+      failed = failed || (event && event.target && event.target.error) || null;
     };
   });
 }

@@ -215,6 +215,20 @@ pub fn only_record(client: &Client) -> AttemptRecord {
     records.into_iter().next().unwrap()
 }
 
+/// Whether this browser profile keeps a Blob in IndexedDB, asked through the
+/// client's own store. Safari's private browsing (and the stock
+/// WebKitWebDriver profile, which behaves like it) refuses: then a file lives
+/// only as long as the page that picked it.
+pub async fn blobs_can_be_kept() -> bool {
+    let db = unique("blob-probe");
+    let store = upload_once::store::IndexedDbStore::open(&db).await.map_err(JsValue::from).expect("IndexedDB opens");
+    let key = Uuid::from_u128(1);
+    let kept = store.put_blob(&key, &file("probe.png", "image/png", 1_000, 1.0)).await.is_ok()
+        && matches!(store.get_blob(&key).await, Ok(Some(_)));
+    store.close_connection();
+    kept
+}
+
 /// Opens a client with counting adapters.
 pub async fn open(options: Options, faults: &Rc<Faults>) -> Client {
     let adapters = faulty(&options, faults);

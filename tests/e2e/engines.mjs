@@ -1,0 +1,109 @@
+// The three browser engines behind one small page interface, so a flow is
+// written once and run in each:
+// - chromium: playwright-core driving Debian's Chromium (CDP);
+// - firefox: playwright-core driving Firefox ESR over WebDriver BiDi
+//   (channel "moz-firefox"; playwright-core is pinned to 1.64.1, which works
+//   with it here, 1.65 does not);
+// - webkit / webkit-private: WebKitGTK over plain W3C WebDriver
+//   (webdriver.mjs), with a persistent profile as Safari's normal windows,
+//   or the stock ephemeral one, which behaves like Safari's private browsing.
+//
+// Which engines run: UPLOAD_ONCE_E2E_ENGINES (comma-separated), set by
+// `cargo xtask test e2e` to the engines installed here (all three on CI).
+import { chromium, firefox } from "playwright-core";
+import { CHROMIUM, CHROMIUM_ARGS, until } from "./harness.mjs";
+import { startWebKit } from "./webdriver.mjs";
+
+export const FIREFOX = process.env.UPLOAD_ONCE_FIREFOX ?? "/usr/bin/firefox-esr";
+const enabled = new Set((process.env.UPLOAD_ONCE_E2E_ENGINES ?? "chromium").split(",").map((s) => s.trim()).filter(Boolean));
+
+/** `false` when `engine` runs here, else the reason to skip (for node:test's `skip`). */
+export function skipUnless(engine) {
+  const family = engine.startsWith("webkit") ? "webkit" : engine;
+  return enabled.has(family) ? false : `${family} is not installed here (UPLOAD_ONCE_E2E_ENGINES=${[...enabled].join(",")})`;
+}
+
+function playwrightPage(name, browser, context, page) {
+  return {
+    name,
+    version: browser.version(),
+    canGoOffline: true,
+    goto: (url) => page.goto(url),
+    reload: () => page.reload(),
+    evaluate: (fn, ...args) => page.evaluate(new Function("args", `return (${fn}).apply(null, args);`), args),
+    setInputFiles: (selector, files) => page.setInputFiles(selector, files),
+    setOffline: (offline) => context.setOffline(offline),
+    screenshot: (path) => page.screenshot({ path, fullPage: true }),
+    close: () => browser.close(),
+  };
+}
+
+/** Starts `engine` with one fresh page (a fresh profile). */
+export async function openEngine(engine) {
+  switch (engine) {
+    case "chromium": {
+      const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+      const context = await browser.newContext();
+      return playwrightPage(engine, browser, context, await context.newPage());
+    }
+    case "firefox": {
+      const browser = await firefox.launch({ channel: "moz-firefox", executablePath: FIREFOX, headless: true });
+      const context = await browser.newContext();
+      return playwrightPage(engine, browser, context, await context.newPage());
+    }
+    case "webkit":
+    case "webkit-private": {
+      const page = await startWebKit({ persistent: engine === "webkit" });
+      // No network emulation over plain WebDriver.
+      return { ...page, canGoOffline: false };
+    }
+    default:
+      throw new Error(`unknown engine ${engine}`);
+  }
+}
+
+// --- the guest page, through its data-testid hooks and window.uploader ---
+
+/** Opens the guest page and waits until it restored its attempts. */
+export async function openGuest(page, url) {
+  await page.goto(url);
+  await untilReady(page);
+}
+
+export function untilReady(page) {
+  return until("the guest page to be ready", () => page.evaluate(() => document.body.dataset.ready === "1"), 20_000, 100);
+}
+
+/** The attempts as the uploader sees them (window.uploader.list()). */
+export function attempts(page) {
+  return page.evaluate(() => window.uploader.list().map((a) => ({
+    id: a.id, fileName: a.fileName, transfer: a.transfer, confirmation: a.confirmation,
+    bytesSent: a.bytesSent, bytesTotal: a.bytesTotal, error: a.error,
+  })));
+}
+
+/** Every card as the guest reads it. */
+export function cards(page) {
+  return page.evaluate(() => [...document.querySelectorAll("[data-testid='card']")].map((el) => {
+    const text = (id) => el.querySelector(`[data-testid='${id}']`)?.textContent?.trim() ?? "";
+    return { id: el.dataset.id, transfer: text("transfer"), confirmation: text("confirmation") };
+  }));
+}
+
+/** Whether the offline banner shows. */
+export function offlineBanner(page) {
+  return page.evaluate(() => { const b = document.querySelector("[data-testid='offline-banner']"); return !!b && !b.hidden; });
+}
+
+/** Waits until there are `n` cards and every one shows "Saved". */
+export function untilAllSaved(page, n, ms = 90_000) {
+  return until(`${n} cards to show "Saved" in ${page.name}`, async () => {
+    const all = await cards(page);
+    return all.length === n && all.every((c) => /^Saved/.test(c.confirmation)) && all;
+  }, ms, 200);
+}
+
+/** Picks files in the guest page's file input. */
+export function pick(page, files) {
+  return page.setInputFiles("[data-testid='file-input']", files);
+}

@@ -1,0 +1,52 @@
+// Going offline mid-upload, then back online, in Firefox and WebKit
+// (Chromium runs it in offline_then_online.test.mjs). The uplink is slowed
+// and then cut by a throttling proxy, the same in every engine; where the
+// driver can also switch the browser offline (Firefox: playwright's
+// setOffline over BiDi) the page sees navigator.onLine go false and shows
+// its banner. WebKit over plain WebDriver has no such switch: there the cut
+// is a network that stops answering (navigator.onLine stays true).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { setTimeout as sleep } from "node:timers/promises";
+import { startServer, createEvent, hostMedia, photos, until, freePort } from "./harness.mjs";
+import { startThrottle } from "./throttle.mjs";
+import { skipUnless, openEngine, openGuest, pick, attempts, untilAllSaved, offlineBanner } from "./engines.mjs";
+
+for (const engine of ["firefox", "webkit"]) {
+  test(`${engine}: an upload interrupted by going offline completes after coming back`, { skip: skipUnless(engine) }, async () => {
+    const proxyPort = await freePort();
+    const server = await startServer(`offline-${engine}`, ["--public-url", `http://127.0.0.1:${proxyPort}`]);
+    const proxy = await startThrottle(server.port, { port: proxyPort, rate: 300_000 });
+    let page;
+    try {
+      const ev = await createEvent(server);
+      page = await openEngine(engine);
+      await openGuest(page, `${proxy.base}/?event=${ev.event.slug}&code=${ev.guest_code}`);
+      await pick(page, photos(3, 600_000));
+      await until("a transfer to start", async () => (await attempts(page)).some((a) => a.transfer === "uploading" && a.bytesSent > 0), 30_000, 50);
+
+      proxy.setOffline(true);
+      if (page.canGoOffline) {
+        await page.setOffline(true);
+        await until("the offline banner", () => offlineBanner(page), 10_000, 100);
+      }
+      await sleep(1500);
+      const offline = await attempts(page);
+      assert.ok(offline.some((a) => a.confirmation !== "confirmed"), "something was left to do while offline");
+      assert.ok(offline.every((a) => a.transfer !== "failed"), `going offline is not a failure: ${JSON.stringify(offline)}`);
+
+      proxy.setRate(null);
+      proxy.setOffline(false);
+      if (page.canGoOffline) await page.setOffline(false);
+      await untilAllSaved(page, 3);
+      if (page.canGoOffline) assert.equal(await offlineBanner(page), false, "the banner goes away");
+      const media = await hostMedia(server, ev);
+      assert.equal(media.length, 3);
+      assert.deepEqual(media.map((m) => m.attempt_id).sort(), (await attempts(page)).map((a) => a.id).sort(), "each attempt stored once");
+    } finally {
+      await page?.close();
+      await proxy.close();
+      await server.stop();
+    }
+  });
+}

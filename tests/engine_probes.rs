@@ -34,68 +34,70 @@ async function openDb(name) {
 }
 function blobOf(n) { return new Blob([new Uint8Array(n).map((_, i) => i % 251)], { type: "image/png" }); }
 
-// A Blob alone in its own readwrite transaction, then read back and its
-// bytes read: "kept", "refused:<error>", "lost" (stored but unreadable) or "timeout".
-export async function probeBlobInIdb(name) {
-  const db = await openDb(name);
-  try {
-    const tx = db.transaction(["b"], "readwrite");
-    const done = txDone(tx);
-    let put;
-    try { put = await within(3000, req(tx.objectStore("b").put(blobOf(1000), "k"))); }
-    catch (e) {
-      // Then: does the transaction settle, and is the store still usable?
-      let outcome = await within(3000, done);
-      outcome = outcome === "timeout" ? "pending" : outcome.split(":")[0];
-      const t = db.transaction(["b"], "readonly");
-      const after = await within(2000, req(t.objectStore("b").count()).then(() => "ok", (e) => errName(e)));
-      return `refused:${errName(e)}/${outcome}/${after === "timeout" ? "hangs" : after}`;
-    }
-    if (put === "timeout") return "timeout";
-    const outcome = await within(3000, done);
-    if (outcome !== "complete") return "refused:" + outcome;
-    const rtx = db.transaction(["b"], "readonly");
-    const back = await within(3000, req(rtx.objectStore("b").get("k")));
-    if (!(back instanceof Blob)) return "lost";
-    const bytes = new Uint8Array(await back.arrayBuffer());
-    return bytes.length === 1000 && bytes[999] === 999 % 251 ? "kept" : "lost";
-  } finally { db.close(); }
-}
-
-// A string and then a Blob in one readwrite transaction; then a new
-// transaction on the same store and one on another store. Answers
-// "<tx outcome>/<same store>/<other store>", e.g. "complete/ok/ok" or
-// "pending/hangs/ok" (a transaction that never settles blocks its store).
-// `onError` is what the page does with the failed request's error event:
-// "default" (nothing: the transaction aborts), "prevent" (preventDefault:
-// the transaction goes on) or "abort" (preventDefault, then tx.abort()).
-export async function probeMixedTransaction(name, onError) {
-  const db = await openDb(name);
-  const tx = db.transaction(["b"], "readwrite");
-  const done = txDone(tx);
-  tx.onerror = null;
-  const store = tx.objectStore("b");
-  const handle = (e) => {
+// What happens to a transaction whose failed request's error event the page
+// handles with `onError`: "default" (left alone: the transaction should
+// abort), "prevent" (preventDefault: the transaction goes on) or "abort"
+// (preventDefault, then tx.abort()). Answers "<outcome>@<ms>" with outcome
+// complete, abort or pending (not settled within 4 s).
+function settle(tx, onError) {
+  const started = Date.now();
+  const done = new Promise((ok) => {
+    tx.oncomplete = () => ok("complete");
+    tx.onabort = () => ok("abort");
+  });
+  tx.onerror = (e) => {
     if (onError === "default") return;
     e.preventDefault();
     if (onError === "abort") { try { tx.abort(); } catch (_) {} }
   };
-  store.put("text", "s").onerror = handle;
-  try { store.put(blobOf(1000), "k").onerror = handle; } catch (e) { return "throws:" + errName(e); }
-  let outcome = await within(1500, done);
-  if (outcome === "timeout") outcome = "pending";
-  const later = async (s) => {
-    const t = db.transaction([s], "readwrite");
-    const d = txDone(t);
-    t.objectStore(s).put("x", "later");
-    const r = await within(1000, d);
-    return r === "complete" ? "ok" : r === "timeout" ? "hangs" : r;
-  };
-  const same = await later("b");
-  const other = await later("a");
+  return within(4000, done).then((r) => (r === "timeout" ? "pending" : `${r}@${Date.now() - started}ms`));
+}
+// Whether a new readwrite transaction on `store` completes (a transaction
+// that never settles blocks every later one on its stores): "ok" or "hangs".
+async function usable(db, store) {
+  const t = db.transaction([store], "readwrite");
+  const d = txDone(t);
+  t.objectStore(store).put("x", "later");
+  const r = await within(1500, d);
+  return r === "complete" ? "ok" : r === "timeout" ? "hangs" : r;
+}
+
+// A Blob alone in its own readwrite transaction, then read back and its
+// bytes read: "kept", "lost" (stored but unreadable), or
+// "refused:<error>/<outcome>/<store usable>".
+export async function probeBlobInIdb(name, onError) {
+  const db = await openDb(name);
+  const tx = db.transaction(["b"], "readwrite");
+  let error = null;
+  tx.objectStore("b").put(blobOf(1000), "k").addEventListener("error", (e) => { error = e.target.error; });
+  const outcome = await settle(tx, onError);
+  if (!outcome.startsWith("complete") || error) {
+    const after = await usable(db, "b");
+    if (after === "ok") db.close();
+    return `refused:${errName(error)}/${outcome}/${after}`;
+  }
+  const rtx = db.transaction(["b"], "readonly");
+  const back = await within(3000, req(rtx.objectStore("b").get("k")));
+  db.close();
+  if (!(back instanceof Blob)) return "lost";
+  const bytes = new Uint8Array(await back.arrayBuffer());
+  return bytes.length === 1000 && bytes[999] === 999 % 251 ? "kept" : "lost";
+}
+
+// A string and then a Blob in one readwrite transaction. Answers
+// "<outcome>/<same store usable>/<other store usable>".
+export async function probeMixedTransaction(name, onError) {
+  const db = await openDb(name);
+  const tx = db.transaction(["b"], "readwrite");
+  const store = tx.objectStore("b");
+  store.put("text", "s");
+  try { store.put(blobOf(1000), "k"); } catch (e) { return "throws:" + errName(e); }
+  const outcome = await settle(tx, onError);
+  const same = await usable(db, "b");
+  const other = await usable(db, "a");
   // Left open on purpose when something hangs (closing would wait forever).
   if (same === "ok") db.close();
-  return `${outcome.split(":")[0]}/${same}/${other}`;
+  return `${outcome}/${same}/${other}`;
 }
 
 // Whether a readwrite transaction reports the durability it was asked for.
@@ -159,7 +161,7 @@ export function engineName() {
 "#)]
 extern "C" {
     #[wasm_bindgen(js_name = probeBlobInIdb)]
-    fn probe_blob_in_idb(name: &str) -> js_sys::Promise;
+    fn probe_blob_in_idb(name: &str, on_error: &str) -> js_sys::Promise;
     #[wasm_bindgen(js_name = probeMixedTransaction)]
     fn probe_mixed_transaction(name: &str, on_error: &str) -> js_sys::Promise;
     #[wasm_bindgen(js_name = probeDurability)]
@@ -186,12 +188,13 @@ async fn answer(p: js_sys::Promise) -> String {
 #[wasm_bindgen_test]
 async fn what_this_engine_does() {
     let engine = engine_name();
-    let blob = answer(probe_blob_in_idb(&common::unique("probe-blob"))).await;
-    let mut mixed = Vec::new();
+    let blob = answer(probe_blob_in_idb(&common::unique("probe-blob"), "default")).await;
+    let mut detail = Vec::new();
     for on_error in ["default", "prevent", "abort"] {
-        mixed.push(format!("{on_error}:{}", answer(probe_mixed_transaction(&common::unique("probe-mixed"), on_error)).await));
+        detail.push(format!("blob-alone:{on_error}:{}", answer(probe_blob_in_idb(&common::unique("probe-blob"), on_error)).await));
+        detail.push(format!("after-a-put:{on_error}:{}", answer(probe_mixed_transaction(&common::unique("probe-mixed"), on_error)).await));
     }
-    let mixed = mixed.join(",");
+    let mixed = detail.join(",");
     let durability = answer(probe_durability(&common::unique("probe-durability"))).await;
     let locks = answer(probe_web_locks()).await;
     let channel = answer(probe_broadcast_channel()).await;
@@ -199,7 +202,7 @@ async fn what_this_engine_does() {
     let progress = answer(probe_upload_progress(&format!("{}/storage/probe?sig=none", common::API), 2_000_000)).await;
     let persist = answer(probe_persist()).await;
     let line = format!(
-        "engine-probe: {engine} | blob-in-idb={blob} | mixed-tx={mixed} | durability={durability} | web-locks={locks} | broadcast-channel={channel} | upload-progress={progress} | persist={persist} | ua={}",
+        "engine-probe: {engine} | blob-in-idb={blob} | refused-request-handling={mixed} | durability={durability} | web-locks={locks} | broadcast-channel={channel} | upload-progress={progress} | persist={persist} | ua={}",
         web_sys::window().unwrap().navigator().user_agent().unwrap_or_default()
     );
     web_sys::console::log_1(&line.clone().into());

@@ -8,6 +8,7 @@
 //! Both install what a fresh Debian machine lacks (as root).
 
 mod backends;
+mod engines;
 mod setup;
 mod run;
 mod server;
@@ -33,7 +34,7 @@ fn main() -> ExitCode {
         Some("demo") => run::demo(&args[1..]),
         Some("test") => run::test(&args[1..]),
         Some("bench") => run::bench(&args[1..]),
-        Some("setup") => setup::ensure_all(true),
+        Some("setup") => setup::ensure_all(true).and_then(|()| engines::ensure_engines("setup").map(drop)),
         _ => return usage(),
     };
     match result {

@@ -5,6 +5,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use crate::backends::{Combination, Postgres, S3Server, build_s3_server, test_env};
+use crate::engines::{WasmRun, ensure_engines, versions, wasm_runs};
 use crate::server::{Server, build_server, port_or_free, target_dir};
 use crate::setup::{Result, ensure_all, ensure_chromium, ensure_npm, extend_path, root, sh};
 
@@ -107,25 +108,46 @@ fn layer_server() -> Result {
     if failed.is_empty() { Ok(()) } else { Err(format!("server tests failed with {}", failed.join(", "))) }
 }
 
-/// wasm-bindgen-test in headless Chromium, against a real reference server.
-/// Then once more against a server on PostgreSQL and S3.
+/// The wasm browser tests in one engine; echoes their output and returns the
+/// `engine-probe:` lines (tests/engine_probes.rs) it printed.
+fn run_wasm_tests(run: &WasmRun, server: &Server, page_port: u16) -> Result<Vec<String>> {
+    let mut cmd = run.cargo();
+    cmd.args(["test", "--no-fail-fast", "--target", "wasm32-unknown-unknown", "-p", "upload-once", "--", "--nocapture"])
+        .current_dir(root())
+        .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", "wasm-bindgen-test-runner")
+        .env("WASM_BINDGEN_TEST_ADDRESS", format!("127.0.0.1:{page_port}"))
+        .env("WASM_BINDGEN_TEST_TIMEOUT", "90")
+        .env("UPLOAD_ONCE_TEST_API", &server.base)
+        .env("UPLOAD_ONCE_TEST_ADMIN", &server.admin)
+        .stdout(std::process::Stdio::piped());
+    eprintln!("+ [{}] {}", run.name, crate::setup::describe(&cmd));
+    let mut child = cmd.spawn().map_err(|e| format!("could not start cargo test: {e}"))?;
+    let mut probes = Vec::new();
+    if let Some(stdout) = child.stdout.take() {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
+            println!("{line}");
+            if let Some(probe) = line.trim().strip_prefix("engine-probe: ") {
+                probes.push(probe.to_owned());
+            }
+        }
+    }
+    let status = child.wait().map_err(|e| e.to_string())?;
+    if status.success() { Ok(probes) } else { Err(format!("the browser tests failed in {} ({status})", run.name)) }
+}
+
+/// wasm-bindgen-test against a real reference server, in every engine:
+/// Chromium, Firefox, WebKit in its stock (private-like) profile and in a
+/// persistent one. Then once more in Chromium against a server on
+/// PostgreSQL and S3.
 fn layer_browser() -> Result {
-    let (_, chromedriver) = ensure_chromium()?;
+    let engines = ensure_engines("browser")?;
     let binary = build_server()?;
     let page_port = port_or_free(18_765);
     let page_origin = format!("http://127.0.0.1:{page_port}");
-    let run_wasm_tests = |server: &Server, targets: &[String]| {
-        sh(Command::new("cargo")
-            .args(["test", "--target", "wasm32-unknown-unknown", "-p", "upload-once"])
-            .args(targets)
-            .current_dir(root())
-            .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", "wasm-bindgen-test-runner")
-            .env("CHROMEDRIVER", &chromedriver)
-            .env("WASM_BINDGEN_TEST_ADDRESS", format!("127.0.0.1:{page_port}"))
-            .env("WASM_BINDGEN_TEST_TIMEOUT", "90")
-            .env("UPLOAD_ONCE_TEST_API", &server.base)
-            .env("UPLOAD_ONCE_TEST_ADMIN", &server.admin))
-    };
+    let mut timings = Vec::new();
+    let mut probes = Vec::new();
+    let mut failed = Vec::new();
     {
         // Signed URLs live 2 s here, so the expired-URL test does not wait long.
         let server = Server::start(
@@ -133,32 +155,56 @@ fn layer_browser() -> Result {
             "browser",
             &["--allowed-origin".into(), page_origin.clone(), "--url-ttl".into(), "2s".into(), "--www-dir".into(), "none".into()],
         )?;
-        run_wasm_tests(&server, &[])?;
+        // Every engine runs against the same server, so the tests are built once.
+        for run in wasm_runs(&engines) {
+            eprintln!("\n--- browser tests in {} ---", run.name);
+            let started = Instant::now();
+            let result = run_wasm_tests(&run, &server, page_port);
+            timings.push(format!("  {:>18}: {} ({} s)", run.name, if result.is_ok() { "ok" } else { "FAILED" }, started.elapsed().as_secs()));
+            match result {
+                Ok(lines) => probes.extend(lines),
+                Err(e) => failed.push(e),
+            }
+        }
     }
 
-    eprintln!("\n--- browser tests against PostgreSQL + S3 ---");
-    let s3_binary = build_s3_server()?;
-    let pg = Postgres::start()?;
-    let s3 = S3Server::start(&s3_binary, "browser", &["browser"], std::slice::from_ref(&page_origin))?;
-    // 3 s: an S3 URL is signed in whole seconds from a whole-second date,
-    // so it can live up to a second less than its TTL (docs/deploy.md).
-    let flags: Vec<String> = [
-        "--allowed-origin", &page_origin, "--url-ttl", "3s", "--www-dir", "none",
-        "--database-url", &pg.admin_url, "--storage", "s3", "--s3-endpoint", &s3.endpoint, "--s3-bucket", "browser",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let server = Server::start_with_env(&binary, "browser-pg-s3", &flags, &s3.credentials_env())?;
-    // The wasm tests read the server's address at compile time: this run
-    // rebuilds them for the new address.
-    run_wasm_tests(&server, &[])
+    eprintln!("\n--- browser tests against PostgreSQL + S3 (chromium) ---");
+    let started = Instant::now();
+    let result = (|| {
+        let s3_binary = build_s3_server()?;
+        let pg = Postgres::start()?;
+        let s3 = S3Server::start(&s3_binary, "browser", &["browser"], std::slice::from_ref(&page_origin))?;
+        // 3 s: an S3 URL is signed in whole seconds from a whole-second date,
+        // so it can live up to a second less than its TTL (docs/deploy.md).
+        let flags: Vec<String> = [
+            "--allowed-origin", &page_origin, "--url-ttl", "3s", "--www-dir", "none",
+            "--database-url", &pg.admin_url, "--storage", "s3", "--s3-endpoint", &s3.endpoint, "--s3-bucket", "browser",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let server = Server::start_with_env(&binary, "browser-pg-s3", &flags, &s3.credentials_env())?;
+        // The wasm tests read the server's address at compile time: this run
+        // rebuilds them for the new address.
+        run_wasm_tests(&wasm_runs(&engines)[0], &server, page_port).map(|_| ())
+    })();
+    timings.push(format!("  {:>18}: {} ({} s)", "chromium pg+s3", if result.is_ok() { "ok" } else { "FAILED" }, started.elapsed().as_secs()));
+    if let Err(e) = result {
+        failed.push(e);
+    }
+    eprintln!("\nbrowser engines: {}", versions(&engines).join("; "));
+    eprintln!("browser tests per engine:\n{}", timings.join("\n"));
+    eprintln!("what each engine does (tests/engine_probes.rs):\n  {}", probes.join("\n  "));
+    if failed.is_empty() { Ok(()) } else { Err(failed.join("; ")) }
 }
 
-/// Playwright (playwright-core) driving Debian's Chromium through the real
-/// pages, and the Vite example app.
+/// The real pages and the Vite example in Chromium (playwright-core), and
+/// the essential guest flows (reload mid-transfer, offline/online) in
+/// Firefox (playwright-core over WebDriver BiDi) and WebKit (plain W3C
+/// WebDriver, under Xvfb).
 fn layer_e2e() -> Result {
-    let (chromium, _) = ensure_chromium()?;
+    let engines = ensure_engines("e2e")?;
+    let chromium = engines.chromium.0.clone();
     build_package("web", "pkg")?;
     build_package("bundler", "pkg-bundler")?;
     let e2e = root().join("tests/e2e");
@@ -168,9 +214,23 @@ fn layer_e2e() -> Result {
     // `npm run build` type-checks against the package's .d.ts (strict), then bundles.
     sh(Command::new("npm").args(["run", "build", "--silent"]).current_dir(&example))?;
     let binary = build_server()?;
-    sh(Command::new("node")
+    let mut cmd = match &engines.webkit {
+        Some(w) => {
+            let mut c = Command::new(&w.xvfb_run);
+            c.args(["-a", "-s", "-screen 0 1280x1024x24", "node"]);
+            c.env("UPLOAD_ONCE_WEBKITWEBDRIVER", &w.driver);
+            c
+        }
+        None => Command::new("node"),
+    };
+    if let Some(f) = &engines.firefox {
+        cmd.env("UPLOAD_ONCE_FIREFOX", &f.browser);
+    }
+    eprintln!("e2e engines: {} ({})", engines.names(), versions(&engines).join("; "));
+    sh(cmd
         .args(["--test", "--test-concurrency=1", "--test-reporter=spec"])
         .current_dir(&e2e)
+        .env("UPLOAD_ONCE_E2E_ENGINES", engines.names())
         .env("UPLOAD_ONCE_SERVER_BIN", binary)
         .env("UPLOAD_ONCE_CHROMIUM", chromium)
         .env("UPLOAD_ONCE_ROOT", root())

@@ -783,7 +783,10 @@ impl Client {
     }
 
     /// Adds files: each is checked, then every new attempt is durably
-    /// recorded (one strict transaction) before anything is sent.
+    /// recorded (one strict transaction) before anything is sent. The
+    /// uploads start right away; the call resolves once the files' bytes
+    /// are also kept for a reload (within the caps, where the browser lets
+    /// them be stored).
     pub async fn add(&self, files: Vec<File>) -> Result<Vec<Added>> {
         if self.inner().closed {
             return Err(Error::Closed);
@@ -793,6 +796,7 @@ impl Client {
         let mut added = Vec::with_capacity(files.len());
         let mut new_records: Vec<(AttemptRecord, File)> = Vec::new();
         let mut retried = Vec::new();
+        let mut to_keep: Vec<(Uuid, File)> = Vec::new();
         {
             let mut inner = self.inner();
             let event_limits = inner.session.as_ref().map(|s| Restrictions {
@@ -832,6 +836,9 @@ impl Client {
                         inner.files.insert(blob_key, file.clone().into());
                         inner.sched.set_has_blob(&id, true);
                     }
+                    if (needs_file || failed) && !inner.kept.contains_key(&blob_key) {
+                        to_keep.push((blob_key, file.clone()));
+                    }
                     if needs_file && inner.sched.attach_file(&id, now) {
                         added.push(Added::Reattached(id));
                     } else if failed && inner.sched.retry(&id, now) {
@@ -866,7 +873,7 @@ impl Client {
             for (record, _) in &new_records {
                 self.request_lock(record.id);
             }
-            self.keep_files(new_records.into_iter().map(|(r, f)| (r.blob_key, f)).collect());
+            to_keep.extend(new_records.into_iter().map(|(r, f)| (r.blob_key, f)));
         }
         for id in retried {
             self.request_lock(id);
@@ -876,15 +883,18 @@ impl Client {
                 self.notify(id);
             }
         }
+        // The uploads start now; the copies for a reload are made meanwhile,
+        // and `add` resolves once they are (or could not be) kept.
         self.0.signal.raise();
+        self.keep_files(to_keep).await;
         Ok(added)
     }
 
-    /// Keeps files in IndexedDB (within the caps) in the background. A
-    /// refusal only means the file will not survive a reload.
-    fn keep_files(&self, files: Vec<(Uuid, File)>) {
-        let me = self.clone();
-        spawn_local(async move {
+    /// Keeps files in IndexedDB (within the caps). A refusal only means the
+    /// file will not survive a reload (the attempt then shows `needs_file`).
+    async fn keep_files(&self, files: Vec<(Uuid, File)>) {
+        let me = self;
+        {
             for (key, file) in files {
                 let size = file.size() as u64;
                 let fits = {
@@ -900,6 +910,10 @@ impl Client {
                         let still_needed = me.inner().sched.records().any(|r| r.blob_key == key && !r.is_terminal());
                         if still_needed {
                             me.inner().kept.insert(key, size);
+                            let users: Vec<Uuid> = me.inner().sched.records().filter(|r| r.blob_key == key).map(|r| r.id).collect();
+                            for id in users {
+                                me.notify(&id);
+                            }
                         } else {
                             let _ = me.0.store.delete_blobs(&[key]).await;
                         }
@@ -909,7 +923,7 @@ impl Client {
                     }
                 }
             }
-        });
+        }
     }
 
     /// Cancels an attempt: aborts its transfer; it shows as failed with
@@ -1024,7 +1038,8 @@ impl Client {
     fn view_of(inner: &Inner, id: &Uuid) -> Option<JsValue> {
         let r = inner.sched.record(id)?;
         let progress = inner.progress.get(id).map(|p| (p.0, p.1));
-        Some(jsio::view_to_js(r, progress, inner.sched.is_owned(id), inner.has_blob(r), is_online()))
+        let kept = inner.kept.contains_key(&r.blob_key);
+        Some(jsio::view_to_js(r, progress, inner.sched.is_owned(id), inner.has_blob(r), kept, is_online()))
     }
 
     /// The JS view of one attempt.

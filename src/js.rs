@@ -161,10 +161,11 @@ impl Uploader {
         future_to_promise(async move { Ok(client.file(&id?).await.map(JsValue::from).unwrap_or(JsValue::NULL)) })
     }
 
-    /// Adds files, one outcome per file in the order given. Each is checked against the app's and the event's
-    /// restrictions, then all new attempts are durably recorded before any
-    /// network. A file picked again for an attempt that `needs_file` is
-    /// re-attached to it (same id).
+    /// Adds files, one outcome per file in the order given. Each is checked
+    /// against the app's and the event's restrictions, then all new attempts
+    /// are durably recorded before any network. Resolves once the files are
+    /// also kept for a reload (`fileKept`). A file picked again for an attempt
+    /// that `needs_file` is re-attached to it (same id).
     #[wasm_bindgen(unchecked_return_type = "Promise<AddOutcome[]>")]
     pub fn add(&self, #[wasm_bindgen(unchecked_param_type = "FileList | File[]")] files: JsValue) -> Promise {
         let client = self.client.clone();

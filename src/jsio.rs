@@ -444,7 +444,14 @@ pub fn event_to_js(e: &EventInfo) -> JsValue {
 }
 
 /// The JS view of an attempt (`AttemptView`).
-pub fn view_to_js(a: &AttemptRecord, progress: Option<(f64, f64)>, driven_here: bool, file_held: bool, online: bool) -> JsValue {
+pub fn view_to_js(
+    a: &AttemptRecord,
+    progress: Option<(f64, f64)>,
+    driven_here: bool,
+    file_held: bool,
+    file_kept: bool,
+    online: bool,
+) -> JsValue {
     let total = a.file.size as f64;
     let (sent, total) = match (a.transfer, progress) {
         (Transfer::Uploaded, _) => (total, total),
@@ -476,6 +483,7 @@ pub fn view_to_js(a: &AttemptRecord, progress: Option<(f64, f64)>, driven_here: 
         .bool("terminal", a.is_terminal())
         .bool("drivenHere", driven_here)
         .bool("fileHeld", file_held)
+        .bool("fileKept", file_kept)
         .bool("paused", !online && !a.is_terminal() && !a.needs_file())
         .done()
 }

@@ -70,6 +70,8 @@ export interface AttemptView {
   drivenHere: boolean;
   /** The file's bytes are available here (in memory or kept in IndexedDB). */
   fileHeld: boolean;
+  /** The file's bytes are kept in IndexedDB: a reload continues the upload without picking the file again. */
+  fileKept: boolean;
   /** Waiting for the browser to come back online. */
   paused: boolean;
 }

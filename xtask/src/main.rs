@@ -22,6 +22,7 @@ fn usage() -> ExitCode {
   demo                 build the package, start the server at http://127.0.0.1:8080 with a demo event
   test [layer ...]     run the test suite (all layers, or: {})
   bench [--quick]      run the benchmarks and write docs/benchmarks.md
+  soak [--uploads N]   chaos soak through the fault proxy, with a checker (docs/reliability.md)
   setup                install what is missing (toolchain, browsers, npm packages)",
         run::LAYERS.join(", ")
     );
@@ -34,6 +35,7 @@ fn main() -> ExitCode {
         Some("demo") => run::demo(&args[1..]),
         Some("test") => run::test(&args[1..]),
         Some("bench") => run::bench(&args[1..]),
+        Some("soak") => run::soak(&args[1..]),
         Some("setup") => setup::ensure_all(true).and_then(|()| engines::ensure_engines("setup").map(drop)),
         _ => return usage(),
     };

@@ -237,9 +237,9 @@ fn layer_e2e() -> Result {
         .env("UPLOAD_ONCE_SCREENSHOTS", target_dir().join("e2e-screenshots")))
 }
 
-/// The ambiguous moments, each broken on purpose through the fault proxy,
-/// in headless Chromium (tests/faults/).
-fn layer_faults() -> Result {
+/// Builds what the fault suite and the soak need; returns the node command
+/// with its environment.
+fn faults_command() -> Result<Command> {
     let (chromium, _) = ensure_chromium()?;
     build_package("web", "pkg")?;
     ensure_npm(&root().join("tests/e2e"))?;
@@ -247,13 +247,26 @@ fn layer_faults() -> Result {
         .args(["build", "--quiet", "-p", "upload-once-server", "-p", "upload-once-fault-proxy"])
         .current_dir(root()))?;
     let bin = target_dir().join("debug");
-    sh(Command::new("node")
-        .args(["--test", "--test-concurrency=1", "--test-reporter=spec"])
-        .current_dir(root().join("tests/faults"))
+    let mut node = Command::new("node");
+    node.current_dir(root().join("tests/faults"))
         .env("UPLOAD_ONCE_SERVER_BIN", bin.join("upload-once-server"))
         .env("UPLOAD_ONCE_FAULT_PROXY_BIN", bin.join("upload-once-fault-proxy"))
         .env("UPLOAD_ONCE_CHROMIUM", chromium)
-        .env("UPLOAD_ONCE_ROOT", root()))
+        .env("UPLOAD_ONCE_ROOT", root());
+    Ok(node)
+}
+
+/// The ambiguous moments, each broken on purpose through the fault proxy,
+/// in headless Chromium (tests/faults/), then a short chaos soak.
+fn layer_faults() -> Result {
+    sh(faults_command()?.args(["--test", "--test-concurrency=1", "--test-reporter=spec"]))?;
+    sh(faults_command()?.args(["soak.mjs", "--uploads", "30", "--minutes", "5", "--seed", "1", "--reload-every", "1500"]))
+}
+
+/// `cargo xtask soak [--uploads N] [--minutes M] [--seed S] [--fault-rate P] [--reload-every MS]`
+pub fn soak(args: &[String]) -> Result {
+    ensure_all(true)?;
+    sh(faults_command()?.arg("soak.mjs").args(args))
 }
 
 /// Gzip -9 size of a file (flate via the system `gzip`, as the docs report).

@@ -1,0 +1,203 @@
+// The chaos soak: N uploads from headless Chromium through the fault proxy,
+// with random faults on every route and random page reloads; then a checker
+// compares what the guest picked with the server's database and storage.
+//
+//   node tests/faults/soak.mjs [--uploads 300] [--minutes 20] [--seed 1] [--fault-rate 0.15]
+//                              [--reload-every 3000] [--uplink 500000]
+//
+// The uplink is throttled (bytes/s, Chromium's network emulation) so that
+// reloads land in the middle of transfers.
+//
+// Prints one line and exits non-zero if anything was lost, duplicated or
+// orphaned:
+//   uploads N, faults F, reloads R, confirmed C, lost 0, duplicates 0, orphans 0
+import { readdirSync, existsSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { createEvent, hostMedia, photo } from "../e2e/harness.mjs";
+import { launch, openGuest } from "../e2e/pages.mjs";
+import { startStack } from "./stack.mjs";
+
+const argv = process.argv.slice(2);
+const opt = (name, fallback) => (argv.includes(`--${name}`) ? Number(argv[argv.indexOf(`--${name}`) + 1]) : fallback);
+const UPLOADS = opt("uploads", 300);
+const MINUTES = opt("minutes", 20);
+const SEED = opt("seed", 1);
+const RATE = opt("fault-rate", 0.15);
+const RELOAD_EVERY = opt("reload-every", 3000);
+const UPLINK = opt("uplink", 500_000);
+const BATCH = 10;
+
+let state = SEED * 2654435761 >>> 0 || 1;
+const rand = () => { state ^= state << 13; state ^= state >>> 17; state ^= state << 5; return (state >>> 0) / 2 ** 32; };
+
+/** Random faults on every route the browser uses. */
+function faultRules(rate) {
+  const routes = [
+    { method: "POST", path: "/v1/events/*/attempts" },
+    { method: "PUT", path: "/storage/*" },
+    { method: "POST", path: "/v1/attempts/*/confirm" },
+    { method: "POST", path: "/v1/attempts/status" },
+    { method: "POST", path: "/v1/attempts/*/renew" },
+  ];
+  const actions = [
+    { kind: "drop_before" },
+    { kind: "drop_after" },
+    { kind: "status", status: 503 },
+    { kind: "status", status: 429, retry_after: "1" },
+    { kind: "delay", ms: 1500 },
+  ];
+  const rules = [];
+  for (const route of routes) {
+    const each = rate / (actions.length + (route.method === "PUT" ? 1 : 0));
+    for (const action of actions) rules.push({ ...route, probability: each, action });
+    if (route.method === "PUT") rules.push({ ...route, probability: each, action: { kind: "cut_body", after_bytes: 20_000 } });
+  }
+  return rules;
+}
+
+function objectFiles(dataDir) {
+  const root = join(dataDir, "objects");
+  const out = [];
+  const walk = (d) => {
+    if (!existsSync(d)) return;
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      if (e.name.startsWith(".")) continue;
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (!e.name.endsWith(".meta")) out.push(p.slice(root.length + 1));
+    }
+  };
+  walk(root);
+  return out;
+}
+
+async function main() {
+  const deadline = Date.now() + MINUTES * 60_000;
+  const stack = await startStack(`soak-${SEED}`);
+  const browser = await launch();
+  let reloads = 0;
+  let retriesPressed = 0;
+  const failedWith = {};
+  try {
+    await stack.proxy.seed(SEED);
+    const ev = await createEvent(stack.server, { moderation: "none" });
+    const context = await browser.newContext();
+    const page = await openGuest(context, stack.guestUrl(ev));
+    const cdp = await context.newCDPSession(page);
+    await cdp.send("Network.enable");
+    await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 5, downloadThroughput: -1, uploadThroughput: UPLINK });
+    const picked = [];
+    const bytesOf = new Map();
+    let repicks = 0;
+    // A guest asked to pick a photo again (its bytes were not kept before a
+    // reload) picks the same file: same name, size and modification time.
+    const repick = async (attempts) => {
+      for (const a of attempts) {
+        if (a.transfer !== "needs_file" || !bytesOf.has(a.fileName)) continue;
+        repicks++;
+        await page.evaluate(async ({ name, type, lastModified, b64 }) => {
+          const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+          await window.uploader.add([new File([bytes], name, { type, lastModified })]);
+        }, { name: a.fileName, type: a.type, lastModified: a.lastModified, b64: bytesOf.get(a.fileName).toString("base64") }).catch(() => {});
+      }
+    };
+    const list = () => page.evaluate(() => window.uploader.list()).catch(() => []);
+    const ready = () => page.waitForSelector("body[data-ready='1']", { timeout: 60_000 });
+    await stack.proxy.rules(...faultRules(RATE));
+
+    let lastReload = Date.now();
+    const maybeReload = async () => {
+      if (Date.now() - lastReload < RELOAD_EVERY * (0.5 + rand())) return;
+      lastReload = Date.now();
+      reloads++;
+      await page.reload().catch(() => {});
+      await ready();
+    };
+
+    // Pick files in batches; a batch counts once every file has its durable record.
+    while (picked.length < UPLOADS) {
+      if (Date.now() > deadline) throw new Error("out of time while picking");
+      const n = Math.min(BATCH, UPLOADS - picked.length);
+      const files = Array.from({ length: n }, (_, i) => {
+        const k = picked.length + i;
+        return { name: `soak-${SEED}-${k}.png`, mimeType: "image/png", buffer: photo(k + 1, 20_000 + Math.floor(rand() * 60_000)) };
+      });
+      for (const f of files) bytesOf.set(f.name, f.buffer);
+      await page.setInputFiles("[data-testid='file-input']", files);
+      const names = new Set(files.map((f) => f.name));
+      for (;;) {
+        const have = new Set((await list()).map((a) => a.fileName));
+        if ([...names].every((x) => have.has(x))) break;
+        await sleep(50);
+      }
+      picked.push(...files.map((f) => f.name));
+      await maybeReload();
+    }
+
+    // Let it run: reload now and then; retry what failed for good, like a
+    // guest who keeps pressing Retry.
+    for (;;) {
+      if (Date.now() > deadline) break;
+      const attempts = await list();
+      const current = attempts.filter((a) => !a.replacedBy);
+      if (current.length >= UPLOADS && current.every((a) => a.confirmation === "confirmed")) break;
+      for (const a of current) {
+        if (a.terminal && a.confirmation !== "confirmed" && a.transfer === "failed") {
+          retriesPressed++;
+          failedWith[a.error?.code] = (failedWith[a.error?.code] ?? 0) + 1;
+          await page.evaluate((id) => window.uploader.retry(id), a.id).catch(() => {});
+        }
+      }
+      await repick(current);
+      await sleep(500);
+      await maybeReload();
+    }
+
+    // Quiet network, everything settles; then the checker.
+    const faults = (await stack.proxy.log()).faults.length;
+    await stack.proxy.reset();
+    await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+    const settleBy = Date.now() + 120_000;
+    while (Date.now() < settleBy) {
+      const attempts = await list();
+      for (const a of attempts) {
+        if (a.terminal && a.confirmation !== "confirmed" && a.transfer === "failed") {
+          retriesPressed++;
+          failedWith[a.error?.code] = (failedWith[a.error?.code] ?? 0) + 1;
+          await page.evaluate((id) => window.uploader.retry(id), a.id).catch(() => {});
+        }
+      }
+      await repick(attempts);
+      if (attempts.filter((a) => !a.replacedBy).every((a) => a.confirmation === "confirmed")) break;
+      await sleep(500);
+    }
+    const media = await hostMedia(stack.server, ev);
+    const perFile = new Map();
+    for (const m of media) perFile.set(m.filename, (perFile.get(m.filename) ?? 0) + 1);
+    const lost = picked.filter((name) => !perFile.has(name)).length;
+    const duplicates = [...perFile.values()].reduce((n, c) => n + Math.max(0, c - 1), 0);
+    const objects = new Set(objectFiles(stack.server.dataDir));
+    const referenced = new Set(media.map((m) => m.object_key));
+    const unreferenced = [...objects].filter((k) => !referenced.has(k));
+    const missing = media.filter((m) => !objects.has(m.object_key) || statSync(join(stack.server.dataDir, "objects", m.object_key)).size !== m.size);
+    const orphans = unreferenced.length + missing.length;
+    console.log(`uploads ${picked.length}, faults ${faults}, reloads ${reloads}, confirmed ${media.length}, lost ${lost}, duplicates ${duplicates}, orphans ${orphans}`);
+    console.error(`(seed ${SEED}, fault rate ${RATE}, uplink ${UPLINK} B/s, reload every ~${RELOAD_EVERY} ms, retries pressed ${retriesPressed}, files picked again ${repicks}, failures retried by hand ${JSON.stringify(failedWith)}, ${Math.round((Date.now() - (deadline - MINUTES * 60_000)) / 1000)} s)`);
+    if (lost || duplicates || orphans) {
+      if (unreferenced.length) console.error("objects without a media row:", unreferenced.slice(0, 10));
+      if (missing.length) console.error("media rows without their object:", missing.slice(0, 10).map((m) => m.object_key));
+      const lostNames = picked.filter((name) => !perFile.has(name));
+      if (lostNames.length) {
+        const attempts = await list();
+        console.error("lost:", lostNames.slice(0, 10), attempts.filter((a) => lostNames.includes(a.fileName)).slice(0, 5));
+      }
+      process.exitCode = 1;
+    }
+  } finally {
+    await browser.close();
+    await stack.stop();
+  }
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });

@@ -82,6 +82,9 @@ export async function startWebKit({ persistent = true } = {}) {
     },
     async close() {
       try { await s("DELETE", "", undefined, 10_000); } catch { /* the browser may be gone already */ }
+      // The browser inherits the driver's stderr: let go of the pipe, so a
+      // browser slow to quit cannot keep this process alive.
+      driver.stderr.destroy();
       driver.kill("SIGTERM");
       rmSync(files, { recursive: true, force: true });
     },

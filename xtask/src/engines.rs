@@ -57,13 +57,18 @@ pub struct Engines {
 }
 
 impl Engines {
+    /// WebKit for the e2e suite, which needs both profiles.
+    pub fn e2e_webkit(&self) -> Option<&WebKit> {
+        self.webkit.as_ref().filter(|w| w.persistent)
+    }
+
     /// `chromium,firefox,webkit` (those present), for the e2e suite.
     pub fn names(&self) -> String {
         let mut names = vec!["chromium"];
         if self.firefox.is_some() {
             names.push("firefox");
         }
-        if self.webkit.is_some() {
+        if self.e2e_webkit().is_some() {
             names.push("webkit");
         }
         names.join(",")

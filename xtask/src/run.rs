@@ -214,7 +214,7 @@ fn layer_e2e() -> Result {
     // `npm run build` type-checks against the package's .d.ts (strict), then bundles.
     sh(Command::new("npm").args(["run", "build", "--silent"]).current_dir(&example))?;
     let binary = build_server()?;
-    let mut cmd = match &engines.webkit {
+    let mut cmd = match engines.e2e_webkit() {
         Some(w) => {
             let mut c = Command::new(&w.xvfb_run);
             c.args(["-a", "-s", "-screen 0 1280x1024x24", "node"]);

@@ -414,10 +414,13 @@ impl AttemptRecord {
             self.confirmation = Confirmation::Unconfirmed;
         }
         // A backoff chosen by a page that is gone does not bind this one:
-        // asking the server costs one request.
-        if self.step != Step::Check || self.next_retry_at.is_some() {
+        // asking the server costs one request. The retry budget is per page
+        // visit too: transfers cut by the reload itself spent it, and only a
+        // person reloading starts a new one, so nothing retries forever.
+        if self.step != Step::Check || self.next_retry_at.is_some() || self.retries > 0 {
             self.step = Step::Check;
             self.next_retry_at = None;
+            self.retries = 0;
             self.touch(now);
         }
     }

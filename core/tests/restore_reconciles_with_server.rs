@@ -209,3 +209,19 @@ fn finished_attempts_are_not_checked_again_after_a_reload() {
     assert!(kinds_since(&sim, from).is_empty());
     assert_eq!(sim.record(id).confirmation, Confirmation::Confirmed, "the stored record is the confirmed one");
 }
+
+#[test]
+fn restore_starts_a_fresh_retry_budget_and_asks_the_server_first() {
+    use upload_once_core::attempt::{AttemptRecord, FileInfo, Step};
+    let file = FileInfo { name: "a.jpg".into(), size: 10, content_type: "image/jpeg".into(), last_modified: 1 };
+    let mut r = AttemptRecord::new(uuid::Uuid::from_bytes([7; 16]), "e", file, 1_000);
+    r.step = Step::Upload;
+    r.retries = 7;
+    r.next_retry_at = Some(90_000);
+    let revision = r.revision;
+    r.restore(2_000);
+    assert_eq!(r.step, Step::Check, "the server is asked first");
+    assert_eq!(r.retries, 0, "a reload is a new page visit: a new retry budget");
+    assert_eq!(r.next_retry_at, None, "the old page's backoff does not bind");
+    assert!(r.revision > revision, "the change is stored before the check goes out");
+}

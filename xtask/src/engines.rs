@@ -89,11 +89,10 @@ fn firefox_browser() -> Option<PathBuf> {
 }
 
 fn ensure_firefox(layer: &str) -> Result<Option<Firefox>> {
-    if firefox_browser().is_none() {
-        if let Err(e) = apt_install(&["firefox-esr"]) {
+    if firefox_browser().is_none()
+        && let Err(e) = apt_install(&["firefox-esr"]) {
             return missing(layer, "Firefox", format!("Firefox ESR is not installed ({e})"));
         }
-    }
     let Some(browser) = firefox_browser() else {
         return missing(layer, "Firefox", "firefox-esr was installed but is not on PATH".into());
     };
@@ -125,13 +124,11 @@ fn webkit_driver() -> Option<PathBuf> {
 
 fn ensure_webkit(layer: &str) -> Result<Option<WebKit>> {
     let have_all = || webkit_driver().is_some() && find("xvfb-run").is_some() && find("xauth").is_some() && persistent_browser_runs();
-    if !have_all() {
-        if let Err(e) = apt_install(&["webkit2gtk-driver", "xvfb", "xauth", "python3-gi", "gir1.2-webkit2-4.1"]) {
-            if webkit_driver().is_none() || find("xvfb-run").is_none() {
+    if !have_all()
+        && let Err(e) = apt_install(&["webkit2gtk-driver", "xvfb", "xauth", "python3-gi", "gir1.2-webkit2-4.1"])
+            && (webkit_driver().is_none() || find("xvfb-run").is_none()) {
                 return missing(layer, "WebKit", format!("WebKitGTK's WebDriver or Xvfb is not installed ({e})"));
             }
-        }
-    }
     let (Some(driver), Some(xvfb_run)) = (webkit_driver(), find("xvfb-run")) else {
         return missing(layer, "WebKit", "webkit2gtk-driver and xvfb were installed but are not on PATH".into());
     };

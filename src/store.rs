@@ -1,9 +1,11 @@
 //! `IndexedDbStore`: attempt records, the guest session and the files'
 //! bytes, in IndexedDB.
 //!
-//! - The schema (object stores) is opened and upgraded through rexie,
-//!   versioned by [`SCHEMA_VERSION`]; each record also carries its own format
-//!   version (`v`) so old records are upgraded as they are read.
+//! - The schema (object stores) is created and upgraded through rexie's
+//!   builder, versioned by [`SCHEMA_VERSION`]; each record also carries its
+//!   own format version (`v`) so old records are upgraded as they are read.
+//!   Everything after that goes through one plain connection that closes
+//!   itself when another tab upgrades the schema.
 //! - Writes that the protocol depends on (a new attempt before its first
 //!   request, every state change, the session) go through a transaction with
 //!   `durability: "strict"` and are awaited until `complete`.
@@ -15,13 +17,13 @@
 use std::cell::Cell;
 
 use js_sys::Promise;
-use rexie::{ObjectStore, Rexie, TransactionMode};
+use rexie::{ObjectStore, Rexie};
 use upload_once_core::attempt::AttemptRecord;
 use uuid::Uuid;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Blob, DomException, IdbDatabase, IdbObjectStore, IdbTransaction};
+use web_sys::{Blob, DomException, IdbDatabase, IdbObjectStore, IdbRequest, IdbTransaction};
 
 use crate::env::timeout;
 use crate::error::{Error, Result};
@@ -78,15 +80,13 @@ pub fn storage_error(value: &JsValue) -> Error {
 }
 
 fn rexie_error(e: rexie::Error) -> Error {
-    // Writes that can hit the quota go through the strict path; rexie only
-    // reads, opens and keeps blobs.
+    // rexie only creates or upgrades the schema.
     Error::StorageUnavailable(e.to_string())
 }
 
 /// The attempts, session and blobs of this origin.
 pub struct IndexedDbStore {
-    db: Rexie,
-    raw: IdbDatabase,
+    db: IdbDatabase,
     blobs_broken: Cell<bool>,
 }
 
@@ -96,28 +96,31 @@ impl IndexedDbStore {
         if crate::env::lookup("indexedDB").is_undefined() {
             return Err(Error::StorageUnavailable("this browser has no IndexedDB".into()));
         }
-        let db = Rexie::builder(name)
+        // The schema, created or upgraded by rexie's builder; that
+        // connection has done its job once the upgrade is through.
+        Rexie::builder(name)
             .version(SCHEMA_VERSION)
             .add_object_store(ObjectStore::new(ATTEMPTS).key_path("id"))
             .add_object_store(ObjectStore::new(BLOBS))
             .add_object_store(ObjectStore::new(META))
             .build()
             .await
-            .map_err(rexie_error)?;
-        // A second connection for strict-durability transactions, which
-        // rexie does not expose. Opened without a version: no upgrade.
+            .map_err(rexie_error)?
+            .close();
+        // The working connection, opened without a version (no upgrade), so
+        // it can ask for transaction durability, which rexie does not expose.
         let factory = crate::env::lookup("indexedDB").unchecked_into::<web_sys::IdbFactory>();
         let request = factory.open(name).map_err(|e| storage_error(&e))?;
-        let raw = JsFuture::from(request_done(&request)).await.map_err(|e| storage_error(&e))?;
-        let raw: IdbDatabase = raw.unchecked_into();
+        let db = JsFuture::from(request_done(&request)).await.map_err(|e| storage_error(&e))?;
+        let db: IdbDatabase = db.unchecked_into();
         // Another tab upgrading the schema must not be blocked by us.
         let close = Closure::<dyn FnMut()>::new({
-            let raw = raw.clone();
-            move || raw.close()
+            let db = db.clone();
+            move || db.close()
         });
-        raw.set_onversionchange(Some(close.as_ref().unchecked_ref()));
+        db.set_onversionchange(Some(close.as_ref().unchecked_ref()));
         close.forget();
-        Ok(IndexedDbStore { db, raw, blobs_broken: Cell::new(false) })
+        Ok(IndexedDbStore { db, blobs_broken: Cell::new(false) })
     }
 
     /// Runs `f` on `store` in a readwrite transaction and waits for it to
@@ -132,7 +135,7 @@ impl IndexedDbStore {
             Durability::Strict => "strict",
             Durability::Relaxed => "relaxed",
         };
-        let tx = durable_transaction(&self.raw, &JsValue::from_str(store), "readwrite", mode).map_err(|e| storage_error(&e))?;
+        let tx = durable_transaction(&self.db, &JsValue::from_str(store), "readwrite", mode).map_err(|e| storage_error(&e))?;
         let done = transaction_done(&tx);
         let os = tx.object_store(store).map_err(|e| storage_error(&e))?;
         if let Err(e) = f(&os) {
@@ -142,6 +145,14 @@ impl IndexedDbStore {
         }
         JsFuture::from(done).await.map_err(|e| storage_error(&e))?;
         Ok(())
+    }
+
+    /// Runs one read request on `store` and returns its result.
+    async fn read(&self, store: &str, f: impl FnOnce(&IdbObjectStore) -> std::result::Result<IdbRequest, JsValue>) -> Result<JsValue> {
+        let tx = self.db.transaction_with_str(store).map_err(|e| storage_error(&e))?;
+        let os = tx.object_store(store).map_err(|e| storage_error(&e))?;
+        let request = f(&os).map_err(|e| storage_error(&e))?;
+        JsFuture::from(request_done(&request)).await.map_err(|e| storage_error(&e))
     }
 
     /// Stores attempt records, all or none.
@@ -169,32 +180,23 @@ impl IndexedDbStore {
 
     /// Every attempt record of `event`, oldest first.
     pub async fn load_attempts(&self, event: &str) -> Result<Vec<AttemptRecord>> {
-        let tx = self.db.transaction(&[ATTEMPTS], TransactionMode::ReadOnly).map_err(rexie_error)?;
-        let store = tx.store(ATTEMPTS).map_err(rexie_error)?;
-        let values = store.get_all(None, None).await.map_err(rexie_error)?;
-        let _ = tx.done().await;
+        let values = self.read(ATTEMPTS, |os| os.get_all()).await?;
         let mut records: Vec<AttemptRecord> =
-            values.iter().filter_map(record_from_js).filter(|r| r.event == event).collect();
+            js_sys::Array::from(&values).iter().filter_map(|v| record_from_js(&v)).filter(|r| r.event == event).collect();
         records.sort_unstable_by_key(|r| (r.created_at, r.id));
         Ok(records)
     }
 
     /// One attempt record.
     pub async fn load_attempt(&self, id: &Uuid) -> Result<Option<AttemptRecord>> {
-        let tx = self.db.transaction(&[ATTEMPTS], TransactionMode::ReadOnly).map_err(rexie_error)?;
-        let store = tx.store(ATTEMPTS).map_err(rexie_error)?;
-        let value = store.get(JsValue::from_str(&id.to_string())).await.map_err(rexie_error)?;
-        let _ = tx.done().await;
-        Ok(value.as_ref().and_then(record_from_js))
+        let value = self.read(ATTEMPTS, |os| os.get(&JsValue::from_str(&id.to_string()))).await?;
+        Ok(record_from_js(&value))
     }
 
     /// A small stored value.
     pub async fn get_meta(&self, key: &str) -> Result<Option<JsValue>> {
-        let tx = self.db.transaction(&[META], TransactionMode::ReadOnly).map_err(rexie_error)?;
-        let store = tx.store(META).map_err(rexie_error)?;
-        let value = store.get(JsValue::from_str(key)).await.map_err(rexie_error)?;
-        let _ = tx.done().await;
-        Ok(value)
+        let value = self.read(META, |os| os.get(&JsValue::from_str(key))).await?;
+        Ok(Some(value).filter(|v| !v.is_undefined() && !v.is_null()))
     }
 
     /// Stores a small value durably.
@@ -208,7 +210,7 @@ impl IndexedDbStore {
         self.blobs_broken.get()
     }
 
-    async fn blob_op<T>(&self, op: impl std::future::Future<Output = std::result::Result<T, rexie::Error>>) -> Result<T> {
+    async fn blob_op<T>(&self, op: impl std::future::Future<Output = Result<T>>) -> Result<T> {
         if self.blobs_broken.get() {
             return Err(Error::StorageUnavailable("blob storage failed earlier in this page".into()));
         }
@@ -216,7 +218,7 @@ impl IndexedDbStore {
             Some(Ok(value)) => Ok(value),
             Some(Err(e)) => {
                 self.blobs_broken.set(true);
-                Err(rexie_error(e))
+                Err(e)
             }
             None => {
                 self.blobs_broken.set(true);
@@ -229,65 +231,40 @@ impl IndexedDbStore {
     /// modes), which only means the file is not kept across a reload.
     pub async fn put_blob(&self, key: &Uuid, blob: &Blob) -> Result<()> {
         let key = JsValue::from_str(&key.to_string());
-        self.blob_op(async {
-            let tx = self.db.transaction(&[BLOBS], TransactionMode::ReadWrite)?;
-            tx.store(BLOBS)?.put(blob, Some(&key)).await?;
-            tx.done().await?;
-            Ok(())
-        })
-        .await
+        self.blob_op(self.write(BLOBS, Durability::Relaxed, |os| os.put_with_key(blob, &key).map(|_| ()))).await
     }
 
     /// A kept file.
     pub async fn get_blob(&self, key: &Uuid) -> Result<Option<Blob>> {
         let key = JsValue::from_str(&key.to_string());
-        let value = self
-            .blob_op(async {
-                let tx = self.db.transaction(&[BLOBS], TransactionMode::ReadOnly)?;
-                let value = tx.store(BLOBS)?.get(key).await?;
-                let _ = tx.done().await;
-                Ok(value)
-            })
-            .await?;
-        Ok(value.and_then(|v| v.dyn_into::<Blob>().ok()))
+        let value = self.blob_op(self.read(BLOBS, |os| os.get(&key))).await?;
+        Ok(value.dyn_into::<Blob>().ok())
     }
 
     /// The keys of every kept file.
     pub async fn blob_keys(&self) -> Result<Vec<Uuid>> {
-        let keys = self
-            .blob_op(async {
-                let tx = self.db.transaction(&[BLOBS], TransactionMode::ReadOnly)?;
-                let keys = tx.store(BLOBS)?.get_all_keys(None, None).await?;
-                let _ = tx.done().await;
-                Ok(keys)
-            })
-            .await?;
-        Ok(keys.iter().filter_map(|k| k.as_string()).filter_map(|k| Uuid::parse_str(&k).ok()).collect())
+        let keys = self.blob_op(self.read(BLOBS, |os| os.get_all_keys())).await?;
+        Ok(js_sys::Array::from(&keys).iter().filter_map(|k| k.as_string()).filter_map(|k| Uuid::parse_str(&k).ok()).collect())
     }
 
     /// Deletes kept files.
     pub async fn delete_blobs(&self, keys: &[Uuid]) -> Result<()> {
-        let keys: Vec<JsValue> = keys.iter().map(|k| JsValue::from_str(&k.to_string())).collect();
-        self.blob_op(async {
-            let tx = self.db.transaction(&[BLOBS], TransactionMode::ReadWrite)?;
-            let store = tx.store(BLOBS)?;
+        self.blob_op(self.write(BLOBS, Durability::Relaxed, |os| {
             for k in keys {
-                store.delete(k).await?;
+                os.delete(&JsValue::from_str(&k.to_string()))?;
             }
-            tx.done().await?;
             Ok(())
-        })
+        }))
         .await
     }
 
-    /// Closes the strict-write connection (the rexie one closes when
-    /// dropped with the store).
+    /// Closes the connection (the uploader was closed).
     pub fn close_connection(&self) {
-        self.raw.close();
+        self.db.close();
     }
 }
 
-/// Deletes a whole database (tests and `Uploader.reset`).
+/// Deletes a whole database (tests).
 pub async fn delete_database(name: &str) -> Result<()> {
     Rexie::delete(name).await.map_err(rexie_error)
 }

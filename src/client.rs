@@ -893,35 +893,46 @@ impl Client {
     /// Keeps files in IndexedDB (within the caps). A refusal only means the
     /// file will not survive a reload (the attempt then shows `needs_file`).
     async fn keep_files(&self, files: Vec<(Uuid, File)>) {
-        let me = self;
-        {
-            for (key, file) in files {
-                let size = file.size() as u64;
-                let fits = {
-                    let inner = me.inner();
-                    let total: u64 = inner.kept.values().sum();
-                    size <= me.0.options.keep_file_max_bytes && total + size <= me.0.options.keep_files_total_bytes
-                };
-                if !fits || me.0.store.blobs_broken() {
-                    continue;
-                }
-                match me.0.store.put_blob(&key, &file).await {
-                    Ok(()) => {
-                        let still_needed = me.inner().sched.records().any(|r| r.blob_key == key && !r.is_terminal());
-                        if still_needed {
-                            me.inner().kept.insert(key, size);
-                            let users: Vec<Uuid> = me.inner().sched.records().filter(|r| r.blob_key == key).map(|r| r.id).collect();
-                            for id in users {
-                                me.notify(&id);
-                            }
-                        } else {
-                            let _ = me.0.store.delete_blobs(&[key]).await;
-                        }
+        // Within the caps, in the order picked.
+        let mut total: u64 = self.inner().kept.values().sum();
+        let mut fitting: Vec<(Uuid, Blob, u64)> = Vec::new();
+        for (key, file) in files {
+            let size = file.size() as u64;
+            if size <= self.0.options.keep_file_max_bytes && total + size <= self.0.options.keep_files_total_bytes {
+                total += size;
+                fitting.push((key, file.into(), size));
+            }
+        }
+        // Until this page has stored a blob, one alone first; then batches.
+        let mut rest = fitting.as_slice();
+        while !rest.is_empty() && !self.0.store.blobs_broken() {
+            let take = if self.0.store.blobs_proven() { rest.len().min(64) } else { 1 };
+            let (batch, tail) = rest.split_at(take);
+            rest = tail;
+            let items: Vec<(Uuid, Blob)> = batch.iter().map(|(k, b, _)| (*k, b.clone())).collect();
+            if let Err(e) = self.0.store.put_blobs(&items).await {
+                web_sys::console::warn_1(&format!("upload-once: files are not kept across reloads ({e})").into());
+                return;
+            }
+            let mut done = Vec::new();
+            let mut unneeded = Vec::new();
+            {
+                let mut inner = self.inner();
+                for (key, _, size) in batch {
+                    if inner.sched.records().any(|r| r.blob_key == *key && !r.is_terminal()) {
+                        inner.kept.insert(*key, *size);
+                        done.extend(inner.sched.records().filter(|r| r.blob_key == *key).map(|r| r.id));
+                    } else {
+                        // Finished meanwhile: the copy is not needed.
+                        unneeded.push(*key);
                     }
-                    Err(e) => {
-                        web_sys::console::warn_1(&format!("upload-once: the file is not kept across reloads ({e})").into());
-                    }
                 }
+            }
+            for id in done {
+                self.notify(&id);
+            }
+            if !unneeded.is_empty() {
+                let _ = self.0.store.delete_blobs(&unneeded).await;
             }
         }
     }

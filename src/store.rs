@@ -88,6 +88,7 @@ fn rexie_error(e: rexie::Error) -> Error {
 pub struct IndexedDbStore {
     db: IdbDatabase,
     blobs_broken: Cell<bool>,
+    blobs_proven: Cell<bool>,
 }
 
 impl IndexedDbStore {
@@ -120,7 +121,7 @@ impl IndexedDbStore {
         });
         db.set_onversionchange(Some(close.as_ref().unchecked_ref()));
         close.forget();
-        Ok(IndexedDbStore { db, blobs_broken: Cell::new(false) })
+        Ok(IndexedDbStore { db, blobs_broken: Cell::new(false), blobs_proven: Cell::new(false) })
     }
 
     /// Runs `f` on `store` in a readwrite transaction and waits for it to
@@ -227,11 +228,31 @@ impl IndexedDbStore {
         }
     }
 
-    /// Keeps a file's bytes. In its own transaction; may fail (private
-    /// modes), which only means the file is not kept across a reload.
-    pub async fn put_blob(&self, key: &Uuid, blob: &Blob) -> Result<()> {
-        let key = JsValue::from_str(&key.to_string());
-        self.blob_op(self.write(BLOBS, Durability::Relaxed, |os| os.put_with_key(blob, &key).map(|_| ()))).await
+    /// Whether this page has stored a blob already (then several may share
+    /// a transaction).
+    pub fn blobs_proven(&self) -> bool {
+        self.blobs_proven.get()
+    }
+
+    /// Keeps files' bytes, in a transaction of their own (apart from the
+    /// attempt records); may fail (private modes), which only means the
+    /// files are not kept across a reload. Until one blob has been stored in
+    /// this page, pass one at a time: WebKit refusing a Blob aborts a
+    /// transaction holding only that request, but can leave one with earlier
+    /// requests pending forever.
+    pub async fn put_blobs(&self, items: &[(Uuid, Blob)]) -> Result<()> {
+        let result = self
+            .blob_op(self.write(BLOBS, Durability::Relaxed, |os| {
+                for (key, blob) in items {
+                    os.put_with_key(blob, &JsValue::from_str(&key.to_string()))?;
+                }
+                Ok(())
+            }))
+            .await;
+        if result.is_ok() {
+            self.blobs_proven.set(true);
+        }
+        result
     }
 
     /// A kept file.

@@ -223,7 +223,7 @@ pub async fn blobs_can_be_kept() -> bool {
     let db = unique("blob-probe");
     let store = upload_once::store::IndexedDbStore::open(&db).await.map_err(JsValue::from).expect("IndexedDB opens");
     let key = Uuid::from_u128(1);
-    let kept = store.put_blob(&key, &file("probe.png", "image/png", 1_000, 1.0)).await.is_ok()
+    let kept = store.put_blobs(&[(key, file("probe.png", "image/png", 1_000, 1.0).into())]).await.is_ok()
         && matches!(store.get_blob(&key).await, Ok(Some(_)));
     store.close_connection();
     kept

@@ -272,7 +272,7 @@ function report(r, s) {
     "- **Memory**: `WebAssembly.Memory.buffer.byteLength` and `performance.memory.usedJSHeapSize` (Chromium with `--enable-precise-memory-info`) sampled every 20 ms during the upload; the growth is the peak minus the value before. The bytes go from the Blob to the network by XHR; they never pass through wasm memory and there is no per-chunk copy.",
     "- **Add**: `await uploader.add(files)` resolves once every new attempt is committed to IndexedDB with strict durability (one transaction for the batch). Baseline: the same number of small records put with one strict transaction, without the library.",
     "- **Restore**: the IndexedDB of a fresh page holds n attempts left mid-confirm, which the server already confirmed. Timed from `Uploader.open` until every attempt is shown confirmed; the status requests are counted. Baseline: the status requests alone.",
-    "- **Package size**: the `--target web` build (release profile: opt-level z, LTO, one codegen unit, panic abort, wasm-opt -Oz): `.wasm` + `upload_once.js` + snippets, gzip -9. Peers are bundled from npm with esbuild and gzipped the same way.",
+    "- **Package size**: the `--target web` build (release profile: opt-level z, LTO, one codegen unit, panic abort, wasm-opt -Oz): `.wasm` + `upload_once.js` + snippets, gzip -9. Peers are bundled from npm with esbuild and gzipped the same way. Where the bytes go, what was done and what 64 KiB would take: [package-size.md](package-size.md).",
     "- **Server**: `bench/loadgen` (Rust) against the reference server built with `--profile fast`, SQLite in its data dir.",
     "",
   );

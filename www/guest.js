@@ -19,6 +19,8 @@ const attempts = new Map();
 const cards = new Map();
 /** Object URLs of files picked in this page, by attempt id. */
 const previews = new Map();
+/** Attempts whose kept file is being read for a thumbnail. */
+const loadingPreview = new Set();
 
 /** @type {Uploader} */
 let uploader;
@@ -55,6 +57,8 @@ async function main() {
   }
   window.uploader = uploader;
   uploader.onChange(render);
+  // Forgotten here or in another tab.
+  uploader.onRemove((id) => dropCard(id));
 
   setUpPage();
   const restored = await uploader.restore();
@@ -263,7 +267,12 @@ async function forget(id) {
   } catch (err) {
     console.warn("forget failed", err);
   }
-  // forget() does not call onChange: drop the card here.
+  dropCard(id);
+}
+
+/** Forgets a card and its preview. */
+function dropCard(id) {
+  if (!attempts.has(id)) return;
   attempts.delete(id);
   removeCard(id);
   const preview = previews.get(id);
@@ -409,6 +418,17 @@ function fillCard(card, view) {
     type = preview.type || view.type;
   } else if (view.media && view.media.url) {
     src = view.media.url;
+  } else if (view.fileHeld && !loadingPreview.has(view.id)) {
+    // After a reload: the file kept in IndexedDB makes the thumbnail.
+    loadingPreview.add(view.id);
+    uploader.file(view.id).then((blob) => {
+      if (blob && !previews.has(view.id)) {
+        previews.set(view.id, { url: URL.createObjectURL(blob), type: view.type });
+        const latest = attempts.get(view.id);
+        const c = cards.get(view.id);
+        if (latest && c) fillCard(c, latest);
+      }
+    }, () => {});
   }
   const thumbKey = src ? `${src}|${type}` : `icon|${kindWord(view)}`;
   if (card.thumbKey !== thumbKey) {
@@ -596,17 +616,9 @@ function updateSummary() {
 }
 
 /** Once a second: countdowns, and the summary. */
+/** Once a second: the "Retrying in N s" countdowns. */
 function tick() {
-  for (const [id, view] of attempts) {
-    // onChange is not called when this page takes over an attempt (its Web
-    // Lock is granted), so `drivenHere` is re-read here.
-    if (!view.terminal && !view.drivenHere) {
-      const fresh = uploader.get(id);
-      if (fresh && fresh.drivenHere) {
-        render(fresh);
-        continue;
-      }
-    }
+  for (const view of attempts.values()) {
     if (view.nextRetryAt && !view.terminal) {
       const card = cards.get(view.id);
       if (card) {

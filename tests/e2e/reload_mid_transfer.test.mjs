@@ -33,6 +33,8 @@ test("a reload mid-transfer keeps every attempt and finishes it once", async () 
   await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
   const afterReload = (await attempts(page)).map((a) => a.id).sort();
   assert.deepEqual(afterReload, before, "the same cards come back");
+  // With their thumbnails: from the file kept in IndexedDB, or the stored media.
+  await until("every card to show its photo again", async () => (await page.$$("[data-testid='card'] img")).length === 5, 20_000);
   await untilAllSaved(page, 5, 90_000);
   assert.deepEqual((await attempts(page)).map((a) => a.id).sort(), before, "and they are the ones that finish");
   const media = await hostMedia(server, ev);

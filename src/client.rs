@@ -203,6 +203,21 @@ impl Inner {
     fn has_blob(&self, r: &AttemptRecord) -> bool {
         self.files.contains_key(&r.blob_key) || self.kept.contains_key(&r.blob_key)
     }
+
+    /// Shows a stored record without driving it (another page may).
+    fn show(&mut self, record: AttemptRecord) {
+        let revision = record.revision;
+        let has_blob = self.has_blob(&record);
+        self.sched.insert(record, has_blob, false, revision);
+    }
+
+    /// Drives a stored record from here on, asking the server first.
+    fn take_over(&mut self, mut record: AttemptRecord) {
+        let stored_revision = record.revision;
+        record.restore(now());
+        let has_blob = self.has_blob(&record);
+        self.sched.insert(record, has_blob, true, stored_revision);
+    }
 }
 
 struct Shared {
@@ -622,13 +637,10 @@ impl Client {
             if inner.closed {
                 return;
             }
-            if let Some(mut record) = inner.restoring.remove(&id) {
+            if let Some(record) = inner.restoring.remove(&id) {
                 // Granted at once during a restore: the record read moments
                 // ago is the latest; the server check comes next.
-                let stored_revision = record.revision;
-                record.restore(now());
-                let has_blob = inner.has_blob(&record);
-                inner.sched.insert(record, has_blob, true, stored_revision);
+                inner.take_over(record);
                 drop(inner);
                 self.0.signal.raise();
                 return;
@@ -662,19 +674,14 @@ impl Client {
                 return;
             }
             match stored {
-                Ok(Some(mut record)) if !record.is_terminal() => {
-                    let stored_revision = record.revision;
-                    record.restore(now());
-                    let has_blob = inner.has_blob(&record);
-                    inner.sched.insert(record, has_blob, true, stored_revision);
+                Ok(Some(record)) if !record.is_terminal() => {
+                    inner.take_over(record);
                     drop(inner);
                     me.0.signal.raise();
                 }
                 other => {
                     if let Ok(Some(record)) = other {
-                        let revision = record.revision;
-                        let has_blob = inner.has_blob(&record);
-                        inner.sched.insert(record, has_blob, false, revision);
+                        inner.show(record);
                     }
                     if let Some((lock, _)) = inner.locks.remove(&id) {
                         lock.release();
@@ -726,9 +733,7 @@ impl Client {
                 if inner.sched.is_owned(&id) {
                     return;
                 }
-                let revision = record.revision;
-                let has_blob = inner.has_blob(&record);
-                inner.sched.insert(record, has_blob, false, revision);
+                inner.show(record);
             }
             me.notify(&id);
             // Be ready to take over if the page driving it goes away.
@@ -762,9 +767,7 @@ impl Client {
                     inner.restoring.insert(r.id, r.clone());
                 }
                 if !busy_here {
-                    let revision = r.revision;
-                    let has_blob = inner.has_blob(&r);
-                    inner.sched.insert(r, has_blob, false, revision);
+                    inner.show(r);
                 }
             }
         }

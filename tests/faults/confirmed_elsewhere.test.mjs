@@ -4,22 +4,12 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createEvent, photo } from "../e2e/harness.mjs";
 import { launch, openGuest, pick } from "../e2e/pages.mjs";
-import { startStack, attempts, untilSettled, rowsByAttempt, until, nonEmpty } from "./stack.mjs";
+import { startStack, attempts, untilSettled, rowsByAttempt, until, nonEmpty, sessionToken } from "./stack.mjs";
 
 let stack, browser;
 before(async () => { stack = await startStack("m5"); browser = await launch(); });
 after(async () => { await browser?.close(); await stack?.stop(); });
 
-function sessionToken(page, slug) {
-  return page.evaluate((slug) => new Promise((resolve, reject) => {
-    const open = indexedDB.open("upload-once");
-    open.onerror = () => reject(open.error);
-    open.onsuccess = () => {
-      const get = open.result.transaction("meta").objectStore("meta").get(`session:${location.origin}|${slug}`);
-      get.onsuccess = () => { resolve(get.result.token); open.result.close(); };
-    };
-  }), slug);
-}
 
 test("restore after a confirm made elsewhere shows it confirmed and sends nothing", async () => {
   await stack.proxy.reset();

@@ -81,3 +81,16 @@ export { photos, until };
 
 /** The list when it is not empty (for `until`), else null. */
 export const nonEmpty = (list) => (list.length ? list : null);
+
+/** The page's guest session token, read from IndexedDB. */
+export function sessionToken(page, slug) {
+  return page.evaluate((slug) => new Promise((resolve, reject) => {
+    const open = indexedDB.open("upload-once");
+    open.onerror = () => reject(open.error);
+    open.onsuccess = () => {
+      const get = open.result.transaction("meta").objectStore("meta").get(`session:${location.origin}|${slug}`);
+      get.onsuccess = () => { resolve(get.result.token); open.result.close(); };
+      get.onerror = () => reject(get.error);
+    };
+  }), slug);
+}

@@ -14,7 +14,7 @@ use upload_once_core::restrictions::{Restrictions, check_filename, normalize_con
 use upload_once_core::retry::{Failure, RetryPolicy};
 use upload_once_core::scheduler::{Command, Outcome, Scheduler};
 use upload_once_core::wire::{EventInfo, SessionResponse};
-use upload_once_core::new_attempt_id;
+use upload_once_core::{ErrorCode, new_attempt_id};
 use uuid::Uuid;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -116,6 +116,23 @@ impl Adapters {
     }
 }
 
+/// Clears a flag when dropped.
+struct Reset<'a>(&'a Cell<bool>);
+
+impl Drop for Reset<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
+}
+
+/// The stable code of an HTTP failure.
+fn failure_code(f: &Failure) -> Option<&str> {
+    match f {
+        Failure::Http { code: Some(code), .. } => Some(code),
+        _ => None,
+    }
+}
+
 /// The guest session as kept in IndexedDB.
 #[derive(Clone, Debug)]
 struct StoredSession {
@@ -195,6 +212,8 @@ struct Inner {
     listeners: Vec<Function>,
     remove_listeners: Vec<Function>,
     persisted: Option<bool>,
+    /// A session token the server answered `invalid_session` for.
+    stale_token: Option<String>,
     closed: bool,
     persist_retry_at: Option<i64>,
 }
@@ -227,6 +246,7 @@ struct Shared {
     transport: Rc<dyn Transport>,
     signal: Signal,
     joining: Cell<bool>,
+    adding: Cell<bool>,
     inner: RefCell<Inner>,
     channel: RefCell<Option<Channel>>,
     window_listeners: RefCell<Vec<(&'static str, Closure<dyn FnMut()>)>>,
@@ -281,6 +301,7 @@ impl Client {
             listeners: Vec::new(),
             remove_listeners: Vec::new(),
             persisted: None,
+            stale_token: None,
             closed: false,
             persist_retry_at: None,
         };
@@ -291,6 +312,7 @@ impl Client {
             transport: adapters.transport,
             signal: Signal::default(),
             joining: Cell::new(false),
+            adding: Cell::new(false),
             inner: RefCell::new(inner),
             channel: RefCell::new(None),
             window_listeners: RefCell::new(Vec::new()),
@@ -401,10 +423,17 @@ impl Client {
         {
             let mut inner = self.inner();
             for r in &records {
+                let new_successor = !r.is_terminal() && !inner.locks.contains_key(&r.id) && inner.sched.is_owned(&r.id);
+                if new_successor {
+                    // Minted here by the scheduler: driven only once its own
+                    // lock is granted, like any new attempt.
+                    inner.sched.set_owned(&r.id, false);
+                }
                 inner.sched.mark_persisted(&r.id, r.revision);
                 if r.is_terminal() {
                     if let Some((lock, _)) = inner.locks.remove(&r.id) {
                         lock.release();
+                        inner.sched.set_owned(&r.id, false);
                     }
                     inner.fresh.remove(&r.id);
                     if matches!(r.confirmation, Confirmation::Confirmed | Confirmation::Rejected) {
@@ -416,8 +445,7 @@ impl Client {
                             }
                         }
                     }
-                } else if !inner.locks.contains_key(&r.id) && inner.sched.is_owned(&r.id) {
-                    // A successor minted here: take its lock like a new attempt.
+                } else if new_successor {
                     inner.fresh.insert(r.id, ());
                     drop(inner);
                     self.request_lock(r.id);
@@ -473,23 +501,47 @@ impl Client {
             }
             sleep(50.0).await;
         }
-        let result = self.0.api.join(&self.0.options.guest_code).await;
-        let outcome = match result {
-            Ok(SessionResponse { session_token, expires_at, event }) => {
-                let session = StoredSession { token: session_token.clone(), expires_at, event };
-                match self.0.store.put_meta(&session_key(&self.0.options), &session.to_js()).await {
-                    Ok(()) => {
-                        self.inner().session = Some(session);
-                        Ok(session_token)
-                    }
-                    Err(e) => Err(Failure::Unexpected(format!("could not store the session: {e}"))),
-                }
-            }
-            Err(f) => Err(f),
-        };
+        let outcome = self.join().await;
         self.0.joining.set(false);
         self.0.signal.raise();
         outcome
+    }
+
+    /// Joins the event, unless another page of this browser already did:
+    /// every page speaks as one guest session.
+    async fn join(&self) -> std::result::Result<String, Failure> {
+        let key = session_key(&self.0.options);
+        let stale = self.inner().stale_token.clone();
+        let stored = self.0.store.get_meta(&key).await.ok().flatten().and_then(|v| StoredSession::from_js(&v));
+        if let Some(session) = stored.filter(|s| Some(&s.token) != stale.as_ref()) {
+            let token = session.token.clone();
+            self.inner().session = Some(session);
+            return Ok(token);
+        }
+        let SessionResponse { session_token, expires_at, event } = self.0.api.join(&self.0.options.guest_code).await?;
+        let ours = StoredSession { token: session_token, expires_at, event };
+        let kept = self
+            .0
+            .store
+            .put_session(&key, &ours.to_js(), stale)
+            .await
+            .map_err(|e| Failure::Unexpected(format!("could not store the session: {e}")))?;
+        let session = StoredSession::from_js(&kept).unwrap_or(ours);
+        let token = session.token.clone();
+        self.inner().session = Some(session);
+        Ok(token)
+    }
+
+    /// The server no longer knows this session: the next request joins again.
+    fn drop_session_if(&self, outcome_code: Option<&str>, token: &str) {
+        if outcome_code != Some(ErrorCode::InvalidSession.as_str()) {
+            return;
+        }
+        let mut inner = self.inner();
+        if inner.session.as_ref().is_some_and(|s| s.token == token) {
+            inner.session = None;
+            inner.stale_token = Some(token.to_owned());
+        }
     }
 
     /// The file's bytes, when this page or IndexedDB holds them (e.g. to
@@ -572,7 +624,11 @@ impl Client {
                 Ok((id, Outcome::Confirm(r)))
             }
             Command::Upload { id, instruction } => {
-                let r = match self.blob_for(&id).await {
+                let blob = self.blob_for(&id).await;
+                // Forgotten or cancelled while its bytes were being read.
+                let wanted = self.inner().sched.record(&id).is_some_and(|r| !r.is_terminal());
+                let r = match blob {
+                    _ if !wanted => Err(Failure::Unexpected("the attempt was cancelled".into())),
                     Some(blob) => self.0.transport.put(id, &blob, &instruction, self.progress_fn(id)).await,
                     None => {
                         // The bytes are gone (kept copy lost): the attempt
@@ -584,6 +640,15 @@ impl Client {
                 Ok((id, Outcome::Upload(r)))
             }
         };
+        if let Ok(t) = &token {
+            let code = match &outcome {
+                Ok((_, Outcome::Authorize(Err(f)) | Outcome::Renew(Err(f)))) => failure_code(f),
+                Ok((_, Outcome::Confirm(Err(f)))) => failure_code(f),
+                Err((_, Err(f))) => failure_code(f),
+                _ => None,
+            };
+            self.drop_session_if(code, t);
+        }
         {
             let mut inner = self.inner();
             if inner.closed {
@@ -632,6 +697,8 @@ impl Client {
             if !granted {
                 // Another page drives it; when it lets go, read it again.
                 inner.restoring.remove(&id);
+                inner.fresh.remove(&id);
+                inner.sched.set_owned(&id, false);
                 return;
             }
             if inner.closed {
@@ -794,6 +861,12 @@ impl Client {
         if self.inner().closed {
             return Err(Error::Closed);
         }
+        // One add at a time: a second one (a double drop, a quick re-pick)
+        // must see the first one's attempts, or one file would get two ids.
+        while self.0.adding.replace(true) {
+            sleep(5.0).await;
+        }
+        let _one_at_a_time = Reset(&self.0.adding);
         let event = self.0.options.event.clone();
         let now = now();
         let mut added = Vec::with_capacity(files.len());
@@ -964,7 +1037,10 @@ impl Client {
             }
             let changed = inner.sched.retry(id, now());
             if changed && !inner.locks.contains_key(id) {
-                inner.fresh.remove(id);
+                // Driven only once this page holds its lock again; the record
+                // in memory is the one just retried.
+                inner.sched.set_owned(id, false);
+                inner.fresh.insert(*id, ());
             }
             changed
         };

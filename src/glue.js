@@ -78,3 +78,30 @@ export function requestLock(name, onState) {
     },
   };
 }
+
+// Stores the guest session under `key` in one transaction, unless another
+// page stored a live one first: the value already there wins, except when it
+// is missing or carries `staleToken` (a session the server no longer knows).
+// Resolves with the session to use, so every page of a browser speaks as one
+// guest.
+export function putSessionUnlessPresent(db, storeName, key, value, staleToken) {
+  return new Promise((resolve, reject) => {
+    const tx = db.transaction(storeName, "readwrite", { durability: "strict" });
+    const store = tx.objectStore(storeName);
+    let kept = value;
+    const get = store.get(key);
+    get.onsuccess = () => {
+      const current = get.result;
+      if (current && current.token && current.token !== staleToken) kept = current;
+      else store.put(value, key);
+    };
+    tx.oncomplete = () => resolve(kept);
+    tx.onabort = () => reject(tx.error || new DOMException("transaction aborted", "AbortError"));
+  });
+}
+
+// An AbortSignal that fires after `ms`, where the browser has
+// AbortSignal.timeout (undefined elsewhere: no time limit).
+export function timeoutSignal(ms) {
+  return typeof AbortSignal !== "undefined" && typeof AbortSignal.timeout === "function" ? AbortSignal.timeout(ms) : undefined;
+}

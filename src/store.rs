@@ -6,9 +6,10 @@
 //!   own format version (`v`) so old records are upgraded as they are read.
 //!   Everything after that goes through one plain connection that closes
 //!   itself when another tab upgrades the schema.
-//! - Writes that the protocol depends on (a new attempt before its first
-//!   request, every state change, the session) go through a transaction with
-//!   `durability: "strict"` and are awaited until `complete`.
+//! - A new attempt's record (before its first request) and the guest
+//!   session are written with `durability: "strict"` and awaited until
+//!   `complete`; later state changes use relaxed durability (enough against
+//!   a killed tab; after a power cut a restore asks the server anyway).
 //! - Blobs live in their own object store and their own transactions, with
 //!   a time limit: a browser that refuses to store a Blob (private modes; a
 //!   WebKit transaction that never settles) can never block or abort the
@@ -49,6 +50,8 @@ extern "C" {
     fn transaction_done(tx: &IdbTransaction) -> Promise;
     #[wasm_bindgen(js_name = requestDone)]
     fn request_done(req: &web_sys::IdbRequest) -> Promise;
+    #[wasm_bindgen(js_name = putSessionUnlessPresent)]
+    fn put_session_unless_present(db: &IdbDatabase, store: &str, key: &str, value: &JsValue, stale_token: Option<String>) -> Promise;
 }
 
 /// How far a write must have gone before it counts as done.
@@ -203,6 +206,13 @@ impl IndexedDbStore {
     /// Stores a small value durably.
     pub async fn put_meta(&self, key: &str, value: &JsValue) -> Result<()> {
         self.write(META, Durability::Strict, |os| os.put_with_key(value, &JsValue::from_str(key)).map(|_| ())).await
+    }
+
+    /// Stores a guest session durably unless another page stored a live one
+    /// first (one transaction); returns the session to use. A stored session
+    /// with `stale_token` is replaced.
+    pub async fn put_session(&self, key: &str, value: &JsValue, stale_token: Option<String>) -> Result<JsValue> {
+        JsFuture::from(put_session_unless_present(&self.db, META, key, value, stale_token)).await.map_err(|e| storage_error(&e))
     }
 
     /// Whether blob storage has failed in this page (then it is not tried

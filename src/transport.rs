@@ -26,6 +26,19 @@ use crate::env::now;
 use crate::idmap::IdMap;
 use crate::jsio::{self, FromJs};
 
+#[wasm_bindgen(module = "/src/glue.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = timeoutSignal)]
+    fn timeout_signal(ms: u32) -> Option<web_sys::AbortSignal>;
+}
+
+/// An API call that has not answered within this time is abandoned (a
+/// network failure, retried with backoff).
+const API_TIMEOUT_MS: u32 = 30_000;
+/// A PUT that has sent no byte for this long is abandoned (a half-open
+/// connection would otherwise hold an upload slot forever).
+const PUT_IDLE_LIMIT_MS: f64 = 60_000.0;
+
 /// A future that lives on the page's single thread.
 pub type LocalFuture<T> = Pin<Box<dyn Future<Output = T>>>;
 
@@ -93,8 +106,10 @@ async fn call_json(request: RequestBuilder, body: JsValue) -> Result<JsValue, Fa
     // the answer's JSON is parsed by the browser too.
     let unexpected = |e: JsValue| Failure::Unexpected(js_sys::Error::from(e).message().into());
     let text = js_sys::JSON::stringify(&body).map_err(unexpected)?;
+    let signal = timeout_signal(API_TIMEOUT_MS);
     let request = request
         .header("Content-Type", "application/json")
+        .abort_signal(signal.as_ref())
         .body(JsValue::from(text))
         .map_err(|_| Failure::Unexpected("the browser refused the request".into()))?;
     let response = request.send().await.map_err(|_| Failure::Network)?;
@@ -186,7 +201,12 @@ impl Transport for XhrTransport {
             xhr.set_onerror(Some(on_error.as_ref().unchecked_ref()));
             xhr.set_onabort(Some(on_abort.as_ref().unchecked_ref()));
             xhr.set_ontimeout(Some(on_timeout.as_ref().unchecked_ref()));
-            let on_progress = Closure::<dyn FnMut(ProgressEvent)>::new(move |e: ProgressEvent| progress(e.loaded(), e.total()));
+            let last_progress = Rc::new(std::cell::Cell::new(now() as f64));
+            let seen = last_progress.clone();
+            let on_progress = Closure::<dyn FnMut(ProgressEvent)>::new(move |e: ProgressEvent| {
+                seen.set(now() as f64);
+                progress(e.loaded(), e.total())
+            });
             if let Ok(upload) = xhr.upload() {
                 upload.set_onprogress(Some(on_progress.as_ref().unchecked_ref()));
             }
@@ -195,7 +215,16 @@ impl Transport for XhrTransport {
                 return Err(Failure::Unexpected(format!("the browser refused the upload request: {message}")));
             }
             running.borrow_mut().insert(id, xhr.clone());
-            let kind = JsFuture::from(done).await.ok().and_then(|k| k.as_string()).unwrap_or_default();
+            // Wait for the end, checking now and then that bytes still move.
+            let mut done = JsFuture::from(done);
+            let kind = loop {
+                if let Some(outcome) = crate::env::timeout(10_000.0, &mut done).await {
+                    break outcome.ok().and_then(|k| k.as_string()).unwrap_or_default();
+                }
+                if now() as f64 - last_progress.get() > PUT_IDLE_LIMIT_MS {
+                    let _ = xhr.abort();
+                }
+            };
             running.borrow_mut().remove(&id);
             drop((on_load, on_error, on_abort, on_timeout, on_progress));
             if kind != "load" {

@@ -611,7 +611,10 @@ impl AttemptRecord {
     pub fn handle_upload(&mut self, result: Result<(), Failure>, env: &Env<'_>) -> Effect {
         match result {
             Ok(()) => {
-                self.progressed();
+                // Not a fresh retry budget: a store that accepts the bytes but
+                // never shows them to confirm must not loop forever.
+                self.error = None;
+                self.next_retry_at = None;
                 self.transfer = Transfer::Uploaded;
                 self.step = Step::Confirm;
                 self.touch(env.now);
@@ -657,6 +660,9 @@ impl AttemptRecord {
     pub fn handle_status(&mut self, result: Result<AttemptStatus, Failure>, env: &Env<'_>) -> Effect {
         let status = match result {
             Ok(status) => status,
+            // A failed moderation refresh changes nothing about a finished
+            // attempt (it is asked again on the next refresh).
+            Err(_) if self.is_terminal() => return Effect::None,
             Err(failure) => return self.on_failure(Operation::Status, failure, env),
         };
         // The check itself succeeded: its backoff is over.

@@ -126,6 +126,11 @@ pub fn classify(op: Operation, failure: &Failure) -> Disposition {
         (_, 409) => Retry { min_delay_ms: retry_after },
         (Operation::Authorize | Operation::Renew | Operation::Confirm, 410) => Expired,
         (Operation::Confirm, 422) => Rejected,
+        // The guest session is gone (expired, or the server forgot it): a new
+        // attempt can be authorized under a new session, but an attempt the
+        // old one authorized is unknown to the new one — like an expiry.
+        (Operation::Authorize, 401) if failure.code_is(ErrorCode::InvalidSession) => Retry { min_delay_ms: 0 },
+        (Operation::Renew | Operation::Confirm | Operation::Status, 401) if failure.code_is(ErrorCode::InvalidSession) => Expired,
         _ => Fail,
     }
 }

@@ -84,6 +84,8 @@ struct Entry {
     owned: bool,
     persisted_revision: u64,
     busy: bool,
+    /// Busy with a command of its own (not a status batch): holds a slot.
+    busy_alone: bool,
     dirty: bool,
 }
 
@@ -215,8 +217,8 @@ impl Scheduler {
     /// already in durable storage (0 for none).
     pub fn insert(&mut self, record: AttemptRecord, has_blob: bool, owned: bool, persisted_revision: u64) {
         let id = record.id;
-        let (busy, dirty) = self.entries.get(&id).map_or((false, false), |e| (e.busy, e.dirty));
-        let entry = Entry { record, has_blob, owned, persisted_revision, busy, dirty };
+        let (busy, busy_alone, dirty) = self.entries.get(&id).map_or((false, false, false), |e| (e.busy, e.busy_alone, e.dirty));
+        let entry = Entry { record, has_blob, owned, persisted_revision, busy, busy_alone, dirty };
         let needs_write = !entry.persisted();
         self.entries.insert(entry);
         if needs_write {
@@ -224,9 +226,13 @@ impl Scheduler {
         }
     }
 
-    /// Forgets an attempt (it must not be busy).
+    /// Forgets an attempt. A command of its own still in flight gives its
+    /// slot back now; its answer will be ignored.
     pub fn remove(&mut self, id: &Uuid) -> Option<AttemptRecord> {
         let entry = self.entries.remove(id)?;
+        if entry.busy_alone {
+            self.active = self.active.saturating_sub(1);
+        }
         self.dirty.retain(|d| d != id);
         Some(entry.record)
     }
@@ -331,8 +337,9 @@ impl Scheduler {
     /// The result of a command for attempt `id`.
     pub fn handle(&mut self, id: &Uuid, outcome: Outcome, now: UnixMillis, entropy: &mut dyn Entropy) {
         let Some(e) = self.entries.get_mut(id) else { return };
-        if e.busy {
+        if e.busy_alone {
             e.busy = false;
+            e.busy_alone = false;
             self.active = self.active.saturating_sub(1);
         }
         if e.record.is_terminal() {
@@ -447,6 +454,7 @@ impl Scheduler {
                 Action::Check | Action::Wait(_) | Action::Idle => continue,
             };
             e.busy = true;
+            e.busy_alone = true;
             self.active += 1;
             return Some(command);
         }

@@ -156,3 +156,23 @@ fn retries_exhausted_can_be_retried_by_hand_with_a_fresh_budget() {
     assert_eq!(sim.record(id).confirmation, Confirmation::Confirmed);
     sim.check_exactly_once().unwrap();
 }
+
+#[test]
+fn a_failed_moderation_refresh_leaves_a_confirmed_attempt_alone() {
+    use upload_once_core::retry::Failure;
+    let mut sim = Sim::with_seed(123);
+    let id = sim.add_jpeg(100);
+    sim.run_until_idle();
+    let before = sim.record(id).clone();
+    assert_eq!(before.confirmation, Confirmation::Confirmed);
+    for _ in 0..20 {
+        sim.scheduler.request_refresh();
+        let Some(Command::Status { ids }) = sim.scheduler.poll(sim.now) else { panic!("a refresh batch") };
+        sim.scheduler.handle_status(&ids, Err(Failure::Network), sim.now, &mut sim.rng);
+    }
+    let after = sim.record(id);
+    assert_eq!(after.confirmation, Confirmation::Confirmed);
+    assert_eq!(after.error, None, "no error from a refresh that failed");
+    assert_eq!(after.retries, 0);
+    assert!(after.is_terminal());
+}

@@ -101,3 +101,21 @@ fn the_simulated_run_fills_but_never_exceeds_the_limit() {
         sim.check_exactly_once().unwrap();
     }
 }
+
+#[test]
+fn forgetting_an_attempt_in_flight_gives_its_slot_back() {
+    let mut sim = Sim::new(SimConfig { seed: 5, concurrency: 1, ..SimConfig::default() });
+    let first = sim.add_jpeg(100);
+    let second = sim.add_jpeg(100);
+    sim.persist_all();
+    let commands = sim.poll_all();
+    assert_eq!(commands.len(), 1, "one slot");
+    let Command::Authorize { id: busy, .. } = &commands[0] else { panic!("an authorize") };
+    let other = if *busy == first { second } else { first };
+    assert!(sim.scheduler.remove(busy).is_some(), "the guest forgets it mid-request");
+    assert!(
+        matches!(sim.scheduler.poll(sim.now), Some(Command::Authorize { id, .. }) if id == other),
+        "the slot is free for the next attempt"
+    );
+    assert_eq!(sim.scheduler.active(), 1);
+}

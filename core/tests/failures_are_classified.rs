@@ -73,8 +73,14 @@ fn table() -> Vec<(Operation, Failure, Disposition, &'static str)> {
         (Authorize, http(422, Some("id_reused")), Fail, "an id conflict is not transient"),
         (Status, http(422, Some("too_many_ids")), Fail, "a client bug, not transient"),
         // Other 4xx.
-        (Authorize, http(401, Some("invalid_session")), Fail, "unauthorized"),
+        // A lost session: a new attempt is authorized again under a new
+        // session; one the old session authorized is gone, like an expiry.
+        (Authorize, http(401, Some("invalid_session")), Retry { min_delay_ms: 0 }, "session lost: join again"),
+        (CONFIRM, http(401, Some("invalid_session")), Expired, "session lost"),
+        (Status, http(401, Some("invalid_session")), Expired, "session lost"),
+        (RENEW, http(401, Some("invalid_session")), Expired, "session lost"),
         (CONFIRM, http(401, None), Fail, "unauthorized"),
+        (Authorize, http(401, Some("unauthorized")), Fail, "unauthorized"),
         (RENEW, http(404, Some("not_found")), Fail, "unknown attempt"),
         (Status, http(404, Some("route_not_found")), Fail, "wrong server"),
         (Upload, http(400, Some("length_mismatch")), Fail, "the request is wrong"),

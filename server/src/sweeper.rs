@@ -45,7 +45,12 @@ pub async fn sweep_once(state: &AppState) -> Result<SweepReport> {
         }
     }
     for a in state.records.attempts_with_dead_objects(BATCH).await? {
-        state.objects.delete(&a.object_key).await?;
+        // One object the store will not delete must not hold up the others;
+        // it is tried again on the next pass.
+        if let Err(e) = state.objects.delete(&a.object_key).await {
+            tracing::warn!(key = %a.object_key, "sweep: could not delete the object: {e}");
+            continue;
+        }
         state.records.mark_object_deleted(a.row_id).await?;
         report.objects_deleted += 1;
     }

@@ -101,6 +101,8 @@ pub struct Faults {
     pub delay_ms: Cell<f64>,
     /// Fail every request with a network error (the page is "offline").
     pub offline: Cell<bool>,
+    /// Every PUT fails as if the connection dropped before it was sent.
+    pub fail_puts: Cell<bool>,
     /// The last PUT's status code, for assertions.
     pub put_results: RefCell<Vec<Result<(), Failure>>>,
 }
@@ -170,6 +172,9 @@ impl Transport for FaultyTransport {
         let inner = self.inner.clone();
         let (blob, instruction) = (blob.clone(), instruction.clone());
         Box::pin(async move {
+            if faults.fail_puts.get() {
+                return Err(Failure::Network);
+            }
             if faults.delay_puts.get() > 0 {
                 faults.delay_puts.set(faults.delay_puts.get() - 1);
                 sleep(faults.delay_ms.get()).await;

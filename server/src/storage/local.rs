@@ -187,7 +187,13 @@ impl LocalObjectStore {
         }
         // The metadata lands first; the object's rename is the commit point.
         let meta_tmp = received.path.with_extension("meta");
-        tokio::fs::write(&meta_tmp, serde_json::to_vec(&meta).unwrap_or_default()).await?;
+        {
+            // On disk before it is named: a power cut never leaves a
+            // confirmed object with empty metadata.
+            let mut file = tokio::fs::File::create(&meta_tmp).await?;
+            file.write_all(&serde_json::to_vec(&meta).unwrap_or_default()).await?;
+            file.sync_all().await?;
+        }
         tokio::fs::rename(&meta_tmp, self.meta_path(key)).await?;
         tokio::fs::rename(&received.path, &object_path).await?;
         if let Some(parent) = object_path.parent() {

@@ -418,7 +418,7 @@ impl RecordStore for PgStore {
 
     async fn attempts_with_dead_objects(&self, limit: u32) -> Result<Vec<AttemptRow>> {
         let sql = format!(
-            "SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.state IN ('expired', 'rejected') AND NOT a.object_deleted LIMIT $1"
+            "SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.state IN ('expired', 'rejected') AND NOT a.object_deleted ORDER BY a.row_id LIMIT $1"
         );
         sqlx::query(&sql).bind(i64::from(limit)).fetch_all(&self.pool).await?.iter().map(attempt_from_row).collect()
     }

@@ -408,7 +408,7 @@ impl RecordStore for SqliteStore {
 
     async fn attempts_with_dead_objects(&self, limit: u32) -> Result<Vec<AttemptRow>> {
         let sql = format!(
-            "SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.state IN ('expired', 'rejected') AND a.object_deleted = 0 LIMIT ?"
+            "SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.state IN ('expired', 'rejected') AND a.object_deleted = 0 ORDER BY a.row_id LIMIT ?"
         );
         sqlx::query(&sql).bind(i64::from(limit)).fetch_all(&self.pool).await?.iter().map(attempt_from_row).collect()
     }

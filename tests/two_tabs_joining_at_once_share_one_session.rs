@@ -1,0 +1,70 @@
+//! Two pages of one browser opening at the same time, before either has a
+//! guest session, must end up speaking as one guest: otherwise, after a
+//! reload, the attempts one of them authorized would be unknown to the
+//! session the other one stored.
+#![cfg(target_arch = "wasm32")]
+
+mod common;
+
+use std::rc::Rc;
+
+use common::*;
+use upload_once::core::attempt::Confirmation;
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+#[wasm_bindgen_test]
+async fn attempts_authorized_by_two_tabs_are_all_found_after_a_reload() {
+    let event = create_event(1_000_000, "none").await;
+    let db = unique("db");
+    let stuck = Rc::new(Faults::default());
+    stuck.fail_puts.set(true);
+    let mut slow = options(&event, &db);
+    slow.retry.base_ms = 60_000;
+    slow.retry.cap_ms = 60_000;
+    // Both open (and join) at once.
+    let (a, b) = futures_join(open(slow.clone(), &stuck), open(slow, &stuck)).await;
+    a.add(vec![file("from-a.png", "image/png", 3_000, 1.0)]).await.unwrap();
+    b.add(vec![file("from-b.png", "image/png", 3_000, 2.0)]).await.unwrap();
+    wait_for("both attempts to be authorized", 10_000.0, || {
+        stuck.authorizes.get() >= 2 && a.records().iter().chain(b.records().iter()).filter(|r| r.object_key.is_some()).count() >= 2
+    })
+    .await;
+    a.close();
+    b.close();
+
+    // A reload: one page restores both.
+    let fine = Rc::new(Faults::default());
+    let c = open(options(&event, &db), &fine).await;
+    c.restore().await.unwrap();
+    wait_for("both to be confirmed", 20_000.0, || {
+        let r = c.records();
+        r.len() == 2 && r.iter().all(|x| x.confirmation == Confirmation::Confirmed)
+    })
+    .await;
+    assert_eq!(fine.authorizes.get(), 0, "no attempt had to be authorized again");
+    assert_eq!(host_media(&event).await.len(), 2);
+    c.close();
+}
+
+/// Runs two futures to completion together.
+async fn futures_join<A: std::future::Future, B: std::future::Future>(a: A, b: B) -> (A::Output, B::Output) {
+    let (mut a, mut b) = (Box::pin(a), Box::pin(b));
+    let (mut ra, mut rb) = (None, None);
+    std::future::poll_fn(|cx| {
+        if ra.is_none() {
+            if let std::task::Poll::Ready(v) = a.as_mut().poll(cx) {
+                ra = Some(v);
+            }
+        }
+        if rb.is_none() {
+            if let std::task::Poll::Ready(v) = b.as_mut().poll(cx) {
+                rb = Some(v);
+            }
+        }
+        if ra.is_some() && rb.is_some() { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
+    })
+    .await;
+    (ra.unwrap(), rb.unwrap())
+}

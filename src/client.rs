@@ -838,6 +838,8 @@ impl Client {
                 }
             }
         }
+        // Moderation may have moved while the page was away.
+        self.inner().sched.request_refresh();
         self.inner().restores_running += 1;
         for id in to_lock {
             self.request_lock(id);

@@ -1,0 +1,46 @@
+//! Moderation is the third state, apart from transfer and confirmation: a
+//! page that comes back after the host decided shows the decision without
+//! being asked to refresh.
+#![cfg(target_arch = "wasm32")]
+
+mod common;
+
+use std::rc::Rc;
+
+use common::*;
+use gloo_net::http::Request;
+use serde_json::json;
+use upload_once::core::attempt::{Confirmation, ModerationView};
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+#[wasm_bindgen_test]
+async fn a_restored_page_shows_the_hosts_decision() {
+    let event = create_event(1_000_000, "required").await;
+    let db = unique("db");
+    let faults = Rc::new(Faults::default());
+    let first = open(options(&event, &db), &faults).await;
+    first.add(vec![file("toast.png", "image/png", 2_000, 3.0)]).await.unwrap();
+    settle(&first).await;
+    let saved = only_record(&first);
+    assert_eq!(saved.confirmation, Confirmation::Confirmed);
+    assert_eq!(saved.moderation, ModerationView::Pending, "saved, not yet approved");
+    first.close();
+
+    // The host approves while the guest is away.
+    let media = saved.media.as_ref().expect("a media record").id;
+    let approved = Request::post(&format!("{API}/v1/media/{media}/moderation"))
+        .header("Authorization", &format!("Bearer {}", event.host_token))
+        .json(&json!({"decision": "approve"}))
+        .unwrap()
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(approved.status(), 200);
+
+    let again = open(options(&event, &db), &faults).await;
+    again.restore().await.unwrap();
+    wait_for("the decision to show", 10_000.0, || only_record(&again).moderation == ModerationView::Approved).await;
+    again.close();
+}

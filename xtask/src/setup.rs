@@ -112,6 +112,16 @@ pub fn ensure_wasm_target() -> Result {
     sh(Command::new("rustup").args(["target", "add", "wasm32-unknown-unknown"]))
 }
 
+/// The standard library's source, so the package build can rebuild `std`
+/// without panic messages (see `run::build_package`).
+pub fn ensure_rust_src() -> Result {
+    let installed = output("rustup", &["component", "list", "--installed"]).unwrap_or_default();
+    if installed.lines().any(|l| l.trim() == "rust-src") {
+        return Ok(());
+    }
+    sh(Command::new("rustup").args(["component", "add", "rust-src"]))
+}
+
 /// wasm-bindgen-cli at exactly Cargo.lock's version (the CLI and the crate
 /// must never drift).
 pub fn ensure_wasm_bindgen_cli() -> Result {
@@ -173,6 +183,7 @@ pub fn ensure_npm(dir: &Path) -> Result {
 pub fn ensure_all(browsers: bool) -> Result {
     extend_path();
     ensure_wasm_target()?;
+    ensure_rust_src()?;
     ensure_wasm_bindgen_cli()?;
     ensure_wasm_pack()?;
     if browsers {

@@ -29,6 +29,11 @@ use crate::tabs::{Channel, LockHandle, lock_attempt};
 use crate::transport::{Api, HttpApi, ProgressFn, Transport, XhrTransport};
 use crate::jsio::{self, FromJs};
 
+/// The first wait before a failed write of attempt records is tried again.
+const PERSIST_RETRY_FIRST_MS: i64 = 1000;
+/// The longest such wait.
+const PERSIST_RETRY_CAP_MS: i64 = 30_000;
+
 /// How often progress is reported per attempt, at most.
 const PROGRESS_INTERVAL_MS: f64 = 100.0;
 
@@ -216,6 +221,11 @@ struct Inner {
     stale_token: Option<String>,
     closed: bool,
     persist_retry_at: Option<i64>,
+    /// The next wait after a failed write of attempt records (doubles to 30 s).
+    persist_backoff_ms: i64,
+    /// Why attempt records cannot be saved, while that lasts.
+    storage_error: Option<Error>,
+    storage_listeners: Vec<Function>,
 }
 
 impl Inner {
@@ -304,6 +314,9 @@ impl Client {
             stale_token: None,
             closed: false,
             persist_retry_at: None,
+            persist_backoff_ms: PERSIST_RETRY_FIRST_MS,
+            storage_error: None,
+            storage_listeners: Vec::new(),
         };
         let client = Client(Rc::new(Shared {
             options,
@@ -411,14 +424,21 @@ impl Client {
         let durability = if records.iter().any(|r| r.revision == 1) { Durability::Strict } else { Durability::Relaxed };
         let result = self.0.store.put_attempts(&records.iter().collect::<Vec<_>>(), durability).await;
         if let Err(e) = result {
-            web_sys::console::warn_1(&format!("upload-once: could not store attempt records ({e}); retrying").into());
+            // The attempts wait for their records (write-ahead), so the write
+            // is tried again, later each time, and the app is told why.
             let mut inner = self.inner();
             for r in &records {
                 inner.sched.mark_dirty(r.id);
             }
-            inner.persist_retry_at = Some(now() + 1000);
+            let delay = inner.persist_backoff_ms;
+            inner.persist_backoff_ms = (delay * 2).min(PERSIST_RETRY_CAP_MS);
+            inner.persist_retry_at = Some(now() + delay);
+            drop(inner);
+            self.set_storage_error(Some(e));
             return;
         }
+        self.inner().persist_backoff_ms = PERSIST_RETRY_FIRST_MS;
+        self.set_storage_error(None);
         let mut drop_blobs = Vec::new();
         {
             let mut inner = self.inner();
@@ -1099,6 +1119,33 @@ impl Client {
     /// Subscribes to changes.
     pub fn on_change(&self, listener: Function) {
         self.inner().listeners.push(listener);
+    }
+
+    /// Subscribes to changes of [`Client::storage_error`].
+    pub fn on_storage_error(&self, listener: Function) {
+        self.inner().storage_listeners.push(listener);
+    }
+
+    /// Why attempt records cannot be saved in IndexedDB right now (quota,
+    /// storage gone, another page upgraded the database); `None` once a save
+    /// works again. While it lasts, the attempts whose records wait wait too.
+    pub fn storage_error(&self) -> Option<Error> {
+        self.inner().storage_error.clone()
+    }
+
+    fn set_storage_error(&self, error: Option<Error>) {
+        let listeners = {
+            let mut inner = self.inner();
+            if inner.storage_error == error {
+                return;
+            }
+            inner.storage_error = error.clone();
+            inner.storage_listeners.clone()
+        };
+        let value = error.as_ref().map_or(JsValue::NULL, jsio::error_info_to_js);
+        for listener in listeners {
+            let _ = listener.call1(&JsValue::NULL, &value);
+        }
     }
 
     /// Subscribes to removals (`forget`, here or in another tab).

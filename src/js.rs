@@ -11,7 +11,7 @@ use web_sys::File;
 
 use crate::client::{Adapters, Added, Client, Options};
 use crate::error::Error;
-use crate::jsio::{Read, event_to_js};
+use crate::jsio::{Read, error_info_to_js, event_to_js};
 
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &str = include_str!("uploader.d.ts");
@@ -95,10 +95,7 @@ fn outcome_js(client: &Client, added: &Added) -> JsValue {
         Added::Refused { file_name, error } => {
             set(&obj, "ok", &JsValue::FALSE);
             set(&obj, "fileName", &JsValue::from_str(file_name));
-            let e = Object::new();
-            set(&e, "code", &JsValue::from_str(&error.code()));
-            set(&e, "message", &JsValue::from_str(&error.message()));
-            set(&obj, "error", &e);
+            set(&obj, "error", &error_info_to_js(error));
         }
         Added::New(id) | Added::Reattached(id) | Added::Duplicate(id) => {
             let status = match added {
@@ -236,6 +233,25 @@ impl Uploader {
     #[wasm_bindgen(getter)]
     pub fn persisted(&self) -> Option<bool> {
         self.client.persisted()
+    }
+
+    /// Why this page cannot save attempt records in IndexedDB right now
+    /// (`quota_exceeded`, or `storage_unavailable`, e.g. after another page
+    /// opened a newer version of the database), else `null`. While it lasts
+    /// the affected attempts wait; saving is tried again, every 30 s at most.
+    #[wasm_bindgen(getter, js_name = storageError, unchecked_return_type = "StorageErrorInfo | null")]
+    pub fn storage_error(&self) -> JsValue {
+        self.client.storage_error().map_or(JsValue::NULL, |e| error_info_to_js(&e))
+    }
+
+    /// Calls `listener` when saving attempt records starts failing (with the
+    /// error) and when it works again (with `null`).
+    #[wasm_bindgen(js_name = onStorageError)]
+    pub fn on_storage_error(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "(error: StorageErrorInfo | null) => void")] listener: js_sys::Function,
+    ) {
+        self.client.on_storage_error(listener);
     }
 
     /// The event (title and restrictions), once joined.

@@ -443,6 +443,11 @@ pub fn event_to_js(e: &EventInfo) -> JsValue {
         .done()
 }
 
+/// `{code, message}` of a client error (`ErrorInfo`).
+pub fn error_info_to_js(e: &crate::error::Error) -> JsValue {
+    Build::default().str("code", &e.code()).str("message", &e.message()).done()
+}
+
 /// The JS view of an attempt (`AttemptView`).
 pub fn view_to_js(
     a: &AttemptRecord,

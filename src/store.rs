@@ -16,6 +16,7 @@
 //!   attempt records.
 
 use std::cell::Cell;
+use std::rc::Rc;
 
 use js_sys::Promise;
 use rexie::{ObjectStore, Rexie};
@@ -90,6 +91,9 @@ fn rexie_error(e: rexie::Error) -> Error {
 /// The attempts, session and blobs of this origin.
 pub struct IndexedDbStore {
     db: IdbDatabase,
+    /// Another page opened a newer version of the database, and this
+    /// connection was closed so as not to block it.
+    upgraded_elsewhere: Rc<Cell<bool>>,
     blobs_broken: Cell<bool>,
     blobs_proven: Cell<bool>,
 }
@@ -118,13 +122,28 @@ impl IndexedDbStore {
         let db = JsFuture::from(request_done(&request)).await.map_err(|e| storage_error(&e))?;
         let db: IdbDatabase = db.unchecked_into();
         // Another tab upgrading the schema must not be blocked by us.
+        let upgraded_elsewhere = Rc::new(Cell::new(false));
         let close = Closure::<dyn FnMut()>::new({
-            let db = db.clone();
-            move || db.close()
+            let (db, flag) = (db.clone(), upgraded_elsewhere.clone());
+            move || {
+                flag.set(true);
+                db.close();
+            }
         });
         db.set_onversionchange(Some(close.as_ref().unchecked_ref()));
         close.forget();
-        Ok(IndexedDbStore { db, blobs_broken: Cell::new(false), blobs_proven: Cell::new(false) })
+        Ok(IndexedDbStore { db, upgraded_elsewhere, blobs_broken: Cell::new(false), blobs_proven: Cell::new(false) })
+    }
+
+    /// Fails once another page has upgraded the database: this connection
+    /// is closed, and only a reload (with the newer code) can go on.
+    fn usable(&self) -> Result<()> {
+        if self.upgraded_elsewhere.get() {
+            return Err(Error::StorageUnavailable(
+                "another page opened a newer version of this site's upload database; reload this page".into(),
+            ));
+        }
+        Ok(())
     }
 
     /// Runs `f` on `store` in a readwrite transaction and waits for it to
@@ -139,6 +158,7 @@ impl IndexedDbStore {
             Durability::Strict => "strict",
             Durability::Relaxed => "relaxed",
         };
+        self.usable()?;
         let tx = durable_transaction(&self.db, &JsValue::from_str(store), "readwrite", mode).map_err(|e| storage_error(&e))?;
         let done = transaction_done(&tx);
         let os = tx.object_store(store).map_err(|e| storage_error(&e))?;
@@ -153,6 +173,7 @@ impl IndexedDbStore {
 
     /// Runs one read request on `store` and returns its result.
     async fn read(&self, store: &str, f: impl FnOnce(&IdbObjectStore) -> std::result::Result<IdbRequest, JsValue>) -> Result<JsValue> {
+        self.usable()?;
         let tx = self.db.transaction_with_str(store).map_err(|e| storage_error(&e))?;
         let os = tx.object_store(store).map_err(|e| storage_error(&e))?;
         let request = f(&os).map_err(|e| storage_error(&e))?;
@@ -212,6 +233,7 @@ impl IndexedDbStore {
     /// first (one transaction); returns the session to use. A stored session
     /// with `stale_token` is replaced.
     pub async fn put_session(&self, key: &str, value: &JsValue, stale_token: Option<String>) -> Result<JsValue> {
+        self.usable()?;
         JsFuture::from(put_session_unless_present(&self.db, META, key, value, stale_token)).await.map_err(|e| storage_error(&e))
     }
 

@@ -30,6 +30,12 @@ export interface AttemptErrorInfo {
   message: string;
 }
 
+/** Why this page cannot save attempt records in IndexedDB (`Uploader.storageError`). */
+export interface StorageErrorInfo {
+  code: "storage_unavailable" | "quota_exceeded";
+  message: string;
+}
+
 /** The media record, once confirmed. */
 export interface MediaInfo {
   id: string;

@@ -153,6 +153,15 @@ function setUpPage() {
   window.addEventListener("offline", updateOnline);
   updateOnline();
 
+  // Attempt records that cannot be saved (quota, a newer version of the app
+  // in another tab): the uploads wait, and the guest is told why.
+  const showStorageError = (error) => {
+    $("storage-banner").hidden = !error;
+    $("storage-reason").textContent = error ? error.message : "";
+  };
+  uploader.onStorageError(showStorageError);
+  showStorageError(uploader.storageError);
+
   watchPersistence();
 }
 

@@ -1,0 +1,80 @@
+//! When attempt records can no longer be saved, the app is told (never only
+//! a console line), and the attempt waits instead of acting on a state that
+//! is not on disk.
+//!
+//! The failure used here is a real one: another page of the site opens a
+//! newer version of the database (a new deploy), so this page's connection
+//! is closed to let that upgrade through, and nothing can be saved here
+//! until a reload.
+#![cfg(target_arch = "wasm32")]
+
+mod common;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use common::*;
+use js_sys::{Function, Promise, Reflect};
+use upload_once::env::sleep;
+use upload_once::store::{SCHEMA_VERSION, delete_database};
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+/// Opens `name` at a newer schema version, as a newer build of the app in
+/// another tab would, and closes that connection once it is open.
+async fn upgrade_from_another_page(name: &str) {
+    let factory = Reflect::get(&js_sys::global(), &"indexedDB".into()).unwrap();
+    let open: Function = Reflect::get(&factory, &"open".into()).unwrap().unchecked_into();
+    let request = open.call2(&factory, &name.into(), &JsValue::from(SCHEMA_VERSION + 1)).unwrap();
+    let done = Promise::new(&mut |resolve, reject| {
+        Reflect::set(&request, &"onsuccess".into(), &resolve).unwrap();
+        Reflect::set(&request, &"onerror".into(), &reject).unwrap();
+    });
+    JsFuture::from(done).await.expect("the newer version opens: the uploader's connection made way");
+    let db = Reflect::get(&request, &"result".into()).unwrap();
+    let close: Function = Reflect::get(&db, &"close".into()).unwrap().unchecked_into();
+    close.call0(&db).unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn records_that_cannot_be_saved_are_reported_and_hold_their_attempt() {
+    let event = create_event(1_000_000, "none").await;
+    let faults = Rc::new(Faults::default());
+    let db = unique("db");
+    let client = open(options(&event, &db), &faults).await;
+    let reported = Rc::new(RefCell::new(Vec::<JsValue>::new()));
+    let sink = reported.clone();
+    let listener = Closure::<dyn FnMut(JsValue)>::new(move |v: JsValue| sink.borrow_mut().push(v));
+    client.on_storage_error(listener.as_ref().unchecked_ref::<Function>().clone());
+    assert!(client.storage_error().is_none());
+
+    // Offline: every authorize fails, and each failure changes the record
+    // (retry count, next retry time), which must be saved.
+    faults.offline.set(true);
+    client.add(vec![file("cake.jpg", "image/jpeg", 20_000, 1.0)]).await.map_err(JsValue::from).expect("recorded");
+    wait_for("a failed authorize", 5_000.0, || faults.authorizes.get() >= 1).await;
+
+    upgrade_from_another_page(&db).await;
+    wait_for("the storage error to be reported", 5_000.0, || !reported.borrow().is_empty()).await;
+    let error = client.storage_error().expect("the error lasts while saving fails");
+    assert_eq!(error.code(), "storage_unavailable");
+    assert!(error.message().contains("reload this page"), "{}", error.message());
+    let first = reported.borrow()[0].clone();
+    assert_eq!(Reflect::get(&first, &"code".into()).unwrap().as_string().as_deref(), Some("storage_unavailable"));
+    assert!(Reflect::get(&first, &"message".into()).unwrap().as_string().unwrap().contains("reload this page"));
+
+    // Back online, the server would authorize, but that state cannot be
+    // saved: the bytes must not leave on its strength.
+    faults.offline.set(false);
+    sleep(2_500.0).await;
+    assert_eq!(faults.puts.get(), 0, "no PUT for an attempt whose record is not saved");
+    assert_eq!(reported.borrow().len(), 1, "reported once, not once per retry");
+    assert!(client.storage_error().is_some());
+
+    client.close();
+    delete_database(&db).await.map_err(JsValue::from).unwrap();
+}

@@ -1,8 +1,13 @@
 // The wall: approved photos and videos, newest first, polled every 3 s.
+// The cursor only brings new approvals; a photo the host takes off the wall
+// afterwards is not signalled through it, so every 15 s (`?resync_ms=`) the
+// wall reads the whole approved set again from the start and drops what is
+// no longer in it.
 
 import { h, params, apiBase, showMessage, code, problemOf, isVideo } from "./common.js";
 
 const POLL_MS = 3_000;
+const PAGE_SIZE = 100;
 
 const app = document.getElementById("app");
 const $ = (id) => document.getElementById(id);
@@ -11,6 +16,7 @@ const p = params();
 const event = p.get("event");
 const guestCode = p.get("code");
 const base = apiBase(p);
+const resyncMs = Math.max(1_000, Number(p.get("resync_ms")) || 15_000);
 
 let cursor = null;
 const seen = new Set();
@@ -33,23 +39,57 @@ if (!event || !guestCode) {
   $("title").textContent = `${event} · photo wall`;
   document.title = `${event} · photo wall`;
   poll(true);
+  setTimeout(resync, resyncMs);
+}
+
+/** One page of the wall after `after` (from the start when null). */
+async function fetchPage(after) {
+  const url = new URL(`${base}/v1/events/${encodeURIComponent(event)}/wall`);
+  if (after) url.searchParams.set("after", after);
+  const response = await fetch(url, { headers: { "X-Guest-Code": guestCode, Accept: "application/json" }, cache: "no-store" });
+  if (!response.ok) throw await problemOf(response);
+  const body = await response.json();
+  return { items: Array.isArray(body.items) ? body.items : [], next: typeof body.next_cursor === "string" ? body.next_cursor : null };
+}
+
+/** Reads every approved item from the start; drops the ones taken down. */
+async function resync() {
+  // Only what was shown before this read began: an item the poll adds
+  // meanwhile may have been approved after its page was read.
+  const before = new Set(seen);
+  try {
+    const current = new Set();
+    let after = null;
+    for (;;) {
+      const page = await fetchPage(after);
+      for (const item of page.items) if (item && item.id) current.add(item.id);
+      if (page.items.length < PAGE_SIZE || !page.next || page.next === after) break;
+      after = page.next;
+    }
+    for (const li of Array.from($("wall").children)) {
+      if (before.has(li.dataset.id) && !current.has(li.dataset.id)) {
+        li.remove();
+        seen.delete(li.dataset.id);
+      }
+    }
+    $("empty").hidden = seen.size > 0;
+    updateStatus();
+  } catch {
+    // The regular poll reports connection trouble; try again next time.
+  }
+  setTimeout(resync, resyncMs);
 }
 
 async function poll(first = false) {
   let again = POLL_MS;
   try {
-    const url = new URL(`${base}/v1/events/${encodeURIComponent(event)}/wall`);
-    if (cursor) url.searchParams.set("after", cursor);
-    const response = await fetch(url, { headers: { "X-Guest-Code": guestCode, Accept: "application/json" }, cache: "no-store" });
-    if (!response.ok) throw await problemOf(response);
-    const body = await response.json();
-    const items = Array.isArray(body.items) ? body.items : [];
+    const { items, next } = await fetchPage(cursor);
     for (const item of items) add(item);
-    if (typeof body.next_cursor === "string") cursor = body.next_cursor;
+    if (next) cursor = next;
     failures = 0;
     updateStatus();
     // A full page: there may be more right now.
-    if (items.length >= 100) again = 0;
+    if (items.length >= PAGE_SIZE) again = 0;
   } catch (err) {
     if (err && (err.status === 401 || err.status === 403 || err.status === 404)) {
       const what = err.status === 404 ? `There is no event called “${event}” on this server.` : "The code in this link does not open this event's wall.";

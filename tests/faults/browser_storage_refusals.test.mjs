@@ -48,11 +48,15 @@ test("without IndexedDB: storage_unavailable, shown to the guest", async () => {
   await context.addInitScript(() => { Object.defineProperty(window, "indexedDB", { value: undefined, configurable: true }); });
   const page = await context.newPage();
   await page.goto(stack.guestUrl(ev));
-  const code = await page.evaluate(async (opts) => {
+  // The page's own start has run (the wasm is initialised: `load` does not
+  // wait for it) and refused.
+  await page.waitForSelector("body[data-error]");
+  assert.equal(await page.getAttribute("body", "data-error"), "storage_unavailable");
+  const outcome = await page.evaluate(async (opts) => {
     const { Uploader } = await import("/pkg/upload_once.js");
-    try { await Uploader.open(opts); return "opened"; } catch (e) { return e.code; }
+    try { await Uploader.open(opts); return { code: "opened" }; } catch (e) { return { code: e.code, message: String(e && e.stack || e) }; }
   }, { apiBase: stack.base, event: ev.event.slug, guestCode: ev.guest_code });
-  assert.equal(code, "storage_unavailable");
+  assert.equal(outcome.code, "storage_unavailable", outcome.message);
   const shown = await page.textContent("body");
   assert.match(shown, /storage|IndexedDB|private/i, "the guest page says what is wrong");
   await context.close();

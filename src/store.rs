@@ -91,8 +91,8 @@ fn rexie_error(e: rexie::Error) -> Error {
 /// The attempts, session and blobs of this origin.
 pub struct IndexedDbStore {
     db: IdbDatabase,
-    /// Another page opened a newer version of the database, and this
-    /// connection was closed so as not to block it.
+    /// Another page opened a newer version of the database (or deleted it),
+    /// and this connection was closed so as not to block it.
     upgraded_elsewhere: Rc<Cell<bool>>,
     blobs_broken: Cell<bool>,
     blobs_proven: Cell<bool>,
@@ -135,12 +135,12 @@ impl IndexedDbStore {
         Ok(IndexedDbStore { db, upgraded_elsewhere, blobs_broken: Cell::new(false), blobs_proven: Cell::new(false) })
     }
 
-    /// Fails once another page has upgraded the database: this connection
-    /// is closed, and only a reload (with the newer code) can go on.
+    /// Fails once another page has upgraded or deleted the database: this
+    /// connection is closed, and only a reload can go on.
     fn usable(&self) -> Result<()> {
         if self.upgraded_elsewhere.get() {
             return Err(Error::StorageUnavailable(
-                "another page opened a newer version of this site's upload database; reload this page".into(),
+                "another page upgraded or deleted this site's upload database; reload this page".into(),
             ));
         }
         Ok(())

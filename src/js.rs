@@ -72,7 +72,7 @@ pub fn parse_options(value: JsValue) -> Result<Options, Error> {
 }
 
 fn parse_id(id: &str) -> Result<Uuid, Error> {
-    Uuid::parse_str(id).map_err(|_| Error::NotFound(format!("`{id}` is not an attempt id")))
+    Uuid::try_parse(id).map_err(|_| Error::NotFound(format!("`{id}` is not an attempt id")))
 }
 
 /// Collects `File`s from a FileList or an array.
@@ -193,7 +193,7 @@ impl Uploader {
     /// One attempt.
     #[wasm_bindgen(unchecked_return_type = "AttemptView | undefined")]
     pub fn get(&self, id: &str) -> JsValue {
-        Uuid::parse_str(id).ok().and_then(|id| self.client.view(&id)).unwrap_or(JsValue::UNDEFINED)
+        Uuid::try_parse(id).ok().and_then(|id| self.client.view(&id)).unwrap_or(JsValue::UNDEFINED)
     }
 
     /// Retries a failed attempt. Resolves to whether anything changed (a

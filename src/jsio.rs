@@ -62,12 +62,12 @@ impl Read<'_> {
 
     /// A required UUID (as a string).
     pub fn uuid(&self, key: &'static str) -> Result<Uuid, Bad> {
-        Uuid::parse_str(&self.str(key)?).map_err(|_| key)
+        Uuid::try_parse(&self.str(key)?).map_err(|_| key)
     }
 
     /// An optional UUID.
     pub fn opt_uuid(&self, key: &'static str) -> Result<Option<Uuid>, Bad> {
-        self.opt_str(key)?.map(|s| Uuid::parse_str(&s).map_err(|_| key)).transpose()
+        self.opt_str(key)?.map(|s| Uuid::try_parse(&s).map_err(|_| key)).transpose()
     }
 
     /// A required boolean.

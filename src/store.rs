@@ -297,7 +297,7 @@ impl IndexedDbStore {
     /// The keys of every kept file.
     pub async fn blob_keys(&self) -> Result<Vec<Uuid>> {
         let keys = self.blob_op(self.read(BLOBS, |os| os.get_all_keys())).await?;
-        Ok(js_sys::Array::from(&keys).iter().filter_map(|k| k.as_string()).filter_map(|k| Uuid::parse_str(&k).ok()).collect())
+        Ok(js_sys::Array::from(&keys).iter().filter_map(|k| k.as_string()).filter_map(|k| Uuid::try_parse(&k).ok()).collect())
     }
 
     /// Deletes kept files.

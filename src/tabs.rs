@@ -75,7 +75,7 @@ impl Channel {
             return Channel { channel: None, _listener: None };
         };
         let listener = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
-            if let Some(id) = e.data().as_string().and_then(|s| Uuid::parse_str(&s).ok()) {
+            if let Some(id) = e.data().as_string().and_then(|s| Uuid::try_parse(&s).ok()) {
                 on_change(id);
             }
         });

@@ -376,6 +376,9 @@ pub fn test(args: &[String]) -> Result {
         return Err(format!("unknown test layer `{unknown}` (layers: {})", LAYERS.join(", ")));
     }
     ensure_all(layers.iter().any(|l| matches!(*l, "browser" | "e2e" | "faults" | "bench")))?;
+    // The servers' data of the previous run (kept until now for a look after
+    // a failure); without this it piles up run after run.
+    let _ = std::fs::remove_dir_all(target_dir().join("test-data"));
     let mut report = Vec::new();
     for layer in &layers {
         let started = Instant::now();

@@ -47,6 +47,7 @@ impl Error {
         match self {
             Error::Problem { code, .. } => *code,
             Error::Database(e) if is_transient_db_error(e) => ErrorCode::DatabaseUnavailable,
+            Error::Io(e) if is_storage_full(e) => ErrorCode::ObjectStoreUnavailable,
             Error::Database(_) | Error::Io(_) | Error::Config(_) => ErrorCode::Internal,
             Error::ObjectStore(_) => ErrorCode::ObjectStoreUnavailable,
         }
@@ -56,10 +57,17 @@ impl Error {
         match self {
             Error::Problem { detail, .. } => detail.clone(),
             Error::Database(e) if is_transient_db_error(e) => "the database is busy; try again".to_owned(),
+            Error::Io(e) if is_storage_full(e) => "the object store is out of space; try again later".to_owned(),
             Error::ObjectStore(_) => "the object store did not answer; try again".to_owned(),
             Error::Database(_) | Error::Io(_) | Error::Config(_) => "an unexpected server error".to_owned(),
         }
     }
+}
+
+/// The local object store's disk or quota is full: nothing is wrong with the
+/// request, and it may succeed once space is freed.
+fn is_storage_full(e: &std::io::Error) -> bool {
+    matches!(e.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded)
 }
 
 fn is_transient_db_error(e: &sqlx::Error) -> bool {
@@ -148,5 +156,23 @@ impl IntoResponse for Error {
             _ => tracing::error!(%code, "{self}"),
         }
         problem_response(code, self.detail())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_disk_is_a_retryable_object_store_answer_not_an_internal_error() {
+        // ENOSPC and EDQUOT, as the local store's writes report them.
+        for errno in [28, 122] {
+            let e = Error::Io(std::io::Error::from_raw_os_error(errno));
+            assert_eq!(e.code(), ErrorCode::ObjectStoreUnavailable, "errno {errno}");
+            assert!(e.code().is_retryable());
+            assert!(e.detail().contains("out of space"));
+        }
+        let other = Error::Io(std::io::Error::from_raw_os_error(5)); // EIO
+        assert_eq!(other.code(), ErrorCode::Internal);
     }
 }

@@ -72,7 +72,7 @@ async function resync() {
         seen.delete(li.dataset.id);
       }
     }
-    $("empty").hidden = seen.size > 0;
+    $("empty").hidden = $("wall").children.length > 0;
     updateStatus();
   } catch {
     // The regular poll reports connection trouble; try again next time.

@@ -32,3 +32,9 @@ pub use client::{Adapters, Added, Client, Options};
 pub use error::{Error, Result};
 pub use js::Uploader;
 pub use upload_once_core as core;
+
+/// Talc instead of the default dlmalloc: it coalesces freed blocks like
+/// dlmalloc does, in less code (docs/package-size.md).
+#[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();

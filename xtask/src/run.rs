@@ -13,7 +13,7 @@ use crate::setup::{Result, ensure_all, ensure_chromium, ensure_npm, extend_path,
 pub const LAYERS: &[&str] = &["core", "server", "browser", "e2e", "faults", "size", "bench"];
 
 /// The package budget: `.wasm` + JS glue, gzip -9. The build fails past it.
-pub const PACKAGE_BUDGET_BYTES: u64 = 102 * 1024;
+pub const PACKAGE_BUDGET_BYTES: u64 = 97 * 1024;
 
 /// Builds the npm package into `out` for a wasm-pack target.
 pub fn build_package(target: &str, out: &str) -> Result {
@@ -34,8 +34,32 @@ pub fn build_package(target: &str, out: &str) -> Result {
             "CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS",
             "-C target-feature=-reference-types -Z unstable-options -C panic=immediate-abort",
         ))?;
+    if target == "web" {
+        minify_glue(&root().join(out))?;
+    }
     // Real package metadata beside the generated code.
     crate::run::write_package_json(&root().join(out))
+}
+
+/// Bundles and minifies the `--target web` package's JS (wasm-bindgen's
+/// `upload_once.js` and the `snippets/` it imports) into one
+/// `upload_once.js` with a source map, as the peers in docs/benchmarks.md
+/// are measured (esbuild `--bundle --minify`). The `.wasm` is still found
+/// beside it through `new URL("upload_once_bg.wasm", import.meta.url)`, and
+/// the exports (and so `upload_once.d.ts`) are unchanged.
+fn minify_glue(pkg: &Path) -> Result {
+    let tools = root().join("xtask/minify");
+    ensure_npm(&tools)?;
+    let js = pkg.join("upload_once.js");
+    sh(Command::new(tools.join("node_modules/.bin/esbuild"))
+        .arg(&js)
+        .args(["--bundle", "--minify", "--format=esm", "--sourcemap", "--allow-overwrite", "--log-level=warning"])
+        .arg(format!("--outfile={}", js.display())))?;
+    let snippets = pkg.join("snippets");
+    if snippets.exists() {
+        std::fs::remove_dir_all(&snippets).map_err(|e| format!("{}: {e}", snippets.display()))?;
+    }
+    Ok(())
 }
 
 /// Writes the npm package.json (name, description, license, repository,
@@ -55,7 +79,7 @@ pub fn write_package_json(dir: &Path) -> Result {
   "module": "upload_once.js",
   "types": "upload_once.d.ts",
   "exports": {{ ".": {{ "types": "./upload_once.d.ts", "default": "./upload_once.js" }}, "./upload_once_bg.wasm": "./upload_once_bg.wasm" }},
-  "files": ["upload_once_bg.wasm", "upload_once.js", "upload_once_bg.js", "upload_once.d.ts", "upload_once_bg.wasm.d.ts", "snippets/"],
+  "files": ["upload_once_bg.wasm", "upload_once.js", "upload_once.js.map", "upload_once_bg.js", "upload_once.d.ts", "upload_once_bg.wasm.d.ts", "snippets/"],
   "sideEffects": ["./upload_once.js", "./snippets/*"]
 }}
 "#

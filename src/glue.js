@@ -2,11 +2,42 @@
 // wraps one callback-style browser API into a Promise; all decisions stay in
 // Rust.
 
-// A readwrite transaction with the given durability ("strict": `complete`
-// fires only after the data is flushed to disk; "relaxed": once the browser
-// has it). Browsers without the option ignore the dictionary member.
-export function durableTransaction(db, names, mode, durability) {
-  return db.transaction(names, mode, { durability });
+// Writes to one object store in one readwrite transaction with the given
+// durability ("strict": `complete` fires only after the data is flushed to
+// disk; "relaxed": once the browser has it; browsers without the option
+// ignore the dictionary member): puts `values[i]` (under `keys[i]` when
+// `keys` is an array, else at the store's key path), then deletes each of
+// `deletes`. Resolves once the transaction commits. All or nothing: when a
+// request cannot even be made (a value that cannot be cloned), the
+// transaction is aborted and that error rejects.
+export function writeStore(db, storeName, durability, values, keys, deletes) {
+  let tx;
+  try {
+    tx = db.transaction(storeName, "readwrite", { durability });
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  const done = transactionDone(tx);
+  try {
+    const store = tx.objectStore(storeName);
+    values.forEach((value, i) => (keys ? store.put(value, keys[i]) : store.put(value)));
+    deletes.forEach((key) => store.delete(key));
+  } catch (e) {
+    try { tx.abort(); } catch (_) { /* already finished */ }
+    return done.then(() => Promise.reject(e), () => Promise.reject(e));
+  }
+  return done;
+}
+
+// Reads from one object store in its own transaction: `get` (of `key`),
+// `getAll` or `getAllKeys`. Resolves with the request's result.
+export function readStore(db, storeName, op, key) {
+  try {
+    const store = db.transaction(storeName).objectStore(storeName);
+    return requestDone(op === "get" ? store.get(key) : store[op]());
+  } catch (e) {
+    return Promise.reject(e);
+  }
 }
 
 // Resolves when the transaction commits, rejects with its error (a
@@ -38,6 +69,28 @@ export function requestDone(req) {
       reject(req.error || new DOMException("request failed", "UnknownError"));
     };
   });
+}
+
+// Sends `blob` with `xhr` (an unsent XMLHttpRequest): `method` to `url`
+// with exactly the request headers in `headers` ([name, value] pairs),
+// calling `onProgress(loaded, total)` as upload progress events arrive.
+// Resolves with how it ended: "load", "error", "abort" or "timeout".
+// Throws when the browser refuses the request outright.
+export function sendBlob(xhr, method, url, headers, blob, onProgress) {
+  const ended = new Promise((resolve) => {
+    for (const kind of ["load", "error", "abort", "timeout"]) {
+      xhr["on" + kind] = () => {
+        // No progress after the end (the Rust callback is dropped then).
+        xhr.upload.onprogress = null;
+        resolve(kind);
+      };
+    }
+  });
+  xhr.upload.onprogress = (e) => onProgress(e.loaded, e.total);
+  xhr.open(method, url);
+  for (const [name, value] of headers) xhr.setRequestHeader(name, value);
+  xhr.send(blob);
+  return ended;
 }
 
 // Whether the Web Locks API exists here.

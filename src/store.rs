@@ -18,14 +18,14 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use js_sys::Promise;
+use js_sys::{Array, Promise};
 use rexie::{ObjectStore, Rexie};
 use upload_once_core::attempt::AttemptRecord;
 use uuid::Uuid;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Blob, DomException, IdbDatabase, IdbObjectStore, IdbRequest, IdbTransaction};
+use web_sys::{Blob, DomException, IdbDatabase};
 
 use crate::env::timeout;
 use crate::error::{Error, Result};
@@ -45,10 +45,10 @@ const BLOB_TIMEOUT_MS: f64 = 5_000.0;
 
 #[wasm_bindgen(module = "/src/glue.js")]
 extern "C" {
-    #[wasm_bindgen(js_name = durableTransaction, catch)]
-    fn durable_transaction(db: &IdbDatabase, names: &JsValue, mode: &str, durability: &str) -> std::result::Result<IdbTransaction, JsValue>;
-    #[wasm_bindgen(js_name = transactionDone)]
-    fn transaction_done(tx: &IdbTransaction) -> Promise;
+    #[wasm_bindgen(js_name = writeStore)]
+    fn write_store(db: &IdbDatabase, store: &str, durability: &str, values: &Array, keys: &JsValue, deletes: &Array) -> Promise;
+    #[wasm_bindgen(js_name = readStore)]
+    fn read_store(db: &IdbDatabase, store: &str, op: &str, key: &JsValue) -> Promise;
     #[wasm_bindgen(js_name = requestDone)]
     fn request_done(req: &web_sys::IdbRequest) -> Promise;
     #[wasm_bindgen(js_name = putSessionUnlessPresent)]
@@ -86,6 +86,11 @@ pub fn storage_error(value: &JsValue) -> Error {
 fn rexie_error(e: rexie::Error) -> Error {
     // rexie only creates or upgrades the schema.
     Error::StorageUnavailable(e.to_string())
+}
+
+/// Attempt ids as IndexedDB keys (their hyphenated text).
+fn id_keys<'a>(ids: impl IntoIterator<Item = &'a Uuid>) -> Array {
+    ids.into_iter().map(|id| JsValue::from_str(&id.to_string())).collect()
 }
 
 /// The attempts, session and blobs of this origin.
@@ -146,66 +151,41 @@ impl IndexedDbStore {
         Ok(())
     }
 
-    /// Runs `f` on `store` in a readwrite transaction and waits for it to
-    /// commit (`strict`: flushed to disk). Nothing is written if anything fails.
-    async fn write(
-        &self,
-        store: &str,
-        durability: Durability,
-        f: impl FnOnce(&IdbObjectStore) -> std::result::Result<(), JsValue>,
-    ) -> Result<()> {
+    /// Puts `values` into `store` (under `keys` when it is an array, else at
+    /// the store's key path) and deletes `deletes`, in one readwrite
+    /// transaction, and waits for it to commit (`strict`: flushed to disk).
+    /// Nothing is written if anything fails.
+    async fn write(&self, store: &str, durability: Durability, values: &Array, keys: &JsValue, deletes: &Array) -> Result<()> {
         let mode = match durability {
             Durability::Strict => "strict",
             Durability::Relaxed => "relaxed",
         };
         self.usable()?;
-        let tx = durable_transaction(&self.db, &JsValue::from_str(store), "readwrite", mode).map_err(|e| storage_error(&e))?;
-        let done = transaction_done(&tx);
-        let os = tx.object_store(store).map_err(|e| storage_error(&e))?;
-        if let Err(e) = f(&os) {
-            let _ = tx.abort();
-            let _ = JsFuture::from(done).await;
-            return Err(storage_error(&e));
-        }
-        JsFuture::from(done).await.map_err(|e| storage_error(&e))?;
+        JsFuture::from(write_store(&self.db, store, mode, values, keys, deletes)).await.map_err(|e| storage_error(&e))?;
         Ok(())
     }
 
-    /// Runs one read request on `store` and returns its result.
-    async fn read(&self, store: &str, f: impl FnOnce(&IdbObjectStore) -> std::result::Result<IdbRequest, JsValue>) -> Result<JsValue> {
+    /// Runs one read request (`get` of `key`, `getAll`, `getAllKeys`) on
+    /// `store` and returns its result.
+    async fn read(&self, store: &str, op: &str, key: &JsValue) -> Result<JsValue> {
         self.usable()?;
-        let tx = self.db.transaction_with_str(store).map_err(|e| storage_error(&e))?;
-        let os = tx.object_store(store).map_err(|e| storage_error(&e))?;
-        let request = f(&os).map_err(|e| storage_error(&e))?;
-        JsFuture::from(request_done(&request)).await.map_err(|e| storage_error(&e))
+        JsFuture::from(read_store(&self.db, store, op, key)).await.map_err(|e| storage_error(&e))
     }
 
     /// Stores attempt records, all or none.
     pub async fn put_attempts(&self, records: &[&AttemptRecord], durability: Durability) -> Result<()> {
-        let values: Vec<JsValue> = records.iter().map(|r| record_to_js(r)).collect();
-        self.write(ATTEMPTS, durability, |os| {
-            for v in &values {
-                os.put(v)?;
-            }
-            Ok(())
-        })
-        .await
+        let values: Array = records.iter().map(|r| record_to_js(r)).collect();
+        self.write(ATTEMPTS, durability, &values, &JsValue::UNDEFINED, &Array::new()).await
     }
 
     /// Deletes attempt records durably.
     pub async fn delete_attempts(&self, ids: &[Uuid]) -> Result<()> {
-        self.write(ATTEMPTS, Durability::Strict, |os| {
-            for id in ids {
-                os.delete(&JsValue::from_str(&id.to_string()))?;
-            }
-            Ok(())
-        })
-        .await
+        self.write(ATTEMPTS, Durability::Strict, &Array::new(), &JsValue::UNDEFINED, &id_keys(ids)).await
     }
 
     /// Every attempt record of `event`, oldest first.
     pub async fn load_attempts(&self, event: &str) -> Result<Vec<AttemptRecord>> {
-        let values = self.read(ATTEMPTS, |os| os.get_all()).await?;
+        let values = self.read(ATTEMPTS, "getAll", &JsValue::UNDEFINED).await?;
         let mut records: Vec<AttemptRecord> =
             js_sys::Array::from(&values).iter().filter_map(|v| record_from_js(&v)).filter(|r| r.event == event).collect();
         records.sort_unstable_by_key(|r| (r.created_at, r.id));
@@ -214,19 +194,20 @@ impl IndexedDbStore {
 
     /// One attempt record.
     pub async fn load_attempt(&self, id: &Uuid) -> Result<Option<AttemptRecord>> {
-        let value = self.read(ATTEMPTS, |os| os.get(&JsValue::from_str(&id.to_string()))).await?;
+        let value = self.read(ATTEMPTS, "get", &JsValue::from_str(&id.to_string())).await?;
         Ok(record_from_js(&value))
     }
 
     /// A small stored value.
     pub async fn get_meta(&self, key: &str) -> Result<Option<JsValue>> {
-        let value = self.read(META, |os| os.get(&JsValue::from_str(key))).await?;
+        let value = self.read(META, "get", &JsValue::from_str(key)).await?;
         Ok(Some(value).filter(|v| !v.is_undefined() && !v.is_null()))
     }
 
     /// Stores a small value durably.
     pub async fn put_meta(&self, key: &str, value: &JsValue) -> Result<()> {
-        self.write(META, Durability::Strict, |os| os.put_with_key(value, &JsValue::from_str(key)).map(|_| ())).await
+        let keys: JsValue = Array::of1(&JsValue::from_str(key)).into();
+        self.write(META, Durability::Strict, &Array::of1(value), &keys, &Array::new()).await
     }
 
     /// Stores a guest session durably unless another page stored a live one
@@ -273,14 +254,9 @@ impl IndexedDbStore {
     /// transaction holding only that request, but can leave one with earlier
     /// requests pending forever.
     pub async fn put_blobs(&self, items: &[(Uuid, Blob)]) -> Result<()> {
-        let result = self
-            .blob_op(self.write(BLOBS, Durability::Relaxed, |os| {
-                for (key, blob) in items {
-                    os.put_with_key(blob, &JsValue::from_str(&key.to_string()))?;
-                }
-                Ok(())
-            }))
-            .await;
+        let values: Array = items.iter().map(|(_, blob)| JsValue::from(blob)).collect();
+        let keys: JsValue = id_keys(items.iter().map(|(key, _)| key)).into();
+        let result = self.blob_op(self.write(BLOBS, Durability::Relaxed, &values, &keys, &Array::new())).await;
         if result.is_ok() {
             self.blobs_proven.set(true);
         }
@@ -290,25 +266,19 @@ impl IndexedDbStore {
     /// A kept file.
     pub async fn get_blob(&self, key: &Uuid) -> Result<Option<Blob>> {
         let key = JsValue::from_str(&key.to_string());
-        let value = self.blob_op(self.read(BLOBS, |os| os.get(&key))).await?;
+        let value = self.blob_op(self.read(BLOBS, "get", &key)).await?;
         Ok(value.dyn_into::<Blob>().ok())
     }
 
     /// The keys of every kept file.
     pub async fn blob_keys(&self) -> Result<Vec<Uuid>> {
-        let keys = self.blob_op(self.read(BLOBS, |os| os.get_all_keys())).await?;
+        let keys = self.blob_op(self.read(BLOBS, "getAllKeys", &JsValue::UNDEFINED)).await?;
         Ok(js_sys::Array::from(&keys).iter().filter_map(|k| k.as_string()).filter_map(|k| Uuid::try_parse(&k).ok()).collect())
     }
 
     /// Deletes kept files.
     pub async fn delete_blobs(&self, keys: &[Uuid]) -> Result<()> {
-        self.blob_op(self.write(BLOBS, Durability::Relaxed, |os| {
-            for k in keys {
-                os.delete(&JsValue::from_str(&k.to_string()))?;
-            }
-            Ok(())
-        }))
-        .await
+        self.blob_op(self.write(BLOBS, Durability::Relaxed, &Array::new(), &JsValue::UNDEFINED, &id_keys(keys))).await
     }
 
     /// Closes the connection (the uploader was closed).

@@ -17,10 +17,9 @@ use upload_once_core::wire::{
     UploadInstruction,
 };
 use uuid::Uuid;
-use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Blob, ProgressEvent, XmlHttpRequest};
+use web_sys::{Blob, XmlHttpRequest};
 
 use crate::env::now;
 use crate::idmap::IdMap;
@@ -30,6 +29,15 @@ use crate::jsio::{self, FromJs};
 extern "C" {
     #[wasm_bindgen(js_name = timeoutSignal)]
     fn timeout_signal(ms: u32) -> Option<web_sys::AbortSignal>;
+    #[wasm_bindgen(js_name = sendBlob, catch)]
+    fn send_blob(
+        xhr: &XmlHttpRequest,
+        method: &str,
+        url: &str,
+        headers: &js_sys::Array,
+        blob: &Blob,
+        on_progress: &Closure<dyn FnMut(f64, f64)>,
+    ) -> Result<Promise, JsValue>;
 }
 
 /// An API call that has not answered within this time is abandoned (a
@@ -172,14 +180,6 @@ pub struct XhrTransport {
     running: Rc<RefCell<IdMap<XmlHttpRequest>>>,
 }
 
-fn xhr_put(xhr: &XmlHttpRequest, blob: &Blob, instruction: &UploadInstruction) -> Result<(), JsValue> {
-    xhr.open(&instruction.method, &instruction.url)?;
-    for (name, value) in &instruction.headers {
-        xhr.set_request_header(name, value)?;
-    }
-    xhr.send_with_opt_blob(Some(blob))
-}
-
 impl Transport for XhrTransport {
     fn put(&self, id: Uuid, blob: &Blob, instruction: &UploadInstruction, progress: ProgressFn) -> LocalFuture<Result<(), Failure>> {
         let running = self.running.clone();
@@ -187,33 +187,24 @@ impl Transport for XhrTransport {
         let instruction = instruction.clone();
         Box::pin(async move {
             let xhr = XmlHttpRequest::new().map_err(|_| Failure::Unexpected("XMLHttpRequest is not available".into()))?;
-            let mut settle: Option<js_sys::Function> = None;
-            let done = Promise::new(&mut |resolve, _| settle = Some(resolve));
-            let settle = settle.expect("Promise::new runs its executor at once");
-            let outcome = |kind: &'static str| {
-                let settle = settle.clone();
-                Closure::<dyn FnMut()>::new(move || {
-                    let _ = settle.call1(&JsValue::NULL, &JsValue::from_str(kind));
-                })
-            };
-            let (on_load, on_error, on_abort, on_timeout) = (outcome("load"), outcome("error"), outcome("abort"), outcome("timeout"));
-            xhr.set_onload(Some(on_load.as_ref().unchecked_ref()));
-            xhr.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-            xhr.set_onabort(Some(on_abort.as_ref().unchecked_ref()));
-            xhr.set_ontimeout(Some(on_timeout.as_ref().unchecked_ref()));
             let last_progress = Rc::new(std::cell::Cell::new(now() as f64));
             let seen = last_progress.clone();
-            let on_progress = Closure::<dyn FnMut(ProgressEvent)>::new(move |e: ProgressEvent| {
+            let on_progress = Closure::<dyn FnMut(f64, f64)>::new(move |loaded: f64, total: f64| {
                 seen.set(now() as f64);
-                progress(e.loaded(), e.total())
+                progress(loaded, total)
             });
-            if let Ok(upload) = xhr.upload() {
-                upload.set_onprogress(Some(on_progress.as_ref().unchecked_ref()));
-            }
-            if let Err(e) = xhr_put(&xhr, &blob, &instruction) {
-                let message = js_sys::Error::from(e).message();
-                return Err(Failure::Unexpected(format!("the browser refused the upload request: {message}")));
-            }
+            let headers: js_sys::Array = instruction
+                .headers
+                .iter()
+                .map(|(name, value)| js_sys::Array::of2(&JsValue::from_str(name), &JsValue::from_str(value)))
+                .collect();
+            let done = match send_blob(&xhr, &instruction.method, &instruction.url, &headers, &blob, &on_progress) {
+                Ok(done) => done,
+                Err(e) => {
+                    let message = js_sys::Error::from(e).message();
+                    return Err(Failure::Unexpected(format!("the browser refused the upload request: {message}")));
+                }
+            };
             running.borrow_mut().insert(id, xhr.clone());
             // Wait for the end, checking now and then that bytes still move.
             let mut done = JsFuture::from(done);
@@ -226,7 +217,7 @@ impl Transport for XhrTransport {
                 }
             };
             running.borrow_mut().remove(&id);
-            drop((on_load, on_error, on_abort, on_timeout, on_progress));
+            drop(on_progress);
             if kind != "load" {
                 return Err(Failure::Network);
             }

@@ -136,41 +136,45 @@ async fn call_json(request: RequestBuilder, body: JsValue) -> Result<JsValue, Fa
     Err(http_failure(status, &response.status_text(), &text, retry_after))
 }
 
-/// Sends a JSON request and reads the answer as `T`.
-async fn call<T: FromJs>(request: RequestBuilder, body: JsValue) -> Result<T, Failure> {
-    let parsed = call_json(request, body).await?;
-    T::from_js(&parsed).map_err(|field| Failure::Unexpected(format!("the answer has no valid `{field}`")))
+/// Sends a JSON request and reads the answer as `T`. The request itself is
+/// one boxed future shared by every call (smaller than one per answer type).
+fn call<T: FromJs + 'static>(request: RequestBuilder, body: JsValue) -> LocalFuture<Result<T, Failure>> {
+    let answer: LocalFuture<Result<JsValue, Failure>> = Box::pin(call_json(request, body));
+    Box::pin(async move {
+        let parsed = answer.await?;
+        T::from_js(&parsed).map_err(|field| Failure::Unexpected(format!("the answer has no valid `{field}`")))
+    })
 }
 
 impl Api for HttpApi {
     fn join(&self, guest_code: &str) -> LocalFuture<Result<SessionResponse, Failure>> {
         let request = self.post(&format!("/v1/events/{}/sessions", self.event), None);
         let body = jsio::session_request(guest_code);
-        Box::pin(async move { call(request, body).await })
+        call(request, body)
     }
 
     fn authorize(&self, session: &str, body: &AuthorizeRequest) -> LocalFuture<Result<AttemptResponse, Failure>> {
         let request = self.post(&format!("/v1/events/{}/attempts", self.event), Some(session));
         let body = jsio::authorize_request(body);
-        Box::pin(async move { call(request, body).await })
+        call(request, body)
     }
 
     fn renew(&self, session: &str, id: Uuid) -> LocalFuture<Result<AttemptResponse, Failure>> {
         let request = self.post(&format!("/v1/attempts/{id}/renew"), Some(session));
         let body = jsio::Build::default().done();
-        Box::pin(async move { call(request, body).await })
+        call(request, body)
     }
 
     fn confirm(&self, session: &str, id: Uuid, body: &ConfirmRequest) -> LocalFuture<Result<Media, Failure>> {
         let request = self.post(&format!("/v1/attempts/{id}/confirm"), Some(session)).header("Idempotency-Key", &id.to_string());
         let body = jsio::confirm_request(body);
-        Box::pin(async move { call(request, body).await })
+        call(request, body)
     }
 
     fn status(&self, session: &str, ids: &[Uuid]) -> LocalFuture<Result<StatusResponse, Failure>> {
         let request = self.post("/v1/attempts/status", Some(session));
         let body = jsio::status_request(ids);
-        Box::pin(async move { call(request, body).await })
+        call(request, body)
     }
 }
 

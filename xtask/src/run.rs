@@ -13,7 +13,7 @@ use crate::setup::{Result, ensure_all, ensure_chromium, ensure_npm, extend_path,
 pub const LAYERS: &[&str] = &["core", "server", "browser", "e2e", "faults", "size", "bench"];
 
 /// The package budget: `.wasm` + JS glue, gzip -9. The build fails past it.
-pub const PACKAGE_BUDGET_BYTES: u64 = 96 * 1024;
+pub const PACKAGE_BUDGET_BYTES: u64 = 92 * 1024;
 
 /// Builds the npm package into `out` for a wasm-pack target.
 pub fn build_package(target: &str, out: &str) -> Result {

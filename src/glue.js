@@ -148,8 +148,7 @@ export function putSessionUnlessPresent(db, storeName, key, value, staleToken) {
       if (current && current.token && current.token !== staleToken) kept = current;
       else store.put(value, key);
     };
-    tx.oncomplete = () => resolve(kept);
-    tx.onabort = () => reject(tx.error || new DOMException("transaction aborted", "AbortError"));
+    transactionDone(tx).then(() => resolve(kept), reject);
   });
 }
 

@@ -624,8 +624,7 @@ function updateSummary() {
   title.textContent = shown.length ? `Your uploads · ${saved} of ${shown.length} saved` : "Your uploads";
 }
 
-/** Once a second: countdowns, and the summary. */
-/** Once a second: the "Retrying in N s" countdowns. */
+/** Once a second: the "Retrying in N s" countdowns, and the summary. */
 function tick() {
   for (const view of attempts.values()) {
     if (view.nextRetryAt && !view.terminal) {

@@ -16,15 +16,19 @@ wasm_bindgen_test_configure!(run_in_browser);
 async fn a_file_is_uploaded_and_confirmed_exactly_once() {
     let event = create_event(1_000_000, "required").await;
     let faults = Rc::new(Faults::default());
-    let client = open(options(&event, &unique("db")), &faults).await;
+    let db = unique("db");
+    *faults.inspect_db.borrow_mut() = Some(db.clone());
+    let client = open(options(&event, &db), &faults).await;
     assert!(client.has_session(), "open joins the event");
 
     let added = client.add(vec![file("cake.jpg", "image/jpeg", 20_000, 1_700_000_000_000.0)]).await.unwrap();
     assert!(matches!(added[0], upload_once::Added::New(_)));
-    let record = only_record(&client);
-    assert_eq!(record.transfer, Transfer::Queued, "recorded before anything was sent");
 
     settle(&client).await;
+    let stored = faults.stored_at_authorize.borrow().clone();
+    assert_eq!(stored.len(), 1, "one authorize");
+    let before = stored[0].as_ref().expect("the attempt was in IndexedDB before its first request left");
+    assert_eq!(before.transfer, Transfer::Queued, "recorded before anything was sent");
     let record = only_record(&client);
     assert_eq!(record.transfer, Transfer::Uploaded);
     assert_eq!(record.confirmation, Confirmation::Confirmed);

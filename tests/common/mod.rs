@@ -105,6 +105,12 @@ pub struct Faults {
     pub fail_puts: Cell<bool>,
     /// The last PUT's status code, for assertions.
     pub put_results: RefCell<Vec<Result<(), Failure>>>,
+    /// When set, each authorize first reads its attempt from this IndexedDB
+    /// database (a connection of its own) and records what was stored there
+    /// at the moment the request left.
+    pub inspect_db: RefCell<Option<String>>,
+    /// What `inspect_db` found, one entry per authorize.
+    pub stored_at_authorize: RefCell<Vec<Option<AttemptRecord>>>,
 }
 
 /// An [`Api`] that counts and breaks requests around the real one.
@@ -133,7 +139,18 @@ impl Api for FaultyApi {
         if self.faults.offline.get() {
             return Box::pin(async { Err(Failure::Network) });
         }
-        self.inner.authorize(session, request)
+        let Some(db) = self.faults.inspect_db.borrow().clone() else {
+            return self.inner.authorize(session, request);
+        };
+        let (faults, id) = (self.faults.clone(), request.id);
+        let call = self.inner.authorize(session, request);
+        Box::pin(async move {
+            let store = upload_once::store::IndexedDbStore::open(&db).await.map_err(JsValue::from).expect("IndexedDB opens");
+            let stored = store.load_attempt(&id).await.map_err(JsValue::from).expect("the attempt store reads");
+            store.close_connection();
+            faults.stored_at_authorize.borrow_mut().push(stored);
+            call.await
+        })
     }
 
     fn renew(&self, session: &str, id: Uuid) -> LocalFuture<Result<AttemptResponse, Failure>> {

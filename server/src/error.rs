@@ -74,9 +74,14 @@ fn is_transient_db_error(e: &sqlx::Error) -> bool {
     match e {
         sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => true,
         sqlx::Error::Database(db) => {
-            // SQLite: SQLITE_BUSY (5) / SQLITE_LOCKED (6); PostgreSQL:
-            // serialization failure, deadlock, admin shutdown, cannot connect.
-            matches!(db.code().as_deref(), Some("5" | "6" | "517" | "40001" | "40P01" | "57P01" | "57P03"))
+            // SQLite: SQLITE_BUSY (5) and its extended codes (recovery 261,
+            // snapshot 517, timeout 773), SQLITE_LOCKED (6) and shared-cache
+            // 262; PostgreSQL: serialization failure, deadlock, lock timeout
+            // (55P03), admin shutdown, cannot connect.
+            matches!(
+                db.code().as_deref(),
+                Some("5" | "6" | "261" | "262" | "517" | "773" | "40001" | "40P01" | "55P03" | "57P01" | "57P03")
+            )
         }
         _ => false,
     }
@@ -153,6 +158,12 @@ impl IntoResponse for Error {
         let code = self.code();
         match &self {
             Error::Problem { .. } => tracing::debug!(%code, "{self}"),
+            // Logged once per outage by the health record, not per request.
+            Error::Database(e) => {
+                let mut response = problem_response(code, self.detail());
+                response.extensions_mut().insert(crate::ops::DatabaseFailure(e.to_string()));
+                return response;
+            }
             _ => tracing::error!(%code, "{self}"),
         }
         problem_response(code, self.detail())

@@ -16,6 +16,7 @@ pub mod clock;
 pub mod config;
 pub mod error;
 pub mod openapi;
+pub mod ops;
 pub mod routes;
 pub mod secrets;
 pub mod state;
@@ -127,7 +128,8 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
         .unwrap_or_else(|| format!("sqlite://{}", config.data_dir.join("upload-once.db").display()));
     let records = open_records(&database_url).await?;
     let admin_token: Arc<str> = config.admin_token.clone().unwrap_or_else(new_token).into();
-    Ok(AppState { config: Arc::new(config), records, objects, signer, clock, admin_token, test_hooks })
+    let ops = Arc::new(ops::Ops::default());
+    Ok(AppState { config: Arc::new(config), records, objects, signer, clock, admin_token, test_hooks, ops })
 }
 
 /// Creates the demo event if it is missing (or gives it a fresh host

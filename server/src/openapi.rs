@@ -31,6 +31,7 @@ impl Modify for BearerSchemes {
     info(title = "upload-once", description = "Browser uploads stored exactly once: authorize, PUT to a signed URL, confirm (create-or-return), reconcile, moderate. See docs/protocol.md."),
     paths(
         routes::healthz,
+        routes::readyz,
         routes::admin_sweep,
         routes::events::create_event,
         routes::events::create_session,

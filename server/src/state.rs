@@ -30,6 +30,8 @@ pub struct AppState {
     pub admin_token: Arc<str>,
     /// Test-only hooks (`--test-hooks`), off in production.
     pub test_hooks: Option<Arc<crate::test_hooks::TestHooks>>,
+    /// Hang-ups and the database's health.
+    pub ops: Arc<crate::ops::Ops>,
 }
 
 impl AppState {

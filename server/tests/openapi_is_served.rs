@@ -12,6 +12,7 @@ use uuid::Uuid;
 /// paths, with its method.
 const ROUTES: &[(&str, &str)] = &[
     ("get", "/healthz"),
+    ("get", "/readyz"),
     ("post", "/v1/events"),
     ("post", "/v1/events/{slug}/sessions"),
     ("post", "/v1/events/{slug}/attempts"),

@@ -17,8 +17,10 @@ use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::services::ServeDir;
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnFailure, TraceLayer};
+use tracing::Level;
 use upload_once_core::ErrorCode;
+use upload_once_core::wire::Problem;
 use utoipa::OpenApi;
 
 use crate::error::{Result, problem_response};
@@ -34,6 +36,20 @@ pub const MAX_JSON_BYTES: usize = 64 * 1024;
 pub async fn healthz(State(state): State<AppState>) -> Result<&'static str> {
     state.records.ping().await?;
     Ok("ok")
+}
+
+/// `GET /readyz`: whether the server should get traffic. It should not
+/// while the database does not take writes (a small write is made to find
+/// out); the answer then says why.
+#[utoipa::path(get, path = "/readyz", tag = "operations", responses(
+    (status = 200, description = "The database takes writes"),
+    (status = 503, body = Problem, content_type = "application/problem+json", description = "database_unavailable: why, in `detail`"),
+))]
+pub async fn readyz(State(state): State<AppState>) -> Response {
+    match crate::ops::probe_database(&state).await {
+        Ok(()) => "ready".into_response(),
+        Err(e) => problem_response(ErrorCode::DatabaseUnavailable, format!("the database does not take writes: {e}")),
+    }
 }
 
 /// `GET /openapi.json`
@@ -99,6 +115,7 @@ fn cors(origins: &[String]) -> CorsLayer {
 pub fn app(state: AppState) -> Router {
     let api = Router::new()
         .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         .route("/openapi.json", get(openapi))
         .route("/v1/events", post(events::create_event))
         .route("/v1/events/{slug}/sessions", post(events::create_session))
@@ -114,7 +131,8 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/admin/sweep", post(admin_sweep))
         .route("/v1/admin/test-hooks", post(admin_test_hooks))
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
-        .route("/storage/{*key}", put(storage::put_object));
+        .route("/storage/{*key}", put(storage::put_object))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::ops::run_to_completion));
 
     let mut router = api.method_not_allowed_fallback(method_not_allowed);
     let config = &state.config;
@@ -133,6 +151,8 @@ pub fn app(state: AppState) -> Router {
     router
         .layer(cors(&config.allowed_origins))
         .layer(CatchPanicLayer::custom(panic_response))
-        .layer(TraceLayer::new_for_http())
+        // A failing database is logged once per outage by the health record
+        // (`ops`), not once per response.
+        .layer(TraceLayer::new_for_http().on_failure(DefaultOnFailure::new().level(Level::DEBUG)))
         .with_state(state)
 }

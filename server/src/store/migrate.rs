@@ -14,9 +14,13 @@ pub struct Migration {
 }
 
 /// SQLite migrations, in order.
-pub const SQLITE: &[Migration] =
-    &[Migration { version: 1, name: "init", sql: include_str!("../../migrations/sqlite/0001_init.sql") }];
+pub const SQLITE: &[Migration] = &[
+    Migration { version: 1, name: "init", sql: include_str!("../../migrations/sqlite/0001_init.sql") },
+    Migration { version: 2, name: "readiness", sql: include_str!("../../migrations/sqlite/0002_readiness.sql") },
+];
 
 /// PostgreSQL migrations, in order (same versions as [`SQLITE`]).
-pub const POSTGRES: &[Migration] =
-    &[Migration { version: 1, name: "init", sql: include_str!("../../migrations/postgres/0001_init.sql") }];
+pub const POSTGRES: &[Migration] = &[
+    Migration { version: 1, name: "init", sql: include_str!("../../migrations/postgres/0001_init.sql") },
+    Migration { version: 2, name: "readiness", sql: include_str!("../../migrations/postgres/0002_readiness.sql") },
+];

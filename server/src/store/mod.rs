@@ -10,6 +10,8 @@ pub mod migrate;
 pub mod postgres;
 pub mod sqlite;
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use async_trait::async_trait;
 use upload_once_core::time::UnixMillis;
 use upload_once_core::wire::{AttemptState, Moderation, ModerationDecision, ModerationPolicy};
@@ -218,6 +220,14 @@ pub trait RecordStore: Send + Sync + 'static {
     /// Checks the database answers.
     async fn ping(&self) -> Result<()>;
 
+    /// Checks the database takes writes: one small committed write, waiting
+    /// at most [`crate::ops::LOCK_WAIT`] for the write lock.
+    async fn probe_write(&self, now: UnixMillis) -> Result<()>;
+
+    /// Connections the pool closed because they came back still inside a
+    /// transaction (see [`keep_released_connection`]).
+    fn dirty_connections_discarded(&self) -> u64;
+
     /// Creates an event; `slug_taken` if the slug exists.
     async fn create_event(&self, event: NewEvent) -> Result<EventRow>;
 
@@ -293,6 +303,21 @@ pub trait RecordStore: Send + Sync + 'static {
 
     /// Counts, for tests and checkers: (attempts, media).
     async fn counts(&self) -> Result<(u64, u64)>;
+}
+
+/// The pool's rule for a connection that comes back (its `after_release`
+/// hook): one still inside a transaction is closed, never reused, which
+/// rolls the transaction back and frees its locks. A request future dropped
+/// between a `BEGIN` and the value that would have ended it (a client that
+/// hangs up at the wrong moment) would otherwise hand the next request a
+/// connection that holds SQLite's write lock, or PostgreSQL's row locks,
+/// with nothing left to release them.
+pub fn keep_released_connection(in_transaction: bool, discarded: &AtomicU64) -> bool {
+    if in_transaction {
+        let n = discarded.fetch_add(1, Ordering::SeqCst) + 1;
+        tracing::warn!(discarded = n, "a database connection came back inside a transaction; closed, not reused");
+    }
+    !in_transaction
 }
 
 /// The stable text of a moderation state in the database.

@@ -16,11 +16,13 @@
 //!   migrate once.
 
 use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
-use sqlx::{PgPool, Postgres, Row, Transaction};
+use sqlx::{Connection, PgPool, Postgres, Row, Transaction};
 use upload_once_core::ErrorCode;
 use upload_once_core::time::UnixMillis;
 use upload_once_core::wire::{AttemptState, Moderation, ModerationDecision};
@@ -29,9 +31,10 @@ use uuid::Uuid;
 use super::migrate::{Migration, POSTGRES};
 use super::{
     AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, NewEvent, NewMedia, RecordStore, SessionRow,
-    moderation_from_db, policy_from_db, policy_to_db,
+    keep_released_connection, moderation_from_db, policy_from_db, policy_to_db,
 };
 use crate::error::{Error, Result};
+use crate::ops::LOCK_WAIT;
 
 const ATTEMPT_COLUMNS: &str = "a.row_id, a.id, a.session_id, a.event_id, a.filename, a.size, a.content_type, a.sha256, \
      a.object_key, a.state, a.reject_code, a.reject_reason, a.created_at, a.expires_at, m.id AS media_id";
@@ -116,25 +119,44 @@ fn event_from_row(row: &PgRow) -> Result<EventRow> {
 #[derive(Clone, Debug)]
 pub struct PgStore {
     pool: PgPool,
+    discarded: Arc<AtomicU64>,
 }
 
 impl PgStore {
     /// Connects to `url` (`postgres://user:password@host:port/database`) and
     /// runs the migrations.
     pub async fn open(url: &str) -> Result<PgStore> {
-        let options = PgConnectOptions::from_str(url)?.application_name("upload-once-server");
+        let lock_timeout = format!("{}ms", LOCK_WAIT.as_millis());
+        let options = PgConnectOptions::from_str(url)?
+            .application_name("upload-once-server")
+            // A write that cannot get its lock soon is a retryable 503.
+            .options([("lock_timeout", lock_timeout.as_str())]);
+        let discarded = Arc::new(AtomicU64::new(0));
         let pool = PgPoolOptions::new()
             .max_connections(16)
             .min_connections(0)
             .idle_timeout(Some(Duration::from_secs(600)))
             .max_lifetime(Some(Duration::from_secs(3600)))
             // A database that does not answer is a retryable 503, soon.
-            .acquire_timeout(Duration::from_secs(10))
+            .acquire_timeout(LOCK_WAIT)
+            .after_release({
+                let discarded = discarded.clone();
+                move |conn, _| {
+                    let keep = keep_released_connection(conn.is_in_transaction(), &discarded);
+                    Box::pin(async move { Ok(keep) })
+                }
+            })
             .connect_with(options)
             .await?;
-        let store = PgStore { pool };
+        let store = PgStore { pool, discarded };
         store.migrate(POSTGRES).await?;
         Ok(store)
+    }
+
+    /// The connection pool, for tools and tests that need the database
+    /// itself.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
     }
 
     async fn migrate(&self, migrations: &[Migration]) -> Result<()> {
@@ -277,6 +299,20 @@ impl RecordStore for PgStore {
     async fn ping(&self) -> Result<()> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
+    }
+
+    async fn probe_write(&self, now: UnixMillis) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO readiness (id, checked_at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET checked_at = excluded.checked_at",
+        )
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    fn dirty_connections_discarded(&self) -> u64 {
+        self.discarded.load(Ordering::SeqCst)
     }
 
     async fn create_event(&self, e: NewEvent) -> Result<EventRow> {

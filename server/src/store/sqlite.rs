@@ -7,11 +7,13 @@
 //! same rule a second time.
 
 use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous};
-use sqlx::{Row, Sqlite, SqlitePool, Transaction};
+use sqlx::{Connection, Row, Sqlite, SqlitePool, Transaction};
 use upload_once_core::ErrorCode;
 use upload_once_core::time::UnixMillis;
 use upload_once_core::wire::{AttemptState, Moderation, ModerationDecision};
@@ -20,9 +22,10 @@ use uuid::Uuid;
 use super::migrate::{Migration, SQLITE};
 use super::{
     AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, NewEvent, NewMedia, RecordStore, SessionRow,
-    moderation_from_db, policy_from_db, policy_to_db,
+    keep_released_connection, moderation_from_db, policy_from_db, policy_to_db,
 };
 use crate::error::{Error, Result};
+use crate::ops::LOCK_WAIT;
 
 const ATTEMPT_COLUMNS: &str = "a.row_id, a.id, a.session_id, a.event_id, a.filename, a.size, a.content_type, a.sha256, \
      a.object_key, a.state, a.reject_code, a.reject_reason, a.created_at, a.expires_at, m.id AS media_id";
@@ -106,6 +109,7 @@ fn placeholders(n: usize) -> String {
 #[derive(Clone, Debug)]
 pub struct SqliteStore {
     pool: SqlitePool,
+    discarded: Arc<AtomicU64>,
 }
 
 impl SqliteStore {
@@ -116,22 +120,37 @@ impl SqliteStore {
         let options = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(30))
+            // A write that cannot get the lock soon is a retryable 503.
+            .busy_timeout(LOCK_WAIT)
             .journal_mode(if memory { SqliteJournalMode::Memory } else { SqliteJournalMode::Wal })
             // FULL: a confirm answered 200 survives a power cut.
             .synchronous(SqliteSynchronous::Full);
+        let discarded = Arc::new(AtomicU64::new(0));
         // An in-memory database lives in one connection.
         let pool = SqlitePoolOptions::new()
             .max_connections(if memory { 1 } else { 8 })
             .min_connections(if memory { 1 } else { 0 })
             .idle_timeout(if memory { None } else { Some(Duration::from_secs(600)) })
             .max_lifetime(if memory { None } else { Some(Duration::from_secs(3600)) })
-            .acquire_timeout(Duration::from_secs(30))
+            .acquire_timeout(LOCK_WAIT)
+            .after_release({
+                let discarded = discarded.clone();
+                move |conn, _| {
+                    let keep = keep_released_connection(conn.is_in_transaction(), &discarded);
+                    Box::pin(async move { Ok(keep) })
+                }
+            })
             .connect_with(options)
             .await?;
-        let store = SqliteStore { pool };
+        let store = SqliteStore { pool, discarded };
         store.migrate(SQLITE).await?;
         Ok(store)
+    }
+
+    /// The connection pool, for tools and tests that need the database
+    /// itself.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
     }
 
     async fn migrate(&self, migrations: &[Migration]) -> Result<()> {
@@ -264,6 +283,20 @@ impl RecordStore for SqliteStore {
     async fn ping(&self) -> Result<()> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
+    }
+
+    async fn probe_write(&self, now: UnixMillis) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO readiness (id, checked_at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET checked_at = excluded.checked_at",
+        )
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    fn dirty_connections_discarded(&self) -> u64 {
+        self.discarded.load(Ordering::SeqCst)
     }
 
     async fn create_event(&self, e: NewEvent) -> Result<EventRow> {

@@ -24,6 +24,7 @@ use upload_once_server::clock::{Clock, ManualClock};
 use upload_once_server::config::{Config, Secret, StorageKind};
 use upload_once_server::state::AppState;
 use upload_once_server::storage::{ObjectBody, ObjectMeta, ObjectStore, PutGrant};
+use upload_once_server::store::RecordStore;
 use upload_once_server::{Result, build_state, routes};
 use uuid::Uuid;
 
@@ -136,6 +137,9 @@ pub struct Options {
     pub signing_key: Option<String>,
     /// `--public-url`.
     pub public_url: Option<String>,
+    /// Use this record store (opened by the test, on `database_url`)
+    /// instead of the one the configuration opens.
+    pub records: Option<Arc<dyn RecordStore>>,
 }
 
 pub fn now_ms() -> i64 {
@@ -196,6 +200,9 @@ impl TestServer {
         }
         let clock = Arc::new(ManualClock::new(now_ms()));
         let mut state = build_state(config, clock.clone() as Arc<dyn Clock>).await.expect("state");
+        if let Some(records) = options.records {
+            state.records = records;
+        }
         if let Some(wrap) = options.wrap_objects {
             state.objects = wrap(state.objects.clone());
         }
@@ -493,3 +500,57 @@ pub async fn try_put_with(
     }
     req.send().await
 }
+
+/// Waits until `done` holds, checking every 10 ms; panics with `what` after
+/// `limit` (a bound on a hang, not a measure of speed).
+pub async fn until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A database of its own for a test that opens the record store itself:
+/// PostgreSQL when the run has it, else a SQLite file under `dir`.
+pub async fn fresh_database_url(dir: &std::path::Path) -> String {
+    match std::env::var("UPLOAD_ONCE_TEST_PG_ADMIN_URL") {
+        Ok(admin) => create_database(&admin).await,
+        Err(_) => match std::env::var("UPLOAD_ONCE_TEST_DATABASE_URL") {
+            Ok(url) if url.starts_with("postgres") => url,
+            _ => format!("sqlite://{}", dir.join("records.db").display()),
+        },
+    }
+}
+
+/// A connection from outside the server that holds what writes need:
+/// SQLite's write lock, or exclusive locks on PostgreSQL's `attempts` and
+/// `readiness` (which `SELECT … FOR UPDATE` and `INSERT` wait for).
+pub enum LockHolder {
+    Sqlite(sqlx::SqliteConnection),
+    Postgres(sqlx::PgConnection),
+}
+
+impl LockHolder {
+    pub async fn hold(database_url: &str) -> LockHolder {
+        use sqlx::Connection;
+        if database_url.starts_with("postgres") {
+            let mut conn = sqlx::PgConnection::connect(database_url).await.unwrap();
+            sqlx::query("BEGIN").execute(&mut conn).await.unwrap();
+            sqlx::query("LOCK TABLE attempts, readiness IN EXCLUSIVE MODE").execute(&mut conn).await.unwrap();
+            LockHolder::Postgres(conn)
+        } else {
+            let mut conn = sqlx::SqliteConnection::connect(database_url).await.unwrap();
+            sqlx::query("BEGIN IMMEDIATE").execute(&mut conn).await.unwrap();
+            LockHolder::Sqlite(conn)
+        }
+    }
+
+    pub async fn release(self) {
+        match self {
+            LockHolder::Sqlite(mut conn) => sqlx::query("ROLLBACK").execute(&mut conn).await.map(drop).unwrap(),
+            LockHolder::Postgres(mut conn) => sqlx::query("ROLLBACK").execute(&mut conn).await.map(drop).unwrap(),
+        }
+    }
+}
+

@@ -3,14 +3,18 @@
 // compares what the guest picked with the server's database and storage.
 //
 //   node tests/faults/soak.mjs [--uploads 300] [--minutes 20] [--seed 1] [--fault-rate 0.15]
-//                              [--reload-every 3000] [--uplink 500000]
+//                              [--reload-every 3000] [--uplink 500000] [--cpu-hog 2]
 //
 // The uplink is throttled (bytes/s, Chromium's network emulation) so that
-// reloads land in the middle of transfers.
+// reloads land in the middle of transfers. Among the faults, clients hang up
+// on authorize and confirm while the server is at work; `--cpu-hog N` keeps
+// N processes spinning beside the run, so the server works on a busy
+// machine, as it does when an event's guests all reload at once.
 //
 // Prints one line and exits non-zero if anything was lost, duplicated or
 // orphaned:
-//   uploads N, faults F, reloads R, confirmed C, lost 0, duplicates 0, orphans 0
+//   uploads N, faults F (hang-ups H), reloads R, confirmed C, lost 0, duplicates 0, orphans 0
+import { spawn } from "node:child_process";
 import { readdirSync, existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -26,6 +30,7 @@ const SEED = opt("seed", 1);
 const RATE = opt("fault-rate", 0.15);
 const RELOAD_EVERY = opt("reload-every", 3000);
 const UPLINK = opt("uplink", 500_000);
+const CPU_HOG = opt("cpu-hog", 2);
 const BATCH = 10;
 
 let state = SEED * 2654435761 >>> 0 || 1;
@@ -47,11 +52,17 @@ function faultRules(rate) {
     { kind: "status", status: 429, retry_after: "1" },
     { kind: "delay", ms: 1500 },
   ];
+  // Route-specific faults: a body cut mid-PUT; a client that hangs up while
+  // the server authorizes or confirms (inside its transaction, or just after).
+  const extra = (route) => {
+    if (route.method === "PUT") return [{ kind: "cut_body", after_bytes: 20_000 }];
+    if (route.path.endsWith("/attempts") || route.path.endsWith("/confirm")) return [{ kind: "hang_up", after_ms: 0, jitter_ms: 60 }];
+    return [];
+  };
   const rules = [];
   for (const route of routes) {
-    const each = rate / (actions.length + (route.method === "PUT" ? 1 : 0));
-    for (const action of actions) rules.push({ ...route, probability: each, action });
-    if (route.method === "PUT") rules.push({ ...route, probability: each, action: { kind: "cut_body", after_bytes: 20_000 } });
+    const all = [...actions, ...extra(route)];
+    for (const action of all) rules.push({ ...route, probability: rate / all.length, action });
   }
   return rules;
 }
@@ -74,6 +85,7 @@ function objectFiles(dataDir) {
 
 async function main() {
   const deadline = Date.now() + MINUTES * 60_000;
+  const hogs = Array.from({ length: CPU_HOG }, () => spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }));
   const stack = await startStack(`soak-${SEED}`);
   const browser = await launch();
   let reloads = 0;
@@ -155,7 +167,9 @@ async function main() {
     }
 
     // Quiet network, everything settles; then the checker.
-    const faults = (await stack.proxy.log()).faults.length;
+    const faultLog = (await stack.proxy.log()).faults;
+    const faults = faultLog.length;
+    const hangUps = faultLog.filter((f) => f.action.kind === "hang_up").length;
     await stack.proxy.reset();
     await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
     const settleBy = Date.now() + 120_000;
@@ -182,9 +196,10 @@ async function main() {
     const unreferenced = [...objects].filter((k) => !referenced.has(k));
     const missing = media.filter((m) => !objects.has(m.object_key) || statSync(join(stack.server.dataDir, "objects", m.object_key)).size !== m.size);
     const orphans = unreferenced.length + missing.length;
-    console.log(`uploads ${picked.length}, faults ${faults}, reloads ${reloads}, confirmed ${media.length}, lost ${lost}, duplicates ${duplicates}, orphans ${orphans}`);
-    console.error(`(seed ${SEED}, fault rate ${RATE}, uplink ${UPLINK} B/s, reload every ~${RELOAD_EVERY} ms, retries pressed ${retriesPressed}, files picked again ${repicks}, failures retried by hand ${JSON.stringify(failedWith)}, ${Math.round((Date.now() - (deadline - MINUTES * 60_000)) / 1000)} s)`);
-    if (lost || duplicates || orphans) {
+    const serverReady = (await fetch(`${stack.server.base}/readyz`)).status === 200;
+    console.log(`uploads ${picked.length}, faults ${faults} (hang-ups ${hangUps}), reloads ${reloads}, confirmed ${media.length}, lost ${lost}, duplicates ${duplicates}, orphans ${orphans}${serverReady ? "" : ", server not ready"}`);
+    console.error(`(seed ${SEED}, fault rate ${RATE}, uplink ${UPLINK} B/s, reload every ~${RELOAD_EVERY} ms, cpu hogs ${CPU_HOG}, retries pressed ${retriesPressed}, files picked again ${repicks}, failures retried by hand ${JSON.stringify(failedWith)}, ${Math.round((Date.now() - (deadline - MINUTES * 60_000)) / 1000)} s)`);
+    if (lost || duplicates || orphans || !serverReady) {
       if (unreferenced.length) console.error("objects without a media row:", unreferenced.slice(0, 10));
       if (missing.length) console.error("media rows without their object:", missing.slice(0, 10).map((m) => m.object_key));
       const lostNames = picked.filter((name) => !perFile.has(name));
@@ -195,6 +210,7 @@ async function main() {
       process.exitCode = 1;
     }
   } finally {
+    for (const hog of hogs) hog.kill("SIGKILL");
     await browser.close();
     await stack.stop();
   }

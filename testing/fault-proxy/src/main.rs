@@ -25,6 +25,7 @@
 //! | `cut_body` (`after_bytes`) | the request body is cut after N bytes, upstream and downstream connections dropped |
 //! | `delay` (`ms`) | the request waits, then goes on |
 //! | `status` (`status`, `retry_after`) | answered here with that status (503, 429 + Retry-After …) |
+//! | `hang_up` (`after_ms`, `jitter_ms`) | the request is forwarded, then both connections are closed `after_ms` (plus up to `jitter_ms`, seeded) later: a client that gives up, or a page reloaded, while the server works; the log says whether the server had answered (`status`) or was still at work (`status: null`) |
 //!
 //! Every response carries `Connection: close`, so a browser never replays a
 //! request on a reused connection behind the test's back.
@@ -58,6 +59,7 @@ enum Action {
     CutBody { after_bytes: u64 },
     Delay { ms: u64 },
     Status { status: u16, #[serde(default)] retry_after: Option<String> },
+    HangUp { #[serde(default)] after_ms: u64, #[serde(default)] jitter_ms: u64 },
 }
 
 /// One fault rule.
@@ -262,6 +264,7 @@ impl Proxy {
         };
         let mut cut_after = None;
         let mut drop_after = false;
+        let mut hang_up_after = None;
         if let Some((rule, action)) = picked {
             eprintln!("fault-proxy: {} {} → {:?}", method, path, action);
             entry.fault = Some(serde_json::to_string(&action).unwrap_or_default());
@@ -293,6 +296,10 @@ impl Proxy {
                 Action::Delay { ms } => tokio::time::sleep(Duration::from_millis(ms)).await,
                 Action::CutBody { after_bytes } => cut_after = Some(after_bytes),
                 Action::DropAfter => drop_after = true,
+                Action::HangUp { after_ms, jitter_ms } => {
+                    let jitter = (self.state.lock().expect("state").unit() * jitter_ms as f64) as u64;
+                    hang_up_after = Some(Duration::from_millis(after_ms + jitter));
+                }
             }
         }
 
@@ -324,7 +331,19 @@ impl Proxy {
             }
         };
         entry.forwarded = true;
-        let upstream = self.client.request(Request::from_parts(parts, body)).await;
+        let request = self.client.request(Request::from_parts(parts, body));
+        if let Some(after) = hang_up_after {
+            // Dropping the upstream request closes its connection: the
+            // server sees its client go away.
+            match tokio::time::timeout(after, request).await {
+                Ok(Ok(answered)) => entry.status = Some(answered.status().as_u16()),
+                Ok(Err(_)) | Err(_) => {}
+            }
+            entry.done_ms = now_ms();
+            self.log_request(entry);
+            return Err("fault: hung up".into());
+        }
+        let upstream = request.await;
         let response = match upstream {
             Ok(r) => r,
             Err(e) => {

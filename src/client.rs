@@ -21,7 +21,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::spawn_local;
 use web_sys::{Blob, File};
 
-use crate::idmap::IdMap;
+use upload_once_core::idmap::IdMap;
 use crate::env::{CryptoEntropy, Signal, is_online, now, request_persistence, sleep};
 use crate::error::{Error, Result};
 use crate::store::{Durability, IndexedDbStore};

@@ -21,7 +21,6 @@
 pub mod client;
 pub mod env;
 pub mod error;
-pub mod idmap;
 pub mod js;
 pub mod jsio;
 pub mod store;

@@ -22,7 +22,7 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, XmlHttpRequest};
 
 use crate::env::now;
-use crate::idmap::IdMap;
+use upload_once_core::idmap::IdMap;
 use crate::jsio::{self, FromJs};
 
 #[wasm_bindgen(module = "/src/glue.js")]

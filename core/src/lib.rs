@@ -12,16 +12,23 @@
 //! - [`attempt`]: one attempt's record and state machine.
 //! - [`retry`]: failure classification and backoff.
 //! - [`scheduler`]: many attempts under a concurrency limit, with batched
-//!   status checks (the run loop's brain).
+//!   status checks.
+//! - [`page`]: one browser page's uploads — the scheduler plus locks,
+//!   restore and take-over, record writes, kept files and the session;
+//!   events in, effects out (the run loop's brain).
+//! - [`view`]: what the app sees of an attempt.
 //! - [`time`]: RFC 3339 and HTTP-date conversions.
 #![deny(missing_docs)]
 
 pub mod attempt;
 pub mod error;
+pub mod idmap;
+pub mod page;
 pub mod restrictions;
 pub mod retry;
 pub mod scheduler;
 pub mod time;
+pub mod view;
 pub mod wire;
 
 pub use error::{Error, ErrorCode, Result};

@@ -64,6 +64,18 @@ pub enum Command {
     },
 }
 
+impl Command {
+    /// The attempt a request is about (`None` for a status check).
+    pub fn id(&self) -> Option<Uuid> {
+        match self {
+            Command::Authorize { id, .. } | Command::Upload { id, .. } | Command::Renew { id } | Command::Confirm { id, .. } => {
+                Some(*id)
+            }
+            Command::Status { .. } => None,
+        }
+    }
+}
+
 /// The result of a [`Command`] other than `Status`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -75,6 +87,20 @@ pub enum Outcome {
     Renew(Result<AttemptResponse, Failure>),
     /// Result of `Confirm`.
     Confirm(Result<Media, Failure>),
+}
+
+impl Outcome {
+    /// The outcome of `command` when it failed (`None` for a status check,
+    /// whose answer is not an `Outcome`).
+    pub fn failed(command: &Command, failure: Failure) -> Option<Outcome> {
+        match command {
+            Command::Authorize { .. } => Some(Outcome::Authorize(Err(failure))),
+            Command::Upload { .. } => Some(Outcome::Upload(Err(failure))),
+            Command::Renew { .. } => Some(Outcome::Renew(Err(failure))),
+            Command::Confirm { .. } => Some(Outcome::Confirm(Err(failure))),
+            Command::Status { .. } => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -495,7 +521,9 @@ impl Scheduler {
     pub fn next_wakeup(&self) -> Option<UnixMillis> {
         self.entries
             .iter()
-            .filter(|e| e.owned && !e.busy && !e.record.is_terminal())
+            // An attempt whose latest record is not stored yet acts once it
+            // is (write-ahead): that is an input, not a time.
+            .filter(|e| e.owned && !e.busy && !e.record.is_terminal() && e.persisted())
             // Waiting for the guest, not for a time.
             .filter(|e| !(e.record.needs_file() && !e.has_blob))
             .filter_map(|e| e.record.next_retry_at)

@@ -1,7 +1,7 @@
 //! An attempt that waited for its file (`needs_file`) across a reload, and
 //! expired on the server meanwhile, ends terminal (expired) but still with
 //! `transfer = needs_file`. If the guest then picks the file again and
-//! `Scheduler::attach_file` accepts it (returns true), the file has to be
+//! `Page::add` accepts it, the file has to be
 //! stored (through a successor); otherwise the re-pick has to be refused and
 //! the attempt keep showing why it ended. Accepting it, erasing the
 //! "expired" error and then doing nothing loses the file silently.
@@ -10,6 +10,7 @@ mod support;
 
 use support::*;
 use upload_once_core::attempt::Confirmation;
+use upload_once_core::page::Added;
 
 #[test]
 fn a_file_attached_to_an_expired_attempt_is_stored_or_refused_visibly() {
@@ -32,8 +33,7 @@ fn a_file_attached_to_an_expired_attempt_is_stored_or_refused_visibly() {
     // The guest picks the file again.
     let blob_key = r.blob_key;
     let name = sim.file(blob_key).name.clone();
-    let accepted = sim.scheduler.attach_file(&id, sim.now);
-    sim.files.iter_mut().find(|f| f.blob_key == blob_key).unwrap().blob_held = true;
+    let accepted = !matches!(sim.reattach(blob_key), Added::Refused { .. });
     sim.run_until_idle();
     let rows = sim.server.media_for_file(&name).len();
     let r = sim.record(id);

@@ -14,7 +14,7 @@ fn a_cancelled_attempt_sends_nothing_more() {
     let id = sim.add_jpeg(100);
     sim.tick_until_answered(id, ReqKind::Authorize);
     let sent = sim.stats.sent.len();
-    assert!(sim.scheduler.cancel(&id, sim.now));
+    assert!(sim.cancel(id));
     let r = sim.record(id);
     assert_failed_with(r, "cancelled");
     assert_eq!((r.transfer, r.confirmation), (Transfer::Failed, Confirmation::Unconfirmed));
@@ -27,9 +27,10 @@ fn a_cancelled_attempt_sends_nothing_more() {
 fn cancelling_twice_is_harmless() {
     let mut sim = Sim::with_seed(92);
     let id = sim.add_jpeg(100);
-    assert!(sim.scheduler.cancel(&id, sim.now));
+    assert!(sim.cancel(id));
     let revision = sim.record(id).revision;
-    assert!(sim.scheduler.cancel(&id, sim.now + 1), "still cancelled");
+    sim.advance(1);
+    assert!(sim.cancel(id), "still cancelled");
     assert_eq!(sim.record(id).revision, revision, "no second change");
 }
 
@@ -39,8 +40,8 @@ fn finished_attempts_cannot_be_cancelled() {
     let id = sim.add_jpeg(100);
     sim.run_until_idle();
     let before = sim.record(id).clone();
-    assert!(!sim.scheduler.cancel(&id, sim.now));
-    assert!(!sim.scheduler.retry(&id, sim.now));
+    assert!(!sim.cancel(id));
+    assert!(!sim.retry(id));
     assert_eq!(sim.record(id), &before);
 }
 
@@ -48,9 +49,9 @@ fn finished_attempts_cannot_be_cancelled() {
 fn retry_before_authorize_committed_authorizes_with_the_same_id() {
     let mut sim = Sim::with_seed(94);
     let id = sim.add_jpeg(100);
-    assert!(sim.scheduler.cancel(&id, sim.now));
+    assert!(sim.cancel(id));
     sim.persist_all();
-    assert!(sim.scheduler.retry(&id, sim.now));
+    assert!(sim.retry(id));
     let r = sim.record(id);
     assert_eq!((r.step, r.transfer, r.error.clone(), r.retries), (Step::Authorize, Transfer::Queued, None, 0));
     sim.run_until_idle();
@@ -63,8 +64,8 @@ fn retry_after_authorize_asks_the_server_first() {
     let mut sim = Sim::with_seed(95);
     let id = sim.add_jpeg(100);
     sim.tick_until_answered(id, ReqKind::Authorize);
-    assert!(sim.scheduler.cancel(&id, sim.now));
-    assert!(sim.scheduler.retry(&id, sim.now));
+    assert!(sim.cancel(id));
+    assert!(sim.retry(id));
     assert_eq!(sim.record(id).step, Step::Check);
     let from = sim.stats.sent.len();
     sim.run_until_idle();
@@ -79,14 +80,14 @@ fn retry_after_authorize_asks_the_server_first() {
 fn a_double_retry_retries_once() {
     let mut sim = Sim::with_seed(96);
     let id = sim.add_jpeg(100);
-    assert!(sim.scheduler.cancel(&id, sim.now));
-    assert!(sim.scheduler.retry(&id, sim.now), "first click");
+    assert!(sim.cancel(id));
+    assert!(sim.retry(id), "first click");
     let revision = sim.record(id).revision;
-    assert!(!sim.scheduler.retry(&id, sim.now), "second click does nothing");
+    assert!(!sim.retry(id), "second click does nothing");
     assert_eq!(sim.record(id).revision, revision);
     sim.run_until_idle();
     assert_eq!(sim.stats.count(ReqKind::Authorize), 1);
-    assert!(!sim.scheduler.retry(&id, sim.now), "nothing to retry once confirmed");
+    assert!(!sim.retry(id), "nothing to retry once confirmed");
     sim.check_exactly_once().unwrap();
 }
 
@@ -96,7 +97,7 @@ fn retrying_an_active_attempt_does_nothing() {
     let id = sim.add_jpeg(100);
     sim.tick_until_answered(id, ReqKind::Authorize);
     let before = sim.record(id).clone();
-    assert!(!sim.scheduler.retry(&id, sim.now));
+    assert!(!sim.retry(id));
     assert_eq!(sim.record(id), &before);
 }
 
@@ -106,13 +107,13 @@ fn an_attempt_cancelled_in_flight_cannot_be_retried_until_the_answer_is_in() {
     let id = sim.add_jpeg(100);
     sim.persist_all();
     assert!(matches!(sim.poll_all().as_slice(), [Command::Authorize { .. }]));
-    assert!(sim.scheduler.cancel(&id, sim.now));
-    assert!(!sim.scheduler.retry(&id, sim.now), "a request is still in flight");
+    assert!(sim.cancel(id));
+    assert!(!sim.retry(id), "a request is still in flight");
     sim.resolve(0);
     assert_failed_with(sim.record(id), "cancelled");
     assert_eq!(sim.record(id).object_key, None, "the late answer is ignored");
-    assert_eq!(sim.scheduler.active(), 0, "but the slot is freed");
-    assert!(sim.scheduler.retry(&id, sim.now));
+    assert_eq!(sim.scheduler().active(), 0, "but the slot is freed");
+    assert!(sim.retry(id));
     sim.run_until_idle();
     assert_eq!(sim.server.attempts.len(), 1, "the late-committed authorize and the retry are one attempt");
     sim.check_exactly_once().unwrap();
@@ -125,7 +126,7 @@ fn a_confirm_that_committed_after_cancel_is_adopted() {
     sim.tick_until_answered(id, ReqKind::Upload);
     sim.persist_all();
     assert!(matches!(sim.poll_all().as_slice(), [Command::Confirm { .. }]));
-    assert!(sim.scheduler.cancel(&id, sim.now), "cancel while the confirm is in flight");
+    assert!(sim.cancel(id), "cancel while the confirm is in flight");
     assert_eq!(sim.record(id).confirmation, Confirmation::Unconfirmed);
     sim.resolve(0); // the server commits the confirm, and the answer arrives
     assert_eq!(sim.server.media_rows_for_attempt(id), 1);
@@ -134,7 +135,7 @@ fn a_confirm_that_committed_after_cancel_is_adopted() {
     let r = sim.record(id).clone();
     assert_eq!(r.confirmation, Confirmation::Confirmed);
     assert_eq!(r.media.as_ref().unwrap().id, sim.server.media[0].id);
-    assert!(!sim.scheduler.retry(&id, sim.now), "nothing left to retry");
+    assert!(!sim.retry(id), "nothing left to retry");
     sim.run_until_idle();
     assert_eq!(sim.server.media_rows_for_attempt(id), 1);
     sim.check_exactly_once().unwrap();
@@ -150,7 +151,7 @@ fn retries_exhausted_can_be_retried_by_hand_with_a_fresh_budget() {
     let id = sim.add_jpeg(100);
     sim.run_until_idle();
     assert_failed_with(sim.record(id), "retries_exhausted");
-    assert!(sim.scheduler.retry(&id, sim.now));
+    assert!(sim.retry(id));
     assert_eq!(sim.record(id).retries, 0);
     sim.run_until_idle();
     assert_eq!(sim.record(id).confirmation, Confirmation::Confirmed);
@@ -166,9 +167,11 @@ fn a_failed_moderation_refresh_leaves_a_confirmed_attempt_alone() {
     let before = sim.record(id).clone();
     assert_eq!(before.confirmation, Confirmation::Confirmed);
     for _ in 0..20 {
-        sim.scheduler.request_refresh();
-        let Some(Command::Status { ids }) = sim.scheduler.poll(sim.now) else { panic!("a refresh batch") };
-        sim.scheduler.handle_status(&ids, Err(Failure::Network), sim.now, &mut sim.rng);
+        sim.page_mut().refresh();
+        sim.faults.script(ReqKind::Status, Fault::DropBefore);
+        assert!(matches!(sim.poll_all().as_slice(), [Command::Status { .. }]), "a refresh batch");
+        let (_, reply) = sim.resolve(0);
+        assert!(matches!(reply, Reply::Status(Err(Failure::Network))), "the refresh failed");
     }
     let after = sim.record(id);
     assert_eq!(after.confirmation, Confirmation::Confirmed);

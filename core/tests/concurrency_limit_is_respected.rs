@@ -112,10 +112,12 @@ fn forgetting_an_attempt_in_flight_gives_its_slot_back() {
     assert_eq!(commands.len(), 1, "one slot");
     let Command::Authorize { id: busy, .. } = &commands[0] else { panic!("an authorize") };
     let other = if *busy == first { second } else { first };
-    assert!(sim.scheduler.remove(busy).is_some(), "the guest forgets it mid-request");
+    let busy = *busy;
+    sim.forget(busy);
+    assert!(sim.scheduler().record(&busy).is_none(), "the guest forgot it mid-request");
     assert!(
-        matches!(sim.scheduler.poll(sim.now), Some(Command::Authorize { id, .. }) if id == other),
+        matches!(sim.poll_all().as_slice(), [Command::Authorize { id, .. }] if *id == other),
         "the slot is free for the next attempt"
     );
-    assert_eq!(sim.scheduler.active(), 1);
+    assert_eq!(sim.scheduler().active(), 1);
 }

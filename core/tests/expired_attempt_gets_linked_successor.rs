@@ -97,9 +97,9 @@ fn a_successor_is_stored_before_it_sends_anything_and_survives_a_reload() {
     let first = sim.add_jpeg(100);
     sim.tick_until_answered(first, ReqKind::Authorize);
     sim.advance(11 * MINUTE);
-    sim.tick_until(|s| s.scheduler.record(&first).is_some_and(|r| r.replaced_by.is_some()));
+    sim.tick_until(|s| s.scheduler().record(&first).is_some_and(|r| r.replaced_by.is_some()));
     let next = sim.record(first).replaced_by.unwrap();
-    assert!(!sim.scheduler.is_persisted(&next), "a new successor is not stored yet");
+    assert!(!sim.scheduler().is_persisted(&next), "a new successor is not stored yet");
     assert!(sim.poll_all().is_empty(), "so it may not send anything yet");
     sim.persist_all();
     assert_eq!(sim.db[&first].replaced_by, Some(next), "the link is stored with the expired attempt");
@@ -118,12 +118,12 @@ fn a_successor_lost_before_it_was_stored_is_started_again_exactly_once() {
     sim.tick_until_answered(first, ReqKind::Authorize);
     sim.persist_all();
     sim.advance(11 * MINUTE);
-    sim.tick_until(|s| s.scheduler.record(&first).is_some_and(|r| r.replaced_by.is_some()));
+    sim.tick_until(|s| s.scheduler().record(&first).is_some_and(|r| r.replaced_by.is_some()));
     let lost = sim.record(first).replaced_by.unwrap();
     // The page dies before the IndexedDB transaction with the expiry and the
     // successor commits.
     sim.reload(Reload::KEEP_BLOBS);
-    assert!(sim.scheduler.record(&lost).is_none());
+    assert!(sim.scheduler().record(&lost).is_none());
     sim.run_until_idle();
 
     assert!(sim.stats.commands_for(lost).is_empty(), "nothing was ever sent for the unstored successor");

@@ -1,8 +1,11 @@
 //! Property: whatever the network does (requests lost before or after the
-//! server commits them, 503s, 429s with Retry-After), and however often the
-//! page reloads (with or without losing the file bytes), once the server is
+//! server commits them, 503s, 429s with Retry-After), however often the page
+//! reloads (with or without losing the file bytes), whatever a second tab of
+//! the same browser does meanwhile (opening, restoring, taking attempts over,
+//! closing) and however often IndexedDB refuses a write, once the server is
 //! reachable again every file whose bytes are held ends up stored exactly
-//! once, and nothing is left half-done.
+//! once, no two pages ever drive one attempt at once (the simulation checks
+//! every request against the lock holder), and nothing is left half-done.
 
 mod support;
 
@@ -25,6 +28,8 @@ struct Scenario {
     url_ttl_ms: i64,
     defer_persist: f64,
     fault_ticks: usize,
+    tab_probability: f64,
+    store_failure: f64,
 }
 
 fn scenario() -> impl Strategy<Value = Scenario> {
@@ -40,7 +45,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         prop_oneof![Just(3 * MINUTE), Just(30 * MINUTE), Just(24 * HOUR)],
         prop_oneof![Just(30 * SECOND), Just(2 * MINUTE), Just(15 * MINUTE)],
         prop_oneof![Just(0.0), 0.0..0.5f64],
-        20usize..400,
+        (20usize..400, prop_oneof![Just(0.0), 0.0..0.05f64], prop_oneof![Just(0.0), 0.0..0.3f64]),
     )
         .prop_map(
             |(
@@ -55,7 +60,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                 attempt_ttl_ms,
                 url_ttl_ms,
                 defer_persist,
-                fault_ticks,
+                (fault_ticks, tab_probability, store_failure),
             )| Scenario {
                 seed,
                 fault_probability,
@@ -69,6 +74,8 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                 url_ttl_ms,
                 defer_persist,
                 fault_ticks,
+                tab_probability,
+                store_failure,
             },
         )
 }
@@ -86,6 +93,7 @@ fn run(s: &Scenario) -> Result<Run, String> {
         // about exactly-once, not about giving up.
         policy: RetryPolicy { base_ms: 500, cap_ms: 20_000, max_retries: 100_000 },
         defer_persist: s.defer_persist,
+        store_failure: s.store_failure,
         max_steps: 50_000,
         ..SimConfig::default()
     };
@@ -110,6 +118,20 @@ fn run(s: &Scenario) -> Result<Run, String> {
             let lose_blob = if plan.chance(s.lossy_reload_probability) { 0.5 } else { 0.0 };
             sim.reload(Reload { lose_blob, inflight_reached_server: 0.5 });
         }
+        if plan.chance(s.tab_probability) {
+            // A second tab of the same browser: it opens and restores, or it
+            // reloads, or it closes and leaves its attempts to the first.
+            match (sim.tabs.len(), plan.below(3)) {
+                (1, _) => {
+                    sim.open_tab();
+                }
+                (_, 0) => {
+                    sim.close_tab(1);
+                    sim.open_tab();
+                }
+                _ => sim.close_tab(1),
+            }
+        }
         if plan.chance(s.sleep_probability) {
             // The tab was frozen or the laptop closed: time jumps ahead,
             // past signed URLs and sometimes past the attempt TTL.
@@ -127,8 +149,13 @@ fn run(s: &Scenario) -> Result<Run, String> {
         added += 1;
     }
 
-    // The server is reachable from now on, and the page stays.
+    // The server and IndexedDB work from now on, the guest's page stays and
+    // the other tab goes: its attempts come back to the guest's page.
     sim.faults.enabled = false;
+    sim.config.store_failure = 0.0;
+    while sim.tabs.len() > 1 {
+        sim.close_tab(1);
+    }
     sim.try_run_until_idle()?;
     sim.check_exactly_once()?;
     let faults_injected = sim.faults.injected.len();
@@ -156,7 +183,9 @@ proptest! {
 /// lost blobs and expiry successors all occur and the checks still hold.
 #[test]
 fn heavy_fault_schedules_exercise_every_recovery_path() {
-    let mut totals = [0usize; 6]; // faults, reloads, successors, status checks, renews, lost blobs
+    // faults, reloads, successors, status checks, renews, lost blobs, lock
+    // waits, take-overs and followed changes, refused writes, second tabs
+    let mut totals = [0usize; 10];
     for seed in 0..24u64 {
         let s = Scenario {
             seed,
@@ -171,17 +200,34 @@ fn heavy_fault_schedules_exercise_every_recovery_path() {
             url_ttl_ms: 30 * SECOND,
             defer_persist: 0.3,
             fault_ticks: 400,
+            tab_probability: 0.03,
+            store_failure: 0.15,
         };
         let run = run(&s).unwrap_or_else(|e| panic!("{s:?}\n{e}"));
         let sim = &run.sim;
         totals[0] += run.faults_injected;
         totals[1] += sim.stats.reloads;
-        totals[2] += sim.scheduler.records().filter(|r| r.replaces.is_some()).count();
+        totals[2] += sim.scheduler().records().filter(|r| r.replaces.is_some()).count();
         totals[3] += sim.stats.count(ReqKind::Status);
         totals[4] += sim.stats.count(ReqKind::Renew);
-        totals[5] += sim.files.iter().filter(|f| !f.blob_held).count();
+        totals[5] += sim.files.iter().filter(|f| !sim.held(f.blob_key)).count();
+        totals[6] += sim.stats.lock_waits;
+        totals[7] += sim.stats.loads;
+        totals[8] += sim.stats.store_failures;
+        totals[9] += sim.stats.tabs_opened;
     }
-    let names = ["faults", "reloads", "successors", "status checks", "renews", "lost blobs"];
+    let names = [
+        "faults",
+        "reloads",
+        "successors",
+        "status checks",
+        "renews",
+        "lost blobs",
+        "lock waits",
+        "record reads (take-over, other tabs)",
+        "refused writes",
+        "second tabs",
+    ];
     for (name, total) in names.iter().zip(totals) {
         assert!(total > 0, "no {name} in any heavy schedule: the property would not test them ({totals:?})");
     }

@@ -162,8 +162,8 @@ fn a_server_that_is_always_down_gets_exactly_max_retries_plus_one_requests() {
     }
     let r = sim.record(id);
     assert_failed_with(r, "retries_exhausted");
-    assert!(sim.scheduler.is_idle(), "a failed attempt is left alone");
-    assert_eq!(sim.scheduler.next_wakeup(), None);
+    assert!(sim.scheduler().is_idle(), "a failed attempt is left alone");
+    assert_eq!(sim.scheduler().next_wakeup(), None);
 }
 
 #[test]

@@ -146,8 +146,8 @@ fn a_refresh_asks_about_confirmed_media_awaiting_moderation() {
     let media: Vec<Uuid> = ids.iter().map(|id| sim.record(*id).media.as_ref().unwrap().id).collect();
     sim.server.moderate(media[0], Moderation::Approved, None);
     sim.server.moderate(media[1], Moderation::Rejected, Some("blurry"));
-    sim.scheduler.request_refresh();
-    assert!(!sim.scheduler.is_idle());
+    sim.page_mut().refresh();
+    assert!(!sim.scheduler().is_idle());
     let from = sim.stats.sent.len();
     sim.run_until_idle();
     let sent: Vec<&Command> = sim.stats.sent[from..].iter().map(|s| &s.command).collect();
@@ -162,7 +162,7 @@ fn a_refresh_asks_about_confirmed_media_awaiting_moderation() {
         assert_eq!(sim.record(*id).confirmation, Confirmation::Confirmed);
     }
     // Decided media are not asked about again.
-    sim.scheduler.request_refresh();
+    sim.page_mut().refresh();
     let from = sim.stats.sent.len();
     sim.run_until_idle();
     assert!(matches!(&sim.stats.sent[from].command, Command::Status { ids: batch } if batch == &vec![ids[2]]));

@@ -114,19 +114,16 @@ fn with_slow_storage_no_request_ever_outruns_its_record() {
 
 #[test]
 fn a_record_changed_by_poll_is_reported_dirty_so_the_caller_does_not_sleep() {
-    use upload_once_core::scheduler::Scheduler;
-    let mut sim = Sim::with_seed(4242);
-    let id = sim.add_jpeg(100);
-    sim.persist_all();
-    // Authorize, then drop the URL so the next poll turns the upload into a renew.
-    sim.tick_until_answered(id, ReqKind::Authorize);
-    sim.persist_all();
-    let mut record = sim.record(id).clone();
-    record.upload = None;
-    let revision = record.revision;
-    let scheduler: &mut Scheduler = &mut sim.scheduler;
-    scheduler.insert(record, true, true, revision);
-    assert!(!scheduler.has_dirty());
-    assert_eq!(scheduler.poll(sim.now), None, "the changed record is stored before it acts");
-    assert!(scheduler.has_dirty(), "and the caller is told to store it, then poll again");
+    // Authorized, but without a URL (e.g. restored after the URL was
+    // dropped): the next poll turns the upload into a renew.
+    let mut s = Scheduler::new(RetryPolicy::default(), 4);
+    let mut r = record(1, 10);
+    r.step = Step::Upload;
+    r.object_key = Some("uploads/1".into());
+    r.upload = None;
+    let revision = r.revision;
+    s.insert(r, true, true, revision);
+    assert!(!s.has_dirty());
+    assert_eq!(s.poll(T0), None, "the changed record is stored before it acts");
+    assert!(s.has_dirty(), "and the caller is told to store it, then poll again");
 }

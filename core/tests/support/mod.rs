@@ -5,8 +5,10 @@
 //!   semantics (one implicit guest session).
 //! - [`FaultLayer`]: per-request fault injection (drop before / after the
 //!   server applies a request, 503, 429), scripted or random.
-//! - [`Sim`]: a virtual clock, a [`Scheduler`], a fake IndexedDB and the
-//!   run loop that drives them, including page reloads.
+//! - [`Sim`]: a virtual clock and a browser of one or more tabs, each
+//!   driving a [`Page`] (the same type the browser client runs) against a
+//!   fake IndexedDB, fake Web Locks and a BroadcastChannel; page reloads and
+//!   extra tabs included.
 //!
 //! Each test binary uses a different part of it, hence `dead_code`.
 #![allow(dead_code)]
@@ -15,15 +17,17 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write as _;
 
 use upload_once_core::attempt::{AttemptRecord, Confirmation, FileInfo};
-use upload_once_core::error::ErrorCode;
+use upload_once_core::error::{Error, ErrorCode};
+use upload_once_core::page::{AddPlan, Added, Effect, Input, Page, PageConfig, Session, Ticket};
+use upload_once_core::restrictions::Restrictions;
 use upload_once_core::retry::{Failure, RetryPolicy};
 use upload_once_core::scheduler::{Command, Outcome, Scheduler};
 use upload_once_core::time::{UnixMillis, format_rfc3339};
 use upload_once_core::wire::{
-    AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, MAX_STATUS_IDS, Media,
-    MediaSummary, Moderation, Rejection, StatusResponse, UploadInstruction,
+    AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, EventInfo, MAX_STATUS_IDS, Media,
+    MediaSummary, Moderation, ModerationPolicy, Rejection, StatusResponse, UploadInstruction,
 };
-use upload_once_core::{Entropy, new_attempt_id};
+use upload_once_core::Entropy;
 use uuid::Uuid;
 
 /// The event every simulated guest uploads to.
@@ -618,10 +622,19 @@ pub struct FileSpec {
     pub name: String,
     pub size: u64,
     pub content_type: String,
-    /// Whether its bytes are still held (memory or IndexedDB).
-    pub blob_held: bool,
     /// The id of its first attempt (= the `blob_key` of all its attempts).
     pub blob_key: Uuid,
+}
+
+impl FileSpec {
+    pub fn info(&self) -> FileInfo {
+        FileInfo {
+            name: self.name.clone(),
+            size: self.size,
+            content_type: self.content_type.clone(),
+            last_modified: T0 - HOUR,
+        }
+    }
 }
 
 /// The answer to one command.
@@ -632,12 +645,9 @@ pub enum Reply {
 }
 
 fn failed_reply(command: &Command, failure: Failure) -> Reply {
-    match command {
-        Command::Authorize { .. } => Reply::Outcome(Outcome::Authorize(Err(failure))),
-        Command::Upload { .. } => Reply::Outcome(Outcome::Upload(Err(failure))),
-        Command::Renew { .. } => Reply::Outcome(Outcome::Renew(Err(failure))),
-        Command::Confirm { .. } => Reply::Outcome(Outcome::Confirm(Err(failure))),
-        Command::Status { .. } => Reply::Status(Err(failure)),
+    match Outcome::failed(command, failure.clone()) {
+        Some(outcome) => Reply::Outcome(outcome),
+        None => Reply::Status(Err(failure)),
     }
 }
 
@@ -657,6 +667,10 @@ pub struct SimConfig {
     pub max_steps: usize,
     /// Check the write-ahead rule on every polled command.
     pub check_write_ahead: bool,
+    /// Probability that a write of attempt records is refused (quota).
+    pub store_failure: f64,
+    /// Files up to this size are kept in the fake IndexedDB.
+    pub keep_file_max_bytes: u64,
 }
 
 impl Default for SimConfig {
@@ -670,6 +684,8 @@ impl Default for SimConfig {
             defer_persist: 0.0,
             max_steps: 20_000,
             check_write_ahead: true,
+            store_failure: 0.0,
+            keep_file_max_bytes: u64::MAX,
         }
     }
 }
@@ -703,6 +719,14 @@ pub struct Stats {
     pub spurious_wakeups: usize,
     pub reloads: usize,
     pub steps: usize,
+    /// Lock requests answered "another page holds it".
+    pub lock_waits: usize,
+    /// Records read back to take an attempt over (or follow another page).
+    pub loads: usize,
+    /// Writes of attempt records refused.
+    pub store_failures: usize,
+    /// Tabs opened beside the first.
+    pub tabs_opened: usize,
 }
 
 impl Stats {
@@ -747,66 +771,186 @@ pub enum Tick {
     Stuck,
 }
 
-/// A virtual clock, a scheduler, a fake IndexedDB and a fake server.
+/// The session token of the fake server's one guest session.
+pub const SESSION: &str = "sim-session";
+
+/// The event as the fake server describes it.
+pub fn event_info() -> EventInfo {
+    EventInfo {
+        slug: EVENT.to_owned(),
+        title: "Party".to_owned(),
+        max_file_bytes: 1 << 40,
+        allowed_types: vec!["image/*".to_owned(), "video/*".to_owned()],
+        moderation: ModerationPolicy::Required,
+    }
+}
+
+/// One page (tab) of the simulated browser, driving a [`Page`] the way the
+/// browser client does: it carries out every effect and feeds the answers
+/// back as inputs.
+pub struct Tab {
+    /// Unique among every tab the simulation ever opened.
+    pub id: u32,
+    pub page: Page,
+    /// Files this tab holds in memory, by blob key.
+    pub memory: BTreeSet<Uuid>,
+    inbox: VecDeque<Input>,
+    /// A write of attempt records not committed yet.
+    pending_store: Option<Vec<AttemptRecord>>,
+    /// Tickets done (adds kept, restores settled).
+    pub done: Vec<Ticket>,
+    /// Storage errors reported to the app, in order.
+    pub storage_errors: Vec<Option<Error>>,
+}
+
+/// One request on the wire.
+#[derive(Clone, Debug)]
+struct InFlight {
+    tab: u32,
+    command: Command,
+    token: String,
+    aborted: bool,
+    /// Returned by `poll_all` already.
+    seen: bool,
+}
+
+/// Who holds one attempt's Web Lock, and who waits for it.
+#[derive(Clone, Debug, Default)]
+struct LockLine {
+    holder: Option<u32>,
+    line: VecDeque<u32>,
+}
+
+/// A virtual clock, a browser of one or more tabs (fake IndexedDB, Web
+/// Locks, BroadcastChannel) and a fake server behind a fault layer.
 pub struct Sim {
     pub now: UnixMillis,
     pub config: SimConfig,
-    pub scheduler: Scheduler,
     pub server: FakeServer,
     pub faults: FaultLayer,
     /// The fake IndexedDB: each record as last written.
     pub db: BTreeMap<Uuid, AttemptRecord>,
+    /// The fake IndexedDB: kept files, by blob key.
+    pub kept: BTreeSet<Uuid>,
     pub files: Vec<FileSpec>,
     pub stats: Stats,
     pub rng: TestRng,
     pub online: bool,
+    /// `tabs[0]` is the page the guest uses; others are extra tabs.
+    pub tabs: Vec<Tab>,
     offline_until: Option<UnixMillis>,
-    pending_writes: Vec<Uuid>,
-    inflight: Vec<Command>,
+    inflight: Vec<InFlight>,
+    locks: BTreeMap<Uuid, LockLine>,
+    next_tab: u32,
 }
 
 impl Sim {
     pub fn new(config: SimConfig) -> Self {
         let mut rng = TestRng::new(config.seed);
         let faults = FaultLayer::new(rng.next_u64());
-        Sim {
+        let mut sim = Sim {
             now: T0,
-            scheduler: Scheduler::new(config.policy, config.concurrency),
             server: FakeServer::new(config.server.clone()),
             faults,
             db: BTreeMap::new(),
+            kept: BTreeSet::new(),
             files: Vec::new(),
             stats: Stats::default(),
             rng,
             online: true,
+            tabs: Vec::new(),
             offline_until: None,
-            pending_writes: Vec::new(),
             inflight: Vec::new(),
+            locks: BTreeMap::new(),
+            next_tab: 0,
             config,
-        }
+        };
+        let mut tab = sim.new_tab();
+        // The first visit joins at open.
+        tab.page.set_session(Session { token: SESSION.to_owned(), event: event_info() });
+        sim.tabs.push(tab);
+        sim
     }
 
     pub fn with_seed(seed: u64) -> Self {
         Sim::new(SimConfig { seed, ..SimConfig::default() })
     }
 
+    fn page_config(&self) -> PageConfig {
+        PageConfig {
+            event: EVENT.to_owned(),
+            policy: self.config.policy,
+            concurrency: self.config.concurrency,
+            restrictions: Restrictions::default(),
+            keep_file_max_bytes: self.config.keep_file_max_bytes,
+            keep_files_total_bytes: u64::MAX,
+        }
+    }
+
+    fn new_tab(&mut self) -> Tab {
+        self.next_tab += 1;
+        let mut page = Page::new(self.page_config());
+        page.handle(Input::Online(self.online), self.now, &mut self.rng);
+        Tab {
+            id: self.next_tab,
+            page,
+            memory: BTreeSet::new(),
+            inbox: VecDeque::new(),
+            pending_store: None,
+            done: Vec::new(),
+            storage_errors: Vec::new(),
+        }
+    }
+
+    /// The guest's page.
+    pub fn page(&self) -> &Page {
+        &self.tabs[0].page
+    }
+
+    /// The guest's page, to act on it (cancel, retry …).
+    pub fn page_mut(&mut self) -> &mut Page {
+        &mut self.tabs[0].page
+    }
+
+    /// The guest page's scheduler.
+    pub fn scheduler(&self) -> &Scheduler {
+        self.tabs[0].page.scheduler()
+    }
+
     // ----- guest actions -----------------------------------------------------
 
-    /// The guest picks a file: a new attempt, bytes held, not stored yet.
+    /// The guest picks files in the first tab, as `Uploader.add` does: the
+    /// page plans, the new records are stored (strict), then the page
+    /// starts them.
+    pub fn add_files(&mut self, infos: &[FileInfo]) -> AddPlan {
+        let plan = self.tabs[0].page.add(infos, self.now, &mut self.rng);
+        for record in &plan.new_records {
+            self.db.insert(record.id, record.clone());
+        }
+        for (index, blob_key) in &plan.hold {
+            self.tabs[0].memory.insert(*blob_key);
+            if !self.files.iter().any(|f| f.blob_key == *blob_key) {
+                let info = &infos[*index];
+                self.files.push(FileSpec {
+                    name: info.name.clone(),
+                    size: info.size,
+                    content_type: info.content_type.clone(),
+                    blob_key: *blob_key,
+                });
+            }
+        }
+        self.tabs[0].page.handle_added(&plan);
+        plan
+    }
+
+    /// The guest picks one new file: its attempt's id.
     pub fn add_file(&mut self, name: &str, size: u64, content_type: &str) -> Uuid {
-        let id = new_attempt_id(&mut self.rng);
-        let file =
-            FileInfo { name: name.to_owned(), size, content_type: content_type.to_owned(), last_modified: T0 - HOUR };
-        let record = AttemptRecord::new(id, EVENT, file, self.now);
-        self.files.push(FileSpec {
-            name: name.to_owned(),
-            size,
-            content_type: content_type.to_owned(),
-            blob_held: true,
-            blob_key: id,
-        });
-        self.scheduler.insert(record, true, true, 0);
-        id
+        let info = FileInfo { name: name.to_owned(), size, content_type: content_type.to_owned(), last_modified: T0 - HOUR };
+        let plan = self.add_files(&[info]);
+        match plan.outcomes.as_slice() {
+            [Added::New(id)] => *id,
+            other => panic!("expected a new attempt, got {other:?}"),
+        }
     }
 
     /// `add_file` with a generated name `file-N.jpg`.
@@ -819,36 +963,60 @@ impl Sim {
         self.files.iter().find(|f| f.blob_key == blob_key).expect("known file")
     }
 
-    fn file_mut(&mut self, blob_key: Uuid) -> &mut FileSpec {
-        self.files.iter_mut().find(|f| f.blob_key == blob_key).expect("known file")
-    }
-
     /// The file an attempt uploads.
     pub fn file_of(&self, id: Uuid) -> &FileSpec {
-        let record = self.scheduler.record(&id).or_else(|| self.db.get(&id)).expect("known attempt");
+        let record = self.scheduler().record(&id).or_else(|| self.db.get(&id)).expect("known attempt");
         self.file(record.blob_key)
     }
 
-    /// The record of an attempt (the scheduler's view).
+    /// Whether the guest's page can read the file's bytes (in memory, or
+    /// kept in IndexedDB).
+    pub fn held(&self, blob_key: Uuid) -> bool {
+        self.tabs[0].memory.contains(&blob_key) || self.kept.contains(&blob_key)
+    }
+
+    /// The record of an attempt (the guest page's view).
     pub fn record(&self, id: Uuid) -> &AttemptRecord {
-        self.scheduler.record(&id).unwrap_or_else(|| panic!("no record {id}\n{}", self.dump()))
+        self.scheduler().record(&id).unwrap_or_else(|| panic!("no record {id}\n{}", self.dump()))
     }
 
     /// Every attempt of the file whose first attempt is `blob_key`, in order.
     pub fn chain(&self, blob_key: Uuid) -> Vec<&AttemptRecord> {
-        self.scheduler.records().filter(|r| r.blob_key == blob_key).collect()
+        self.scheduler().records().filter(|r| r.blob_key == blob_key).collect()
     }
 
-    /// The guest picks the file again.
-    pub fn reattach(&mut self, blob_key: Uuid) -> Vec<bool> {
-        self.file_mut(blob_key).blob_held = true;
-        let ids: Vec<Uuid> = self.chain(blob_key).iter().map(|r| r.id).collect();
-        ids.iter().map(|id| self.scheduler.attach_file(id, self.now)).collect()
+    /// The guest picks the file again: what `add` made of it.
+    pub fn reattach(&mut self, blob_key: Uuid) -> Added {
+        let info = self.file(blob_key).info();
+        let plan = self.add_files(&[info]);
+        plan.outcomes.into_iter().next().expect("one outcome")
+    }
+
+    /// The guest cancels an attempt.
+    pub fn cancel(&mut self, id: Uuid) -> bool {
+        let now = self.now;
+        self.tabs[0].page.cancel(&id, now).expect("a known attempt")
+    }
+
+    /// The guest presses Retry.
+    pub fn retry(&mut self, id: Uuid) -> bool {
+        let now = self.now;
+        self.tabs[0].page.retry(&id, now).expect("a known attempt")
+    }
+
+    /// The guest forgets an attempt: its record is deleted, then it goes.
+    pub fn forget(&mut self, id: Uuid) {
+        let now = self.now;
+        self.tabs[0].page.forget(&id, now).expect("a known attempt");
+        self.db.remove(&id);
+        self.tabs[0].page.forgotten(&id);
     }
 
     pub fn set_online(&mut self, online: bool) {
         self.online = online;
-        self.scheduler.set_online(online);
+        for tab in &mut self.tabs {
+            tab.inbox.push_back(Input::Online(online));
+        }
         if online {
             self.offline_until = None;
         }
@@ -864,85 +1032,288 @@ impl Sim {
         self.now += ms;
     }
 
-    pub fn inflight(&self) -> &[Command] {
-        &self.inflight
+    /// The commands on the wire, oldest first.
+    pub fn inflight(&self) -> Vec<Command> {
+        self.inflight.iter().map(|f| f.command.clone()).collect()
     }
 
-    // ----- persistence --------------------------------------------------------
+    // ----- tabs ------------------------------------------------------------------
 
-    /// Writes every dirty record to the fake IndexedDB, in one transaction.
-    pub fn persist_all(&mut self) {
-        for id in self.scheduler.take_dirty() {
-            if !self.pending_writes.contains(&id) {
-                self.pending_writes.push(id);
+    /// Opens another tab of the same browser; it restores like a reload.
+    pub fn open_tab(&mut self) -> usize {
+        self.stats.tabs_opened += 1;
+        let tab = self.restored_tab();
+        self.tabs.push(tab);
+        self.tabs.len() - 1
+    }
+
+    /// Closes tab `index` (not the guest's page): its locks go to whoever
+    /// waits for them; its requests in flight are lost.
+    pub fn close_tab(&mut self, index: usize) {
+        assert!(index > 0, "the guest's page reloads, it does not close");
+        let tab = self.tabs.remove(index);
+        self.drop_tab(tab, 0.0);
+    }
+
+    fn restored_tab(&mut self) -> Tab {
+        let mut tab = self.new_tab();
+        let records: Vec<AttemptRecord> = self.stored_records();
+        let kept: Vec<Uuid> = self.kept.iter().copied().collect();
+        tab.page.open(records.clone(), &kept);
+        // The session is stored: no join.
+        tab.page.set_session(Session { token: SESSION.to_owned(), event: event_info() });
+        tab.page.restore(records, &kept);
+        tab
+    }
+
+    fn stored_records(&self) -> Vec<AttemptRecord> {
+        let mut records: Vec<AttemptRecord> = self.db.values().filter(|r| r.event == EVENT).cloned().collect();
+        records.sort_by_key(|r| (r.created_at, r.id));
+        records
+    }
+
+    /// A tab goes away: what it had in flight reached the server with
+    /// probability `reached`, its unwritten records are lost, its locks are
+    /// released.
+    fn drop_tab(&mut self, tab: Tab, reached: f64) {
+        let (mine, others): (Vec<InFlight>, Vec<InFlight>) =
+            std::mem::take(&mut self.inflight).into_iter().partition(|f| f.tab == tab.id);
+        self.inflight = others;
+        for f in mine {
+            if self.online && self.rng.chance(reached) {
+                let _ = self.apply(&f.command);
             }
         }
-        for id in std::mem::take(&mut self.pending_writes) {
-            if let Some(record) = self.scheduler.record(&id) {
-                let record = record.clone();
-                self.scheduler.mark_persisted(&id, record.revision);
-                self.db.insert(id, record);
+        let ids: Vec<Uuid> = self.locks.keys().copied().collect();
+        for id in ids {
+            self.release_lock(tab.id, id);
+        }
+    }
+
+    fn tab_index(&self, tab: u32) -> Option<usize> {
+        self.tabs.iter().position(|t| t.id == tab)
+    }
+
+    fn send_input(&mut self, tab: u32, input: Input) {
+        if let Some(i) = self.tab_index(tab) {
+            self.tabs[i].inbox.push_back(input);
+        }
+    }
+
+    // ----- Web Locks ------------------------------------------------------------
+
+    fn ask_lock(&mut self, tab: u32, id: Uuid) {
+        let line = self.locks.entry(id).or_default();
+        match line.holder {
+            None => {
+                line.holder = Some(tab);
+                self.send_input(tab, Input::Lock { id, granted: true });
+            }
+            Some(holder) if holder == tab => {}
+            Some(_) => {
+                if !line.line.contains(&tab) {
+                    line.line.push_back(tab);
+                }
+                self.stats.lock_waits += 1;
+                self.send_input(tab, Input::Lock { id, granted: false });
             }
         }
     }
 
-    /// Collects dirty records and writes them unless the write is deferred.
-    pub fn persist(&mut self) {
-        for id in self.scheduler.take_dirty() {
-            if !self.pending_writes.contains(&id) {
-                self.pending_writes.push(id);
-            }
-        }
-        if self.pending_writes.is_empty() {
+    fn release_lock(&mut self, tab: u32, id: Uuid) {
+        let Some(line) = self.locks.get_mut(&id) else { return };
+        line.line.retain(|t| *t != tab);
+        if line.holder != Some(tab) {
             return;
         }
+        line.holder = None;
+        while let Some(next) = line.line.pop_front() {
+            if self.tabs.iter().any(|t| t.id == next) {
+                line.holder = Some(next);
+                break;
+            }
+        }
+        if let Some(next) = line.holder {
+            self.send_input(next, Input::Lock { id, granted: true });
+        }
+    }
+
+    /// Who holds the attempt's lock.
+    pub fn lock_holder(&self, id: Uuid) -> Option<u32> {
+        self.locks.get(&id).and_then(|l| l.holder)
+    }
+
+    // ----- the driver -------------------------------------------------------------
+
+    /// Carries out every effect of every tab, feeding back the answers that
+    /// come at once (locks, reads, kept files, the session), until nothing
+    /// is left. Writes of records stay pending until [`Sim::persist`].
+    pub fn pump(&mut self) {
+        loop {
+            let mut busy = false;
+            for i in 0..self.tabs.len() {
+                while let Some(input) = self.tabs[i].inbox.pop_front() {
+                    busy = true;
+                    self.tabs[i].page.handle(input, self.now, &mut self.rng);
+                }
+                while let Some(effect) = self.tabs[i].page.poll_effect(self.now) {
+                    busy = true;
+                    self.carry_out(i, effect);
+                }
+            }
+            if !busy {
+                break;
+            }
+        }
+        for tab in &self.tabs {
+            let on_wire = self.counted_on_wire(tab);
+            assert_eq!(tab.page.scheduler().active(), on_wire, "scheduler.active() disagrees with the requests on the wire");
+        }
+    }
+
+    /// A tab's requests on the wire that still hold a slot: a forgotten
+    /// attempt's request runs on, but its slot was given back.
+    fn counted_on_wire(&self, tab: &Tab) -> usize {
+        self.inflight
+            .iter()
+            .filter(|f| f.tab == tab.id && command_ids(&f.command).iter().any(|id| tab.page.record(id).is_some()))
+            .count()
+    }
+
+    fn carry_out(&mut self, i: usize, effect: Effect) {
+        let tab = self.tabs[i].id;
+        match effect {
+            Effect::Store { records, .. } => {
+                assert!(self.tabs[i].pending_store.is_none(), "one write at a time");
+                self.tabs[i].pending_store = Some(records);
+            }
+            Effect::AskLock(id) => self.ask_lock(tab, id),
+            Effect::ReleaseLock(id) => self.release_lock(tab, id),
+            Effect::Load { id, find_file } => {
+                self.stats.loads += 1;
+                let input = Input::Loaded {
+                    id,
+                    record: Ok(self.db.get(&id).cloned()),
+                    file_found: find_file.is_some_and(|k| self.kept.contains(&k)),
+                };
+                self.tabs[i].inbox.push_back(input);
+            }
+            Effect::KeepFiles(keys) => {
+                self.kept.extend(keys);
+                self.tabs[i].inbox.push_back(Input::Kept(Ok(())));
+            }
+            Effect::DeleteKeptFiles(keys) => {
+                for k in keys {
+                    self.kept.remove(&k);
+                }
+            }
+            Effect::DropFile(key) => {
+                self.tabs[i].memory.remove(&key);
+            }
+            Effect::Join { .. } => {
+                let session = Session { token: SESSION.to_owned(), event: event_info() };
+                self.tabs[i].inbox.push_back(Input::Joined(Ok(session)));
+            }
+            Effect::Send { command, token } => self.send(i, command, token),
+            Effect::Abort(id) => {
+                for f in self.inflight.iter_mut().filter(|f| f.tab == tab && f.command.id() == Some(id)) {
+                    if matches!(f.command, Command::Upload { .. }) {
+                        f.aborted = true;
+                    }
+                }
+            }
+            Effect::Announce(id) => {
+                for other in self.tabs.iter_mut().filter(|t| t.id != tab) {
+                    other.inbox.push_back(Input::RemoteChange(id));
+                }
+            }
+            Effect::StorageError(e) => self.tabs[i].storage_errors.push(e),
+            Effect::Done(ticket) => self.tabs[i].done.push(ticket),
+            Effect::Changed(_) | Effect::Removed(_) | Effect::FilesNotKept(_) => {}
+        }
+    }
+
+    fn send(&mut self, i: usize, command: Command, token: String) {
+        let tab = self.tabs[i].id;
+        if self.config.check_write_ahead {
+            for id in command_ids(&command) {
+                let required = self.tabs[i].page.record(&id).map(|r| r.revision);
+                let stored = self.db.get(&id).map(|r| r.revision);
+                assert!(
+                    stored.is_some() && stored >= required,
+                    "write-ahead violated: {command:?} for {id} at revision {required:?}, stored {stored:?}"
+                );
+            }
+        }
+        if let Some(id) = command.id() {
+            assert_eq!(self.lock_holder(id), Some(tab), "{command:?} sent by a tab that does not hold the attempt's lock");
+        }
+        if let Command::Upload { id, .. } = &command {
+            // The driver reads the bytes before the PUT (memory, then the
+            // kept copy): without them nothing is sent.
+            let blob_key = self.db.get(id).map(|r| r.blob_key);
+            if !blob_key.is_some_and(|k| self.tabs[i].memory.contains(&k) || self.kept.contains(&k)) {
+                self.tabs[i].inbox.push_back(Input::FileUnavailable(*id));
+                return;
+            }
+        }
+        self.stats.sent.push(Sent { at: self.now, command: command.clone() });
+        self.inflight.push(InFlight { tab, command, token, aborted: false, seen: false });
+        let on_wire = self.counted_on_wire(&self.tabs[i]);
+        assert!(
+            on_wire <= self.config.concurrency.max(1),
+            "concurrency limit {} exceeded: {on_wire} in flight",
+            self.config.concurrency
+        );
+        self.stats.max_inflight = self.stats.max_inflight.max(on_wire);
+    }
+
+    /// Commits (or, with `store_failure`, refuses) every pending write of
+    /// records, unless the write is deferred.
+    pub fn persist(&mut self) {
         if self.config.defer_persist > 0.0 && self.rng.chance(self.config.defer_persist) {
             return;
         }
         self.persist_all();
     }
 
+    /// Commits every pending write of records now (a refusal still counts
+    /// when `store_failure` is set), and lets the pages hear of it.
+    pub fn persist_all(&mut self) {
+        self.pump();
+        for i in 0..self.tabs.len() {
+            let Some(records) = self.tabs[i].pending_store.take() else { continue };
+            if self.config.store_failure > 0.0 && self.rng.chance(self.config.store_failure) {
+                self.stats.store_failures += 1;
+                let refused = Error::new(ErrorCode::QuotaExceeded, "the browser's storage quota is exceeded");
+                self.tabs[i].inbox.push_back(Input::Stored(Err(refused)));
+                continue;
+            }
+            for r in records {
+                self.db.insert(r.id, r);
+            }
+            self.tabs[i].inbox.push_back(Input::Stored(Ok(())));
+        }
+        self.pump();
+    }
+
     pub fn has_pending_writes(&self) -> bool {
-        !self.pending_writes.is_empty()
+        self.tabs.iter().any(|t| t.pending_store.is_some())
+    }
+
+    /// Carries out every effect and returns the requests on the wire that
+    /// no earlier call returned.
+    pub fn poll_all(&mut self) -> Vec<Command> {
+        self.pump();
+        let mut new = Vec::new();
+        for f in self.inflight.iter_mut().filter(|f| !f.seen) {
+            f.seen = true;
+            new.push(f.command.clone());
+        }
+        new
     }
 
     // ----- network ------------------------------------------------------------
-
-    /// Polls every command that may start now. Checks the write-ahead rule
-    /// and the concurrency limit for each.
-    pub fn poll_all(&mut self) -> Vec<Command> {
-        let mut polled = Vec::new();
-        loop {
-            let before: BTreeMap<Uuid, u64> = if self.config.check_write_ahead {
-                self.scheduler.records().map(|r| (r.id, r.revision)).collect()
-            } else {
-                BTreeMap::new()
-            };
-            let Some(command) = self.scheduler.poll(self.now) else { break };
-            if self.config.check_write_ahead {
-                for id in command_ids(&command) {
-                    let stored = self.db.get(&id).map(|r| r.revision);
-                    let required = before[&id];
-                    assert!(
-                        stored.is_some_and(|s| s >= required),
-                        "write-ahead violated: {command:?} for {id} polled at revision {required}, stored {stored:?}"
-                    );
-                }
-            }
-            self.inflight.push(command.clone());
-            self.stats.sent.push(Sent { at: self.now, command: command.clone() });
-            assert!(
-                self.inflight.len() <= self.config.concurrency.max(1),
-                "concurrency limit {} exceeded: {} in flight",
-                self.config.concurrency,
-                self.inflight.len()
-            );
-            assert_eq!(self.scheduler.active(), self.inflight.len(), "scheduler.active() disagrees with in-flight");
-            self.stats.max_inflight = self.stats.max_inflight.max(self.inflight.len());
-            polled.push(command);
-        }
-        polled
-    }
 
     /// Performs a command against the server, without faults.
     pub fn apply(&mut self, command: &Command) -> Reply {
@@ -950,11 +1321,9 @@ impl Sim {
         match command {
             Command::Authorize { request, .. } => Reply::Outcome(Outcome::Authorize(self.server.authorize(request, now))),
             Command::Upload { id, instruction } => {
-                let blob_key = self.record(*id).blob_key;
-                let file = self.file(blob_key).clone();
-                assert!(file.blob_held, "uploading {id} whose bytes are not held");
-                assert!(self.scheduler.has_blob(id), "uploading {id} although the scheduler knows it has no blob");
-                Reply::Outcome(Outcome::Upload(self.server.put_signed(instruction, file.size, now)))
+                let blob_key = self.db.get(id).map(|r| r.blob_key).expect("an uploaded attempt is stored");
+                let size = self.file(blob_key).size;
+                Reply::Outcome(Outcome::Upload(self.server.put_signed(instruction, size, now)))
             }
             Command::Renew { id } => Reply::Outcome(Outcome::Renew(self.server.renew(*id, now))),
             Command::Confirm { id, request } => Reply::Outcome(Outcome::Confirm(self.server.confirm(*id, request, now))),
@@ -978,33 +1347,27 @@ impl Sim {
         }
     }
 
-    /// Feeds an answer back into the scheduler.
-    pub fn feed(&mut self, command: &Command, reply: Reply) {
-        let now = self.now;
-        match (command, reply) {
-            (Command::Status { ids }, Reply::Status(result)) => {
-                self.scheduler.handle_status(ids, result, now, &mut self.rng)
-            }
-            (command, Reply::Outcome(outcome)) => {
-                let id = command_ids(command)[0];
-                self.scheduler.handle(&id, outcome, now, &mut self.rng)
-            }
-            (command, reply) => panic!("reply {reply:?} does not fit {command:?}"),
-        }
-    }
-
-    /// Resolves the in-flight command at `index`: time passes, the server
-    /// (through the fault layer) answers, the scheduler hears it.
+    /// Resolves the request on the wire at `index`: time passes, the server
+    /// (through the fault layer) answers, the page hears it.
     pub fn resolve(&mut self, index: usize) -> (Command, Reply) {
-        let command = self.inflight.remove(index);
+        let f = self.inflight.remove(index);
         let (lo, hi) = self.config.latency_ms;
         self.now += self.rng.range(lo, hi);
-        let reply = self.execute(&command);
-        self.feed(&command, reply.clone());
-        (command, reply)
+        let Some(t) = self.tab_index(f.tab) else { panic!("a request of a closed tab") };
+        let reply = if f.aborted { failed_reply(&f.command, Failure::Network) } else { self.execute(&f.command) };
+        let input = match (&f.command, reply.clone()) {
+            (Command::Status { ids }, Reply::Status(result)) => Input::Status { ids: ids.clone(), result, token: f.token.clone() },
+            (command, Reply::Outcome(outcome)) => {
+                Input::Outcome { id: command.id().expect("one attempt"), outcome, token: f.token.clone() }
+            }
+            (command, reply) => panic!("reply {reply:?} does not fit {command:?}"),
+        };
+        self.tabs[t].inbox.push_back(input);
+        self.pump();
+        (f.command, reply)
     }
 
-    /// Resolves one in-flight command chosen at random.
+    /// Resolves one request on the wire, chosen at random.
     pub fn resolve_random(&mut self) -> Option<(Command, Reply)> {
         if self.inflight.is_empty() {
             return None;
@@ -1013,7 +1376,7 @@ impl Sim {
         Some(self.resolve(index))
     }
 
-    /// Resolves every in-flight command, in a random order.
+    /// Resolves every request on the wire, in a random order.
     pub fn resolve_all(&mut self) -> Vec<(Command, Reply)> {
         let mut out = Vec::new();
         while let Some(r) = self.resolve_random() {
@@ -1024,40 +1387,22 @@ impl Sim {
 
     // ----- the run loop ---------------------------------------------------------
 
-    /// The earliest future `next_retry_at` among attempts that could act on
-    /// it (what `next_wakeup` should say).
-    fn own_wakeup(&self) -> Option<UnixMillis> {
-        self.scheduler
-            .records()
-            .filter(|r| {
-                self.scheduler.is_owned(&r.id)
-                    && !self.scheduler.is_busy(&r.id)
-                    && !r.is_terminal()
-                    && !(r.needs_file() && !self.scheduler.has_blob(&r.id))
-            })
-            .filter_map(|r| r.next_retry_at)
-            .filter(|t| *t > self.now)
-            .min()
+    fn all_idle(&self) -> bool {
+        self.tabs.iter().all(|t| t.page.is_idle())
     }
 
-    /// One iteration of the run loop.
+    /// One step: write what waits to be written, then answer one request on
+    /// the wire or move the clock to the next thing a page waits for.
     pub fn tick(&mut self) -> Tick {
         self.stats.steps += 1;
         if !self.online && self.offline_until.is_some_and(|t| t <= self.now) {
             self.set_online(true);
         }
+        self.pump();
         self.persist();
-        self.poll_all();
         if !self.inflight.is_empty() {
             self.resolve_random();
             return Tick::Progress;
-        }
-        // Polling itself may change records (needs_file, renew): store them
-        // before deciding there is nothing left to do.
-        for id in self.scheduler.take_dirty() {
-            if !self.pending_writes.contains(&id) {
-                self.pending_writes.push(id);
-            }
         }
         if self.has_pending_writes() {
             self.persist_all();
@@ -1072,26 +1417,25 @@ impl Sim {
                 None => return Tick::Stuck,
             }
         }
-        if self.scheduler.is_idle() {
+        if self.all_idle() {
             return Tick::Idle;
         }
-        match self.scheduler.next_wakeup() {
+        let wakeup = self.tabs.iter().filter_map(|t| t.page.poll_timeout()).min();
+        match wakeup {
             Some(t) if t > self.now => {
                 self.now = t;
                 Tick::Progress
             }
-            _ => match self.own_wakeup() {
-                Some(t) => {
-                    self.stats.spurious_wakeups += 1;
-                    self.now = t;
-                    Tick::Progress
-                }
-                None => Tick::Stuck,
-            },
+            Some(_) => {
+                // Due now, yet nothing happened: the page would spin.
+                self.stats.spurious_wakeups += 1;
+                Tick::Stuck
+            }
+            None => Tick::Stuck,
         }
     }
 
-    /// Runs until the scheduler is idle, or returns why not.
+    /// Runs until every tab is idle, or returns why not.
     pub fn try_run_until_idle(&mut self) -> Result<(), String> {
         for _ in 0..self.config.max_steps {
             match self.tick() {
@@ -1121,7 +1465,7 @@ impl Sim {
         let already = self.stats.kinds_for(id).iter().filter(|k| **k == kind).count();
         self.tick_until(|sim| {
             let sent = sim.stats.kinds_for(id).iter().filter(|k| **k == kind).count();
-            sent > already && !sim.inflight.iter().any(|c| ReqKind::of(c) == kind && command_ids(c).contains(&id))
+            sent > already && !sim.inflight.iter().any(|f| ReqKind::of(&f.command) == kind && command_ids(&f.command).contains(&id))
         });
     }
 
@@ -1133,45 +1477,28 @@ impl Sim {
 
     // ----- page reload ----------------------------------------------------------
 
-    /// The page reloads: the scheduler, in-flight requests and unwritten
-    /// records are gone; a new page restores from the fake IndexedDB.
+    /// The guest's page reloads: its requests in flight and unwritten
+    /// records are gone, and so are the files it held in memory (each kept
+    /// copy is lost too with probability `lose_blob`); a new page restores
+    /// from the fake IndexedDB.
     pub fn reload(&mut self, how: Reload) {
         self.stats.reloads += 1;
-        for command in std::mem::take(&mut self.inflight) {
-            if self.online && self.rng.chance(how.inflight_reached_server) {
-                let _ = self.apply(&command);
+        let old = self.tabs.remove(0);
+        self.drop_tab(old, how.inflight_reached_server);
+        let keys: Vec<Uuid> = self.kept.iter().copied().collect();
+        for key in keys {
+            if self.rng.chance(how.lose_blob) {
+                self.kept.remove(&key);
             }
         }
-        self.pending_writes.clear();
-        let _ = self.scheduler.take_dirty();
-        for i in 0..self.files.len() {
-            if self.files[i].blob_held && self.rng.chance(how.lose_blob) {
-                self.files[i].blob_held = false;
-            }
-        }
-        // A file whose first record never reached IndexedDB is forgotten,
-        // and so are its bytes.
-        for f in &mut self.files {
-            if !self.db.values().any(|r| r.blob_key == f.blob_key) {
-                f.blob_held = false;
-            }
-        }
-        let mut scheduler = Scheduler::new(self.config.policy, self.config.concurrency);
-        scheduler.set_online(self.online);
-        for stored in self.db.values() {
-            let mut record = stored.clone();
-            if !record.is_terminal() {
-                record.restore(self.now);
-            }
-            let has_blob = self.files.iter().any(|f| f.blob_key == record.blob_key && f.blob_held);
-            scheduler.insert(record, has_blob, true, stored.revision);
-        }
-        self.scheduler = scheduler;
+        let tab = self.restored_tab();
+        self.tabs.insert(0, tab);
     }
 
     // ----- checks ------------------------------------------------------------------
 
-    /// The exactly-once properties, after a run to idle with a reachable server.
+    /// The exactly-once properties, after a run to idle with a reachable
+    /// server and only the guest's page open.
     pub fn check_exactly_once(&self) -> Result<(), String> {
         let mut errors = Vec::new();
         let mut per_attempt: BTreeMap<Uuid, usize> = BTreeMap::new();
@@ -1196,7 +1523,8 @@ impl Sim {
                 }
                 continue;
             }
-            if f.blob_held && rows.len() != 1 {
+            let held = self.held(f.blob_key);
+            if held && rows.len() != 1 {
                 errors.push(format!("file {} (bytes held) has {} media rows, expected 1", f.name, rows.len()));
             }
             let confirmed: Vec<&AttemptRecord> =
@@ -1204,12 +1532,12 @@ impl Sim {
             if confirmed.len() > 1 {
                 errors.push(format!("file {} has {} confirmed attempts on the client", f.name, confirmed.len()));
             }
-            if f.blob_held && confirmed.len() != 1 {
+            if held && confirmed.len() != 1 {
                 errors.push(format!("file {} (bytes held) is not confirmed on the client", f.name));
             }
         }
         for m in &self.server.media {
-            match self.scheduler.record(&m.attempt_id) {
+            match self.scheduler().record(&m.attempt_id) {
                 None => errors.push(format!("media {} of attempt {} has no client record", m.id, m.attempt_id)),
                 Some(r) if r.confirmation != Confirmation::Confirmed => errors.push(format!(
                     "media {} exists but attempt {} is {:?} on the client (orphan)",
@@ -1221,16 +1549,19 @@ impl Sim {
                 Some(_) => {}
             }
         }
-        for r in self.scheduler.records() {
-            let held = self.scheduler.has_blob(&r.id);
+        for r in self.scheduler().records() {
+            let held = self.scheduler().has_blob(&r.id);
             if !r.is_terminal() && !(r.needs_file() && !held) {
                 errors.push(format!("attempt {} is still active: step {:?} transfer {:?}", r.id, r.step, r.transfer));
             }
             if r.needs_file() && held {
                 errors.push(format!("attempt {} needs its file although the bytes are held", r.id));
             }
+            if self.db.get(&r.id) != Some(r) {
+                errors.push(format!("attempt {} is not stored as the page shows it", r.id));
+            }
             if let Some(next) = r.replaced_by {
-                match self.scheduler.record(&next) {
+                match self.scheduler().record(&next) {
                     Some(s) if s.replaces == Some(r.id) && s.blob_key == r.blob_key => {}
                     other => errors.push(format!("attempt {} replaced_by {next} but that is {other:?}", r.id)),
                 }
@@ -1239,37 +1570,37 @@ impl Sim {
                 }
             }
         }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("{}\n{}", errors.join("\n"), self.dump()))
-        }
+        if errors.is_empty() { Ok(()) } else { Err(format!("{}\n{}", errors.join("\n"), self.dump())) }
     }
 
     /// A readable picture of client and server state.
     pub fn dump(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "now = {} (T0 + {} ms), online = {}", format_rfc3339(self.now), self.now - T0, self.online);
-        let _ = writeln!(out, "client records:");
-        for r in self.scheduler.records() {
-            let _ = writeln!(
-                out,
-                "  {} file={} step={:?} transfer={:?} confirmation={:?} retries={} next={:?} rev={} stored_rev={:?} blob={} busy={} err={:?} replaces={:?} replaced_by={:?}",
-                r.id,
-                r.file.name,
-                r.step,
-                r.transfer,
-                r.confirmation,
-                r.retries,
-                r.next_retry_at.map(|t| t - self.now),
-                r.revision,
-                self.db.get(&r.id).map(|d| d.revision),
-                self.scheduler.has_blob(&r.id),
-                self.scheduler.is_busy(&r.id),
-                r.error.as_ref().map(|e| &e.code),
-                r.replaces,
-                r.replaced_by,
-            );
+        for tab in &self.tabs {
+            let _ = writeln!(out, "tab {} records:", tab.id);
+            for r in tab.page.records() {
+                let _ = writeln!(
+                    out,
+                    "  {} file={} step={:?} transfer={:?} confirmation={:?} retries={} next={:?} rev={} stored_rev={:?} blob={} owned={} lock={:?} busy={} err={:?} replaces={:?} replaced_by={:?}",
+                    r.id,
+                    r.file.name,
+                    r.step,
+                    r.transfer,
+                    r.confirmation,
+                    r.retries,
+                    r.next_retry_at.map(|t| t - self.now),
+                    r.revision,
+                    self.db.get(&r.id).map(|d| d.revision),
+                    tab.page.scheduler().has_blob(&r.id),
+                    tab.page.scheduler().is_owned(&r.id),
+                    self.lock_holder(r.id),
+                    tab.page.scheduler().is_busy(&r.id),
+                    r.error.as_ref().map(|e| &e.code),
+                    r.replaces,
+                    r.replaced_by,
+                );
+            }
         }
         let _ = writeln!(out, "server attempts:");
         for (id, a) in &self.server.attempts {
@@ -1284,7 +1615,7 @@ impl Sim {
             );
         }
         let _ = writeln!(out, "media rows: {}", self.server.media.len());
-        let _ = writeln!(out, "in flight: {:?}", self.inflight.iter().map(ReqKind::of).collect::<Vec<_>>());
+        let _ = writeln!(out, "in flight: {:?}", self.inflight.iter().map(|f| (f.tab, ReqKind::of(&f.command))).collect::<Vec<_>>());
         let _ = writeln!(out, "faults injected: {}", self.faults.injected.len());
         out
     }

@@ -5,7 +5,7 @@
 use uuid::Uuid;
 
 /// A map from ids to values, in insertion order.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct IdMap<V>(Vec<(Uuid, V)>);
 
 impl<V> Default for IdMap<V> {
@@ -76,4 +76,27 @@ impl<V> IdMap<V> {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// The ids.
+    pub fn keys(&self) -> impl Iterator<Item = &Uuid> {
+        self.0.iter().map(|(k, _)| k)
+    }
+
+    /// The pairs.
+    pub fn iter(&self) -> impl Iterator<Item = (&Uuid, &V)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+
+    /// How many pairs.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Keeps only the pairs `keep` says yes to.
+    pub fn retain(&mut self, mut keep: impl FnMut(&Uuid, &mut V) -> bool) {
+        self.0.retain_mut(|(k, v)| keep(k, v));
+    }
 }
+
+/// A set of ids, in insertion order.
+pub type IdSet = IdMap<()>;

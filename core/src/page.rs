@@ -1,0 +1,1067 @@
+//! One page's uploads, sans-IO: the [`Scheduler`] and everything a browser
+//! page tracks beside it.
+//!
+//! - **Which page drives which attempt.** An attempt is driven by the one
+//!   page that holds its Web Lock. The page asks for the lock
+//!   ([`Effect::AskLock`]), hears whether it holds it or another page does
+//!   ([`Input::Lock`]), and takes the attempt over from the stored record
+//!   when another page lets go ([`Effect::Load`], [`Input::Loaded`]).
+//! - **Restore.** After a reload every unfinished attempt asks for its lock;
+//!   nothing is sent until every lock has an answer, so the status checks go
+//!   out in full batches; the restore's [`Ticket`] is done then.
+//! - **Successors.** An expired attempt whose bytes are held gets a linked
+//!   successor (the scheduler mints it); once stored, it is driven only when
+//!   its own lock is granted, like any new attempt.
+//! - **Record writes** go out one batch at a time ([`Effect::Store`]); a
+//!   failed write is tried again after 1 s, doubling to 30 s, and reported
+//!   ([`Effect::StorageError`]) until a write works again. The attempts wait
+//!   meanwhile (write-ahead).
+//! - **Files.** Which files' bytes this page holds in memory, and which are
+//!   kept in IndexedDB within the size caps ([`Effect::KeepFiles`]); the rule
+//!   that spots a file picked twice ([`Page::add`]).
+//! - **The guest session**: requests wait for it, one join at a time
+//!   ([`Effect::Join`]); a session the server forgot is joined again.
+//!
+//! Events in, effects out, as in str0m's run loop: feed [`Input`]s with
+//! [`Page::handle`] and call the user's actions ([`Page::add`],
+//! [`Page::cancel`] …); carry out every [`Effect`] from
+//! [`Page::poll_effect`]; then wait for the next input or
+//! [`Page::poll_timeout`]. The native simulation in `core/tests/support`
+//! drives this same type.
+
+use std::collections::VecDeque;
+
+use uuid::Uuid;
+
+use crate::attempt::{AttemptRecord, Confirmation, FileInfo, Transfer};
+use crate::error::{Error, ErrorCode};
+use crate::idmap::{IdMap, IdSet};
+use crate::restrictions::{Restrictions, check_filename};
+use crate::retry::{Failure, RetryPolicy};
+use crate::scheduler::{Command, Outcome, Scheduler};
+use crate::time::UnixMillis;
+use crate::view::{AttemptView, PageFacts};
+use crate::wire::{EventInfo, StatusResponse};
+use crate::{Entropy, new_attempt_id};
+
+/// The first wait before a failed write of attempt records is tried again.
+const PERSIST_RETRY_FIRST_MS: i64 = 1000;
+/// The longest such wait.
+const PERSIST_RETRY_CAP_MS: i64 = 30_000;
+/// Progress is reported at most this often per attempt.
+const PROGRESS_INTERVAL_MS: i64 = 100;
+/// Files kept in one transaction, once this page has kept one.
+const KEEP_BATCH: usize = 64;
+
+/// How a page is set up.
+#[derive(Clone, Debug)]
+pub struct PageConfig {
+    /// The event slug.
+    pub event: String,
+    /// Backoff and give-up limits.
+    pub policy: RetryPolicy,
+    /// Requests at once across all attempts.
+    pub concurrency: usize,
+    /// The app's own restrictions (the event's come with the session).
+    pub restrictions: Restrictions,
+    /// Files up to this size are kept in IndexedDB for a reload.
+    pub keep_file_max_bytes: u64,
+    /// At most this many bytes of files are kept in total.
+    pub keep_files_total_bytes: u64,
+}
+
+/// A guest session: the token requests carry, and the event it joined.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Session {
+    /// The bearer token.
+    pub token: String,
+    /// The event's public description and restrictions.
+    pub event: EventInfo,
+}
+
+/// How far a write must have gone before it counts as done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// Flushed to disk: a record never stored before must survive a power
+    /// cut before its first request leaves.
+    Strict,
+    /// Handed to the browser: enough for later transitions, which a restore
+    /// checks with the server anyway.
+    Relaxed,
+}
+
+/// A user's action that finishes later: an `add` (its files kept) or a
+/// `restore` (every lock answered). [`Effect::Done`] says when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ticket(pub u32);
+
+/// Something the driver must do. Those with an answer are reported back as
+/// the [`Input`] named in each.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// Store these records in one transaction; answer [`Input::Stored`]. At
+    /// most one is in flight.
+    Store {
+        /// The records, at the revisions to store.
+        records: Vec<AttemptRecord>,
+        /// How far the write must go.
+        durability: Durability,
+    },
+    /// Ask for the attempt's Web Lock; answer [`Input::Lock`] (held, or held
+    /// by another page — then again when it is granted).
+    AskLock(Uuid),
+    /// Give the attempt's lock up (or withdraw the request).
+    ReleaseLock(Uuid),
+    /// Read the attempt's stored record (and, with `find_file`, whether that
+    /// file is kept in IndexedDB); answer [`Input::Loaded`].
+    Load {
+        /// The attempt.
+        id: Uuid,
+        /// A file to look for among the kept ones.
+        find_file: Option<Uuid>,
+    },
+    /// Keep these files (by blob key) in IndexedDB, in one transaction;
+    /// answer [`Input::Kept`]. At most one batch is in flight.
+    KeepFiles(Vec<Uuid>),
+    /// Delete these kept files.
+    DeleteKeptFiles(Vec<Uuid>),
+    /// Let go of this file's bytes held in memory.
+    DropFile(Uuid),
+    /// Join the event (or take the session another page stored, unless it
+    /// is `stale_token`); answer [`Input::Joined`].
+    Join {
+        /// A token the server no longer knows.
+        stale_token: Option<String>,
+    },
+    /// Send a request with the session's token; answer [`Input::Outcome`]
+    /// or, for a status check, [`Input::Status`].
+    Send {
+        /// The request.
+        command: Command,
+        /// The session token to send it with.
+        token: String,
+    },
+    /// Abort the attempt's transfer, if one runs.
+    Abort(Uuid),
+    /// Tell the other pages the attempt's record changed.
+    Announce(Uuid),
+    /// Tell the app the attempt changed.
+    Changed(Uuid),
+    /// Tell the app the attempt was forgotten.
+    Removed(Uuid),
+    /// Saving attempt records fails (with why), or works again (`None`).
+    StorageError(Option<Error>),
+    /// Files could not be kept for a reload (they still upload).
+    FilesNotKept(Error),
+    /// A ticket's action has finished.
+    Done(Ticket),
+}
+
+/// Something that happened: the answer to an [`Effect`], or news from
+/// outside.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Input {
+    /// The last [`Effect::Store`] committed, or failed (nothing written).
+    Stored(Result<(), Error>),
+    /// The attempt's lock is held by this page (`true`) or by another.
+    Lock {
+        /// The attempt.
+        id: Uuid,
+        /// Whether this page holds it.
+        granted: bool,
+    },
+    /// The stored record asked for by [`Effect::Load`].
+    Loaded {
+        /// The attempt.
+        id: Uuid,
+        /// The record (`None`: deleted, e.g. forgotten in another tab).
+        record: Result<Option<AttemptRecord>, Error>,
+        /// Whether the file asked for is kept in IndexedDB.
+        file_found: bool,
+    },
+    /// Another page changed the attempt's record.
+    RemoteChange(Uuid),
+    /// The last [`Effect::KeepFiles`] batch was kept, or refused.
+    Kept(Result<(), Error>),
+    /// The session, or why there is none.
+    Joined(Result<Session, Failure>),
+    /// The answer to a request of one attempt.
+    Outcome {
+        /// The attempt.
+        id: Uuid,
+        /// The answer.
+        outcome: Outcome,
+        /// The token it was sent with.
+        token: String,
+    },
+    /// The answer to a status check.
+    Status {
+        /// The attempts asked about.
+        ids: Vec<Uuid>,
+        /// The answer.
+        result: Result<StatusResponse, Failure>,
+        /// The token it was sent with.
+        token: String,
+    },
+    /// The attempt's bytes are gone (the kept copy could not be read): its
+    /// upload did not start.
+    FileUnavailable(Uuid),
+    /// The browser went online or offline.
+    Online(bool),
+}
+
+/// What `add` did with one file.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Added {
+    /// A new attempt.
+    New(Uuid),
+    /// Picked again for an attempt that waited for it (or had failed: it is
+    /// retried, same id).
+    Reattached(Uuid),
+    /// The same file already has a live or confirmed attempt.
+    Duplicate(Uuid),
+    /// Refused before any network.
+    Refused {
+        /// The file's name.
+        file_name: String,
+        /// Why.
+        error: Error,
+    },
+}
+
+/// What [`Page::add`] decided; the driver stores `new_records` (strictly),
+/// then calls [`Page::handle_added`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct AddPlan {
+    /// One outcome per file, in the order given.
+    pub outcomes: Vec<Added>,
+    /// New attempts, to be stored before anything else happens to them.
+    pub new_records: Vec<AttemptRecord>,
+    /// Files (by index in the call) whose bytes the page now needs, under
+    /// these blob keys.
+    pub hold: Vec<(usize, Uuid)>,
+    /// Blob keys of existing attempts whose files should now be kept.
+    pub keep: Vec<Uuid>,
+}
+
+/// Where an attempt's Web Lock stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LockState {
+    /// Asked for; no answer yet.
+    Asking,
+    /// Another page holds it (this page waits in line).
+    Elsewhere,
+    /// This page holds it.
+    Held,
+}
+
+/// Files being kept in IndexedDB, one batch at a time.
+#[derive(Debug, Default)]
+struct Keeping {
+    queue: Vec<(Uuid, u64)>,
+    in_flight: Option<Vec<(Uuid, u64)>>,
+    /// A file was kept in this page: several may share a transaction.
+    proven: bool,
+    /// Keeping failed in this page: not tried again.
+    broken: bool,
+    /// Adds waiting for their files to be kept.
+    waiting: Vec<Ticket>,
+}
+
+/// One page's uploads. See the module documentation.
+#[derive(Debug)]
+pub struct Page {
+    config: PageConfig,
+    sched: Scheduler,
+    locks: IdMap<LockState>,
+    /// Attempts created (or retried) in this page: driven as soon as their
+    /// lock is granted, without reading them back.
+    fresh: IdSet,
+    /// Attempts whose lock was just granted and whose record is being read.
+    taking_over: IdSet,
+    /// Records a restore just read, waiting for their lock.
+    restoring: IdMap<AttemptRecord>,
+    /// Attempts another page changed, being read.
+    remote_loads: IdSet,
+    /// Restores waiting for every lock to answer.
+    restores: Vec<Ticket>,
+    /// Files held in memory, by blob key.
+    held: IdSet,
+    /// Files kept in IndexedDB, by blob key, with their sizes.
+    kept: IdMap<u64>,
+    keeping: Keeping,
+    /// (sent, total, last reported) per uploading attempt.
+    progress: IdMap<(f64, f64, i64)>,
+    session: Option<Session>,
+    joining: bool,
+    stale_token: Option<String>,
+    /// Requests polled while there was no session.
+    waiting_for_session: Vec<Command>,
+    store_in_flight: Option<Vec<AttemptRecord>>,
+    persist_retry_at: Option<UnixMillis>,
+    persist_backoff_ms: i64,
+    storage_error: Option<Error>,
+    effects: VecDeque<Effect>,
+    next_ticket: u32,
+    online: bool,
+    closed: bool,
+}
+
+impl Page {
+    /// A page with no attempts yet.
+    pub fn new(config: PageConfig) -> Page {
+        let sched = Scheduler::new(config.policy, config.concurrency);
+        Page {
+            config,
+            sched,
+            locks: IdMap::default(),
+            fresh: IdSet::default(),
+            taking_over: IdSet::default(),
+            restoring: IdMap::default(),
+            remote_loads: IdSet::default(),
+            restores: Vec::new(),
+            held: IdSet::default(),
+            kept: IdMap::default(),
+            keeping: Keeping::default(),
+            progress: IdMap::default(),
+            session: None,
+            joining: false,
+            stale_token: None,
+            waiting_for_session: Vec::new(),
+            store_in_flight: None,
+            persist_retry_at: None,
+            persist_backoff_ms: PERSIST_RETRY_FIRST_MS,
+            storage_error: None,
+            effects: VecDeque::new(),
+            next_ticket: 0,
+            online: true,
+            closed: false,
+        }
+    }
+
+    // ----- getters -------------------------------------------------------
+
+    /// The setup.
+    pub fn config(&self) -> &PageConfig {
+        &self.config
+    }
+
+    /// The scheduler (read-only).
+    pub fn scheduler(&self) -> &Scheduler {
+        &self.sched
+    }
+
+    /// One attempt's record.
+    pub fn record(&self, id: &Uuid) -> Option<&AttemptRecord> {
+        self.sched.record(id)
+    }
+
+    /// Every record, in the order the guest added them.
+    pub fn records(&self) -> impl Iterator<Item = &AttemptRecord> {
+        self.sched.records()
+    }
+
+    /// The guest session, once there is one.
+    pub fn session(&self) -> Option<&Session> {
+        self.session.as_ref()
+    }
+
+    /// Why attempt records cannot be saved right now.
+    pub fn storage_error(&self) -> Option<&Error> {
+        self.storage_error.as_ref()
+    }
+
+    /// Whether this page holds the file's bytes in memory.
+    pub fn holds_file(&self, blob_key: &Uuid) -> bool {
+        self.held.contains_key(blob_key)
+    }
+
+    /// Whether the file's bytes are kept in IndexedDB.
+    pub fn keeps_file(&self, blob_key: &Uuid) -> bool {
+        self.kept.contains_key(blob_key)
+    }
+
+    /// Whether the attempt still wants its bytes sent (it is not finished
+    /// or cancelled).
+    pub fn is_active(&self, id: &Uuid) -> bool {
+        self.sched.record(id).is_some_and(|r| !r.is_terminal())
+    }
+
+    /// Whether the page was closed.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    fn has_blob(&self, r: &AttemptRecord) -> bool {
+        self.held.contains_key(&r.blob_key) || self.kept.contains_key(&r.blob_key)
+    }
+
+    /// The app's view of one attempt.
+    pub fn view(&self, id: &Uuid) -> Option<AttemptView> {
+        let r = self.sched.record(id)?;
+        let facts = PageFacts {
+            progress: self.progress.get(id).map(|p| (p.0, p.1)),
+            driven_here: self.sched.is_owned(id),
+            file_held: self.has_blob(r),
+            file_kept: self.kept.contains_key(&r.blob_key),
+            online: self.online,
+        };
+        Some(AttemptView::of(r, facts))
+    }
+
+    /// Every attempt's view, oldest first.
+    pub fn views(&self) -> Vec<AttemptView> {
+        self.sched.records().filter_map(|r| self.view(&r.id)).collect()
+    }
+
+    /// Whether every attempt this page drives is finished (or waits for the
+    /// guest), with nothing in flight and nothing left to store or answer.
+    pub fn is_idle(&self) -> bool {
+        self.sched.is_idle()
+            && !self.joining
+            && self.store_in_flight.is_none()
+            && self.taking_over.is_empty()
+            && !self.locks.values().any(|s| *s == LockState::Asking)
+            && self.sched.records().all(|r| {
+                // A fresh attempt whose lock is not granted yet is about to be
+                // driven here.
+                let waiting_for_lock = !r.is_terminal() && self.fresh.contains_key(&r.id) && !self.sched.is_owned(&r.id);
+                self.sched.is_persisted(&r.id) && !waiting_for_lock
+            })
+    }
+
+    /// Whether every lock asked for has an answer and no take-over is
+    /// reading its record.
+    fn locks_settled(&self) -> bool {
+        self.taking_over.is_empty() && !self.locks.values().any(|s| *s == LockState::Asking)
+    }
+
+    // ----- the user's actions ----------------------------------------------
+
+    /// Shows the records of earlier visits (not driven: see
+    /// [`Page::restore`]), with the blob keys of the files kept in
+    /// IndexedDB.
+    pub fn open(&mut self, records: Vec<AttemptRecord>, kept: &[Uuid]) {
+        self.note_kept(&records, kept);
+        for r in records {
+            self.show(r);
+        }
+    }
+
+    /// A session read from storage, or joined before the page started.
+    pub fn set_session(&mut self, session: Session) {
+        self.session = Some(session);
+    }
+
+    fn note_kept(&mut self, records: &[AttemptRecord], kept: &[Uuid]) {
+        for key in kept {
+            let size = records.iter().find(|r| r.blob_key == *key).map_or(0, |r| r.file.size);
+            self.kept.insert(*key, size);
+        }
+    }
+
+    /// Shows a stored record without driving it (another page may).
+    fn show(&mut self, record: AttemptRecord) {
+        let revision = record.revision;
+        let has_blob = self.has_blob(&record);
+        self.sched.insert(record, has_blob, false, revision);
+    }
+
+    /// Drives a stored record from here on, asking the server first.
+    fn take_over(&mut self, mut record: AttemptRecord, now: UnixMillis) {
+        let stored_revision = record.revision;
+        record.restore(now);
+        let has_blob = self.has_blob(&record);
+        self.sched.insert(record, has_blob, true, stored_revision);
+    }
+
+    /// Files the guest picked: each is checked against the app's and the
+    /// event's restrictions; the same file (name, size, modification time)
+    /// keeps its attempt — one that waits for it is given it back, a failed
+    /// one is retried (same id), a live or confirmed one is a duplicate;
+    /// every other file gets a new attempt, minted here. Nothing new is
+    /// driven until the driver has stored `new_records` and called
+    /// [`Page::handle_added`].
+    pub fn add(&mut self, files: &[FileInfo], now: UnixMillis, entropy: &mut dyn Entropy) -> AddPlan {
+        let mut plan = AddPlan { outcomes: Vec::new(), new_records: Vec::new(), hold: Vec::new(), keep: Vec::new() };
+        let event_limits = self.session.as_ref().map(|s| Restrictions {
+            max_file_bytes: Some(s.event.max_file_bytes),
+            allowed_types: s.event.allowed_types.clone(),
+        });
+        for (index, info) in files.iter().enumerate() {
+            let checked = check_filename(&info.name)
+                .and_then(|()| self.config.restrictions.check(info.size, &info.content_type))
+                .and_then(|()| event_limits.as_ref().map_or(Ok(()), |l| l.check(info.size, &info.content_type)));
+            if let Err(error) = checked {
+                plan.outcomes.push(Added::Refused { file_name: info.name.clone(), error });
+                continue;
+            }
+            let picked_again = self.sched.records().chain(plan.new_records.iter()).find(|r| {
+                r.event == self.config.event
+                    && r.file.same_file(info)
+                    && (!r.is_terminal()
+                        || r.confirmation == Confirmation::Confirmed
+                        || (r.transfer == Transfer::Failed && r.confirmation == Confirmation::Unconfirmed))
+            });
+            if let Some(r) = picked_again {
+                let (id, blob_key, needs_file, failed, terminal) =
+                    (r.id, r.blob_key, r.needs_file(), r.transfer == Transfer::Failed, r.is_terminal());
+                if plan.new_records.iter().any(|n| n.id == id) {
+                    plan.outcomes.push(Added::Duplicate(id));
+                    continue;
+                }
+                if !terminal || failed {
+                    plan.hold.push((index, blob_key));
+                    self.held.insert(blob_key, ());
+                    self.sched.set_has_blob(&id, true);
+                }
+                if (needs_file || failed) && !self.kept.contains_key(&blob_key) {
+                    plan.keep.push(blob_key);
+                }
+                if needs_file && self.sched.attach_file(&id, now) {
+                    plan.outcomes.push(Added::Reattached(id));
+                } else if failed && self.retry(&id, now) == Some(true) {
+                    plan.outcomes.push(Added::Reattached(id));
+                } else {
+                    plan.outcomes.push(Added::Duplicate(id));
+                }
+                continue;
+            }
+            let id = new_attempt_id(entropy);
+            plan.outcomes.push(Added::New(id));
+            plan.hold.push((index, id));
+            // One millisecond apart, so the guest's order survives a reload.
+            let created_at = now + plan.new_records.len() as i64;
+            plan.new_records.push(AttemptRecord::new(id, &self.config.event, info.clone(), created_at));
+        }
+        plan
+    }
+
+    /// The plan's new records are stored: they are driven once their locks
+    /// are granted, and the files are kept for a reload. The ticket is done
+    /// once the files are kept (or could not be).
+    pub fn handle_added(&mut self, plan: &AddPlan) -> Ticket {
+        let ticket = self.ticket();
+        for record in &plan.new_records {
+            self.held.insert(record.blob_key, ());
+            self.fresh.insert(record.id, ());
+            let revision = record.revision;
+            self.sched.insert(record.clone(), true, false, revision);
+            self.request_lock(record.id);
+        }
+        for outcome in &plan.outcomes {
+            if let Added::New(id) | Added::Reattached(id) | Added::Duplicate(id) = outcome {
+                self.effects.push_back(Effect::Changed(*id));
+            }
+        }
+        let mut keep: Vec<Uuid> = plan.keep.clone();
+        keep.extend(plan.new_records.iter().map(|r| r.blob_key));
+        self.queue_keep(&keep);
+        self.keeping.waiting.push(ticket);
+        ticket
+    }
+
+    /// The plan's new records could not be stored: nothing of them remains
+    /// (the files picked for them are let go).
+    pub fn discard_added(&mut self, plan: &AddPlan) {
+        for record in &plan.new_records {
+            self.held.remove(&record.blob_key);
+            self.effects.push_back(Effect::DropFile(record.blob_key));
+        }
+    }
+
+    /// Picks which of these files to keep, within the caps, in order.
+    fn queue_keep(&mut self, blob_keys: &[Uuid]) {
+        let mut total: u64 = self.kept.values().sum::<u64>()
+            + self.keeping.queue.iter().chain(self.keeping.in_flight.iter().flatten()).map(|(_, s)| *s).sum::<u64>();
+        for key in blob_keys {
+            let Some(size) = self.sched.records().find(|r| r.blob_key == *key).map(|r| r.file.size) else { continue };
+            let queued = self.keeping.queue.iter().chain(self.keeping.in_flight.iter().flatten()).any(|(k, _)| k == key);
+            if queued || self.kept.contains_key(key) {
+                continue;
+            }
+            if size <= self.config.keep_file_max_bytes && total + size <= self.config.keep_files_total_bytes {
+                total += size;
+                self.keeping.queue.push((*key, size));
+            }
+        }
+    }
+
+    /// Reconciles every unfinished attempt of this event with the server,
+    /// given the records and kept files in storage: each asks for its lock
+    /// and is driven by exactly one page. The ticket is done once every lock
+    /// has an answer; nothing is sent before.
+    pub fn restore(&mut self, records: Vec<AttemptRecord>, kept: &[Uuid]) -> Ticket {
+        self.note_kept(&records, kept);
+        let mut to_lock = Vec::new();
+        for r in records {
+            let busy_here = self.sched.is_owned(&r.id);
+            if !r.is_terminal() && !self.locks.contains_key(&r.id) {
+                to_lock.push(r.id);
+                self.restoring.insert(r.id, r.clone());
+            }
+            if !busy_here {
+                self.show(r);
+            }
+        }
+        // Moderation may have moved while the page was away.
+        self.sched.request_refresh();
+        for id in to_lock {
+            self.request_lock(id);
+        }
+        let ticket = self.ticket();
+        self.restores.push(ticket);
+        ticket
+    }
+
+    /// Cancels an attempt (its transfer is aborted); `None` if unknown,
+    /// else whether it could be cancelled.
+    pub fn cancel(&mut self, id: &Uuid, now: UnixMillis) -> Option<bool> {
+        self.sched.record(id)?;
+        let ok = self.sched.cancel(id, now);
+        self.effects.push_back(Effect::Abort(*id));
+        Some(ok)
+    }
+
+    /// Retries a failed attempt; `None` if unknown, else whether anything
+    /// changed (a double click retries once).
+    pub fn retry(&mut self, id: &Uuid, now: UnixMillis) -> Option<bool> {
+        self.sched.record(id)?;
+        let changed = self.sched.retry(id, now);
+        if changed && !self.locks.contains_key(id) {
+            // Driven only once this page holds its lock again; the record in
+            // memory is the one just retried.
+            self.sched.set_owned(id, false);
+            self.fresh.insert(*id, ());
+            self.request_lock(*id);
+        }
+        Some(changed)
+    }
+
+    /// The attempt is being forgotten: it is cancelled; the driver deletes
+    /// its record, then calls [`Page::forgotten`].
+    pub fn forget(&mut self, id: &Uuid, now: UnixMillis) -> Option<AttemptRecord> {
+        let record = self.sched.record(id)?.clone();
+        self.cancel(id, now);
+        Some(record)
+    }
+
+    /// The attempt's record is deleted: it goes, with its lock and, unless
+    /// another attempt shares them, its file's bytes.
+    pub fn forgotten(&mut self, id: &Uuid) {
+        let Some(record) = self.sched.remove(id) else { return };
+        if self.locks.remove(id).is_some() {
+            self.effects.push_back(Effect::ReleaseLock(*id));
+        }
+        self.fresh.remove(id);
+        self.progress.remove(id);
+        if !self.sched.records().any(|r| r.blob_key == record.blob_key) {
+            self.let_go_of_file(record.blob_key);
+        }
+        self.effects.push_back(Effect::Announce(*id));
+        self.effects.push_back(Effect::Removed(*id));
+    }
+
+    /// Ask the server for fresh moderation states.
+    pub fn refresh(&mut self) {
+        self.sched.request_refresh();
+    }
+
+    /// Upload progress of an attempt; reported to the app at most every
+    /// 100 ms (and at the end).
+    pub fn progress(&mut self, id: &Uuid, sent: f64, total: f64, now: UnixMillis) {
+        let entry = self.progress.get_or_insert_with(*id, || (0.0, total, i64::MIN));
+        entry.0 = sent;
+        entry.1 = total;
+        if now.saturating_sub(entry.2) >= PROGRESS_INTERVAL_MS || sent >= total {
+            entry.2 = now;
+            self.effects.push_back(Effect::Changed(*id));
+        }
+    }
+
+    /// Stops: transfers are aborted and every lock released. Records stay
+    /// stored for the next visit.
+    pub fn close(&mut self) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        self.effects.clear();
+        let busy: Vec<Uuid> = self.sched.records().filter(|r| self.sched.is_busy(&r.id)).map(|r| r.id).collect();
+        self.effects.extend(busy.into_iter().map(Effect::Abort));
+        let locks: Vec<Uuid> = self.locks.drain().map(|(id, _)| id).collect();
+        self.effects.extend(locks.into_iter().map(Effect::ReleaseLock));
+    }
+
+    fn ticket(&mut self) -> Ticket {
+        self.next_ticket += 1;
+        Ticket(self.next_ticket)
+    }
+
+    fn request_lock(&mut self, id: Uuid) {
+        if self.closed || self.locks.contains_key(&id) {
+            return;
+        }
+        self.locks.insert(id, LockState::Asking);
+        self.effects.push_back(Effect::AskLock(id));
+    }
+
+    fn let_go_of_file(&mut self, blob_key: Uuid) {
+        if self.held.remove(&blob_key).is_some() {
+            self.effects.push_back(Effect::DropFile(blob_key));
+        }
+        if self.kept.remove(&blob_key).is_some() {
+            self.effects.push_back(Effect::DeleteKeptFiles(vec![blob_key]));
+        }
+    }
+
+    // ----- inputs ------------------------------------------------------------
+
+    /// Takes in what happened.
+    pub fn handle(&mut self, input: Input, now: UnixMillis, entropy: &mut dyn Entropy) {
+        if self.closed {
+            return;
+        }
+        match input {
+            Input::Stored(result) => self.handle_stored(result, now),
+            Input::Lock { id, granted } => self.handle_lock(id, granted, now),
+            Input::Loaded { id, record, file_found } => self.handle_loaded(id, record, file_found, now),
+            Input::RemoteChange(id) => {
+                if self.sched.is_owned(&id) || self.taking_over.contains_key(&id) {
+                    return;
+                }
+                self.remote_loads.insert(id, ());
+                self.effects.push_back(Effect::Load { id, find_file: None });
+            }
+            Input::Kept(result) => self.handle_kept(result),
+            Input::Joined(result) => self.handle_joined(result, now, entropy),
+            Input::Outcome { id, outcome, token } => {
+                self.drop_session_if_forgotten(outcome_failure(&outcome), &token);
+                self.progress.remove(&id);
+                self.sched.handle(&id, outcome, now, entropy);
+            }
+            Input::Status { ids, result, token } => {
+                self.drop_session_if_forgotten(result.as_ref().err(), &token);
+                self.sched.handle_status(&ids, result, now, entropy);
+            }
+            Input::FileUnavailable(id) => {
+                if let Some(blob_key) = self.sched.record(&id).map(|r| r.blob_key) {
+                    self.kept.remove(&blob_key);
+                    self.held.remove(&blob_key);
+                    // The attempt asks the server, then waits for the file.
+                    self.sched.set_has_blob(&id, false);
+                }
+                let failure = Failure::Unexpected("the file's bytes are not available".into());
+                self.sched.handle(&id, Outcome::Upload(Err(failure)), now, entropy);
+            }
+            Input::Online(online) => {
+                self.online = online;
+                self.sched.set_online(online);
+            }
+        }
+    }
+
+    fn handle_stored(&mut self, result: Result<(), Error>, now: UnixMillis) {
+        let Some(records) = self.store_in_flight.take() else { return };
+        if let Err(error) = result {
+            // The attempts wait for their records (write-ahead), so the write
+            // is tried again, later each time, and the app is told why.
+            for r in &records {
+                self.sched.mark_dirty(r.id);
+            }
+            let delay = self.persist_backoff_ms;
+            self.persist_backoff_ms = (delay * 2).min(PERSIST_RETRY_CAP_MS);
+            self.persist_retry_at = Some(now + delay);
+            self.set_storage_error(Some(error));
+            return;
+        }
+        self.persist_backoff_ms = PERSIST_RETRY_FIRST_MS;
+        self.set_storage_error(None);
+        for stored in &records {
+            self.sched.mark_persisted(&stored.id, stored.revision);
+            // Decide on the record as it is now: the guest may have acted
+            // (a retry) while the write was under way.
+            let Some(r) = self.sched.record(&stored.id).cloned() else { continue };
+            let new_successor = !r.is_terminal() && !self.locks.contains_key(&r.id) && self.sched.is_owned(&r.id);
+            if new_successor {
+                // Minted here by the scheduler: driven only once its own lock
+                // is granted, like any new attempt.
+                self.sched.set_owned(&r.id, false);
+            }
+            if r.is_terminal() {
+                if self.locks.remove(&r.id).is_some() {
+                    self.effects.push_back(Effect::ReleaseLock(r.id));
+                    self.sched.set_owned(&r.id, false);
+                }
+                self.fresh.remove(&r.id);
+                if matches!(r.confirmation, Confirmation::Confirmed | Confirmation::Rejected) {
+                    let shared = self.sched.records().any(|o| o.blob_key == r.blob_key && !o.is_terminal());
+                    if !shared {
+                        self.let_go_of_file(r.blob_key);
+                    }
+                }
+            } else if new_successor {
+                self.fresh.insert(r.id, ());
+                self.request_lock(r.id);
+            }
+        }
+        for r in &records {
+            self.effects.push_back(Effect::Changed(r.id));
+            self.effects.push_back(Effect::Announce(r.id));
+        }
+    }
+
+    fn set_storage_error(&mut self, error: Option<Error>) {
+        if self.storage_error != error {
+            self.storage_error = error.clone();
+            self.effects.push_back(Effect::StorageError(error));
+        }
+    }
+
+    fn handle_lock(&mut self, id: Uuid, granted: bool, now: UnixMillis) {
+        let Some(state) = self.locks.get_mut(&id) else { return };
+        *state = if granted { LockState::Held } else { LockState::Elsewhere };
+        if !granted {
+            // Another page drives it; when it lets go, read it again.
+            self.restoring.remove(&id);
+            self.fresh.remove(&id);
+            self.sched.set_owned(&id, false);
+            return;
+        }
+        if let Some(record) = self.restoring.remove(&id) {
+            // Granted at once during a restore: the record read moments ago
+            // is the latest; the server check comes next.
+            self.take_over(record, now);
+            return;
+        }
+        if self.fresh.contains_key(&id) {
+            self.sched.set_owned(&id, true);
+            self.effects.push_back(Effect::Changed(id));
+            return;
+        }
+        // Taking over (another page went away): the stored record is the
+        // latest truth this browser has; the server comes next. Another page
+        // may have kept the file since this one last looked.
+        self.taking_over.insert(id, ());
+        let find_file = self.sched.record(&id).filter(|r| !self.has_blob(r)).map(|r| r.blob_key);
+        self.effects.push_back(Effect::Load { id, find_file });
+    }
+
+    fn handle_loaded(&mut self, id: Uuid, stored: Result<Option<AttemptRecord>, Error>, file_found: bool, now: UnixMillis) {
+        if let (true, Ok(Some(r))) = (file_found, &stored) {
+            self.kept.insert(r.blob_key, r.file.size);
+        }
+        if self.taking_over.remove(&id).is_some() {
+            match stored {
+                Ok(Some(record)) if !record.is_terminal() => self.take_over(record, now),
+                other => {
+                    if let Ok(Some(record)) = other {
+                        self.show(record);
+                    }
+                    if self.locks.remove(&id).is_some() {
+                        self.effects.push_back(Effect::ReleaseLock(id));
+                    }
+                    self.effects.push_back(Effect::Changed(id));
+                }
+            }
+            return;
+        }
+        if self.remote_loads.remove(&id).is_none() || self.sched.is_owned(&id) {
+            return;
+        }
+        let record = match stored {
+            Ok(Some(record)) => record,
+            Ok(None) => {
+                // Forgotten in another tab.
+                let removed = self.sched.remove(&id).is_some();
+                if self.locks.remove(&id).is_some() {
+                    self.effects.push_back(Effect::ReleaseLock(id));
+                }
+                if removed {
+                    self.effects.push_back(Effect::Removed(id));
+                }
+                return;
+            }
+            Err(_) => return,
+        };
+        if record.event != self.config.event {
+            return;
+        }
+        let terminal = record.is_terminal();
+        self.show(record);
+        self.effects.push_back(Effect::Changed(id));
+        // Be ready to take over if the page driving it goes away.
+        if !terminal {
+            self.request_lock(id);
+        }
+    }
+
+    fn handle_kept(&mut self, result: Result<(), Error>) {
+        let Some(batch) = self.keeping.in_flight.take() else { return };
+        match result {
+            Ok(()) => {
+                self.keeping.proven = true;
+                let mut unneeded = Vec::new();
+                for (key, size) in batch {
+                    if self.sched.records().any(|r| r.blob_key == key && !r.is_terminal()) {
+                        self.kept.insert(key, size);
+                        let ids: Vec<Uuid> = self.sched.records().filter(|r| r.blob_key == key).map(|r| r.id).collect();
+                        self.effects.extend(ids.into_iter().map(Effect::Changed));
+                    } else {
+                        // Finished meanwhile: the copy is not needed.
+                        unneeded.push(key);
+                    }
+                }
+                if !unneeded.is_empty() {
+                    self.effects.push_back(Effect::DeleteKeptFiles(unneeded));
+                }
+            }
+            Err(error) => {
+                // Keeping only serves a reload: the uploads go on.
+                self.keeping.broken = true;
+                self.keeping.queue.clear();
+                self.effects.push_back(Effect::FilesNotKept(error));
+            }
+        }
+    }
+
+    fn handle_joined(&mut self, result: Result<Session, Failure>, now: UnixMillis, entropy: &mut dyn Entropy) {
+        self.joining = false;
+        let waiting = std::mem::take(&mut self.waiting_for_session);
+        match result {
+            Ok(session) => {
+                for command in waiting {
+                    self.effects.push_back(Effect::Send { command, token: session.token.clone() });
+                }
+                self.session = Some(session);
+            }
+            Err(failure) => {
+                // Each request that waited fails as if it had been sent.
+                for command in waiting {
+                    match (command.id(), Outcome::failed(&command, failure.clone())) {
+                        (Some(id), Some(outcome)) => self.sched.handle(&id, outcome, now, entropy),
+                        _ => {
+                            if let Command::Status { ids } = &command {
+                                self.sched.handle_status(ids, Err(failure.clone()), now, entropy);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The server no longer knows this session: the next request joins
+    /// again.
+    fn drop_session_if_forgotten(&mut self, failure: Option<&Failure>, token: &str) {
+        let forgotten = matches!(failure, Some(Failure::Http { code: Some(code), .. }) if code == ErrorCode::InvalidSession.as_str());
+        if forgotten && self.session.as_ref().is_some_and(|s| s.token == token) {
+            self.session = None;
+            self.stale_token = Some(token.to_owned());
+        }
+    }
+
+    // ----- outputs -----------------------------------------------------------
+
+    /// The next thing to do, if any. Call until `None`, then wait for an
+    /// input or [`Page::poll_timeout`].
+    pub fn poll_effect(&mut self, now: UnixMillis) -> Option<Effect> {
+        if let Some(effect) = self.effects.pop_front() {
+            return Some(effect);
+        }
+        if self.closed {
+            return None;
+        }
+        if let Some(effect) = self.poll_store(now) {
+            return Some(effect);
+        }
+        if !self.restores.is_empty() {
+            if !self.locks_settled() {
+                // Nothing is sent while a restore settles its locks, so the
+                // status checks go out in full batches.
+                return None;
+            }
+            return Some(Effect::Done(self.restores.remove(0)));
+        }
+        if let Some(effect) = self.poll_keep() {
+            return Some(effect);
+        }
+        self.poll_send(now)
+    }
+
+    fn poll_store(&mut self, now: UnixMillis) -> Option<Effect> {
+        if self.store_in_flight.is_some() || !self.sched.has_dirty() || self.persist_retry_at.is_some_and(|t| t > now) {
+            return None;
+        }
+        self.persist_retry_at = None;
+        let records: Vec<AttemptRecord> =
+            self.sched.take_dirty().iter().filter_map(|id| self.sched.record(id).cloned()).collect();
+        if records.is_empty() {
+            return None;
+        }
+        // A record never stored before (a successor) must be on disk before
+        // its first request; later transitions only need the browser to have
+        // them (a restore asks the server anyway).
+        let durability = if records.iter().any(|r| r.revision == 1) { Durability::Strict } else { Durability::Relaxed };
+        self.store_in_flight = Some(records.clone());
+        Some(Effect::Store { records, durability })
+    }
+
+    fn poll_keep(&mut self) -> Option<Effect> {
+        if self.keeping.in_flight.is_some() {
+            return None;
+        }
+        if self.keeping.queue.is_empty() || self.keeping.broken {
+            self.keeping.queue.clear();
+            return (!self.keeping.waiting.is_empty()).then(|| Effect::Done(self.keeping.waiting.remove(0)));
+        }
+        // Until this page has kept a file, one alone first (WebKit refusing
+        // a Blob aborts a transaction of one request, but can leave one with
+        // earlier requests pending forever); then batches.
+        let take = if self.keeping.proven { self.keeping.queue.len().min(KEEP_BATCH) } else { 1 };
+        let batch: Vec<(Uuid, u64)> = self.keeping.queue.drain(..take).collect();
+        let keys = batch.iter().map(|(k, _)| *k).collect();
+        self.keeping.in_flight = Some(batch);
+        Some(Effect::KeepFiles(keys))
+    }
+
+    fn poll_send(&mut self, now: UnixMillis) -> Option<Effect> {
+        loop {
+            let command = self.sched.poll(now)?;
+            if let Command::Upload { id, .. } | Command::Confirm { id, .. } = &command {
+                self.effects.push_back(Effect::Changed(*id));
+            }
+            match &self.session {
+                Some(session) => return Some(Effect::Send { command, token: session.token.clone() }),
+                None => {
+                    self.waiting_for_session.push(command);
+                    if !self.joining {
+                        self.joining = true;
+                        return Some(Effect::Join { stale_token: self.stale_token.clone() });
+                    }
+                }
+            }
+        }
+    }
+
+    /// When the page next has something to do by itself (a backoff ends, a
+    /// failed write is due again), if ever.
+    pub fn poll_timeout(&self) -> Option<UnixMillis> {
+        if self.closed {
+            return None;
+        }
+        match (self.sched.next_wakeup(), self.persist_retry_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// The failure an outcome carries, if any.
+fn outcome_failure(outcome: &Outcome) -> Option<&Failure> {
+    match outcome {
+        Outcome::Authorize(Err(f)) | Outcome::Renew(Err(f)) => Some(f),
+        Outcome::Confirm(Err(f)) | Outcome::Upload(Err(f)) => Some(f),
+        _ => None,
+    }
+}

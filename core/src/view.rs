@@ -1,0 +1,158 @@
+//! What the app sees: one attempt as a plain value (`AttemptView` in
+//! TypeScript) and what `add` did with each file (`AddOutcome`). The
+//! browser client hands these to JS through their serde derives, so the
+//! field names here are the JS API.
+
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::attempt::{AttemptError, AttemptRecord, Confirmation, ModerationView, Transfer};
+use crate::time::UnixMillis;
+use crate::wire::MediaSummary;
+
+/// One attempt as the app sees it: the record's three axes apart, progress,
+/// and where this page stands with it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptView {
+    /// The attempt id.
+    pub id: Uuid,
+    /// The event slug.
+    pub event: String,
+    /// The file's name.
+    pub file_name: String,
+    /// The file's size in bytes.
+    pub size: u64,
+    /// The file's content type.
+    #[serde(rename = "type")]
+    pub content_type: String,
+    /// `File.lastModified`.
+    pub last_modified: i64,
+    /// The server's object key, once authorized.
+    pub object_key: Option<String>,
+    /// Where the bytes are.
+    pub transfer: Transfer,
+    /// Bytes sent so far (the whole file once uploaded).
+    pub bytes_sent: f64,
+    /// Bytes to send.
+    pub bytes_total: f64,
+    /// Whether the app accepted the media record.
+    pub confirmation: Confirmation,
+    /// Whether the host approved it.
+    pub moderation: ModerationView,
+    /// The media record, once confirmed.
+    pub media: Option<MediaSummary>,
+    /// The last error.
+    pub error: Option<AttemptError>,
+    /// Consecutive retryable failures so far.
+    pub retries: u32,
+    /// When the next retry may start.
+    pub next_retry_at: Option<UnixMillis>,
+    /// When the guest picked the file.
+    pub created_at: UnixMillis,
+    /// When the record last changed.
+    pub updated_at: UnixMillis,
+    /// The expired attempt this one continues.
+    pub replaces: Option<Uuid>,
+    /// The attempt that continues this expired one.
+    pub replaced_by: Option<Uuid>,
+    /// Nothing more happens by itself.
+    pub terminal: bool,
+    /// This page drives it (another page may, otherwise).
+    pub driven_here: bool,
+    /// The file's bytes are available here (in memory or kept).
+    pub file_held: bool,
+    /// The file's bytes are kept in IndexedDB for a reload.
+    pub file_kept: bool,
+    /// Waiting for the browser to come back online.
+    pub paused: bool,
+}
+
+/// Where a page stands with one attempt, beside its record.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PageFacts {
+    /// Bytes sent of bytes total, while a PUT runs.
+    pub progress: Option<(f64, f64)>,
+    /// This page drives it.
+    pub driven_here: bool,
+    /// The bytes are held (memory or IndexedDB).
+    pub file_held: bool,
+    /// The bytes are kept in IndexedDB.
+    pub file_kept: bool,
+    /// The browser believes it is online.
+    pub online: bool,
+}
+
+impl AttemptView {
+    /// The view of a record, with what the page knows about it.
+    pub fn of(a: &AttemptRecord, facts: PageFacts) -> AttemptView {
+        let total = a.file.size as f64;
+        let (bytes_sent, bytes_total) = match (a.transfer, facts.progress) {
+            (Transfer::Uploaded, _) => (total, total),
+            (Transfer::Uploading, Some(p)) => p,
+            _ => (0.0, total),
+        };
+        AttemptView {
+            id: a.id,
+            event: a.event.clone(),
+            file_name: a.file.name.clone(),
+            size: a.file.size,
+            content_type: a.file.content_type.clone(),
+            last_modified: a.file.last_modified,
+            object_key: a.object_key.clone(),
+            transfer: a.transfer,
+            bytes_sent,
+            bytes_total,
+            confirmation: a.confirmation,
+            moderation: a.moderation,
+            media: a.media.clone(),
+            error: a.error.clone(),
+            retries: a.retries,
+            next_retry_at: a.next_retry_at,
+            created_at: a.created_at,
+            updated_at: a.updated_at,
+            replaces: a.replaces,
+            replaced_by: a.replaced_by,
+            terminal: a.is_terminal(),
+            driven_here: facts.driven_here,
+            file_held: facts.file_held,
+            file_kept: facts.file_kept,
+            paused: !facts.online && !a.is_terminal() && !a.needs_file(),
+        }
+    }
+}
+
+/// `{code, message}` of an error, as JS sees it (`AttemptErrorInfo`,
+/// `StorageErrorInfo`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ErrorInfo {
+    /// Stable code.
+    pub code: String,
+    /// For people.
+    pub message: String,
+}
+
+/// What `add` did with one file (`AddOutcome`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum AddOutcome {
+    /// The file has an attempt.
+    Accepted {
+        /// Always `true`.
+        ok: bool,
+        /// `new`, `reattached` or `duplicate`.
+        status: &'static str,
+        /// The attempt.
+        attempt: AttemptView,
+    },
+    /// Refused before any network.
+    Refused {
+        /// Always `false`.
+        ok: bool,
+        /// The file's name.
+        #[serde(rename = "fileName")]
+        file_name: String,
+        /// Why.
+        error: ErrorInfo,
+    },
+}

@@ -139,8 +139,14 @@ impl Signal {
             clear_timeout(&id);
         }
         if let Some(at) = deadline {
-            let me = self.clone();
-            let closure = Closure::<dyn FnMut()>::new(move || me.raise());
+            // The timer holds the signal weakly: a signal nobody waits on
+            // any more (a closed uploader) is freed with its timer.
+            let me = Rc::downgrade(&self.0);
+            let closure = Closure::<dyn FnMut()>::new(move || {
+                if let Some(state) = me.upgrade() {
+                    Signal(state).raise();
+                }
+            });
             let delay = (at - now()).max(0) as f64;
             s.timer = Some(set_timeout(closure.as_ref().unchecked_ref(), delay));
             s.timer_closure = Some(closure);
@@ -164,5 +170,52 @@ impl Future for SignalWait {
             s.waker = Some(cx.waker().clone());
             Poll::Pending
         }
+    }
+}
+
+/// Something that happens once (an `add` finished, a restore settled),
+/// awaited by whoever holds a clone.
+#[derive(Clone, Default)]
+pub struct Completion(Rc<RefCell<(bool, Vec<Waker>)>>);
+
+impl Completion {
+    /// Marks it done and wakes every waiter.
+    pub fn complete(&self) {
+        let wakers = {
+            let mut s = self.0.borrow_mut();
+            s.0 = true;
+            std::mem::take(&mut s.1)
+        };
+        for w in wakers {
+            w.wake();
+        }
+    }
+
+    /// Whether it is done.
+    pub fn is_done(&self) -> bool {
+        self.0.borrow().0
+    }
+}
+
+impl Future for Completion {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut s = self.0.borrow_mut();
+        if s.0 {
+            Poll::Ready(())
+        } else {
+            s.1.push(cx.waker().clone());
+            Poll::Pending
+        }
+    }
+}
+
+/// Completes a [`Completion`] when dropped, however the holder ends.
+pub struct CompleteOnDrop(pub Completion);
+
+impl Drop for CompleteOnDrop {
+    fn drop(&mut self) {
+        self.0.complete();
     }
 }

@@ -1,72 +1,72 @@
 //! The JS API: the `Uploader` class, camelCase, Promises, typed.
 
-use js_sys::{Array, Object, Promise, Reflect};
+use js_sys::{Array, Promise};
+use serde::Deserialize;
+use upload_once_core::page::Added;
 use upload_once_core::restrictions::Restrictions;
 use upload_once_core::retry::RetryPolicy;
+use upload_once_core::view::{AddOutcome, ErrorInfo};
 use uuid::Uuid;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 use web_sys::File;
 
-use crate::client::{Adapters, Added, Client, Options};
+use crate::client::{Adapters, Client, ListenerKind, Options};
 use crate::error::Error;
-use crate::jsio::{Read, error_info_to_js, event_to_js};
+use crate::serde_js::{from_js, to_js};
 
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &str = include_str!("uploader.d.ts");
 
-const OPTION_NAMES: &[&str] = &[
-    "apiBase", "event", "guestCode", "concurrency", "maxFileBytes", "allowedTypes", "keepFileMaxBytes",
-    "keepFilesTotalBytes", "retry", "dbName",
-];
-const RETRY_NAMES: &[&str] = &["baseMs", "capMs", "maxRetries"];
+/// `UploaderOptions`, as the app passes them.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct UploaderOptions {
+    api_base: String,
+    event: String,
+    guest_code: String,
+    concurrency: Option<u32>,
+    max_file_bytes: Option<u64>,
+    allowed_types: Option<Vec<String>>,
+    keep_file_max_bytes: Option<u64>,
+    keep_files_total_bytes: Option<u64>,
+    retry: Option<RetryOptions>,
+    db_name: Option<String>,
+}
 
-fn unknown_key(value: &JsValue, known: &[&str]) -> Option<String> {
-    let obj = value.dyn_ref::<Object>()?;
-    Object::keys(obj).iter().filter_map(|k| k.as_string()).find(|k| !known.contains(&k.as_str()))
+/// `RetryOptions`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RetryOptions {
+    base_ms: Option<u64>,
+    cap_ms: Option<u64>,
+    max_retries: Option<u32>,
 }
 
 /// Parses `UploaderOptions`, refusing unknown or mistyped fields.
 pub fn parse_options(value: JsValue) -> Result<Options, Error> {
-    let bad = |what: &str| Error::InvalidOptions(format!("invalid option `{what}`"));
     if !value.is_object() {
         return Err(Error::InvalidOptions("Uploader.open takes an options object".into()));
     }
-    if let Some(k) = unknown_key(&value, OPTION_NAMES) {
-        return Err(Error::InvalidOptions(format!("unknown option `{k}`")));
-    }
-    let r = Read(&value);
-    let mut options = Options::new(&r.str("apiBase").map_err(bad)?, &r.str("event").map_err(bad)?, &r.str("guestCode").map_err(bad)?);
-    let opt_u64 = |key: &'static str| -> Result<Option<u64>, Error> { r.opt(key).map(|_| r.u64(key).map_err(bad)).transpose() };
-    if let Some(c) = opt_u64("concurrency")? {
+    let o: UploaderOptions = from_js(value).map_err(|e| Error::InvalidOptions(format!("invalid options: {e}")))?;
+    let mut options = Options::new(&o.api_base, &o.event, &o.guest_code);
+    if let Some(c) = o.concurrency {
         options.concurrency = c as usize;
     }
-    options.restrictions = Restrictions {
-        max_file_bytes: opt_u64("maxFileBytes")?,
-        allowed_types: r.opt("allowedTypes").map(|_| r.strings("allowedTypes").map_err(bad)).transpose()?.unwrap_or_default(),
-    };
-    if let Some(v) = opt_u64("keepFileMaxBytes")? {
-        options.keep_file_max_bytes = v;
-    }
-    if let Some(v) = opt_u64("keepFilesTotalBytes")? {
-        options.keep_files_total_bytes = v;
-    }
-    if let Some(retry) = r.opt("retry") {
-        if let Some(k) = unknown_key(&retry, RETRY_NAMES) {
-            return Err(Error::InvalidOptions(format!("unknown option `retry.{k}`")));
-        }
-        let rr = Read(&retry);
-        let get = |key: &'static str| rr.opt(key).map(|_| rr.u64(key).map_err(bad)).transpose();
+    options.restrictions = Restrictions { max_file_bytes: o.max_file_bytes, allowed_types: o.allowed_types.unwrap_or_default() };
+    options.keep_file_max_bytes = o.keep_file_max_bytes.unwrap_or(options.keep_file_max_bytes);
+    options.keep_files_total_bytes = o.keep_files_total_bytes.unwrap_or(options.keep_files_total_bytes);
+    if let Some(r) = o.retry {
         let d = RetryPolicy::default();
         options.retry = RetryPolicy {
-            base_ms: get("baseMs")?.unwrap_or(d.base_ms),
-            cap_ms: get("capMs")?.unwrap_or(d.cap_ms),
-            max_retries: get("maxRetries")?.map_or(d.max_retries, |n| n.min(u64::from(u32::MAX)) as u32),
+            base_ms: r.base_ms.unwrap_or(d.base_ms),
+            cap_ms: r.cap_ms.unwrap_or(d.cap_ms),
+            max_retries: r.max_retries.unwrap_or(d.max_retries),
         };
     }
-    if r.opt("dbName").is_some() {
-        options.db_name = r.str("dbName").map_err(bad)?;
+    if let Some(name) = o.db_name {
+        options.db_name = name;
     }
     Ok(options)
 }
@@ -85,30 +85,24 @@ fn files_of(value: &JsValue) -> Result<Vec<File>, Error> {
         .collect()
 }
 
-fn set(obj: &Object, key: &str, value: &JsValue) {
-    let _ = Reflect::set(obj, &JsValue::from_str(key), value);
+fn outcome(client: &Client, added: Added) -> Option<AddOutcome> {
+    let (status, id) = match added {
+        Added::Refused { file_name, error } => {
+            let error = ErrorInfo { code: error.code.as_str().into(), message: error.message };
+            return Some(AddOutcome::Refused { ok: false, file_name, error });
+        }
+        Added::New(id) => ("new", id),
+        Added::Reattached(id) => ("reattached", id),
+        Added::Duplicate(id) => ("duplicate", id),
+    };
+    Some(AddOutcome::Accepted { ok: true, status, attempt: client.view(&id)? })
 }
 
-fn outcome_js(client: &Client, added: &Added) -> JsValue {
-    let obj = Object::new();
-    match added {
-        Added::Refused { file_name, error } => {
-            set(&obj, "ok", &JsValue::FALSE);
-            set(&obj, "fileName", &JsValue::from_str(file_name));
-            set(&obj, "error", &error_info_to_js(error));
-        }
-        Added::New(id) | Added::Reattached(id) | Added::Duplicate(id) => {
-            let status = match added {
-                Added::New(_) => "new",
-                Added::Reattached(_) => "reattached",
-                _ => "duplicate",
-            };
-            set(&obj, "ok", &JsValue::TRUE);
-            set(&obj, "status", &JsValue::from_str(status));
-            set(&obj, "attempt", &client.view(id).unwrap_or(JsValue::NULL));
-        }
-    }
-    obj.into()
+/// A JS function that unsubscribes a listener (calling it again does
+/// nothing).
+fn unsubscriber(client: &Client, kind: ListenerKind, id: u32) -> js_sys::Function {
+    let client = client.clone();
+    Closure::<dyn FnMut()>::new(move || client.unsubscribe(kind, id)).into_js_value().unchecked_into()
 }
 
 /// Uploads that are stored exactly once.
@@ -136,17 +130,23 @@ impl Uploader {
         })
     }
 
-    /// Calls `listener` with an attempt whenever it changes (state, progress).
-    #[wasm_bindgen(js_name = onChange)]
-    pub fn on_change(&self, #[wasm_bindgen(unchecked_param_type = "(attempt: AttemptView) => void")] listener: js_sys::Function) {
-        self.client.on_change(listener);
+    /// Calls `listener` with an attempt whenever it changes (state,
+    /// progress). Returns a function that unsubscribes it.
+    #[wasm_bindgen(js_name = onChange, unchecked_return_type = "() => void")]
+    pub fn on_change(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "(attempt: AttemptView) => void")] listener: js_sys::Function,
+    ) -> js_sys::Function {
+        let id = self.client.subscribe(ListenerKind::Change, listener);
+        unsubscriber(&self.client, ListenerKind::Change, id)
     }
 
     /// Calls `listener` with the id of an attempt that was forgotten (here or
-    /// in another tab).
-    #[wasm_bindgen(js_name = onRemove)]
-    pub fn on_remove(&self, #[wasm_bindgen(unchecked_param_type = "(id: string) => void")] listener: js_sys::Function) {
-        self.client.on_remove(listener);
+    /// in another tab). Returns a function that unsubscribes it.
+    #[wasm_bindgen(js_name = onRemove, unchecked_return_type = "() => void")]
+    pub fn on_remove(&self, #[wasm_bindgen(unchecked_param_type = "(id: string) => void")] listener: js_sys::Function) -> js_sys::Function {
+        let id = self.client.subscribe(ListenerKind::Remove, listener);
+        unsubscriber(&self.client, ListenerKind::Remove, id)
     }
 
     /// The file's bytes when this page or IndexedDB still holds them (for a
@@ -169,7 +169,8 @@ impl Uploader {
         future_to_promise(async move {
             let files = files_of(&files)?;
             let added = client.add(files).await?;
-            Ok(added.iter().map(|a| outcome_js(&client, a)).collect::<Array>().into())
+            let outcomes: Vec<AddOutcome> = added.into_iter().filter_map(|a| outcome(&client, a)).collect();
+            Ok(to_js(&outcomes).map_err(Error::InvalidOptions)?)
         })
     }
 
@@ -180,20 +181,20 @@ impl Uploader {
         let client = self.client.clone();
         future_to_promise(async move {
             client.restore().await?;
-            Ok(client.views().into_iter().collect::<Array>().into())
+            Ok(to_js(&client.views()).map_err(Error::InvalidOptions)?)
         })
     }
 
     /// Every attempt of this event, oldest first.
     #[wasm_bindgen(unchecked_return_type = "AttemptView[]")]
-    pub fn list(&self) -> Array {
-        self.client.views().into_iter().collect()
+    pub fn list(&self) -> JsValue {
+        to_js(&self.client.views()).unwrap_or_else(|_| Array::new().into())
     }
 
     /// One attempt.
     #[wasm_bindgen(unchecked_return_type = "AttemptView | undefined")]
     pub fn get(&self, id: &str) -> JsValue {
-        Uuid::try_parse(id).ok().and_then(|id| self.client.view(&id)).unwrap_or(JsValue::UNDEFINED)
+        Uuid::try_parse(id).ok().and_then(|id| self.client.view_js(&id)).unwrap_or(JsValue::UNDEFINED)
     }
 
     /// Retries a failed attempt. Resolves to whether anything changed (a
@@ -229,10 +230,11 @@ impl Uploader {
     }
 
     /// The answer of `navigator.storage.persist()`: `true` when the browser
-    /// promised to keep this site's storage, `null` until it answered.
-    #[wasm_bindgen(getter)]
-    pub fn persisted(&self) -> Option<bool> {
-        self.client.persisted()
+    /// promised to keep this site's storage, `null` until it answered (or
+    /// where the browser has no such promise).
+    #[wasm_bindgen(getter, unchecked_return_type = "boolean | null")]
+    pub fn persisted(&self) -> JsValue {
+        self.client.persisted().map_or(JsValue::NULL, JsValue::from_bool)
     }
 
     /// Why this page cannot save attempt records in IndexedDB right now
@@ -241,23 +243,25 @@ impl Uploader {
     /// the affected attempts wait; saving is tried again, every 30 s at most.
     #[wasm_bindgen(getter, js_name = storageError, unchecked_return_type = "StorageErrorInfo | null")]
     pub fn storage_error(&self) -> JsValue {
-        self.client.storage_error().map_or(JsValue::NULL, |e| error_info_to_js(&e))
+        self.client.storage_error().and_then(|e| to_js(&e).ok()).unwrap_or(JsValue::NULL)
     }
 
     /// Calls `listener` when saving attempt records starts failing (with the
-    /// error) and when it works again (with `null`).
-    #[wasm_bindgen(js_name = onStorageError)]
+    /// error) and when it works again (with `null`). Returns a function that
+    /// unsubscribes it.
+    #[wasm_bindgen(js_name = onStorageError, unchecked_return_type = "() => void")]
     pub fn on_storage_error(
         &self,
         #[wasm_bindgen(unchecked_param_type = "(error: StorageErrorInfo | null) => void")] listener: js_sys::Function,
-    ) {
-        self.client.on_storage_error(listener);
+    ) -> js_sys::Function {
+        let id = self.client.subscribe(ListenerKind::Storage, listener);
+        unsubscriber(&self.client, ListenerKind::Storage, id)
     }
 
     /// The event (title and restrictions), once joined.
     #[wasm_bindgen(getter, unchecked_return_type = "EventInfo | null")]
     pub fn event(&self) -> JsValue {
-        self.client.event().map(|e| event_to_js(&e)).unwrap_or(JsValue::NULL)
+        self.client.event().and_then(|e| to_js(&e).ok()).unwrap_or(JsValue::NULL)
     }
 
     /// Whether every attempt this page drives is finished or waits for the

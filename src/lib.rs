@@ -22,12 +22,13 @@ pub mod client;
 pub mod env;
 pub mod error;
 pub mod js;
-pub mod jsio;
+pub mod serde_js;
 pub mod store;
 pub mod tabs;
 pub mod transport;
 
-pub use client::{Adapters, Added, Client, Options};
+pub use client::{Adapters, Client, Options};
+pub use upload_once_core::page::Added;
 pub use error::{Error, Result};
 pub use js::Uploader;
 pub use upload_once_core as core;

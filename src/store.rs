@@ -20,7 +20,7 @@ use std::rc::Rc;
 
 use js_sys::{Array, Promise};
 use rexie::{ObjectStore, Rexie};
-use upload_once_core::attempt::AttemptRecord;
+use upload_once_core::attempt::{AttemptRecord, RECORD_VERSION};
 use uuid::Uuid;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -29,7 +29,7 @@ use web_sys::{Blob, DomException, IdbDatabase};
 
 use crate::env::timeout;
 use crate::error::{Error, Result};
-use crate::jsio::{record_from_js, record_to_js};
+use crate::serde_js::{from_js, to_js};
 
 /// The object-store layout version.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -55,16 +55,7 @@ extern "C" {
     fn put_session_unless_present(db: &IdbDatabase, store: &str, key: &str, value: &JsValue, stale_token: Option<String>) -> Promise;
 }
 
-/// How far a write must have gone before it counts as done.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Durability {
-    /// Flushed to disk: a new attempt's id must survive a power cut before
-    /// its first request leaves.
-    Strict,
-    /// Handed to the browser: enough for later transitions, which a restore
-    /// re-checks with the server anyway.
-    Relaxed,
-}
+pub use upload_once_core::page::Durability;
 
 /// Maps a DOMException (or anything thrown) to a client error.
 pub fn storage_error(value: &JsValue) -> Error {
@@ -86,6 +77,23 @@ pub fn storage_error(value: &JsValue) -> Error {
 fn rexie_error(e: rexie::Error) -> Error {
     // rexie only creates or upgrades the schema.
     Error::StorageUnavailable(e.to_string())
+}
+
+/// An attempt record as IndexedDB keeps it: its serde form (field names
+/// are the stored format, version [`RECORD_VERSION`]).
+pub fn record_to_js(record: &AttemptRecord) -> Result<JsValue> {
+    to_js(record).map_err(|e| Error::StorageUnavailable(format!("the record cannot be stored: {e}")))
+}
+
+/// Reads a stored attempt record. Records written by a newer version, and
+/// values that are not records, are left alone (`None`).
+pub fn record_from_js(value: &JsValue) -> Option<AttemptRecord> {
+    let version = js_sys::Reflect::get(value, &"v".into()).ok()?.as_f64()?;
+    if version > f64::from(RECORD_VERSION) {
+        return None;
+    }
+    // Version 1 is the current format; later versions add upgrade steps here.
+    from_js(value.clone()).ok()
 }
 
 /// Attempt ids as IndexedDB keys (their hyphenated text).
@@ -174,7 +182,7 @@ impl IndexedDbStore {
 
     /// Stores attempt records, all or none.
     pub async fn put_attempts(&self, records: &[&AttemptRecord], durability: Durability) -> Result<()> {
-        let values: Array = records.iter().map(|r| record_to_js(r)).collect();
+        let values: Array = records.iter().map(|r| record_to_js(r)).collect::<Result<_>>()?;
         self.write(ATTEMPTS, durability, &values, &JsValue::UNDEFINED, &Array::new()).await
     }
 

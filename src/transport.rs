@@ -12,9 +12,10 @@ use gloo_net::http::{Request, RequestBuilder};
 use js_sys::Promise;
 use upload_once_core::retry::Failure;
 use upload_once_core::time::parse_retry_after;
+use serde::de::DeserializeOwned;
 use upload_once_core::wire::{
-    AttemptResponse, AuthorizeRequest, ConfirmRequest, Media, Problem, SessionResponse, StatusResponse,
-    UploadInstruction,
+    AttemptResponse, AuthorizeRequest, ConfirmRequest, CreateSessionRequest, Media, Problem, SessionResponse,
+    StatusRequest, StatusResponse, UploadInstruction,
 };
 use uuid::Uuid;
 use wasm_bindgen::prelude::*;
@@ -23,7 +24,7 @@ use web_sys::{Blob, XmlHttpRequest};
 
 use crate::env::now;
 use upload_once_core::idmap::IdMap;
-use crate::jsio::{self, FromJs};
+use crate::serde_js::{from_js, to_js};
 
 #[wasm_bindgen(module = "/src/glue.js")]
 extern "C" {
@@ -78,8 +79,9 @@ pub trait Transport {
 
 /// Turns an error status and body into a [`Failure`].
 pub fn http_failure(status: u16, status_text: &str, body: &str, retry_after: Option<String>) -> Failure {
-    // JSON is parsed by the browser; only the resulting object crosses over.
-    let problem = js_sys::JSON::parse(body).ok().and_then(|v| Problem::from_js(&v).ok());
+    // JSON is parsed by the browser; the resulting object is read through
+    // the wire type's serde derive.
+    let problem = js_sys::JSON::parse(body).ok().and_then(|v| from_js::<Problem>(v).ok());
     let retry_after_ms = retry_after.and_then(|v| parse_retry_after(&v, now()));
     match problem {
         Some(p) => Failure::Http { status, code: Some(p.code), message: p.detail, retry_after_ms },
@@ -109,10 +111,11 @@ impl HttpApi {
 }
 
 /// Sends a JSON request; the parsed JSON answer on success.
-async fn call_json(request: RequestBuilder, body: JsValue) -> Result<JsValue, Failure> {
+async fn call_json(request: RequestBuilder, body: Result<JsValue, String>) -> Result<JsValue, Failure> {
     // The body goes over as a JS object and the browser writes the JSON text;
     // the answer's JSON is parsed by the browser too.
     let unexpected = |e: JsValue| Failure::Unexpected(js_sys::Error::from(e).message().into());
+    let body = body.map_err(Failure::Unexpected)?;
     let text = js_sys::JSON::stringify(&body).map_err(unexpected)?;
     let signal = timeout_signal(API_TIMEOUT_MS);
     let request = request
@@ -138,42 +141,42 @@ async fn call_json(request: RequestBuilder, body: JsValue) -> Result<JsValue, Fa
 
 /// Sends a JSON request and reads the answer as `T`. The request itself is
 /// one boxed future shared by every call (smaller than one per answer type).
-fn call<T: FromJs + 'static>(request: RequestBuilder, body: JsValue) -> LocalFuture<Result<T, Failure>> {
+fn call<T: DeserializeOwned + 'static>(request: RequestBuilder, body: Result<JsValue, String>) -> LocalFuture<Result<T, Failure>> {
     let answer: LocalFuture<Result<JsValue, Failure>> = Box::pin(call_json(request, body));
     Box::pin(async move {
         let parsed = answer.await?;
-        T::from_js(&parsed).map_err(|field| Failure::Unexpected(format!("the answer has no valid `{field}`")))
+        from_js(parsed).map_err(|e| Failure::Unexpected(format!("the answer is not what the protocol says: {e}")))
     })
 }
 
 impl Api for HttpApi {
     fn join(&self, guest_code: &str) -> LocalFuture<Result<SessionResponse, Failure>> {
         let request = self.post(&format!("/v1/events/{}/sessions", self.event), None);
-        let body = jsio::session_request(guest_code);
+        let body = to_js(&CreateSessionRequest { guest_code: guest_code.to_owned() });
         call(request, body)
     }
 
     fn authorize(&self, session: &str, body: &AuthorizeRequest) -> LocalFuture<Result<AttemptResponse, Failure>> {
         let request = self.post(&format!("/v1/events/{}/attempts", self.event), Some(session));
-        let body = jsio::authorize_request(body);
+        let body = to_js(body);
         call(request, body)
     }
 
     fn renew(&self, session: &str, id: Uuid) -> LocalFuture<Result<AttemptResponse, Failure>> {
         let request = self.post(&format!("/v1/attempts/{id}/renew"), Some(session));
-        let body = jsio::Build::default().done();
+        let body = Ok(js_sys::Object::new().into());
         call(request, body)
     }
 
     fn confirm(&self, session: &str, id: Uuid, body: &ConfirmRequest) -> LocalFuture<Result<Media, Failure>> {
         let request = self.post(&format!("/v1/attempts/{id}/confirm"), Some(session)).header("Idempotency-Key", &id.to_string());
-        let body = jsio::confirm_request(body);
+        let body = to_js(body);
         call(request, body)
     }
 
     fn status(&self, session: &str, ids: &[Uuid]) -> LocalFuture<Result<StatusResponse, Failure>> {
         let request = self.post("/v1/attempts/status", Some(session));
-        let body = jsio::status_request(ids);
+        let body = to_js(&StatusRequest { ids: ids.to_vec() });
         call(request, body)
     }
 }

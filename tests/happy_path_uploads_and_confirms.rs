@@ -53,7 +53,7 @@ async fn progress_reaches_the_app_through_on_change() {
         let get = |k: &str| js_sys::Reflect::get(&v, &k.into()).unwrap();
         sink.borrow_mut().push((get("transfer").as_string().unwrap(), get("bytesSent").as_f64().unwrap(), get("moderation").as_string().unwrap()));
     });
-    client.on_change(listener.as_ref().unchecked_ref::<js_sys::Function>().clone());
+    client.subscribe(upload_once::client::ListenerKind::Change, listener.as_ref().unchecked_ref::<js_sys::Function>().clone());
     client.add(vec![file("clip.mp4", "video/mp4", 3_000_000, 1.0)]).await.unwrap();
     settle(&client).await;
     let seen = seen.borrow();

@@ -49,7 +49,7 @@ async fn records_that_cannot_be_saved_are_reported_and_hold_their_attempt() {
     let reported = Rc::new(RefCell::new(Vec::<JsValue>::new()));
     let sink = reported.clone();
     let listener = Closure::<dyn FnMut(JsValue)>::new(move |v: JsValue| sink.borrow_mut().push(v));
-    client.on_storage_error(listener.as_ref().unchecked_ref::<Function>().clone());
+    client.subscribe(upload_once::client::ListenerKind::Storage, listener.as_ref().unchecked_ref::<Function>().clone());
     assert!(client.storage_error().is_none());
 
     // Offline: every authorize fails, and each failure changes the record
@@ -61,8 +61,8 @@ async fn records_that_cannot_be_saved_are_reported_and_hold_their_attempt() {
     upgrade_from_another_page(&db).await;
     wait_for("the storage error to be reported", 5_000.0, || !reported.borrow().is_empty()).await;
     let error = client.storage_error().expect("the error lasts while saving fails");
-    assert_eq!(error.code(), "storage_unavailable");
-    assert!(error.message().contains("reload this page"), "{}", error.message());
+    assert_eq!(error.code, "storage_unavailable");
+    assert!(error.message.contains("reload this page"), "{}", error.message);
     let first = reported.borrow()[0].clone();
     assert_eq!(Reflect::get(&first, &"code".into()).unwrap().as_string().as_deref(), Some("storage_unavailable"));
     assert!(Reflect::get(&first, &"message".into()).unwrap().as_string().unwrap().contains("reload this page"));

@@ -206,6 +206,15 @@ pub enum Input {
     /// The attempt's bytes are gone (the kept copy could not be read): its
     /// upload did not start.
     FileUnavailable(Uuid),
+    /// Upload progress of an attempt: bytes sent of the total.
+    Progress {
+        /// The attempt.
+        id: Uuid,
+        /// Bytes sent.
+        sent: f64,
+        /// Bytes to send.
+        total: f64,
+    },
     /// The browser went online or offline.
     Online(bool),
 }
@@ -669,7 +678,7 @@ impl Page {
 
     /// Upload progress of an attempt; reported to the app at most every
     /// 100 ms (and at the end).
-    pub fn progress(&mut self, id: &Uuid, sent: f64, total: f64, now: UnixMillis) {
+    fn progress(&mut self, id: &Uuid, sent: f64, total: f64, now: UnixMillis) {
         let entry = self.progress.get_or_insert_with(*id, || (0.0, total, i64::MIN));
         entry.0 = sent;
         entry.1 = total;
@@ -754,6 +763,7 @@ impl Page {
                 let failure = Failure::Unexpected("the file's bytes are not available".into());
                 self.sched.handle(&id, Outcome::Upload(Err(failure)), now, entropy);
             }
+            Input::Progress { id, sent, total } => self.progress(&id, sent, total, now),
             Input::Online(online) => {
                 self.online = online;
                 self.sched.set_online(online);

@@ -317,9 +317,13 @@ impl From<&Media> for MediaSummary {
 
 /// What became of one attempt, as `GET /v1/attempts/{id}` and
 /// `POST /v1/attempts/status` report it.
+///
+/// On the wire it is an object tagged by `state`. It is read through
+/// [`StatusFields`] rather than serde's internally tagged enum support,
+/// which buffers every value first and costs the browser package 17 KB.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
+#[serde(tag = "state", rename_all = "snake_case", try_from = "StatusFields")]
 pub enum AttemptStatus {
     /// Authorized and not confirmed yet.
     Authorized {
@@ -357,6 +361,49 @@ pub enum AttemptStatus {
         /// The attempt id.
         id: Uuid,
     },
+}
+
+/// An [`AttemptStatus`] as read from the wire: its fields side by side,
+/// checked against its `state` when turned into the enum.
+#[derive(Deserialize)]
+pub struct StatusFields {
+    state: String,
+    id: Uuid,
+    #[serde(default)]
+    object_stored: Option<bool>,
+    #[serde(default)]
+    expires_at: Option<String>,
+    #[serde(default)]
+    media: Option<MediaSummary>,
+    #[serde(default)]
+    code: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+impl TryFrom<StatusFields> for AttemptStatus {
+    type Error = String;
+
+    fn try_from(f: StatusFields) -> Result<Self, String> {
+        let missing = |field: &str| format!("a `{}` status needs `{field}`", f.state);
+        let id = f.id;
+        Ok(match f.state.as_str() {
+            "authorized" => AttemptStatus::Authorized {
+                id,
+                object_stored: f.object_stored.ok_or_else(|| missing("object_stored"))?,
+                expires_at: f.expires_at.clone().ok_or_else(|| missing("expires_at"))?,
+            },
+            "confirmed" => AttemptStatus::Confirmed { id, media: f.media.clone().ok_or_else(|| missing("media"))? },
+            "expired" => AttemptStatus::Expired { id },
+            "rejected" => AttemptStatus::Rejected {
+                id,
+                code: f.code.clone().ok_or_else(|| missing("code"))?,
+                reason: f.reason.clone().ok_or_else(|| missing("reason"))?,
+            },
+            "not_found" => AttemptStatus::NotFound { id },
+            other => return Err(format!("unknown attempt state `{other}`")),
+        })
+    }
 }
 
 impl AttemptStatus {

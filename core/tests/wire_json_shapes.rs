@@ -66,6 +66,20 @@ fn a_status_response_parses_from_server_json() {
 }
 
 #[test]
+fn a_status_missing_a_field_its_state_needs_is_refused() {
+    for (text, field) in [
+        (format!(r#"{{"state":"authorized","id":"{ID}","expires_at":"x"}}"#), "object_stored"),
+        (format!(r#"{{"state":"confirmed","id":"{ID}"}}"#), "media"),
+        (format!(r#"{{"state":"rejected","id":"{ID}","code":"size_mismatch"}}"#), "reason"),
+    ] {
+        let error = serde_json::from_str::<AttemptStatus>(&text).unwrap_err().to_string();
+        assert!(error.contains(field), "{text}: {error}");
+    }
+    let error = serde_json::from_str::<AttemptStatus>(r#"{"state":"expired"}"#).unwrap_err().to_string();
+    assert!(error.contains("id"), "{error}");
+}
+
+#[test]
 fn problem_uses_the_rfc9457_type_member() {
     let p = Problem {
         type_uri: "urn:upload-once:expired".into(),

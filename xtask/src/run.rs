@@ -13,7 +13,9 @@ use crate::setup::{Result, ensure_all, ensure_chromium, ensure_npm, extend_path,
 pub const LAYERS: &[&str] = &["core", "server", "browser", "e2e", "faults", "size", "bench"];
 
 /// The package budget: `.wasm` + JS glue, gzip -9. The build fails past it.
-pub const PACKAGE_BUDGET_BYTES: u64 = 92 * 1024;
+/// The size measured once every JS value went through serde-wasm-bindgen
+/// (131,186 bytes, docs/package-size.md), plus 2 KiB.
+pub const PACKAGE_BUDGET_BYTES: u64 = 131_186 + 2 * 1024;
 
 /// Builds the npm package into `out` for a wasm-pack target.
 pub fn build_package(target: &str, out: &str) -> Result {
@@ -340,7 +342,11 @@ fn layer_size() -> Result {
         eprintln!("{:>8} B  {}", size, f.strip_prefix(root()).unwrap_or(f).display());
         total += size;
     }
-    eprintln!("package: {total} bytes gzipped ({:.1} KiB), budget {} KiB", total as f64 / 1024.0, PACKAGE_BUDGET_BYTES / 1024);
+    eprintln!(
+        "package: {total} bytes gzipped ({:.1} KiB), budget {:.1} KiB",
+        total as f64 / 1024.0,
+        PACKAGE_BUDGET_BYTES as f64 / 1024.0
+    );
     if total > PACKAGE_BUDGET_BYTES {
         return Err(format!("the package grew past its budget: {total} > {PACKAGE_BUDGET_BYTES} bytes gzipped"));
     }

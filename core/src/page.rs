@@ -996,7 +996,13 @@ impl Page {
         if let Some(effect) = self.poll_keep() {
             return Some(effect);
         }
-        self.poll_send(now)
+        if let Some(effect) = self.poll_send(now) {
+            return Some(effect);
+        }
+        // Polling may have changed records (an upload whose bytes are gone
+        // waits for the file; one without a URL renews): they are stored
+        // before they act, and the driver must not sleep on them.
+        self.poll_store(now).or_else(|| self.effects.pop_front())
     }
 
     fn poll_store(&mut self, now: UnixMillis) -> Option<Effect> {

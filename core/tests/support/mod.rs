@@ -1160,6 +1160,11 @@ impl Sim {
                     busy = true;
                     self.carry_out(i, effect);
                 }
+                // The browser's driver sleeps once the page says there is
+                // nothing to do: asking again must not find anything.
+                if let Some(effect) = self.tabs[i].page.poll_effect(self.now) {
+                    panic!("the page had {effect:?} to do after saying it had nothing\n{}", self.dump());
+                }
             }
             if !busy {
                 break;

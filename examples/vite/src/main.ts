@@ -34,7 +34,9 @@ function render(a: AttemptView): void {
 
 try {
   const uploader: Uploader = await Uploader.open(options);
-  uploader.onChange(render);
+  // Every subscription returns the function that ends it.
+  const stopListening: () => void = uploader.onChange(render);
+  window.addEventListener("pagehide", stopListening, { once: true });
   const restored: AttemptView[] = await uploader.restore();
   restored.forEach(render);
   status.textContent = "Ready";

@@ -157,6 +157,7 @@ struct Listeners {
     change: Vec<(u32, Function)>,
     remove: Vec<(u32, Function)>,
     storage: Vec<(u32, Function)>,
+    session: Vec<(u32, Function)>,
 }
 
 /// Which listener list.
@@ -168,6 +169,8 @@ pub enum ListenerKind {
     Remove,
     /// `onStorageError`.
     Storage,
+    /// `onSessionChange`.
+    Session,
 }
 
 impl Listeners {
@@ -176,6 +179,7 @@ impl Listeners {
             ListenerKind::Change => &mut self.change,
             ListenerKind::Remove => &mut self.remove,
             ListenerKind::Storage => &mut self.storage,
+            ListenerKind::Session => &mut self.session,
         }
     }
 }
@@ -195,6 +199,8 @@ struct Shared {
     tickets: RefCell<Vec<(Ticket, Completion)>>,
     /// The last `add`, which the next one waits for.
     last_add: RefCell<Option<Completion>>,
+    /// `add`s waiting for a join under way to answer.
+    join_waiters: RefCell<Vec<Completion>>,
     listeners: RefCell<Listeners>,
     persisted: Cell<Option<bool>>,
     /// The online state the page was last told.
@@ -238,6 +244,7 @@ impl Client {
             locks: RefCell::new(IdMap::default()),
             tickets: RefCell::new(Vec::new()),
             last_add: RefCell::new(None),
+            join_waiters: RefCell::new(Vec::new()),
             listeners: RefCell::new(Listeners::default()),
             persisted: Cell::new(None),
             online: Cell::new(None),
@@ -246,13 +253,10 @@ impl Client {
         }));
         match stored {
             Some(s) => client.page().set_session(s.session()),
-            // Join now, so a wrong guest code is an error right here. Without
-            // a network the page joins when its first request needs it.
-            None => match client.join(None).await {
-                Ok(session) => client.page().set_session(session),
-                Err(Failure::Network | Failure::Http { status: 500..=599 | 429, .. }) => {}
-                Err(f) => return Err(Error::Request(f)),
-            },
+            // A first visit joins in the background: the uploader is usable
+            // at once (ids are minted here); a wrong guest code is reported
+            // through `onSessionChange` and on the attempts that waited.
+            None => client.page().join_now(),
         }
         client.start();
         Ok(client)
@@ -322,10 +326,16 @@ impl Client {
             }
             let inputs: Vec<Input> = self.0.inputs.borrow_mut().drain(..).collect();
             let had_inputs = !inputs.is_empty();
+            let joined = inputs.iter().any(|i| matches!(i, Input::Joined(_)));
             {
                 let mut page = self.page();
                 for input in inputs {
                     page.handle(input, now(), &mut CryptoEntropy);
+                }
+            }
+            if joined {
+                for waiter in self.0.join_waiters.borrow_mut().drain(..) {
+                    waiter.complete();
                 }
             }
             let effect = self.page().poll_effect(now());
@@ -398,6 +408,14 @@ impl Client {
             Effect::StorageError(error) => {
                 let value = error.map_or(JsValue::NULL, |e| to_js(&ErrorInfo { code: e.code.as_str().into(), message: e.message }).unwrap_or(JsValue::NULL));
                 self.call(ListenerKind::Storage, &value);
+            }
+            Effect::SessionChanged => {
+                let event = self.event().and_then(|e| to_js(&e).ok()).unwrap_or(JsValue::NULL);
+                let error = self.session_error().and_then(|e| to_js(&e).ok()).unwrap_or(JsValue::NULL);
+                let listeners: Vec<Function> = self.0.listeners.borrow().session.iter().map(|(_, f)| f.clone()).collect();
+                for listener in listeners {
+                    let _ = listener.call2(&JsValue::NULL, &event, &error);
+                }
             }
             Effect::FilesNotKept(e) => {
                 web_sys::console::warn_1(&format!("upload-once: files are not kept across reloads ({e})").into());
@@ -532,6 +550,15 @@ impl Client {
         if let Some(previous) = previous {
             previous.await;
         }
+        // On a first visit, files picked while the join is under way wait
+        // for its answer (the event's restrictions, or a refused guest
+        // code); a join that cannot be answered (offline) does not hold
+        // them: the server checks the restrictions at authorize anyway.
+        if self.page().is_joining() {
+            let answered = Completion::default();
+            self.0.join_waiters.borrow_mut().push(answered.clone());
+            answered.await;
+        }
         let infos: Vec<FileInfo> = files
             .iter()
             .map(|f| FileInfo {
@@ -632,6 +659,12 @@ impl Client {
         self.page().storage_error().map(|e| ErrorInfo { code: e.code.as_str().into(), message: e.message.clone() })
     }
 
+    /// Why the server refused to open a guest session (a wrong guest code,
+    /// no such event), until a join works.
+    pub fn session_error(&self) -> Option<ErrorInfo> {
+        self.0.page.borrow().session_error().map(|e| ErrorInfo { code: e.code.as_str().into(), message: e.message.clone() })
+    }
+
     /// One attempt's view.
     pub fn view(&self, id: &Uuid) -> Option<AttemptView> {
         self.0.page.borrow().view(id)
@@ -699,6 +732,9 @@ impl Client {
         self.0.store.close_connection();
         for (_, done) in self.0.tickets.borrow_mut().drain(..) {
             done.complete();
+        }
+        for waiter in self.0.join_waiters.borrow_mut().drain(..) {
+            waiter.complete();
         }
         self.0.signal.raise();
     }

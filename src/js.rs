@@ -117,9 +117,10 @@ pub struct Uploader {
 
 #[wasm_bindgen]
 impl Uploader {
-    /// Opens the uploader: IndexedDB, the guest session (joining the event
-    /// on first use), and the attempts of earlier visits (call `restore()`
-    /// to continue them).
+    /// Opens the uploader: IndexedDB, the stored guest session, and the
+    /// attempts of earlier visits (call `restore()` to continue them). It
+    /// makes no network request: on a first visit the event is joined in
+    /// the background (`onSessionChange`).
     #[wasm_bindgen(unchecked_return_type = "Promise<Uploader>")]
     pub fn open(#[wasm_bindgen(unchecked_param_type = "UploaderOptions")] options: JsValue) -> Promise {
         future_to_promise(async move {
@@ -256,6 +257,27 @@ impl Uploader {
     ) -> js_sys::Function {
         let id = self.client.subscribe(ListenerKind::Storage, listener);
         unsubscriber(&self.client, ListenerKind::Storage, id)
+    }
+
+    /// Why the server refused to open a guest session for this page
+    /// (`wrong_guest_code`, `not_found` for an unknown event), else `null`.
+    /// While it lasts, each attempt added fails with the same code.
+    #[wasm_bindgen(getter, js_name = sessionError, unchecked_return_type = "SessionErrorInfo | null")]
+    pub fn session_error(&self) -> JsValue {
+        self.client.session_error().and_then(|e| to_js(&e).ok()).unwrap_or(JsValue::NULL)
+    }
+
+    /// Calls `listener` when the guest session is joined (with the event) or
+    /// refused (with the error). `Uploader.open` does not wait for the join
+    /// on a first visit. Returns a function that unsubscribes it.
+    #[wasm_bindgen(js_name = onSessionChange, unchecked_return_type = "() => void")]
+    pub fn on_session_change(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "(event: EventInfo | null, error: SessionErrorInfo | null) => void")]
+        listener: js_sys::Function,
+    ) -> js_sys::Function {
+        let id = self.client.subscribe(ListenerKind::Session, listener);
+        unsubscriber(&self.client, ListenerKind::Session, id)
     }
 
     /// The event (title and restrictions), once joined.

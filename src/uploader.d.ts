@@ -36,6 +36,12 @@ export interface StorageErrorInfo {
   message: string;
 }
 
+/** Why the server refused this page a guest session (`Uploader.sessionError`, `onSessionChange`). */
+export interface SessionErrorInfo {
+  code: UploadErrorCode | `http_${number}`;
+  message: string;
+}
+
 /** The media record, once confirmed. */
 export interface MediaInfo {
   id: string;

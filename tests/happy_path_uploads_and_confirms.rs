@@ -19,7 +19,6 @@ async fn a_file_is_uploaded_and_confirmed_exactly_once() {
     let db = unique("db");
     *faults.inspect_db.borrow_mut() = Some(db.clone());
     let client = open(options(&event, &db), &faults).await;
-    assert!(client.has_session(), "open joins the event");
 
     let added = client.add(vec![file("cake.jpg", "image/jpeg", 20_000, 1_700_000_000_000.0)]).await.unwrap();
     assert!(matches!(added[0], upload_once::Added::New(_)));
@@ -34,6 +33,7 @@ async fn a_file_is_uploaded_and_confirmed_exactly_once() {
     assert_eq!(record.confirmation, Confirmation::Confirmed);
     assert_eq!(record.moderation, ModerationView::Pending, "saved is not approved");
     assert_eq!((faults.authorizes.get(), faults.puts.get(), faults.confirms.get()), (1, 1, 1));
+    assert!(client.has_session() && faults.joins.get() == 1, "the event was joined once, in the background");
 
     let media = host_media(&event).await;
     assert_eq!(media.len(), 1);

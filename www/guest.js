@@ -56,9 +56,21 @@ async function main() {
     return;
   }
   window.uploader = uploader;
-  uploader.onChange(render);
+  const stopRendering = uploader.onChange(render);
   // Forgotten here or in another tab.
   uploader.onRemove((id) => dropCard(id));
+  // A first visit joins the event in the background: the title and limits
+  // arrive with it, and a wrong guest code is said as soon as it is known
+  // (the page is then only that message).
+  uploader.onSessionChange((info, error) => {
+    if (!error) return showEventInfo(info);
+    stopRendering();
+    explainOpenError(error, event);
+  });
+  if (uploader.sessionError) {
+    explainOpenError(uploader.sessionError, event);
+    return;
+  }
 
   setUpPage();
   const restored = await uploader.restore();
@@ -97,18 +109,21 @@ function explainOpenError(err, event) {
 
 // ---------------------------------------------------------------- page ----
 
+/** The event's title and size limit, once the session brought them. */
+function showEventInfo(info) {
+  if (!info) return;
+  $("event-title").textContent = info.title;
+  document.title = `${info.title} · Share your photos`;
+  $("limits").textContent = `up to ${formatBytes(info.max_file_bytes)} each`;
+}
+
 function setUpPage() {
   $("loading").remove();
   $("guest").hidden = false;
   $("pick-icon").replaceWith(icon(ICONS.upload, 26));
   $("offline-icon").replaceWith(icon(ICONS.offline, 20));
 
-  const info = uploader.event;
-  if (info) {
-    $("event-title").textContent = info.title;
-    document.title = `${info.title} · Share your photos`;
-    $("limits").textContent = `up to ${formatBytes(info.max_file_bytes)} each`;
-  }
+  showEventInfo(uploader.event);
 
   const input = $("file-input");
   input.addEventListener("change", () => {

@@ -37,7 +37,7 @@ use crate::attempt::{AttemptRecord, Confirmation, FileInfo, Transfer};
 use crate::error::{Error, ErrorCode};
 use crate::idmap::{IdMap, IdSet};
 use crate::restrictions::{Restrictions, check_filename};
-use crate::retry::{Failure, RetryPolicy};
+use crate::retry::{Disposition, Failure, Operation, RetryPolicy, classify};
 use crate::scheduler::{Command, Outcome, Scheduler};
 use crate::time::UnixMillis;
 use crate::view::{AttemptView, PageFacts};
@@ -151,6 +151,10 @@ pub enum Effect {
     Removed(Uuid),
     /// Saving attempt records fails (with why), or works again (`None`).
     StorageError(Option<Error>),
+    /// The guest session was joined, or refused for good (a wrong guest
+    /// code, no such event): see [`Page::session`] and
+    /// [`Page::session_error`].
+    SessionChanged,
     /// Files could not be kept for a reload (they still upload).
     FilesNotKept(Error),
     /// A ticket's action has finished.
@@ -302,6 +306,8 @@ pub struct Page {
     /// (sent, total, last reported) per uploading attempt.
     progress: IdMap<(f64, f64, i64)>,
     session: Option<Session>,
+    /// Why the server refused the session for good, until a join works.
+    session_error: Option<Error>,
     joining: bool,
     stale_token: Option<String>,
     /// Requests polled while there was no session.
@@ -334,6 +340,7 @@ impl Page {
             keeping: Keeping::default(),
             progress: IdMap::default(),
             session: None,
+            session_error: None,
             joining: false,
             stale_token: None,
             waiting_for_session: Vec::new(),
@@ -375,6 +382,12 @@ impl Page {
         self.session.as_ref()
     }
 
+    /// Why the server refused to open a guest session (wrong guest code,
+    /// no such event), until a join works.
+    pub fn session_error(&self) -> Option<&Error> {
+        self.session_error.as_ref()
+    }
+
     /// Why attempt records cannot be saved right now.
     pub fn storage_error(&self) -> Option<&Error> {
         self.storage_error.as_ref()
@@ -394,6 +407,11 @@ impl Page {
     /// or cancelled).
     pub fn is_active(&self, id: &Uuid) -> bool {
         self.sched.record(id).is_some_and(|r| !r.is_terminal())
+    }
+
+    /// Whether a join of the event is under way.
+    pub fn is_joining(&self) -> bool {
+        self.joining
     }
 
     /// Whether the page was closed.
@@ -462,6 +480,17 @@ impl Page {
         self.session = Some(session);
     }
 
+    /// Joins the event now, in the background, if there is no session (a
+    /// first visit): the event's restrictions and a wrong guest code are
+    /// known early, and nothing waits for it — ids are minted here, and the
+    /// requests that need the session wait for it.
+    pub fn join_now(&mut self) {
+        if self.session.is_none() && !self.joining && !self.closed {
+            self.joining = true;
+            self.effects.push_back(Effect::Join { stale_token: self.stale_token.clone() });
+        }
+    }
+
     fn note_kept(&mut self, records: &[AttemptRecord], kept: &[Uuid]) {
         for key in kept {
             let size = records.iter().find(|r| r.blob_key == *key).map_or(0, |r| r.file.size);
@@ -485,7 +514,8 @@ impl Page {
     }
 
     /// Files the guest picked: each is checked against the app's and the
-    /// event's restrictions; the same file (name, size, modification time)
+    /// event's restrictions (all are refused while the server refuses this
+    /// page a session); the same file (name, size, modification time)
     /// keeps its attempt — one that waits for it is given it back, a failed
     /// one is retried (same id), a live or confirmed one is a duplicate;
     /// every other file gets a new attempt, minted here. Nothing new is
@@ -498,6 +528,12 @@ impl Page {
             allowed_types: s.event.allowed_types.clone(),
         });
         for (index, info) in files.iter().enumerate() {
+            // The server refused this page a session (a wrong guest code):
+            // nothing could ever be sent, so nothing is recorded.
+            if let Some(error) = &self.session_error {
+                plan.outcomes.push(Added::Refused { file_name: info.name.clone(), error: error.clone() });
+                continue;
+            }
             let checked = check_filename(&info.name)
                 .and_then(|()| self.config.restrictions.check(info.size, &info.content_type))
                 .and_then(|()| event_limits.as_ref().map_or(Ok(()), |l| l.check(info.size, &info.content_type)));
@@ -944,8 +980,22 @@ impl Page {
                     self.effects.push_back(Effect::Send { command, token: session.token.clone() });
                 }
                 self.session = Some(session);
+                self.session_error = None;
+                self.effects.push_back(Effect::SessionChanged);
             }
             Err(failure) => {
+                // Refused for good (a wrong guest code, no such event), not
+                // merely unanswered: the app is told, and each request that
+                // waited fails with the same reason.
+                let refused = classify(Operation::Authorize, &failure) == Disposition::Fail;
+                if let (true, Failure::Http { code, message, .. }) = (refused, &failure) {
+                    let code = code.as_deref().and_then(ErrorCode::parse).unwrap_or(ErrorCode::Forbidden);
+                    let error = Some(Error::new(code, message.clone()));
+                    if self.session_error != error {
+                        self.session_error = error;
+                        self.effects.push_back(Effect::SessionChanged);
+                    }
+                }
                 // Each request that waited fails as if it had been sent.
                 for command in waiting {
                     match (command.id(), Outcome::failed(&command, failure.clone())) {

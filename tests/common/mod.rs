@@ -89,6 +89,9 @@ pub fn options(event: &CreateEventResponse, db: &str) -> Options {
 /// Counts what goes over the network, and can break it on purpose.
 #[derive(Default)]
 pub struct Faults {
+    pub joins: Cell<u32>,
+    /// While set, each join waits until this completes.
+    pub hold_joins: RefCell<Option<upload_once::env::Completion>>,
     pub authorizes: Cell<u32>,
     pub puts: Cell<u32>,
     pub confirms: Cell<u32>,
@@ -131,7 +134,15 @@ fn bump(c: &Cell<u32>) {
 
 impl Api for FaultyApi {
     fn join(&self, guest_code: &str) -> LocalFuture<Result<SessionResponse, Failure>> {
-        self.inner.join(guest_code)
+        bump(&self.faults.joins);
+        let held = self.faults.hold_joins.borrow().clone();
+        let call = self.inner.join(guest_code);
+        Box::pin(async move {
+            if let Some(gate) = held {
+                gate.await;
+            }
+            call.await
+        })
     }
 
     fn authorize(&self, session: &str, request: &AuthorizeRequest) -> LocalFuture<Result<AttemptResponse, Failure>> {

@@ -727,6 +727,10 @@ pub struct Stats {
     pub store_failures: usize,
     /// Tabs opened beside the first.
     pub tabs_opened: usize,
+    /// Joins of the event.
+    pub joins: usize,
+    /// Times a page said its session was joined or refused.
+    pub session_changes: usize,
 }
 
 impl Stats {
@@ -842,6 +846,8 @@ pub struct Sim {
     inflight: Vec<InFlight>,
     locks: BTreeMap<Uuid, LockLine>,
     next_tab: u32,
+    /// When set, the server refuses (or does not answer) every join.
+    pub join_failure: Option<Failure>,
 }
 
 impl Sim {
@@ -863,6 +869,7 @@ impl Sim {
             inflight: Vec::new(),
             locks: BTreeMap::new(),
             next_tab: 0,
+            join_failure: None,
             config,
         };
         let mut tab = sim.new_tab();
@@ -874,6 +881,15 @@ impl Sim {
 
     pub fn with_seed(seed: u64) -> Self {
         Sim::new(SimConfig { seed, ..SimConfig::default() })
+    }
+
+    /// A first visit: no stored session; the page joins in the background.
+    pub fn first_visit(config: SimConfig) -> Self {
+        let mut sim = Sim::new(config);
+        let mut tab = sim.new_tab();
+        tab.page.join_now();
+        sim.tabs[0] = tab;
+        sim
     }
 
     fn page_config(&self) -> PageConfig {
@@ -1216,8 +1232,12 @@ impl Sim {
                 self.tabs[i].memory.remove(&key);
             }
             Effect::Join { .. } => {
-                let session = Session { token: SESSION.to_owned(), event: event_info() };
-                self.tabs[i].inbox.push_back(Input::Joined(Ok(session)));
+                self.stats.joins += 1;
+                let answer = match &self.join_failure {
+                    Some(failure) => Err(failure.clone()),
+                    None => Ok(Session { token: SESSION.to_owned(), event: event_info() }),
+                };
+                self.tabs[i].inbox.push_back(Input::Joined(answer));
             }
             Effect::Send { command, token } => self.send(i, command, token),
             Effect::Abort(id) => {
@@ -1234,6 +1254,7 @@ impl Sim {
             }
             Effect::StorageError(e) => self.tabs[i].storage_errors.push(e),
             Effect::Done(ticket) => self.tabs[i].done.push(ticket),
+            Effect::SessionChanged => self.stats.session_changes += 1,
             Effect::Changed(_) | Effect::Removed(_) | Effect::FilesNotKept(_) => {}
         }
     }

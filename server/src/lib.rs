@@ -40,8 +40,7 @@ use crate::config::{S3UrlStyle, StorageKind};
 use crate::storage::local::LocalObjectStore;
 use crate::storage::s3::{S3ObjectStore, S3Settings};
 use crate::store::RecordStore;
-use crate::store::postgres::PgStore;
-use crate::store::sqlite::SqliteStore;
+use crate::store::sql::SqlStore;
 
 /// Reads the signing key from `<data-dir>/signing.key`, creating it on
 /// first start, so signed URLs survive a restart.
@@ -77,15 +76,7 @@ pub fn signing_key(config: &Config) -> Result<Vec<u8>> {
 
 /// Opens the record store named by a database URL.
 pub async fn open_records(url: &str) -> Result<Arc<dyn RecordStore>> {
-    if url.starts_with("sqlite:") {
-        return Ok(Arc::new(SqliteStore::open(url).await?));
-    }
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        return Ok(Arc::new(PgStore::open(url).await?));
-    }
-    Err(Error::Config(format!(
-        "unsupported --database-url `{url}` (use sqlite://path, sqlite::memory: or postgres://user:password@host/database)"
-    )))
+    Ok(Arc::new(SqlStore::open(url).await?))
 }
 
 /// Opens the object store the configuration names.

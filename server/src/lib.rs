@@ -33,7 +33,7 @@ pub use error::{Error, Result};
 use upload_once_core::wire::{CreateEventRequest, ModerationPolicy};
 
 use crate::clock::{Clock, SystemClock};
-use crate::secrets::{Signer, hex, new_token, random_bytes, token_hash, unhex};
+use crate::secrets::{Signer, new_token, random_bytes, token_hash};
 use crate::state::AppState;
 use crate::storage::ObjectStore;
 use crate::config::{S3UrlStyle, StorageKind};
@@ -47,14 +47,14 @@ use crate::store::sql::SqlStore;
 pub fn load_signing_key(data_dir: &Path) -> Result<Vec<u8>> {
     let path = data_dir.join("signing.key");
     if let Ok(text) = std::fs::read_to_string(&path) {
-        if let Some(key) = unhex(text.trim()).filter(|k| k.len() >= 32) {
+        if let Some(key) = hex::decode(text.trim()).ok().filter(|k| k.len() >= 32) {
             return Ok(key);
         }
         return Err(Error::Config(format!("{} is not a hex key of at least 32 bytes", path.display())));
     }
     let mut key = vec![0u8; 32];
     random_bytes(&mut key);
-    std::fs::write(&path, hex(&key))?;
+    std::fs::write(&path, hex::encode(&key))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -67,7 +67,8 @@ pub fn load_signing_key(data_dir: &Path) -> Result<Vec<u8>> {
 /// balancer share it), else `<data-dir>/signing.key`.
 pub fn signing_key(config: &Config) -> Result<Vec<u8>> {
     match &config.signing_key {
-        Some(key) => unhex(&key.0)
+        Some(key) => hex::decode(&key.0)
+            .ok()
             .filter(|k| k.len() >= 32)
             .ok_or_else(|| Error::Config("--signing-key must be hex of at least 32 bytes".into())),
         None => load_signing_key(&config.data_dir),

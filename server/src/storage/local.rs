@@ -25,7 +25,7 @@ use upload_once_core::wire::UploadInstruction;
 
 use super::{ObjectBody, ObjectMeta, ObjectStore, PutGrant, percent_encode};
 use crate::error::{Error, Result};
-use crate::secrets::{Signer, hex, random_bytes};
+use crate::secrets::{Signer, random_bytes};
 
 /// The query parameters of a signed storage URL.
 #[derive(Clone, Debug, Deserialize, utoipa::IntoParams)]
@@ -145,7 +145,7 @@ impl LocalObjectStore {
     {
         let mut name = [0u8; 16];
         random_bytes(&mut name);
-        let path = self.root.join(".tmp").join(hex(&name));
+        let path = self.root.join(".tmp").join(hex::encode(name));
         let mut file = tokio::fs::File::create(&path).await?;
         let mut received = Received { path, size: 0, sha256: String::new() };
         let mut hasher = Sha256::new();
@@ -161,7 +161,7 @@ impl LocalObjectStore {
             file.write_all(&chunk).await?;
         }
         file.sync_all().await?;
-        received.sha256 = hex(&hasher.finalize());
+        received.sha256 = hex::encode(hasher.finalize());
         Ok(received)
     }
 

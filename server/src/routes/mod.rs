@@ -1,5 +1,7 @@
 //! The HTTP surface: [`app`] builds the whole router, testable without a
-//! socket.
+//! socket. Each API route is declared once, by its handler's
+//! `#[utoipa::path]` (method and path), and listed once, in [`api`]: the
+//! router and the OpenAPI document both come from that list.
 
 pub mod attempts;
 pub mod events;
@@ -12,7 +14,7 @@ use axum::Json;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{get, post};
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
@@ -22,6 +24,8 @@ use tracing::Level;
 use upload_once_core::ErrorCode;
 use upload_once_core::wire::Problem;
 use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::error::{Result, problem_response};
 use crate::openapi::ApiDoc;
@@ -52,11 +56,14 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     }
 }
 
-/// `GET /openapi.json`
-pub async fn openapi() -> Response {
-    let mut response = Json(ApiDoc::openapi()).into_response();
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
+/// `GET /openapi.json`: the document [`api`] makes.
+fn openapi(doc: utoipa::openapi::OpenApi) -> axum::routing::MethodRouter<AppState> {
+    let doc = std::sync::Arc::new(doc);
+    get(async move || {
+        let mut response = Json(doc.as_ref()).into_response();
+        response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        response
+    })
 }
 
 /// `POST /v1/admin/sweep` (admin): runs the sweeper now.
@@ -110,29 +117,39 @@ fn cors(origins: &[String]) -> CorsLayer {
         .max_age(Duration::from_secs(600))
 }
 
+/// Every API route, each with its OpenAPI operation. Bodies are limited
+/// to [`MAX_JSON_BYTES`], except the storage PUT's; every handler runs to
+/// its end even when its client hangs up ([`crate::ops::run_to_completion`]).
+/// `POST /v1/admin/test-hooks` (only with `--test-hooks`) is routed but not
+/// documented.
+pub fn api() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(healthz))
+        .routes(routes!(readyz))
+        .routes(routes!(events::create_event))
+        .routes(routes!(events::create_session))
+        .routes(routes!(attempts::authorize))
+        .routes(routes!(events::list_media))
+        .routes(routes!(events::wall))
+        .routes(routes!(attempts::status_batch))
+        .routes(routes!(attempts::status))
+        .routes(routes!(attempts::confirm))
+        .routes(routes!(attempts::renew))
+        .routes(routes!(events::moderate))
+        .routes(routes!(storage::media_content))
+        .routes(routes!(admin_sweep))
+        .route("/v1/admin/test-hooks", post(admin_test_hooks))
+        .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
+        .routes(routes!(storage::put_object))
+}
+
 /// The whole HTTP API, the embedded storage endpoint, and (when configured)
 /// the web pages and the npm package.
 pub fn app(state: AppState) -> Router {
-    let api = Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/openapi.json", get(openapi))
-        .route("/v1/events", post(events::create_event))
-        .route("/v1/events/{slug}/sessions", post(events::create_session))
-        .route("/v1/events/{slug}/attempts", post(attempts::authorize))
-        .route("/v1/events/{slug}/media", get(events::list_media))
-        .route("/v1/events/{slug}/wall", get(events::wall))
-        .route("/v1/attempts/status", post(attempts::status_batch))
-        .route("/v1/attempts/{id}", get(attempts::status))
-        .route("/v1/attempts/{id}/confirm", post(attempts::confirm))
-        .route("/v1/attempts/{id}/renew", post(attempts::renew))
-        .route("/v1/media/{id}/moderation", post(events::moderate))
-        .route("/v1/media/{id}/content", get(storage::media_content))
-        .route("/v1/admin/sweep", post(admin_sweep))
-        .route("/v1/admin/test-hooks", post(admin_test_hooks))
-        .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
-        .route("/storage/{*key}", put(storage::put_object))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::ops::run_to_completion));
+    let (api, doc) = api().split_for_parts();
+    let api = api
+        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::ops::run_to_completion))
+        .route("/openapi.json", openapi(crate::openapi::finish(doc)));
 
     let mut router = api.method_not_allowed_fallback(method_not_allowed);
     let config = &state.config;

@@ -125,6 +125,15 @@ pub async fn probe_database(state: &AppState) -> crate::Result<()> {
     result
 }
 
+/// Probes the object store: whether it can take uploads, answered within
+/// [`LOCK_WAIT`].
+pub async fn probe_objects(state: &AppState) -> crate::Result<()> {
+    match tokio::time::timeout(LOCK_WAIT, state.objects.probe()).await {
+        Ok(result) => result,
+        Err(_) => Err(crate::Error::ObjectStore(format!("no answer within {} s", LOCK_WAIT.as_secs()))),
+    }
+}
+
 /// Probes a failing database every second until it takes writes again (the
 /// recovery is logged by [`Ops::database_ok`]).
 fn heal(state: AppState) {

@@ -44,16 +44,27 @@ pub async fn healthz(State(state): State<AppState>) -> Result<&'static str> {
 
 /// `GET /readyz`: whether the server should get traffic. It should not
 /// while the database does not take writes (a small write is made to find
-/// out); the answer then says why.
+/// out) or the object store cannot take uploads (a cheap probe: a small
+/// file written where uploads land, or a `HEAD` of the bucket); the answer
+/// then says why.
 #[utoipa::path(get, path = "/readyz", tag = "operations", responses(
-    (status = 200, description = "The database takes writes"),
-    (status = 503, body = Problem, content_type = "application/problem+json", description = "database_unavailable: why, in `detail`"),
+    (status = 200, description = "The database takes writes and the object store answers"),
+    (status = 503, body = Problem, content_type = "application/problem+json",
+        description = "database_unavailable or object_store_unavailable: why, in `detail` (the database's reason first when both fail)"),
 ))]
 pub async fn readyz(State(state): State<AppState>) -> Response {
-    match crate::ops::probe_database(&state).await {
-        Ok(()) => "ready".into_response(),
-        Err(e) => problem_response(ErrorCode::DatabaseUnavailable, format!("the database does not take writes: {e}")),
-    }
+    let (database, objects) = tokio::join!(crate::ops::probe_database(&state), crate::ops::probe_objects(&state));
+    let database = database.err().map(|e| format!("the database does not take writes: {e}"));
+    let objects = objects.err().map(|e| match e {
+        crate::Error::ObjectStore(reason) => format!("the object store cannot take uploads: {reason}"),
+        other => format!("the object store cannot take uploads: {other}"),
+    });
+    let code = match (&database, &objects) {
+        (None, None) => return "ready".into_response(),
+        (Some(_), _) => ErrorCode::DatabaseUnavailable,
+        (None, Some(_)) => ErrorCode::ObjectStoreUnavailable,
+    };
+    problem_response(code, [database, objects].into_iter().flatten().collect::<Vec<_>>().join("; "))
 }
 
 /// `GET /openapi.json`: the document [`api`] makes.

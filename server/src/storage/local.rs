@@ -325,6 +325,22 @@ impl ObjectStore for LocalObjectStore {
         self.list_keys().await.map_err(unavailable)
     }
 
+    /// Writes, syncs and removes a small file where uploads are received,
+    /// so a full disk, a read-only mount or a missing directory shows.
+    async fn probe(&self) -> Result<()> {
+        let mut name = [0u8; 16];
+        random_bytes(&mut name);
+        let path = self.root.join(".tmp").join(format!("probe-{}", hex::encode(name)));
+        let written = async {
+            let mut file = tokio::fs::File::create(&path).await?;
+            file.write_all(b"probe").await?;
+            file.sync_all().await
+        }
+        .await;
+        let _ = tokio::fs::remove_file(&path).await;
+        written.map_err(|e| Error::ObjectStore(format!("cannot write under {}: {e}", self.root.join(".tmp").display())))
+    }
+
     fn as_local(&self) -> Option<&LocalObjectStore> {
         Some(self)
     }

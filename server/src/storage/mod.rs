@@ -69,6 +69,10 @@ pub trait ObjectStore: Send + Sync + 'static {
     /// Every stored object key, sorted (checkers and tests).
     async fn list(&self) -> Result<Vec<String>>;
 
+    /// Checks, cheaply, that the store can take uploads (the readiness
+    /// check): the reason it cannot, as an error.
+    async fn probe(&self) -> Result<()>;
+
     /// The local store, when this is one (its PUT endpoint is served by this
     /// server).
     fn as_local(&self) -> Option<&local::LocalObjectStore> {

@@ -24,7 +24,7 @@ use async_trait::async_trait;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use futures_util::StreamExt;
-use rusty_s3::actions::{DeleteObject, GetObject, HeadObject, ListObjectsV2, PutObject};
+use rusty_s3::actions::{DeleteObject, GetObject, HeadBucket, HeadObject, ListObjectsV2, PutObject};
 use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
 use upload_once_core::restrictions::normalize_content_type;
 use upload_once_core::time::{UnixMillis, format_rfc3339};
@@ -245,6 +245,18 @@ impl ObjectStore for S3ObjectStore {
         match response.status() {
             s if s.is_success() || s == reqwest::StatusCode::NOT_FOUND => Ok(()),
             s => Err(Self::unexpected("DELETE", s)),
+        }
+    }
+
+    /// A signed `HEAD` of the bucket: reachable, there, and the credentials
+    /// work.
+    async fn probe(&self) -> Result<()> {
+        let url = HeadBucket::new(&self.bucket, Some(&self.credentials)).sign_with_time(REQUEST_TTL, &real_now());
+        let response = self.send("HEAD bucket", self.http.head(url).timeout(REQUEST_TIMEOUT)).await?;
+        match response.status() {
+            s if s.is_success() => Ok(()),
+            reqwest::StatusCode::NOT_FOUND => Err(unavailable("HEAD bucket", format!("no bucket `{}`", self.bucket.name()))),
+            s => Err(Self::unexpected("HEAD bucket", s)),
         }
     }
 

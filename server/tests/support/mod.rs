@@ -464,6 +464,9 @@ impl ObjectStore for GatedObjects {
     async fn list(&self) -> Result<Vec<String>> {
         self.inner.list().await
     }
+    async fn probe(&self) -> Result<()> {
+        self.inner.probe().await
+    }
     fn as_local(&self) -> Option<&upload_once_server::storage::local::LocalObjectStore> {
         self.inner.as_local()
     }

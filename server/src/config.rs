@@ -200,6 +200,12 @@ pub struct Config {
     #[arg(long, env = "UPLOAD_ONCE_PKG_DIR")]
     pub pkg_dir: Option<PathBuf>,
 
+    /// How log lines are written: `json` (one object per line, each event
+    /// of a request with its `request_id`) or `text` (for a terminal).
+    /// `RUST_LOG` filters them.
+    #[arg(long, env = "UPLOAD_ONCE_LOG_FORMAT", value_enum, default_value = "json")]
+    pub log_format: crate::logs::LogFormat,
+
     /// Test-only hooks (`POST /v1/admin/test-hooks`). Never in production.
     #[arg(long, env = "UPLOAD_ONCE_TEST_HOOKS", hide = true)]
     pub test_hooks: bool,

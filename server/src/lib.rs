@@ -15,6 +15,7 @@
 pub mod clock;
 pub mod config;
 pub mod error;
+pub mod logs;
 pub mod openapi;
 pub mod ops;
 pub mod routes;

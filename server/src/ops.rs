@@ -191,7 +191,8 @@ pub async fn run_to_completion(State(state): State<AppState>, request: Request, 
         let _running = running;
         next.run(request).await
     };
-    let response = match tokio::spawn(handler).await {
+    // In the request's span, so what the handler logs carries its id.
+    let response = match tokio::spawn(tracing::Instrument::in_current_span(handler)).await {
         Ok(response) => response,
         // The handler panicked: let the panic layer answer it.
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),

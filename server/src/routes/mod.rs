@@ -18,6 +18,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::services::ServeDir;
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use tracing::Level;
@@ -124,7 +125,7 @@ fn cors(origins: &[String]) -> CorsLayer {
             HeaderName::from_static("x-guest-code"),
             HeaderName::from_static("x-amz-checksum-sha256"),
         ])
-        .expose_headers([header::ETAG, header::RETRY_AFTER])
+        .expose_headers([header::ETAG, header::RETRY_AFTER, HeaderName::from_static(crate::logs::REQUEST_ID)])
         .max_age(Duration::from_secs(600))
 }
 
@@ -176,11 +177,19 @@ pub fn app(state: AppState) -> Router {
         ),
         None => router.fallback(route_not_found),
     };
+    let request_id = HeaderName::from_static(crate::logs::REQUEST_ID);
     router
         .layer(cors(&config.allowed_origins))
         .layer(CatchPanicLayer::custom(panic_response))
+        .layer(PropagateRequestIdLayer::new(request_id.clone()))
         // A failing database is logged once per outage by the health record
         // (`ops`), not once per response.
-        .layer(TraceLayer::new_for_http().on_failure(DefaultOnFailure::new().level(Level::DEBUG)))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(crate::logs::request_span)
+                .on_failure(DefaultOnFailure::new().level(Level::DEBUG)),
+        )
+        // Every request gets an id (unless a load balancer gave it one).
+        .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
         .with_state(state)
 }

@@ -16,6 +16,7 @@ pub mod clock;
 pub mod config;
 pub mod error;
 pub mod logs;
+pub mod metrics;
 pub mod openapi;
 pub mod ops;
 pub mod routes;
@@ -109,7 +110,9 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
     config.validate()?;
     std::fs::create_dir_all(&config.data_dir)?;
     let signer = Signer::new(signing_key(&config)?);
-    let mut objects = open_objects(&config, &signer, clock.clone())?;
+    let metrics = Arc::new(metrics::Metrics::new());
+    let mut objects: Arc<dyn ObjectStore> =
+        Arc::new(metrics::MeasuredObjects { inner: open_objects(&config, &signer, clock.clone())?, metrics: metrics.clone() });
     let test_hooks = config.test_hooks.then(|| Arc::new(test_hooks::TestHooks::default()));
     if let Some(hooks) = &test_hooks {
         tracing::warn!("--test-hooks is on: never use it in production");
@@ -122,7 +125,7 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
     let records = open_records(&database_url).await?;
     let admin_token: Arc<str> = config.admin_token.clone().unwrap_or_else(new_token).into();
     let ops = Arc::new(ops::Ops::default());
-    Ok(AppState { config: Arc::new(config), records, objects, signer, clock, admin_token, test_hooks, ops })
+    Ok(AppState { config: Arc::new(config), records, objects, signer, clock, admin_token, test_hooks, ops, metrics })
 }
 
 /// Creates the demo event if it is missing (or gives it a fresh host

@@ -45,8 +45,3 @@ pub fn finish(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
         .collect();
     doc
 }
-
-/// The whole document, as `GET /openapi.json` serves it.
-pub fn document() -> utoipa::openapi::OpenApi {
-    finish(crate::routes::api().split_for_parts().1)
-}

@@ -130,11 +130,11 @@ fn cors(origins: &[String]) -> CorsLayer {
 }
 
 /// Every API route, each with its OpenAPI operation. Bodies are limited
-/// to [`MAX_JSON_BYTES`], except the storage PUT's; every handler runs to
-/// its end even when its client hangs up ([`crate::ops::run_to_completion`]).
-/// `POST /v1/admin/test-hooks` (only with `--test-hooks`) is routed but not
-/// documented.
-pub fn api() -> OpenApiRouter<AppState> {
+/// to [`MAX_JSON_BYTES`], except the storage PUT's; every handler but the
+/// metrics' runs to its end even when its client hangs up
+/// ([`crate::ops::run_to_completion`]). `POST /v1/admin/test-hooks` (only
+/// with `--test-hooks`) is routed but not documented.
+pub fn api(state: &AppState) -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(healthz))
         .routes(routes!(readyz))
@@ -153,15 +153,17 @@ pub fn api() -> OpenApiRouter<AppState> {
         .route("/v1/admin/test-hooks", post(admin_test_hooks))
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
         .routes(routes!(storage::put_object))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::ops::run_to_completion))
+        // Only reads what is kept: no durable work, and not itself a
+        // request in flight.
+        .routes(routes!(crate::metrics::serve))
 }
 
 /// The whole HTTP API, the embedded storage endpoint, and (when configured)
 /// the web pages and the npm package.
 pub fn app(state: AppState) -> Router {
-    let (api, doc) = api().split_for_parts();
-    let api = api
-        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::ops::run_to_completion))
-        .route("/openapi.json", openapi(crate::openapi::finish(doc)));
+    let (api, doc) = api(&state).split_for_parts();
+    let api = api.route("/openapi.json", openapi(crate::openapi::finish(doc)));
 
     let mut router = api.method_not_allowed_fallback(method_not_allowed);
     let config = &state.config;
@@ -181,6 +183,7 @@ pub fn app(state: AppState) -> Router {
     router
         .layer(cors(&config.allowed_origins))
         .layer(CatchPanicLayer::custom(panic_response))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::metrics::count_requests))
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         // A failing database is logged once per outage by the health record
         // (`ops`), not once per response.

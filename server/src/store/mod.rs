@@ -170,6 +170,15 @@ pub struct NewMedia {
     pub created_at: UnixMillis,
 }
 
+/// What the sweeper has still to do.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SweepBacklog {
+    /// Authorized attempts past their expiry, not expired yet.
+    pub expired_attempts: u64,
+    /// Expired or rejected attempts whose object is not deleted yet.
+    pub dead_objects: u64,
+}
+
 /// A database transaction holding one attempt's row lock. Dropping it
 /// without calling a finishing method rolls back.
 #[async_trait]
@@ -259,6 +268,9 @@ pub trait RecordStore: Send + Sync + 'static {
 
     /// Records that an attempt's object was deleted.
     async fn mark_object_deleted(&self, row_id: i64) -> Result<()>;
+
+    /// What the sweeper has still to do (the metrics).
+    async fn sweep_backlog(&self, now: UnixMillis) -> Result<SweepBacklog>;
 
     /// One media record.
     async fn media(&self, id: Uuid) -> Result<Option<MediaRow>>;

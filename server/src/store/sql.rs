@@ -25,7 +25,7 @@ use uuid::Uuid;
 
 use super::dialect::{Dialect, dialect_of};
 use super::{
-    AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, NewMedia, RecordStore, SessionRow,
+    AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, NewMedia, RecordStore, SessionRow, SweepBacklog,
     keep_released_connection, moderation_from_db, policy_from_db, policy_to_db,
 };
 use crate::error::{Error, Result};
@@ -472,6 +472,21 @@ impl RecordStore for SqlStore {
     async fn mark_object_deleted(&self, row_id: i64) -> Result<()> {
         sqlx::query("UPDATE attempts SET object_deleted = TRUE WHERE row_id = $1").bind(row_id).execute(&self.pool).await?;
         Ok(())
+    }
+
+    async fn sweep_backlog(&self, now: UnixMillis) -> Result<SweepBacklog> {
+        let row = sqlx::query(
+            "SELECT
+                (SELECT COUNT(*) FROM attempts WHERE state = 'authorized' AND expires_at <= $1) AS expired_attempts,
+                (SELECT COUNT(*) FROM attempts WHERE state IN ('expired', 'rejected') AND object_deleted = FALSE) AS dead_objects",
+        )
+        .bind(now)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(SweepBacklog {
+            expired_attempts: row.try_get::<i64, _>("expired_attempts")? as u64,
+            dead_objects: row.try_get::<i64, _>("dead_objects")? as u64,
+        })
     }
 
     async fn media(&self, id: Uuid) -> Result<Option<MediaRow>> {

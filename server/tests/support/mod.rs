@@ -26,7 +26,7 @@ use upload_once_server::state::AppState;
 use upload_once_core::time::UnixMillis;
 use upload_once_core::wire::{Moderation, ModerationDecision};
 use upload_once_server::storage::{ObjectBody, ObjectMeta, ObjectStore, PutGrant};
-use upload_once_server::store::{AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, RecordStore, SessionRow};
+use upload_once_server::store::{AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, RecordStore, SessionRow, SweepBacklog};
 use upload_once_server::{Result, build_state, routes};
 use uuid::Uuid;
 
@@ -541,6 +541,9 @@ impl RecordStore for ObservedRecords {
     }
     async fn mark_object_deleted(&self, row_id: i64) -> Result<()> {
         self.inner.mark_object_deleted(row_id).await
+    }
+    async fn sweep_backlog(&self, now: UnixMillis) -> Result<SweepBacklog> {
+        self.inner.sweep_backlog(now).await
     }
     async fn media(&self, id: Uuid) -> Result<Option<MediaRow>> {
         self.inner.media(id).await

@@ -53,7 +53,7 @@ impl Dialect {
     /// The statement that opens a write transaction. SQLite's `IMMEDIATE`
     /// takes the database's write lock at once, so what the transaction
     /// reads stays true until it commits: that is SQLite's row lock.
-    /// PostgreSQL locks rows as it goes (see [`Dialect::row_lock`]).
+    /// PostgreSQL locks rows as it goes (`SELECT … FOR UPDATE`).
     pub fn begin_write(self) -> &'static str {
         match self {
             Dialect::Sqlite => "BEGIN IMMEDIATE",

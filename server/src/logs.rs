@@ -23,7 +23,8 @@ pub enum LogFormat {
     /// `method`, `path`).
     #[default]
     Json,
-    /// Human-readable lines, for a terminal.
+    /// Human-readable lines, for a terminal (coloured when standard output
+    /// is one).
     Text,
 }
 
@@ -35,7 +36,7 @@ where
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
     match format {
         LogFormat::Json => Box::new(builder.json().with_current_span(true).with_span_list(false).finish()),
-        LogFormat::Text => Box::new(builder.finish()),
+        LogFormat::Text => Box::new(builder.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout())).finish()),
     }
 }
 

@@ -8,26 +8,28 @@ use clap::Parser;
 
 use crate::error::{Error, Result};
 
-/// Parses `500ms`, `90s`, `15m`, `2h`, `7d`, or a plain number of seconds.
+/// Parses a duration: jiff's friendly format (`500ms`, `90s`, `15m`,
+/// `2h`, `7d`, `1w`, `1h 30m`, `2 days`, `1.5h`; units are lowercase), ISO
+/// 8601 (`PT15M`, `P7D`), or a plain number of seconds. A day is 24 hours;
+/// months and years (not of fixed length), negative durations and anything
+/// past a century are refused.
 pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
     let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let n: u64 = number.parse().map_err(|_| format!("`{text}` is not a duration like 90s, 15m, 7d"))?;
-    let scale: u64 = match unit {
-        "ms" => 1,
-        "" | "s" => 1000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => return Err(format!("`{text}`: unknown unit `{unit}` (use ms, s, m, h or d)")),
+    let duration = if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        text.parse::<u64>().map(Duration::from_secs).map_err(|_| format!("`{text}` is too long a duration"))?
+    } else {
+        let span: jiff::Span = text.parse().map_err(|e| format!("`{text}` is not a duration like 90s, 15m, 7d: {e}"))?;
+        let signed = span
+            .to_duration(jiff::SpanRelativeTo::days_are_24_hours())
+            .map_err(|_| format!("`{text}`: use days, hours, minutes or seconds (months and years are not of fixed length)"))?;
+        Duration::try_from(signed).map_err(|_| format!("`{text}` is a negative duration"))?
     };
     // Anything past a century is a typo, and would overflow time arithmetic.
-    const CENTURY_MS: u64 = 100 * 365 * 86_400_000;
-    match n.checked_mul(scale) {
-        Some(ms) if ms <= CENTURY_MS => Ok(Duration::from_millis(ms)),
-        _ => Err(format!("`{text}` is too long a duration")),
+    const CENTURY: Duration = Duration::from_secs(100 * 365 * 86_400);
+    if duration > CENTURY {
+        return Err(format!("`{text}` is too long a duration"));
     }
+    Ok(duration)
 }
 
 /// Whether `origin` is `scheme://host[:port]`, as browsers send it in the
@@ -198,6 +200,12 @@ pub struct Config {
     #[arg(long, env = "UPLOAD_ONCE_PKG_DIR")]
     pub pkg_dir: Option<PathBuf>,
 
+    /// How log lines are written: `json` (one object per line, each event
+    /// of a request with its `request_id`) or `text` (for a terminal).
+    /// `RUST_LOG` filters them.
+    #[arg(long, env = "UPLOAD_ONCE_LOG_FORMAT", value_enum, default_value = "json")]
+    pub log_format: crate::logs::LogFormat,
+
     /// Test-only hooks (`POST /v1/admin/test-hooks`). Never in production.
     #[arg(long, env = "UPLOAD_ONCE_TEST_HOOKS", hide = true)]
     pub test_hooks: bool,
@@ -224,7 +232,7 @@ impl Config {
             return Err(Error::Config("--storage s3 needs --s3-endpoint and --s3-bucket".into()));
         }
         if let Some(key) = &self.signing_key {
-            if crate::secrets::unhex(&key.0).is_none_or(|k| k.len() < 32) {
+            if hex::decode(&key.0).map_or(true, |k| k.len() < 32) {
                 return Err(Error::Config("--signing-key must be hex of at least 32 bytes (64 hex digits)".into()));
             }
         }

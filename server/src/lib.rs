@@ -15,6 +15,8 @@
 pub mod clock;
 pub mod config;
 pub mod error;
+pub mod logs;
+pub mod metrics;
 pub mod openapi;
 pub mod ops;
 pub mod routes;
@@ -33,29 +35,28 @@ pub use error::{Error, Result};
 use upload_once_core::wire::{CreateEventRequest, ModerationPolicy};
 
 use crate::clock::{Clock, SystemClock};
-use crate::secrets::{Signer, hex, new_token, random_bytes, token_hash, unhex};
+use crate::secrets::{Signer, new_token, random_bytes, token_hash};
 use crate::state::AppState;
 use crate::storage::ObjectStore;
 use crate::config::{S3UrlStyle, StorageKind};
 use crate::storage::local::LocalObjectStore;
 use crate::storage::s3::{S3ObjectStore, S3Settings};
 use crate::store::RecordStore;
-use crate::store::postgres::PgStore;
-use crate::store::sqlite::SqliteStore;
+use crate::store::sql::SqlStore;
 
 /// Reads the signing key from `<data-dir>/signing.key`, creating it on
 /// first start, so signed URLs survive a restart.
 pub fn load_signing_key(data_dir: &Path) -> Result<Vec<u8>> {
     let path = data_dir.join("signing.key");
     if let Ok(text) = std::fs::read_to_string(&path) {
-        if let Some(key) = unhex(text.trim()).filter(|k| k.len() >= 32) {
+        if let Some(key) = hex::decode(text.trim()).ok().filter(|k| k.len() >= 32) {
             return Ok(key);
         }
         return Err(Error::Config(format!("{} is not a hex key of at least 32 bytes", path.display())));
     }
     let mut key = vec![0u8; 32];
     random_bytes(&mut key);
-    std::fs::write(&path, hex(&key))?;
+    std::fs::write(&path, hex::encode(&key))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -68,7 +69,8 @@ pub fn load_signing_key(data_dir: &Path) -> Result<Vec<u8>> {
 /// balancer share it), else `<data-dir>/signing.key`.
 pub fn signing_key(config: &Config) -> Result<Vec<u8>> {
     match &config.signing_key {
-        Some(key) => unhex(&key.0)
+        Some(key) => hex::decode(&key.0)
+            .ok()
             .filter(|k| k.len() >= 32)
             .ok_or_else(|| Error::Config("--signing-key must be hex of at least 32 bytes".into())),
         None => load_signing_key(&config.data_dir),
@@ -77,15 +79,7 @@ pub fn signing_key(config: &Config) -> Result<Vec<u8>> {
 
 /// Opens the record store named by a database URL.
 pub async fn open_records(url: &str) -> Result<Arc<dyn RecordStore>> {
-    if url.starts_with("sqlite:") {
-        return Ok(Arc::new(SqliteStore::open(url).await?));
-    }
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        return Ok(Arc::new(PgStore::open(url).await?));
-    }
-    Err(Error::Config(format!(
-        "unsupported --database-url `{url}` (use sqlite://path, sqlite::memory: or postgres://user:password@host/database)"
-    )))
+    Ok(Arc::new(SqlStore::open(url).await?))
 }
 
 /// Opens the object store the configuration names.
@@ -116,7 +110,9 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
     config.validate()?;
     std::fs::create_dir_all(&config.data_dir)?;
     let signer = Signer::new(signing_key(&config)?);
-    let mut objects = open_objects(&config, &signer, clock.clone())?;
+    let metrics = Arc::new(metrics::Metrics::new());
+    let mut objects: Arc<dyn ObjectStore> =
+        Arc::new(metrics::MeasuredObjects { inner: open_objects(&config, &signer, clock.clone())?, metrics: metrics.clone() });
     let test_hooks = config.test_hooks.then(|| Arc::new(test_hooks::TestHooks::default()));
     if let Some(hooks) = &test_hooks {
         tracing::warn!("--test-hooks is on: never use it in production");
@@ -129,7 +125,7 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
     let records = open_records(&database_url).await?;
     let admin_token: Arc<str> = config.admin_token.clone().unwrap_or_else(new_token).into();
     let ops = Arc::new(ops::Ops::default());
-    Ok(AppState { config: Arc::new(config), records, objects, signer, clock, admin_token, test_hooks, ops })
+    Ok(AppState { config: Arc::new(config), records, objects, signer, clock, admin_token, test_hooks, ops, metrics })
 }
 
 /// Creates the demo event if it is missing (or gives it a fresh host

@@ -1,15 +1,12 @@
 //! The `upload-once-server` binary.
 
 use clap::Parser;
-use tracing_subscriber::EnvFilter;
-use upload_once_server::{Config, run};
+use upload_once_server::{Config, logs, run};
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=warn")))
-        .init();
     let config = Config::parse();
+    logs::init(config.log_format);
     match run(config).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

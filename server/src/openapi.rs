@@ -1,10 +1,11 @@
 //! The OpenAPI 3.1 description, generated from the handlers and the wire
 //! types so it cannot drift from the code. Served at `GET /openapi.json`.
+//!
+//! The paths come from the same list as the router ([`crate::routes::api`]):
+//! each route is declared once, by its handler's `#[utoipa::path]`.
 
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
-
-use crate::routes;
 
 struct BearerSchemes;
 
@@ -25,27 +26,22 @@ impl Modify for BearerSchemes {
     }
 }
 
-/// The upload-once HTTP API.
+/// What the document says besides its paths: title, description and the
+/// bearer security schemes.
 #[derive(OpenApi)]
 #[openapi(
     info(title = "upload-once", description = "Browser uploads stored exactly once: authorize, PUT to a signed URL, confirm (create-or-return), reconcile, moderate. See docs/protocol.md."),
-    paths(
-        routes::healthz,
-        routes::readyz,
-        routes::admin_sweep,
-        routes::events::create_event,
-        routes::events::create_session,
-        routes::events::list_media,
-        routes::events::moderate,
-        routes::events::wall,
-        routes::attempts::authorize,
-        routes::attempts::renew,
-        routes::attempts::status,
-        routes::attempts::status_batch,
-        routes::attempts::confirm,
-        routes::storage::put_object,
-        routes::storage::media_content,
-    ),
     modifiers(&BearerSchemes),
 )]
 pub struct ApiDoc;
+
+/// Finishes the document the router's list produced: a catch-all route
+/// parameter (`{*key}`, as axum writes it) is written `{key}`, as OpenAPI
+/// does.
+pub fn finish(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
+    doc.paths.paths = std::mem::take(&mut doc.paths.paths)
+        .into_iter()
+        .map(|(path, item)| (path.replace("{*", "{"), item))
+        .collect();
+    doc
+}

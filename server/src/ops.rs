@@ -125,6 +125,15 @@ pub async fn probe_database(state: &AppState) -> crate::Result<()> {
     result
 }
 
+/// Probes the object store: whether it can take uploads, answered within
+/// [`LOCK_WAIT`].
+pub async fn probe_objects(state: &AppState) -> crate::Result<()> {
+    match tokio::time::timeout(LOCK_WAIT, state.objects.probe()).await {
+        Ok(result) => result,
+        Err(_) => Err(crate::Error::ObjectStore(format!("no answer within {} s", LOCK_WAIT.as_secs()))),
+    }
+}
+
 /// Probes a failing database every second until it takes writes again (the
 /// recovery is logged by [`Ops::database_ok`]).
 fn heal(state: AppState) {
@@ -182,7 +191,8 @@ pub async fn run_to_completion(State(state): State<AppState>, request: Request, 
         let _running = running;
         next.run(request).await
     };
-    let response = match tokio::spawn(handler).await {
+    // In the request's span, so what the handler logs carries its id.
+    let response = match tokio::spawn(tracing::Instrument::in_current_span(handler)).await {
         Ok(response) => response,
         // The handler panicked: let the panic layer answer it.
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),

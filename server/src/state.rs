@@ -32,6 +32,8 @@ pub struct AppState {
     pub test_hooks: Option<Arc<crate::test_hooks::TestHooks>>,
     /// Hang-ups and the database's health.
     pub ops: Arc<crate::ops::Ops>,
+    /// Counters and histograms (`GET /metrics`).
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl AppState {

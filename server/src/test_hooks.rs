@@ -69,6 +69,10 @@ impl ObjectStore for HookedObjects {
         self.inner.list().await
     }
 
+    async fn probe(&self) -> Result<()> {
+        self.inner.probe().await
+    }
+
     fn as_local(&self) -> Option<&crate::storage::local::LocalObjectStore> {
         self.inner.as_local()
     }

@@ -13,9 +13,8 @@ use serde_json::json;
 use sqlx::Connection;
 use support::{LockHolder, Options, TestServer, fresh_database_url, is_postgres, until};
 use tokio::io::AsyncWriteExt;
-use upload_once_server::store::RecordStore;
-use upload_once_server::store::postgres::PgStore;
-use upload_once_server::store::sqlite::SqliteStore;
+use upload_once_server::store::dialect::Dialect;
+use upload_once_server::store::sql::SqlStore;
 use uuid::Uuid;
 
 /// A bound on a hang, not a measure of speed.
@@ -79,46 +78,17 @@ async fn a_confirm_whose_client_hangs_up_while_it_waits_for_the_lock_finishes_an
     assert_eq!(server.state.records.dirty_connections_discarded(), 0, "no connection was left inside a transaction");
 }
 
-/// A record store the test opened itself, so it can reach its pool.
-enum OwnStore {
-    Sqlite(SqliteStore),
-    Postgres(PgStore),
-}
-
-impl OwnStore {
-    async fn open(url: &str) -> OwnStore {
-        if url.starts_with("postgres") {
-            OwnStore::Postgres(PgStore::open(url).await.unwrap())
-        } else {
-            OwnStore::Sqlite(SqliteStore::open(url).await.unwrap())
-        }
+/// Does what a request future dropped between `BEGIN` and its
+/// `Transaction` would do: gives a connection back to the pool inside a
+/// transaction that holds the write lock (SQLite's, or an exclusive lock on
+/// PostgreSQL's `attempts`), with nothing left to end it.
+async fn leave_a_transaction_open(store: &SqlStore) {
+    let mut conn = store.pool().acquire().await.unwrap();
+    let mut tx = conn.begin_with(store.dialect().begin_write()).await.unwrap();
+    if store.dialect() == Dialect::Postgres {
+        sqlx::query("LOCK TABLE attempts IN EXCLUSIVE MODE").execute(&mut *tx).await.unwrap();
     }
-
-    fn records(&self) -> Arc<dyn RecordStore> {
-        match self {
-            OwnStore::Sqlite(s) => Arc::new(s.clone()),
-            OwnStore::Postgres(s) => Arc::new(s.clone()),
-        }
-    }
-
-    /// Does what a request future dropped between `BEGIN` and its
-    /// `Transaction` would do: gives a connection back to the pool inside a
-    /// transaction that holds the write lock, with nothing left to end it.
-    async fn leave_a_transaction_open(&self) {
-        match self {
-            OwnStore::Sqlite(store) => {
-                let mut conn = store.pool().acquire().await.unwrap();
-                let tx = conn.begin_with("BEGIN IMMEDIATE").await.unwrap();
-                std::mem::forget(tx);
-            }
-            OwnStore::Postgres(store) => {
-                let mut conn = store.pool().acquire().await.unwrap();
-                let mut tx = conn.begin().await.unwrap();
-                sqlx::query("LOCK TABLE attempts IN EXCLUSIVE MODE").execute(&mut *tx).await.unwrap();
-                std::mem::forget(tx);
-            }
-        }
-    }
+    std::mem::forget(tx);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -126,10 +96,10 @@ async fn a_connection_given_back_inside_a_transaction_is_closed_not_reused() {
     let dir = tempfile::tempdir().unwrap();
     let url = fresh_database_url(dir.path()).await;
     assert_eq!(url.starts_with("postgres"), is_postgres());
-    let store = OwnStore::open(&url).await;
-    let server = TestServer::start_with(Options { records: Some(store.records()), ..Options::default() }).await;
+    let store = SqlStore::open(&url).await.unwrap();
+    let server = TestServer::start_with(Options { records: Some(Arc::new(store.clone())), ..Options::default() }).await;
 
-    store.leave_a_transaction_open().await;
+    leave_a_transaction_open(&store).await;
 
     uploads_succeed_first_time(&server, 24).await;
     assert_eq!(server.counts().await.1, 24, "every write committed");

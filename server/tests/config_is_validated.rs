@@ -97,11 +97,20 @@ fn durations_parse_with_units_and_junk_is_refused() {
         ("30", secs(30)),
         (" 15m ", secs(15 * 60)),
         ("0s", secs(0)),
+        ("1h30m", secs(90 * 60)),
+        ("1h 30m", secs(90 * 60)),
+        ("1.5h", secs(90 * 60)),
+        ("2 days", secs(2 * 86_400)),
+        ("1w", secs(7 * 86_400)),
+        ("PT15M", secs(15 * 60)),
+        ("P7D", secs(7 * 86_400)),
     ];
     for (text, expected) in cases {
         assert_eq!(parse_duration(text), Ok(expected), "{text:?}");
     }
-    for junk in ["", " ", "abc", "ms", "s", "10x", "-5s", "+5s", "1.5h", "5 m", "15M", "2H", "7days", "1h30m", "0x10s", "١٠s"] {
+    // Uppercase units are refused rather than guessed (15M: minutes or
+    // months?); months and years are not of fixed length.
+    for junk in ["", " ", "abc", "ms", "s", "10x", "-5s", "5s ago", "15M", "2H", "1mo", "1y", "0x10s", "١٠s"] {
         assert!(parse_duration(junk).is_err(), "{junk:?} accepted as {:?}", parse_duration(junk));
     }
 }

@@ -94,14 +94,33 @@ async fn a_stored_object_that_contradicts_the_authorization_rejects_the_attempt(
     let server = TestServer::start().await;
     let guest = server.guest().await;
     let sha = sha256_hex(b"hello");
-    // (what, authorized sha, stored type, stored bytes, code)
-    let cases: [(&str, Option<&str>, &str, &[u8], &str); 4] = [
-        ("another content type", None, "image/jpeg", b"hello", "type_mismatch"),
-        ("another size", None, "image/png", b"hello!", "size_mismatch"),
-        ("other bytes under a sha256", Some(&sha), "image/png", b"jello", "checksum_mismatch"),
-        ("other bytes and type under a sha256", Some(&sha), "text/html", b"<svg>", "type_mismatch"),
+    /// An object stored against its authorization, and the rejection due.
+    struct Case<'a> {
+        what: &'a str,
+        auth_sha: Option<&'a str>,
+        stored_type: &'a str,
+        stored: &'a [u8],
+        code: &'a str,
+    }
+    let cases = [
+        Case { what: "another content type", auth_sha: None, stored_type: "image/jpeg", stored: b"hello", code: "type_mismatch" },
+        Case { what: "another size", auth_sha: None, stored_type: "image/png", stored: b"hello!", code: "size_mismatch" },
+        Case {
+            what: "other bytes under a sha256",
+            auth_sha: Some(&sha),
+            stored_type: "image/png",
+            stored: b"jello",
+            code: "checksum_mismatch",
+        },
+        Case {
+            what: "other bytes and type under a sha256",
+            auth_sha: Some(&sha),
+            stored_type: "text/html",
+            stored: b"<svg>",
+            code: "type_mismatch",
+        },
     ];
-    for (what, auth_sha, stored_type, stored, code) in cases {
+    for Case { what, auth_sha, stored_type, stored, code } in cases {
         let (id, key) = authorize(&guest, 5, auth_sha).await;
         store_directly(&server, &key, stored_type, stored).await;
         assert_eq!(guest.status(&[id]).await["results"][0]["object_stored"], true, "{what}");

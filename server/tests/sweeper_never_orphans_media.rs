@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::StatusCode;
-use support::{GatedObjects, Options, TestServer, problem};
+use support::{GatedObjects, ObservedRecords, Options, TestServer, problem};
 use uuid::Uuid;
 
 const HOUR: i64 = 3_600_000;
@@ -17,11 +17,10 @@ const HOUR: i64 = 3_600_000;
 async fn expired_attempts_are_marked_and_their_objects_deleted() {
     let server = TestServer::start_with(Options { attempt_ttl: Some(Duration::from_secs(3600)), url_ttl: Some(Duration::from_secs(600)), ..Default::default() }).await;
     let guest = server.guest().await;
-    let (stale, fresh, done) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    let (stale, fresh) = (Uuid::new_v4(), Uuid::new_v4());
     let a = guest.authorize(stale, 4).await;
     assert_eq!(server.put(a.upload.as_ref().unwrap(), b"old!".to_vec()).await.status(), StatusCode::OK);
     let (done_id, _) = guest.upload(b"kept".to_vec()).await;
-    let _ = done;
 
     server.clock.advance(HOUR / 2);
     guest.authorize(fresh, 4).await;
@@ -39,15 +38,21 @@ async fn expired_attempts_are_marked_and_their_objects_deleted() {
     assert_eq!(server.counts().await.1, 1);
 }
 
+/// The race the sweeper must lose: it finds an attempt due while a
+/// confirm of it is inside its transaction (held at the object HEAD, with
+/// the attempt's lock). The confirm wins; the sweeper, re-reading under the
+/// same lock, leaves the attempt and its object alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_confirm_held_mid_transaction_is_never_left_without_its_object() {
+async fn a_confirm_held_mid_transaction_wins_over_the_sweeper_and_keeps_its_object() {
     let entered = Arc::new(tokio::sync::Notify::new());
     let release = Arc::new(tokio::sync::Semaphore::new(0));
+    let (due_tx, mut due_rx) = tokio::sync::mpsc::unbounded_channel();
     let (e2, r2) = (entered.clone(), release.clone());
     let server = TestServer::start_with(Options {
         attempt_ttl: Some(Duration::from_secs(3600)),
         url_ttl: Some(Duration::from_secs(600)),
         wrap_objects: Some(Box::new(move |inner| Arc::new(GatedObjects { inner, entered: e2, release: r2 }))),
+        wrap_records: Some(Box::new(move |inner| Arc::new(ObservedRecords { inner, due: due_tx }))),
         ..Default::default()
     })
     .await;
@@ -55,6 +60,8 @@ async fn a_confirm_held_mid_transaction_is_never_left_without_its_object() {
     let id = Uuid::new_v4();
     let a = guest.authorize(id, 4).await;
     assert_eq!(server.put(a.upload.as_ref().unwrap(), b"race".to_vec()).await.status(), StatusCode::OK);
+    let row_id = server.state.records.attempt_by_object_key(&a.object_key).await.unwrap().unwrap().row_id;
+
     // Just before expiry, a confirm starts and stops inside its transaction
     // (at the object HEAD, holding the attempt's lock).
     server.clock.advance(HOUR - 1000);
@@ -74,32 +81,28 @@ async fn a_confirm_held_mid_transaction_is_never_left_without_its_object() {
         })
     };
     entered.notified().await;
-    // Now the attempt is past its TTL and the sweeper runs.
+
+    // Now the attempt is past its TTL, and the sweeper finds it due while
+    // the confirm still holds it; next it waits for the confirm's lock.
     server.clock.advance(2000);
     let sweeper = {
         let state = server.state.clone();
         tokio::spawn(async move { upload_once_server::sweeper::sweep_once(&state).await.unwrap() })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!sweeper.is_finished(), "the sweeper waits for the confirm's lock");
-    release.add_permits(1000);
-    let confirm_status = confirm.await.unwrap();
-    let report = sweeper.await.unwrap();
+    let due = due_rx.recv().await.expect("the sweeper lists what is due");
+    assert_eq!(due, vec![row_id], "the sweeper found the attempt due while the confirm was inside its transaction");
 
-    let (_, media_rows) = server.counts().await;
-    let object = server.stored_keys().await;
-    match confirm_status {
-        StatusCode::OK => {
-            assert_eq!(report.expired, 0, "a confirmed attempt is not expired");
-            assert_eq!(media_rows, 1);
-            assert_eq!(object, vec![a.object_key.clone()], "the confirmed object is kept");
-        }
-        StatusCode::GONE => {
-            assert_eq!(media_rows, 0);
-            assert!(object.is_empty());
-        }
-        other => panic!("unexpected confirm status {other}"),
-    }
-    // Either way: every media row has its object.
-    assert!(media_rows == 0 || !object.is_empty());
+    release.add_permits(1000);
+    assert_eq!(confirm.await.unwrap(), StatusCode::OK, "the confirm that held the lock wins");
+    let report = sweeper.await.unwrap();
+    assert_eq!(report.expired, 0, "under the lock the sweeper saw the attempt confirmed, and left it");
+    assert_eq!(server.counts().await.1, 1, "one media row");
+    assert_eq!(server.stored_keys().await, vec![a.object_key.clone()], "the confirmed object is kept");
+    assert_eq!(guest.status(&[id]).await["results"][0]["state"], "confirmed");
+
+    // Later passes leave it alone too: a confirmed attempt is never due.
+    server.clock.advance(HOUR);
+    server.sweep().await;
+    assert_eq!(due_rx.recv().await, Some(vec![]), "a confirmed attempt is not listed as due");
+    assert_eq!(server.stored_keys().await, vec![a.object_key.clone()]);
 }

@@ -38,7 +38,7 @@ async fn two_instances_confirm_each_attempt_exactly_once_and_share_media_urls() 
     if !backends_present() {
         return;
     }
-    let key = upload_once_server::secrets::hex(&[7u8; 32]);
+    let key = hex::encode([7u8; 32]);
     let a = TestServer::start_with(Options {
         signing_key: Some(key.clone()),
         public_url: Some(PUBLIC_URL.into()),

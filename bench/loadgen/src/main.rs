@@ -23,36 +23,31 @@ use uuid::Uuid;
 
 type Result<T> = std::result::Result<T, String>;
 
+/// Load generator for the reference server.
+#[derive(Debug, clap::Parser)]
+#[command(name = "upload-once-loadgen", version)]
 struct Args {
+    /// The server's base URL, e.g. `http://127.0.0.1:8080`.
+    #[arg(long)]
     base: String,
+    /// The server's admin token.
+    #[arg(long)]
     admin: String,
+    /// Concurrent clients of the throughput run.
+    #[arg(long, default_value_t = 64)]
     clients: usize,
+    /// Confirms of the throughput run.
+    #[arg(long, default_value_t = 4000)]
     confirms: usize,
+    /// Attempts the duplicate storm confirms.
+    #[arg(long, default_value_t = 10)]
     storm_attempts: usize,
+    /// Confirms of the duplicate storm, spread over its attempts.
+    #[arg(long, default_value_t = 1000)]
     storm_requests: usize,
+    /// Also write the results (JSON) to this file.
+    #[arg(long)]
     out: Option<String>,
-}
-
-fn parse_args() -> Result<Args> {
-    let mut a = Args { base: String::new(), admin: String::new(), clients: 64, confirms: 4000, storm_attempts: 10, storm_requests: 1000, out: None };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--base" => a.base = value()?,
-            "--admin" => a.admin = value()?,
-            "--clients" => a.clients = value()?.parse().map_err(|_| "bad --clients")?,
-            "--confirms" => a.confirms = value()?.parse().map_err(|_| "bad --confirms")?,
-            "--storm-attempts" => a.storm_attempts = value()?.parse().map_err(|_| "bad --storm-attempts")?,
-            "--storm-requests" => a.storm_requests = value()?.parse().map_err(|_| "bad --storm-requests")?,
-            "--out" => a.out = Some(value()?),
-            other => return Err(format!("unknown flag {other}")),
-        }
-    }
-    if a.base.is_empty() || a.admin.is_empty() {
-        return Err("--base and --admin are required".into());
-    }
-    Ok(a)
 }
 
 async fn json_ok(r: reqwest::Response) -> Result<Value> {
@@ -147,8 +142,7 @@ fn summary(mut ms: Vec<f64>, elapsed: Duration) -> Value {
     })
 }
 
-async fn run() -> Result<Value> {
-    let a = Arc::new(parse_args()?);
+async fn run(a: Arc<Args>) -> Result<Value> {
     let http = Client::builder().pool_max_idle_per_host(2048).timeout(Duration::from_secs(120)).build().map_err(|e| e.to_string())?;
     let event = Arc::new(create_event(&http, &a).await?);
 
@@ -264,16 +258,16 @@ async fn run() -> Result<Value> {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    match run().await {
+    let args = Arc::new(<Args as clap::Parser>::parse());
+    match run(args.clone()).await {
         Ok(result) => {
             let text = serde_json::to_string_pretty(&result).unwrap_or_default();
             println!("{text}");
-            let out = std::env::args().skip_while(|a| a != "--out").nth(1);
-            if let Some(path) = out {
-                if let Err(e) = std::fs::write(&path, &text) {
-                    eprintln!("loadgen: {path}: {e}");
-                    return std::process::ExitCode::FAILURE;
-                }
+            if let Some(path) = &args.out
+                && let Err(e) = std::fs::write(path, &text)
+            {
+                eprintln!("loadgen: {path}: {e}");
+                return std::process::ExitCode::FAILURE;
             }
             let storm = &result["storm"];
             if storm["media_rows"] != storm["attempts"] || storm["distinct_media_ids"] != storm["attempts"] || storm["failures"] != 0 {

@@ -18,6 +18,7 @@ use uuid::Uuid;
 
 use super::extract::{ApiJson, ApiPath, event, require_session};
 use crate::error::{Error, Result};
+use crate::metrics::ConfirmOutcome;
 use crate::secrets::new_object_key;
 use crate::state::AppState;
 use crate::storage::PutGrant;
@@ -284,7 +285,25 @@ fn mismatch(
 
 /// Confirms an attempt: create-or-return its media record, in one
 /// transaction holding the attempt's row lock. Never read-then-insert.
+/// Counts the outcome ([`ConfirmOutcome`]).
 pub async fn confirm_attempt(state: &AppState, session: &SessionRow, id: Uuid, req: &ConfirmRequest) -> Result<MediaRow> {
+    let result = confirm_under_lock(state, session, id, req).await;
+    let outcome = match &result {
+        Ok((_, outcome)) => Some(*outcome),
+        Err(e) => ConfirmOutcome::of_error(e),
+    };
+    if let Some(outcome) = outcome {
+        state.metrics.confirmed(outcome);
+    }
+    result.map(|(media, _)| media)
+}
+
+async fn confirm_under_lock(
+    state: &AppState,
+    session: &SessionRow,
+    id: Uuid,
+    req: &ConfirmRequest,
+) -> Result<(MediaRow, ConfirmOutcome)> {
     // Read before the lock: inside it, only the locked transaction may touch
     // the database.
     let event = state.records.event_by_id(session.event_id).await?.ok_or_else(|| Error::not_found("attempt"))?;
@@ -294,7 +313,7 @@ pub async fn confirm_attempt(state: &AppState, session: &SessionRow, id: Uuid, r
         AttemptState::Confirmed => {
             let media = lock.media().await?;
             lock.release().await?;
-            return Ok(media);
+            return Ok((media, ConfirmOutcome::Replayed));
         }
         AttemptState::Rejected => {
             lock.release().await?;
@@ -343,15 +362,17 @@ pub async fn confirm_attempt(state: &AppState, session: &SessionRow, id: Uuid, r
         ModerationPolicy::Required => Moderation::Pending,
         ModerationPolicy::None => Moderation::Approved,
     };
-    lock.confirm(NewMedia {
-        id: Uuid::new_v4(),
-        size: object.size,
-        content_type: object.content_type,
-        sha256: a.sha256.clone().or(object.sha256),
-        moderation,
-        created_at: state.now(),
-    })
-    .await
+    let media = lock
+        .confirm(NewMedia {
+            id: Uuid::new_v4(),
+            size: object.size,
+            content_type: object.content_type,
+            sha256: a.sha256.clone().or(object.sha256),
+            moderation,
+            created_at: state.now(),
+        })
+        .await?;
+    Ok((media, ConfirmOutcome::Created))
 }
 
 /// `POST /v1/attempts/{id}/confirm`

@@ -17,7 +17,7 @@ use super::extract::{ApiJson, ApiPath, ApiQuery, bearer, event, require_admin, r
 use crate::error::{Error, Result};
 use crate::secrets::{constant_time_eq, new_guest_code, new_token, token_hash};
 use crate::state::AppState;
-use crate::store::{EventRow, NewEvent};
+use crate::store::EventRow;
 
 /// The longest moderation reason kept.
 const MAX_REASON_CHARS: usize = 500;
@@ -67,7 +67,8 @@ pub async fn create_event_row(state: &AppState, req: &CreateEventRequest) -> Res
     let wall_token = new_token();
     let row = state
         .records
-        .create_event(NewEvent {
+        .create_event(EventRow {
+            id: 0,
             slug: req.slug.clone(),
             title: req.title.trim().to_owned(),
             max_file_bytes: req.max_file_bytes,

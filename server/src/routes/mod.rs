@@ -1,5 +1,7 @@
 //! The HTTP surface: [`app`] builds the whole router, testable without a
-//! socket.
+//! socket. Each API route is declared once, by its handler's
+//! `#[utoipa::path]` (method and path), and listed once, in [`api`]: the
+//! router and the OpenAPI document both come from that list.
 
 pub mod attempts;
 pub mod events;
@@ -12,16 +14,19 @@ use axum::Json;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{get, post};
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::services::ServeDir;
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use tracing::Level;
 use upload_once_core::ErrorCode;
 use upload_once_core::wire::Problem;
 use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::error::{Result, problem_response};
 use crate::openapi::ApiDoc;
@@ -40,23 +45,37 @@ pub async fn healthz(State(state): State<AppState>) -> Result<&'static str> {
 
 /// `GET /readyz`: whether the server should get traffic. It should not
 /// while the database does not take writes (a small write is made to find
-/// out); the answer then says why.
+/// out) or the object store cannot take uploads (a cheap probe: a small
+/// file written where uploads land, or a `HEAD` of the bucket); the answer
+/// then says why.
 #[utoipa::path(get, path = "/readyz", tag = "operations", responses(
-    (status = 200, description = "The database takes writes"),
-    (status = 503, body = Problem, content_type = "application/problem+json", description = "database_unavailable: why, in `detail`"),
+    (status = 200, description = "The database takes writes and the object store answers"),
+    (status = 503, body = Problem, content_type = "application/problem+json",
+        description = "database_unavailable or object_store_unavailable: why, in `detail` (the database's reason first when both fail)"),
 ))]
 pub async fn readyz(State(state): State<AppState>) -> Response {
-    match crate::ops::probe_database(&state).await {
-        Ok(()) => "ready".into_response(),
-        Err(e) => problem_response(ErrorCode::DatabaseUnavailable, format!("the database does not take writes: {e}")),
-    }
+    let (database, objects) = tokio::join!(crate::ops::probe_database(&state), crate::ops::probe_objects(&state));
+    let database = database.err().map(|e| format!("the database does not take writes: {e}"));
+    let objects = objects.err().map(|e| match e {
+        crate::Error::ObjectStore(reason) => format!("the object store cannot take uploads: {reason}"),
+        other => format!("the object store cannot take uploads: {other}"),
+    });
+    let code = match (&database, &objects) {
+        (None, None) => return "ready".into_response(),
+        (Some(_), _) => ErrorCode::DatabaseUnavailable,
+        (None, Some(_)) => ErrorCode::ObjectStoreUnavailable,
+    };
+    problem_response(code, [database, objects].into_iter().flatten().collect::<Vec<_>>().join("; "))
 }
 
-/// `GET /openapi.json`
-pub async fn openapi() -> Response {
-    let mut response = Json(ApiDoc::openapi()).into_response();
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
+/// `GET /openapi.json`: the document [`api`] makes.
+fn openapi(doc: utoipa::openapi::OpenApi) -> axum::routing::MethodRouter<AppState> {
+    let doc = std::sync::Arc::new(doc);
+    get(async move || {
+        let mut response = Json(doc.as_ref()).into_response();
+        response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        response
+    })
 }
 
 /// `POST /v1/admin/sweep` (admin): runs the sweeper now.
@@ -106,33 +125,45 @@ fn cors(origins: &[String]) -> CorsLayer {
             HeaderName::from_static("x-guest-code"),
             HeaderName::from_static("x-amz-checksum-sha256"),
         ])
-        .expose_headers([header::ETAG, header::RETRY_AFTER])
+        .expose_headers([header::ETAG, header::RETRY_AFTER, HeaderName::from_static(crate::logs::REQUEST_ID)])
         .max_age(Duration::from_secs(600))
+}
+
+/// Every API route, each with its OpenAPI operation. Bodies are limited
+/// to [`MAX_JSON_BYTES`], except the storage PUT's; every handler but the
+/// metrics' runs to its end even when its client hangs up
+/// ([`crate::ops::run_to_completion`]). `POST /v1/admin/test-hooks` (only
+/// with `--test-hooks`) is routed but not documented.
+pub fn api(state: &AppState) -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(healthz))
+        .routes(routes!(readyz))
+        .routes(routes!(events::create_event))
+        .routes(routes!(events::create_session))
+        .routes(routes!(attempts::authorize))
+        .routes(routes!(events::list_media))
+        .routes(routes!(events::wall))
+        .routes(routes!(attempts::status_batch))
+        .routes(routes!(attempts::status))
+        .routes(routes!(attempts::confirm))
+        .routes(routes!(attempts::renew))
+        .routes(routes!(events::moderate))
+        .routes(routes!(storage::media_content))
+        .routes(routes!(admin_sweep))
+        .route("/v1/admin/test-hooks", post(admin_test_hooks))
+        .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
+        .routes(routes!(storage::put_object))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::ops::run_to_completion))
+        // Only reads what is kept: no durable work, and not itself a
+        // request in flight.
+        .routes(routes!(crate::metrics::serve))
 }
 
 /// The whole HTTP API, the embedded storage endpoint, and (when configured)
 /// the web pages and the npm package.
 pub fn app(state: AppState) -> Router {
-    let api = Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/openapi.json", get(openapi))
-        .route("/v1/events", post(events::create_event))
-        .route("/v1/events/{slug}/sessions", post(events::create_session))
-        .route("/v1/events/{slug}/attempts", post(attempts::authorize))
-        .route("/v1/events/{slug}/media", get(events::list_media))
-        .route("/v1/events/{slug}/wall", get(events::wall))
-        .route("/v1/attempts/status", post(attempts::status_batch))
-        .route("/v1/attempts/{id}", get(attempts::status))
-        .route("/v1/attempts/{id}/confirm", post(attempts::confirm))
-        .route("/v1/attempts/{id}/renew", post(attempts::renew))
-        .route("/v1/media/{id}/moderation", post(events::moderate))
-        .route("/v1/media/{id}/content", get(storage::media_content))
-        .route("/v1/admin/sweep", post(admin_sweep))
-        .route("/v1/admin/test-hooks", post(admin_test_hooks))
-        .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
-        .route("/storage/{*key}", put(storage::put_object))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::ops::run_to_completion));
+    let (api, doc) = api(&state).split_for_parts();
+    let api = api.route("/openapi.json", openapi(crate::openapi::finish(doc)));
 
     let mut router = api.method_not_allowed_fallback(method_not_allowed);
     let config = &state.config;
@@ -148,11 +179,20 @@ pub fn app(state: AppState) -> Router {
         ),
         None => router.fallback(route_not_found),
     };
+    let request_id = HeaderName::from_static(crate::logs::REQUEST_ID);
     router
         .layer(cors(&config.allowed_origins))
         .layer(CatchPanicLayer::custom(panic_response))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::metrics::count_requests))
+        .layer(PropagateRequestIdLayer::new(request_id.clone()))
         // A failing database is logged once per outage by the health record
         // (`ops`), not once per response.
-        .layer(TraceLayer::new_for_http().on_failure(DefaultOnFailure::new().level(Level::DEBUG)))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(crate::logs::request_span)
+                .on_failure(DefaultOnFailure::new().level(Level::DEBUG)),
+        )
+        // Every request gets an id (unless a load balancer gave it one).
+        .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
         .with_state(state)
 }

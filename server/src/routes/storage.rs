@@ -17,7 +17,7 @@ use crate::storage::local::{Commit, SignedQuery};
 
 /// `PUT /storage/{key}`: receives the bytes of one attempt through a signed
 /// URL.
-#[utoipa::path(put, path = "/storage/{key}", tag = "storage",
+#[utoipa::path(put, path = "/storage/{*key}", tag = "storage",
     params(("key" = String, Path, description = "Object key, as signed"), SignedQuery),
     request_body(content = Vec<u8>, content_type = "*/*", description = "Exactly the signed length, with the signed Content-Type"),
     responses(

@@ -25,7 +25,7 @@ use upload_once_core::wire::UploadInstruction;
 
 use super::{ObjectBody, ObjectMeta, ObjectStore, PutGrant, percent_encode};
 use crate::error::{Error, Result};
-use crate::secrets::{Signer, hex, random_bytes};
+use crate::secrets::{Signer, random_bytes};
 
 /// The query parameters of a signed storage URL.
 #[derive(Clone, Debug, Deserialize, utoipa::IntoParams)]
@@ -145,7 +145,7 @@ impl LocalObjectStore {
     {
         let mut name = [0u8; 16];
         random_bytes(&mut name);
-        let path = self.root.join(".tmp").join(hex(&name));
+        let path = self.root.join(".tmp").join(hex::encode(name));
         let mut file = tokio::fs::File::create(&path).await?;
         let mut received = Received { path, size: 0, sha256: String::new() };
         let mut hasher = Sha256::new();
@@ -161,7 +161,7 @@ impl LocalObjectStore {
             file.write_all(&chunk).await?;
         }
         file.sync_all().await?;
-        received.sha256 = hex(&hasher.finalize());
+        received.sha256 = hex::encode(hasher.finalize());
         Ok(received)
     }
 
@@ -323,6 +323,22 @@ impl ObjectStore for LocalObjectStore {
 
     async fn list(&self) -> Result<Vec<String>> {
         self.list_keys().await.map_err(unavailable)
+    }
+
+    /// Writes, syncs and removes a small file where uploads are received,
+    /// so a full disk, a read-only mount or a missing directory shows.
+    async fn probe(&self) -> Result<()> {
+        let mut name = [0u8; 16];
+        random_bytes(&mut name);
+        let path = self.root.join(".tmp").join(format!("probe-{}", hex::encode(name)));
+        let written = async {
+            let mut file = tokio::fs::File::create(&path).await?;
+            file.write_all(b"probe").await?;
+            file.sync_all().await
+        }
+        .await;
+        let _ = tokio::fs::remove_file(&path).await;
+        written.map_err(|e| Error::ObjectStore(format!("cannot write under {}: {e}", self.root.join(".tmp").display())))
     }
 
     fn as_local(&self) -> Option<&LocalObjectStore> {

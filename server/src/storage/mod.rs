@@ -69,6 +69,10 @@ pub trait ObjectStore: Send + Sync + 'static {
     /// Every stored object key, sorted (checkers and tests).
     async fn list(&self) -> Result<Vec<String>>;
 
+    /// Checks, cheaply, that the store can take uploads (the readiness
+    /// check): the reason it cannot, as an error.
+    async fn probe(&self) -> Result<()>;
+
     /// The local store, when this is one (its PUT endpoint is served by this
     /// server).
     fn as_local(&self) -> Option<&local::LocalObjectStore> {
@@ -76,15 +80,11 @@ pub trait ObjectStore: Send + Sync + 'static {
     }
 }
 
+/// What a query value keeps as it is: RFC 3986's unreserved characters.
+const QUERY_VALUE: &percent_encoding::AsciiSet =
+    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
 /// Percent-encodes a query value (RFC 3986 unreserved characters kept).
 pub fn percent_encode(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for b in value.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(value, QUERY_VALUE).to_string()
 }

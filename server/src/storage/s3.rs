@@ -21,8 +21,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use futures_util::StreamExt;
-use rusty_s3::actions::{DeleteObject, GetObject, HeadObject, ListObjectsV2, PutObject};
+use rusty_s3::actions::{DeleteObject, GetObject, HeadBucket, HeadObject, ListObjectsV2, PutObject};
 use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
 use upload_once_core::restrictions::normalize_content_type;
 use upload_once_core::time::{UnixMillis, format_rfc3339};
@@ -31,7 +33,6 @@ use upload_once_core::wire::UploadInstruction;
 use super::{ObjectBody, ObjectMeta, ObjectStore, PutGrant};
 use crate::clock::Clock;
 use crate::error::{Error, Result};
-use crate::secrets::{hex, unhex};
 
 /// How long the server's own signed requests (HEAD, GET, DELETE, LIST) are
 /// valid: they are sent at once.
@@ -78,60 +79,15 @@ impl S3Settings {
     }
 }
 
-/// Standard base64 (RFC 4648 §4, padded): the encoding of
-/// `x-amz-checksum-sha256`.
-pub fn base64_std(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = (u32::from(chunk[0]) << 16) | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8) | u32::from(*chunk.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-/// Decodes standard padded base64.
-pub fn unbase64_std(text: &str) -> Option<Vec<u8>> {
-    let text = text.trim();
-    if text.len() % 4 != 0 {
-        return None;
-    }
-    let value = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    };
-    let mut out = Vec::with_capacity(text.len() / 4 * 3);
-    for chunk in text.as_bytes().chunks(4) {
-        let pad = chunk.iter().rev().take_while(|&&c| c == b'=').count();
-        if pad > 2 {
-            return None;
-        }
-        let mut n = 0u32;
-        for &c in &chunk[..4 - pad] {
-            n = (n << 6) | value(c)?;
-        }
-        n <<= 6 * pad as u32;
-        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
-        out.extend_from_slice(&bytes[..3 - pad]);
-    }
-    Some(out)
-}
-
-/// The `x-amz-checksum-sha256` value of a lowercase hex SHA-256.
+/// The `x-amz-checksum-sha256` value of a lowercase hex SHA-256: the
+/// digest in standard, padded base64 (RFC 4648 §4).
 pub fn checksum_header(sha256_hex: &str) -> Option<String> {
-    unhex(sha256_hex).filter(|b| b.len() == 32).map(|b| base64_std(&b))
+    hex::decode(sha256_hex).ok().filter(|b| b.len() == 32).map(|b| STANDARD.encode(b))
+}
+
+/// The lowercase hex SHA-256 of an `x-amz-checksum-sha256` value.
+fn checksum_from_header(value: &str) -> Option<String> {
+    STANDARD.decode(value.trim()).ok().filter(|b| b.len() == 32).map(hex::encode)
 }
 
 fn unavailable(what: &str, e: impl std::fmt::Display) -> Error {
@@ -189,7 +145,7 @@ impl S3ObjectStore {
 
     fn meta_from_headers(headers: &reqwest::header::HeaderMap) -> ObjectMeta {
         let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let sha256 = text("x-amz-checksum-sha256").and_then(|b| unbase64_std(&b)).filter(|b| b.len() == 32).map(|b| hex(&b));
+        let sha256 = text("x-amz-checksum-sha256").and_then(|b| checksum_from_header(&b));
         ObjectMeta {
             size: text("content-length").and_then(|l| l.parse().ok()).unwrap_or(0),
             content_type: normalize_content_type(&text("content-type").unwrap_or_default()),
@@ -292,6 +248,18 @@ impl ObjectStore for S3ObjectStore {
         }
     }
 
+    /// A signed `HEAD` of the bucket: reachable, there, and the credentials
+    /// work.
+    async fn probe(&self) -> Result<()> {
+        let url = HeadBucket::new(&self.bucket, Some(&self.credentials)).sign_with_time(REQUEST_TTL, &real_now());
+        let response = self.send("HEAD bucket", self.http.head(url).timeout(REQUEST_TIMEOUT)).await?;
+        match response.status() {
+            s if s.is_success() => Ok(()),
+            reqwest::StatusCode::NOT_FOUND => Err(unavailable("HEAD bucket", format!("no bucket `{}`", self.bucket.name()))),
+            s => Err(Self::unexpected("HEAD bucket", s)),
+        }
+    }
+
     async fn list(&self) -> Result<Vec<String>> {
         let mut keys = Vec::new();
         let mut token: Option<String> = None;
@@ -323,14 +291,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn base64_round_trips() {
-        for bytes in [&b""[..], b"f", b"fo", b"foo", b"foob", b"fooba", b"foobar"] {
-            assert_eq!(unbase64_std(&base64_std(bytes)).as_deref(), Some(bytes));
-        }
-        assert_eq!(base64_std(b"foobar"), "Zm9vYmFy");
-        assert_eq!(base64_std(b"fo"), "Zm8=");
+    fn the_checksum_header_is_the_digest_in_standard_base64_and_back() {
         // The AWS example: SHA-256 of "hello".
         let sha = crate::secrets::sha256_hex(b"hello");
-        assert_eq!(checksum_header(&sha).as_deref(), Some("LPJNul+wow4m6DsqxbninhsWHlwfp0JecwQzYpOLmCQ="));
+        let header = "LPJNul+wow4m6DsqxbninhsWHlwfp0JecwQzYpOLmCQ=";
+        assert_eq!(checksum_header(&sha).as_deref(), Some(header));
+        assert_eq!(checksum_from_header(header), Some(sha));
+        // Not a SHA-256: no header, and no checksum from a header.
+        assert_eq!(checksum_header("abcd"), None);
+        assert_eq!(checksum_from_header("Zm9vYmFy"), None);
     }
 }

@@ -1,14 +1,15 @@
 //! The record store: events, guest sessions, attempts and media records.
 //!
-//! Handlers only see the [`RecordStore`] trait. The embedded default is
-//! SQLite ([`sqlite::SqliteStore`]); production deployments use PostgreSQL
-//! ([`postgres::PgStore`]), which implements the same trait. Exactly-once confirm rests on [`AttemptLock`]: a database
-//! transaction holding the attempt's row lock, inside which the object is
-//! checked and the media record created.
+//! Handlers only see the [`RecordStore`] trait. It is implemented once, in
+//! SQL ([`sql::SqlStore`]), over SQLite (the embedded default) or
+//! PostgreSQL (production); what differs between the two is in
+//! [`dialect::Dialect`]. Exactly-once confirm rests on [`AttemptLock`]: a
+//! database transaction holding the attempt's row lock, inside which the
+//! object is checked and the media record created.
 
+pub mod dialect;
 pub mod migrate;
-pub mod postgres;
-pub mod sqlite;
+pub mod sql;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -19,10 +20,11 @@ use uuid::Uuid;
 
 use crate::error::Result;
 
-/// An event as stored.
+/// An event as stored. To create one, fill every field but `id`, which
+/// the database assigns (see [`RecordStore::create_event`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EventRow {
-    /// Internal id.
+    /// Internal id, assigned by the database when the event is created.
     pub id: i64,
     /// URL-safe name.
     pub slug: String,
@@ -35,29 +37,6 @@ pub struct EventRow {
     /// Moderation policy.
     pub moderation: ModerationPolicy,
     /// The guest code (shared in links, so kept in clear).
-    pub guest_code: String,
-    /// SHA-256 of the host token.
-    pub host_token_hash: String,
-    /// SHA-256 of the wall token.
-    pub wall_token_hash: String,
-    /// Creation time.
-    pub created_at: UnixMillis,
-}
-
-/// A new event.
-#[derive(Clone, Debug)]
-pub struct NewEvent {
-    /// URL-safe name.
-    pub slug: String,
-    /// Title.
-    pub title: String,
-    /// Size limit in bytes.
-    pub max_file_bytes: u64,
-    /// Allowed content-type patterns.
-    pub allowed_types: Vec<String>,
-    /// Moderation policy.
-    pub moderation: ModerationPolicy,
-    /// The guest code.
     pub guest_code: String,
     /// SHA-256 of the host token.
     pub host_token_hash: String,
@@ -191,6 +170,15 @@ pub struct NewMedia {
     pub created_at: UnixMillis,
 }
 
+/// What the sweeper has still to do.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SweepBacklog {
+    /// Authorized attempts past their expiry, not expired yet.
+    pub expired_attempts: u64,
+    /// Expired or rejected attempts whose object is not deleted yet.
+    pub dead_objects: u64,
+}
+
 /// A database transaction holding one attempt's row lock. Dropping it
 /// without calling a finishing method rolls back.
 #[async_trait]
@@ -228,8 +216,10 @@ pub trait RecordStore: Send + Sync + 'static {
     /// transaction (see [`keep_released_connection`]).
     fn dirty_connections_discarded(&self) -> u64;
 
-    /// Creates an event; `slug_taken` if the slug exists.
-    async fn create_event(&self, event: NewEvent) -> Result<EventRow>;
+    /// Stores a new event and returns it with the `id` the database gave
+    /// it (the `id` passed in is not stored); `slug_taken` if the slug
+    /// exists.
+    async fn create_event(&self, event: EventRow) -> Result<EventRow>;
 
     /// An event by slug.
     async fn event_by_slug(&self, slug: &str) -> Result<Option<EventRow>>;
@@ -278,6 +268,9 @@ pub trait RecordStore: Send + Sync + 'static {
 
     /// Records that an attempt's object was deleted.
     async fn mark_object_deleted(&self, row_id: i64) -> Result<()>;
+
+    /// What the sweeper has still to do (the metrics).
+    async fn sweep_backlog(&self, now: UnixMillis) -> Result<SweepBacklog>;
 
     /// One media record.
     async fn media(&self, id: Uuid) -> Result<Option<MediaRow>>;

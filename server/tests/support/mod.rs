@@ -23,8 +23,10 @@ use upload_once_core::wire::{AttemptResponse, CreateEventResponse, Media, Upload
 use upload_once_server::clock::{Clock, ManualClock};
 use upload_once_server::config::{Config, Secret, StorageKind};
 use upload_once_server::state::AppState;
+use upload_once_core::time::UnixMillis;
+use upload_once_core::wire::{Moderation, ModerationDecision};
 use upload_once_server::storage::{ObjectBody, ObjectMeta, ObjectStore, PutGrant};
-use upload_once_server::store::RecordStore;
+use upload_once_server::store::{AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, RecordStore, SessionRow, SweepBacklog};
 use upload_once_server::{Result, build_state, routes};
 use uuid::Uuid;
 
@@ -118,6 +120,9 @@ impl Drop for TestServer {
     }
 }
 
+/// Wraps a store of the test server (fault injection, observation).
+pub type Wrap<T> = Box<dyn FnOnce(Arc<T>) -> Arc<T> + Send>;
+
 /// Options for a test server.
 #[derive(Default)]
 pub struct Options {
@@ -126,7 +131,9 @@ pub struct Options {
     pub attempt_ttl: Option<Duration>,
     pub session_ttl: Option<Duration>,
     /// Wraps the object store (fault injection).
-    pub wrap_objects: Option<Box<dyn FnOnce(Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore> + Send>>,
+    pub wrap_objects: Option<Wrap<dyn ObjectStore>>,
+    /// Wraps the record store (observation).
+    pub wrap_records: Option<Wrap<dyn RecordStore>>,
     /// Use this database (another instance's) instead of a fresh one.
     pub database_url: Option<String>,
     /// Use this bucket (another instance's) instead of a fresh one.
@@ -205,6 +212,9 @@ impl TestServer {
         }
         if let Some(wrap) = options.wrap_objects {
             state.objects = wrap(state.objects.clone());
+        }
+        if let Some(wrap) = options.wrap_records {
+            state.records = wrap(state.records.clone());
         }
         let app = routes::app(state.clone());
         let task = tokio::spawn(async move {
@@ -454,8 +464,111 @@ impl ObjectStore for GatedObjects {
     async fn list(&self) -> Result<Vec<String>> {
         self.inner.list().await
     }
+    async fn probe(&self) -> Result<()> {
+        self.inner.probe().await
+    }
     fn as_local(&self) -> Option<&upload_once_server::storage::local::LocalObjectStore> {
         self.inner.as_local()
+    }
+}
+
+/// A record store that tells the test which attempts the sweeper found
+/// due: each `expired_attempts` answer is sent on `due`, before the sweeper
+/// goes on to lock them.
+pub struct ObservedRecords {
+    pub inner: Arc<dyn RecordStore>,
+    pub due: tokio::sync::mpsc::UnboundedSender<Vec<i64>>,
+}
+
+#[async_trait]
+impl RecordStore for ObservedRecords {
+    async fn expired_attempts(&self, now: UnixMillis, limit: u32) -> Result<Vec<i64>> {
+        let due = self.inner.expired_attempts(now, limit).await?;
+        let _ = self.due.send(due.clone());
+        Ok(due)
+    }
+
+    async fn ping(&self) -> Result<()> {
+        self.inner.ping().await
+    }
+    async fn probe_write(&self, now: UnixMillis) -> Result<()> {
+        self.inner.probe_write(now).await
+    }
+    fn dirty_connections_discarded(&self) -> u64 {
+        self.inner.dirty_connections_discarded()
+    }
+    async fn create_event(&self, event: EventRow) -> Result<EventRow> {
+        self.inner.create_event(event).await
+    }
+    async fn event_by_slug(&self, slug: &str) -> Result<Option<EventRow>> {
+        self.inner.event_by_slug(slug).await
+    }
+    async fn event_by_id(&self, id: i64) -> Result<Option<EventRow>> {
+        self.inner.event_by_id(id).await
+    }
+    async fn set_host_token_hash(&self, event_id: i64, hash: &str) -> Result<()> {
+        self.inner.set_host_token_hash(event_id, hash).await
+    }
+    async fn create_session(&self, event_id: i64, token_hash: &str, now: UnixMillis, expires_at: UnixMillis) -> Result<SessionRow> {
+        self.inner.create_session(event_id, token_hash, now, expires_at).await
+    }
+    async fn extend_session(&self, session_id: i64, until: UnixMillis) -> Result<()> {
+        self.inner.extend_session(session_id, until).await
+    }
+    async fn session_by_token_hash(&self, hash: &str, now: UnixMillis) -> Result<Option<SessionRow>> {
+        self.inner.session_by_token_hash(hash, now).await
+    }
+    async fn authorize(&self, attempt: NewAttempt) -> Result<(AttemptRow, bool)> {
+        self.inner.authorize(attempt).await
+    }
+    async fn attempt(&self, session_id: i64, id: Uuid) -> Result<Option<AttemptRow>> {
+        self.inner.attempt(session_id, id).await
+    }
+    async fn attempts(&self, session_id: i64, ids: &[Uuid]) -> Result<Vec<AttemptRow>> {
+        self.inner.attempts(session_id, ids).await
+    }
+    async fn attempt_by_object_key(&self, key: &str) -> Result<Option<AttemptRow>> {
+        self.inner.attempt_by_object_key(key).await
+    }
+    async fn lock_attempt(&self, session_id: i64, id: Uuid) -> Result<Option<Box<dyn AttemptLock>>> {
+        self.inner.lock_attempt(session_id, id).await
+    }
+    async fn lock_attempt_row(&self, row_id: i64) -> Result<Option<Box<dyn AttemptLock>>> {
+        self.inner.lock_attempt_row(row_id).await
+    }
+    async fn attempts_with_dead_objects(&self, limit: u32) -> Result<Vec<AttemptRow>> {
+        self.inner.attempts_with_dead_objects(limit).await
+    }
+    async fn mark_object_deleted(&self, row_id: i64) -> Result<()> {
+        self.inner.mark_object_deleted(row_id).await
+    }
+    async fn sweep_backlog(&self, now: UnixMillis) -> Result<SweepBacklog> {
+        self.inner.sweep_backlog(now).await
+    }
+    async fn media(&self, id: Uuid) -> Result<Option<MediaRow>> {
+        self.inner.media(id).await
+    }
+    async fn media_for_attempts(&self, attempt_row_ids: &[i64]) -> Result<Vec<MediaRow>> {
+        self.inner.media_for_attempts(attempt_row_ids).await
+    }
+    async fn list_media(&self, event_id: i64, moderation: Option<Moderation>) -> Result<Vec<MediaRow>> {
+        self.inner.list_media(event_id, moderation).await
+    }
+    async fn moderate(
+        &self,
+        event_id: i64,
+        media_id: Uuid,
+        decision: ModerationDecision,
+        reason: Option<&str>,
+        now: UnixMillis,
+    ) -> Result<Option<MediaRow>> {
+        self.inner.moderate(event_id, media_id, decision, reason, now).await
+    }
+    async fn wall(&self, event_id: i64, after_seq: i64, limit: u32) -> Result<Vec<MediaRow>> {
+        self.inner.wall(event_id, after_seq, limit).await
+    }
+    async fn counts(&self) -> Result<(u64, u64)> {
+        self.inner.counts().await
     }
 }
 

@@ -335,9 +335,8 @@ impl Proxy {
         if let Some(after) = hang_up_after {
             // Dropping the upstream request closes its connection: the
             // server sees its client go away.
-            match tokio::time::timeout(after, request).await {
-                Ok(Ok(answered)) => entry.status = Some(answered.status().as_u16()),
-                Ok(Err(_)) | Err(_) => {}
+            if let Ok(Ok(answered)) = tokio::time::timeout(after, request).await {
+                entry.status = Some(answered.status().as_u16());
             }
             entry.done_ms = now_ms();
             self.log_request(entry);
@@ -374,21 +373,25 @@ impl Proxy {
     }
 }
 
-fn arg(name: &str) -> Option<String> {
-    let mut args = std::env::args();
-    while let Some(a) = args.next() {
-        if a == name {
-            return args.next();
-        }
-    }
-    None
+/// A fault-injecting HTTP/1.1 reverse proxy, for tests only.
+#[derive(Debug, clap::Parser)]
+#[command(name = "upload-once-fault-proxy", version)]
+struct Args {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:9000")]
+    listen: SocketAddr,
+    /// Where requests go: `http://host:port`.
+    #[arg(long)]
+    upstream: String,
+    /// Seed of the random draws (also settable at `POST /__faults/seed`).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let listen: SocketAddr = arg("--listen").unwrap_or_else(|| "127.0.0.1:9000".into()).parse()?;
-    let upstream = arg("--upstream").ok_or("--upstream http://host:port is required")?.trim_end_matches('/').to_owned();
-    let seed = arg("--seed").and_then(|s| s.parse().ok()).unwrap_or(0);
+    let Args { listen, upstream, seed } = clap::Parser::parse();
+    let upstream = upstream.trim_end_matches('/').to_owned();
     let client = Client::builder(TokioExecutor::new()).pool_max_idle_per_host(0).build_http();
     let proxy = Arc::new(Proxy { upstream, client, state: Mutex::new(State { rng: seed, ..State::default() }) });
     let listener = tokio::net::TcpListener::bind(listen).await?;

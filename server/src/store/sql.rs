@@ -1,40 +1,34 @@
-//! The production record store: PostgreSQL through sqlx.
+//! The record store over SQL, each statement written once: SQLite (the
+//! embedded default) or PostgreSQL (production), through sqlx's `Any`
+//! driver. What really differs between the two is in [`Dialect`].
 //!
-//! It mirrors [`super::sqlite::SqliteStore`] statement for statement; where
-//! SQLite relies on its single write lock, PostgreSQL gets an explicit one:
-//!
-//! - Exactly-once confirm: [`PgStore::lock_attempt`] opens a transaction and
-//!   takes the attempt's row lock with `SELECT … FOR UPDATE`, so two confirms
-//!   of one attempt — on any number of server instances — run one after the
-//!   other; the second re-reads the row after the first committed and sees
-//!   `confirmed`. The `UNIQUE (attempt_row_id)` constraint on `media` guards
-//!   the same rule a second time (`INSERT … ON CONFLICT DO NOTHING`).
-//! - Wall positions come from a sequence, taken under a transaction-scoped
-//!   advisory lock held until commit, so they become visible in increasing
-//!   order and a wall cursor never skips an item committed late.
-//! - Migrations run under an advisory lock, so instances starting together
-//!   migrate once.
+//! Exactly-once confirm: [`SqlStore::lock_attempt`] opens a write
+//! transaction and takes the attempt's row lock (SQLite: `BEGIN IMMEDIATE`,
+//! the database write lock; PostgreSQL: `SELECT … FOR UPDATE`, on any number
+//! of server instances), then reads the attempt with a fresh statement, so
+//! it sees everything committed before the lock was granted. Two confirms of
+//! one attempt run one after the other, and the second sees `confirmed`. The
+//! `UNIQUE (attempt_row_id)` constraint on `media` guards the same rule a
+//! second time (`INSERT … ON CONFLICT DO NOTHING`).
 
-use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
-use sqlx::{Connection, PgPool, Postgres, Row, Transaction};
+use sqlx::any::{AnyArguments, AnyRow};
+use sqlx::query::Query;
+use sqlx::{Any, AnyPool, Connection, Executor, Row, Transaction};
 use upload_once_core::ErrorCode;
 use upload_once_core::time::UnixMillis;
 use upload_once_core::wire::{AttemptState, Moderation, ModerationDecision};
 use uuid::Uuid;
 
-use super::migrate::{Migration, POSTGRES};
+use super::dialect::{Dialect, dialect_of};
 use super::{
-    AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, NewEvent, NewMedia, RecordStore, SessionRow,
+    AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, NewMedia, RecordStore, SessionRow, SweepBacklog,
     keep_released_connection, moderation_from_db, policy_from_db, policy_to_db,
 };
 use crate::error::{Error, Result};
-use crate::ops::LOCK_WAIT;
 
 const ATTEMPT_COLUMNS: &str = "a.row_id, a.id, a.session_id, a.event_id, a.filename, a.size, a.content_type, a.sha256, \
      a.object_key, a.state, a.reject_code, a.reject_reason, a.created_at, a.expires_at, m.id AS media_id";
@@ -45,17 +39,12 @@ const MEDIA_FROM: &str = "media m JOIN attempts a ON a.row_id = m.attempt_row_id
 const EVENT_COLUMNS: &str = "id, slug, title, max_file_bytes, allowed_types, moderation, guest_code, host_token_hash, \
      wall_token_hash, created_at";
 
-/// The advisory lock key that serialises migrations ("upload-o" in ASCII).
-const MIGRATION_LOCK: i64 = 0x7570_6c6f_6164_2d6f;
-/// The advisory lock key that serialises handing out wall positions.
-const WALL_LOCK: i64 = MIGRATION_LOCK + 1;
-
-fn uuid_col(row: &PgRow, name: &str) -> Result<Uuid> {
+fn uuid_col(row: &AnyRow, name: &str) -> Result<Uuid> {
     let text: String = row.try_get(name)?;
     Uuid::parse_str(&text).map_err(|e| Error::Database(sqlx::Error::Decode(Box::new(e))))
 }
 
-fn attempt_from_row(row: &PgRow) -> Result<AttemptRow> {
+fn attempt_from_row(row: &AnyRow) -> Result<AttemptRow> {
     let state: String = row.try_get("state")?;
     let media_id: Option<String> = row.try_get("media_id")?;
     Ok(AttemptRow {
@@ -77,7 +66,7 @@ fn attempt_from_row(row: &PgRow) -> Result<AttemptRow> {
     })
 }
 
-fn media_from_row(row: &PgRow) -> Result<MediaRow> {
+fn media_from_row(row: &AnyRow) -> Result<MediaRow> {
     let moderation: String = row.try_get("moderation")?;
     Ok(MediaRow {
         id: uuid_col(row, "id")?,
@@ -98,7 +87,7 @@ fn media_from_row(row: &PgRow) -> Result<MediaRow> {
     })
 }
 
-fn event_from_row(row: &PgRow) -> Result<EventRow> {
+fn event_from_row(row: &AnyRow) -> Result<EventRow> {
     let allowed: String = row.try_get("allowed_types")?;
     let moderation: String = row.try_get("moderation")?;
     Ok(EventRow {
@@ -115,30 +104,67 @@ fn event_from_row(row: &PgRow) -> Result<EventRow> {
     })
 }
 
-/// PostgreSQL-backed [`RecordStore`].
+/// `$first, $first+1, …`: `count` numbered placeholders.
+fn placeholders(first: usize, count: usize) -> String {
+    (first..first + count).map(|n| format!("${n}")).collect::<Vec<_>>().join(", ")
+}
+
+fn is_unique_violation(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
+}
+
+/// Which attempt a lock is for.
+#[derive(Clone, Copy, Debug)]
+enum AttemptKey {
+    /// By internal id (the sweeper).
+    Row(i64),
+    /// By client-minted id within a session (confirm).
+    OfSession(i64, Uuid),
+}
+
+impl AttemptKey {
+    fn clause(self) -> &'static str {
+        match self {
+            AttemptKey::Row(_) => "a.row_id = $1",
+            AttemptKey::OfSession(..) => "a.session_id = $1 AND a.id = $2",
+        }
+    }
+
+    fn bind<'q>(self, query: Query<'q, Any, AnyArguments<'q>>) -> Query<'q, Any, AnyArguments<'q>> {
+        match self {
+            AttemptKey::Row(row_id) => query.bind(row_id),
+            AttemptKey::OfSession(session_id, id) => query.bind(session_id).bind(id.to_string()),
+        }
+    }
+}
+
+/// The [`RecordStore`] over SQLite or PostgreSQL.
 #[derive(Clone, Debug)]
-pub struct PgStore {
-    pool: PgPool,
+pub struct SqlStore {
+    pool: AnyPool,
+    dialect: Dialect,
     discarded: Arc<AtomicU64>,
 }
 
-impl PgStore {
-    /// Connects to `url` (`postgres://user:password@host:port/database`) and
-    /// runs the migrations.
-    pub async fn open(url: &str) -> Result<PgStore> {
-        let lock_timeout = format!("{}ms", LOCK_WAIT.as_millis());
-        let options = PgConnectOptions::from_str(url)?
-            .application_name("upload-once-server")
-            // A write that cannot get its lock soon is a retryable 503.
-            .options([("lock_timeout", lock_timeout.as_str())]);
+impl SqlStore {
+    /// Opens the database at `url` — `sqlite://path` (created if missing),
+    /// `sqlite::memory:`, or `postgres://user:password@host:port/database`
+    /// (any sqlx connection option works in the URL) — and brings its schema
+    /// up to date.
+    pub async fn open(url: &str) -> Result<SqlStore> {
+        sqlx::any::install_default_drivers();
+        let dialect = dialect_of(url)?;
+        let setup = dialect.session_setup(url);
         let discarded = Arc::new(AtomicU64::new(0));
-        let pool = PgPoolOptions::new()
-            .max_connections(16)
-            .min_connections(0)
-            .idle_timeout(Some(Duration::from_secs(600)))
-            .max_lifetime(Some(Duration::from_secs(3600)))
-            // A database that does not answer is a retryable 503, soon.
-            .acquire_timeout(LOCK_WAIT)
+        let pool = dialect
+            .pool_options(url)
+            .after_connect(move |conn, _| {
+                let setup = setup.clone();
+                Box::pin(async move {
+                    conn.execute(setup.as_str()).await?;
+                    Ok(())
+                })
+            })
             .after_release({
                 let discarded = discarded.clone();
                 move |conn, _| {
@@ -146,110 +172,92 @@ impl PgStore {
                     Box::pin(async move { Ok(keep) })
                 }
             })
-            .connect_with(options)
+            .connect_with(dialect.connect_options(url)?)
             .await?;
-        let store = PgStore { pool, discarded };
-        store.migrate(POSTGRES).await?;
-        Ok(store)
+        super::migrate::migrate(&pool, dialect).await?;
+        Ok(SqlStore { pool, dialect, discarded })
     }
 
     /// The connection pool, for tools and tests that need the database
     /// itself.
-    pub fn pool(&self) -> &PgPool {
+    pub fn pool(&self) -> &AnyPool {
         &self.pool
     }
 
-    async fn migrate(&self, migrations: &[Migration]) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
-        sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(MIGRATION_LOCK).execute(&mut *tx).await?;
-        sqlx::query(
-            "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)",
-        )
-        .execute(&mut *tx)
-        .await?;
-        let current: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(version), 0)::BIGINT FROM schema_migrations")
-            .fetch_one(&mut *tx)
-            .await?;
-        for m in migrations.iter().filter(|m| m.version > current) {
-            sqlx::raw_sql(m.sql).execute(&mut *tx).await?;
-            sqlx::query(
-                "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, EXTRACT(EPOCH FROM now())::BIGINT)",
-            )
-            .bind(m.version)
-            .bind(m.name)
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(())
+    /// The database this store runs on.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
     }
 
-    /// Opens a transaction, takes the row lock of the attempt selected by
-    /// `clause` (`FOR UPDATE`: waits for any other holder), then reads the
-    /// attempt with a fresh statement, so it sees everything committed
-    /// before the lock was granted.
-    async fn lock_where(&self, clause: &str, binds: (i64, Option<String>)) -> Result<Option<Box<dyn AttemptLock>>> {
-        let mut tx = self.pool.begin().await?;
-        let lock_sql = format!("SELECT a.row_id FROM attempts a WHERE {clause} FOR UPDATE");
-        let mut query = sqlx::query_scalar::<_, i64>(&lock_sql).bind(binds.0);
-        if let Some(id) = &binds.1 {
-            query = query.bind(id);
-        }
-        let Some(row_id) = query.fetch_optional(&mut *tx).await? else {
+    /// Opens a write transaction, takes the row lock of the attempt `key`
+    /// names (waiting for any other holder), then reads the attempt with a
+    /// fresh statement, so it sees everything committed before the lock was
+    /// granted.
+    async fn lock(&self, key: AttemptKey) -> Result<Option<Box<dyn AttemptLock>>> {
+        let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
+        let lock_sql = format!("SELECT a.row_id FROM attempts a WHERE {}{}", key.clause(), self.dialect.row_lock());
+        let locked: Option<AnyRow> = key.bind(sqlx::query(&lock_sql)).fetch_optional(&mut *tx).await?;
+        let Some(locked) = locked else {
             tx.rollback().await?;
             return Ok(None);
         };
+        let row_id: i64 = locked.try_get(0)?;
         let sql = format!("SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.row_id = $1");
         let row = sqlx::query(&sql).bind(row_id).fetch_one(&mut *tx).await?;
-        Ok(Some(Box::new(PgAttemptLock { attempt: attempt_from_row(&row)?, tx })))
+        Ok(Some(Box::new(SqlAttemptLock { attempt: attempt_from_row(&row)?, tx, dialect: self.dialect })))
     }
 }
 
-struct PgAttemptLock {
+struct SqlAttemptLock {
     attempt: AttemptRow,
-    tx: Transaction<'static, Postgres>,
+    tx: Transaction<'static, Any>,
+    dialect: Dialect,
 }
 
-async fn media_by_attempt(tx: &mut Transaction<'static, Postgres>, row_id: i64) -> Result<MediaRow> {
-    let sql = format!("SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.attempt_row_id = $1");
-    let row = sqlx::query(&sql).bind(row_id).fetch_one(&mut **tx).await?;
-    media_from_row(&row)
+impl SqlAttemptLock {
+    async fn media_of_attempt(&mut self) -> Result<MediaRow> {
+        let sql = format!("SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.attempt_row_id = $1");
+        let row = sqlx::query(&sql).bind(self.attempt.row_id).fetch_one(&mut *self.tx).await?;
+        media_from_row(&row)
+    }
 }
 
 #[async_trait]
-impl AttemptLock for PgAttemptLock {
+impl AttemptLock for SqlAttemptLock {
     fn attempt(&self) -> &AttemptRow {
         &self.attempt
     }
 
     async fn media(&mut self) -> Result<MediaRow> {
-        media_by_attempt(&mut self.tx, self.attempt.row_id).await
+        self.media_of_attempt().await
     }
 
     async fn confirm(mut self: Box<Self>, media: NewMedia) -> Result<MediaRow> {
-        let a = &self.attempt;
         let approved = media.moderation == Moderation::Approved;
         if approved {
             // Straight onto the wall: its position is handed out in commit order.
-            sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(WALL_LOCK).execute(&mut *self.tx).await?;
+            self.dialect.lock_wall(&mut self.tx).await?;
         }
-        let inserted = sqlx::query(
+        let sql = format!(
             "INSERT INTO media (id, attempt_row_id, event_id, object_key, size, content_type, sha256, moderation, wall_seq, created_at, moderated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $9 THEN nextval('media_wall_seq') END, $10, CASE WHEN $9 THEN $10 END)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $9 THEN {} END, $10, CASE WHEN $9 THEN $10 END)
              ON CONFLICT (attempt_row_id) DO NOTHING",
-        )
-        .bind(media.id.to_string())
-        .bind(a.row_id)
-        .bind(a.event_id)
-        .bind(&a.object_key)
-        .bind(media.size as i64)
-        .bind(&media.content_type)
-        .bind(&media.sha256)
-        .bind(media.moderation.as_str())
-        .bind(approved)
-        .bind(media.created_at)
-        .execute(&mut *self.tx)
-        .await?;
+            self.dialect.next_wall_seq()
+        );
+        let a = &self.attempt;
+        let inserted = sqlx::query(&sql)
+            .bind(media.id.to_string())
+            .bind(a.row_id)
+            .bind(a.event_id)
+            .bind(a.object_key.clone())
+            .bind(media.size as i64)
+            .bind(media.content_type.clone())
+            .bind(media.sha256.clone())
+            .bind(media.moderation.as_str())
+            .bind(approved)
+            .bind(media.created_at)
+            .execute(&mut *self.tx)
+            .await?;
         if inserted.rows_affected() == 1 {
             sqlx::query("UPDATE attempts SET state = 'confirmed' WHERE row_id = $1 AND state = 'authorized'")
                 .bind(a.row_id)
@@ -257,7 +265,7 @@ impl AttemptLock for PgAttemptLock {
                 .await?;
         }
         // On a conflict (impossible under the lock) the existing record wins.
-        let row = media_by_attempt(&mut self.tx, self.attempt.row_id).await?;
+        let row = self.media_of_attempt().await?;
         self.tx.commit().await?;
         Ok(row)
     }
@@ -290,12 +298,8 @@ impl AttemptLock for PgAttemptLock {
     }
 }
 
-fn is_unique_violation(e: &sqlx::Error) -> bool {
-    matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
-}
-
 #[async_trait]
-impl RecordStore for PgStore {
+impl RecordStore for SqlStore {
     async fn ping(&self) -> Result<()> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
@@ -315,28 +319,28 @@ impl RecordStore for PgStore {
         self.discarded.load(Ordering::SeqCst)
     }
 
-    async fn create_event(&self, e: NewEvent) -> Result<EventRow> {
+    async fn create_event(&self, e: EventRow) -> Result<EventRow> {
         let result = sqlx::query(
             "INSERT INTO events (slug, title, max_file_bytes, allowed_types, moderation, guest_code, host_token_hash, wall_token_hash, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
         )
-        .bind(&e.slug)
-        .bind(&e.title)
+        .bind(e.slug.clone())
+        .bind(e.title.clone())
         .bind(e.max_file_bytes as i64)
         .bind(serde_json::to_string(&e.allowed_types).unwrap_or_else(|_| "[]".into()))
         .bind(policy_to_db(e.moderation))
-        .bind(&e.guest_code)
-        .bind(&e.host_token_hash)
-        .bind(&e.wall_token_hash)
+        .bind(e.guest_code.clone())
+        .bind(e.host_token_hash.clone())
+        .bind(e.wall_token_hash.clone())
         .bind(e.created_at)
-        .execute(&self.pool)
+        .fetch_one(&self.pool)
         .await;
         match result {
             Err(err) if is_unique_violation(&err) => {
                 Err(Error::problem(ErrorCode::SlugTaken, format!("an event named `{}` already exists", e.slug)))
             }
             Err(err) => Err(err.into()),
-            Ok(_) => self.event_by_slug(&e.slug).await?.ok_or_else(|| Error::not_found("event")),
+            Ok(row) => Ok(EventRow { id: row.try_get(0)?, ..e }),
         }
     }
 
@@ -358,7 +362,7 @@ impl RecordStore for PgStore {
     }
 
     async fn create_session(&self, event_id: i64, token_hash: &str, now: UnixMillis, expires_at: UnixMillis) -> Result<SessionRow> {
-        let id: i64 = sqlx::query_scalar(
+        let row = sqlx::query(
             "INSERT INTO sessions (event_id, token_hash, created_at, expires_at) VALUES ($1, $2, $3, $4) RETURNING id",
         )
         .bind(event_id)
@@ -367,7 +371,7 @@ impl RecordStore for PgStore {
         .bind(expires_at)
         .fetch_one(&self.pool)
         .await?;
-        Ok(SessionRow { id, event_id, expires_at })
+        Ok(SessionRow { id: row.try_get(0)?, event_id, expires_at })
     }
 
     async fn extend_session(&self, session_id: i64, until: UnixMillis) -> Result<()> {
@@ -400,11 +404,11 @@ impl RecordStore for PgStore {
         .bind(a.id.to_string())
         .bind(a.session_id)
         .bind(a.event_id)
-        .bind(&a.filename)
+        .bind(a.filename.clone())
         .bind(a.size as i64)
-        .bind(&a.content_type)
-        .bind(&a.sha256)
-        .bind(&a.object_key)
+        .bind(a.content_type.clone())
+        .bind(a.sha256.clone())
+        .bind(a.object_key.clone())
         .bind(a.created_at)
         .bind(a.expires_at)
         .execute(&self.pool)
@@ -423,9 +427,15 @@ impl RecordStore for PgStore {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let sql = format!("SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.session_id = $1 AND a.id = ANY($2)");
-        let ids: Vec<String> = ids.iter().map(Uuid::to_string).collect();
-        sqlx::query(&sql).bind(session_id).bind(ids).fetch_all(&self.pool).await?.iter().map(attempt_from_row).collect()
+        let sql = format!(
+            "SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.session_id = $1 AND a.id IN ({})",
+            placeholders(2, ids.len())
+        );
+        let mut query = sqlx::query(&sql).bind(session_id);
+        for id in ids {
+            query = query.bind(id.to_string());
+        }
+        query.fetch_all(&self.pool).await?.iter().map(attempt_from_row).collect()
     }
 
     async fn attempt_by_object_key(&self, key: &str) -> Result<Option<AttemptRow>> {
@@ -435,11 +445,11 @@ impl RecordStore for PgStore {
     }
 
     async fn lock_attempt(&self, session_id: i64, id: Uuid) -> Result<Option<Box<dyn AttemptLock>>> {
-        self.lock_where("a.session_id = $1 AND a.id = $2", (session_id, Some(id.to_string()))).await
+        self.lock(AttemptKey::OfSession(session_id, id)).await
     }
 
     async fn lock_attempt_row(&self, row_id: i64) -> Result<Option<Box<dyn AttemptLock>>> {
-        self.lock_where("a.row_id = $1", (row_id, None)).await
+        self.lock(AttemptKey::Row(row_id)).await
     }
 
     async fn expired_attempts(&self, now: UnixMillis, limit: u32) -> Result<Vec<i64>> {
@@ -454,7 +464,7 @@ impl RecordStore for PgStore {
 
     async fn attempts_with_dead_objects(&self, limit: u32) -> Result<Vec<AttemptRow>> {
         let sql = format!(
-            "SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.state IN ('expired', 'rejected') AND NOT a.object_deleted ORDER BY a.row_id LIMIT $1"
+            "SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.state IN ('expired', 'rejected') AND a.object_deleted = FALSE ORDER BY a.row_id LIMIT $1"
         );
         sqlx::query(&sql).bind(i64::from(limit)).fetch_all(&self.pool).await?.iter().map(attempt_from_row).collect()
     }
@@ -462,6 +472,21 @@ impl RecordStore for PgStore {
     async fn mark_object_deleted(&self, row_id: i64) -> Result<()> {
         sqlx::query("UPDATE attempts SET object_deleted = TRUE WHERE row_id = $1").bind(row_id).execute(&self.pool).await?;
         Ok(())
+    }
+
+    async fn sweep_backlog(&self, now: UnixMillis) -> Result<SweepBacklog> {
+        let row = sqlx::query(
+            "SELECT
+                (SELECT COUNT(*) FROM attempts WHERE state = 'authorized' AND expires_at <= $1) AS expired_attempts,
+                (SELECT COUNT(*) FROM attempts WHERE state IN ('expired', 'rejected') AND object_deleted = FALSE) AS dead_objects",
+        )
+        .bind(now)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(SweepBacklog {
+            expired_attempts: row.try_get::<i64, _>("expired_attempts")? as u64,
+            dead_objects: row.try_get::<i64, _>("dead_objects")? as u64,
+        })
     }
 
     async fn media(&self, id: Uuid) -> Result<Option<MediaRow>> {
@@ -474,13 +499,20 @@ impl RecordStore for PgStore {
         if attempt_row_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let sql = format!("SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.attempt_row_id = ANY($1)");
-        sqlx::query(&sql).bind(attempt_row_ids.to_vec()).fetch_all(&self.pool).await?.iter().map(media_from_row).collect()
+        let sql = format!(
+            "SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.attempt_row_id IN ({})",
+            placeholders(1, attempt_row_ids.len())
+        );
+        let mut query = sqlx::query(&sql);
+        for id in attempt_row_ids {
+            query = query.bind(*id);
+        }
+        query.fetch_all(&self.pool).await?.iter().map(media_from_row).collect()
     }
 
     async fn list_media(&self, event_id: i64, moderation: Option<Moderation>) -> Result<Vec<MediaRow>> {
         let sql = format!(
-            "SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.event_id = $1 AND ($2::TEXT IS NULL OR m.moderation = $2) ORDER BY m.created_at, m.id"
+            "SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.event_id = $1 AND (CAST($2 AS TEXT) IS NULL OR m.moderation = $2) ORDER BY m.created_at, m.id"
         );
         let filter = moderation.map(Moderation::as_str);
         sqlx::query(&sql).bind(event_id).bind(filter).fetch_all(&self.pool).await?.iter().map(media_from_row).collect()
@@ -495,29 +527,29 @@ impl RecordStore for PgStore {
         now: UnixMillis,
     ) -> Result<Option<MediaRow>> {
         let sql = match decision {
-            ModerationDecision::Approve => {
-                // Approving an approved record changes nothing (same wall
-                // position, same time, same reason). CASE evaluates
-                // nextval only for a record that is not approved yet.
+            // Approving an approved record changes nothing (same wall
+            // position, same time, same reason). CASE evaluates the next
+            // position only for a record that is not approved yet.
+            ModerationDecision::Approve => format!(
                 "UPDATE media SET
                     moderation_reason = CASE WHEN moderation = 'approved' THEN moderation_reason ELSE $1 END,
                     moderated_at = CASE WHEN moderation = 'approved' THEN moderated_at ELSE $2 END,
-                    wall_seq = CASE WHEN moderation = 'approved' THEN wall_seq ELSE nextval('media_wall_seq') END,
+                    wall_seq = CASE WHEN moderation = 'approved' THEN wall_seq ELSE {} END,
                     moderation = 'approved'
+                 WHERE id = $3 AND event_id = $4",
+                self.dialect.next_wall_seq()
+            ),
+            // The wall position is kept (hidden by the state), so positions
+            // only grow and a wall cursor never skips an item.
+            ModerationDecision::Reject => "UPDATE media SET moderation = 'rejected', moderation_reason = $1, moderated_at = $2
                  WHERE id = $3 AND event_id = $4"
-            }
-            ModerationDecision::Reject => {
-                // The wall position is kept (hidden by the state), so
-                // positions only grow and a wall cursor never skips an item.
-                "UPDATE media SET moderation = 'rejected', moderation_reason = $1, moderated_at = $2
-                 WHERE id = $3 AND event_id = $4"
-            }
+                .to_owned(),
         };
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
         if decision == ModerationDecision::Approve {
-            sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(WALL_LOCK).execute(&mut *tx).await?;
+            self.dialect.lock_wall(&mut tx).await?;
         }
-        let updated = sqlx::query(sql)
+        let updated = sqlx::query(&sql)
             .bind(reason)
             .bind(now)
             .bind(media_id.to_string())

@@ -485,25 +485,47 @@ impl Client {
             Command::Authorize { id, request } => (id, Outcome::Authorize(api.authorize(&token, &request).await)),
             Command::Renew { id } => (id, Outcome::Renew(api.renew(&token, id).await)),
             Command::Confirm { id, request } => (id, Outcome::Confirm(api.confirm(&token, id, &request).await)),
+            Command::SignParts { id, request } => (id, Outcome::PartsSigned(api.sign_parts(&token, id, &request).await)),
             Command::Upload { id, instruction } => {
                 let blob = self.blob_for(&id).await;
                 // Forgotten or cancelled while its bytes were being read.
                 if !self.page().is_active(&id) {
                     (id, Outcome::Upload(Err(Failure::Unexpected("the attempt was cancelled".into()))))
                 } else {
-                    let Some(blob) = blob else { return Input::FileUnavailable(id) };
-                    (id, Outcome::Upload(self.0.transport.put(id, &blob, &instruction, self.progress_fn(id)).await))
+                    let Some(blob) = blob else { return Input::FileUnavailable { id, part: None } };
+                    (id, Outcome::Upload(self.0.transport.put(id, None, &blob, &instruction, self.progress_fn(id, None)).await))
+                }
+            }
+            Command::HashPart { id, number, start, end } => {
+                // Only this part's bytes are read, by WebCrypto in JS.
+                let result = match self.blob_for(&id).await {
+                    Some(blob) => crate::env::sha256_hex(&blob, start, end).await.map_err(Failure::Unexpected),
+                    None => Err(Failure::Unexpected("the file's bytes are not available".into())),
+                };
+                (id, Outcome::PartHashed { number, result })
+            }
+            Command::UploadPart { id, number, start, end, instruction } => {
+                let blob = self.blob_for(&id).await;
+                if !self.page().is_active(&id) {
+                    let cancelled = Err(Failure::Unexpected("the attempt was cancelled".into()));
+                    (id, Outcome::PartSent { number, result: cancelled })
+                } else {
+                    let Some(blob) = blob else { return Input::FileUnavailable { id, part: Some(number) } };
+                    // A slice of the Blob: the browser streams it, nothing is copied.
+                    let slice = blob.slice_with_f64_and_f64(start as f64, end as f64).unwrap_or(blob);
+                    let result = self.0.transport.put(id, Some(number), &slice, &instruction, self.progress_fn(id, Some(number))).await;
+                    (id, Outcome::PartSent { number, result })
                 }
             }
         };
         Input::Outcome { id: outcome.0, outcome: outcome.1, token }
     }
 
-    fn progress_fn(&self, id: Uuid) -> ProgressFn {
+    fn progress_fn(&self, id: Uuid, part: Option<u32>) -> ProgressFn {
         let weak = Rc::downgrade(&self.0);
         Rc::new(move |sent, total| {
             if let Some(shared) = weak.upgrade() {
-                Client(shared).input(Input::Progress { id, sent, total });
+                Client(shared).input(Input::Progress { id, part, sent, total });
             }
         })
     }
@@ -568,7 +590,14 @@ impl Client {
                 last_modified: f.last_modified() as i64,
             })
             .collect();
-        let plan = self.page().add(&infos, now(), &mut CryptoEntropy);
+        // A file that may go on from a stored part of a large upload must be
+        // the same bytes: its first part is hashed before the page decides.
+        let checks = self.page().identity_checks(&infos);
+        let mut first_parts = vec![None; infos.len()];
+        for (index, start, end) in checks {
+            first_parts[index] = crate::env::sha256_hex(&files[index], start, end).await.ok().filter(|h| !h.is_empty());
+        }
+        let plan = self.page().add(&infos, &first_parts, now(), &mut CryptoEntropy);
         {
             let mut held = self.0.files.borrow_mut();
             for (index, key) in &plan.hold {

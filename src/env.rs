@@ -26,6 +26,19 @@ extern "C" {
     fn get_random_values(buf: &mut [u8]);
 }
 
+#[wasm_bindgen(module = "/src/glue.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = sha256Hex)]
+    fn sha256_hex_js(blob: &web_sys::Blob, start: f64, end: f64) -> Promise;
+}
+
+/// The SHA-256 of bytes `[start, end)` of a Blob, lowercase hex (WebCrypto,
+/// over that slice only; empty where WebCrypto is missing).
+pub async fn sha256_hex(blob: &web_sys::Blob, start: u64, end: u64) -> Result<String, String> {
+    let hashed = wasm_bindgen_futures::JsFuture::from(sha256_hex_js(blob, start as f64, end as f64)).await;
+    hashed.map(|v| v.as_string().unwrap_or_default()).map_err(|e| js_sys::Error::from(e).message().into())
+}
+
 /// Milliseconds since the epoch, from `Date.now()`.
 pub fn now() -> UnixMillis {
     date_now() as UnixMillis

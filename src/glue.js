@@ -157,3 +157,14 @@ export function putSessionUnlessPresent(db, storeName, key, value, staleToken) {
 export function timeoutSignal(ms) {
   return typeof AbortSignal !== "undefined" && typeof AbortSignal.timeout === "function" ? AbortSignal.timeout(ms) : undefined;
 }
+
+// The SHA-256 of bytes [start, end) of a Blob, as lowercase hex: only that
+// slice is read (one part of a large file, never the whole file). Resolves
+// with "" where WebCrypto is missing (a page not served over https or from
+// localhost): the part then goes without a checksum.
+export async function sha256Hex(blob, start, end) {
+  const subtle = typeof crypto !== "undefined" && crypto.subtle;
+  if (!subtle) return "";
+  const digest = await subtle.digest("SHA-256", await blob.slice(start, end).arrayBuffer());
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}

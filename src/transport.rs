@@ -14,8 +14,8 @@ use upload_once_core::retry::Failure;
 use upload_once_core::time::parse_retry_after;
 use serde::de::DeserializeOwned;
 use upload_once_core::wire::{
-    AttemptResponse, AuthorizeRequest, ConfirmRequest, CreateSessionRequest, Media, Problem, SessionResponse,
-    StatusRequest, StatusResponse, UploadInstruction,
+    AttemptResponse, AuthorizeRequest, ConfirmRequest, CreateSessionRequest, Media, PartsRequest, PartsResponse, Problem,
+    SessionResponse, StatusRequest, StatusResponse, UploadInstruction,
 };
 use uuid::Uuid;
 use wasm_bindgen::prelude::*;
@@ -23,7 +23,6 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, XmlHttpRequest};
 
 use crate::env::now;
-use upload_once_core::idmap::IdMap;
 use crate::serde_js::{from_js, to_js};
 
 #[wasm_bindgen(module = "/src/glue.js")]
@@ -66,14 +65,17 @@ pub trait Api {
     fn confirm(&self, session: &str, id: Uuid, request: &ConfirmRequest) -> LocalFuture<Result<Media, Failure>>;
     /// `POST /v1/attempts/status`.
     fn status(&self, session: &str, ids: &[Uuid]) -> LocalFuture<Result<StatusResponse, Failure>>;
+    /// `POST /v1/attempts/{id}/parts`.
+    fn sign_parts(&self, session: &str, id: Uuid, request: &PartsRequest) -> LocalFuture<Result<PartsResponse, Failure>>;
 }
 
 /// Sends a file's bytes to a signed URL.
 pub trait Transport {
-    /// PUTs `blob` as instructed, reporting progress. The bytes go from the
-    /// Blob to the network without passing through wasm memory.
-    fn put(&self, id: Uuid, blob: &Blob, instruction: &UploadInstruction, progress: ProgressFn) -> LocalFuture<Result<(), Failure>>;
-    /// Aborts the PUT of attempt `id`, if one is running.
+    /// PUTs `blob` (the whole file, or part `part` of it) as instructed,
+    /// reporting progress. The bytes go from the Blob to the network
+    /// without passing through wasm memory.
+    fn put(&self, id: Uuid, part: Option<u32>, blob: &Blob, instruction: &UploadInstruction, progress: ProgressFn) -> LocalFuture<Result<(), Failure>>;
+    /// Aborts every PUT of attempt `id` that is running.
     fn abort(&self, id: &Uuid);
 }
 
@@ -179,16 +181,22 @@ impl Api for HttpApi {
         let body = to_js(&StatusRequest { ids: ids.to_vec() });
         call(request, body)
     }
+
+    fn sign_parts(&self, session: &str, id: Uuid, body: &PartsRequest) -> LocalFuture<Result<PartsResponse, Failure>> {
+        let request = self.post(&format!("/v1/attempts/{id}/parts"), Some(session));
+        call(request, to_js(body))
+    }
 }
 
 /// [`Transport`] over XMLHttpRequest.
 #[derive(Default)]
 pub struct XhrTransport {
-    running: Rc<RefCell<IdMap<XmlHttpRequest>>>,
+    /// The PUTs running, by attempt (several for a multipart attempt).
+    running: Rc<RefCell<Vec<(Uuid, Option<u32>, XmlHttpRequest)>>>,
 }
 
 impl Transport for XhrTransport {
-    fn put(&self, id: Uuid, blob: &Blob, instruction: &UploadInstruction, progress: ProgressFn) -> LocalFuture<Result<(), Failure>> {
+    fn put(&self, id: Uuid, part: Option<u32>, blob: &Blob, instruction: &UploadInstruction, progress: ProgressFn) -> LocalFuture<Result<(), Failure>> {
         let running = self.running.clone();
         let blob = blob.clone();
         let instruction = instruction.clone();
@@ -212,7 +220,7 @@ impl Transport for XhrTransport {
                     return Err(Failure::Unexpected(format!("the browser refused the upload request: {message}")));
                 }
             };
-            running.borrow_mut().insert(id, xhr.clone());
+            running.borrow_mut().push((id, part, xhr.clone()));
             // Wait for the end, checking now and then that bytes still move.
             let mut done = JsFuture::from(done);
             let kind = loop {
@@ -223,7 +231,7 @@ impl Transport for XhrTransport {
                     let _ = xhr.abort();
                 }
             };
-            running.borrow_mut().remove(&id);
+            running.borrow_mut().retain(|(i, p, _)| !(*i == id && *p == part));
             drop(on_progress);
             if kind != "load" {
                 return Err(Failure::Network);
@@ -242,8 +250,13 @@ impl Transport for XhrTransport {
     }
 
     fn abort(&self, id: &Uuid) {
-        let xhr = self.running.borrow_mut().remove(id);
-        if let Some(xhr) = xhr {
+        let aborted: Vec<XmlHttpRequest> = {
+            let mut running = self.running.borrow_mut();
+            let (these, rest): (Vec<_>, Vec<_>) = running.drain(..).partition(|(i, _, _)| i == id);
+            *running = rest;
+            these.into_iter().map(|(_, _, xhr)| xhr).collect()
+        };
+        for xhr in aborted {
             let _ = xhr.abort();
         }
     }

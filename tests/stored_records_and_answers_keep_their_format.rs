@@ -97,7 +97,7 @@ fn server_answers_are_read_from_their_json() {
     let a: AttemptResponse = from_js(js_sys::JSON::parse(json).unwrap()).unwrap();
     assert_eq!(a.id, id(1));
     assert_eq!(a.state, AttemptState::Authorized);
-    assert_eq!(a.upload.unwrap().headers["Content-Type"], "image/png");
+    assert_eq!(a.put().unwrap().headers["Content-Type"], "image/png");
 
     let json = r#"{"results":[
         {"state":"confirmed","id":"01010101-0101-0101-0101-010101010101","media":{"id":"03030303-0303-0303-0303-030303030303","moderation":"approved","url":"u"}},

@@ -14,11 +14,12 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::error::ErrorCode;
+use crate::multipart::{Ledger, PartFailure};
 use crate::retry::{Disposition, Failure, Operation, RetryPolicy, classify};
 use crate::time::UnixMillis;
 use crate::wire::{
     AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, Media, MediaSummary, Moderation,
-    UploadInstruction,
+    Upload, UploadInstruction,
 };
 
 /// The record format written by this version.
@@ -166,6 +167,9 @@ pub enum Action {
     Upload(UploadInstruction),
     /// `POST /v1/attempts/{id}/renew`.
     Renew,
+    /// Send the missing parts of a multipart attempt (the scheduler's part
+    /// pipeline says which, and how).
+    Parts,
     /// `POST /v1/attempts/{id}/confirm` with this body.
     Confirm(ConfirmRequest),
     /// Ask for the attempt's status (batched by the scheduler).
@@ -225,9 +229,14 @@ pub struct AttemptRecord {
     /// The server-generated object key, once authorized.
     #[serde(default)]
     pub object_key: Option<String>,
-    /// The current signed upload URL.
+    /// The current signed upload URL (a single PUT).
     #[serde(default)]
     pub upload: Option<UploadInstruction>,
+    /// The part ledger, when the server chose a multipart upload (large
+    /// files). Left out of the stored record otherwise, so single-PUT
+    /// records keep version 1's format.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multipart: Option<Ledger>,
     /// When the server expires the attempt (RFC 3339), once authorized.
     #[serde(default)]
     pub expires_at: Option<String>,
@@ -277,6 +286,7 @@ impl AttemptRecord {
             sha256: None,
             object_key: None,
             upload: None,
+            multipart: None,
             expires_at: None,
             transfer: Transfer::Queued,
             confirmation: Confirmation::Unconfirmed,
@@ -359,6 +369,7 @@ impl AttemptRecord {
                 // Expiry is the server's call (403 `url_expired`): the
                 // client's clock may be wrong by hours.
                 Some(upload) => Action::Upload(upload.clone()),
+                None if self.multipart.is_some() => Action::Parts,
                 None => {
                     self.step = Step::Renew;
                     self.touch(now);
@@ -568,7 +579,27 @@ impl AttemptRecord {
         self.expires_at = Some(attempt.expires_at);
         match attempt.state {
             AttemptState::Authorized => {
-                self.upload = attempt.upload;
+                match attempt.upload {
+                    Some(Upload::Multipart(plan)) => {
+                        self.upload = None;
+                        // A renew answers the same plan: the parts done stay.
+                        let same = self.multipart.as_ref().is_some_and(|l| l.part_size == plan.part_size && l.part_count == plan.part_count);
+                        if !same {
+                            self.multipart = Some(Ledger::new(&plan));
+                        }
+                        if self.multipart.as_ref().is_some_and(Ledger::is_complete) {
+                            self.transfer = Transfer::Uploaded;
+                            self.step = Step::Confirm;
+                            self.touch(env.now);
+                            return Effect::None;
+                        }
+                    }
+                    Some(Upload::Put(instruction)) => {
+                        self.upload = Some(instruction);
+                        self.multipart = None;
+                    }
+                    None => self.upload = None,
+                }
                 self.step = Step::Upload;
                 self.touch(env.now);
                 Effect::None
@@ -636,6 +667,68 @@ impl AttemptRecord {
         }
     }
 
+    /// Part `number` of a multipart attempt is stored (with its hash): the
+    /// ledger says so, and once every part is, the attempt confirms.
+    pub fn part_stored(&mut self, number: u32, sha256: Option<String>, now: UnixMillis) {
+        let Some(ledger) = &mut self.multipart else { return };
+        ledger.mark_done(number, sha256);
+        let complete = ledger.is_complete();
+        // Progress: the consecutive failures start again.
+        self.error = None;
+        self.retries = 0;
+        if complete {
+            self.transfer = Transfer::Uploaded;
+            self.step = Step::Confirm;
+            self.next_retry_at = None;
+        }
+        self.touch(now);
+    }
+
+    /// A part of a multipart attempt failed: a retry of the attempt (it gives
+    /// up after the policy's limit), a check with the server, a wait for the
+    /// file, or the end.
+    pub fn part_failed(&mut self, failure: PartFailure, error: Option<&Failure>, env: &Env<'_>) {
+        if self.is_terminal() {
+            return;
+        }
+        let info = error.map(|f| AttemptError { code: f.code(), message: f.message() });
+        match failure {
+            PartFailure::Retry { .. } => {
+                if error == Some(&Failure::Network) && !env.online {
+                    // Offline: a pause, not a retry.
+                } else if self.retries >= env.policy.max_retries {
+                    let message = format!("gave up after {} retries: {}", self.retries, info.map(|e| e.message).unwrap_or_default());
+                    self.fail(ErrorCode::RetriesExhausted.as_str(), message, env.now);
+                    return;
+                } else {
+                    self.retries += 1;
+                }
+                self.error = info;
+                self.touch(env.now);
+            }
+            PartFailure::Check => {
+                if self.transfer == Transfer::Uploading {
+                    self.transfer = Transfer::Queued;
+                }
+                self.error = info;
+                self.step = Step::Check;
+                self.next_retry_at = Some(env.now + env.policy.delay_ms(self.retries, env.jitter, 0) as i64);
+                self.retries += 1;
+                self.touch(env.now);
+            }
+            PartFailure::FileGone => {
+                self.transfer = Transfer::NeedsFile;
+                self.error = Some(AttemptError {
+                    code: ErrorCode::NeedsFile.as_str().to_owned(),
+                    message: "the file is no longer available: please pick it again".to_owned(),
+                });
+                self.next_retry_at = None;
+                self.touch(env.now);
+            }
+            PartFailure::Fail(f) => self.fail(&f.code(), f.message(), env.now),
+        }
+    }
+
     /// The answer to `confirm`.
     pub fn handle_confirm(&mut self, result: Result<Media, Failure>, env: &Env<'_>) -> Effect {
         match result {
@@ -682,6 +775,30 @@ impl AttemptRecord {
             return Effect::None;
         }
         match status {
+            AttemptStatus::Authorized { parts: Some(parts), expires_at, .. } => {
+                // A multipart attempt: the store's own list of parts wins
+                // over what this browser remembered.
+                self.expires_at = Some(expires_at);
+                let size = self.file.size;
+                match &mut self.multipart {
+                    Some(ledger) => {
+                        ledger.reconcile(&parts, size);
+                        if ledger.is_complete() {
+                            self.transfer = Transfer::Uploaded;
+                            self.step = Step::Confirm;
+                        } else {
+                            if self.transfer == Transfer::Uploaded {
+                                self.transfer = Transfer::Queued;
+                            }
+                            self.step = Step::Upload;
+                        }
+                    }
+                    // The plan itself was never stored here: a renew brings it.
+                    None => self.step = Step::Renew,
+                }
+                self.touch(env.now);
+                Effect::None
+            }
             AttemptStatus::Authorized { object_stored, expires_at, .. } => {
                 self.expires_at = Some(expires_at);
                 if object_stored {

@@ -105,6 +105,10 @@ error_codes! {
     Expired = "expired", 410;
     /// The attempt is already confirmed; its object can no longer change.
     AlreadyConfirmed = "already_confirmed", 409;
+    /// A part number outside the attempt's parts, or too many in one request.
+    InvalidPart = "invalid_part", 422;
+    /// Parts were asked for an attempt that goes up in one PUT.
+    NotMultipart = "not_multipart", 422;
 
     // --- storage (signed URL PUT) -----------------------------------------
     /// The signed URL has expired.

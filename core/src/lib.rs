@@ -11,6 +11,8 @@
 //! - [`restrictions`]: size and type rules, checked by both sides.
 //! - [`attempt`]: one attempt's record and state machine.
 //! - [`retry`]: failure classification and backoff.
+//! - [`multipart`]: large files in parts — the part ledger and the pipeline
+//!   that hashes, signs and sends them.
 //! - [`scheduler`]: many attempts under a concurrency limit, with batched
 //!   status checks.
 //! - [`page`]: one browser page's uploads — the scheduler plus locks,
@@ -23,6 +25,7 @@
 pub mod attempt;
 pub mod error;
 pub mod idmap;
+pub mod multipart;
 pub mod page;
 pub mod restrictions;
 pub mod retry;

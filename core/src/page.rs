@@ -162,8 +162,10 @@ pub enum Effect {
 }
 
 /// Something that happened: the answer to an [`Effect`], or news from
-/// outside.
+/// outside. (Moved once, from the driver to the page: its size does not
+/// matter.)
 #[derive(Clone, Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)]
 pub enum Input {
     /// The last [`Effect::Store`] committed, or failed (nothing written).
     Stored(Result<(), Error>),
@@ -208,12 +210,20 @@ pub enum Input {
         token: String,
     },
     /// The attempt's bytes are gone (the kept copy could not be read): its
-    /// upload did not start.
-    FileUnavailable(Uuid),
-    /// Upload progress of an attempt: bytes sent of the total.
+    /// upload (of part `part`, for a multipart attempt) did not start.
+    FileUnavailable {
+        /// The attempt.
+        id: Uuid,
+        /// The part whose PUT did not start, for a multipart attempt.
+        part: Option<u32>,
+    },
+    /// Upload progress of an attempt (of one of its parts, for a multipart
+    /// attempt): bytes sent of the request's total.
     Progress {
         /// The attempt.
         id: Uuid,
+        /// The part, for a multipart attempt.
+        part: Option<u32>,
         /// Bytes sent.
         sent: f64,
         /// Bytes to send.
@@ -426,8 +436,13 @@ impl Page {
     /// The app's view of one attempt.
     pub fn view(&self, id: &Uuid) -> Option<AttemptView> {
         let r = self.sched.record(id)?;
+        let progress = match &r.multipart {
+            // Parts stored, plus the bytes of parts on the wire.
+            Some(ledger) => Some((ledger.bytes_done(r.file.size) as f64 + self.sched.part_bytes_in_flight(id), r.file.size as f64)),
+            None => self.progress.get(id).map(|p| (p.0, p.1)),
+        };
         let facts = PageFacts {
-            progress: self.progress.get(id).map(|p| (p.0, p.1)),
+            progress,
             driven_here: self.sched.is_owned(id),
             file_held: self.has_blob(r),
             file_kept: self.kept.contains_key(&r.blob_key),
@@ -513,15 +528,38 @@ impl Page {
         self.sched.insert(record, has_blob, true, stored_revision);
     }
 
+    /// Files that look like one an attempt waits for (`needs_file`) whose
+    /// first part's hash is known: the driver hashes bytes `[start, end)`
+    /// of each (index, start, end) and passes the hashes to [`Page::add`],
+    /// so a different file with the same name, size and time is never
+    /// spliced into that attempt.
+    pub fn identity_checks(&self, files: &[FileInfo]) -> Vec<(usize, u64, u64)> {
+        files
+            .iter()
+            .enumerate()
+            .filter_map(|(index, info)| {
+                let ledger = self
+                    .sched
+                    .records()
+                    .filter(|r| r.event == self.config.event && r.file.same_file(info) && !r.is_terminal())
+                    .find_map(|r| r.multipart.as_ref().filter(|l| l.first_part_sha256.is_some()))?;
+                let (start, end) = ledger.range(1, info.size);
+                Some((index, start, end))
+            })
+            .collect()
+    }
+
     /// Files the guest picked: each is checked against the app's and the
     /// event's restrictions (all are refused while the server refuses this
     /// page a session); the same file (name, size, modification time)
     /// keeps its attempt — one that waits for it is given it back, a failed
     /// one is retried (same id), a live or confirmed one is a duplicate;
-    /// every other file gets a new attempt, minted here. Nothing new is
-    /// driven until the driver has stored `new_records` and called
-    /// [`Page::handle_added`].
-    pub fn add(&mut self, files: &[FileInfo], now: UnixMillis, entropy: &mut dyn Entropy) -> AddPlan {
+    /// every other file gets a new attempt, minted here. `first_parts` holds
+    /// the hashes [`Page::identity_checks`] asked for (by file index): a
+    /// file whose first part differs from the stored one is a new attempt.
+    /// Nothing new is driven until the driver has stored `new_records` and
+    /// called [`Page::handle_added`].
+    pub fn add(&mut self, files: &[FileInfo], first_parts: &[Option<String>], now: UnixMillis, entropy: &mut dyn Entropy) -> AddPlan {
         let mut plan = AddPlan { outcomes: Vec::new(), new_records: Vec::new(), hold: Vec::new(), keep: Vec::new() };
         let event_limits = self.session.as_ref().map(|s| Restrictions {
             max_file_bytes: Some(s.event.max_file_bytes),
@@ -541,9 +579,16 @@ impl Page {
                 plan.outcomes.push(Added::Refused { file_name: info.name.clone(), error });
                 continue;
             }
+            // Bytes that go on from a stored part must be the same bytes.
+            let first_part = first_parts.get(index).cloned().flatten();
+            let same_bytes = |r: &AttemptRecord| match r.multipart.as_ref().and_then(|l| l.first_part_sha256.as_ref()) {
+                Some(known) => first_part.as_ref() == Some(known),
+                None => true,
+            };
             let picked_again = self.sched.records().chain(plan.new_records.iter()).find(|r| {
                 r.event == self.config.event
                     && r.file.same_file(info)
+                    && (r.is_terminal() || same_bytes(r))
                     && (!r.is_terminal()
                         || r.confirmation == Confirmation::Confirmed
                         || (r.transfer == Transfer::Failed && r.confirmation == Confirmation::Unconfirmed))
@@ -563,9 +608,7 @@ impl Page {
                 if (needs_file || failed) && !self.kept.contains_key(&blob_key) {
                     plan.keep.push(blob_key);
                 }
-                if needs_file && self.sched.attach_file(&id, now) {
-                    plan.outcomes.push(Added::Reattached(id));
-                } else if failed && self.retry(&id, now) == Some(true) {
+                if (needs_file && self.sched.attach_file(&id, now)) || (failed && self.retry(&id, now) == Some(true)) {
                     plan.outcomes.push(Added::Reattached(id));
                 } else {
                     plan.outcomes.push(Added::Duplicate(id));
@@ -789,17 +832,27 @@ impl Page {
                 self.drop_session_if_forgotten(result.as_ref().err(), &token);
                 self.sched.handle_status(&ids, result, now, entropy);
             }
-            Input::FileUnavailable(id) => {
+            Input::FileUnavailable { id, part } => {
                 if let Some(blob_key) = self.sched.record(&id).map(|r| r.blob_key) {
                     self.kept.remove(&blob_key);
                     self.held.remove(&blob_key);
                     // The attempt asks the server, then waits for the file.
                     self.sched.set_has_blob(&id, false);
                 }
-                let failure = Failure::Unexpected("the file's bytes are not available".into());
-                self.sched.handle(&id, Outcome::Upload(Err(failure)), now, entropy);
+                match part {
+                    Some(number) => self.sched.part_unreadable(&id, number, now, entropy),
+                    None => {
+                        let failure = Failure::Unexpected("the file's bytes are not available".into());
+                        self.sched.handle(&id, Outcome::Upload(Err(failure)), now, entropy);
+                    }
+                }
             }
-            Input::Progress { id, sent, total } => self.progress(&id, sent, total, now),
+            Input::Progress { id, part: Some(number), sent, .. } => {
+                self.sched.part_progress(&id, number, sent);
+                let size = self.sched.record(&id).map_or(0.0, |r| r.file.size as f64);
+                self.progress(&id, 0.0, size, now);
+            }
+            Input::Progress { id, part: None, sent, total } => self.progress(&id, sent, total, now),
             Input::Online(online) => {
                 self.online = online;
                 self.sched.set_online(online);

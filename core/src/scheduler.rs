@@ -22,10 +22,14 @@
 
 use uuid::Uuid;
 
-use crate::attempt::{Action, AttemptRecord, Confirmation, Effect, Env, ModerationView};
+use crate::attempt::{Action, AttemptRecord, Confirmation, Effect, Env, ModerationView, Transfer};
+use crate::multipart::{DEFAULT_PARALLELISM, PartAction, PartFailure, Pipeline};
 use crate::retry::{Failure, RetryPolicy};
 use crate::time::UnixMillis;
-use crate::wire::{AttemptResponse, AttemptStatus, AuthorizeRequest, ConfirmRequest, MAX_STATUS_IDS, Media, StatusResponse, UploadInstruction};
+use crate::wire::{
+    AttemptResponse, AttemptStatus, AuthorizeRequest, ConfirmRequest, MAX_STATUS_IDS, Media, PartsRequest, PartsResponse,
+    StatusResponse, UploadInstruction,
+};
 use crate::Entropy;
 
 /// A network request the caller must perform, then report back.
@@ -62,17 +66,59 @@ pub enum Command {
         /// Attempt ids.
         ids: Vec<Uuid>,
     },
+    /// Hash bytes `[start, end)` of a multipart attempt's file (SHA-256,
+    /// hex): local work, not a request.
+    HashPart {
+        /// Attempt id.
+        id: Uuid,
+        /// Part number.
+        number: u32,
+        /// First byte.
+        start: u64,
+        /// One past the last byte.
+        end: u64,
+    },
+    /// Sign part URLs (`POST /v1/attempts/{id}/parts`).
+    SignParts {
+        /// Attempt id.
+        id: Uuid,
+        /// Body.
+        request: PartsRequest,
+    },
+    /// PUT bytes `[start, end)` of the file as part `number`.
+    UploadPart {
+        /// Attempt id.
+        id: Uuid,
+        /// Part number.
+        number: u32,
+        /// First byte.
+        start: u64,
+        /// One past the last byte.
+        end: u64,
+        /// Signed URL and headers.
+        instruction: UploadInstruction,
+    },
 }
 
 impl Command {
     /// The attempt a request is about (`None` for a status check).
     pub fn id(&self) -> Option<Uuid> {
         match self {
-            Command::Authorize { id, .. } | Command::Upload { id, .. } | Command::Renew { id } | Command::Confirm { id, .. } => {
-                Some(*id)
-            }
+            Command::Authorize { id, .. }
+            | Command::Upload { id, .. }
+            | Command::Renew { id }
+            | Command::Confirm { id, .. }
+            | Command::HashPart { id, .. }
+            | Command::SignParts { id, .. }
+            | Command::UploadPart { id, .. } => Some(*id),
             Command::Status { .. } => None,
         }
+    }
+
+    /// Whether it goes over the network (and takes one of the page's
+    /// request slots). Hashing a part is local work.
+    pub fn is_request(&self) -> bool {
+        !matches!(self, Command::HashPart { .. })
     }
 }
 
@@ -87,6 +133,23 @@ pub enum Outcome {
     Renew(Result<AttemptResponse, Failure>),
     /// Result of `Confirm`.
     Confirm(Result<Media, Failure>),
+    /// Result of `HashPart`: the part's SHA-256, or why its bytes could not
+    /// be read.
+    PartHashed {
+        /// Part number.
+        number: u32,
+        /// The hash.
+        result: Result<String, Failure>,
+    },
+    /// Result of `SignParts`.
+    PartsSigned(Result<PartsResponse, Failure>),
+    /// Result of `UploadPart`.
+    PartSent {
+        /// Part number.
+        number: u32,
+        /// Stored, or why not.
+        result: Result<(), Failure>,
+    },
 }
 
 impl Outcome {
@@ -98,6 +161,9 @@ impl Outcome {
             Command::Upload { .. } => Some(Outcome::Upload(Err(failure))),
             Command::Renew { .. } => Some(Outcome::Renew(Err(failure))),
             Command::Confirm { .. } => Some(Outcome::Confirm(Err(failure))),
+            Command::HashPart { number, .. } => Some(Outcome::PartHashed { number: *number, result: Err(failure) }),
+            Command::SignParts { .. } => Some(Outcome::PartsSigned(Err(failure))),
+            Command::UploadPart { number, .. } => Some(Outcome::PartSent { number: *number, result: Err(failure) }),
             Command::Status { .. } => None,
         }
     }
@@ -113,11 +179,18 @@ struct Entry {
     /// Busy with a command of its own (not a status batch): holds a slot.
     busy_alone: bool,
     dirty: bool,
+    /// The parts of a multipart attempt on their way (memory only).
+    pipeline: Pipeline,
 }
 
 impl Entry {
     fn persisted(&self) -> bool {
         self.persisted_revision >= self.record.revision
+    }
+
+    /// Busy with anything: a command of its own, a status batch, or parts.
+    fn is_busy(&self) -> bool {
+        self.busy || self.pipeline.is_busy()
     }
 
     fn wants_refresh(&self) -> bool {
@@ -172,6 +245,8 @@ pub struct Scheduler {
     entries: Entries,
     policy: RetryPolicy,
     concurrency: usize,
+    /// Parts of one multipart file sent at once.
+    part_parallelism: usize,
     online: bool,
     active: usize,
     refresh: bool,
@@ -185,11 +260,18 @@ impl Scheduler {
             entries: Entries::default(),
             policy,
             concurrency: concurrency.max(1),
+            part_parallelism: DEFAULT_PARALLELISM,
             online: true,
             active: 0,
             refresh: false,
             dirty: Vec::new(),
         }
+    }
+
+    /// Sends at most `parallelism` parts of one multipart file at once
+    /// (within the overall concurrency; default 3).
+    pub fn set_part_parallelism(&mut self, parallelism: usize) {
+        self.part_parallelism = parallelism.max(1);
     }
 
     // ----- getters -------------------------------------------------------
@@ -209,9 +291,15 @@ impl Scheduler {
         self.entries.get(id).is_some_and(|e| e.owned)
     }
 
-    /// Whether a request for the attempt is in flight.
+    /// Whether a request for the attempt (or work on its parts) is in
+    /// flight.
     pub fn is_busy(&self, id: &Uuid) -> bool {
-        self.entries.get(id).is_some_and(|e| e.busy)
+        self.entries.get(id).is_some_and(Entry::is_busy)
+    }
+
+    /// Bytes of a multipart attempt's parts being sent right now.
+    pub fn part_bytes_in_flight(&self, id: &Uuid) -> f64 {
+        self.entries.get(id).map_or(0.0, |e| e.pipeline.bytes_in_flight())
     }
 
     /// Whether the attempt's bytes are available.
@@ -243,8 +331,11 @@ impl Scheduler {
     /// already in durable storage (0 for none).
     pub fn insert(&mut self, record: AttemptRecord, has_blob: bool, owned: bool, persisted_revision: u64) {
         let id = record.id;
-        let (busy, busy_alone, dirty) = self.entries.get(&id).map_or((false, false, false), |e| (e.busy, e.busy_alone, e.dirty));
-        let entry = Entry { record, has_blob, owned, persisted_revision, busy, busy_alone, dirty };
+        let (busy, busy_alone, dirty, pipeline) = self
+            .entries
+            .get(&id)
+            .map_or((false, false, false, Pipeline::default()), |e| (e.busy, e.busy_alone, e.dirty, e.pipeline.clone()));
+        let entry = Entry { record, has_blob, owned, persisted_revision, busy, busy_alone, dirty, pipeline };
         let needs_write = !entry.persisted();
         self.entries.insert(entry);
         if needs_write {
@@ -259,6 +350,7 @@ impl Scheduler {
         if entry.busy_alone {
             self.active = self.active.saturating_sub(1);
         }
+        self.active = self.active.saturating_sub(entry.pipeline.requests_in_flight());
         self.dirty.retain(|d| d != id);
         Some(entry.record)
     }
@@ -321,7 +413,7 @@ impl Scheduler {
     /// one (a double click retries once).
     pub fn retry(&mut self, id: &Uuid, now: UnixMillis) -> bool {
         let Some(e) = self.entries.get_mut(id) else { return false };
-        if e.busy {
+        if e.is_busy() {
             return false;
         }
         let changed = e.record.retry(now);
@@ -362,6 +454,9 @@ impl Scheduler {
 
     /// The result of a command for attempt `id`.
     pub fn handle(&mut self, id: &Uuid, outcome: Outcome, now: UnixMillis, entropy: &mut dyn Entropy) {
+        if matches!(outcome, Outcome::PartHashed { .. } | Outcome::PartsSigned(_) | Outcome::PartSent { .. }) {
+            return self.handle_part(id, outcome, now, entropy);
+        }
         let Some(e) = self.entries.get_mut(id) else { return };
         if e.busy_alone {
             e.busy = false;
@@ -388,12 +483,89 @@ impl Scheduler {
             Outcome::Upload(r) => e.record.handle_upload(r, &env),
             Outcome::Renew(r) => e.record.handle_renew(r, &env),
             Outcome::Confirm(r) => e.record.handle_confirm(r, &env),
+            Outcome::PartHashed { .. } | Outcome::PartsSigned(_) | Outcome::PartSent { .. } => Effect::None,
         };
         let changed = e.record.revision != revision;
         if changed {
             self.mark_dirty(*id);
         }
         self.apply_effect(*id, effect, now, entropy);
+    }
+
+    /// The result of a part command of a multipart attempt.
+    fn handle_part(&mut self, id: &Uuid, outcome: Outcome, now: UnixMillis, entropy: &mut dyn Entropy) {
+        let Some(e) = self.entries.get_mut(id) else { return };
+        if matches!(outcome, Outcome::PartsSigned(_) | Outcome::PartSent { .. }) {
+            self.active = self.active.saturating_sub(1);
+        }
+        let jitter = entropy.unit();
+        let policy = self.policy;
+        let retries = e.record.retries;
+        let revision = e.record.revision;
+        // A finished (cancelled) attempt's late answers only settle the
+        // pipeline's books.
+        let terminal = e.record.is_terminal();
+        let (failure, error) = match outcome {
+            Outcome::PartHashed { number, result } => {
+                let error = result.as_ref().err().cloned();
+                (e.pipeline.handle_hashed(number, result), error)
+            }
+            Outcome::PartsSigned(result) => {
+                let error = result.as_ref().err().cloned();
+                (e.pipeline.handle_signed(result, &policy, retries, jitter, now), error)
+            }
+            Outcome::PartSent { number, result } => {
+                let error = result.as_ref().err().cloned();
+                match e.pipeline.handle_sent(number, result, &policy, retries, jitter, now) {
+                    Ok(Some(sha256)) if !terminal => {
+                        e.record.part_stored(number, sha256_or_none(sha256), now);
+                        (None, None)
+                    }
+                    Ok(_) => (None, None),
+                    Err(failure) => (Some(failure), error),
+                }
+            }
+            _ => (None, None),
+        };
+        if terminal {
+            return;
+        }
+        if let Some(failure) = failure {
+            if failure == PartFailure::FileGone {
+                e.has_blob = false;
+            }
+            let env = Self::env(&self.policy, self.online, e.has_blob, now, &mut FixedJitter(jitter));
+            e.record.part_failed(failure, error.as_ref(), &env);
+        }
+        if e.record.revision != revision {
+            self.mark_dirty(*id);
+        }
+    }
+
+    /// The bytes of part `number` could not be read when it was to be sent:
+    /// the attempt waits for its file.
+    pub fn part_unreadable(&mut self, id: &Uuid, number: u32, now: UnixMillis, entropy: &mut dyn Entropy) {
+        let Some(e) = self.entries.get_mut(id) else { return };
+        if e.pipeline.handle_unreadable(number) {
+            self.active = self.active.saturating_sub(1);
+        }
+        e.has_blob = false;
+        if e.record.is_terminal() {
+            return;
+        }
+        let revision = e.record.revision;
+        let env = Self::env(&self.policy, self.online, false, now, entropy);
+        e.record.part_failed(PartFailure::FileGone, None, &env);
+        if e.record.revision != revision {
+            self.mark_dirty(*id);
+        }
+    }
+
+    /// Upload progress of part `number` of a multipart attempt.
+    pub fn part_progress(&mut self, id: &Uuid, number: u32, sent: f64) {
+        if let Some(e) = self.entries.get_mut(id) {
+            e.pipeline.progress(number, sent);
+        }
     }
 
     /// The result of a `Status` command for `ids`.
@@ -450,15 +622,20 @@ impl Scheduler {
 
     /// The next network command, if one may start now.
     pub fn poll(&mut self, now: UnixMillis) -> Option<Command> {
-        if !self.online || self.active >= self.concurrency {
+        if !self.online {
             return None;
         }
-        if let Some(ids) = self.poll_status(now) {
-            self.active += 1;
-            return Some(Command::Status { ids });
+        let network = self.active < self.concurrency;
+        if network {
+            if let Some(ids) = self.poll_status(now) {
+                self.active += 1;
+                return Some(Command::Status { ids });
+            }
         }
         let keys: Vec<Uuid> = self.entries.iter().map(|e| e.record.id).collect();
         for id in keys {
+            let network = self.active < self.concurrency;
+            let parallelism = self.part_parallelism;
             let e = self.entries.get_mut(&id).expect("ordered ids have entries");
             if !e.owned || e.busy || !e.persisted() || e.record.is_terminal() {
                 continue;
@@ -471,13 +648,34 @@ impl Scheduler {
                 continue;
             }
             let e = self.entries.get_mut(&id).expect("present");
+            if action == Action::Parts {
+                let ledger = e.record.multipart.as_ref().expect("a multipart attempt has its ledger");
+                let Some(part) = e.pipeline.poll(ledger, e.record.file.size, parallelism, network, now) else { continue };
+                let command = match part {
+                    PartAction::Hash { number, start, end } => Command::HashPart { id, number, start, end },
+                    PartAction::Sign(parts) => Command::SignParts { id, request: PartsRequest { parts } },
+                    PartAction::Send { number, start, end, upload } => {
+                        e.record.transfer = Transfer::Uploading;
+                        Command::UploadPart { id, number, start, end, instruction: upload }
+                    }
+                };
+                if command.is_request() {
+                    self.active += 1;
+                }
+                return Some(command);
+            }
+            if !network || e.pipeline.is_busy() {
+                // A multipart attempt checks with the server only once its
+                // parts on the wire have answered.
+                continue;
+            }
             e.record.begin(&action);
             let command = match action {
                 Action::Authorize(request) => Command::Authorize { id, request },
                 Action::Upload(instruction) => Command::Upload { id, instruction },
                 Action::Renew => Command::Renew { id },
                 Action::Confirm(request) => Command::Confirm { id, request },
-                Action::Check | Action::Wait(_) | Action::Idle => continue,
+                Action::Parts | Action::Check | Action::Wait(_) | Action::Idle => continue,
             };
             e.busy = true;
             e.busy_alone = true;
@@ -495,7 +693,7 @@ impl Scheduler {
                 break;
             }
             let id = &e.record.id;
-            if e.busy || !e.persisted() {
+            if e.is_busy() || !e.persisted() {
                 continue;
             }
             let due = e.record.next_retry_at.is_none_or(|t| t <= now);
@@ -525,8 +723,33 @@ impl Scheduler {
             // is (write-ahead): that is an input, not a time.
             .filter(|e| e.owned && !e.busy && !e.record.is_terminal() && e.persisted())
             // Waiting for the guest, not for a time.
-            .filter(|e| !(e.record.needs_file() && !e.has_blob))
-            .filter_map(|e| e.record.next_retry_at)
+            .filter(|e| !e.record.needs_file() || e.has_blob)
+            .filter_map(|e| {
+                // A part's backoff matters only while the attempt sends parts.
+                let parts = (e.record.step == crate::attempt::Step::Upload).then(|| e.pipeline.next_wakeup()).flatten();
+                match (e.record.next_retry_at, parts) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            })
             .min()
+    }
+}
+
+/// A part's hash as recorded (an empty one is none).
+fn sha256_or_none(sha256: String) -> Option<String> {
+    Some(sha256).filter(|s| !s.is_empty())
+}
+
+/// Hands a draw already made to code that takes an [`Entropy`].
+struct FixedJitter(f64);
+
+impl Entropy for FixedJitter {
+    fn fill(&mut self, buf: &mut [u8]) {
+        buf.fill(0);
+    }
+
+    fn unit(&mut self) -> f64 {
+        self.0
     }
 }

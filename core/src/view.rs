@@ -66,6 +66,10 @@ pub struct AttemptView {
     pub file_kept: bool,
     /// Waiting for the browser to come back online.
     pub paused: bool,
+    /// For a file that goes up in parts: how many the store holds.
+    pub parts_done: Option<u32>,
+    /// For a file that goes up in parts: how many there are.
+    pub part_count: Option<u32>,
 }
 
 /// Where a page stands with one attempt, beside its record.
@@ -90,6 +94,9 @@ impl AttemptView {
         let (bytes_sent, bytes_total) = match (a.transfer, facts.progress) {
             (Transfer::Uploaded, _) => (total, total),
             (Transfer::Uploading, Some(p)) => p,
+            // A multipart file that is not being sent right now still has
+            // its stored parts.
+            (_, Some(p)) if a.multipart.is_some() => p,
             _ => (0.0, total),
         };
         AttemptView {
@@ -118,6 +125,8 @@ impl AttemptView {
             file_held: facts.file_held,
             file_kept: facts.file_kept,
             paused: !facts.online && !a.is_terminal() && !a.needs_file(),
+            parts_done: a.multipart.as_ref().map(|l| l.done.len() as u32),
+            part_count: a.multipart.as_ref().map(|l| l.part_count),
         }
     }
 }
@@ -135,6 +144,7 @@ pub struct ErrorInfo {
 /// What `add` did with one file (`AddOutcome`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
+#[allow(clippy::large_enum_variant)]
 pub enum AddOutcome {
     /// The file has an attempt.
     Accepted {

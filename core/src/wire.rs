@@ -177,6 +177,148 @@ pub struct UploadInstruction {
     pub expires_at: String,
 }
 
+/// How an attempt's bytes go up: one signed PUT, or parts (large files).
+///
+/// On the wire an object tagged by `kind` (`put` is the default, so a
+/// single-PUT answer without `kind` reads the same). Read through
+/// [`UploadFields`], not serde's internally tagged enum support (smaller in
+/// the browser package).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", try_from = "UploadFields")]
+pub enum Upload {
+    /// One signed PUT of the whole file.
+    Put(UploadInstruction),
+    /// Parts of `part_size` bytes (the last one shorter), each sent to a
+    /// URL signed by `POST /v1/attempts/{id}/parts`.
+    Multipart(MultipartPlan),
+}
+
+impl Upload {
+    /// The single PUT, if it is one.
+    pub fn put(&self) -> Option<&UploadInstruction> {
+        match self {
+            Upload::Put(instruction) => Some(instruction),
+            Upload::Multipart(_) => None,
+        }
+    }
+}
+
+/// How a large file is split.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MultipartPlan {
+    /// Bytes per part (at least 5 MiB); the last part holds the rest.
+    pub part_size: u64,
+    /// How many parts (at most 10,000).
+    pub part_count: u32,
+    /// When the multipart upload stops taking parts (the attempt's expiry).
+    pub expires_at: String,
+}
+
+impl MultipartPlan {
+    /// The byte range `[start, end)` of part `number` (1-based) of a file of
+    /// `size` bytes.
+    pub fn range(&self, number: u32, size: u64) -> (u64, u64) {
+        let start = u64::from(number.saturating_sub(1)) * self.part_size;
+        (start.min(size), (start + self.part_size).min(size))
+    }
+}
+
+/// An [`Upload`] as read from the wire: its fields side by side.
+#[derive(Deserialize)]
+pub struct UploadFields {
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    headers: Option<BTreeMap<String, String>>,
+    expires_at: String,
+    #[serde(default)]
+    part_size: Option<u64>,
+    #[serde(default)]
+    part_count: Option<u32>,
+}
+
+impl TryFrom<UploadFields> for Upload {
+    type Error = String;
+
+    fn try_from(f: UploadFields) -> Result<Self, String> {
+        let missing = |field: &str| format!("an upload needs `{field}`");
+        match f.kind.as_deref().unwrap_or("put") {
+            "put" => Ok(Upload::Put(UploadInstruction {
+                method: f.method.ok_or_else(|| missing("method"))?,
+                url: f.url.ok_or_else(|| missing("url"))?,
+                headers: f.headers.unwrap_or_default(),
+                expires_at: f.expires_at,
+            })),
+            "multipart" => Ok(Upload::Multipart(MultipartPlan {
+                part_size: f.part_size.filter(|s| *s > 0).ok_or_else(|| missing("part_size"))?,
+                part_count: f.part_count.filter(|c| *c > 0).ok_or_else(|| missing("part_count"))?,
+                expires_at: f.expires_at,
+            })),
+            other => Err(format!("unknown upload kind `{other}`")),
+        }
+    }
+}
+
+/// One part to sign, in `POST /v1/attempts/{id}/parts`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartRequest {
+    /// The part number, 1-based.
+    pub number: u32,
+    /// The part's SHA-256 (64 lowercase hex digits): signed into its URL,
+    /// so the store refuses other bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+/// `POST /v1/attempts/{id}/parts` body: the parts to sign (at most 100).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartsRequest {
+    /// The parts, each once.
+    pub parts: Vec<PartRequest>,
+}
+
+/// The most parts one `POST /v1/attempts/{id}/parts` may sign.
+pub const MAX_PARTS_PER_REQUEST: usize = 100;
+
+/// A signed part URL.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignedPart {
+    /// The part number.
+    pub number: u32,
+    /// Where and how to PUT its exact bytes.
+    pub upload: UploadInstruction,
+}
+
+/// `POST /v1/attempts/{id}/parts` answer.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartsResponse {
+    /// One signed URL per part asked for, in the order asked.
+    pub parts: Vec<SignedPart>,
+}
+
+/// A part the object store holds, as the store itself lists it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredPart {
+    /// The part number.
+    pub number: u32,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its SHA-256, when the store knows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
 /// Why an attempt was rejected.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -197,9 +339,10 @@ pub struct AttemptResponse {
     pub state: AttemptState,
     /// The server-generated object key.
     pub object_key: String,
-    /// Where to send the bytes (only while `authorized`).
+    /// How to send the bytes (only while `authorized`): one signed PUT,
+    /// or parts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub upload: Option<UploadInstruction>,
+    pub upload: Option<Upload>,
     /// When the attempt expires unless confirmed.
     pub expires_at: String,
     /// The media record, once confirmed.
@@ -208,6 +351,13 @@ pub struct AttemptResponse {
     /// Why it was rejected, if it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rejection: Option<Rejection>,
+}
+
+impl AttemptResponse {
+    /// The single signed PUT, if the answer carries one.
+    pub fn put(&self) -> Option<&UploadInstruction> {
+        self.upload.as_ref().and_then(Upload::put)
+    }
 }
 
 /// `POST /v1/attempts/{id}/confirm` body: what the client believes it stored.
@@ -334,6 +484,10 @@ pub enum AttemptStatus {
         object_stored: bool,
         /// When the attempt expires unless confirmed.
         expires_at: String,
+        /// For a multipart attempt: the parts the object store holds, from
+        /// the store's own listing.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parts: Option<Vec<StoredPart>>,
     },
     /// Confirmed: the media record exists.
     Confirmed {
@@ -379,6 +533,8 @@ pub struct StatusFields {
     code: Option<String>,
     #[serde(default)]
     reason: Option<String>,
+    #[serde(default)]
+    parts: Option<Vec<StoredPart>>,
 }
 
 impl TryFrom<StatusFields> for AttemptStatus {
@@ -392,6 +548,7 @@ impl TryFrom<StatusFields> for AttemptStatus {
                 id,
                 object_stored: f.object_stored.ok_or_else(|| missing("object_stored"))?,
                 expires_at: f.expires_at.clone().ok_or_else(|| missing("expires_at"))?,
+                parts: f.parts.clone(),
             },
             "confirmed" => AttemptStatus::Confirmed { id, media: f.media.clone().ok_or_else(|| missing("media"))? },
             "expired" => AttemptStatus::Expired { id },

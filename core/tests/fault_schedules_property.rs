@@ -4,7 +4,8 @@
 //! the same browser does meanwhile (opening, restoring, taking attempts over,
 //! closing) and however often IndexedDB refuses a write, once the server is
 //! reachable again every file whose bytes are held ends up stored exactly
-//! once, no two pages ever drive one attempt at once (the simulation checks
+//! once — large files in parts, no part stored twice, no parts left behind
+//! — no two pages ever drive one attempt at once (the simulation checks
 //! every request against the lock holder), and nothing is left half-done.
 
 mod support;
@@ -30,6 +31,8 @@ struct Scenario {
     fault_ticks: usize,
     tab_probability: f64,
     store_failure: f64,
+    /// Every other file is large and goes up in parts.
+    multipart: bool,
 }
 
 fn scenario() -> impl Strategy<Value = Scenario> {
@@ -45,7 +48,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         prop_oneof![Just(3 * MINUTE), Just(30 * MINUTE), Just(24 * HOUR)],
         prop_oneof![Just(30 * SECOND), Just(2 * MINUTE), Just(15 * MINUTE)],
         prop_oneof![Just(0.0), 0.0..0.5f64],
-        (20usize..400, prop_oneof![Just(0.0), 0.0..0.05f64], prop_oneof![Just(0.0), 0.0..0.3f64]),
+        (20usize..400, prop_oneof![Just(0.0), 0.0..0.05f64], prop_oneof![Just(0.0), 0.0..0.3f64], any::<bool>()),
     )
         .prop_map(
             |(
@@ -60,7 +63,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                 attempt_ttl_ms,
                 url_ttl_ms,
                 defer_persist,
-                (fault_ticks, tab_probability, store_failure),
+                (fault_ticks, tab_probability, store_failure, multipart),
             )| Scenario {
                 seed,
                 fault_probability,
@@ -76,6 +79,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                 fault_ticks,
                 tab_probability,
                 store_failure,
+                multipart,
             },
         )
 }
@@ -99,6 +103,12 @@ fn run(s: &Scenario) -> Result<Run, String> {
     };
     config.server.attempt_ttl_ms = s.attempt_ttl_ms;
     config.server.url_ttl_ms = s.url_ttl_ms;
+    if s.multipart {
+        config.server.multipart_threshold = 40;
+        config.server.part_size = 8;
+    }
+    // Large files (6 to 12 parts) and small ones alternate.
+    let size = |n: usize| if s.multipart && n % 2 == 0 { 41 + (n as u64 * 7) % 50 } else { 10 + n as u64 };
     let mut sim = Sim::new(config);
     sim.faults.random =
         Some(RandomFaults { probability: s.fault_probability, weights: s.weights, max_retry_after_ms: 10_000 });
@@ -111,7 +121,7 @@ fn run(s: &Scenario) -> Result<Run, String> {
 
     for tick in 0..s.fault_ticks {
         while added < add_at.len() && add_at[added] <= tick {
-            sim.add_jpeg(1_000 + added as u64);
+            sim.add_jpeg(size(added));
             added += 1;
         }
         if plan.chance(s.reload_probability) {
@@ -145,7 +155,7 @@ fn run(s: &Scenario) -> Result<Run, String> {
         }
     }
     while added < add_at.len() {
-        sim.add_jpeg(1_000 + added as u64);
+        sim.add_jpeg(size(added));
         added += 1;
     }
 
@@ -185,7 +195,7 @@ proptest! {
 fn heavy_fault_schedules_exercise_every_recovery_path() {
     // faults, reloads, successors, status checks, renews, lost blobs, lock
     // waits, take-overs and followed changes, refused writes, second tabs
-    let mut totals = [0usize; 10];
+    let mut totals = [0usize; 12];
     for seed in 0..24u64 {
         let s = Scenario {
             seed,
@@ -202,6 +212,7 @@ fn heavy_fault_schedules_exercise_every_recovery_path() {
             fault_ticks: 400,
             tab_probability: 0.03,
             store_failure: 0.15,
+            multipart: true,
         };
         let run = run(&s).unwrap_or_else(|e| panic!("{s:?}\n{e}"));
         let sim = &run.sim;
@@ -215,6 +226,8 @@ fn heavy_fault_schedules_exercise_every_recovery_path() {
         totals[7] += sim.stats.loads;
         totals[8] += sim.stats.store_failures;
         totals[9] += sim.stats.tabs_opened;
+        totals[10] += sim.stats.count(ReqKind::UploadPart);
+        totals[11] += sim.faults.injected.iter().filter(|(k, _)| *k == ReqKind::UploadPart).count();
     }
     let names = [
         "faults",
@@ -227,6 +240,8 @@ fn heavy_fault_schedules_exercise_every_recovery_path() {
         "record reads (take-over, other tabs)",
         "refused writes",
         "second tabs",
+        "parts sent",
+        "faults on parts",
     ];
     for (name, total) in names.iter().zip(totals) {
         assert!(total > 0, "no {name} in any heavy schedule: the property would not test them ({totals:?})");

@@ -34,7 +34,7 @@ fn authorize_is_create_or_return_by_id() {
     assert_eq!(a.expires_at, b.expires_at, "the attempt's TTL is fixed at creation");
     assert_eq!(s.attempts.len(), 1);
     assert_eq!(code(s.authorize(&req(1, 11), T0)), (422, "id_reused".into()));
-    let url = a.upload.unwrap();
+    let url = a.upload.unwrap().put().cloned().unwrap();
     assert_eq!(url.method, "PUT");
     assert_eq!(url.expires_at, upload_once_core::time::format_rfc3339(T0 + s.config.url_ttl_ms));
     assert_eq!(a.expires_at, upload_once_core::time::format_rfc3339(T0 + s.config.attempt_ttl_ms));
@@ -44,7 +44,7 @@ fn authorize_is_create_or_return_by_id() {
 fn put_checks_url_expiry_and_is_idempotent() {
     let mut s = FakeServer::new(ServerConfig::default());
     let a = s.authorize(&req(1, 10), T0).unwrap();
-    let url = a.upload.unwrap();
+    let url = a.upload.unwrap().put().cloned().unwrap();
     assert_eq!(s.put_signed(&url, 10, T0 + 1), Ok(()));
     assert_eq!(s.put_signed(&url, 10, T0 + 2), Ok(()), "the same object again is fine");
     assert_eq!(s.puts_for_key(&a.object_key), 2);
@@ -59,12 +59,12 @@ fn confirm_is_create_or_return_with_one_media_row() {
     let id = Uuid::from_u128(1);
     let a = s.authorize(&req(1, 10), T0).unwrap();
     assert_eq!(code(s.confirm(id, &confirm(10), T0)), (409, "object_missing".into()));
-    s.put_signed(a.upload.as_ref().unwrap(), 10, T0).unwrap();
+    s.put_signed(a.upload.as_ref().and_then(|u| u.put()).unwrap(), 10, T0).unwrap();
     let m1 = s.confirm(id, &confirm(10), T0 + 1).unwrap();
     let m2 = s.confirm(id, &confirm(10), T0 + 2).unwrap();
     assert_eq!(m1, m2);
     assert_eq!(s.media_rows_for_attempt(id), 1);
-    assert_eq!(code(s.put_signed(a.upload.as_ref().unwrap(), 10, T0 + 3)), (409, "already_confirmed".into()));
+    assert_eq!(code(s.put_signed(a.upload.as_ref().and_then(|u| u.put()).unwrap(), 10, T0 + 3)), (409, "already_confirmed".into()));
     assert_eq!(code(s.renew(id, T0 + 3)), (409, "already_confirmed".into()));
     assert!(matches!(s.status_of(id, T0 + 3), AttemptStatus::Confirmed { media, .. } if media.id == m1.id));
     assert_eq!(code(s.confirm(Uuid::from_u128(99), &confirm(1), T0)), (404, "not_found".into()));
@@ -75,7 +75,7 @@ fn a_mismatch_at_confirm_rejects_the_attempt_for_good() {
     let mut s = FakeServer::new(ServerConfig::default());
     let id = Uuid::from_u128(1);
     let a = s.authorize(&req(1, 10), T0).unwrap();
-    s.put_signed(a.upload.as_ref().unwrap(), 10, T0).unwrap();
+    s.put_signed(a.upload.as_ref().and_then(|u| u.put()).unwrap(), 10, T0).unwrap();
     assert_eq!(code(s.confirm(id, &confirm(11), T0)), (422, "size_mismatch".into()));
     assert_eq!(code(s.confirm(id, &confirm(10), T0)), (422, "size_mismatch".into()), "rejected stays rejected");
     assert!(matches!(s.status_of(id, T0), AttemptStatus::Rejected { code, .. } if code == "size_mismatch"));
@@ -87,7 +87,7 @@ fn attempts_expire_after_their_ttl_and_lose_their_object() {
     let mut s = FakeServer::new(ServerConfig::default());
     let id = Uuid::from_u128(1);
     let a = s.authorize(&req(1, 10), T0).unwrap();
-    s.put_signed(a.upload.as_ref().unwrap(), 10, T0).unwrap();
+    s.put_signed(a.upload.as_ref().and_then(|u| u.put()).unwrap(), 10, T0).unwrap();
     assert!(matches!(s.status_of(id, T0), AttemptStatus::Authorized { object_stored: true, .. }));
     let later = T0 + s.config.attempt_ttl_ms;
     assert_eq!(s.status_of(id, later), AttemptStatus::Expired { id });
@@ -113,7 +113,7 @@ fn status_answers_every_id_in_order_and_refuses_more_than_500() {
 fn the_server_clock_offset_shifts_its_expiries() {
     let mut s = FakeServer::new(ServerConfig { clock_offset_ms: -HOUR, ..ServerConfig::default() });
     let a = s.authorize(&req(1, 10), T0).unwrap();
-    let url = a.upload.unwrap();
+    let url = a.upload.unwrap().put().cloned().unwrap();
     assert_eq!(url.expires_at, upload_once_core::time::format_rfc3339(T0 - HOUR + s.config.url_ttl_ms));
     // At client time T0 + 10 min the URL (T0 - 45 min) looks long expired to
     // the client, but the server clock says T0 - 50 min: still valid.

@@ -34,7 +34,7 @@ fn attempt_status_is_tagged_by_state() {
     let expires = "2026-11-30T04:15:00.000Z";
     let cases = [
         (
-            AttemptStatus::Authorized { id: id(), object_stored: true, expires_at: expires.into() },
+            AttemptStatus::Authorized { id: id(), object_stored: true, expires_at: expires.into(), parts: None },
             json!({"state": "authorized", "id": ID, "object_stored": true, "expires_at": expires}),
         ),
         (

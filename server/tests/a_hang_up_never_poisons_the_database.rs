@@ -31,7 +31,7 @@ async fn uploads_succeed_first_time(server: &TestServer, n: usize) {
             .await;
         assert_eq!(authorize.status(), StatusCode::CREATED, "authorize: {}", authorize.text().await.unwrap());
         let attempt: upload_once_core::wire::AttemptResponse = authorize.json().await.unwrap();
-        assert_eq!(server.put(attempt.upload.as_ref().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+        assert_eq!(server.put(attempt.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
         let confirm = guest.confirm(id, 5).await;
         assert_eq!(confirm.status(), StatusCode::OK, "confirm: {}", confirm.text().await.unwrap());
     });
@@ -45,7 +45,7 @@ async fn a_confirm_whose_client_hangs_up_while_it_waits_for_the_lock_finishes_an
     let guest = server.guest().await;
     let id = Uuid::new_v4();
     let attempt = guest.authorize(id, 5).await;
-    assert_eq!(server.put(attempt.upload.as_ref().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    assert_eq!(server.put(attempt.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
 
     // Hold the lock, so the confirm's transaction waits for it.
     let holder = LockHolder::hold(&database_url).await;

@@ -46,7 +46,7 @@ async fn the_same_id_and_parameters_return_the_same_attempt_with_a_fresh_url() {
     assert_eq!((second.id, second.state), (id, AttemptState::Authorized));
     assert_eq!(second.object_key, first.object_key, "the same object key");
     assert_eq!(second.expires_at, first.expires_at, "the same attempt: a repeat does not push its expiry back");
-    let (u1, u2) = (first.upload.unwrap(), second.upload.unwrap());
+    let (u1, u2) = (first.put().cloned().unwrap(), second.put().cloned().unwrap());
     if !support::is_s3() {
         // (A presigned S3 URL is dated by the real clock, which this test does
         // not move: signed in the same second, it is the same URL.)
@@ -194,7 +194,7 @@ async fn the_object_key_never_contains_anything_from_the_filename() {
             "{name}: key {} is not <slug>/<32 hex>",
             a.object_key
         );
-        let upload = a.upload.as_ref().unwrap();
+        let upload = a.put().unwrap();
         assert!(
             upload.url.starts_with(&server.upload_url_prefix(&a.object_key)),
             "{name}: the URL addresses the server's key: {}",

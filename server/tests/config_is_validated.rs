@@ -161,7 +161,7 @@ async fn a_session_lasts_at_least_the_attempt_ttl() {
     let guest = support::Guest { server: &server, event, session: session["session_token"].as_str().unwrap().to_owned() };
     let id = Uuid::new_v4();
     let a = guest.authorize(id, 3).await;
-    assert_eq!(server.put(a.upload.as_ref().unwrap(), b"abc".to_vec()).await.status(), StatusCode::OK);
+    assert_eq!(server.put(a.put().unwrap(), b"abc".to_vec()).await.status(), StatusCode::OK);
     server.clock.advance(2 * HOUR - 1000);
     assert_eq!(guest.confirm(id, 3).await.status(), StatusCode::OK);
 }
@@ -183,7 +183,7 @@ async fn an_attempt_can_be_confirmed_until_its_reported_expiry_even_late_in_a_se
     server.clock.advance(90 * MINUTE);
     let id = Uuid::new_v4();
     let a = guest.authorize(id, 3).await;
-    assert_eq!(server.put(a.upload.as_ref().unwrap(), b"abc".to_vec()).await.status(), StatusCode::OK);
+    assert_eq!(server.put(a.put().unwrap(), b"abc".to_vec()).await.status(), StatusCode::OK);
     let attempt_expires = parse_rfc3339(&a.expires_at).unwrap();
 
     // Just before the attempt's reported expiry (t0 + 2h30 as things are).

@@ -13,7 +13,7 @@ async fn fifty_concurrent_confirms_make_one_media_row() {
     let guest = server.guest().await;
     let id = Uuid::new_v4();
     let attempt = guest.authorize(id, 5).await;
-    assert_eq!(server.put(attempt.upload.as_ref().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    assert_eq!(server.put(attempt.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
 
     let confirms = (0..50).map(|_| {
         let guest = &guest;
@@ -62,7 +62,7 @@ async fn confirm_before_the_object_exists_is_409_then_200_after_the_put() {
     assert_eq!(body["retryable"], true);
     assert_eq!(guest.status(&[id]).await["results"][0]["state"], "authorized", "the attempt stays authorized");
 
-    assert_eq!(server.put(attempt.upload.as_ref().unwrap(), b"abc".to_vec()).await.status(), StatusCode::OK);
+    assert_eq!(server.put(attempt.put().unwrap(), b"abc".to_vec()).await.status(), StatusCode::OK);
     let r = guest.confirm(id, 3).await;
     assert_eq!(r.status(), StatusCode::OK);
     let media: serde_json::Value = r.json().await.unwrap();

@@ -149,7 +149,7 @@ async fn a_claimed_sha256_that_the_stored_object_does_not_have_is_rejected() {
     let guest = server.guest().await;
     let id = Uuid::new_v4();
     let a = guest.authorize(id, 5).await;
-    assert_eq!(server.put(a.upload.as_ref().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    assert_eq!(server.put(a.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
     if support::is_s3() {
         // Known limit of S3 storage: a bucket knows an object's SHA-256 only
         // when the PUT carried it, i.e. when the attempt was authorized with

@@ -47,7 +47,7 @@ async fn the_allowed_origin_passes_every_preflight_it_needs() {
     let server = start().await;
     let guest = server.guest().await;
     let a = guest.authorize(Uuid::new_v4(), 5).await;
-    let upload = a.upload.as_ref().unwrap();
+    let upload = a.put().unwrap();
     let storage_url = upload.url.clone();
     // Exactly the headers the browser sends with the PUT.
     let put_headers = upload.headers.keys().map(|h| h.to_ascii_lowercase()).collect::<Vec<_>>().join(", ");
@@ -79,7 +79,7 @@ async fn the_allowed_origin_can_read_answers_and_the_etag() {
     let server = start().await;
     let guest = server.guest().await;
     let a = guest.authorize(Uuid::new_v4(), 5).await;
-    let upload = a.upload.as_ref().unwrap();
+    let upload = a.put().unwrap();
 
     let mut req = server.http.put(&upload.url).header("origin", APP).body(b"hello".to_vec());
     for (k, v) in &upload.headers {
@@ -104,7 +104,7 @@ async fn any_other_origin_is_granted_nothing() {
     let server = start().await;
     let guest = server.guest().await;
     let a = guest.authorize(Uuid::new_v4(), 5).await;
-    let upload = a.upload.as_ref().unwrap();
+    let upload = a.put().unwrap();
     let storage_path = upload.url.clone();
     let others = [
         "http://evil.example",

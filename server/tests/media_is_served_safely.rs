@@ -20,7 +20,7 @@ async fn upload_as(guest: &Guest<'_>, content_type: &str, filename: &str, bytes:
         .await;
     assert_eq!(r.status(), StatusCode::CREATED, "{content_type}");
     let a: AttemptResponse = r.json().await.unwrap();
-    assert_eq!(guest.server.put(a.upload.as_ref().unwrap(), bytes.to_vec()).await.status(), StatusCode::OK, "{content_type}");
+    assert_eq!(guest.server.put(a.put().unwrap(), bytes.to_vec()).await.status(), StatusCode::OK, "{content_type}");
     let r = guest.confirm_raw(id, json!({"size": bytes.len(), "content_type": content_type})).await;
     assert_eq!(r.status(), StatusCode::OK, "{content_type}");
     r.json().await.unwrap()

@@ -192,7 +192,7 @@ async fn the_wall_pages_by_cursor() {
             let id = Uuid::new_v4();
             let bytes = i.to_be_bytes().to_vec();
             let a = guest.authorize(id, 4).await;
-            assert_eq!(guest.server.put(a.upload.as_ref().unwrap(), bytes).await.status(), StatusCode::OK);
+            assert_eq!(guest.server.put(a.put().unwrap(), bytes).await.status(), StatusCode::OK);
             id
         }
     });

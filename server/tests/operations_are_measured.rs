@@ -51,7 +51,7 @@ async fn requests_and_confirms_are_counted_by_matched_route_status_and_outcome()
     assert_eq!(guest.confirm(created, 5).await.status(), StatusCode::OK, "a replay");
     let rejected = Uuid::new_v4();
     let a = guest.authorize(rejected, 5).await;
-    assert_eq!(server.put(a.upload.as_ref().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    assert_eq!(server.put(a.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
     for _ in 0..2 {
         assert_eq!(guest.confirm(rejected, 6).await.status(), StatusCode::UNPROCESSABLE_ENTITY, "a size mismatch, then its record");
     }
@@ -179,7 +179,7 @@ async fn hangups_requests_in_flight_and_dirty_connections_are_reported() {
     let guest = server.guest().await;
     let id = Uuid::new_v4();
     let attempt = guest.authorize(id, 5).await;
-    assert_eq!(server.put(attempt.upload.as_ref().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    assert_eq!(server.put(attempt.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
     let mut client = tokio::net::TcpStream::connect(server.base.trim_start_matches("http://")).await.unwrap();
     let body = json!({"size": 5, "content_type": "image/png"}).to_string();
     let request = format!(

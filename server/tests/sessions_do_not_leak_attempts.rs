@@ -60,9 +60,9 @@ async fn another_sessions_attempt_looks_exactly_like_an_unknown_id() {
     let (authorized, stored, confirmed) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
     owner.authorize(authorized, 5).await;
     let a = owner.authorize(stored, 5).await;
-    assert_eq!(server.put(a.upload.as_ref().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    assert_eq!(server.put(a.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
     let c = owner.authorize(confirmed, 5).await;
-    assert_eq!(server.put(c.upload.as_ref().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    assert_eq!(server.put(c.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
     assert_eq!(owner.confirm(confirmed, 5).await.status(), StatusCode::OK);
     let before = owner.status(&[authorized, stored, confirmed]).await;
 

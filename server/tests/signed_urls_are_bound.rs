@@ -106,9 +106,9 @@ async fn an_expired_url_is_refused() {
         let guest = server.guest().await;
         let (_, early) = authorize(&guest, 5, None).await;
         let (_, late) = authorize(&guest, 5, None).await;
-        assert_eq!(server.put(early.upload.as_ref().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+        assert_eq!(server.put(early.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
         tokio::time::sleep(Duration::from_millis(3_500)).await;
-        let code = assert_s3_refused(server.put(late.upload.as_ref().unwrap(), b"hello".to_vec()).await, &[403], "after the URL TTL").await;
+        let code = assert_s3_refused(server.put(late.put().unwrap(), b"hello".to_vec()).await, &[403], "after the URL TTL").await;
         assert_eq!(code, "AccessDenied");
         assert_eq!(server.stored_keys().await, vec![early.object_key.clone()], "nothing stored for the late PUT");
         return;
@@ -125,10 +125,10 @@ async fn an_expired_url_is_refused() {
 
     // Up to its expiry the URL works...
     server.clock.advance(598_000);
-    assert_eq!(server.put(early.upload.as_ref().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    assert_eq!(server.put(early.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
     // ...from its expiry on it does not.
     server.clock.advance(2_000);
-    let r = server.put(late.upload.as_ref().unwrap(), b"hello".to_vec()).await;
+    let r = server.put(late.put().unwrap(), b"hello".to_vec()).await;
     assert_refused(r, StatusCode::FORBIDDEN, "url_expired", "after the URL TTL").await;
     assert_eq!(server.stored_keys().await, vec![early.object_key.clone()], "nothing stored for the late PUT");
 }
@@ -144,9 +144,9 @@ async fn every_signed_parameter_is_bound() {
     let (_, plain) = authorize(&guest, 5, None).await;
     let (_, hashed) = authorize(&guest, 5, Some(sha.clone())).await;
     let (_, other) = authorize(&guest, 5, None).await;
-    let url = plain.upload.as_ref().unwrap().url.clone();
-    let hashed_url = hashed.upload.as_ref().unwrap().url.clone();
-    let other_url = other.upload.as_ref().unwrap().url.clone();
+    let url = plain.put().unwrap().url.clone();
+    let hashed_url = hashed.put().unwrap().url.clone();
+    let other_url = other.put().unwrap().url.clone();
     let exp: i64 = query(&url, "exp").unwrap().parse().unwrap();
     let sig = query(&url, "sig").unwrap();
 
@@ -184,8 +184,8 @@ async fn every_signed_parameter_is_bound() {
     assert!(server.stored_keys().await.is_empty(), "nothing stored");
 
     // The untampered URLs still work (the refusals were about the changes).
-    assert_eq!(server.put(plain.upload.as_ref().unwrap(), hello.clone()).await.status(), StatusCode::OK);
-    assert_eq!(server.put(hashed.upload.as_ref().unwrap(), hello).await.status(), StatusCode::OK);
+    assert_eq!(server.put(plain.put().unwrap(), hello.clone()).await.status(), StatusCode::OK);
+    assert_eq!(server.put(hashed.put().unwrap(), hello).await.status(), StatusCode::OK);
 }
 
 async fn every_signed_parameter_is_bound_s3() {
@@ -195,9 +195,9 @@ async fn every_signed_parameter_is_bound_s3() {
     let (_, plain) = authorize(&guest, 5, None).await;
     let (_, hashed) = authorize(&guest, 5, Some(sha.clone())).await;
     let (_, other) = authorize(&guest, 5, None).await;
-    let (up, hashed_up) = (plain.upload.clone().unwrap(), hashed.upload.clone().unwrap());
+    let (up, hashed_up) = (plain.put().cloned().unwrap(), hashed.put().cloned().unwrap());
     let url = up.url.clone();
-    let other_url = other.upload.as_ref().unwrap().url.clone();
+    let other_url = other.put().unwrap().url.clone();
     assert_eq!(up.headers.get("If-None-Match").map(String::as_str), Some("*"), "write-once: {:?}", up.headers);
     assert_eq!(hashed_up.headers.get("x-amz-checksum-sha256").map(String::as_str), Some("LPJNul+wow4m6DsqxbninhsWHlwfp0JecwQzYpOLmCQ="));
     let sig = query(&url, "X-Amz-Signature").unwrap();
@@ -249,11 +249,11 @@ async fn the_content_type_header_must_be_the_signed_one() {
     let server = TestServer::start().await;
     let guest = server.guest().await;
     let (_, a) = authorize(&guest, 5, None).await;
-    let url = &a.upload.as_ref().unwrap().url;
+    let url = &a.put().unwrap().url;
     if is_s3() {
         // The bucket compares the signed header byte for byte: send exactly
         // `upload.headers` (the client does).
-        let upload = a.upload.as_ref().unwrap();
+        let upload = a.put().unwrap();
         for ct in [Some("image/jpeg"), Some("text/html"), Some("application/octet-stream"), Some("Image/PNG; charset=binary"), None] {
             let r = put_with(&server, url, upload, &[("Content-Type", ct)], b"hello".to_vec().into()).await;
             assert_s3_refused(r, &[403], &format!("{ct:?}")).await;
@@ -277,7 +277,7 @@ async fn a_body_of_any_other_length_stores_nothing() {
     let server = TestServer::start().await;
     let guest = server.guest().await;
     let (_, a) = authorize(&guest, 5, None).await;
-    let upload = a.upload.as_ref().unwrap();
+    let upload = a.put().unwrap();
     let url = &upload.url;
     if is_s3() {
         // Content-Length is signed: any other length, or none (chunked), fails
@@ -339,7 +339,7 @@ async fn bytes_with_another_sha256_are_refused() {
     let guest = server.guest().await;
     let sha = sha256_hex(b"hello");
     let (id, a) = authorize(&guest, 5, Some(sha.clone())).await;
-    let upload = a.upload.as_ref().unwrap();
+    let upload = a.put().unwrap();
     if is_s3() {
         // The checksum is a signed header the bucket verifies against the body.
         let code = assert_s3_refused(server.put(upload, b"jello".to_vec()).await, &[400], "same length, other bytes").await;
@@ -386,7 +386,7 @@ async fn a_checksum_refusal_at_put_is_the_documented_422() {
     let server = TestServer::start().await;
     let guest = server.guest().await;
     let (_, a) = authorize(&guest, 5, Some(sha256_hex(b"hello"))).await;
-    let r = server.put(a.upload.as_ref().unwrap(), b"jello".to_vec()).await;
+    let r = server.put(a.put().unwrap(), b"jello".to_vec()).await;
     if is_s3() {
         // The bucket's own refusal: 400 BadDigest (the client fails the transfer either way).
         assert_eq!(assert_s3_refused(r, &[400], "PUT with other bytes").await, "BadDigest");
@@ -401,7 +401,7 @@ async fn the_same_bytes_twice_are_one_object_and_other_bytes_are_refused() {
     let server = TestServer::start().await;
     let guest = server.guest().await;
     let (_, a) = authorize(&guest, 5, None).await;
-    let upload = a.upload.as_ref().unwrap();
+    let upload = a.put().unwrap();
 
     let first = server.put(upload, b"hello".to_vec()).await;
     assert_eq!(first.status(), StatusCode::OK);
@@ -433,7 +433,7 @@ async fn a_confirmed_object_never_changes() {
     let server = TestServer::start().await;
     let guest = server.guest().await;
     let (id, a) = authorize(&guest, 5, None).await;
-    let upload: UploadInstruction = a.upload.clone().unwrap();
+    let upload: UploadInstruction = a.put().cloned().unwrap();
     assert_eq!(server.put(&upload, b"hello".to_vec()).await.status(), StatusCode::OK);
     assert_eq!(guest.confirm(id, 5).await.status(), StatusCode::OK);
     let before = server.state.objects.head(&a.object_key).await.unwrap().unwrap();
@@ -461,7 +461,7 @@ async fn a_rejected_attempts_key_takes_no_upload() {
     let (status, p) = problem(guest.confirm(id, 6).await).await;
     assert_eq!((status, p["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("size_mismatch")));
 
-    let r = server.put(a.upload.as_ref().unwrap(), b"hello".to_vec()).await;
+    let r = server.put(a.put().unwrap(), b"hello".to_vec()).await;
     if is_s3() {
         // The bucket cannot see the attempt's state: a URL handed out before
         // the rejection still works until it expires (at most the URL TTL).
@@ -501,7 +501,7 @@ async fn an_expired_attempts_key_takes_no_upload() {
     }
 
     // Its own URL has expired with it...
-    let r = server.put(a.upload.as_ref().unwrap(), b"hello".to_vec()).await;
+    let r = server.put(a.put().unwrap(), b"hello".to_vec()).await;
     assert_refused(r, StatusCode::FORBIDDEN, "url_expired", "the attempt's own URL").await;
     // ...and even a URL this server signed that is still valid is refused:
     // the storage endpoint checks the attempt itself.

@@ -34,7 +34,7 @@ async fn status_reports_every_state_in_request_order() {
 
     // t0: the attempt that will expire (its object stored, never confirmed).
     let e = guest.authorize(expired, 5).await;
-    assert_eq!(server.put(e.upload.as_ref().unwrap(), b"stale".to_vec()).await.status(), StatusCode::OK);
+    assert_eq!(server.put(e.put().unwrap(), b"stale".to_vec()).await.status(), StatusCode::OK);
     server.clock.advance(50 * MINUTE);
 
     // t0 + 50 min: the others.
@@ -42,12 +42,12 @@ async fn status_reports_every_state_in_request_order() {
     let s = guest.authorize(stored, 5).await;
     let st = guest.status(&[stored]).await;
     assert_eq!(st["results"][0]["object_stored"], false, "not stored before the PUT");
-    assert_eq!(server.put(s.upload.as_ref().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    assert_eq!(server.put(s.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
     let st = guest.status(&[stored]).await;
     assert_eq!(st["results"][0]["object_stored"], true, "stored after the PUT");
     let (_, media) = {
         let c = guest.authorize(confirmed, 5).await;
-        assert_eq!(server.put(c.upload.as_ref().unwrap(), b"12345".to_vec()).await.status(), StatusCode::OK);
+        assert_eq!(server.put(c.put().unwrap(), b"12345".to_vec()).await.status(), StatusCode::OK);
         let r = guest.confirm(confirmed, 5).await;
         assert_eq!(r.status(), StatusCode::OK);
         (c, r.json::<Value>().await.unwrap())
@@ -118,14 +118,14 @@ async fn renew_answers_by_state() {
     let (waiting, confirmed, rejected, unknown) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
     let w = guest.authorize(waiting, 5).await;
     let c = guest.authorize(confirmed, 5).await;
-    assert_eq!(server.put(c.upload.as_ref().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    assert_eq!(server.put(c.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
     assert_eq!(guest.confirm(confirmed, 5).await.status(), StatusCode::OK);
     guest.authorize(rejected, 5).await;
     assert_eq!(guest.confirm_raw(rejected, json!({"size": 5, "content_type": "image/gif"})).await.status(), 422);
 
     // Authorized: the original URL has expired; renew gives one that works.
     server.clock.advance(11 * MINUTE);
-    let old = w.upload.as_ref().unwrap();
+    let old = w.put().unwrap();
     if !support::is_s3() {
         // (A bucket checks URL expiry on its own real clock, which this test
         // does not move: see signed_urls_are_bound::an_expired_url_is_refused.)
@@ -138,7 +138,7 @@ async fn renew_answers_by_state() {
     assert_eq!((renewed.id, renewed.state), (waiting, AttemptState::Authorized));
     assert_eq!(renewed.object_key, w.object_key, "the same object");
     assert_eq!(renewed.expires_at, w.expires_at, "renew does not extend the attempt");
-    let fresh = renewed.upload.as_ref().unwrap();
+    let fresh = renewed.put().unwrap();
     if !support::is_s3() {
         // (An S3 URL is dated by the real clock, which this test does not move.)
         assert_ne!(fresh.url, old.url);
@@ -172,7 +172,7 @@ async fn renew_answers_by_state() {
     assert_eq!(r.status(), StatusCode::OK);
     let near_end: AttemptResponse = r.json().await.unwrap();
     assert!(
-        parse_rfc3339(&near_end.upload.unwrap().expires_at).unwrap() <= parse_rfc3339(&l.expires_at).unwrap(),
+        parse_rfc3339(&near_end.put().cloned().unwrap().expires_at).unwrap() <= parse_rfc3339(&l.expires_at).unwrap(),
         "a URL never outlives its attempt"
     );
     server.clock.advance(5 * MINUTE);

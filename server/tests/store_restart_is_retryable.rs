@@ -119,7 +119,7 @@ async fn a_store_stopped_mid_confirm_is_503_and_the_retry_succeeds() {
     let guest = server.guest().await;
     let id = Uuid::new_v4();
     let a = guest.authorize(id, 5).await;
-    assert_eq!(server.put(a.upload.as_ref().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    assert_eq!(server.put(a.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
 
     // The confirm stops inside its transaction, just before the HEAD; the
     // store goes down; the confirm goes on.
@@ -193,7 +193,7 @@ async fn a_store_answering_500_is_503_and_nothing_is_recorded() {
     let guest = server.guest().await;
     let id = Uuid::new_v4();
     let a = guest.authorize(id, 5).await;
-    assert_eq!(server.put(a.upload.as_ref().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    assert_eq!(server.put(a.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
 
     // A second instance over the same database whose store answers 500.
     let (broken, task) = broken_store().await;

@@ -19,7 +19,7 @@ async fn expired_attempts_are_marked_and_their_objects_deleted() {
     let guest = server.guest().await;
     let (stale, fresh) = (Uuid::new_v4(), Uuid::new_v4());
     let a = guest.authorize(stale, 4).await;
-    assert_eq!(server.put(a.upload.as_ref().unwrap(), b"old!".to_vec()).await.status(), StatusCode::OK);
+    assert_eq!(server.put(a.put().unwrap(), b"old!".to_vec()).await.status(), StatusCode::OK);
     let (done_id, _) = guest.upload(b"kept".to_vec()).await;
 
     server.clock.advance(HOUR / 2);
@@ -59,7 +59,7 @@ async fn a_confirm_held_mid_transaction_wins_over_the_sweeper_and_keeps_its_obje
     let guest = server.guest().await;
     let id = Uuid::new_v4();
     let a = guest.authorize(id, 4).await;
-    assert_eq!(server.put(a.upload.as_ref().unwrap(), b"race".to_vec()).await.status(), StatusCode::OK);
+    assert_eq!(server.put(a.put().unwrap(), b"race".to_vec()).await.status(), StatusCode::OK);
     let row_id = server.state.records.attempt_by_object_key(&a.object_key).await.unwrap().unwrap().row_id;
 
     // Just before expiry, a confirm starts and stops inside its transaction

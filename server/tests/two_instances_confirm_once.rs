@@ -68,7 +68,7 @@ async fn two_instances_confirm_each_attempt_exactly_once_and_share_media_urls() 
         let id = Uuid::new_v4();
         let bytes = format!("photo number {i:02}").into_bytes();
         let attempt = guest.authorize(id, bytes.len() as u64).await;
-        assert_eq!(guest.server.put(attempt.upload.as_ref().unwrap(), bytes.clone()).await.status(), StatusCode::OK);
+        assert_eq!(guest.server.put(attempt.put().unwrap(), bytes.clone()).await.status(), StatusCode::OK);
         ids.push((id, bytes));
     }
 

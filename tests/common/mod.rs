@@ -12,8 +12,8 @@ use upload_once::client::{Adapters, Client, Options};
 use upload_once::core::attempt::AttemptRecord;
 use upload_once::core::retry::Failure;
 use upload_once::core::wire::{
-    AttemptResponse, AuthorizeRequest, ConfirmRequest, CreateEventResponse, Media, SessionResponse, StatusResponse,
-    UploadInstruction,
+    AttemptResponse, AuthorizeRequest, ConfirmRequest, CreateEventResponse, Media, PartsRequest, PartsResponse,
+    SessionResponse, StatusResponse, UploadInstruction,
 };
 use upload_once::env::sleep;
 use upload_once::transport::{Api, HttpApi, LocalFuture, ProgressFn, Transport, XhrTransport};
@@ -97,6 +97,7 @@ pub struct Faults {
     pub confirms: Cell<u32>,
     pub renews: Cell<u32>,
     pub statuses: Cell<u32>,
+    pub part_signs: Cell<u32>,
     /// Drop the answer of this many confirms after the server committed.
     pub drop_confirm_answers: Cell<u32>,
     /// Hold this many PUTs for this long before sending them.
@@ -191,10 +192,18 @@ impl Api for FaultyApi {
         }
         self.inner.status(session, ids)
     }
+
+    fn sign_parts(&self, session: &str, id: Uuid, request: &PartsRequest) -> LocalFuture<Result<PartsResponse, Failure>> {
+        bump(&self.faults.part_signs);
+        if self.faults.offline.get() {
+            return Box::pin(async { Err(Failure::Network) });
+        }
+        self.inner.sign_parts(session, id, request)
+    }
 }
 
 impl Transport for FaultyTransport {
-    fn put(&self, id: Uuid, blob: &Blob, instruction: &UploadInstruction, progress: ProgressFn) -> LocalFuture<Result<(), Failure>> {
+    fn put(&self, id: Uuid, part: Option<u32>, blob: &Blob, instruction: &UploadInstruction, progress: ProgressFn) -> LocalFuture<Result<(), Failure>> {
         bump(&self.faults.puts);
         let faults = self.faults.clone();
         let inner = self.inner.clone();
@@ -207,7 +216,7 @@ impl Transport for FaultyTransport {
                 faults.delay_puts.set(faults.delay_puts.get() - 1);
                 sleep(faults.delay_ms.get()).await;
             }
-            let result = inner.put(id, &blob, &instruction, progress).await;
+            let result = inner.put(id, part, &blob, &instruction, progress).await;
             faults.put_results.borrow_mut().push(result.clone());
             result
         })

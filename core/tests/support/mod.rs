@@ -25,7 +25,8 @@ use upload_once_core::scheduler::{Command, Outcome, Scheduler};
 use upload_once_core::time::{UnixMillis, format_rfc3339};
 use upload_once_core::wire::{
     AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, EventInfo, MAX_STATUS_IDS, Media,
-    MediaSummary, Moderation, ModerationPolicy, Rejection, StatusResponse, UploadInstruction,
+    MediaSummary, Moderation, ModerationPolicy, MultipartPlan, PartsRequest, PartsResponse, Rejection, SignedPart,
+    StatusResponse, StoredPart, Upload, UploadInstruction,
 };
 use upload_once_core::Entropy;
 use uuid::Uuid;
@@ -110,12 +111,33 @@ pub struct ServerConfig {
     pub moderation: Moderation,
     /// The server's clock minus the client's clock (clock skew).
     pub clock_offset_ms: i64,
+    /// Files larger than this go up in parts.
+    pub multipart_threshold: u64,
+    /// Bytes per part.
+    pub part_size: u64,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { url_ttl_ms: 15 * MINUTE, attempt_ttl_ms: 24 * HOUR, moderation: Moderation::Pending, clock_offset_ms: 0 }
+        ServerConfig {
+            url_ttl_ms: 15 * MINUTE,
+            attempt_ttl_ms: 24 * HOUR,
+            moderation: Moderation::Pending,
+            clock_offset_ms: 0,
+            multipart_threshold: u64::MAX,
+            part_size: 5,
+        }
     }
+}
+
+/// A stand-in SHA-256 (64 hex digits) of part `number` of a file whose
+/// bytes are `content` (the simulation has no bytes).
+pub fn fake_sha(content: &str, number: u32) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in content.bytes().chain(number.to_le_bytes()) {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}").repeat(4)
 }
 
 /// One attempt as the server keeps it.
@@ -128,6 +150,10 @@ pub struct ServerAttempt {
     /// The id of the one media record, once confirmed.
     pub media_id: Option<Uuid>,
     pub rejection: Option<Rejection>,
+    /// The multipart plan, for a large file.
+    pub plan: Option<MultipartPlan>,
+    /// The parts the store holds (multipart, before confirm).
+    pub parts: BTreeMap<u32, StoredPart>,
 }
 
 /// An object in the fake object store.
@@ -155,6 +181,8 @@ pub struct FakeServer {
     pub put_requests: BTreeMap<String, u32>,
     /// PUT requests that stored the object, per object key.
     pub puts_stored: BTreeMap<String, u32>,
+    /// Part PUTs that stored a part, per (object key, part number).
+    pub parts_stored: BTreeMap<(String, u32), u32>,
     /// Requests the server applied, in order.
     pub applied: Vec<ReqKind>,
     keys: BTreeMap<String, Uuid>,
@@ -177,6 +205,8 @@ impl FakeServer {
             if attempt.state == AttemptState::Authorized && now >= attempt.expires_at {
                 attempt.state = AttemptState::Expired;
                 self.objects.remove(&attempt.object_key);
+                // The multipart upload is aborted: no part is left behind.
+                attempt.parts.clear();
             }
         }
     }
@@ -203,8 +233,10 @@ impl FakeServer {
             id,
             state: a.state,
             object_key: a.object_key.clone(),
-            upload: (a.state == AttemptState::Authorized)
-                .then(|| self.sign(&a.object_key, &a.request.content_type, now)),
+            upload: (a.state == AttemptState::Authorized).then(|| match &a.plan {
+                Some(plan) => Upload::Multipart(plan.clone()),
+                None => Upload::Put(self.sign(&a.object_key, &a.request.content_type, now)),
+            }),
             expires_at: format_rfc3339(a.expires_at),
             media: a.media_id.map(|m| MediaSummary::from(self.media_row(m))),
             rejection: a.rejection.clone(),
@@ -226,6 +258,11 @@ impl FakeServer {
         }
         let object_key = format!("uploads/{}", request.id);
         self.keys.insert(object_key.clone(), request.id);
+        let plan = (request.size > self.config.multipart_threshold).then(|| MultipartPlan {
+            part_size: self.config.part_size,
+            part_count: request.size.div_ceil(self.config.part_size) as u32,
+            expires_at: format_rfc3339(self.clock(now) + self.config.attempt_ttl_ms),
+        });
         self.attempts.insert(
             request.id,
             ServerAttempt {
@@ -235,9 +272,74 @@ impl FakeServer {
                 expires_at: self.clock(now) + self.config.attempt_ttl_ms,
                 media_id: None,
                 rejection: None,
+                plan,
+                parts: BTreeMap::new(),
             },
         );
         Ok(self.response(request.id, now))
+    }
+
+    /// `POST /v1/attempts/{id}/parts`: signed part URLs, each bound to its
+    /// number, exact length and (when given) SHA-256.
+    pub fn sign_parts(&mut self, id: Uuid, request: &PartsRequest, now: UnixMillis) -> Result<PartsResponse, Failure> {
+        self.applied.push(ReqKind::SignParts);
+        self.sweep(now);
+        let Some(a) = self.attempts.get(&id) else { return Err(problem(404, ErrorCode::NotFound, "no such attempt")) };
+        match a.state {
+            AttemptState::Authorized => {}
+            AttemptState::Confirmed => return Err(problem(409, ErrorCode::AlreadyConfirmed, "already confirmed")),
+            AttemptState::Expired => return Err(problem(410, ErrorCode::Expired, "the attempt expired")),
+            AttemptState::Rejected => return Err(problem(422, ErrorCode::SizeMismatch, "the attempt was rejected")),
+        }
+        let Some(plan) = &a.plan else { return Err(problem(409, ErrorCode::NotMultipart, "this attempt goes up in one PUT")) };
+        let expires = self.clock(now) + self.config.url_ttl_ms;
+        let mut parts = Vec::new();
+        for p in &request.parts {
+            if p.number == 0 || p.number > plan.part_count {
+                return Err(problem(422, ErrorCode::InvalidPart, "no such part"));
+            }
+            let sha = p.sha256.clone().unwrap_or_default();
+            let url = format!("https://storage.test/{}/part/{}?exp={expires}&sha={sha}&sig=ok", a.object_key, p.number);
+            parts.push(SignedPart {
+                number: p.number,
+                upload: UploadInstruction { method: "PUT".into(), url, headers: BTreeMap::new(), expires_at: format_rfc3339(expires) },
+            });
+        }
+        Ok(PartsResponse { parts })
+    }
+
+    /// The PUT of a part to a URL signed by `sign_parts`; `sha256` is the
+    /// SHA-256 of the bytes really sent.
+    pub fn put_part(&mut self, instruction: &UploadInstruction, size: u64, sha256: &str, now: UnixMillis) -> Result<(), Failure> {
+        self.applied.push(ReqKind::UploadPart);
+        self.sweep(now);
+        let rest = instruction.url.strip_prefix("https://storage.test/").expect("a URL this server signed");
+        let (key, query) = rest.split_once("/part/").expect("a part URL");
+        let (number, query) = query.split_once("?exp=").expect("a part URL");
+        let number: u32 = number.parse().expect("a part number");
+        let (expires, query) = query.split_once("&sha=").expect("a part URL");
+        let (signed_sha, _) = query.split_once('&').expect("a part URL");
+        if self.clock(now) >= expires.parse::<i64>().expect("an expiry") {
+            return Err(problem(403, ErrorCode::UrlExpired, "the signed URL has expired"));
+        }
+        let id = self.keys[key];
+        let attempt = self.attempts.get_mut(&id).expect("known key");
+        match attempt.state {
+            AttemptState::Authorized => {}
+            AttemptState::Confirmed => return Err(problem(409, ErrorCode::AlreadyConfirmed, "already confirmed")),
+            AttemptState::Expired | AttemptState::Rejected => return Err(problem(410, ErrorCode::Expired, "the attempt ended")),
+        }
+        let plan = attempt.plan.clone().expect("a multipart attempt");
+        let (start, end) = plan.range(number, attempt.request.size);
+        if size != end - start {
+            return Err(problem(400, ErrorCode::LengthMismatch, "the part's length differs from the signed one"));
+        }
+        if !signed_sha.is_empty() && signed_sha != sha256 {
+            return Err(problem(422, ErrorCode::ChecksumMismatch, "the part's bytes do not have the signed SHA-256"));
+        }
+        attempt.parts.insert(number, StoredPart { number, size, sha256: Some(sha256.to_owned()) });
+        *self.parts_stored.entry((key.to_owned(), number)).or_default() += 1;
+        Ok(())
     }
 
     /// The PUT to a signed URL (`url_expires_at` is the expiry signed into
@@ -308,6 +410,19 @@ impl FakeServer {
             }
             AttemptState::Authorized => {}
         }
+        if let Some(plan) = attempt.plan.clone() {
+            // Complete from the store's own part list.
+            let complete = (1..=plan.part_count).all(|n| attempt.parts.contains_key(&n));
+            if !complete {
+                return Err(problem(409, ErrorCode::ObjectMissing, "not every part is stored yet"));
+            }
+            let size = attempt.parts.values().map(|p| p.size).sum();
+            let key = attempt.object_key.clone();
+            let content_type = attempt.request.content_type.clone();
+            self.attempts.get_mut(&id).expect("present").parts.clear();
+            self.objects.insert(key, StoredObject { size, content_type });
+        }
+        let attempt = &self.attempts[&id];
         let Some(object) = self.objects.get(&attempt.object_key).cloned() else {
             return Err(problem(409, ErrorCode::ObjectMissing, "the object is not stored yet"));
         };
@@ -374,6 +489,7 @@ impl FakeServer {
                 id,
                 object_stored: self.objects.contains_key(&a.object_key),
                 expires_at: format_rfc3339(a.expires_at),
+                parts: a.plan.as_ref().map(|_| a.parts.values().cloned().collect()),
             },
             AttemptState::Confirmed => AttemptStatus::Confirmed {
                 id,
@@ -470,6 +586,8 @@ pub enum ReqKind {
     Renew,
     Confirm,
     Status,
+    SignParts,
+    UploadPart,
 }
 
 impl ReqKind {
@@ -480,6 +598,8 @@ impl ReqKind {
             Command::Renew { .. } => ReqKind::Renew,
             Command::Confirm { .. } => ReqKind::Confirm,
             Command::Status { .. } => ReqKind::Status,
+            Command::SignParts { .. } => ReqKind::SignParts,
+            Command::UploadPart { .. } | Command::HashPart { .. } => ReqKind::UploadPart,
         }
     }
 }
@@ -487,11 +607,8 @@ impl ReqKind {
 /// The ids a command is about.
 pub fn command_ids(command: &Command) -> Vec<Uuid> {
     match command {
-        Command::Authorize { id, .. }
-        | Command::Upload { id, .. }
-        | Command::Renew { id }
-        | Command::Confirm { id, .. } => vec![*id],
         Command::Status { ids } => ids.clone(),
+        command => command.id().into_iter().collect(),
     }
 }
 
@@ -624,6 +741,9 @@ pub struct FileSpec {
     pub content_type: String,
     /// The id of its first attempt (= the `blob_key` of all its attempts).
     pub blob_key: Uuid,
+    /// What its bytes are (the simulation has none): two files with the
+    /// same content have the same part hashes.
+    pub content: String,
 }
 
 impl FileSpec {
@@ -731,6 +851,10 @@ pub struct Stats {
     pub joins: usize,
     /// Times a page said its session was joined or refused.
     pub session_changes: usize,
+    /// Parts hashed.
+    pub hashes: usize,
+    /// The most parts of one file on the wire at once.
+    pub max_parts_in_flight: usize,
 }
 
 impl Stats {
@@ -939,7 +1063,20 @@ impl Sim {
     /// page plans, the new records are stored (strict), then the page
     /// starts them.
     pub fn add_files(&mut self, infos: &[FileInfo]) -> AddPlan {
-        let plan = self.tabs[0].page.add(infos, self.now, &mut self.rng);
+        let contents: Vec<String> = infos.iter().map(|i| i.name.clone()).collect();
+        self.add_files_with(infos, &contents)
+    }
+
+    /// `add_files` with the files' contents given (a file edited on disk,
+    /// or another file with the same name, size and time).
+    pub fn add_files_with(&mut self, infos: &[FileInfo], contents: &[String]) -> AddPlan {
+        // The driver hashes the first part of a file that may go on from a
+        // stored part, before the page decides.
+        let mut first_parts = vec![None; infos.len()];
+        for (index, _, _) in self.tabs[0].page.identity_checks(infos) {
+            first_parts[index] = Some(fake_sha(&contents[index], 1));
+        }
+        let plan = self.tabs[0].page.add(infos, &first_parts, self.now, &mut self.rng);
         for record in &plan.new_records {
             self.db.insert(record.id, record.clone());
         }
@@ -952,6 +1089,7 @@ impl Sim {
                     size: info.size,
                     content_type: info.content_type.clone(),
                     blob_key: *blob_key,
+                    content: contents.get(*index).cloned().unwrap_or_else(|| info.name.clone()),
                 });
             }
         }
@@ -981,7 +1119,7 @@ impl Sim {
 
     /// The file an attempt uploads.
     pub fn file_of(&self, id: Uuid) -> &FileSpec {
-        let record = self.scheduler().record(&id).or_else(|| self.db.get(&id)).expect("known attempt");
+        let record = self.db.get(&id).or_else(|| self.tabs.iter().find_map(|t| t.page.record(&id))).expect("known attempt");
         self.file(record.blob_key)
     }
 
@@ -1003,8 +1141,15 @@ impl Sim {
 
     /// The guest picks the file again: what `add` made of it.
     pub fn reattach(&mut self, blob_key: Uuid) -> Added {
+        let content = self.file(blob_key).content.clone();
+        self.reattach_with(blob_key, &content)
+    }
+
+    /// The guest picks a file with the same name, size and time, whose
+    /// bytes are `content`.
+    pub fn reattach_with(&mut self, blob_key: Uuid, content: &str) -> Added {
         let info = self.file(blob_key).info();
-        let plan = self.add_files(&[info]);
+        let plan = self.add_files_with(&[info], &[content.to_owned()]);
         plan.outcomes.into_iter().next().expect("one outcome")
     }
 
@@ -1188,7 +1333,7 @@ impl Sim {
         }
         for tab in &self.tabs {
             let on_wire = self.counted_on_wire(tab);
-            assert_eq!(tab.page.scheduler().active(), on_wire, "scheduler.active() disagrees with the requests on the wire");
+            assert_eq!(tab.page.scheduler().active(), on_wire, "scheduler.active() disagrees with the requests on the wire\n{}", self.dump());
         }
     }
 
@@ -1274,17 +1419,42 @@ impl Sim {
         if let Some(id) = command.id() {
             assert_eq!(self.lock_holder(id), Some(tab), "{command:?} sent by a tab that does not hold the attempt's lock");
         }
-        if let Command::Upload { id, .. } = &command {
+        if let Command::Upload { id, .. } | Command::UploadPart { id, .. } | Command::HashPart { id, .. } = &command {
             // The driver reads the bytes before the PUT (memory, then the
             // kept copy): without them nothing is sent.
             let blob_key = self.db.get(id).map(|r| r.blob_key);
             if !blob_key.is_some_and(|k| self.tabs[i].memory.contains(&k) || self.kept.contains(&k)) {
-                self.tabs[i].inbox.push_back(Input::FileUnavailable(*id));
+                let input = match &command {
+                    Command::HashPart { number, .. } => Input::Outcome {
+                        id: *id,
+                        outcome: Outcome::PartHashed { number: *number, result: Err(Failure::Unexpected("no bytes".into())) },
+                        token,
+                    },
+                    Command::UploadPart { number, .. } => Input::FileUnavailable { id: *id, part: Some(*number) },
+                    _ => Input::FileUnavailable { id: *id, part: None },
+                };
+                self.tabs[i].inbox.push_back(input);
                 return;
             }
         }
+        if let Command::HashPart { id, number, .. } = &command {
+            // Local work, answered at once.
+            self.stats.hashes += 1;
+            let content = self.file_of(*id).content.clone();
+            let outcome = Outcome::PartHashed { number: *number, result: Ok(fake_sha(&content, *number)) };
+            self.tabs[i].inbox.push_back(Input::Outcome { id: *id, outcome, token });
+            return;
+        }
         self.stats.sent.push(Sent { at: self.now, command: command.clone() });
+        let part_of = match &command {
+            Command::UploadPart { id, .. } => Some(*id),
+            _ => None,
+        };
         self.inflight.push(InFlight { tab, command, token, aborted: false, seen: false });
+        if let Some(id) = part_of {
+            let sending = self.inflight.iter().filter(|f| matches!(f.command, Command::UploadPart { id: i, .. } if i == id)).count();
+            self.stats.max_parts_in_flight = self.stats.max_parts_in_flight.max(sending);
+        }
         let on_wire = self.counted_on_wire(&self.tabs[i]);
         assert!(
             on_wire <= self.config.concurrency.max(1),
@@ -1354,6 +1524,13 @@ impl Sim {
             Command::Renew { id } => Reply::Outcome(Outcome::Renew(self.server.renew(*id, now))),
             Command::Confirm { id, request } => Reply::Outcome(Outcome::Confirm(self.server.confirm(*id, request, now))),
             Command::Status { ids } => Reply::Status(self.server.status(ids, now)),
+            Command::SignParts { id, request } => Reply::Outcome(Outcome::PartsSigned(self.server.sign_parts(*id, request, now))),
+            Command::UploadPart { id, number, start, end, instruction } => {
+                let content = self.file_of(*id).content.clone();
+                let result = self.server.put_part(instruction, end - start, &fake_sha(&content, *number), now);
+                Reply::Outcome(Outcome::PartSent { number: *number, result })
+            }
+            Command::HashPart { .. } => panic!("hashing is not a request"),
         }
     }
 
@@ -1573,6 +1750,16 @@ impl Sim {
                     errors.push(format!("attempt {} shows media {:?}, server has {}", r.id, r.media, m.id))
                 }
                 Some(_) => {}
+            }
+        }
+        for ((key, number), n) in &self.server.parts_stored {
+            if *n > 1 {
+                errors.push(format!("part {number} of {key} was stored {n} times"));
+            }
+        }
+        for (id, a) in &self.server.attempts {
+            if a.state != AttemptState::Authorized && !a.parts.is_empty() {
+                errors.push(format!("attempt {id} ended {:?} with {} parts left behind", a.state, a.parts.len()));
             }
         }
         for r in self.scheduler().records() {

@@ -12,7 +12,7 @@ use upload_once_core::restrictions::{
 use upload_once_core::time::format_rfc3339;
 use upload_once_core::wire::{
     AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, MAX_STATUS_IDS, Media, Moderation,
-    ModerationPolicy, Problem, Rejection, StatusRequest, StatusResponse,
+    ModerationPolicy, Problem, Rejection, StatusRequest, StatusResponse, Upload,
 };
 use uuid::Uuid;
 
@@ -31,13 +31,13 @@ fn attempt_response(state: &AppState, a: &AttemptRow, media: Option<&MediaRow>) 
     let upload = (a.state == AttemptState::Authorized).then(|| {
         // Never let a URL outlive its attempt.
         let expires_at = (now + state.url_ttl_ms()).min(a.expires_at);
-        state.objects.presign_put(&PutGrant {
+        Upload::Put(state.objects.presign_put(&PutGrant {
             key: &a.object_key,
             content_type: &a.content_type,
             size: a.size,
             sha256: a.sha256.as_deref(),
             expires_at,
-        })
+        }))
     });
     AttemptResponse {
         id: a.id,
@@ -208,6 +208,7 @@ pub async fn statuses(state: &AppState, session: &SessionRow, ids: &[Uuid]) -> R
                     id: *id,
                     object_stored: stored.iter().any(|(row, s)| *row == a.row_id && *s),
                     expires_at: format_rfc3339(a.expires_at),
+                    parts: None,
                 },
                 AttemptState::Confirmed => match media.iter().find(|m| m.attempt_row_id == a.row_id) {
                     Some(m) => AttemptStatus::Confirmed { id: *id, media: state.media_summary(m) },

@@ -402,7 +402,7 @@ impl Guest<'_> {
         let id = Uuid::new_v4();
         let a = self.authorize(id, bytes.len() as u64).await;
         let len = bytes.len() as u64;
-        assert_eq!(self.server.put(a.upload.as_ref().unwrap(), bytes).await.status(), StatusCode::OK);
+        assert_eq!(self.server.put(a.put().unwrap(), bytes).await.status(), StatusCode::OK);
         let r = self.confirm(id, len).await;
         assert_eq!(r.status(), StatusCode::OK);
         (id, r.json().await.unwrap())

@@ -47,7 +47,7 @@ fn full_record() -> AttemptRecord {
     r.transfer = Transfer::Uploaded;
     r.confirmation = Confirmation::Confirmed;
     r.moderation = ModerationView::Rejected;
-    r.media = Some(MediaSummary { id: id(3), moderation: Moderation::Rejected, reason: Some("blurry".into()), url: "http://x/m".into() });
+    r.media = Some(MediaSummary { id: id(3), moderation: Moderation::Rejected, reason: Some("blurry".into()), url: "http://x/m".into(), composite_sha256: None });
     r.error = Some(AttemptError { code: "network".into(), message: "lost".into() });
     r.retries = 7;
     r.next_retry_at = Some(1_800_000_000_500);

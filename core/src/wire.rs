@@ -428,6 +428,11 @@ pub struct Media {
     /// SHA-256 when it was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
+    /// For a file stored in parts: SHA-256 over the parts' SHA-256
+    /// digests (raw, in part order), lowercase hex, then `-` and the number
+    /// of parts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub composite_sha256: Option<String>,
     /// Moderation state.
     pub moderation: Moderation,
     /// The host's reason, when rejected.
@@ -452,6 +457,10 @@ pub struct MediaSummary {
     pub reason: Option<String>,
     /// Where the bytes can be read back.
     pub url: String,
+    /// For a file stored in parts: its composite checksum (see
+    /// [`Media::composite_sha256`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub composite_sha256: Option<String>,
 }
 
 impl From<&Media> for MediaSummary {
@@ -461,6 +470,7 @@ impl From<&Media> for MediaSummary {
             moderation: media.moderation,
             reason: media.moderation_reason.clone(),
             url: media.url.clone(),
+            composite_sha256: media.composite_sha256.clone(),
         }
     }
 }

@@ -19,7 +19,7 @@ fn id() -> Uuid {
 }
 
 fn summary() -> MediaSummary {
-    MediaSummary { id: Uuid::from_u128(7), moderation: Moderation::Pending, reason: None, url: "https://m/1".into() }
+    MediaSummary { id: Uuid::from_u128(7), moderation: Moderation::Pending, reason: None, url: "https://m/1".into(), composite_sha256: None }
 }
 
 fn round_trip<T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug>(value: &T) -> Value {

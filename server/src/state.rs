@@ -77,6 +77,7 @@ impl AppState {
             size: m.size,
             content_type: m.content_type.clone(),
             sha256: m.sha256.clone(),
+            composite_sha256: None,
             moderation: m.moderation,
             moderation_reason: m.moderation_reason.clone(),
             url: self.media_url(m.id),
@@ -86,7 +87,13 @@ impl AppState {
 
     /// The guest's view of a media record.
     pub fn media_summary(&self, m: &MediaRow) -> MediaSummary {
-        MediaSummary { id: m.id, moderation: m.moderation, reason: m.moderation_reason.clone(), url: self.media_url(m.id) }
+        MediaSummary {
+            id: m.id,
+            moderation: m.moderation,
+            reason: m.moderation_reason.clone(),
+            url: self.media_url(m.id),
+            composite_sha256: None,
+        }
     }
 
     /// A wall entry.

@@ -454,6 +454,7 @@ impl FakeServer {
             size: object.size,
             content_type: object.content_type.clone(),
             sha256: a.request.sha256.clone(),
+            composite_sha256: None,
             moderation: self.config.moderation,
             moderation_reason: None,
             url: format!("https://media.test/{}", a.object_key),

@@ -14,7 +14,7 @@ export type UploadErrorCode =
   | "slug_taken" | "invalid_event" | "not_found" | "id_reused" | "file_too_large" | "type_not_allowed" | "empty_file"
   | "invalid_filename" | "invalid_checksum" | "too_many_ids" | "idempotency_key_missing" | "idempotency_key_mismatch"
   | "object_missing" | "size_mismatch" | "type_mismatch" | "checksum_mismatch" | "expired" | "already_confirmed"
-  | "url_expired" | "bad_signature" | "length_mismatch" | "content_type_mismatch"
+  | "invalid_part" | "not_multipart" | "url_expired" | "bad_signature" | "length_mismatch" | "content_type_mismatch"
   | "object_exists" | "incomplete_body" | "rate_limited" | "object_store_unavailable" | "database_unavailable"
   | "internal" | "network" | "storage_unavailable" | "quota_exceeded" | "needs_file" | "cancelled"
   | "retries_exhausted" | "invalid_options" | "unexpected_response" | "closed";
@@ -50,6 +50,8 @@ export interface MediaInfo {
   reason?: string;
   /** Where the bytes can be read back. */
   url: string;
+  /** For a file stored in parts: SHA-256 over the parts' digests, then `-` and the part count. */
+  composite_sha256?: string;
 }
 
 /** One attempt: one file the guest picked. */
@@ -86,6 +88,10 @@ export interface AttemptView {
   fileKept: boolean;
   /** Waiting for the browser to come back online. */
   paused: boolean;
+  /** A large file goes up in parts: how many the server holds (`null` for a single upload). */
+  partsDone: number | null;
+  /** A large file goes up in parts: how many there are (`null` for a single upload). */
+  partCount: number | null;
 }
 
 /** What `add` did with one file (`add` answers one outcome per file, in the order given). */

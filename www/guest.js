@@ -472,10 +472,11 @@ function fillCard(card, view) {
   // Transfer.
   switch (view.transfer) {
     case "queued":
-      setState(card.transfer, "Waiting to upload", "");
+      // A large file that goes on from the parts the server holds says so.
+      setState(card.transfer, view.partsDone ? `Waiting to go on (${view.partsDone} of ${view.partCount} parts stored)` : "Waiting to upload", "");
       break;
     case "uploading":
-      setState(card.transfer, `Uploading ${pct}%`, "active");
+      setState(card.transfer, view.partCount ? `Uploading ${pct}% (${view.partsDone} of ${view.partCount} parts)` : `Uploading ${pct}%`, "active");
       break;
     case "uploaded":
       setState(card.transfer, "Uploaded", "ok");

@@ -77,6 +77,23 @@ pub fn file(name: &str, content_type: &str, size: usize, last_modified: f64) -> 
     File::new_with_u8_array_sequence_and_options(&parts, name, &options).unwrap()
 }
 
+/// A large `File` made in the page's JS heap (not wasm memory): each
+/// 64 KiB block is filled with a byte drawn from `seed` and the block's
+/// index, so two files with different seeds differ in every part.
+pub fn big_file(name: &str, content_type: &str, size: usize, last_modified: f64, seed: u32) -> File {
+    let bytes = js_sys::Uint8Array::new_with_length(size as u32);
+    let block = 64 * 1024;
+    for (i, start) in (0..size).step_by(block).enumerate() {
+        let value = ((i as u32).wrapping_mul(31).wrapping_add(seed.wrapping_mul(97)) % 251) as u8;
+        bytes.fill(value, start as u32, (start + block).min(size) as u32);
+    }
+    let parts = js_sys::Array::of1(&bytes);
+    let options = web_sys::FilePropertyBag::new();
+    options.set_type(content_type);
+    options.set_last_modified(last_modified);
+    File::new_with_u8_array_sequence_and_options(&parts, name, &options).unwrap()
+}
+
 /// Options for an event, with a database of its own and fast retries.
 pub fn options(event: &CreateEventResponse, db: &str) -> Options {
     let mut o = Options::new(API, &event.event.slug, &event.guest_code);
@@ -109,6 +126,8 @@ pub struct Faults {
     pub fail_puts: Cell<bool>,
     /// The last PUT's status code, for assertions.
     pub put_results: RefCell<Vec<Result<(), Failure>>>,
+    /// Every part PUT that answered: (attempt, part number, stored).
+    pub part_puts: RefCell<Vec<(Uuid, u32, bool)>>,
     /// When set, each authorize first reads its attempt from this IndexedDB
     /// database (a connection of its own) and records what was stored there
     /// at the moment the request left.
@@ -218,12 +237,22 @@ impl Transport for FaultyTransport {
             }
             let result = inner.put(id, part, &blob, &instruction, progress).await;
             faults.put_results.borrow_mut().push(result.clone());
+            if let Some(number) = part {
+                faults.part_puts.borrow_mut().push((id, number, result.is_ok()));
+            }
             result
         })
     }
 
     fn abort(&self, id: &Uuid) {
         self.inner.abort(id);
+    }
+}
+
+impl Faults {
+    /// The parts of attempt `id` this page stored (numbers, in order sent).
+    pub fn parts_stored(&self, id: Uuid) -> Vec<u32> {
+        self.part_puts.borrow().iter().filter(|(i, _, ok)| *i == id && *ok).map(|(_, n, _)| *n).collect()
     }
 }
 

@@ -3,13 +3,17 @@
 // compares what the guest picked with the server's database and storage.
 //
 //   node tests/faults/soak.mjs [--uploads 300] [--minutes 20] [--seed 1] [--fault-rate 0.15]
-//                              [--reload-every 3000] [--uplink 500000] [--cpu-hog 2]
+//                              [--reload-every 3000] [--uplink 500000] [--cpu-hog 2] [--large 3]
 //
 // The uplink is throttled (bytes/s, Chromium's network emulation) so that
 // reloads land in the middle of transfers. Among the faults, clients hang up
 // on authorize and confirm while the server is at work; `--cpu-hog N` keeps
 // N processes spinning beside the run, so the server works on a busy
 // machine, as it does when an event's guests all reload at once.
+//
+// `--large N` makes N of the uploads 11 MiB videos, which go up in parts
+// (the server runs with an 8 MiB multipart threshold and 5 MiB parts), so
+// the faults and reloads land between parts too.
 //
 // Prints one line and exits non-zero if anything was lost, duplicated or
 // orphaned:
@@ -31,6 +35,8 @@ const RATE = opt("fault-rate", 0.15);
 const RELOAD_EVERY = opt("reload-every", 3000);
 const UPLINK = opt("uplink", 500_000);
 const CPU_HOG = opt("cpu-hog", 2);
+const LARGE = opt("large", 3);
+const LARGE_BYTES = 11 * 1024 * 1024;
 const BATCH = 10;
 
 let state = SEED * 2654435761 >>> 0 || 1;
@@ -67,6 +73,13 @@ function faultRules(rate) {
   return rules;
 }
 
+/** An 11 MiB "video" whose bytes differ from part to part and file to file. */
+function largeVideo(seed) {
+  const bytes = Buffer.alloc(LARGE_BYTES);
+  for (let i = 0; i < LARGE_BYTES; i += 4096) bytes.fill((seed * 31 + i / 4096) % 251, i, Math.min(i + 4096, LARGE_BYTES));
+  return bytes;
+}
+
 function objectFiles(dataDir) {
   const root = join(dataDir, "objects");
   const out = [];
@@ -86,7 +99,7 @@ function objectFiles(dataDir) {
 async function main() {
   const deadline = Date.now() + MINUTES * 60_000;
   const hogs = Array.from({ length: CPU_HOG }, () => spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }));
-  const stack = await startStack(`soak-${SEED}`);
+  const stack = await startStack(`soak-${SEED}`, { serverArgs: ["--multipart-threshold", "8MiB", "--part-size", "5MiB"] });
   const browser = await launch();
   let reloads = 0;
   let retriesPressed = 0;
@@ -133,6 +146,10 @@ async function main() {
       const n = Math.min(BATCH, UPLOADS - picked.length);
       const files = Array.from({ length: n }, (_, i) => {
         const k = picked.length + i;
+        // The large ones are spread over the run.
+        if (LARGE > 0 && k % Math.max(1, Math.floor(UPLOADS / LARGE)) === 0 && k / Math.max(1, Math.floor(UPLOADS / LARGE)) < LARGE) {
+          return { name: `soak-${SEED}-${k}.mp4`, mimeType: "video/mp4", buffer: largeVideo(k + 1) };
+        }
         return { name: `soak-${SEED}-${k}.png`, mimeType: "image/png", buffer: photo(k + 1, 20_000 + Math.floor(rand() * 60_000)) };
       });
       for (const f of files) bytesOf.set(f.name, f.buffer);
@@ -195,13 +212,26 @@ async function main() {
     const referenced = new Set(media.map((m) => m.object_key));
     const unreferenced = [...objects].filter((k) => !referenced.has(k));
     const missing = media.filter((m) => !objects.has(m.object_key) || statSync(join(stack.server.dataDir, "objects", m.object_key)).size !== m.size);
-    const orphans = unreferenced.length + missing.length;
+    // Parts of large files are assembled into their object at confirm and
+    // never left behind.
+    const leftParts = [];
+    const walkParts = (d) => {
+      if (!existsSync(d)) return;
+      for (const e of readdirSync(d, { withFileTypes: true })) {
+        if (e.isDirectory()) walkParts(join(d, e.name));
+        else leftParts.push(join(d, e.name));
+      }
+    };
+    walkParts(join(stack.server.dataDir, "objects", ".parts"));
+    const orphans = unreferenced.length + missing.length + leftParts.length;
     const serverReady = (await fetch(`${stack.server.base}/readyz`)).status === 200;
-    console.log(`uploads ${picked.length}, faults ${faults} (hang-ups ${hangUps}), reloads ${reloads}, confirmed ${media.length}, lost ${lost}, duplicates ${duplicates}, orphans ${orphans}${serverReady ? "" : ", server not ready"}`);
+    const large = picked.filter((name) => name.endsWith(".mp4")).length;
+    console.log(`uploads ${picked.length} (in parts ${large}), faults ${faults} (hang-ups ${hangUps}), reloads ${reloads}, confirmed ${media.length}, lost ${lost}, duplicates ${duplicates}, orphans ${orphans}${serverReady ? "" : ", server not ready"}`);
     console.error(`(seed ${SEED}, fault rate ${RATE}, uplink ${UPLINK} B/s, reload every ~${RELOAD_EVERY} ms, cpu hogs ${CPU_HOG}, retries pressed ${retriesPressed}, files picked again ${repicks}, failures retried by hand ${JSON.stringify(failedWith)}, ${Math.round((Date.now() - (deadline - MINUTES * 60_000)) / 1000)} s)`);
     if (lost || duplicates || orphans || !serverReady) {
       if (unreferenced.length) console.error("objects without a media row:", unreferenced.slice(0, 10));
       if (missing.length) console.error("media rows without their object:", missing.slice(0, 10).map((m) => m.object_key));
+      if (leftParts.length) console.error("parts left behind:", leftParts.slice(0, 10));
       const lostNames = picked.filter((name) => !perFile.has(name));
       if (lostNames.length) {
         const attempts = await list();

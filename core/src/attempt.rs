@@ -56,6 +56,10 @@ pub enum Confirmation {
     Rejected,
     /// The server expired the attempt before it was confirmed.
     Expired,
+    /// Its bytes are stored, but it could not be confirmed (see the error:
+    /// retries exhausted, cancelled before the confirm): Retry asks the
+    /// server again.
+    Failed,
 }
 
 /// Whether the host approved the media for the wall.
@@ -123,6 +127,7 @@ text_enum!(Confirmation {
     Confirmed = "confirmed",
     Rejected = "rejected",
     Expired = "expired",
+    Failed = "failed",
 });
 text_enum!(ModerationView { Unknown = "unknown", Pending = "pending", Approved = "approved", Rejected = "rejected" });
 text_enum!(Step { Authorize = "authorize", Upload = "upload", Check = "check", Renew = "renew", Confirm = "confirm", Done = "done" });
@@ -318,6 +323,13 @@ impl AttemptRecord {
         self.step == Step::Done
     }
 
+    /// Whether it ended in a failure the guest can retry: on the transfer
+    /// axis (the bytes did not go up) or on the confirmation axis (they did,
+    /// the confirm did not).
+    pub fn has_failed(&self) -> bool {
+        self.is_terminal() && (self.transfer == Transfer::Failed || self.confirmation == Confirmation::Failed)
+    }
+
     /// Whether it waits for the guest to pick the file again.
     pub fn needs_file(&self) -> bool {
         self.transfer == Transfer::NeedsFile
@@ -442,7 +454,7 @@ impl AttemptRecord {
         if matches!(self.confirmation, Confirmation::Confirmed | Confirmation::Rejected | Confirmation::Expired) {
             return false;
         }
-        if self.is_terminal() && self.transfer == Transfer::Failed {
+        if self.has_failed() {
             return true;
         }
         self.fail(ErrorCode::Cancelled.as_str(), "cancelled".to_owned(), now);
@@ -453,10 +465,15 @@ impl AttemptRecord {
     /// moves; an active one is left alone, so a double click does nothing
     /// twice. Returns whether anything changed.
     pub fn retry(&mut self, now: UnixMillis) -> bool {
-        if self.transfer != Transfer::Failed || self.confirmation != Confirmation::Unconfirmed {
+        let transfer_failed = self.transfer == Transfer::Failed && self.confirmation == Confirmation::Unconfirmed;
+        let confirm_failed = self.confirmation == Confirmation::Failed;
+        if !transfer_failed && !confirm_failed {
             return false;
         }
-        self.transfer = Transfer::Queued;
+        if transfer_failed {
+            self.transfer = Transfer::Queued;
+        }
+        self.confirmation = Confirmation::Unconfirmed;
         self.error = None;
         self.retries = 0;
         self.next_retry_at = None;
@@ -466,10 +483,17 @@ impl AttemptRecord {
         true
     }
 
+    /// Ends the attempt in a failure, on the axis it belongs to: once the
+    /// bytes are stored, the transfer stays `uploaded` and the confirmation
+    /// shows the failure.
     fn fail(&mut self, code: &str, message: String, now: UnixMillis) {
-        self.transfer = Transfer::Failed;
-        if self.confirmation == Confirmation::Confirming {
-            self.confirmation = Confirmation::Unconfirmed;
+        if self.transfer == Transfer::Uploaded {
+            self.confirmation = Confirmation::Failed;
+        } else {
+            self.transfer = Transfer::Failed;
+            if self.confirmation == Confirmation::Confirming {
+                self.confirmation = Confirmation::Unconfirmed;
+            }
         }
         self.error = Some(AttemptError { code: code.to_owned(), message });
         self.next_retry_at = None;
@@ -743,7 +767,7 @@ impl AttemptRecord {
     /// A confirm answered after the user cancelled: the media record exists,
     /// so the attempt is confirmed after all (never a hidden duplicate).
     pub fn adopt_confirmation(&mut self, media: Media, env: &Env<'_>) {
-        if self.confirmation != Confirmation::Confirmed && self.transfer == Transfer::Failed {
+        if self.confirmation != Confirmation::Confirmed && self.has_failed() {
             self.confirmed(MediaSummary::from(&media), env.now);
         }
     }

@@ -33,7 +33,7 @@ use std::collections::VecDeque;
 
 use uuid::Uuid;
 
-use crate::attempt::{AttemptRecord, Confirmation, FileInfo, Transfer};
+use crate::attempt::{AttemptRecord, Confirmation, FileInfo};
 use crate::error::{Error, ErrorCode};
 use crate::idmap::{IdMap, IdSet};
 use crate::restrictions::{Restrictions, check_filename};
@@ -591,11 +591,11 @@ impl Page {
                     && (r.is_terminal() || same_bytes(r))
                     && (!r.is_terminal()
                         || r.confirmation == Confirmation::Confirmed
-                        || (r.transfer == Transfer::Failed && r.confirmation == Confirmation::Unconfirmed))
+                        || r.has_failed())
             });
             if let Some(r) = picked_again {
                 let (id, blob_key, needs_file, failed, terminal) =
-                    (r.id, r.blob_key, r.needs_file(), r.transfer == Transfer::Failed, r.is_terminal());
+                    (r.id, r.blob_key, r.needs_file(), r.has_failed(), r.is_terminal());
                 if plan.new_records.iter().any(|n| n.id == id) {
                     plan.outcomes.push(Added::Duplicate(id));
                     continue;

@@ -127,7 +127,8 @@ fn a_confirm_that_committed_after_cancel_is_adopted() {
     sim.persist_all();
     assert!(matches!(sim.poll_all().as_slice(), [Command::Confirm { .. }]));
     assert!(sim.cancel(id), "cancel while the confirm is in flight");
-    assert_eq!(sim.record(id).confirmation, Confirmation::Unconfirmed);
+    // The bytes are stored: the failure shows on the confirmation axis.
+    assert_eq!((sim.record(id).transfer, sim.record(id).confirmation), (Transfer::Uploaded, Confirmation::Failed));
     sim.resolve(0); // the server commits the confirm, and the answer arrives
     assert_eq!(sim.server.media_rows_for_attempt(id), 1);
     // The media exists, so the cancelled attempt shows confirmed: a later

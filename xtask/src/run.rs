@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use crate::backends::{Combination, Postgres, S3Server, build_s3_server, test_env};
 use crate::engines::{WasmRun, ensure_engines, versions, wasm_runs};
-use crate::server::{Server, build_server, port_or_free, target_dir};
+use crate::server::{Server, build_server, reserve_page_port, target_dir};
 use crate::setup::{Result, ensure_all, ensure_chromium, ensure_npm, extend_path, root, sh};
 
 /// Every test layer, in the order `cargo xtask test` runs them.
@@ -180,7 +180,8 @@ fn run_wasm_tests(run: &WasmRun, server: &Server, page_port: u16) -> Result<Vec<
 fn layer_browser() -> Result {
     let engines = ensure_engines("browser")?;
     let binary = build_server()?;
-    let page_port = port_or_free(18_765);
+    // Held until the layer ends: the runner binds it once per test binary.
+    let (page_port, _reservation) = reserve_page_port()?;
     let page_origin = format!("http://127.0.0.1:{page_port}");
     let mut timings = Vec::new();
     let mut probes = Vec::new();
@@ -271,6 +272,7 @@ fn layer_e2e() -> Result {
         .env("UPLOAD_ONCE_SERVER_BIN", binary)
         .env("UPLOAD_ONCE_CHROMIUM", chromium)
         .env("UPLOAD_ONCE_ROOT", root())
+        .env("UPLOAD_ONCE_TARGET_DIR", target_dir())
         .env("UPLOAD_ONCE_SCREENSHOTS", target_dir().join("e2e-screenshots")))
 }
 
@@ -289,7 +291,8 @@ fn faults_command() -> Result<Command> {
         .env("UPLOAD_ONCE_SERVER_BIN", bin.join("upload-once-server"))
         .env("UPLOAD_ONCE_FAULT_PROXY_BIN", bin.join("upload-once-fault-proxy"))
         .env("UPLOAD_ONCE_CHROMIUM", chromium)
-        .env("UPLOAD_ONCE_ROOT", root());
+        .env("UPLOAD_ONCE_ROOT", root())
+        .env("UPLOAD_ONCE_TARGET_DIR", target_dir());
     Ok(node)
 }
 

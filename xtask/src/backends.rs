@@ -56,7 +56,37 @@ fn fresh_dir(parent: &Path, prefix: &str) -> Result<PathBuf> {
     Err(format!("could not make a fresh directory under {}", parent.display()))
 }
 
-/// A throwaway PostgreSQL cluster on a loopback port, data under target/.
+/// A fresh directory for the cluster, owned by the user the cluster runs as
+/// and reachable by it: under the system's temporary directory, not under
+/// `target/`, which a checkout in a private home (`/root` is mode 700) keeps
+/// out of the `postgres` user's reach.
+fn cluster_dir() -> Result<PathBuf> {
+    let mut parents = vec![std::env::temp_dir()];
+    for fallback in ["/tmp", "/var/tmp"] {
+        if !parents.iter().any(|p| p == Path::new(fallback)) {
+            parents.push(PathBuf::from(fallback));
+        }
+    }
+    let mut refused = Vec::new();
+    for parent in parents {
+        let Ok(dir) = fresh_dir(&parent, "upload-once-pg") else { continue };
+        if !is_root() {
+            return Ok(dir);
+        }
+        sh(Command::new("chown").args(["postgres:postgres"]).arg(&dir))?;
+        // The postgres user must be able to reach it (every parent searchable).
+        let reachable = Command::new("runuser").args(["-u", "postgres", "--", "test", "-w"]).arg(&dir).status().is_ok_and(|s| s.success());
+        if reachable {
+            return Ok(dir);
+        }
+        refused.push(parent.display().to_string());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Err(format!("the postgres user cannot reach a fresh directory under any of: {}", refused.join(", ")))
+}
+
+/// A throwaway PostgreSQL cluster on a loopback port, its data in a fresh
+/// directory under the system's temporary directory (removed when dropped).
 pub struct Postgres {
     bin: PathBuf,
     data: PathBuf,
@@ -72,10 +102,7 @@ impl Postgres {
             apt_install(&["postgresql"])?;
         }
         let bin = postgres_bin_dir().ok_or("PostgreSQL is installed but initdb was not found under /usr/lib/postgresql")?;
-        let data = fresh_dir(&target_dir().join("test-pg"), "cluster")?;
-        if is_root() {
-            sh(Command::new("chown").args(["-R", "postgres:postgres"]).arg(&data))?;
-        }
+        let data = cluster_dir()?;
         // From here on, Drop removes the directory (and stops the cluster) whatever happens.
         let mut pg = Postgres { bin: bin.clone(), data: data.clone(), admin_url: String::new() };
         let mut initdb = as_postgres(bin.join("initdb"));

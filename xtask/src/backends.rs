@@ -34,7 +34,8 @@ fn is_root() -> bool {
 fn as_postgres(program: PathBuf) -> Command {
     if is_root() {
         let mut cmd = Command::new("runuser");
-        cmd.args(["-u", "postgres", "--"]).arg(program);
+        // Started from `/`: the checkout may be out of its reach.
+        cmd.args(["-u", "postgres", "--"]).arg(program).current_dir("/");
         cmd
     } else {
         Command::new(program)
@@ -75,7 +76,7 @@ fn cluster_dir() -> Result<PathBuf> {
         }
         sh(Command::new("chown").args(["postgres:postgres"]).arg(&dir))?;
         // The postgres user must be able to reach it (every parent searchable).
-        let reachable = Command::new("runuser").args(["-u", "postgres", "--", "test", "-w"]).arg(&dir).status().is_ok_and(|s| s.success());
+        let reachable = as_postgres(PathBuf::from("test")).arg("-w").arg(&dir).status().is_ok_and(|s| s.success());
         if reachable {
             return Ok(dir);
         }

@@ -1,8 +1,9 @@
 // A Rust developer builds the npm package with the standard command,
 // `wasm-pack build --release --target web`, and nothing else: no xtask, no
-// extra environment. That package must initialize and upload. (The wasm
-// target's flags live in .cargo/config.toml, where cargo reads them; without
-// them `init` failed in `__wbindgen_init_externref_table`.)
+// extra environment. That package must initialize and upload. (It keeps
+// rustc's default features, reference types included; with Debian 12's
+// wasm-opt, binaryen 108, `init` failed in `__wbindgen_init_externref_table`:
+// `cargo xtask setup` installs binaryen's own, 116 or newer.)
 //
 // The guest page is served with this package instead of the one `cargo
 // xtask` builds, and uploads one photo to a real server.
@@ -47,10 +48,11 @@ function wasmPackBuild() {
   });
 }
 
-let server, browser;
+let server, browser, wasmOpt;
 before(async () => {
   rmSync(PKG, { recursive: true, force: true });
-  await wasmPackBuild();
+  const log = await wasmPackBuild();
+  wasmOpt = log.split("\n").find((l) => l.includes("wasm-opt at")) ?? "(wasm-opt not found)";
   server = await startServer("plain-wasm-pack", [], { pkgDir: PKG });
   browser = await launch();
 }, { timeout: 30 * 60_000 });
@@ -70,7 +72,7 @@ test("a package built with plain `wasm-pack build --release --target web` initia
   await guest.goto(guestUrl(server, ev));
   // The page's start: init() and Uploader.open, or the error that stopped it.
   await guest.waitForSelector("body[data-ready='1'], body[data-error]", { timeout: 20_000 });
-  assert.equal(await guest.getAttribute("body", "data-error"), null, `the guest page did not start:\n${errors.join("\n")}`);
+  assert.equal(await guest.getAttribute("body", "data-error"), null, `the guest page did not start (${wasmOpt.trim()}):\n${errors.join("\n")}`);
   await pick(guest, photos(1, 40_000));
   await untilAllSaved(guest, 1);
   const [a] = await attempts(guest);

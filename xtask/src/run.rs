@@ -30,10 +30,16 @@ pub fn build_package(target: &str, out: &str) -> Result {
         .args(["-Z", "build-std-features=optimize_for_size"])
         .current_dir(root())
         .env("RUSTC_BOOTSTRAP", "1")
-        // Added to the wasm target's own flags in .cargo/config.toml (cargo
-        // joins the two lists), which every build of the package needs and a
-        // plain `wasm-pack build` reads too: tests/e2e/plain_wasm_pack_build.test.mjs.
-        .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS", "-Z unstable-options -C panic=immediate-abort"))?;
+        // Without the reference-types feature (in `std` too, rebuilt here)
+        // wasm-bindgen keeps JS values in a JS-side heap instead of an
+        // externref table: 0.6 KiB smaller (docs/package-size.md). A plain
+        // `wasm-pack build` keeps rustc's default (reference types on), which
+        // the wasm-opt installed by `cargo xtask setup` handles:
+        // tests/e2e/plain_wasm_pack_build.test.mjs.
+        .env(
+            "CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS",
+            "-C target-feature=-reference-types -Z unstable-options -C panic=immediate-abort",
+        ))?;
     if target == "web" {
         minify_glue(&root().join(out))?;
     }

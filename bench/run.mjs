@@ -11,8 +11,8 @@ import { readFileSync, writeFileSync, mkdirSync, rmSync, existsSync } from "node
 import { cpus, totalmem } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createServer } from "node:net";
 import { chromium } from "playwright-core";
+import { spawnOnFreePort } from "../tests/e2e/harness.mjs";
 
 const ROOT = process.env.UPLOAD_ONCE_ROOT ?? join(dirname(fileURLToPath(import.meta.url)), "..");
 const SERVER_BIN = process.env.UPLOAD_ONCE_SERVER_BIN ?? join(ROOT, "target/fast/upload-once-server");
@@ -38,23 +38,19 @@ const median = (xs) => {
 };
 const fmt = (x, d = 1) => Number(x).toFixed(d);
 
-function freePort() {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => { const { port } = s.address(); s.close(() => resolve(port)); });
-  });
-}
-
 async function startServer() {
-  const port = await freePort();
-  const dataDir = join(ROOT, "target/bench-data", String(port));
+  const dataDir = join(ROOT, "target/bench-data", `${process.pid}-${Date.now()}`);
   rmSync(dataDir, { recursive: true, force: true });
   mkdirSync(dataDir, { recursive: true });
-  const admin = `bench-${port}`;
-  const child = spawn(SERVER_BIN, [
+  const admin = `bench-${Math.random().toString(36).slice(2)}`;
+  // The server binds the port it is told, and says so; another port is
+  // tried if another process took that one first.
+  const { child, port } = await spawnOnFreePort("the bench server", (port) => spawn(SERVER_BIN, [
     "--listen", `127.0.0.1:${port}`, "--data-dir", dataDir, "--admin-token", admin,
     "--www-dir", join(ROOT, "bench/www"), "--pkg-dir", join(ROOT, "pkg"),
-  ], { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, RUST_LOG: "warn" } });
+  ], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, RUST_LOG: "warn" } }), (out, port) => out.includes(`listening on 127.0.0.1:${port} `));
+  child.stdout.resume();
+  child.stderr.pipe(process.stderr);
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {
     try { if ((await fetch(`${base}/healthz`)).ok) break; } catch {}

@@ -9,15 +9,15 @@
 //   again finishes the same attempts, each stored once.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, createEvent, hostMedia, photos, until, freePort, screenshotPath } from "./harness.mjs";
+import { startServer, createEvent, hostMedia, photos, until, screenshotPath } from "./harness.mjs";
 import { startThrottle } from "./throttle.mjs";
 import { skipUnless, openEngine, openGuest, untilReady, pick, attempts, untilAllSaved } from "./engines.mjs";
 
 for (const engine of ["firefox", "webkit", "webkit-private"]) {
   test(`${engine}: a reload mid-transfer keeps every attempt and stores each file once`, { skip: skipUnless(engine) }, async () => {
-    const proxyPort = await freePort();
-    const server = await startServer(`reload-${engine}`, ["--public-url", `http://127.0.0.1:${proxyPort}`]);
-    const proxy = await startThrottle(server.port, { port: proxyPort, rate: 400_000 });
+    const proxy = await startThrottle(null, { rate: 400_000 });
+    const server = await startServer(`reload-${engine}`, ["--public-url", proxy.base]).catch(async (e) => { await proxy.close(); throw e; });
+    proxy.setUpstream(server.port);
     let page;
     try {
       const ev = await createEvent(server);

@@ -6,15 +6,15 @@
 // part-way.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, createEvent, hostMedia, photos, until, freePort } from "./harness.mjs";
+import { startServer, createEvent, hostMedia, photos, until } from "./harness.mjs";
 import { startThrottle } from "./throttle.mjs";
 import { skipUnless, openEngine, openGuest, pick, attempts, untilAllSaved } from "./engines.mjs";
 
 for (const engine of ["firefox", "webkit"]) {
   test(`${engine}: upload progress shows part-way through a transfer`, { skip: skipUnless(engine) }, async () => {
-    const proxyPort = await freePort();
-    const server = await startServer(`progress-${engine}`, ["--public-url", `http://127.0.0.1:${proxyPort}`]);
-    const proxy = await startThrottle(server.port, { port: proxyPort, rate: 2_000_000 });
+    const proxy = await startThrottle(null, { rate: 2_000_000 });
+    const server = await startServer(`progress-${engine}`, ["--public-url", proxy.base]).catch(async (e) => { await proxy.close(); throw e; });
+    proxy.setUpstream(server.port);
     let page;
     try {
       const ev = await createEvent(server);

@@ -3,7 +3,7 @@
 // for the Vite example, and a headless Chromium driven by playwright-core.
 import { spawn } from "node:child_process";
 import { createServer } from "node:http";
-import { mkdirSync, readFileSync, rmSync, existsSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, existsSync } from "node:fs";
 import { deflateSync } from "node:zlib";
 import { createServer as netServer } from "node:net";
 import { join, extname, dirname } from "node:path";
@@ -13,7 +13,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 export const ROOT = process.env.UPLOAD_ONCE_ROOT ?? join(dirname(fileURLToPath(import.meta.url)), "../..");
 export const SERVER_BIN = process.env.UPLOAD_ONCE_SERVER_BIN ?? join(ROOT, "target/debug/upload-once-server");
 export const CHROMIUM = process.env.UPLOAD_ONCE_CHROMIUM ?? "/usr/bin/chromium";
-export const SCREENSHOTS = process.env.UPLOAD_ONCE_SCREENSHOTS ?? join(ROOT, "target/e2e-screenshots");
+
 
 /** Chromium flags that work on a closed network, as root, headless. */
 export const CHROMIUM_ARGS = [
@@ -21,15 +21,108 @@ export const CHROMIUM_ARGS = [
   "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
 ];
 
-/** A free loopback port. */
-export function freePort() {
+/** The cargo target directory (test data, screenshots, builds of the tests). */
+export const TARGET = process.env.UPLOAD_ONCE_TARGET_DIR ?? join(ROOT, "target");
+export const SCREENSHOTS = process.env.UPLOAD_ONCE_SCREENSHOTS ?? join(TARGET, "e2e-screenshots");
+
+/**
+ * Listens on a loopback port the system picks, in this process: nothing can
+ * take the port between choosing it and listening. Resolves to the port.
+ */
+export function listenOnFreePort(server) {
   return new Promise((resolve, reject) => {
-    const srv = netServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      server.off("error", reject);
+      resolve(server.address().port);
     });
+  });
+}
+
+/**
+ * A loopback port nobody listens on right now, for a child process that must
+ * be told its port before it starts. Another process can take it before the
+ * child listens: start such children with `spawnOnFreePort`, which notices
+ * and tries another port.
+ */
+export async function freePort() {
+  const srv = netServer();
+  const port = await listenOnFreePort(srv);
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+/** What a child that could not listen because its port was taken says. */
+const ADDRESS_IN_USE = /address already in use|EADDRINUSE|os error 98|Unable to listen/i;
+
+/**
+ * Waits until `listening()` (it is given the child's output so far) is true,
+ * or the child ends. Resolves `true` once it listens, `false` if it ended
+ * because its port was taken; rejects if it ended for another reason or
+ * after `ms`. The child's stdout and stderr must be pipes.
+ */
+export function untilListening(child, what, listening, ms = 30_000) {
+  return new Promise((resolve, reject) => {
+    let out = "";
+    const poll = setInterval(() => check(), 50);
+    const timer = setTimeout(() => finish(() => reject(new Error(`${what} did not listen within ${ms} ms:\n${out}`))), ms);
+    const finish = (f) => {
+      clearInterval(poll);
+      clearTimeout(timer);
+      child.stdout?.off("data", onData);
+      child.stderr?.off("data", onData);
+      child.off("close", onClose);
+      f();
+    };
+    const check = () => { if (listening(out)) finish(() => resolve(true)); };
+    const onData = (d) => { out += d; check(); };
+    const onClose = (code, signal) => finish(() => {
+      if (ADDRESS_IN_USE.test(out)) resolve(false);
+      else reject(new Error(`${what} exited (${code ?? signal}) before it listened:\n${out}`));
+    });
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    child.once("close", onClose);
+    check();
+  });
+}
+
+/**
+ * Starts a child that must be told its port: `spawnAt(port)` starts it,
+ * `listening(output, port)` says from its output that it listens. When
+ * another process took the port first, the child ends saying so, and
+ * another port is tried. Resolves to `{child, port}`.
+ */
+export async function spawnOnFreePort(what, spawnAt, listening, tries = 5) {
+  for (let i = 1; ; i++) {
+    const port = await freePort();
+    const child = spawnAt(port);
+    if (await untilListening(child, what, (out) => listening(out, port, child))) return { child, port };
+    if (i >= tries) throw new Error(`${what}: each of ${tries} free ports was taken before it could listen`);
+  }
+}
+
+/**
+ * Whether process `pid` itself holds a socket listening on loopback `port`
+ * (read from /proc): for children that do not say when they listen.
+ */
+export function listensOn(pid, port) {
+  const hex = `:${port.toString(16).toUpperCase().padStart(4, "0")}`;
+  const inodes = new Set();
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    let text = "";
+    try { text = readFileSync(table, "utf8"); } catch { continue; }
+    for (const line of text.split("\n").slice(1)) {
+      const f = line.trim().split(/\s+/);
+      // local_address, state 0A = LISTEN, inode
+      if (f.length > 9 && f[1].endsWith(hex) && f[3] === "0A") inodes.add(f[9]);
+    }
+  }
+  if (inodes.size === 0) return false;
+  let fds = [];
+  try { fds = readdirSync(`/proc/${pid}/fd`); } catch { return false; }
+  return fds.some((fd) => {
+    try { return inodes.has(/^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1]); } catch { return false; }
   });
 }
 
@@ -46,35 +139,47 @@ export async function until(what, fn, ms = 20_000, every = 100) {
 
 /**
  * Starts the reference server with a fresh data directory, serving the
- * guest/host/wall pages and the built package. Resolves once /healthz is 200.
+ * guest/host/wall pages and the built package (or `pkgDir`). Resolves once
+ * it listens (it says so) and /healthz is 200.
  */
-export async function startServer(name, extraArgs = []) {
-  const port = await freePort();
-  const dataDir = join(ROOT, "target/test-data", `e2e-${name}-${port}`);
-  rmSync(dataDir, { recursive: true, force: true });
-  mkdirSync(dataDir, { recursive: true });
-  const admin = `e2e-admin-${port}`;
-  const base = `http://127.0.0.1:${port}`;
-  const args = [
-    "--listen", `127.0.0.1:${port}`, "--data-dir", dataDir, "--admin-token", admin,
-    "--www-dir", join(ROOT, "www"), "--pkg-dir", join(ROOT, "pkg"), ...extraArgs,
-  ];
-  const start = () => {
+export async function startServer(name, extraArgs = [], { pkgDir = join(ROOT, "pkg") } = {}) {
+  mkdirSync(join(TARGET, "test-data"), { recursive: true });
+  const dataDir = mkdtempSync(join(TARGET, "test-data", `e2e-${name}-`));
+  const admin = `e2e-admin-${Math.random().toString(36).slice(2)}`;
+  const start = (port) => {
+    const args = [
+      "--listen", `127.0.0.1:${port}`, "--data-dir", dataDir, "--admin-token", admin,
+      "--www-dir", join(ROOT, "www"), "--pkg-dir", pkgDir, ...extraArgs,
+    ];
     const child = spawn(SERVER_BIN, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, RUST_LOG: "warn" } });
     child.log = "";
     child.stdout.on("data", (d) => { child.log += d; });
     child.stderr.on("data", (d) => { child.log += d; });
     return child;
   };
-  const server = { base, port, admin, dataDir, child: start() };
+  // The server prints the address it bound: this child has the port.
+  const listening = (out, port) => out.includes(`listening on 127.0.0.1:${port} `);
+  const what = `the server (${name})`;
+  const { child, port } = await spawnOnFreePort(what, start, listening);
+  const server = { base: `http://127.0.0.1:${port}`, port, admin, dataDir, child };
   server.waitHealthy = () => until("the server to answer", async () => {
-    try { return (await fetch(`${base}/healthz`)).ok; } catch { return false; }
+    try { return (await fetch(`${server.base}/healthz`)).ok; } catch { return false; }
   }, 30_000, 50);
-  /** SIGKILL, then start again on the same port and data. */
-  server.restart = async (signal = "SIGKILL") => {
+  /**
+   * Kills the server (SIGKILL), then starts it again on the same data and,
+   * if it is still free, the same port. `movable`: when another process took
+   * the port meanwhile, a new one is used (`server.base` changes; for a
+   * server behind a proxy); otherwise that is an error.
+   */
+  server.restart = async (signal = "SIGKILL", { movable = false } = {}) => {
     server.child.kill(signal);
     await new Promise((r) => server.child.once("exit", r));
-    server.child = start();
+    server.child = start(server.port);
+    if (!(await untilListening(server.child, what, (out) => listening(out, server.port)))) {
+      if (!movable) throw new Error(`${what}: another process took port ${server.port} while the server was down`);
+      const moved = await spawnOnFreePort(what, start, listening);
+      Object.assign(server, { child: moved.child, port: moved.port, base: `http://127.0.0.1:${moved.port}` });
+    }
     await server.waitHealthy();
   };
   server.stop = async () => {
@@ -177,9 +282,8 @@ export function photos(n, bytes = 200_000, prefix = "photo") {
 
 const TYPES = { ".html": "text/html", ".js": "text/javascript", ".mjs": "text/javascript", ".css": "text/css", ".wasm": "application/wasm", ".json": "application/json", ".svg": "image/svg+xml" };
 
-/** Serves a directory on a free port. */
+/** Serves a directory on a port the system picks. */
 export async function serveStatic(dir) {
-  const port = await freePort();
   const srv = createServer((req, res) => {
     const path = decodeURIComponent(new URL(req.url, "http://x").pathname);
     let file = join(dir, path === "/" ? "index.html" : path);
@@ -187,7 +291,7 @@ export async function serveStatic(dir) {
     res.writeHead(200, { "content-type": TYPES[extname(file)] ?? "application/octet-stream" });
     res.end(readFileSync(file));
   });
-  await new Promise((r) => srv.listen(port, "127.0.0.1", r));
+  const port = await listenOnFreePort(srv);
   return { origin: `http://127.0.0.1:${port}`, close: () => new Promise((r) => srv.close(r)) };
 }
 

@@ -4,7 +4,6 @@
 // uploading on the strength of a state that is not on disk.
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
-import { setTimeout as sleep } from "node:timers/promises";
 import { startServer, createEvent, hostMedia, guestUrl, photos, until } from "./harness.mjs";
 import { launch, openGuest, pick, attempts } from "./pages.mjs";
 
@@ -15,7 +14,11 @@ after(async () => { await browser?.close(); await server?.stop(); });
 test("records that cannot be saved show a banner and hold the upload", async () => {
   const ev = await createEvent(server);
   const context = await browser.newContext();
+  // The page's clock runs as usual until the test drives it.
+  await context.clock.install();
   const page = await openGuest(context, guestUrl(server, ev));
+  const puts = [];
+  page.on("request", (r) => { if (r.method() === "PUT") puts.push(r.url()); });
   // The other tab: same origin, no uploader of its own.
   const other = await context.newPage();
   await other.goto(`${server.base}/healthz`);
@@ -36,12 +39,25 @@ test("records that cannot be saved show a banner and hold the upload", async () 
   assert.equal(version, 1000);
 
   // Back online: the server authorizes, but that state cannot be saved here.
+  const authorized = page.waitForResponse((r) => r.request().method() === "POST" && /\/v1\/events\/[^/]+\/attempts$/.test(new URL(r.url()).pathname));
   await context.setOffline(false);
+  assert.equal((await authorized).status(), 201, "the server authorized the attempt");
   await page.waitForSelector("[data-testid='storage-banner']", { state: "visible", timeout: 15_000 });
   assert.match(await page.textContent("[data-testid='storage-banner']"), /reload this page/);
   assert.equal((await page.evaluate(() => window.uploader.storageError)).code, "storage_unavailable");
-  await sleep(2_000);
+  // The page holds the authorization, unsaved. Its clock is then run a
+  // minute ahead: every timer it set fires (the write of the records is tried
+  // again after 1, 2, 4, 8, 16 and 30 s), and never does it send the bytes.
+  const [held] = await until("the authorization to reach the page", async () => {
+    const list = await attempts(page);
+    return list.length === 1 && list[0].objectKey && list;
+  }, 10_000, 50);
+  await page.clock.runFor(60_000);
+  assert.equal((await page.evaluate(() => window.uploader.storageError))?.code, "storage_unavailable", "still unsaved a minute on");
   const [attempt] = await attempts(page);
+  assert.equal(attempt.id, held.id);
+  assert.ok(attempt.objectKey, "the authorization is kept");
+  assert.deepEqual(puts, [], "no PUT for an attempt whose record is not saved");
   assert.notEqual(attempt.confirmation, "confirmed", "nothing is confirmed on an unsaved state");
   assert.equal(attempt.bytesSent, 0, "no bytes left for an attempt whose record is not saved");
   assert.equal((await hostMedia(server, ev)).length, 0);

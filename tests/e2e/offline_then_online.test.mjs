@@ -2,7 +2,6 @@
 // banner, the upload pauses, and completes once the browser is back online.
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
-import { setTimeout as sleep } from "node:timers/promises";
 import { startServer, createEvent, hostMedia, guestUrl, photos, until } from "./harness.mjs";
 import { launch, openGuest, pick, untilAllSaved, attempts } from "./pages.mjs";
 
@@ -22,10 +21,14 @@ test("an upload interrupted by going offline completes after coming back", async
 
   await context.setOffline(true);
   await page.waitForSelector("[data-testid='offline-banner']", { state: "visible" });
-  await sleep(1500);
-  const offline = await attempts(page);
-  assert.ok(offline.some((a) => a.confirmation !== "confirmed"), "something was left to do while offline");
-  assert.ok(offline.every((a) => a.transfer !== "failed"), "going offline is not a failure");
+  // Offline, nothing new leaves: the bytes already under way finish or
+  // fail, and then every attempt waits, paused, with nothing in flight.
+  const offline = await until("every attempt to wait for the network", async () => {
+    const list = await attempts(page);
+    return list.length === 3 && list.every((a) => a.paused && a.transfer !== "uploading" && a.confirmation !== "confirming") && list;
+  }, 30_000, 50);
+  assert.ok(offline.every((a) => a.confirmation === "unconfirmed"), `nothing is confirmed while offline: ${JSON.stringify(offline)}`);
+  assert.ok(offline.every((a) => a.transfer !== "failed" && a.retries === 0), `going offline is not a failure, nor a retry: ${JSON.stringify(offline)}`);
 
   await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
   await context.setOffline(false);

@@ -4,20 +4,21 @@
 // signed storage URLs (the server's --public-url is the proxy) — so its
 // uplink can be slowed and cut the same way in every engine.
 import { createServer, connect } from "node:net";
-import { freePort } from "./harness.mjs";
+import { listenOnFreePort } from "./harness.mjs";
 
 /**
- * Starts a proxy to `upstreamPort`. `rate` limits the bytes per second going
- * up (browser → server), shared by every connection like one slow uplink;
+ * Starts a proxy on a port the system picks, to `upstreamPort` (or to the
+ * port given later to `setUpstream`: the server's --public-url is the proxy,
+ * so the proxy starts first). `rate` limits the bytes per second going up
+ * (browser → server), shared by every connection like one slow uplink;
  * `null` is unlimited. `offline` resets every connection and refuses new ones.
  */
-export async function startThrottle(upstreamPort, { rate = null, port } = {}) {
-  port ??= await freePort();
-  const state = { rate, offline: false, nextFree: 0 };
+export async function startThrottle(upstreamPort = null, { rate = null } = {}) {
+  const state = { rate, offline: false, nextFree: 0, upstreamPort };
   const sockets = new Set();
   const server = createServer((client) => {
-    if (state.offline) return client.resetAndDestroy();
-    const upstream = connect(upstreamPort, "127.0.0.1");
+    if (state.offline || state.upstreamPort === null) return client.resetAndDestroy();
+    const upstream = connect(state.upstreamPort, "127.0.0.1");
     sockets.add(client).add(upstream);
     const drop = () => {
       client.destroy(); upstream.destroy();
@@ -36,10 +37,12 @@ export async function startThrottle(upstreamPort, { rate = null, port } = {}) {
       setTimeout(() => client.resume(), state.nextFree - now);
     });
   });
-  await new Promise((r) => server.listen(port, "127.0.0.1", r));
+  const port = await listenOnFreePort(server);
   return {
     port,
     base: `http://127.0.0.1:${port}`,
+    /** Where connections go from now on. */
+    setUpstream(port) { state.upstreamPort = port; },
     /** Bytes per second up, or null for no limit. */
     setRate(rate) { state.rate = rate; state.nextFree = 0; },
     /** Cuts every connection (and refuses new ones) while true. */

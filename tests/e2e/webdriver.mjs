@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ROOT, freePort, until } from "./harness.mjs";
+import { ROOT, spawnOnFreePort, listensOn, until } from "./harness.mjs";
 
 export const WEBKITWEBDRIVER = process.env.UPLOAD_ONCE_WEBKITWEBDRIVER ?? "/usr/bin/WebKitWebDriver";
 /** The persistent-profile browser (tests/webkit/persistent-browser). */
@@ -34,12 +34,18 @@ async function call(base, method, path, body, ms = 60_000) {
  * profile, which behaves like Safari's private browsing.
  */
 export async function startWebKit({ persistent = true } = {}) {
-  const port = await freePort();
-  const driver = spawn(WEBKITWEBDRIVER, [`--port=${port}`], { stdio: ["ignore", "ignore", "pipe"] });
-  driver.log = "";
-  driver.stderr.on("data", (d) => { driver.log += d; });
+  // WebKitWebDriver says nothing once it listens (and "Unable to listen"
+  // when its port was taken): it is ready when this very process holds a
+  // socket listening on its port.
+  const { child: driver, port } = await spawnOnFreePort("WebKitWebDriver", (port) => {
+    const child = spawn(WEBKITWEBDRIVER, [`--port=${port}`], { stdio: ["ignore", "pipe", "pipe"] });
+    child.log = "";
+    child.stderr.on("data", (d) => { child.log += d; });
+    child.stdout.resume();
+    return child;
+  }, (_out, port, child) => listensOn(child.pid, port));
   const base = `http://127.0.0.1:${port}`;
-  await until("WebKitWebDriver to listen", async () => {
+  await until("WebKitWebDriver to answer", async () => {
     try { await call(base, "GET", "/status", undefined, 1000); return true; } catch { return false; }
   }, 20_000, 50);
   const alwaysMatch = persistent ? { "webkitgtk:browserOptions": { binary: WEBKIT_BROWSER, args: ["--automation"] } } : {};
@@ -85,6 +91,7 @@ export async function startWebKit({ persistent = true } = {}) {
       // The browser inherits the driver's stderr: let go of the pipe, so a
       // browser slow to quit cannot keep this process alive.
       driver.stderr.destroy();
+      driver.stdout.destroy();
       driver.kill("SIGTERM");
       rmSync(files, { recursive: true, force: true });
     },

@@ -4,20 +4,26 @@
 // the proxy), so every request can be broken on purpose.
 import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { ROOT, freePort, startServer, until, hostMedia, photos } from "../e2e/harness.mjs";
+import { ROOT, startServer, untilListening, until, hostMedia, photos } from "../e2e/harness.mjs";
 
 export const PROXY_BIN = process.env.UPLOAD_ONCE_FAULT_PROXY_BIN ?? join(ROOT, "target/debug/upload-once-fault-proxy");
 
 export async function startStack(name, { serverArgs = [] } = {}) {
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const server = await startServer(name, ["--public-url", base, "--test-hooks", ...serverArgs]);
-  const child = spawn(PROXY_BIN, ["--listen", `127.0.0.1:${port}`, "--upstream", server.base], { stdio: ["ignore", "ignore", "pipe"] });
+  // The proxy first, on a port it picks itself (the server's --public-url
+  // is the proxy); then the server; then the proxy learns where it is.
+  const child = spawn(PROXY_BIN, ["--listen", "127.0.0.1:0"], { stdio: ["ignore", "ignore", "pipe"] });
   child.log = "";
   child.stderr.on("data", (d) => { child.log += d; });
-  await until("the proxy to answer", async () => {
-    try { return (await fetch(`${base}/__faults/log`)).ok; } catch { return false; }
-  }, 20_000, 50);
+  let port;
+  await untilListening(child, "the fault proxy", (out) => {
+    port = /fault-proxy: listening on 127\.0\.0\.1:(\d+)/.exec(out)?.[1];
+    return port !== undefined;
+  }).then((listened) => { if (!listened) throw new Error(`the fault proxy could not listen:\n${child.log}`); });
+  const base = `http://127.0.0.1:${port}`;
+  const server = await startServer(name, ["--public-url", base, "--test-hooks", ...serverArgs]).catch((e) => {
+    child.kill("SIGTERM");
+    throw e;
+  });
   const admin = async (method, path, body) => {
     const res = await fetch(`${base}/__faults/${path}`, {
       method, headers: { "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined,
@@ -27,7 +33,12 @@ export async function startStack(name, { serverArgs = [] } = {}) {
   };
   const proxy = {
     rules: (...rules) => admin("POST", "rules", { rules }),
+    /** Removes every rule; the logs stay. */
+    clearRules: () => admin("DELETE", "rules"),
     reset: () => admin("POST", "reset"),
+    upstream: (url) => admin("POST", "upstream", { upstream: url }),
+    /** Requests forwarded to the server and not answered yet (it is at work on them). */
+    inFlight: async () => (await admin("GET", "log")).in_flight,
     seed: (seed) => admin("POST", "seed", { seed }),
     log: () => admin("GET", "log"),
     /** Requests the proxy passed on to the server, matching method and a path test. */
@@ -46,13 +57,22 @@ export async function startStack(name, { serverArgs = [] } = {}) {
     });
     if (!res.ok) throw new Error(`test hooks: ${res.status}`);
   };
+  await proxy.upstream(server.base);
+  /**
+   * Kills the server (SIGKILL) and starts it again on the same data; on
+   * another port if its own was taken meanwhile (the proxy follows it).
+   */
+  const restartServer = async (signal = "SIGKILL") => {
+    await server.restart(signal, { movable: true });
+    await proxy.upstream(server.base);
+  };
   const sweep = async () => {
     const res = await fetch(`${server.base}/v1/admin/sweep`, { method: "POST", headers: { authorization: `Bearer ${server.admin}` } });
     if (!res.ok) throw new Error(`sweep: ${res.status}`);
     return res.json();
   };
   return {
-    server, proxy, base, hold, sweep,
+    server, proxy, base, hold, sweep, restartServer,
     guestUrl: (ev) => `${base}/?event=${ev.event.slug}&code=${ev.guest_code}`,
     stop: async () => { await proxy.stop(); await server.stop(); },
   };
@@ -93,4 +113,12 @@ export function sessionToken(page, slug) {
       get.onerror = () => reject(get.error);
     };
   }), slug);
+}
+
+/** The server's `AttemptStatus` of attempt `id`, asked with the page's own session. */
+export async function attemptStatus(server, page, ev, id) {
+  const token = await sessionToken(page, ev.event.slug);
+  const res = await fetch(`${server.base}/v1/attempts/${id}`, { headers: { authorization: `Bearer ${token}` } });
+  if (!res.ok) throw new Error(`status of ${id}: ${res.status} ${await res.text()}`);
+  return res.json();
 }

@@ -36,7 +36,25 @@ test("a stored object of another type is rejected, shown, and never retried", as
   assert.match(`${card.confirmation} ${card.error}`, /image\/gif|type/i, "the guest sees why");
   assert.equal((await stack.proxy.forwarded("POST", (p) => p.endsWith("/confirm"))).length, 1, "one confirm, not retried");
   assert.equal((await rowsByAttempt(stack.server, ev)).media.length, 0, "no media row");
-  await new Promise((r) => setTimeout(r, 1500));
-  assert.equal((await stack.proxy.forwarded("POST", (p) => p.endsWith("/confirm"))).length, 1, "still not retried");
+  // Nothing is scheduled for it: terminal, no retry pending.
+  assert.equal(done.terminal, true);
+  assert.equal(done.nextRetryAt, null, "no retry is scheduled");
+
+  // A reload restores it as it is (rejected, for good), and a new photo goes
+  // all the way through while the rejected one is never sent again.
+  await stack.proxy.clearRules();
+  await page.reload();
+  await page.waitForSelector("body[data-ready='1']");
+  const [restored] = await attempts(page);
+  assert.equal(restored.id, done.id);
+  assert.equal(restored.confirmation, "rejected", "rejected for good after a reload");
+  assert.equal(restored.terminal, true);
+  await pick(page, [{ name: "next.png", mimeType: "image/png", buffer: photo(4, 20_000) }]);
+  const next = await until("the next photo to be confirmed", async () => {
+    const list = await attempts(page);
+    return list.find((x) => x.id !== done.id && x.confirmation === "confirmed");
+  }, 60_000);
+  const confirms = (await stack.proxy.forwarded("POST", (p) => p.endsWith("/confirm"))).map((r) => r.path);
+  assert.deepEqual(confirms, [`/v1/attempts/${done.id}/confirm`, `/v1/attempts/${next.id}/confirm`], "the rejected attempt's one confirm, then the next photo's");
   await context.close();
 });

@@ -18,8 +18,13 @@ test("two pages restoring the same attempts upload each once", async () => {
   const context = await browser.newContext();
   const first = await openGuest(context, stack.guestUrl(ev));
   await pick(first, photos(3, 50_000));
-  await until("3 pending attempts", async () => (await attempts(first)).length === 3);
-  await first.waitForTimeout(500);
+  // Closed once the three files are kept in IndexedDB (add() resolves then),
+  // so that both pages restore them without the files being picked again.
+  const kept = await until("3 pending attempts with their files kept", async () => {
+    const list = await attempts(first);
+    return list.length === 3 && list.every((a) => a.fileKept) && list;
+  });
+  assert.ok(kept.every((a) => a.confirmation === "unconfirmed" && !a.terminal), "still pending when the page closes");
   await first.close();
 
   await stack.proxy.reset();

@@ -3,12 +3,11 @@
 //! (`testing/s3-server`), both on loopback ports, both stopped when dropped
 //! (also when a test layer fails).
 
-use std::net::TcpStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::server::{free_port, target_dir};
+use crate::server::{Bound, on_free_port, says_port_taken, target_dir, until_listening};
 use crate::setup::{Result, apt_install, describe, find, output, root, sh};
 
 /// The directory holding `initdb`, `pg_ctl` and `postgres`.
@@ -35,26 +34,60 @@ fn is_root() -> bool {
 fn as_postgres(program: PathBuf) -> Command {
     if is_root() {
         let mut cmd = Command::new("runuser");
-        cmd.args(["-u", "postgres", "--"]).arg(program);
+        // Started from `/`: the checkout may be out of its reach.
+        cmd.args(["-u", "postgres", "--"]).arg(program).current_dir("/");
         cmd
     } else {
         Command::new(program)
     }
 }
 
-fn wait_for_port(port: u16, what: &str, mut alive: impl FnMut() -> Result) -> Result {
-    let started = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        alive()?;
-        if started.elapsed() > Duration::from_secs(30) {
-            return Err(format!("{what} did not listen on 127.0.0.1:{port} within 30 s"));
+/// A fresh, empty directory `<prefix>-…` under `parent`.
+fn fresh_dir(parent: &Path, prefix: &str) -> Result<PathBuf> {
+    std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    for n in 0..100 {
+        let dir = parent.join(format!("{prefix}-{}-{nanos}-{n}", std::process::id()));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(format!("{}: {e}", dir.display())),
         }
-        std::thread::sleep(Duration::from_millis(50));
     }
-    Ok(())
+    Err(format!("could not make a fresh directory under {}", parent.display()))
 }
 
-/// A throwaway PostgreSQL cluster on a loopback port, data under target/.
+/// A fresh directory for the cluster, owned by the user the cluster runs as
+/// and reachable by it: under the system's temporary directory, not under
+/// `target/`, which a checkout in a private home (`/root` is mode 700) keeps
+/// out of the `postgres` user's reach.
+fn cluster_dir() -> Result<PathBuf> {
+    let mut parents = vec![std::env::temp_dir()];
+    for fallback in ["/tmp", "/var/tmp"] {
+        if !parents.iter().any(|p| p == Path::new(fallback)) {
+            parents.push(PathBuf::from(fallback));
+        }
+    }
+    let mut refused = Vec::new();
+    for parent in parents {
+        let Ok(dir) = fresh_dir(&parent, "upload-once-pg") else { continue };
+        if !is_root() {
+            return Ok(dir);
+        }
+        sh(Command::new("chown").args(["postgres:postgres"]).arg(&dir))?;
+        // The postgres user must be able to reach it (every parent searchable).
+        let reachable = as_postgres(PathBuf::from("test")).arg("-w").arg(&dir).status().is_ok_and(|s| s.success());
+        if reachable {
+            return Ok(dir);
+        }
+        refused.push(parent.display().to_string());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Err(format!("the postgres user cannot reach a fresh directory under any of: {}", refused.join(", ")))
+}
+
+/// A throwaway PostgreSQL cluster on a loopback port, its data in a fresh
+/// directory under the system's temporary directory (removed when dropped).
 pub struct Postgres {
     bin: PathBuf,
     data: PathBuf,
@@ -70,28 +103,35 @@ impl Postgres {
             apt_install(&["postgresql"])?;
         }
         let bin = postgres_bin_dir().ok_or("PostgreSQL is installed but initdb was not found under /usr/lib/postgresql")?;
-        let port = free_port();
-        let data = target_dir().join("test-pg").join(format!("cluster-{port}"));
-        let _ = std::fs::remove_dir_all(&data);
-        std::fs::create_dir_all(&data).map_err(|e| format!("{}: {e}", data.display()))?;
-        if is_root() {
-            sh(Command::new("chown").args(["-R", "postgres:postgres"]).arg(&data))?;
-        }
+        let data = cluster_dir()?;
+        // From here on, Drop removes the directory (and stops the cluster) whatever happens.
+        let mut pg = Postgres { bin: bin.clone(), data: data.clone(), admin_url: String::new() };
         let mut initdb = as_postgres(bin.join("initdb"));
         initdb.arg("-D").arg(&data).args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]).stdout(Stdio::null());
         sh(&mut initdb)?;
-        let options = format!(
-            "-h 127.0.0.1 -p {port} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400 -c unix_socket_directories={}",
-            data.display()
-        );
-        let mut start = as_postgres(bin.join("pg_ctl"));
-        start.arg("-D").arg(&data).args(["-o", &options, "-l"]).arg(data.join("server.log")).args(["-w", "-t", "60", "start"]);
-        start.stdout(Stdio::null());
-        // From here on, Drop stops the cluster whatever happens.
-        let pg = Postgres { bin, data, admin_url: format!("postgres://postgres@127.0.0.1:{port}/postgres") };
-        sh(&mut start).map_err(|e| format!("{e}\n{}", std::fs::read_to_string(pg.data.join("server.log")).unwrap_or_default()))?;
-        wait_for_port(port, "PostgreSQL", || Ok(()))?;
-        eprintln!("PostgreSQL test cluster at {}", pg.admin_url);
+        // The port is given to postgres, which binds it itself: when another
+        // process took it first, postgres says so and the start is tried
+        // again on another port. `pg_ctl -w` waits until this very server
+        // takes connections.
+        let port = on_free_port("PostgreSQL", |port| {
+            let options = format!(
+                "-h 127.0.0.1 -p {port} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400 -c unix_socket_directories={}",
+                data.display()
+            );
+            let log = data.join(format!("server-{port}.log"));
+            let mut start = as_postgres(bin.join("pg_ctl"));
+            start.arg("-D").arg(&data).args(["-o", &options, "-l"]).arg(&log).args(["-w", "-t", "60", "start"]);
+            start.stdout(Stdio::null());
+            match sh(&mut start) {
+                Ok(()) => Ok(Bound::Listening(port)),
+                Err(e) => {
+                    let text = std::fs::read_to_string(&log).unwrap_or_default();
+                    if says_port_taken(&text) { Ok(Bound::PortTaken) } else { Err(format!("{e}\n{text}")) }
+                }
+            }
+        })?;
+        pg.admin_url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+        eprintln!("PostgreSQL test cluster at {} (data in {})", pg.admin_url, data.display());
         Ok(pg)
     }
 }
@@ -131,15 +171,14 @@ impl S3Server {
     /// Starts the store with `buckets` created and browsers from `origins`
     /// allowed by CORS.
     pub fn start(binary: &PathBuf, name: &str, buckets: &[&str], origins: &[String]) -> Result<S3Server> {
-        let port = free_port();
-        let root = target_dir().join("test-s3").join(format!("{name}-{port}"));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+        let root = fresh_dir(&target_dir().join("test-s3"), name)?;
         let access_key = "upload-once-test".to_owned();
-        let secret_key = format!("secret-{port}-{}", std::process::id());
-        let log = std::fs::File::create(root.with_extension("log")).map_err(|e| e.to_string())?;
+        let secret_key = format!("secret-{}", root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+        let log_path = root.with_extension("log");
+        let log = std::fs::File::create(&log_path).map_err(|e| e.to_string())?;
         let mut cmd = Command::new(binary);
-        cmd.args(["--listen", &format!("127.0.0.1:{port}")])
+        // It picks its own port and prints it.
+        cmd.args(["--listen", "127.0.0.1:0"])
             .arg("--root")
             .arg(&root)
             .env("AWS_ACCESS_KEY_ID", &access_key)
@@ -153,14 +192,17 @@ impl S3Server {
             cmd.args(["--allowed-origin", &origins.join(",")]);
         }
         eprintln!("+ {}", describe(&cmd));
-        let child = cmd.spawn().map_err(|e| format!("could not start {}: {e}", binary.display()))?;
-        let mut server =
-            S3Server { child, root, endpoint: format!("http://127.0.0.1:{port}"), access_key, secret_key, binary: binary.clone() };
-        wait_for_port(port, "the test S3 server", || match server.child.try_wait() {
-            Ok(Some(status)) => Err(format!("the test S3 server exited ({status})")),
-            _ => Ok(()),
-        })?;
-        Ok(server)
+        let mut child = cmd.spawn().map_err(|e| format!("could not start {}: {e}", binary.display()))?;
+        let said = |line: &str| line.strip_prefix("upload-once-s3-server listening on ").map(str::to_owned);
+        let endpoint = match until_listening(&mut child, "the test S3 server", &log_path, Duration::from_secs(30), said) {
+            Ok(Bound::Listening(endpoint)) => endpoint,
+            Ok(Bound::PortTaken) => unreachable!("port 0 is never taken"),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&root);
+                return Err(e);
+            }
+        };
+        Ok(S3Server { child, root, endpoint, access_key, secret_key, binary: binary.clone() })
     }
 
     /// The environment a client of this store needs.

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use crate::backends::{Combination, Postgres, S3Server, build_s3_server, test_env};
 use crate::engines::{WasmRun, ensure_engines, versions, wasm_runs};
-use crate::server::{Server, build_server, port_or_free, target_dir};
+use crate::server::{Server, build_server, reserve_page_port, target_dir};
 use crate::setup::{Result, ensure_all, ensure_chromium, ensure_npm, extend_path, root, sh};
 
 /// Every test layer, in the order `cargo xtask test` runs them.
@@ -32,9 +32,12 @@ pub fn build_package(target: &str, out: &str) -> Result {
         .args(["-Z", "build-std-features=optimize_for_size"])
         .current_dir(root())
         .env("RUSTC_BOOTSTRAP", "1")
-        // Debian's wasm-opt (binaryen 108) corrupts wasm-bindgen's externref
-        // table; without the reference-types feature wasm-bindgen keeps JS
-        // values in a JS-side heap instead, and the optimised package works.
+        // Without the reference-types feature (in `std` too, rebuilt here)
+        // wasm-bindgen keeps JS values in a JS-side heap instead of an
+        // externref table: 0.6 KiB smaller (docs/package-size.md). A plain
+        // `wasm-pack build` keeps rustc's default (reference types on), which
+        // the wasm-opt installed by `cargo xtask setup` handles:
+        // tests/e2e/plain_wasm_pack_build.test.mjs.
         .env(
             "CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS",
             "-C target-feature=-reference-types -Z unstable-options -C panic=immediate-abort",
@@ -182,7 +185,8 @@ fn run_wasm_tests(run: &WasmRun, server: &Server, page_port: u16) -> Result<Vec<
 fn layer_browser() -> Result {
     let engines = ensure_engines("browser")?;
     let binary = build_server()?;
-    let page_port = port_or_free(18_765);
+    // Held until the layer ends: the runner binds it once per test binary.
+    let (page_port, _reservation) = reserve_page_port()?;
     let page_origin = format!("http://127.0.0.1:{page_port}");
     let mut timings = Vec::new();
     let mut probes = Vec::new();
@@ -273,6 +277,7 @@ fn layer_e2e() -> Result {
         .env("UPLOAD_ONCE_SERVER_BIN", binary)
         .env("UPLOAD_ONCE_CHROMIUM", chromium)
         .env("UPLOAD_ONCE_ROOT", root())
+        .env("UPLOAD_ONCE_TARGET_DIR", target_dir())
         .env("UPLOAD_ONCE_SCREENSHOTS", target_dir().join("e2e-screenshots")))
 }
 
@@ -291,7 +296,8 @@ fn faults_command() -> Result<Command> {
         .env("UPLOAD_ONCE_SERVER_BIN", bin.join("upload-once-server"))
         .env("UPLOAD_ONCE_FAULT_PROXY_BIN", bin.join("upload-once-fault-proxy"))
         .env("UPLOAD_ONCE_CHROMIUM", chromium)
-        .env("UPLOAD_ONCE_ROOT", root());
+        .env("UPLOAD_ONCE_ROOT", root())
+        .env("UPLOAD_ONCE_TARGET_DIR", target_dir());
     Ok(node)
 }
 
@@ -319,10 +325,10 @@ fn gzip_size(path: &Path) -> Result<u64> {
 
 /// The package (`pkg/`, web target) must stay within [`PACKAGE_BUDGET_BYTES`].
 fn layer_size() -> Result {
+    // Always built (incrementally): a package left over from older sources
+    // would measure them instead.
+    build_package("web", "pkg")?;
     let pkg = root().join("pkg");
-    if !pkg.join("upload_once_bg.wasm").exists() {
-        build_package("web", "pkg")?;
-    }
     let mut files = vec![pkg.join("upload_once_bg.wasm"), pkg.join("upload_once.js")];
     let snippets = pkg.join("snippets");
     let mut stack = vec![snippets];

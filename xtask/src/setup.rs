@@ -1,7 +1,7 @@
 //! Installs what a fresh Debian machine lacks: the wasm target, the
-//! wasm-bindgen CLI pinned to Cargo.lock's version, wasm-pack, wasm-opt,
-//! Chromium and ChromeDriver, Node.js and the npm packages of the test
-//! suites. Everything present is left alone.
+//! wasm-bindgen CLI pinned to Cargo.lock's version, wasm-pack, binaryen's
+//! wasm-opt, Chromium and ChromeDriver, Node.js and the npm packages of the
+//! test suites. Everything present is left alone.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -134,11 +134,38 @@ pub fn ensure_wasm_bindgen_cli() -> Result {
     sh(Command::new("cargo").args(["install", "wasm-bindgen-cli", "--version", &want, "--force"]))
 }
 
-/// wasm-pack, and the wasm-opt it uses (Debian's binaryen): it cannot
-/// download its own tools here.
+/// The oldest binaryen whose wasm-opt keeps wasm-bindgen's externref table
+/// intact. Debian 12's (108) turns it into a table of functions, and a
+/// package built with rustc's default features (reference types on) then
+/// fails in `init`: `WebAssembly.Table.set(): Argument 1 is invalid for table`.
+const WASM_OPT_MIN_VERSION: u32 = 116;
+
+/// The version of the `wasm-opt` on PATH (`wasm-opt version 116 (…)`).
+fn wasm_opt_version() -> Option<u32> {
+    let out = output("wasm-opt", &["--version"])?;
+    out.split_whitespace().skip_while(|w| *w != "version").nth(1)?.parse().ok()
+}
+
+/// wasm-pack, and the wasm-opt it runs (the first on PATH; it cannot
+/// download its own tools here): binaryen's own, built by `cargo install
+/// wasm-opt` into ~/.cargo/bin, ahead of Debian's older one on PATH.
 pub fn ensure_wasm_pack() -> Result {
-    if !have("wasm-opt") {
-        apt_install(&["binaryen"])?;
+    if wasm_opt_version().is_none_or(|v| v < WASM_OPT_MIN_VERSION) {
+        eprintln!("installing binaryen's wasm-opt (version {WASM_OPT_MIN_VERSION} or newer; a C++ build of several minutes, once)");
+        if !have("c++") {
+            apt_install(&["g++"])?;
+        }
+        sh(Command::new("cargo").args(["install", "wasm-opt", "--locked"]))?;
+        match wasm_opt_version() {
+            Some(v) if v >= WASM_OPT_MIN_VERSION => {}
+            found => {
+                return Err(format!(
+                    "wasm-opt {} comes first on PATH, older than {WASM_OPT_MIN_VERSION}: put {} before it",
+                    found.map_or("?".into(), |v| v.to_string()),
+                    cargo_bin().display()
+                ));
+            }
+        }
     }
     if have("wasm-pack") {
         return Ok(());

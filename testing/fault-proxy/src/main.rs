@@ -2,7 +2,11 @@
 //!
 //! ```text
 //! upload-once-fault-proxy --listen 127.0.0.1:9000 --upstream http://127.0.0.1:8080
+//! upload-once-fault-proxy --listen 127.0.0.1:0     # any free port; the upstream comes later
 //! ```
+//!
+//! It prints `fault-proxy: listening on <address> → <upstream>` once it
+//! listens, so a test can let it pick its own port (`:0`) and read it back.
 //!
 //! Put it between the browser and the reference server (and its storage:
 //! start the server with `--public-url` pointing at the proxy). Tests drive
@@ -11,8 +15,13 @@
 //! - `POST /__faults/rules` `{"rules": [Rule, …]}` adds rules;
 //! - `POST /__faults/reset` removes every rule and clears the logs;
 //! - `POST /__faults/seed` `{"seed": 42}` seeds the random draws;
-//! - `GET /__faults/log` → `{"faults": […], "requests": […]}`: every fault
-//!   injected and every request seen (forwarded or not), with times.
+//! - `POST /__faults/upstream` `{"upstream": "http://127.0.0.1:8080"}` sets
+//!   where requests go (until then they are answered 502): the server's
+//!   `--public-url` is the proxy, so the proxy starts first;
+//! - `GET /__faults/log` → `{"faults": […], "requests": […], "in_flight": […]}`:
+//!   every fault injected and every request seen (forwarded or not), with
+//!   times, once it is over; and the requests forwarded and not yet answered
+//!   (the server is at work on them), with the time each was forwarded.
 //!
 //! A rule matches a method (optional) and a path pattern (`*` matches any
 //! run of characters), and fires on the n-th match (`nth`, 1-based) or with
@@ -94,6 +103,8 @@ struct FaultLog {
 
 #[derive(Clone, Debug, Serialize)]
 struct RequestLog {
+    /// The request's number, in order of arrival (also in `in_flight`).
+    id: u64,
     method: String,
     path: String,
     /// The upstream status, or none when it was not forwarded / not answered.
@@ -104,11 +115,22 @@ struct RequestLog {
     done_ms: u128,
 }
 
+/// A request forwarded upstream and not answered yet.
+#[derive(Clone, Debug, Serialize)]
+struct InFlight {
+    id: u64,
+    method: String,
+    path: String,
+    at_ms: u128,
+}
+
 #[derive(Default)]
 struct State {
     rules: Vec<Rule>,
     faults: Vec<FaultLog>,
     requests: Vec<RequestLog>,
+    in_flight: std::collections::BTreeMap<u64, InFlight>,
+    next_id: u64,
     rng: u64,
 }
 
@@ -174,9 +196,22 @@ impl State {
 }
 
 struct Proxy {
-    upstream: String,
+    upstream: Mutex<Option<String>>,
     client: Client<HttpConnector, Body>,
     state: Mutex<State>,
+}
+
+/// Keeps a forwarded request in the in-flight list until it is answered
+/// (or given up on).
+struct InFlightGuard {
+    proxy: Arc<Proxy>,
+    id: u64,
+}
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        self.proxy.state.lock().expect("state").in_flight.remove(&self.id);
+    }
 }
 
 fn full(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
@@ -230,7 +265,20 @@ impl Proxy {
                 state.rng = seed;
                 json!({"seed": seed})
             }
-            (Method::GET, "/__faults/log") => json!({"faults": state.faults, "requests": state.requests, "rules": state.rules}),
+            (Method::POST, "/__faults/upstream") => {
+                let upstream = serde_json::from_slice::<serde_json::Value>(&bytes).ok().and_then(|v| v["upstream"].as_str().map(str::to_owned));
+                let Some(upstream) = upstream.filter(|u| u.starts_with("http://")) else {
+                    return full(StatusCode::BAD_REQUEST, "{\"upstream\": \"http://host:port\"} is required");
+                };
+                let upstream = upstream.trim_end_matches('/').to_owned();
+                eprintln!("fault-proxy: upstream {upstream}");
+                *self.upstream.lock().expect("upstream") = Some(upstream.clone());
+                json!({"upstream": upstream})
+            }
+            (Method::GET, "/__faults/log") => {
+                let in_flight: Vec<&InFlight> = state.in_flight.values().collect();
+                json!({"faults": state.faults, "requests": state.requests, "in_flight": in_flight, "rules": state.rules})
+            }
             _ => return full(StatusCode::NOT_FOUND, "no such admin route"),
         };
         let mut r = full(StatusCode::OK, serde_json::to_vec(&answer).unwrap_or_default());
@@ -252,8 +300,13 @@ impl Proxy {
         let method = req.method().clone();
         let origin = req.headers().get(header::ORIGIN).cloned();
         let started = now_ms();
-        let picked = self.state.lock().expect("state").pick(&method, &path);
+        let (id, picked) = {
+            let mut state = self.state.lock().expect("state");
+            state.next_id += 1;
+            (state.next_id, state.pick(&method, &path))
+        };
         let mut entry = RequestLog {
+            id,
             method: method.to_string(),
             path: path.clone(),
             status: None,
@@ -304,8 +357,15 @@ impl Proxy {
         }
 
         // Forward.
+        let Some(upstream) = self.upstream.lock().expect("upstream").clone() else {
+            entry.done_ms = now_ms();
+            self.log_request(entry);
+            let mut r = full(StatusCode::BAD_GATEWAY, "fault-proxy: no upstream yet (POST /__faults/upstream)");
+            r.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return Ok(r);
+        };
         let (mut parts, body) = req.into_parts();
-        let target = format!("{}{}", self.upstream, parts.uri.path_and_query().map_or("/", |p| p.as_str()));
+        let target = format!("{}{}", upstream, parts.uri.path_and_query().map_or("/", |p| p.as_str()));
         parts.uri = target.parse()?;
         parts.headers.remove(header::HOST);
         parts.headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
@@ -331,6 +391,8 @@ impl Proxy {
             }
         };
         entry.forwarded = true;
+        self.state.lock().expect("state").in_flight.insert(id, InFlight { id, method: method.to_string(), path: path.clone(), at_ms: started });
+        let _in_flight = InFlightGuard { proxy: self.clone(), id };
         let request = self.client.request(Request::from_parts(parts, body));
         if let Some(after) = hang_up_after {
             // Dropping the upstream request closes its connection: the
@@ -380,9 +442,10 @@ struct Args {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:9000")]
     listen: SocketAddr,
-    /// Where requests go: `http://host:port`.
+    /// Where requests go: `http://host:port` (or later, through
+    /// `POST /__faults/upstream`).
     #[arg(long)]
-    upstream: String,
+    upstream: Option<String>,
     /// Seed of the random draws (also settable at `POST /__faults/seed`).
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -391,11 +454,12 @@ struct Args {
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let Args { listen, upstream, seed } = clap::Parser::parse();
-    let upstream = upstream.trim_end_matches('/').to_owned();
+    let upstream = upstream.map(|u| u.trim_end_matches('/').to_owned());
     let client = Client::builder(TokioExecutor::new()).pool_max_idle_per_host(0).build_http();
-    let proxy = Arc::new(Proxy { upstream, client, state: Mutex::new(State { rng: seed, ..State::default() }) });
+    let proxy = Arc::new(Proxy { upstream: Mutex::new(upstream), client, state: Mutex::new(State { rng: seed, ..State::default() }) });
     let listener = tokio::net::TcpListener::bind(listen).await?;
-    eprintln!("fault-proxy: listening on {} → {}", listener.local_addr()?, proxy.upstream);
+    let to = proxy.upstream.lock().expect("upstream").clone().unwrap_or_else(|| "(no upstream yet)".into());
+    eprintln!("fault-proxy: listening on {} → {to}", listener.local_addr()?);
     let started = Instant::now();
     loop {
         let (stream, _) = tokio::select! {

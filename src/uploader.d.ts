@@ -1,8 +1,8 @@
 /** Where the bytes are. `needs_file`: the guest must pick the file again. */
 export type TransferState = "queued" | "uploading" | "uploaded" | "needs_file" | "failed";
 
-/** Whether the app accepted the media record. */
-export type ConfirmationState = "unconfirmed" | "confirming" | "confirmed" | "rejected" | "expired";
+/** Whether the app accepted the media record. `failed`: the bytes are stored but the confirm could not be made (see `error`); `retry()` asks again. */
+export type ConfirmationState = "unconfirmed" | "confirming" | "confirmed" | "rejected" | "expired" | "failed";
 
 /** Whether the host approved the media for the wall. */
 export type ModerationState = "unknown" | "pending" | "approved" | "rejected";

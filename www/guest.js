@@ -502,6 +502,9 @@ function fillCard(card, view) {
     case "rejected":
       setState(card.confirmation, "Not saved", "bad");
       break;
+    case "failed":
+      setState(card.confirmation, "Not saved yet", "bad");
+      break;
     case "expired":
       setState(card.confirmation, view.replacedBy ? "Expired, started again" : "Expired", "bad");
       break;
@@ -548,11 +551,13 @@ function noteFor(view) {
 }
 
 function fillExtra(card, view) {
-  const canRetry = view.transfer === "failed" && view.confirmation === "unconfirmed";
+  // A failure shows on its own axis: the upload, or the saving after it.
+  const canRetry = (view.transfer === "failed" && view.confirmation === "unconfirmed") || view.confirmation === "failed";
   const expiredAlone = view.confirmation === "expired" && !view.replacedBy;
   const needsFile = view.transfer === "needs_file";
   let errorText = "";
   if (view.transfer === "failed" && view.error) errorText = `Couldn't upload: ${view.error.message}`;
+  else if (view.confirmation === "failed" && view.error) errorText = `Uploaded, but couldn't save it: ${view.error.message}`;
   else if (view.confirmation === "rejected") errorText = `Couldn't save: ${view.error ? view.error.message : "the server refused it"}`;
   else if (expiredAlone) errorText = `Couldn't save: ${view.error ? view.error.message : "it expired"}`;
   const canForget = canRetry || needsFile || view.confirmation === "rejected" || expiredAlone;

@@ -172,7 +172,7 @@ async function main() {
       const current = attempts.filter((a) => !a.replacedBy);
       if (current.length >= UPLOADS && current.every((a) => a.confirmation === "confirmed")) break;
       for (const a of current) {
-        if (a.terminal && a.confirmation !== "confirmed" && a.transfer === "failed") {
+        if (a.terminal && (a.transfer === "failed" || a.confirmation === "failed")) {
           retriesPressed++;
           failedWith[a.error?.code] = (failedWith[a.error?.code] ?? 0) + 1;
           await page.evaluate((id) => window.uploader.retry(id), a.id).catch(() => {});
@@ -193,7 +193,7 @@ async function main() {
     while (Date.now() < settleBy) {
       const attempts = await list();
       for (const a of attempts) {
-        if (a.terminal && a.confirmation !== "confirmed" && a.transfer === "failed") {
+        if (a.terminal && (a.transfer === "failed" || a.confirmation === "failed")) {
           retriesPressed++;
           failedWith[a.error?.code] = (failedWith[a.error?.code] ?? 0) + 1;
           await page.evaluate((id) => window.uploader.retry(id), a.id).catch(() => {});

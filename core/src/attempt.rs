@@ -795,6 +795,24 @@ impl AttemptRecord {
             }
             return Effect::None;
         }
+        if self.has_failed() {
+            // Failed here (retries exhausted, cancelled with a confirm on the
+            // wire), but the server may have finished it: show what it says.
+            match status {
+                AttemptStatus::Confirmed { media, .. } => self.confirmed(media, env.now),
+                AttemptStatus::Rejected { code, reason, .. } => self.reject(code, reason, env.now),
+                AttemptStatus::Expired { .. } if self.confirmation != Confirmation::Expired => {
+                    self.confirmation = Confirmation::Expired;
+                    if self.transfer == Transfer::Failed {
+                        self.transfer = Transfer::Queued;
+                    }
+                    self.touch(env.now);
+                }
+                // Still open, or unknown: it stays failed, and Retry goes on.
+                _ => {}
+            }
+            return Effect::None;
+        }
         if self.is_terminal() {
             return Effect::None;
         }

@@ -193,9 +193,14 @@ impl Entry {
         self.busy || self.pipeline.is_busy()
     }
 
+    /// Asked about by a refresh (and a restore): a confirmed attempt whose
+    /// moderation may move, and a failed one the server may have finished
+    /// anyway.
     fn wants_refresh(&self) -> bool {
-        self.record.confirmation == Confirmation::Confirmed
-            && matches!(self.record.moderation, ModerationView::Pending | ModerationView::Unknown)
+        let moderation_open = self.record.confirmation == Confirmation::Confirmed
+            && matches!(self.record.moderation, ModerationView::Pending | ModerationView::Unknown);
+        let unsettled = self.record.has_failed() && self.record.object_key.is_some();
+        moderation_open || unsettled
     }
 }
 

@@ -614,6 +614,9 @@ impl Client {
                 return Err(e);
             }
         }
+        // Files are kept within the room the browser says is left.
+        let room = crate::env::storage_room().await;
+        self.page().set_storage_room(room);
         let ticket = self.page().handle_added(&plan);
         self.ticket_done(ticket).await;
         Ok(plan.outcomes)

@@ -30,6 +30,15 @@ extern "C" {
 extern "C" {
     #[wasm_bindgen(js_name = sha256Hex)]
     fn sha256_hex_js(blob: &web_sys::Blob, start: f64, end: f64) -> Promise;
+    #[wasm_bindgen(js_name = storageRoom)]
+    fn storage_room_js() -> Promise;
+}
+
+/// Bytes this site may still store, from `navigator.storage.estimate()`;
+/// `None` where the browser does not say.
+pub async fn storage_room() -> Option<u64> {
+    let room = wasm_bindgen_futures::JsFuture::from(storage_room_js()).await.ok()?;
+    room.as_f64().filter(|r| r.is_finite() && *r >= 0.0).map(|r| r as u64)
 }
 
 /// The SHA-256 of bytes `[start, end)` of a Blob, lowercase hex (WebCrypto,

@@ -168,3 +168,16 @@ export async function sha256Hex(blob, start, end) {
   const digest = await subtle.digest("SHA-256", await blob.slice(start, end).arrayBuffer());
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
+
+// What this site may still store, from navigator.storage.estimate() (quota
+// minus usage), or null where the browser does not say.
+export async function storageRoom() {
+  try {
+    const storage = typeof navigator !== "undefined" && navigator.storage;
+    if (!storage || typeof storage.estimate !== "function") return null;
+    const { quota, usage } = await storage.estimate();
+    return typeof quota === "number" && typeof usage === "number" ? Math.max(0, quota - usage) : null;
+  } catch (_) {
+    return null;
+  }
+}

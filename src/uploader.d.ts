@@ -86,6 +86,8 @@ export interface AttemptView {
   fileHeld: boolean;
   /** The file's bytes are kept in IndexedDB: a reload continues the upload without picking the file again. */
   fileKept: boolean;
+  /** Why they are not kept, when they are not: over `keepFileMaxBytes`, over `keepFilesTotalBytes`, beyond the room `navigator.storage.estimate()` leaves, or refused by the browser. */
+  notKeptReason: "too_large" | "over_total" | "no_room" | "refused" | null;
   /** Waiting for the browser to come back online. */
   paused: boolean;
   /** A large file goes up in parts: how many the server holds (`null` for a single upload). */

@@ -278,6 +278,35 @@ enum LockState {
     Held,
 }
 
+/// Why a file's bytes are not kept in IndexedDB for a reload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotKept {
+    /// Larger than `keepFileMaxBytes`.
+    TooLarge,
+    /// Keeping it would pass `keepFilesTotalBytes`.
+    OverTotal,
+    /// The browser's storage estimate leaves too little room.
+    NoRoom,
+    /// The browser refused to store it (a private window, a full disk).
+    Refused,
+}
+
+impl NotKept {
+    /// The stable text the view shows.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            NotKept::TooLarge => "too_large",
+            NotKept::OverTotal => "over_total",
+            NotKept::NoRoom => "no_room",
+            NotKept::Refused => "refused",
+        }
+    }
+}
+
+/// Of the room the browser's estimate leaves, this share stays free (the
+/// records, other sites' data and the estimate's own imprecision).
+const ROOM_KEPT_FREE: f64 = 0.1;
+
 /// Files being kept in IndexedDB, one batch at a time.
 #[derive(Debug, Default)]
 struct Keeping {
@@ -313,6 +342,12 @@ pub struct Page {
     /// Files kept in IndexedDB, by blob key, with their sizes.
     kept: IdMap<u64>,
     keeping: Keeping,
+    /// Why files (by blob key) are not kept.
+    not_kept: IdMap<NotKept>,
+    /// Bytes the browser says this site may still store, when it says.
+    storage_room: Option<u64>,
+    /// Bytes kept since that estimate.
+    kept_since_estimate: u64,
     /// (sent, total, last reported) per uploading attempt.
     progress: IdMap<(f64, f64, i64)>,
     session: Option<Session>,
@@ -348,6 +383,9 @@ impl Page {
             held: IdSet::default(),
             kept: IdMap::default(),
             keeping: Keeping::default(),
+            not_kept: IdMap::default(),
+            storage_room: None,
+            kept_since_estimate: 0,
             progress: IdMap::default(),
             session: None,
             session_error: None,
@@ -446,6 +484,7 @@ impl Page {
             driven_here: self.sched.is_owned(id),
             file_held: self.has_blob(r),
             file_kept: self.kept.contains_key(&r.blob_key),
+            not_kept: self.not_kept(id).map(NotKept::as_str),
             online: self.online,
         };
         Some(AttemptView::of(r, facts))
@@ -659,20 +698,60 @@ impl Page {
     }
 
     /// Picks which of these files to keep, within the caps, in order.
+    /// How much this site may still store, from the browser's estimate
+    /// (`navigator.storage.estimate()`: quota minus usage); `None` where the
+    /// browser does not say. Files are kept only while a tenth of it stays
+    /// free.
+    pub fn set_storage_room(&mut self, room: Option<u64>) {
+        self.storage_room = room;
+        self.kept_since_estimate = 0;
+    }
+
     fn queue_keep(&mut self, blob_keys: &[Uuid]) {
-        let mut total: u64 = self.kept.values().sum::<u64>()
-            + self.keeping.queue.iter().chain(self.keeping.in_flight.iter().flatten()).map(|(_, s)| *s).sum::<u64>();
+        let queued_bytes: u64 = self.keeping.queue.iter().chain(self.keeping.in_flight.iter().flatten()).map(|(_, s)| *s).sum();
+        let mut total: u64 = self.kept.values().sum::<u64>() + queued_bytes;
+        let mut room = self
+            .storage_room
+            .map(|r| ((r as f64) * (1.0 - ROOM_KEPT_FREE)) as u64)
+            .map(|r| r.saturating_sub(queued_bytes + self.kept_since_estimate));
         for key in blob_keys {
             let Some(size) = self.sched.records().find(|r| r.blob_key == *key).map(|r| r.file.size) else { continue };
             let queued = self.keeping.queue.iter().chain(self.keeping.in_flight.iter().flatten()).any(|(k, _)| k == key);
             if queued || self.kept.contains_key(key) {
                 continue;
             }
-            if size <= self.config.keep_file_max_bytes && total + size <= self.config.keep_files_total_bytes {
-                total += size;
-                self.keeping.queue.push((*key, size));
+            let refusal = if size > self.config.keep_file_max_bytes {
+                Some(NotKept::TooLarge)
+            } else if total + size > self.config.keep_files_total_bytes {
+                Some(NotKept::OverTotal)
+            } else if room.is_some_and(|r| size > r) {
+                Some(NotKept::NoRoom)
+            } else if self.keeping.broken {
+                Some(NotKept::Refused)
+            } else {
+                None
+            };
+            match refusal {
+                Some(why) => {
+                    self.not_kept.insert(*key, why);
+                }
+                None => {
+                    total += size;
+                    room = room.map(|r| r - size);
+                    self.not_kept.remove(key);
+                    self.keeping.queue.push((*key, size));
+                }
             }
         }
+    }
+
+    /// Why the attempt's file is not kept for a reload, if it is not.
+    pub fn not_kept(&self, id: &Uuid) -> Option<NotKept> {
+        let r = self.sched.record(id)?;
+        if self.kept.contains_key(&r.blob_key) {
+            return None;
+        }
+        self.not_kept.get(&r.blob_key).copied()
     }
 
     /// Reconciles every unfinished attempt of this event with the server,
@@ -1002,6 +1081,7 @@ impl Page {
                 self.keeping.proven = true;
                 let mut unneeded = Vec::new();
                 for (key, size) in batch {
+                    self.kept_since_estimate += size;
                     if self.sched.records().any(|r| r.blob_key == key && !r.is_terminal()) {
                         self.kept.insert(key, size);
                         let ids: Vec<Uuid> = self.sched.records().filter(|r| r.blob_key == key).map(|r| r.id).collect();
@@ -1018,6 +1098,16 @@ impl Page {
             Err(error) => {
                 // Keeping only serves a reload: the uploads go on.
                 self.keeping.broken = true;
+                for (key, _) in batch.iter().chain(self.keeping.queue.iter()) {
+                    self.not_kept.insert(*key, NotKept::Refused);
+                }
+                let ids: Vec<Uuid> = self
+                    .sched
+                    .records()
+                    .filter(|r| batch.iter().chain(self.keeping.queue.iter()).any(|(k, _)| *k == r.blob_key))
+                    .map(|r| r.id)
+                    .collect();
+                self.effects.extend(ids.into_iter().map(Effect::Changed));
                 self.keeping.queue.clear();
                 self.effects.push_back(Effect::FilesNotKept(error));
             }

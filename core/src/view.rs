@@ -64,6 +64,9 @@ pub struct AttemptView {
     pub file_held: bool,
     /// The file's bytes are kept in IndexedDB for a reload.
     pub file_kept: bool,
+    /// Why they are not kept, when they are not: `too_large`,
+    /// `over_total`, `no_room` (the browser's storage estimate) or `refused`.
+    pub not_kept_reason: Option<&'static str>,
     /// Waiting for the browser to come back online.
     pub paused: bool,
     /// For a file that goes up in parts: how many the store holds.
@@ -83,6 +86,8 @@ pub struct PageFacts {
     pub file_held: bool,
     /// The bytes are kept in IndexedDB.
     pub file_kept: bool,
+    /// Why they are not, when the page knows.
+    pub not_kept: Option<&'static str>,
     /// The browser believes it is online.
     pub online: bool,
 }
@@ -124,6 +129,7 @@ impl AttemptView {
             driven_here: facts.driven_here,
             file_held: facts.file_held,
             file_kept: facts.file_kept,
+            not_kept_reason: if facts.file_kept { None } else { facts.not_kept },
             paused: !facts.online && !a.is_terminal() && !a.needs_file(),
             parts_done: a.multipart.as_ref().map(|l| l.done.len() as u32),
             part_count: a.multipart.as_ref().map(|l| l.part_count),

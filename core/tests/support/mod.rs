@@ -792,6 +792,8 @@ pub struct SimConfig {
     pub store_failure: f64,
     /// Files up to this size are kept in the fake IndexedDB.
     pub keep_file_max_bytes: u64,
+    /// At most this many bytes of files are kept.
+    pub keep_files_total_bytes: u64,
 }
 
 impl Default for SimConfig {
@@ -807,6 +809,7 @@ impl Default for SimConfig {
             check_write_ahead: true,
             store_failure: 0.0,
             keep_file_max_bytes: u64::MAX,
+            keep_files_total_bytes: u64::MAX,
         }
     }
 }
@@ -1024,7 +1027,7 @@ impl Sim {
             concurrency: self.config.concurrency,
             restrictions: Restrictions::default(),
             keep_file_max_bytes: self.config.keep_file_max_bytes,
-            keep_files_total_bytes: u64::MAX,
+            keep_files_total_bytes: self.config.keep_files_total_bytes,
         }
     }
 

@@ -1,0 +1,49 @@
+//! A file is kept in IndexedDB for a reload only while the browser's storage
+//! estimate leaves room for it (a tenth of the room stays free), and the
+//! attempt says why it was not kept. The upload goes on either way.
+#![cfg(target_arch = "wasm32")]
+
+mod common;
+
+use std::rc::Rc;
+
+use common::*;
+use upload_once::core::attempt::Confirmation;
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+/// Makes `navigator.storage.estimate()` report `room` bytes left.
+fn report_room(room: u64) {
+    js_sys::eval(&format!(
+        "Object.defineProperty(navigator.storage, 'estimate', {{ configurable: true, value: async () => ({{ quota: {}, usage: 1000 }}) }})",
+        room + 1000
+    ))
+    .expect("the estimate can be replaced");
+}
+
+#[wasm_bindgen_test]
+async fn a_file_beyond_the_room_left_is_not_kept_says_why_and_still_uploads() {
+    let kept_here = blobs_can_be_kept().await;
+    let event = create_event(1_000_000, "none").await;
+    let faults = Rc::new(Faults::default());
+    let client = open(options(&event, &unique("db")), &faults).await;
+
+    report_room(100_000);
+    client.add(vec![file("small.png", "image/png", 20_000, 1.0)]).await.unwrap();
+    report_room(30_000);
+    client.add(vec![file("large.png", "image/png", 40_000, 2.0)]).await.unwrap();
+    let views = client.views();
+    let (small, large) = (&views[0], &views[1]);
+    if kept_here {
+        assert!(small.file_kept && small.not_kept_reason.is_none(), "{small:?}");
+    } else {
+        // WebKit's private-like profile refuses every file: it says so.
+        assert_eq!((small.file_kept, small.not_kept_reason), (false, Some("refused")));
+    }
+    assert!(!large.file_kept, "40 kB is beyond 90 % of the 30 kB left");
+    assert_eq!(large.not_kept_reason, Some(if kept_here { "no_room" } else { "refused" }));
+    settle(&client).await;
+    assert!(client.records().iter().all(|r| r.confirmation == Confirmation::Confirmed), "not kept is not lost");
+    client.close();
+}

@@ -44,7 +44,9 @@ impl Error {
     /// A message for people.
     pub fn message(&self) -> String {
         match self {
-            Error::StorageUnavailable(m) => format!("this browser's storage (IndexedDB) is unavailable: {m}"),
+            Error::StorageUnavailable(m) => {
+                format!("this browser's storage (IndexedDB) is unavailable: {m}")
+            }
             Error::QuotaExceeded(m) => format!("the browser's storage quota is exceeded: {m}"),
             Error::InvalidOptions(m) | Error::NotFound(m) => m.clone(),
             Error::Restriction(e) => e.message.clone(),

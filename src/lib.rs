@@ -28,10 +28,10 @@ pub mod tabs;
 pub mod transport;
 
 pub use client::{Adapters, Client, Options};
-pub use upload_once_core::page::Added;
 pub use error::{Error, Result};
 pub use js::Uploader;
 pub use upload_once_core as core;
+pub use upload_once_core::page::Added;
 
 /// Talc instead of the default dlmalloc: it coalesces freed blocks like
 /// dlmalloc does, in less code (docs/package-size.md).

@@ -12,10 +12,10 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use common::*;
+use upload_once::Added;
 use upload_once::client::ListenerKind;
 use upload_once::core::attempt::Confirmation;
 use upload_once::env::Completion;
-use upload_once::Added;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen_test::*;
@@ -38,7 +38,11 @@ async fn a_first_visit_is_usable_before_the_join_answers() {
     let adding = {
         let client = client.clone();
         wasm_bindgen_futures::future_to_promise(async move {
-            client.add(vec![file("early.png", "image/png", 5_000, 1.0)]).await.map(|_| wasm_bindgen::JsValue::NULL).map_err(Into::into)
+            client
+                .add(vec![file("early.png", "image/png", 5_000, 1.0)])
+                .await
+                .map(|_| wasm_bindgen::JsValue::NULL)
+                .map_err(Into::into)
         })
     };
     assert_eq!(faults.authorizes.get(), 0);
@@ -68,17 +72,37 @@ async fn a_refused_guest_code_is_reported_and_files_are_refused_with_it() {
     let client = open(opts, &faults).await;
     let heard: Rc<RefCell<Vec<String>>> = Rc::default();
     let sink = heard.clone();
-    let listener = Closure::<dyn FnMut(wasm_bindgen::JsValue, wasm_bindgen::JsValue)>::new(move |_event, error: wasm_bindgen::JsValue| {
-        let code = js_sys::Reflect::get(&error, &"code".into()).ok().and_then(|c| c.as_string()).unwrap_or_default();
-        sink.borrow_mut().push(code);
-    });
-    client.subscribe(ListenerKind::Session, listener.as_ref().unchecked_ref::<js_sys::Function>().clone());
+    let listener = Closure::<dyn FnMut(wasm_bindgen::JsValue, wasm_bindgen::JsValue)>::new(
+        move |_event, error: wasm_bindgen::JsValue| {
+            let code = js_sys::Reflect::get(&error, &"code".into())
+                .ok()
+                .and_then(|c| c.as_string())
+                .unwrap_or_default();
+            sink.borrow_mut().push(code);
+        },
+    );
+    client.subscribe(
+        ListenerKind::Session,
+        listener
+            .as_ref()
+            .unchecked_ref::<js_sys::Function>()
+            .clone(),
+    );
     wait_for("the refusal", 10_000.0, || client.session_error().is_some()).await;
     assert_eq!(client.session_error().unwrap().code, "wrong_guest_code");
-    assert_eq!(*heard.borrow(), vec!["wrong_guest_code".to_owned()], "the listener heard it once");
+    assert_eq!(
+        *heard.borrow(),
+        vec!["wrong_guest_code".to_owned()],
+        "the listener heard it once"
+    );
 
-    let added = client.add(vec![file("late.png", "image/png", 5_000, 2.0)]).await.unwrap();
-    assert!(matches!(&added[0], Added::Refused { error, .. } if error.code.as_str() == "wrong_guest_code"));
+    let added = client
+        .add(vec![file("late.png", "image/png", 5_000, 2.0)])
+        .await
+        .unwrap();
+    assert!(
+        matches!(&added[0], Added::Refused { error, .. } if error.code.as_str() == "wrong_guest_code")
+    );
     assert!(client.records().is_empty(), "nothing recorded");
     assert_eq!(faults.authorizes.get(), 0, "nothing sent");
     client.close();

@@ -4,8 +4,13 @@
 //! break records stored by an earlier visit, or the server's answers.
 #![cfg(target_arch = "wasm32")]
 
-use upload_once::core::attempt::{AttemptError, AttemptRecord, Confirmation, FileInfo, ModerationView, Step, Transfer};
-use upload_once::core::wire::{AttemptResponse, AttemptState, AttemptStatus, MediaSummary, Moderation, StatusResponse, UploadInstruction};
+use upload_once::core::attempt::{
+    AttemptError, AttemptRecord, Confirmation, FileInfo, ModerationView, Step, Transfer,
+};
+use upload_once::core::wire::{
+    AttemptResponse, AttemptState, AttemptStatus, MediaSummary, Moderation, StatusResponse,
+    UploadInstruction,
+};
 use upload_once::serde_js::{from_js, to_js};
 use upload_once::store::{record_from_js, record_to_js};
 use uuid::Uuid;
@@ -36,19 +41,38 @@ fn full_record() -> AttemptRecord {
     let mut r = AttemptRecord::new(
         id(1),
         "wedding",
-        FileInfo { name: "ünïcödé 🎉.png".into(), size: 9_007_199_254_740_000, content_type: "image/png".into(), last_modified: 1_700_000_000_123 },
+        FileInfo {
+            name: "ünïcödé 🎉.png".into(),
+            size: 9_007_199_254_740_000,
+            content_type: "image/png".into(),
+            last_modified: 1_700_000_000_123,
+        },
         1_800_000_000_000,
     );
     r.blob_key = id(2);
     r.sha256 = Some("ab".repeat(32));
     r.object_key = Some("wedding/0123".into());
-    r.upload = Some(UploadInstruction { method: "PUT".into(), url: "http://x/storage/k?sig=1".into(), headers, expires_at: "2026-11-30T04:00:00.000Z".into() });
+    r.upload = Some(UploadInstruction {
+        method: "PUT".into(),
+        url: "http://x/storage/k?sig=1".into(),
+        headers,
+        expires_at: "2026-11-30T04:00:00.000Z".into(),
+    });
     r.expires_at = Some("2026-12-07T04:00:00.000Z".into());
     r.transfer = Transfer::Uploaded;
     r.confirmation = Confirmation::Confirmed;
     r.moderation = ModerationView::Rejected;
-    r.media = Some(MediaSummary { id: id(3), moderation: Moderation::Rejected, reason: Some("blurry".into()), url: "http://x/m".into(), composite_sha256: None });
-    r.error = Some(AttemptError { code: "network".into(), message: "lost".into() });
+    r.media = Some(MediaSummary {
+        id: id(3),
+        moderation: Moderation::Rejected,
+        reason: Some("blurry".into()),
+        url: "http://x/m".into(),
+        composite_sha256: None,
+    });
+    r.error = Some(AttemptError {
+        code: "network".into(),
+        message: "lost".into(),
+    });
     r.retries = 7;
     r.next_retry_at = Some(1_800_000_000_500);
     r.step = Step::Done;
@@ -73,11 +97,34 @@ fn a_record_stored_by_version_1_reads_back_field_for_field() {
 #[wasm_bindgen_test]
 fn a_record_is_stored_in_the_version_1_format() {
     let written = record_to_js(&full_record()).unwrap();
-    assert_eq!(json_of(&written), serde_json::from_str::<serde_json::Value>(STORED_V1).unwrap());
+    assert_eq!(
+        json_of(&written),
+        serde_json::from_str::<serde_json::Value>(STORED_V1).unwrap()
+    );
     // A fresh record stores its empty fields as null, as version 1 did.
-    let plain = AttemptRecord::new(id(9), "e", FileInfo { name: "a".into(), size: 1, content_type: "image/jpeg".into(), last_modified: 0 }, 5);
+    let plain = AttemptRecord::new(
+        id(9),
+        "e",
+        FileInfo {
+            name: "a".into(),
+            size: 1,
+            content_type: "image/jpeg".into(),
+            last_modified: 0,
+        },
+        5,
+    );
     let json = json_of(&record_to_js(&plain).unwrap());
-    for field in ["sha256", "object_key", "upload", "expires_at", "media", "error", "next_retry_at", "replaces", "replaced_by"] {
+    for field in [
+        "sha256",
+        "object_key",
+        "upload",
+        "expires_at",
+        "media",
+        "error",
+        "next_retry_at",
+        "replaces",
+        "replaced_by",
+    ] {
         assert!(json[field].is_null(), "{field} is null: {json}");
     }
 }
@@ -106,15 +153,31 @@ fn server_answers_are_read_from_their_json() {
         {"state":"expired","id":"05050505-0505-0505-0505-050505050505"},
         {"state":"not_found","id":"06060606-0606-0606-0606-060606060606"}]}"#;
     let s: StatusResponse = from_js(js_sys::JSON::parse(json).unwrap()).unwrap();
-    assert!(matches!(&s.results[0], AttemptStatus::Confirmed { media, .. } if media.moderation == Moderation::Approved));
-    assert!(matches!(&s.results[1], AttemptStatus::Authorized { object_stored: true, .. }));
-    assert!(matches!(&s.results[2], AttemptStatus::Rejected { code, .. } if code == "size_mismatch"));
+    assert!(
+        matches!(&s.results[0], AttemptStatus::Confirmed { media, .. } if media.moderation == Moderation::Approved)
+    );
+    assert!(matches!(
+        &s.results[1],
+        AttemptStatus::Authorized {
+            object_stored: true,
+            ..
+        }
+    ));
+    assert!(
+        matches!(&s.results[2], AttemptStatus::Rejected { code, .. } if code == "size_mismatch")
+    );
     assert!(matches!(&s.results[3], AttemptStatus::Expired { .. }));
     assert!(matches!(&s.results[4], AttemptStatus::NotFound { .. }));
 
-    let bad = js_sys::JSON::parse(r#"{"results":[{"state":"sideways","id":"06060606-0606-0606-0606-060606060606"}]}"#).unwrap();
+    let bad = js_sys::JSON::parse(
+        r#"{"results":[{"state":"sideways","id":"06060606-0606-0606-0606-060606060606"}]}"#,
+    )
+    .unwrap();
     let error = from_js::<StatusResponse>(bad).unwrap_err();
-    assert!(error.contains("sideways"), "the error names what did not fit: {error}");
+    assert!(
+        error.contains("sideways"),
+        "the error names what did not fit: {error}"
+    );
 }
 
 #[wasm_bindgen_test]

@@ -39,18 +39,17 @@ fn a_file_attached_to_an_expired_attempt_is_stored_or_refused_visibly() {
     let r = sim.record(id);
     if accepted {
         assert_eq!(
-            rows,
-            1,
+            rows, 1,
             "attach_file accepted the file, but it was never stored; the attempt now shows \
              transfer {:?}, confirmation {:?}, step {:?}, error {:?}, replaced_by {:?}",
-            r.transfer,
-            r.confirmation,
-            r.step,
-            r.error,
-            r.replaced_by
+            r.transfer, r.confirmation, r.step, r.error, r.replaced_by
         );
         sim.check_exactly_once().unwrap();
     } else {
-        assert_eq!(r.error.as_ref().map(|e| e.code.as_str()), Some("expired"), "a refused re-pick keeps the reason");
+        assert_eq!(
+            r.error.as_ref().map(|e| e.code.as_str()),
+            Some("expired"),
+            "a refused re-pick keeps the reason"
+        );
     }
 }

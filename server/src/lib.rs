@@ -35,10 +35,10 @@ pub use error::{Error, Result};
 use upload_once_core::wire::{CreateEventRequest, ModerationPolicy};
 
 use crate::clock::{Clock, SystemClock};
+use crate::config::{S3UrlStyle, StorageKind};
 use crate::secrets::{Signer, new_token, random_bytes, token_hash};
 use crate::state::AppState;
 use crate::storage::ObjectStore;
-use crate::config::{S3UrlStyle, StorageKind};
 use crate::storage::local::LocalObjectStore;
 use crate::storage::s3::{S3ObjectStore, S3Settings};
 use crate::store::RecordStore;
@@ -52,7 +52,10 @@ pub fn load_signing_key(data_dir: &Path) -> Result<Vec<u8>> {
         if let Some(key) = hex::decode(text.trim()).ok().filter(|k| k.len() >= 32) {
             return Ok(key);
         }
-        return Err(Error::Config(format!("{} is not a hex key of at least 32 bytes", path.display())));
+        return Err(Error::Config(format!(
+            "{} is not a hex key of at least 32 bytes",
+            path.display()
+        )));
     }
     let mut key = vec![0u8; 32];
     random_bytes(&mut key);
@@ -83,11 +86,17 @@ pub async fn open_records(url: &str) -> Result<Arc<dyn RecordStore>> {
 }
 
 /// Opens the object store the configuration names.
-pub fn open_objects(config: &Config, signer: &Signer, clock: Arc<dyn Clock>) -> Result<Arc<dyn ObjectStore>> {
+pub fn open_objects(
+    config: &Config,
+    signer: &Signer,
+    clock: Arc<dyn Clock>,
+) -> Result<Arc<dyn ObjectStore>> {
     match config.storage {
-        StorageKind::Local => {
-            Ok(Arc::new(LocalObjectStore::open(&config.data_dir.join("objects"), &config.public_base(), signer.clone())?))
-        }
+        StorageKind::Local => Ok(Arc::new(LocalObjectStore::open(
+            &config.data_dir.join("objects"),
+            &config.public_base(),
+            signer.clone(),
+        )?)),
         StorageKind::S3 => {
             let (access_key, secret_key, session_token) = S3Settings::credentials_from_env()?;
             let settings = S3Settings {
@@ -111,21 +120,40 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
     std::fs::create_dir_all(&config.data_dir)?;
     let signer = Signer::new(signing_key(&config)?);
     let metrics = Arc::new(metrics::Metrics::new());
-    let mut objects: Arc<dyn ObjectStore> =
-        Arc::new(metrics::MeasuredObjects { inner: open_objects(&config, &signer, clock.clone())?, metrics: metrics.clone() });
-    let test_hooks = config.test_hooks.then(|| Arc::new(test_hooks::TestHooks::default()));
+    let mut objects: Arc<dyn ObjectStore> = Arc::new(metrics::MeasuredObjects {
+        inner: open_objects(&config, &signer, clock.clone())?,
+        metrics: metrics.clone(),
+    });
+    let test_hooks = config
+        .test_hooks
+        .then(|| Arc::new(test_hooks::TestHooks::default()));
     if let Some(hooks) = &test_hooks {
         tracing::warn!("--test-hooks is on: never use it in production");
-        objects = Arc::new(test_hooks::HookedObjects { inner: objects, hooks: hooks.clone() });
+        objects = Arc::new(test_hooks::HookedObjects {
+            inner: objects,
+            hooks: hooks.clone(),
+        });
     }
-    let database_url = config
-        .database_url
-        .clone()
-        .unwrap_or_else(|| format!("sqlite://{}", config.data_dir.join("upload-once.db").display()));
+    let database_url = config.database_url.clone().unwrap_or_else(|| {
+        format!(
+            "sqlite://{}",
+            config.data_dir.join("upload-once.db").display()
+        )
+    });
     let records = open_records(&database_url).await?;
     let admin_token: Arc<str> = config.admin_token.clone().unwrap_or_else(new_token).into();
     let ops = Arc::new(ops::Ops::default());
-    Ok(AppState { config: Arc::new(config), records, objects, signer, clock, admin_token, test_hooks, ops, metrics })
+    Ok(AppState {
+        config: Arc::new(config),
+        records,
+        objects,
+        signer,
+        clock,
+        admin_token,
+        test_hooks,
+        ops,
+        metrics,
+    })
 }
 
 /// Creates the demo event if it is missing (or gives it a fresh host
@@ -135,7 +163,10 @@ pub async fn ensure_demo_event(state: &AppState, slug: &str) -> Result<()> {
     let (event, host_token) = match state.records.event_by_slug(slug).await? {
         Some(event) => {
             let host_token = new_token();
-            state.records.set_host_token_hash(event.id, &token_hash(&host_token)).await?;
+            state
+                .records
+                .set_host_token_hash(event.id, &token_hash(&host_token))
+                .await?;
             (event, host_token)
         }
         None => {
@@ -164,7 +195,8 @@ async fn shutdown_signal() {
     };
     #[cfg(unix)]
     let terminate = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
             s.recv().await;
         }
     };
@@ -182,14 +214,23 @@ pub async fn run(config: Config) -> Result<()> {
     let demo = config.demo_event.clone();
     let state = build_state(config, Arc::new(SystemClock)).await?;
     if print_admin {
-        println!("Admin token (pass --admin-token to fix one): {}", state.admin_token);
+        println!(
+            "Admin token (pass --admin-token to fix one): {}",
+            state.admin_token
+        );
     }
     if let Some(slug) = demo {
         ensure_demo_event(&state, &slug).await?;
     }
     sweeper::spawn(state.clone(), sweep_interval);
     let listener = tokio::net::TcpListener::bind(listen).await?;
-    println!("upload-once-server listening on {} (public URL {})", listener.local_addr()?, state.config.public_base());
-    axum::serve(listener, routes::app(state)).with_graceful_shutdown(shutdown_signal()).await?;
+    println!(
+        "upload-once-server listening on {} (public URL {})",
+        listener.local_addr()?,
+        state.config.public_base()
+    );
+    axum::serve(listener, routes::app(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
     Ok(())
 }

@@ -100,7 +100,9 @@ impl ConfirmOutcome {
     /// attempt (a refused session or a store outage did not).
     pub fn of_error(error: &Error) -> Option<ConfirmOutcome> {
         match error.code() {
-            ErrorCode::SizeMismatch | ErrorCode::TypeMismatch | ErrorCode::ChecksumMismatch => Some(ConfirmOutcome::Rejected),
+            ErrorCode::SizeMismatch | ErrorCode::TypeMismatch | ErrorCode::ChecksumMismatch => {
+                Some(ConfirmOutcome::Rejected)
+            }
             ErrorCode::Expired => Some(ConfirmOutcome::Expired),
             ErrorCode::ObjectMissing => Some(ConfirmOutcome::ObjectMissing),
             _ => None,
@@ -129,9 +131,17 @@ impl Metrics {
     pub fn new() -> Metrics {
         let mut registry = Registry::with_prefix("upload_once");
         let requests = Family::<RequestLabels, Counter>::default();
-        registry.register("http_requests", "Answered HTTP requests, by matched route, method and status", requests.clone());
+        registry.register(
+            "http_requests",
+            "Answered HTTP requests, by matched route, method and status",
+            requests.clone(),
+        );
         let confirms = Family::<OutcomeLabels, Counter>::default();
-        registry.register("confirms", "Confirms that reached their attempt, by outcome", confirms.clone());
+        registry.register(
+            "confirms",
+            "Confirms that reached their attempt, by outcome",
+            confirms.clone(),
+        );
         // 1 ms to 16 s.
         let store_seconds: Family<OperationLabels, Histogram, fn() -> Histogram> =
             Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.001, 2.0, 15)));
@@ -142,27 +152,45 @@ impl Metrics {
             store_seconds.clone(),
         );
         let store_errors = Family::<OperationLabels, Counter>::default();
-        registry.register("object_store_errors", "Object store calls that failed, by operation", store_errors.clone());
+        registry.register(
+            "object_store_errors",
+            "Object store calls that failed, by operation",
+            store_errors.clone(),
+        );
         // Every series from zero, so a rate is there before the first event.
         for outcome in ConfirmOutcome::ALL {
-            drop(confirms.get_or_create(&OutcomeLabels { outcome: outcome.as_str() }));
+            drop(confirms.get_or_create(&OutcomeLabels {
+                outcome: outcome.as_str(),
+            }));
         }
         for operation in OPERATIONS {
             drop(store_seconds.get_or_create(&OperationLabels { operation }));
             drop(store_errors.get_or_create(&OperationLabels { operation }));
         }
-        Metrics { registry, requests, confirms, store_seconds, store_errors }
+        Metrics {
+            registry,
+            requests,
+            confirms,
+            store_seconds,
+            store_errors,
+        }
     }
 
     /// Counts one confirm's outcome.
     pub fn confirmed(&self, outcome: ConfirmOutcome) {
-        self.confirms.get_or_create(&OutcomeLabels { outcome: outcome.as_str() }).inc();
+        self.confirms
+            .get_or_create(&OutcomeLabels {
+                outcome: outcome.as_str(),
+            })
+            .inc();
     }
 
     /// Records one object store call.
     pub fn object_store_call(&self, operation: &'static str, started: Instant, failed: bool) {
         let labels = OperationLabels { operation };
-        self.store_seconds.get_or_create(&labels).observe(started.elapsed().as_secs_f64());
+        self.store_seconds
+            .get_or_create(&labels)
+            .observe(started.elapsed().as_secs_f64());
         if failed {
             self.store_errors.get_or_create(&labels).inc();
         }
@@ -186,11 +214,27 @@ fn method_label(method: &Method) -> &'static str {
 /// Middleware: counts every answered request by the route it matched (its
 /// template, never the raw path), method and status. A request whose client
 /// hung up got no answer: it is counted in `client_hangups_total` instead.
-pub async fn count_requests(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let route = request.extensions().get::<MatchedPath>().map_or("unmatched", MatchedPath::as_str).to_owned();
+pub async fn count_requests(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", MatchedPath::as_str)
+        .to_owned();
     let method = method_label(request.method());
     let response = next.run(request).await;
-    state.metrics.requests.get_or_create(&RequestLabels { route, method, status: response.status().as_u16() }).inc();
+    state
+        .metrics
+        .requests
+        .get_or_create(&RequestLabels {
+            route,
+            method,
+            status: response.status().as_u16(),
+        })
+        .inc();
     response
 }
 
@@ -202,8 +246,16 @@ pub async fn count_requests(State(state): State<AppState>, request: Request, nex
 ))]
 pub async fn serve(State(state): State<AppState>) -> Response {
     let mut live = Registry::with_prefix("upload_once");
-    live.register("client_hangups", "Requests whose client hung up before the answer (their work went on)", ConstCounter::new(state.ops.hangups()));
-    live.register("requests_in_flight", "Handlers running now", ConstGauge::new(state.ops.requests_in_flight() as i64));
+    live.register(
+        "client_hangups",
+        "Requests whose client hung up before the answer (their work went on)",
+        ConstCounter::new(state.ops.hangups()),
+    );
+    live.register(
+        "requests_in_flight",
+        "Handlers running now",
+        ConstGauge::new(state.ops.requests_in_flight() as i64),
+    );
     live.register(
         "database_dirty_connections_discarded",
         "Database connections closed because they came back inside a transaction",
@@ -223,17 +275,24 @@ pub async fn serve(State(state): State<AppState>) -> Response {
             );
         }
         Ok(Err(e)) => tracing::debug!("metrics: the sweep backlog is left out: {e}"),
-        Err(_) => tracing::debug!("metrics: the sweep backlog is left out: the database did not answer in time"),
+        Err(_) => tracing::debug!(
+            "metrics: the sweep backlog is left out: the database did not answer in time"
+        ),
     }
     let mut text = String::new();
     let encoded = encode_registry(&mut text, &state.metrics.registry)
         .and_then(|()| encode_registry(&mut text, &live))
         .and_then(|()| encode_eof(&mut text));
     if encoded.is_err() {
-        return crate::error::problem_response(ErrorCode::Internal, "the metrics could not be encoded".into());
+        return crate::error::problem_response(
+            ErrorCode::Internal,
+            "the metrics could not be encoded".into(),
+        );
     }
     let mut response = text.into_response();
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
     response
 }
 
@@ -246,10 +305,15 @@ pub struct MeasuredObjects {
 }
 
 impl MeasuredObjects {
-    async fn measure<T>(&self, operation: &'static str, call: impl Future<Output = Result<T>>) -> Result<T> {
+    async fn measure<T>(
+        &self,
+        operation: &'static str,
+        call: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
         let started = Instant::now();
         let result = call.await;
-        self.metrics.object_store_call(operation, started, result.is_err());
+        self.metrics
+            .object_store_call(operation, started, result.is_err());
         result
     }
 }

@@ -15,12 +15,23 @@ impl Modify for BearerSchemes {
         for (name, about) in [
             ("admin", "The admin token from the server's configuration"),
             ("host", "The event's host token"),
-            ("session", "A guest session token from POST /v1/events/{slug}/sessions"),
-            ("wall", "The event's wall token (or send the guest code as `code` or X-Guest-Code)"),
+            (
+                "session",
+                "A guest session token from POST /v1/events/{slug}/sessions",
+            ),
+            (
+                "wall",
+                "The event's wall token (or send the guest code as `code` or X-Guest-Code)",
+            ),
         ] {
             components.add_security_scheme(
                 name,
-                SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).description(Some(about)).build()),
+                SecurityScheme::Http(
+                    HttpBuilder::new()
+                        .scheme(HttpAuthScheme::Bearer)
+                        .description(Some(about))
+                        .build(),
+                ),
             );
         }
     }

@@ -26,7 +26,9 @@ pub fn new_guest_code() -> String {
     const ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
     let mut b = [0u8; 16];
     random_bytes(&mut b);
-    b.iter().map(|x| ALPHABET[usize::from(x & 31)] as char).collect()
+    b.iter()
+        .map(|x| ALPHABET[usize::from(x & 31)] as char)
+        .collect()
 }
 
 /// A server-generated object key for an event: never derived from
@@ -85,7 +87,9 @@ impl Signer {
 
     /// Checks a hex signature of `message` in constant time.
     pub fn verify(&self, message: &str, signature_hex: &str) -> bool {
-        let Ok(sig) = hex::decode(signature_hex) else { return false };
+        let Ok(sig) = hex::decode(signature_hex) else {
+            return false;
+        };
         let mut mac = self.mac();
         mac.update(message.as_bytes());
         mac.verify_slice(&sig).is_ok()

@@ -58,7 +58,11 @@ impl AppState {
 
     /// The capability URL that serves a media record's bytes.
     pub fn media_url(&self, id: Uuid) -> String {
-        format!("{}/v1/media/{id}/content?sig={}", self.config.public_base(), self.signer.sign(&Self::media_message(id)))
+        format!(
+            "{}/v1/media/{id}/content?sig={}",
+            self.config.public_base(),
+            self.signer.sign(&Self::media_message(id))
+        )
     }
 
     /// Checks a media URL signature.

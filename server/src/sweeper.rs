@@ -34,7 +34,9 @@ pub async fn sweep_once(state: &AppState) -> Result<SweepReport> {
     let mut report = SweepReport::default();
     let now = state.now();
     for row_id in state.records.expired_attempts(now, BATCH).await? {
-        let Some(lock) = state.records.lock_attempt_row(row_id).await? else { continue };
+        let Some(lock) = state.records.lock_attempt_row(row_id).await? else {
+            continue;
+        };
         let a = lock.attempt();
         if a.state == AttemptState::Authorized && a.expires_at <= now {
             lock.expire().await?;
@@ -66,7 +68,11 @@ pub fn spawn(state: AppState, interval: Duration) -> tokio::task::JoinHandle<()>
             ticker.tick().await;
             match sweep_once(&state).await {
                 Ok(r) if r.expired + r.objects_deleted > 0 => {
-                    tracing::info!(expired = r.expired, objects_deleted = r.objects_deleted, "sweep")
+                    tracing::info!(
+                        expired = r.expired,
+                        objects_deleted = r.objects_deleted,
+                        "sweep"
+                    )
                 }
                 Ok(_) => {}
                 Err(e) => tracing::warn!("sweep failed: {e}"),

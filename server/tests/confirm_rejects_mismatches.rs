@@ -13,7 +13,8 @@ use uuid::Uuid;
 
 async fn authorize(guest: &Guest<'_>, size: u64, sha: Option<&str>) -> (Uuid, String) {
     let id = Uuid::new_v4();
-    let mut body = json!({"id": id, "filename": "photo.png", "size": size, "content_type": "image/png"});
+    let mut body =
+        json!({"id": id, "filename": "photo.png", "size": size, "content_type": "image/png"});
     if let Some(sha) = sha {
         body["sha256"] = json!(sha);
     }
@@ -35,15 +36,26 @@ async fn assert_rejected_for_good(guest: &Guest<'_>, id: Uuid, code: &str, corre
     let result = &status["results"][0];
     assert_eq!(result["state"], "rejected", "{result}");
     assert_eq!(result["code"], code, "{result}");
-    assert!(result["reason"].as_str().is_some_and(|r| !r.is_empty()), "a reason for people: {result}");
+    assert!(
+        result["reason"].as_str().is_some_and(|r| !r.is_empty()),
+        "a reason for people: {result}"
+    );
     let r = guest.get(id).await;
     assert_eq!(&r.json::<Value>().await.unwrap(), result, "GET agrees");
 
     for _ in 0..2 {
         let (s, p) = problem(guest.confirm_raw(id, correct_confirm.clone()).await).await;
-        assert_eq!((s, p["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some(code)), "a later correct confirm");
+        assert_eq!(
+            (s, p["code"].as_str()),
+            (StatusCode::UNPROCESSABLE_ENTITY, Some(code)),
+            "a later correct confirm"
+        );
     }
-    assert_eq!(guest.status(&[id]).await["results"][0], *result, "still rejected");
+    assert_eq!(
+        guest.status(&[id]).await["results"][0],
+        *result,
+        "still rejected"
+    );
     assert_eq!(guest.server.counts().await.1, 0, "no media record");
 }
 
@@ -54,23 +66,43 @@ async fn a_claim_that_differs_from_the_authorization_rejects_the_attempt() {
     let sha = sha256_hex(b"hello");
     let right = json!({"size": 5, "content_type": "image/png", "sha256": sha});
     let cases = [
-        ("size", json!({"size": 6, "content_type": "image/png", "sha256": sha}), "size_mismatch"),
-        ("type", json!({"size": 5, "content_type": "image/jpeg", "sha256": sha}), "type_mismatch"),
-        ("sha256", json!({"size": 5, "content_type": "image/png", "sha256": sha256_hex(b"jello")}), "checksum_mismatch"),
+        (
+            "size",
+            json!({"size": 6, "content_type": "image/png", "sha256": sha}),
+            "size_mismatch",
+        ),
+        (
+            "type",
+            json!({"size": 5, "content_type": "image/jpeg", "sha256": sha}),
+            "type_mismatch",
+        ),
+        (
+            "sha256",
+            json!({"size": 5, "content_type": "image/png", "sha256": sha256_hex(b"jello")}),
+            "checksum_mismatch",
+        ),
     ];
     for (what, claim, code) in cases {
         let (id, key) = authorize(&guest, 5, Some(&sha)).await;
         // The right object is stored: only the claim is wrong.
         store_directly(&server, &key, "image/png", b"hello").await;
         let (s, p) = problem(guest.confirm_raw(id, claim).await).await;
-        assert_eq!((s, p["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some(code)), "different {what}");
+        assert_eq!(
+            (s, p["code"].as_str()),
+            (StatusCode::UNPROCESSABLE_ENTITY, Some(code)),
+            "different {what}"
+        );
         assert_rejected_for_good(&guest, id, code, right.clone()).await;
     }
 
     // Control: the same steps with a right claim confirm. A claim that only
     // differs in case or parameters of the type is the same type, and a
     // claim without a checksum is checked against the stored object.
-    for claim in [right.clone(), json!({"size": 5, "content_type": "Image/PNG; q=1"}), json!({"size": 5, "content_type": "image/png"})] {
+    for claim in [
+        right.clone(),
+        json!({"size": 5, "content_type": "Image/PNG; q=1"}),
+        json!({"size": 5, "content_type": "image/png"}),
+    ] {
         let (id, key) = authorize(&guest, 5, Some(&sha)).await;
         store_directly(&server, &key, "image/png", b"hello").await;
         let r = guest.confirm_raw(id, claim.clone()).await;
@@ -84,9 +116,23 @@ async fn a_wrong_claim_rejects_even_before_the_object_is_stored() {
     let server = TestServer::start().await;
     let guest = server.guest().await;
     let (id, _) = authorize(&guest, 5, None).await;
-    let (s, p) = problem(guest.confirm_raw(id, json!({"size": 50, "content_type": "image/png"})).await).await;
-    assert_eq!((s, p["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("size_mismatch")));
-    assert_rejected_for_good(&guest, id, "size_mismatch", json!({"size": 5, "content_type": "image/png"})).await;
+    let (s, p) = problem(
+        guest
+            .confirm_raw(id, json!({"size": 50, "content_type": "image/png"}))
+            .await,
+    )
+    .await;
+    assert_eq!(
+        (s, p["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("size_mismatch"))
+    );
+    assert_rejected_for_good(
+        &guest,
+        id,
+        "size_mismatch",
+        json!({"size": 5, "content_type": "image/png"}),
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -103,8 +149,20 @@ async fn a_stored_object_that_contradicts_the_authorization_rejects_the_attempt(
         code: &'a str,
     }
     let cases = [
-        Case { what: "another content type", auth_sha: None, stored_type: "image/jpeg", stored: b"hello", code: "type_mismatch" },
-        Case { what: "another size", auth_sha: None, stored_type: "image/png", stored: b"hello!", code: "size_mismatch" },
+        Case {
+            what: "another content type",
+            auth_sha: None,
+            stored_type: "image/jpeg",
+            stored: b"hello",
+            code: "type_mismatch",
+        },
+        Case {
+            what: "another size",
+            auth_sha: None,
+            stored_type: "image/png",
+            stored: b"hello!",
+            code: "size_mismatch",
+        },
         Case {
             what: "other bytes under a sha256",
             auth_sha: Some(&sha),
@@ -120,23 +178,41 @@ async fn a_stored_object_that_contradicts_the_authorization_rejects_the_attempt(
             code: "type_mismatch",
         },
     ];
-    for Case { what, auth_sha, stored_type, stored, code } in cases {
+    for Case {
+        what,
+        auth_sha,
+        stored_type,
+        stored,
+        code,
+    } in cases
+    {
         let (id, key) = authorize(&guest, 5, auth_sha).await;
         store_directly(&server, &key, stored_type, stored).await;
-        assert_eq!(guest.status(&[id]).await["results"][0]["object_stored"], true, "{what}");
+        assert_eq!(
+            guest.status(&[id]).await["results"][0]["object_stored"],
+            true,
+            "{what}"
+        );
         // The claim matches the authorization exactly; only the object is off.
         let mut claim = json!({"size": 5, "content_type": "image/png"});
         if let Some(sha) = auth_sha {
             claim["sha256"] = json!(sha);
         }
         let (s, p) = problem(guest.confirm_raw(id, claim.clone()).await).await;
-        assert_eq!((s, p["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some(code)), "{what}: {p}");
+        assert_eq!(
+            (s, p["code"].as_str()),
+            (StatusCode::UNPROCESSABLE_ENTITY, Some(code)),
+            "{what}: {p}"
+        );
         assert_rejected_for_good(&guest, id, code, claim).await;
     }
 
     // A rejected attempt's object is garbage: the sweeper deletes it.
     server.sweep().await;
-    assert!(server.stored_keys().await.is_empty(), "rejected objects deleted");
+    assert!(
+        server.stored_keys().await.is_empty(),
+        "rejected objects deleted"
+    );
 }
 
 /// `checksum_mismatch`: "the SHA-256 differs from the authorization or the
@@ -149,7 +225,13 @@ async fn a_claimed_sha256_that_the_stored_object_does_not_have_is_rejected() {
     let guest = server.guest().await;
     let id = Uuid::new_v4();
     let a = guest.authorize(id, 5).await;
-    assert_eq!(server.put(a.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    assert_eq!(
+        server
+            .put(a.put().unwrap(), b"hello".to_vec())
+            .await
+            .status(),
+        StatusCode::OK
+    );
     if support::is_s3() {
         // Known limit of S3 storage: a bucket knows an object's SHA-256 only
         // when the PUT carried it, i.e. when the attempt was authorized with
@@ -157,7 +239,17 @@ async fn a_claimed_sha256_that_the_stored_object_does_not_have_is_rejected() {
         // can check size and type but not a checksum claimed only now
         // (docs/deploy.md). The browser client claims the checksum it
         // authorized, so this mismatch cannot arise from it.
-        assert!(server.state.objects.head(&a.object_key).await.unwrap().unwrap().sha256.is_none());
+        assert!(
+            server
+                .state
+                .objects
+                .head(&a.object_key)
+                .await
+                .unwrap()
+                .unwrap()
+                .sha256
+                .is_none()
+        );
         return;
     }
     let claim = json!({"size": 5, "content_type": "image/png", "sha256": sha256_hex(b"jello")});

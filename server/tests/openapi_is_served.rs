@@ -44,7 +44,13 @@ const METHODS: &[&str] = &["get", "put", "post", "delete", "patch"];
 async fn spec(server: &TestServer) -> Value {
     let r = server.call(Method::GET, "/openapi.json", None, None).await;
     assert_eq!(r.status(), StatusCode::OK);
-    let ct = r.headers().get("content-type").unwrap().to_str().unwrap().to_owned();
+    let ct = r
+        .headers()
+        .get("content-type")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
     assert!(ct.starts_with("application/json"), "{ct}");
     r.json().await.unwrap()
 }
@@ -71,7 +77,10 @@ fn instance(doc: &Value, schema: &Value) -> Value {
         return instance(doc, &doc["components"]["schemas"][name]);
     }
     for combinator in ["oneOf", "anyOf", "allOf"] {
-        if let Some(first) = schema[combinator].as_array().and_then(|s| s.iter().find(|s| s["type"] != "null")) {
+        if let Some(first) = schema[combinator]
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["type"] != "null"))
+        {
             return instance(doc, first);
         }
     }
@@ -79,7 +88,11 @@ fn instance(doc: &Value, schema: &Value) -> Value {
         return values[0].clone();
     }
     let ty = match &schema["type"] {
-        Value::Array(types) => types.iter().find(|t| *t != "null").cloned().unwrap_or(Value::Null),
+        Value::Array(types) => types
+            .iter()
+            .find(|t| *t != "null")
+            .cloned()
+            .unwrap_or(Value::Null),
         ty => ty.clone(),
     };
     match ty.as_str().unwrap_or("object") {
@@ -108,7 +121,10 @@ fn concrete(doc: &Value, guest: &Guest<'_>, path: &str, op: &Value) -> String {
         .replace("{slug}", guest.slug())
         .replace("{id}", &Uuid::new_v4().to_string())
         .replace("{key}", &format!("{}/0123abcd", guest.slug()));
-    assert!(!url.contains('{'), "a path parameter this test cannot fill: {path}");
+    assert!(
+        !url.contains('{'),
+        "a path parameter this test cannot fill: {path}"
+    );
     let query: Vec<String> = op["parameters"]
         .as_array()
         .into_iter()
@@ -116,7 +132,14 @@ fn concrete(doc: &Value, guest: &Guest<'_>, path: &str, op: &Value) -> String {
         .filter(|p| p["in"] == "query" && p["required"] == true)
         .map(|p| {
             let value = instance(doc, &p["schema"]);
-            format!("{}={}", p["name"].as_str().unwrap(), value.as_str().map(str::to_owned).unwrap_or(value.to_string()))
+            format!(
+                "{}={}",
+                p["name"].as_str().unwrap(),
+                value
+                    .as_str()
+                    .map(str::to_owned)
+                    .unwrap_or(value.to_string())
+            )
         })
         .collect();
     if !query.is_empty() {
@@ -126,9 +149,18 @@ fn concrete(doc: &Value, guest: &Guest<'_>, path: &str, op: &Value) -> String {
 }
 
 /// The operation called as the document describes it, without credentials.
-async fn call_without_credentials(server: &TestServer, doc: &Value, guest: &Guest<'_>, method: &str, path: &str, op: &Value) -> reqwest::Response {
+async fn call_without_credentials(
+    server: &TestServer,
+    doc: &Value,
+    guest: &Guest<'_>,
+    method: &str,
+    path: &str,
+    op: &Value,
+) -> reqwest::Response {
     let m = Method::from_bytes(method.to_ascii_uppercase().as_bytes()).unwrap();
-    let mut request = server.http.request(m, server.url(&concrete(doc, guest, path, op)));
+    let mut request = server
+        .http
+        .request(m, server.url(&concrete(doc, guest, path, op)));
     let body = &op["requestBody"]["content"]["application/json"]["schema"];
     if !body.is_null() {
         request = request.json(&instance(doc, body));
@@ -144,34 +176,62 @@ async fn the_description_is_openapi_3_1_with_the_wire_schemas_and_declared_secur
     assert!(version.starts_with("3.1."), "openapi {version:?}");
     assert!(doc["info"]["title"].is_string());
 
-    let schemas = doc["components"]["schemas"].as_object().expect("components.schemas");
+    let schemas = doc["components"]["schemas"]
+        .as_object()
+        .expect("components.schemas");
     for name in SCHEMAS {
-        assert!(schemas.contains_key(*name), "schema {name} missing; have {:?}", schemas.keys().collect::<Vec<_>>());
+        assert!(
+            schemas.contains_key(*name),
+            "schema {name} missing; have {:?}",
+            schemas.keys().collect::<Vec<_>>()
+        );
     }
     // The state-tagged status union names every state.
     let status = serde_json::to_string(&schemas["AttemptStatus"]).unwrap();
-    for state in ["authorized", "confirmed", "expired", "rejected", "not_found"] {
-        assert!(status.contains(&format!("\"{state}\"")), "AttemptStatus lacks {state}");
+    for state in [
+        "authorized",
+        "confirmed",
+        "expired",
+        "rejected",
+        "not_found",
+    ] {
+        assert!(
+            status.contains(&format!("\"{state}\"")),
+            "AttemptStatus lacks {state}"
+        );
     }
     let problem = &schemas["Problem"]["properties"];
     for field in ["type", "title", "status", "detail", "code", "retryable"] {
         assert!(problem.get(field).is_some(), "Problem lacks {field}");
     }
 
-    let declared: BTreeSet<&str> =
-        doc["components"]["securitySchemes"].as_object().expect("security schemes").keys().map(String::as_str).collect();
+    let declared: BTreeSet<&str> = doc["components"]["securitySchemes"]
+        .as_object()
+        .expect("security schemes")
+        .keys()
+        .map(String::as_str)
+        .collect();
     let mut used = BTreeSet::new();
     for (method, path, op) in operations(&doc) {
-        assert!(op["responses"].as_object().is_some_and(|r| !r.is_empty()), "{method} {path}: no responses");
+        assert!(
+            op["responses"].as_object().is_some_and(|r| !r.is_empty()),
+            "{method} {path}: no responses"
+        );
         for requirement in op["security"].as_array().into_iter().flatten() {
             for scheme in requirement.as_object().unwrap().keys() {
-                assert!(declared.contains(scheme.as_str()), "{method} {path} names the undeclared scheme {scheme}");
+                assert!(
+                    declared.contains(scheme.as_str()),
+                    "{method} {path} names the undeclared scheme {scheme}"
+                );
                 used.insert(scheme.clone());
             }
         }
     }
     for scheme in ["admin", "host", "session", "wall"] {
-        assert!(used.contains(scheme), "no operation uses the {scheme} scheme");
+        assert!(
+            used.contains(scheme),
+            "no operation uses the {scheme} scheme"
+        );
     }
 }
 
@@ -195,7 +255,9 @@ async fn every_documented_operation_is_served() {
         let status = r.status();
         let body = r.text().await.unwrap();
         assert!(
-            !body.contains("route_not_found") && !body.contains("method_not_allowed") && status != StatusCode::METHOD_NOT_ALLOWED,
+            !body.contains("route_not_found")
+                && !body.contains("method_not_allowed")
+                && status != StatusCode::METHOD_NOT_ALLOWED,
             "{method} {path} is documented but not served: {status} {body}"
         );
     }
@@ -210,20 +272,46 @@ async fn each_documented_path_allows_exactly_its_documented_methods() {
     let guest = server.guest().await;
     let doc = spec(&server).await;
     for (path, item) in doc["paths"].as_object().unwrap() {
-        let documented: BTreeSet<String> =
-            item.as_object().unwrap().keys().filter(|m| METHODS.contains(&m.as_str())).map(|m| m.to_ascii_uppercase()).collect();
-        let (_, _, op) = operations(&doc).into_iter().find(|(_, p, _)| p == path).unwrap();
-        let other = ["DELETE", "PATCH"].into_iter().find(|m| !documented.contains(*m)).unwrap();
+        let documented: BTreeSet<String> = item
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|m| METHODS.contains(&m.as_str()))
+            .map(|m| m.to_ascii_uppercase())
+            .collect();
+        let (_, _, op) = operations(&doc)
+            .into_iter()
+            .find(|(_, p, _)| p == path)
+            .unwrap();
+        let other = ["DELETE", "PATCH"]
+            .into_iter()
+            .find(|m| !documented.contains(*m))
+            .unwrap();
         let r = server
             .http
-            .request(Method::from_bytes(other.as_bytes()).unwrap(), server.url(&concrete(&doc, &guest, path, &op)))
+            .request(
+                Method::from_bytes(other.as_bytes()).unwrap(),
+                server.url(&concrete(&doc, &guest, path, &op)),
+            )
             .send()
             .await
             .unwrap();
         assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED, "{other} {path}");
-        let allow = r.headers().get("allow").unwrap_or_else(|| panic!("{other} {path}: a 405 without Allow")).to_str().unwrap();
-        let allowed: BTreeSet<String> = allow.split(',').map(|m| m.trim().to_owned()).filter(|m| m != "HEAD").collect();
-        assert_eq!(allowed, documented, "{path}: routed methods (Allow: {allow}) and documented methods differ");
+        let allow = r
+            .headers()
+            .get("allow")
+            .unwrap_or_else(|| panic!("{other} {path}: a 405 without Allow"))
+            .to_str()
+            .unwrap();
+        let allowed: BTreeSet<String> = allow
+            .split(',')
+            .map(|m| m.trim().to_owned())
+            .filter(|m| m != "HEAD")
+            .collect();
+        assert_eq!(
+            allowed, documented,
+            "{path}: routed methods (Allow: {allow}) and documented methods differ"
+        );
     }
 }
 
@@ -236,16 +324,31 @@ async fn an_operation_asks_for_credentials_exactly_when_its_documentation_says_s
     let doc = spec(&server).await;
     let mut secured = 0;
     for (method, path, op) in operations(&doc) {
-        let declares_scheme = op["security"].as_array().into_iter().flatten().any(|r| !r.as_object().unwrap().is_empty());
+        let declares_scheme = op["security"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|r| !r.as_object().unwrap().is_empty());
         let r = call_without_credentials(&server, &doc, &guest, &method, &path, &op).await;
         let status = r.status();
         let body = r.text().await.unwrap();
         if declares_scheme {
             secured += 1;
-            assert_eq!(status, StatusCode::UNAUTHORIZED, "{method} {path} documents a security scheme but answered {body}");
+            assert_eq!(
+                status,
+                StatusCode::UNAUTHORIZED,
+                "{method} {path} documents a security scheme but answered {body}"
+            );
         } else {
-            assert_ne!(status, StatusCode::UNAUTHORIZED, "{method} {path} asks for credentials but documents no security scheme: {body}");
+            assert_ne!(
+                status,
+                StatusCode::UNAUTHORIZED,
+                "{method} {path} asks for credentials but documents no security scheme: {body}"
+            );
         }
     }
-    assert!(secured >= 8, "most of the API is secured: {secured} operations");
+    assert!(
+        secured >= 8,
+        "most of the API is secured: {secured} operations"
+    );
 }

@@ -9,9 +9,9 @@
 
 mod backends;
 mod engines;
-mod setup;
 mod run;
 mod server;
+mod setup;
 
 use std::process::ExitCode;
 
@@ -36,7 +36,9 @@ fn main() -> ExitCode {
         Some("test") => run::test(&args[1..]),
         Some("bench") => run::bench(&args[1..]),
         Some("soak") => run::soak(&args[1..]),
-        Some("setup") => setup::ensure_all(true).and_then(|()| engines::ensure_engines("setup").map(drop)),
+        Some("setup") => {
+            setup::ensure_all(true).and_then(|()| engines::ensure_engines("setup").map(drop))
+        }
         _ => return usage(),
     };
     match result {

@@ -53,7 +53,11 @@ struct Args {
 async fn json_ok(r: reqwest::Response) -> Result<Value> {
     let status = r.status();
     let body: Value = r.json().await.map_err(|e| e.to_string())?;
-    if status.is_success() { Ok(body) } else { Err(format!("{status}: {body}")) }
+    if status.is_success() {
+        Ok(body)
+    } else {
+        Err(format!("{status}: {body}"))
+    }
 }
 
 struct Event {
@@ -73,12 +77,20 @@ async fn create_event(http: &Client, a: &Args) -> Result<Event> {
             .map_err(|e| e.to_string())?,
     )
     .await?;
-    Ok(Event { slug, code: v["guest_code"].as_str().unwrap_or_default().into(), host: v["host_token"].as_str().unwrap_or_default().into() })
+    Ok(Event {
+        slug,
+        code: v["guest_code"].as_str().unwrap_or_default().into(),
+        host: v["host_token"].as_str().unwrap_or_default().into(),
+    })
 }
 
 async fn join(http: &Client, a: &Args, e: &Event) -> Result<String> {
     let v = json_ok(
-        http.post(format!("{}/v1/events/{}/sessions", a.base, e.slug)).json(&json!({"guest_code": e.code})).send().await.map_err(|e| e.to_string())?,
+        http.post(format!("{}/v1/events/{}/sessions", a.base, e.slug))
+            .json(&json!({"guest_code": e.code}))
+            .send()
+            .await
+            .map_err(|e| e.to_string())?,
     )
     .await?;
     Ok(v["session_token"].as_str().unwrap_or_default().into())
@@ -98,7 +110,9 @@ async fn prepared_attempt(http: &Client, a: &Args, e: &Event, session: &str) -> 
     )
     .await?;
     let upload = &v["upload"];
-    let mut put = http.put(upload["url"].as_str().ok_or("no upload url")?).body(body);
+    let mut put = http
+        .put(upload["url"].as_str().ok_or("no upload url")?)
+        .body(body);
     for (k, val) in upload["headers"].as_object().ok_or("no headers")? {
         put = put.header(k, val.as_str().unwrap_or_default());
     }
@@ -143,7 +157,11 @@ fn summary(mut ms: Vec<f64>, elapsed: Duration) -> Value {
 }
 
 async fn run(a: Arc<Args>) -> Result<Value> {
-    let http = Client::builder().pool_max_idle_per_host(2048).timeout(Duration::from_secs(120)).build().map_err(|e| e.to_string())?;
+    let http = Client::builder()
+        .pool_max_idle_per_host(2048)
+        .timeout(Duration::from_secs(120))
+        .build()
+        .map_err(|e| e.to_string())?;
     let event = Arc::new(create_event(&http, &a).await?);
 
     // Sessions, and the attempts to confirm, prepared beforehand.
@@ -166,22 +184,23 @@ async fn run(a: Arc<Args>) -> Result<Value> {
 
     // 1. Confirm throughput.
     let started = Instant::now();
-    let latencies: Vec<Vec<f64>> = futures_util::future::try_join_all(prepared.iter().zip(&sessions).map(|(ids, s)| {
-        let (http, a, s, ids) = (http.clone(), a.clone(), s.clone(), ids.clone());
-        async move {
-            let mut out = Vec::new();
-            for id in ids {
-                let t = Instant::now();
-                let (status, _) = confirm(&http, &a, &s, id).await?;
-                if status != 200 {
-                    return Err(format!("confirm answered {status}"));
+    let latencies: Vec<Vec<f64>> =
+        futures_util::future::try_join_all(prepared.iter().zip(&sessions).map(|(ids, s)| {
+            let (http, a, s, ids) = (http.clone(), a.clone(), s.clone(), ids.clone());
+            async move {
+                let mut out = Vec::new();
+                for id in ids {
+                    let t = Instant::now();
+                    let (status, _) = confirm(&http, &a, &s, id).await?;
+                    if status != 200 {
+                        return Err(format!("confirm answered {status}"));
+                    }
+                    out.push(t.elapsed().as_secs_f64() * 1000.0);
                 }
-                out.push(t.elapsed().as_secs_f64() * 1000.0);
+                Ok::<_, String>(out)
             }
-            Ok::<_, String>(out)
-        }
-    }))
-    .await?;
+        }))
+        .await?;
     let confirm_summary = summary(latencies.concat(), started.elapsed());
 
     // Baseline: the same clients on a trivial endpoint.
@@ -194,7 +213,11 @@ async fn run(a: Arc<Args>) -> Result<Value> {
             let mut out = Vec::new();
             while done.fetch_add(1, Ordering::Relaxed) < total {
                 let t = Instant::now();
-                let r = http.get(format!("{}/healthz", a.base)).send().await.map_err(|e| e.to_string())?;
+                let r = http
+                    .get(format!("{}/healthz", a.base))
+                    .send()
+                    .await
+                    .map_err(|e| e.to_string())?;
                 let _ = r.bytes().await;
                 out.push(t.elapsed().as_secs_f64() * 1000.0);
             }
@@ -211,15 +234,21 @@ async fn run(a: Arc<Args>) -> Result<Value> {
         storm_ids.push(prepared_attempt(&http, &a, &event, &storm_session).await?);
     }
     let started = Instant::now();
-    let answers: Vec<(Uuid, u16, String, f64)> = futures_util::future::try_join_all((0..a.storm_requests).map(|i| {
-        let (http, a, s, id) = (http.clone(), a.clone(), storm_session.clone(), storm_ids[i % storm_ids.len()]);
-        async move {
-            let t = Instant::now();
-            let (status, media) = confirm(&http, &a, &s, id).await?;
-            Ok::<_, String>((id, status, media, t.elapsed().as_secs_f64() * 1000.0))
-        }
-    }))
-    .await?;
+    let answers: Vec<(Uuid, u16, String, f64)> =
+        futures_util::future::try_join_all((0..a.storm_requests).map(|i| {
+            let (http, a, s, id) = (
+                http.clone(),
+                a.clone(),
+                storm_session.clone(),
+                storm_ids[i % storm_ids.len()],
+            );
+            async move {
+                let t = Instant::now();
+                let (status, media) = confirm(&http, &a, &s, id).await?;
+                Ok::<_, String>((id, status, media, t.elapsed().as_secs_f64() * 1000.0))
+            }
+        }))
+        .await?;
     let storm_elapsed = started.elapsed();
     let mut per_attempt: BTreeMap<Uuid, BTreeSet<String>> = BTreeMap::new();
     let mut failures = 0;
@@ -231,12 +260,22 @@ async fn run(a: Arc<Args>) -> Result<Value> {
         }
     }
     let list = json_ok(
-        http.get(format!("{}/v1/events/{}/media", a.base, event.slug)).bearer_auth(&event.host).send().await.map_err(|e| e.to_string())?,
+        http.get(format!("{}/v1/events/{}/media", a.base, event.slug))
+            .bearer_auth(&event.host)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?,
     )
     .await?;
     let storm_set: BTreeSet<String> = storm_ids.iter().map(|u| u.to_string()).collect();
     let media_rows = list["media"].as_array().map_or(0, |m| {
-        m.iter().filter(|x| x["attempt_id"].as_str().is_some_and(|id| storm_set.contains(id))).count()
+        m.iter()
+            .filter(|x| {
+                x["attempt_id"]
+                    .as_str()
+                    .is_some_and(|id| storm_set.contains(id))
+            })
+            .count()
     });
     let distinct: usize = per_attempt.values().map(BTreeSet::len).sum();
     let storm_latency = summary(answers.iter().map(|x| x.3).collect(), storm_elapsed);
@@ -270,8 +309,13 @@ async fn main() -> std::process::ExitCode {
                 return std::process::ExitCode::FAILURE;
             }
             let storm = &result["storm"];
-            if storm["media_rows"] != storm["attempts"] || storm["distinct_media_ids"] != storm["attempts"] || storm["failures"] != 0 {
-                eprintln!("loadgen: the duplicate storm did not come out as exactly one media row per attempt");
+            if storm["media_rows"] != storm["attempts"]
+                || storm["distinct_media_ids"] != storm["attempts"]
+                || storm["failures"] != 0
+            {
+                eprintln!(
+                    "loadgen: the duplicate storm did not come out as exactly one media row per attempt"
+                );
                 return std::process::ExitCode::FAILURE;
             }
             std::process::ExitCode::SUCCESS

@@ -16,6 +16,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write as _;
 
+use upload_once_core::Entropy;
 use upload_once_core::attempt::{AttemptRecord, Confirmation, FileInfo};
 use upload_once_core::error::{Error, ErrorCode};
 use upload_once_core::page::{AddPlan, Added, Effect, Input, Page, PageConfig, Session, Ticket};
@@ -24,11 +25,10 @@ use upload_once_core::retry::{Failure, RetryPolicy};
 use upload_once_core::scheduler::{Command, Outcome, Scheduler};
 use upload_once_core::time::{UnixMillis, format_rfc3339};
 use upload_once_core::wire::{
-    AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, EventInfo, MAX_STATUS_IDS, Media,
-    MediaSummary, Moderation, ModerationPolicy, MultipartPlan, PartsRequest, PartsResponse, Rejection, SignedPart,
-    StatusResponse, StoredPart, Upload, UploadInstruction,
+    AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, EventInfo,
+    MAX_STATUS_IDS, Media, MediaSummary, Moderation, ModerationPolicy, MultipartPlan, PartsRequest,
+    PartsResponse, Rejection, SignedPart, StatusResponse, StoredPart, Upload, UploadInstruction,
 };
-use upload_once_core::Entropy;
 use uuid::Uuid;
 
 /// The event every simulated guest uploads to.
@@ -53,7 +53,9 @@ pub struct TestRng {
 
 impl TestRng {
     pub fn new(seed: u64) -> Self {
-        TestRng { state: seed ^ 0x5DEE_CE66_D1CE_4E5B }
+        TestRng {
+            state: seed ^ 0x5DEE_CE66_D1CE_4E5B,
+        }
     }
 
     pub fn next_u64(&mut self) -> u64 {
@@ -190,7 +192,10 @@ pub struct FakeServer {
 
 impl FakeServer {
     pub fn new(config: ServerConfig) -> Self {
-        FakeServer { config, ..Default::default() }
+        FakeServer {
+            config,
+            ..Default::default()
+        }
     }
 
     fn clock(&self, now: UnixMillis) -> UnixMillis {
@@ -224,7 +229,10 @@ impl FakeServer {
     }
 
     fn media_row(&self, id: Uuid) -> &Media {
-        self.media.iter().find(|m| m.id == id).expect("media row exists")
+        self.media
+            .iter()
+            .find(|m| m.id == id)
+            .expect("media row exists")
     }
 
     fn response(&self, id: Uuid, now: UnixMillis) -> AttemptResponse {
@@ -244,7 +252,11 @@ impl FakeServer {
     }
 
     /// `POST /v1/events/{slug}/attempts`: create-or-return by id.
-    pub fn authorize(&mut self, request: &AuthorizeRequest, now: UnixMillis) -> Result<AttemptResponse, Failure> {
+    pub fn authorize(
+        &mut self,
+        request: &AuthorizeRequest,
+        now: UnixMillis,
+    ) -> Result<AttemptResponse, Failure> {
         self.applied.push(ReqKind::Authorize);
         self.sweep(now);
         if request.size == 0 {
@@ -252,7 +264,11 @@ impl FakeServer {
         }
         if let Some(existing) = self.attempts.get(&request.id) {
             if existing.request != *request {
-                return Err(problem(422, ErrorCode::IdReused, "the attempt id was used with other parameters"));
+                return Err(problem(
+                    422,
+                    ErrorCode::IdReused,
+                    "the attempt id was used with other parameters",
+                ));
             }
             return Ok(self.response(request.id, now));
         }
@@ -281,17 +297,44 @@ impl FakeServer {
 
     /// `POST /v1/attempts/{id}/parts`: signed part URLs, each bound to its
     /// number, exact length and (when given) SHA-256.
-    pub fn sign_parts(&mut self, id: Uuid, request: &PartsRequest, now: UnixMillis) -> Result<PartsResponse, Failure> {
+    pub fn sign_parts(
+        &mut self,
+        id: Uuid,
+        request: &PartsRequest,
+        now: UnixMillis,
+    ) -> Result<PartsResponse, Failure> {
         self.applied.push(ReqKind::SignParts);
         self.sweep(now);
-        let Some(a) = self.attempts.get(&id) else { return Err(problem(404, ErrorCode::NotFound, "no such attempt")) };
+        let Some(a) = self.attempts.get(&id) else {
+            return Err(problem(404, ErrorCode::NotFound, "no such attempt"));
+        };
         match a.state {
             AttemptState::Authorized => {}
-            AttemptState::Confirmed => return Err(problem(409, ErrorCode::AlreadyConfirmed, "already confirmed")),
-            AttemptState::Expired => return Err(problem(410, ErrorCode::Expired, "the attempt expired")),
-            AttemptState::Rejected => return Err(problem(422, ErrorCode::SizeMismatch, "the attempt was rejected")),
+            AttemptState::Confirmed => {
+                return Err(problem(
+                    409,
+                    ErrorCode::AlreadyConfirmed,
+                    "already confirmed",
+                ));
+            }
+            AttemptState::Expired => {
+                return Err(problem(410, ErrorCode::Expired, "the attempt expired"));
+            }
+            AttemptState::Rejected => {
+                return Err(problem(
+                    422,
+                    ErrorCode::SizeMismatch,
+                    "the attempt was rejected",
+                ));
+            }
         }
-        let Some(plan) = &a.plan else { return Err(problem(409, ErrorCode::NotMultipart, "this attempt goes up in one PUT")) };
+        let Some(plan) = &a.plan else {
+            return Err(problem(
+                409,
+                ErrorCode::NotMultipart,
+                "this attempt goes up in one PUT",
+            ));
+        };
         let expires = self.clock(now) + self.config.url_ttl_ms;
         let mut parts = Vec::new();
         for p in &request.parts {
@@ -299,10 +342,18 @@ impl FakeServer {
                 return Err(problem(422, ErrorCode::InvalidPart, "no such part"));
             }
             let sha = p.sha256.clone().unwrap_or_default();
-            let url = format!("https://storage.test/{}/part/{}?exp={expires}&sha={sha}&sig=ok", a.object_key, p.number);
+            let url = format!(
+                "https://storage.test/{}/part/{}?exp={expires}&sha={sha}&sig=ok",
+                a.object_key, p.number
+            );
             parts.push(SignedPart {
                 number: p.number,
-                upload: UploadInstruction { method: "PUT".into(), url, headers: BTreeMap::new(), expires_at: format_rfc3339(expires) },
+                upload: UploadInstruction {
+                    method: "PUT".into(),
+                    url,
+                    headers: BTreeMap::new(),
+                    expires_at: format_rfc3339(expires),
+                },
             });
         }
         Ok(PartsResponse { parts })
@@ -310,35 +361,74 @@ impl FakeServer {
 
     /// The PUT of a part to a URL signed by `sign_parts`; `sha256` is the
     /// SHA-256 of the bytes really sent.
-    pub fn put_part(&mut self, instruction: &UploadInstruction, size: u64, sha256: &str, now: UnixMillis) -> Result<(), Failure> {
+    pub fn put_part(
+        &mut self,
+        instruction: &UploadInstruction,
+        size: u64,
+        sha256: &str,
+        now: UnixMillis,
+    ) -> Result<(), Failure> {
         self.applied.push(ReqKind::UploadPart);
         self.sweep(now);
-        let rest = instruction.url.strip_prefix("https://storage.test/").expect("a URL this server signed");
+        let rest = instruction
+            .url
+            .strip_prefix("https://storage.test/")
+            .expect("a URL this server signed");
         let (key, query) = rest.split_once("/part/").expect("a part URL");
         let (number, query) = query.split_once("?exp=").expect("a part URL");
         let number: u32 = number.parse().expect("a part number");
         let (expires, query) = query.split_once("&sha=").expect("a part URL");
         let (signed_sha, _) = query.split_once('&').expect("a part URL");
         if self.clock(now) >= expires.parse::<i64>().expect("an expiry") {
-            return Err(problem(403, ErrorCode::UrlExpired, "the signed URL has expired"));
+            return Err(problem(
+                403,
+                ErrorCode::UrlExpired,
+                "the signed URL has expired",
+            ));
         }
         let id = self.keys[key];
         let attempt = self.attempts.get_mut(&id).expect("known key");
         match attempt.state {
             AttemptState::Authorized => {}
-            AttemptState::Confirmed => return Err(problem(409, ErrorCode::AlreadyConfirmed, "already confirmed")),
-            AttemptState::Expired | AttemptState::Rejected => return Err(problem(410, ErrorCode::Expired, "the attempt ended")),
+            AttemptState::Confirmed => {
+                return Err(problem(
+                    409,
+                    ErrorCode::AlreadyConfirmed,
+                    "already confirmed",
+                ));
+            }
+            AttemptState::Expired | AttemptState::Rejected => {
+                return Err(problem(410, ErrorCode::Expired, "the attempt ended"));
+            }
         }
         let plan = attempt.plan.clone().expect("a multipart attempt");
         let (start, end) = plan.range(number, attempt.request.size);
         if size != end - start {
-            return Err(problem(400, ErrorCode::LengthMismatch, "the part's length differs from the signed one"));
+            return Err(problem(
+                400,
+                ErrorCode::LengthMismatch,
+                "the part's length differs from the signed one",
+            ));
         }
         if !signed_sha.is_empty() && signed_sha != sha256 {
-            return Err(problem(422, ErrorCode::ChecksumMismatch, "the part's bytes do not have the signed SHA-256"));
+            return Err(problem(
+                422,
+                ErrorCode::ChecksumMismatch,
+                "the part's bytes do not have the signed SHA-256",
+            ));
         }
-        attempt.parts.insert(number, StoredPart { number, size, sha256: Some(sha256.to_owned()) });
-        *self.parts_stored.entry((key.to_owned(), number)).or_default() += 1;
+        attempt.parts.insert(
+            number,
+            StoredPart {
+                number,
+                size,
+                sha256: Some(sha256.to_owned()),
+            },
+        );
+        *self
+            .parts_stored
+            .entry((key.to_owned(), number))
+            .or_default() += 1;
         Ok(())
     }
 
@@ -356,7 +446,11 @@ impl FakeServer {
         self.sweep(now);
         *self.put_requests.entry(object_key.to_owned()).or_default() += 1;
         if self.clock(now) >= url_expires_at {
-            return Err(problem(403, ErrorCode::UrlExpired, "the signed URL has expired"));
+            return Err(problem(
+                403,
+                ErrorCode::UrlExpired,
+                "the signed URL has expired",
+            ));
         }
         let Some(id) = self.keys.get(object_key).copied() else {
             return Err(problem(403, ErrorCode::BadSignature, "unknown object key"));
@@ -364,19 +458,49 @@ impl FakeServer {
         let attempt = &self.attempts[&id];
         match attempt.state {
             AttemptState::Confirmed => {
-                return Err(problem(409, ErrorCode::AlreadyConfirmed, "the attempt is already confirmed"));
+                return Err(problem(
+                    409,
+                    ErrorCode::AlreadyConfirmed,
+                    "the attempt is already confirmed",
+                ));
             }
-            AttemptState::Expired => return Err(problem(403, ErrorCode::UrlExpired, "the attempt has expired")),
-            AttemptState::Rejected => return Err(problem(403, ErrorCode::Forbidden, "the attempt was rejected")),
+            AttemptState::Expired => {
+                return Err(problem(
+                    403,
+                    ErrorCode::UrlExpired,
+                    "the attempt has expired",
+                ));
+            }
+            AttemptState::Rejected => {
+                return Err(problem(
+                    403,
+                    ErrorCode::Forbidden,
+                    "the attempt was rejected",
+                ));
+            }
             AttemptState::Authorized => {}
         }
         if size != attempt.request.size {
-            return Err(problem(400, ErrorCode::LengthMismatch, "length differs from the signed length"));
+            return Err(problem(
+                400,
+                ErrorCode::LengthMismatch,
+                "length differs from the signed length",
+            ));
         }
         if content_type != attempt.request.content_type {
-            return Err(problem(400, ErrorCode::ContentTypeMismatch, "content type differs from the signed one"));
+            return Err(problem(
+                400,
+                ErrorCode::ContentTypeMismatch,
+                "content type differs from the signed one",
+            ));
         }
-        self.objects.insert(object_key.to_owned(), StoredObject { size, content_type: content_type.to_owned() });
+        self.objects.insert(
+            object_key.to_owned(),
+            StoredObject {
+                size,
+                content_type: content_type.to_owned(),
+            },
+        );
         *self.puts_stored.entry(object_key.to_owned()).or_default() += 1;
         Ok(())
     }
@@ -389,20 +513,33 @@ impl FakeServer {
         now: UnixMillis,
     ) -> Result<(), Failure> {
         let (key, expires) = parse_signed_url(&instruction.url).expect("a URL this server signed");
-        let content_type = instruction.headers.get("content-type").cloned().unwrap_or_default();
+        let content_type = instruction
+            .headers
+            .get("content-type")
+            .cloned()
+            .unwrap_or_default();
         self.put(&key, size, &content_type, expires, now)
     }
 
     /// `POST /v1/attempts/{id}/confirm`: create-or-return the one media row.
-    pub fn confirm(&mut self, id: Uuid, request: &ConfirmRequest, now: UnixMillis) -> Result<Media, Failure> {
+    pub fn confirm(
+        &mut self,
+        id: Uuid,
+        request: &ConfirmRequest,
+        now: UnixMillis,
+    ) -> Result<Media, Failure> {
         self.applied.push(ReqKind::Confirm);
         self.sweep(now);
         let Some(attempt) = self.attempts.get(&id) else {
             return Err(problem(404, ErrorCode::NotFound, "no such attempt"));
         };
         match attempt.state {
-            AttemptState::Confirmed => return Ok(self.media_row(attempt.media_id.expect("confirmed")).clone()),
-            AttemptState::Expired => return Err(problem(410, ErrorCode::Expired, "the attempt expired")),
+            AttemptState::Confirmed => {
+                return Ok(self.media_row(attempt.media_id.expect("confirmed")).clone());
+            }
+            AttemptState::Expired => {
+                return Err(problem(410, ErrorCode::Expired, "the attempt expired"));
+            }
             AttemptState::Rejected => {
                 let r = attempt.rejection.clone().expect("rejected");
                 let code = ErrorCode::parse(&r.code).unwrap_or(ErrorCode::SizeMismatch);
@@ -414,36 +551,60 @@ impl FakeServer {
             // Complete from the store's own part list.
             let complete = (1..=plan.part_count).all(|n| attempt.parts.contains_key(&n));
             if !complete {
-                return Err(problem(409, ErrorCode::ObjectMissing, "not every part is stored yet"));
+                return Err(problem(
+                    409,
+                    ErrorCode::ObjectMissing,
+                    "not every part is stored yet",
+                ));
             }
             let size = attempt.parts.values().map(|p| p.size).sum();
             let key = attempt.object_key.clone();
             let content_type = attempt.request.content_type.clone();
             self.attempts.get_mut(&id).expect("present").parts.clear();
-            self.objects.insert(key, StoredObject { size, content_type });
+            self.objects
+                .insert(key, StoredObject { size, content_type });
         }
         let attempt = &self.attempts[&id];
         let Some(object) = self.objects.get(&attempt.object_key).cloned() else {
-            return Err(problem(409, ErrorCode::ObjectMissing, "the object is not stored yet"));
+            return Err(problem(
+                409,
+                ErrorCode::ObjectMissing,
+                "the object is not stored yet",
+            ));
         };
-        let mismatch = if request.size != attempt.request.size || object.size != attempt.request.size {
-            Some((ErrorCode::SizeMismatch, "the size differs from the authorization or the stored object"))
-        } else if request.content_type != attempt.request.content_type
-            || object.content_type != attempt.request.content_type
-        {
-            Some((ErrorCode::TypeMismatch, "the content type differs from the authorization or the stored object"))
-        } else if request.sha256 != attempt.request.sha256 {
-            Some((ErrorCode::ChecksumMismatch, "the checksum differs from the authorization"))
-        } else {
-            None
-        };
+        let mismatch =
+            if request.size != attempt.request.size || object.size != attempt.request.size {
+                Some((
+                    ErrorCode::SizeMismatch,
+                    "the size differs from the authorization or the stored object",
+                ))
+            } else if request.content_type != attempt.request.content_type
+                || object.content_type != attempt.request.content_type
+            {
+                Some((
+                    ErrorCode::TypeMismatch,
+                    "the content type differs from the authorization or the stored object",
+                ))
+            } else if request.sha256 != attempt.request.sha256 {
+                Some((
+                    ErrorCode::ChecksumMismatch,
+                    "the checksum differs from the authorization",
+                ))
+            } else {
+                None
+            };
         if let Some((code, reason)) = mismatch {
             let a = self.attempts.get_mut(&id).expect("present");
             a.state = AttemptState::Rejected;
-            a.rejection = Some(Rejection { code: code.as_str().to_owned(), reason: reason.to_owned() });
+            a.rejection = Some(Rejection {
+                code: code.as_str().to_owned(),
+                reason: reason.to_owned(),
+            });
             return Err(problem(422, code, reason));
         }
-        let media_id = Uuid::from_u128(0xFEED_0000_0000_0000_0000_0000_0000_0000 | (self.media.len() as u128 + 1));
+        let media_id = Uuid::from_u128(
+            0xFEED_0000_0000_0000_0000_0000_0000_0000 | (self.media.len() as u128 + 1),
+        );
         let a = self.attempts.get_mut(&id).expect("present");
         let media = Media {
             id: media_id,
@@ -475,16 +636,26 @@ impl FakeServer {
         };
         match attempt.state {
             AttemptState::Authorized => Ok(self.response(id, now)),
-            AttemptState::Confirmed => Err(problem(409, ErrorCode::AlreadyConfirmed, "already confirmed")),
+            AttemptState::Confirmed => Err(problem(
+                409,
+                ErrorCode::AlreadyConfirmed,
+                "already confirmed",
+            )),
             AttemptState::Expired => Err(problem(410, ErrorCode::Expired, "the attempt expired")),
-            AttemptState::Rejected => Err(problem(422, ErrorCode::SizeMismatch, "the attempt was rejected")),
+            AttemptState::Rejected => Err(problem(
+                422,
+                ErrorCode::SizeMismatch,
+                "the attempt was rejected",
+            )),
         }
     }
 
     /// One attempt's status.
     pub fn status_of(&mut self, id: Uuid, now: UnixMillis) -> AttemptStatus {
         self.sweep(now);
-        let Some(a) = self.attempts.get(&id) else { return AttemptStatus::NotFound { id } };
+        let Some(a) = self.attempts.get(&id) else {
+            return AttemptStatus::NotFound { id };
+        };
         match a.state {
             AttemptState::Authorized => AttemptStatus::Authorized {
                 id,
@@ -499,7 +670,11 @@ impl FakeServer {
             AttemptState::Expired => AttemptStatus::Expired { id },
             AttemptState::Rejected => {
                 let r = a.rejection.clone().expect("rejected");
-                AttemptStatus::Rejected { id, code: r.code, reason: r.reason }
+                AttemptStatus::Rejected {
+                    id,
+                    code: r.code,
+                    reason: r.reason,
+                }
             }
         }
     }
@@ -510,7 +685,9 @@ impl FakeServer {
         if ids.len() > MAX_STATUS_IDS {
             return Err(problem(422, ErrorCode::TooManyIds, "at most 500 ids"));
         }
-        Ok(StatusResponse { results: ids.iter().map(|id| self.status_of(*id, now)).collect() })
+        Ok(StatusResponse {
+            results: ids.iter().map(|id| self.status_of(*id, now)).collect(),
+        })
     }
 
     // ----- test helpers ----------------------------------------------------
@@ -528,7 +705,11 @@ impl FakeServer {
 
     /// Attempts authorized for the file `name`.
     pub fn attempts_for_file(&self, name: &str) -> Vec<(Uuid, &ServerAttempt)> {
-        self.attempts.iter().filter(|(_, a)| a.request.filename == name).map(|(id, a)| (*id, a)).collect()
+        self.attempts
+            .iter()
+            .filter(|(_, a)| a.request.filename == name)
+            .map(|(id, a)| (*id, a))
+            .collect()
     }
 
     /// PUTs that stored the object under `key`.
@@ -556,12 +737,22 @@ impl FakeServer {
 
     /// Puts an object in storage behind the protocol's back.
     pub fn plant_object(&mut self, key: &str, size: u64, content_type: &str) {
-        self.objects.insert(key.to_owned(), StoredObject { size, content_type: content_type.to_owned() });
+        self.objects.insert(
+            key.to_owned(),
+            StoredObject {
+                size,
+                content_type: content_type.to_owned(),
+            },
+        );
     }
 
     /// The host moderates a media record.
     pub fn moderate(&mut self, media_id: Uuid, moderation: Moderation, reason: Option<&str>) {
-        let m = self.media.iter_mut().find(|m| m.id == media_id).expect("media exists");
+        let m = self
+            .media
+            .iter_mut()
+            .find(|m| m.id == media_id)
+            .expect("media exists");
         m.moderation = moderation;
         m.moderation_reason = reason.map(str::to_owned);
     }
@@ -678,7 +869,13 @@ pub struct FaultLayer {
 
 impl FaultLayer {
     pub fn new(seed: u64) -> Self {
-        FaultLayer { enabled: true, script: VecDeque::new(), random: None, rng: TestRng::new(seed), injected: Vec::new() }
+        FaultLayer {
+            enabled: true,
+            script: VecDeque::new(),
+            random: None,
+            rng: TestRng::new(seed),
+            injected: Vec::new(),
+        }
     }
 
     /// The next request of `kind` fails with `fault`.
@@ -715,15 +912,23 @@ impl FaultLayer {
             index += 1;
         }
         let retry_after = |rng: &mut TestRng, max: u64| {
-            if max > 0 && rng.chance(0.5) { Some(rng.below(max + 1)) } else { None }
+            if max > 0 && rng.chance(0.5) {
+                Some(rng.below(max + 1))
+            } else {
+                None
+            }
         };
         let max = random.max_retry_after_ms;
         let fault = match index {
             0 => Fault::DropBefore,
             1 => Fault::DropAfter,
-            2 => Fault::Unavailable { retry_after_ms: retry_after(&mut self.rng, max) },
+            2 => Fault::Unavailable {
+                retry_after_ms: retry_after(&mut self.rng, max),
+            },
             3 => Fault::UnavailableAfterCommit,
-            _ => Fault::RateLimited { retry_after_ms: retry_after(&mut self.rng, max) },
+            _ => Fault::RateLimited {
+                retry_after_ms: retry_after(&mut self.rng, max),
+            },
         };
         self.injected.push((kind, fault));
         Some(fault)
@@ -818,7 +1023,11 @@ impl Default for SimConfig {
 /// renewed first after a check is the client's choice; what matters is the
 /// rest of the sequence (and that renews stay few, see [`renews`]).
 pub fn without_renews(kinds: &[ReqKind]) -> Vec<ReqKind> {
-    kinds.iter().copied().filter(|k| *k != ReqKind::Renew).collect()
+    kinds
+        .iter()
+        .copied()
+        .filter(|k| *k != ReqKind::Renew)
+        .collect()
 }
 
 /// How many renew requests `kinds` holds.
@@ -863,11 +1072,18 @@ pub struct Stats {
 
 impl Stats {
     pub fn count(&self, kind: ReqKind) -> usize {
-        self.sent.iter().filter(|s| ReqKind::of(&s.command) == kind).count()
+        self.sent
+            .iter()
+            .filter(|s| ReqKind::of(&s.command) == kind)
+            .count()
     }
 
     pub fn commands_for(&self, id: Uuid) -> Vec<&Command> {
-        self.sent.iter().filter(|s| command_ids(&s.command).contains(&id)).map(|s| &s.command).collect()
+        self.sent
+            .iter()
+            .filter(|s| command_ids(&s.command).contains(&id))
+            .map(|s| &s.command)
+            .collect()
     }
 
     pub fn kinds_for(&self, id: Uuid) -> Vec<ReqKind> {
@@ -876,7 +1092,10 @@ impl Stats {
 
     /// The kinds of all commands sent from index `from` on.
     pub fn kinds_since(&self, from: usize) -> Vec<ReqKind> {
-        self.sent[from..].iter().map(|s| ReqKind::of(&s.command)).collect()
+        self.sent[from..]
+            .iter()
+            .map(|s| ReqKind::of(&s.command))
+            .collect()
     }
 }
 
@@ -891,8 +1110,14 @@ pub struct Reload {
 }
 
 impl Reload {
-    pub const KEEP_BLOBS: Reload = Reload { lose_blob: 0.0, inflight_reached_server: 0.0 };
-    pub const LOSE_BLOBS: Reload = Reload { lose_blob: 1.0, inflight_reached_server: 0.0 };
+    pub const KEEP_BLOBS: Reload = Reload {
+        lose_blob: 0.0,
+        inflight_reached_server: 0.0,
+    };
+    pub const LOSE_BLOBS: Reload = Reload {
+        lose_blob: 1.0,
+        inflight_reached_server: 0.0,
+    };
 }
 
 /// What one loop iteration did.
@@ -1002,13 +1227,19 @@ impl Sim {
         };
         let mut tab = sim.new_tab();
         // The first visit joins at open.
-        tab.page.set_session(Session { token: SESSION.to_owned(), event: event_info() });
+        tab.page.set_session(Session {
+            token: SESSION.to_owned(),
+            event: event_info(),
+        });
         sim.tabs.push(tab);
         sim
     }
 
     pub fn with_seed(seed: u64) -> Self {
-        Sim::new(SimConfig { seed, ..SimConfig::default() })
+        Sim::new(SimConfig {
+            seed,
+            ..SimConfig::default()
+        })
     }
 
     /// A first visit: no stored session; the page joins in the background.
@@ -1080,7 +1311,9 @@ impl Sim {
         for (index, _, _) in self.tabs[0].page.identity_checks(infos) {
             first_parts[index] = Some(fake_sha(&contents[index], 1));
         }
-        let plan = self.tabs[0].page.add(infos, &first_parts, self.now, &mut self.rng);
+        let plan = self.tabs[0]
+            .page
+            .add(infos, &first_parts, self.now, &mut self.rng);
         for record in &plan.new_records {
             self.db.insert(record.id, record.clone());
         }
@@ -1093,7 +1326,10 @@ impl Sim {
                     size: info.size,
                     content_type: info.content_type.clone(),
                     blob_key: *blob_key,
-                    content: contents.get(*index).cloned().unwrap_or_else(|| info.name.clone()),
+                    content: contents
+                        .get(*index)
+                        .cloned()
+                        .unwrap_or_else(|| info.name.clone()),
                 });
             }
         }
@@ -1103,7 +1339,12 @@ impl Sim {
 
     /// The guest picks one new file: its attempt's id.
     pub fn add_file(&mut self, name: &str, size: u64, content_type: &str) -> Uuid {
-        let info = FileInfo { name: name.to_owned(), size, content_type: content_type.to_owned(), last_modified: T0 - HOUR };
+        let info = FileInfo {
+            name: name.to_owned(),
+            size,
+            content_type: content_type.to_owned(),
+            last_modified: T0 - HOUR,
+        };
         let plan = self.add_files(&[info]);
         match plan.outcomes.as_slice() {
             [Added::New(id)] => *id,
@@ -1118,12 +1359,19 @@ impl Sim {
     }
 
     pub fn file(&self, blob_key: Uuid) -> &FileSpec {
-        self.files.iter().find(|f| f.blob_key == blob_key).expect("known file")
+        self.files
+            .iter()
+            .find(|f| f.blob_key == blob_key)
+            .expect("known file")
     }
 
     /// The file an attempt uploads.
     pub fn file_of(&self, id: Uuid) -> &FileSpec {
-        let record = self.db.get(&id).or_else(|| self.tabs.iter().find_map(|t| t.page.record(&id))).expect("known attempt");
+        let record = self
+            .db
+            .get(&id)
+            .or_else(|| self.tabs.iter().find_map(|t| t.page.record(&id)))
+            .expect("known attempt");
         self.file(record.blob_key)
     }
 
@@ -1135,12 +1383,17 @@ impl Sim {
 
     /// The record of an attempt (the guest page's view).
     pub fn record(&self, id: Uuid) -> &AttemptRecord {
-        self.scheduler().record(&id).unwrap_or_else(|| panic!("no record {id}\n{}", self.dump()))
+        self.scheduler()
+            .record(&id)
+            .unwrap_or_else(|| panic!("no record {id}\n{}", self.dump()))
     }
 
     /// Every attempt of the file whose first attempt is `blob_key`, in order.
     pub fn chain(&self, blob_key: Uuid) -> Vec<&AttemptRecord> {
-        self.scheduler().records().filter(|r| r.blob_key == blob_key).collect()
+        self.scheduler()
+            .records()
+            .filter(|r| r.blob_key == blob_key)
+            .collect()
     }
 
     /// The guest picks the file again: what `add` made of it.
@@ -1226,13 +1479,21 @@ impl Sim {
         let kept: Vec<Uuid> = self.kept.iter().copied().collect();
         tab.page.open(records.clone(), &kept);
         // The session is stored: no join.
-        tab.page.set_session(Session { token: SESSION.to_owned(), event: event_info() });
+        tab.page.set_session(Session {
+            token: SESSION.to_owned(),
+            event: event_info(),
+        });
         tab.page.restore(records, &kept);
         tab
     }
 
     fn stored_records(&self) -> Vec<AttemptRecord> {
-        let mut records: Vec<AttemptRecord> = self.db.values().filter(|r| r.event == EVENT).cloned().collect();
+        let mut records: Vec<AttemptRecord> = self
+            .db
+            .values()
+            .filter(|r| r.event == EVENT)
+            .cloned()
+            .collect();
         records.sort_by_key(|r| (r.created_at, r.id));
         records
     }
@@ -1241,8 +1502,9 @@ impl Sim {
     /// probability `reached`, its unwritten records are lost, its locks are
     /// released.
     fn drop_tab(&mut self, tab: Tab, reached: f64) {
-        let (mine, others): (Vec<InFlight>, Vec<InFlight>) =
-            std::mem::take(&mut self.inflight).into_iter().partition(|f| f.tab == tab.id);
+        let (mine, others): (Vec<InFlight>, Vec<InFlight>) = std::mem::take(&mut self.inflight)
+            .into_iter()
+            .partition(|f| f.tab == tab.id);
         self.inflight = others;
         for f in mine {
             if self.online && self.rng.chance(reached) {
@@ -1286,7 +1548,9 @@ impl Sim {
     }
 
     fn release_lock(&mut self, tab: u32, id: Uuid) {
-        let Some(line) = self.locks.get_mut(&id) else { return };
+        let Some(line) = self.locks.get_mut(&id) else {
+            return;
+        };
         line.line.retain(|t| *t != tab);
         if line.holder != Some(tab) {
             return;
@@ -1328,7 +1592,10 @@ impl Sim {
                 // The browser's driver sleeps once the page says there is
                 // nothing to do: asking again must not find anything.
                 if let Some(effect) = self.tabs[i].page.poll_effect(self.now) {
-                    panic!("the page had {effect:?} to do after saying it had nothing\n{}", self.dump());
+                    panic!(
+                        "the page had {effect:?} to do after saying it had nothing\n{}",
+                        self.dump()
+                    );
                 }
             }
             if !busy {
@@ -1337,7 +1604,12 @@ impl Sim {
         }
         for tab in &self.tabs {
             let on_wire = self.counted_on_wire(tab);
-            assert_eq!(tab.page.scheduler().active(), on_wire, "scheduler.active() disagrees with the requests on the wire\n{}", self.dump());
+            assert_eq!(
+                tab.page.scheduler().active(),
+                on_wire,
+                "scheduler.active() disagrees with the requests on the wire\n{}",
+                self.dump()
+            );
         }
     }
 
@@ -1346,7 +1618,12 @@ impl Sim {
     fn counted_on_wire(&self, tab: &Tab) -> usize {
         self.inflight
             .iter()
-            .filter(|f| f.tab == tab.id && command_ids(&f.command).iter().any(|id| tab.page.record(id).is_some()))
+            .filter(|f| {
+                f.tab == tab.id
+                    && command_ids(&f.command)
+                        .iter()
+                        .any(|id| tab.page.record(id).is_some())
+            })
             .count()
     }
 
@@ -1384,13 +1661,20 @@ impl Sim {
                 self.stats.joins += 1;
                 let answer = match &self.join_failure {
                     Some(failure) => Err(failure.clone()),
-                    None => Ok(Session { token: SESSION.to_owned(), event: event_info() }),
+                    None => Ok(Session {
+                        token: SESSION.to_owned(),
+                        event: event_info(),
+                    }),
                 };
                 self.tabs[i].inbox.push_back(Input::Joined(answer));
             }
             Effect::Send { command, token } => self.send(i, command, token),
             Effect::Abort(id) => {
-                for f in self.inflight.iter_mut().filter(|f| f.tab == tab && f.command.id() == Some(id)) {
+                for f in self
+                    .inflight
+                    .iter_mut()
+                    .filter(|f| f.tab == tab && f.command.id() == Some(id))
+                {
                     if matches!(f.command, Command::Upload { .. }) {
                         f.aborted = true;
                     }
@@ -1421,21 +1705,38 @@ impl Sim {
             }
         }
         if let Some(id) = command.id() {
-            assert_eq!(self.lock_holder(id), Some(tab), "{command:?} sent by a tab that does not hold the attempt's lock");
+            assert_eq!(
+                self.lock_holder(id),
+                Some(tab),
+                "{command:?} sent by a tab that does not hold the attempt's lock"
+            );
         }
-        if let Command::Upload { id, .. } | Command::UploadPart { id, .. } | Command::HashPart { id, .. } = &command {
+        if let Command::Upload { id, .. }
+        | Command::UploadPart { id, .. }
+        | Command::HashPart { id, .. } = &command
+        {
             // The driver reads the bytes before the PUT (memory, then the
             // kept copy): without them nothing is sent.
             let blob_key = self.db.get(id).map(|r| r.blob_key);
-            if !blob_key.is_some_and(|k| self.tabs[i].memory.contains(&k) || self.kept.contains(&k)) {
+            if !blob_key.is_some_and(|k| self.tabs[i].memory.contains(&k) || self.kept.contains(&k))
+            {
                 let input = match &command {
                     Command::HashPart { number, .. } => Input::Outcome {
                         id: *id,
-                        outcome: Outcome::PartHashed { number: *number, result: Err(Failure::Unexpected("no bytes".into())) },
+                        outcome: Outcome::PartHashed {
+                            number: *number,
+                            result: Err(Failure::Unexpected("no bytes".into())),
+                        },
                         token,
                     },
-                    Command::UploadPart { number, .. } => Input::FileUnavailable { id: *id, part: Some(*number) },
-                    _ => Input::FileUnavailable { id: *id, part: None },
+                    Command::UploadPart { number, .. } => Input::FileUnavailable {
+                        id: *id,
+                        part: Some(*number),
+                    },
+                    _ => Input::FileUnavailable {
+                        id: *id,
+                        part: None,
+                    },
                 };
                 self.tabs[i].inbox.push_back(input);
                 return;
@@ -1445,18 +1746,38 @@ impl Sim {
             // Local work, answered at once.
             self.stats.hashes += 1;
             let content = self.file_of(*id).content.clone();
-            let outcome = Outcome::PartHashed { number: *number, result: Ok(fake_sha(&content, *number)) };
-            self.tabs[i].inbox.push_back(Input::Outcome { id: *id, outcome, token });
+            let outcome = Outcome::PartHashed {
+                number: *number,
+                result: Ok(fake_sha(&content, *number)),
+            };
+            self.tabs[i].inbox.push_back(Input::Outcome {
+                id: *id,
+                outcome,
+                token,
+            });
             return;
         }
-        self.stats.sent.push(Sent { at: self.now, command: command.clone() });
+        self.stats.sent.push(Sent {
+            at: self.now,
+            command: command.clone(),
+        });
         let part_of = match &command {
             Command::UploadPart { id, .. } => Some(*id),
             _ => None,
         };
-        self.inflight.push(InFlight { tab, command, token, aborted: false, seen: false });
+        self.inflight.push(InFlight {
+            tab,
+            command,
+            token,
+            aborted: false,
+            seen: false,
+        });
         if let Some(id) = part_of {
-            let sending = self.inflight.iter().filter(|f| matches!(f.command, Command::UploadPart { id: i, .. } if i == id)).count();
+            let sending = self
+                .inflight
+                .iter()
+                .filter(|f| matches!(f.command, Command::UploadPart { id: i, .. } if i == id))
+                .count();
             self.stats.max_parts_in_flight = self.stats.max_parts_in_flight.max(sending);
         }
         let on_wire = self.counted_on_wire(&self.tabs[i]);
@@ -1482,10 +1803,15 @@ impl Sim {
     pub fn persist_all(&mut self) {
         self.pump();
         for i in 0..self.tabs.len() {
-            let Some(records) = self.tabs[i].pending_store.take() else { continue };
+            let Some(records) = self.tabs[i].pending_store.take() else {
+                continue;
+            };
             if self.config.store_failure > 0.0 && self.rng.chance(self.config.store_failure) {
                 self.stats.store_failures += 1;
-                let refused = Error::new(ErrorCode::QuotaExceeded, "the browser's storage quota is exceeded");
+                let refused = Error::new(
+                    ErrorCode::QuotaExceeded,
+                    "the browser's storage quota is exceeded",
+                );
                 self.tabs[i].inbox.push_back(Input::Stored(Err(refused)));
                 continue;
             }
@@ -1519,20 +1845,48 @@ impl Sim {
     pub fn apply(&mut self, command: &Command) -> Reply {
         let now = self.now;
         match command {
-            Command::Authorize { request, .. } => Reply::Outcome(Outcome::Authorize(self.server.authorize(request, now))),
+            Command::Authorize { request, .. } => {
+                Reply::Outcome(Outcome::Authorize(self.server.authorize(request, now)))
+            }
             Command::Upload { id, instruction } => {
-                let blob_key = self.db.get(id).map(|r| r.blob_key).expect("an uploaded attempt is stored");
+                let blob_key = self
+                    .db
+                    .get(id)
+                    .map(|r| r.blob_key)
+                    .expect("an uploaded attempt is stored");
                 let size = self.file(blob_key).size;
-                Reply::Outcome(Outcome::Upload(self.server.put_signed(instruction, size, now)))
+                Reply::Outcome(Outcome::Upload(self.server.put_signed(
+                    instruction,
+                    size,
+                    now,
+                )))
             }
             Command::Renew { id } => Reply::Outcome(Outcome::Renew(self.server.renew(*id, now))),
-            Command::Confirm { id, request } => Reply::Outcome(Outcome::Confirm(self.server.confirm(*id, request, now))),
+            Command::Confirm { id, request } => {
+                Reply::Outcome(Outcome::Confirm(self.server.confirm(*id, request, now)))
+            }
             Command::Status { ids } => Reply::Status(self.server.status(ids, now)),
-            Command::SignParts { id, request } => Reply::Outcome(Outcome::PartsSigned(self.server.sign_parts(*id, request, now))),
-            Command::UploadPart { id, number, start, end, instruction } => {
+            Command::SignParts { id, request } => Reply::Outcome(Outcome::PartsSigned(
+                self.server.sign_parts(*id, request, now),
+            )),
+            Command::UploadPart {
+                id,
+                number,
+                start,
+                end,
+                instruction,
+            } => {
                 let content = self.file_of(*id).content.clone();
-                let result = self.server.put_part(instruction, end - start, &fake_sha(&content, *number), now);
-                Reply::Outcome(Outcome::PartSent { number: *number, result })
+                let result = self.server.put_part(
+                    instruction,
+                    end - start,
+                    &fake_sha(&content, *number),
+                    now,
+                );
+                Reply::Outcome(Outcome::PartSent {
+                    number: *number,
+                    result,
+                })
             }
             Command::HashPart { .. } => panic!("hashing is not a request"),
         }
@@ -1560,13 +1914,25 @@ impl Sim {
         let f = self.inflight.remove(index);
         let (lo, hi) = self.config.latency_ms;
         self.now += self.rng.range(lo, hi);
-        let Some(t) = self.tab_index(f.tab) else { panic!("a request of a closed tab") };
-        let reply = if f.aborted { failed_reply(&f.command, Failure::Network) } else { self.execute(&f.command) };
+        let Some(t) = self.tab_index(f.tab) else {
+            panic!("a request of a closed tab")
+        };
+        let reply = if f.aborted {
+            failed_reply(&f.command, Failure::Network)
+        } else {
+            self.execute(&f.command)
+        };
         let input = match (&f.command, reply.clone()) {
-            (Command::Status { ids }, Reply::Status(result)) => Input::Status { ids: ids.clone(), result, token: f.token.clone() },
-            (command, Reply::Outcome(outcome)) => {
-                Input::Outcome { id: command.id().expect("one attempt"), outcome, token: f.token.clone() }
-            }
+            (Command::Status { ids }, Reply::Status(result)) => Input::Status {
+                ids: ids.clone(),
+                result,
+                token: f.token.clone(),
+            },
+            (command, Reply::Outcome(outcome)) => Input::Outcome {
+                id: command.id().expect("one attempt"),
+                outcome,
+                token: f.token.clone(),
+            },
             (command, reply) => panic!("reply {reply:?} does not fit {command:?}"),
         };
         self.tabs[t].inbox.push_back(input);
@@ -1648,10 +2014,19 @@ impl Sim {
             match self.tick() {
                 Tick::Progress => {}
                 Tick::Idle => return Ok(()),
-                Tick::Stuck => return Err(format!("stuck: not idle and nothing to do\n{}", self.dump())),
+                Tick::Stuck => {
+                    return Err(format!(
+                        "stuck: not idle and nothing to do\n{}",
+                        self.dump()
+                    ));
+                }
             }
         }
-        Err(format!("not idle after {} steps\n{}", self.config.max_steps, self.dump()))
+        Err(format!(
+            "not idle after {} steps\n{}",
+            self.config.max_steps,
+            self.dump()
+        ))
     }
 
     /// Ticks until `done` holds (checked before every tick).
@@ -1664,15 +2039,32 @@ impl Sim {
                 panic!("stuck before the condition held\n{}", self.dump());
             }
         }
-        panic!("condition not reached after {} steps\n{}", self.config.max_steps, self.dump());
+        panic!(
+            "condition not reached after {} steps\n{}",
+            self.config.max_steps,
+            self.dump()
+        );
     }
 
     /// Ticks until a command of `kind` for `id` has been answered.
     pub fn tick_until_answered(&mut self, id: Uuid, kind: ReqKind) {
-        let already = self.stats.kinds_for(id).iter().filter(|k| **k == kind).count();
+        let already = self
+            .stats
+            .kinds_for(id)
+            .iter()
+            .filter(|k| **k == kind)
+            .count();
         self.tick_until(|sim| {
-            let sent = sim.stats.kinds_for(id).iter().filter(|k| **k == kind).count();
-            sent > already && !sim.inflight.iter().any(|f| ReqKind::of(&f.command) == kind && command_ids(&f.command).contains(&id))
+            let sent = sim
+                .stats
+                .kinds_for(id)
+                .iter()
+                .filter(|k| **k == kind)
+                .count();
+            sent > already
+                && !sim.inflight.iter().any(|f| {
+                    ReqKind::of(&f.command) == kind && command_ids(&f.command).contains(&id)
+                })
         });
     }
 
@@ -1721,38 +2113,63 @@ impl Sim {
         for f in &self.files {
             let rows = self.server.media_for_file(&f.name);
             if rows.len() > 1 {
-                errors.push(format!("file {} has {} media rows (duplicate)", f.name, rows.len()));
+                errors.push(format!(
+                    "file {} has {} media rows (duplicate)",
+                    f.name,
+                    rows.len()
+                ));
             }
             if !persisted_files.contains(&f.blob_key) {
                 // Never written: write-ahead says the server never heard of it.
                 if !self.server.attempts_for_file(&f.name).is_empty() {
-                    errors.push(format!("file {} was never persisted but the server knows it", f.name));
+                    errors.push(format!(
+                        "file {} was never persisted but the server knows it",
+                        f.name
+                    ));
                 }
                 continue;
             }
             let held = self.held(f.blob_key);
             if held && rows.len() != 1 {
-                errors.push(format!("file {} (bytes held) has {} media rows, expected 1", f.name, rows.len()));
+                errors.push(format!(
+                    "file {} (bytes held) has {} media rows, expected 1",
+                    f.name,
+                    rows.len()
+                ));
             }
-            let confirmed: Vec<&AttemptRecord> =
-                self.chain(f.blob_key).into_iter().filter(|r| r.confirmation == Confirmation::Confirmed).collect();
+            let confirmed: Vec<&AttemptRecord> = self
+                .chain(f.blob_key)
+                .into_iter()
+                .filter(|r| r.confirmation == Confirmation::Confirmed)
+                .collect();
             if confirmed.len() > 1 {
-                errors.push(format!("file {} has {} confirmed attempts on the client", f.name, confirmed.len()));
+                errors.push(format!(
+                    "file {} has {} confirmed attempts on the client",
+                    f.name,
+                    confirmed.len()
+                ));
             }
             if held && confirmed.len() != 1 {
-                errors.push(format!("file {} (bytes held) is not confirmed on the client", f.name));
+                errors.push(format!(
+                    "file {} (bytes held) is not confirmed on the client",
+                    f.name
+                ));
             }
         }
         for m in &self.server.media {
             match self.scheduler().record(&m.attempt_id) {
-                None => errors.push(format!("media {} of attempt {} has no client record", m.id, m.attempt_id)),
+                None => errors.push(format!(
+                    "media {} of attempt {} has no client record",
+                    m.id, m.attempt_id
+                )),
                 Some(r) if r.confirmation != Confirmation::Confirmed => errors.push(format!(
                     "media {} exists but attempt {} is {:?} on the client (orphan)",
                     m.id, m.attempt_id, r.confirmation
                 )),
-                Some(r) if r.media.as_ref().map(|s| s.id) != Some(m.id) => {
-                    errors.push(format!("attempt {} shows media {:?}, server has {}", r.id, r.media, m.id))
-                }
+                Some(r) if r.media.as_ref().map(|s| s.id) != Some(m.id) => errors.push(format!(
+                    "attempt {} shows media {:?}, server has {}",
+                    r.id, r.media, m.id
+                )),
                 Some(_) => {}
             }
         }
@@ -1763,37 +2180,66 @@ impl Sim {
         }
         for (id, a) in &self.server.attempts {
             if a.state != AttemptState::Authorized && !a.parts.is_empty() {
-                errors.push(format!("attempt {id} ended {:?} with {} parts left behind", a.state, a.parts.len()));
+                errors.push(format!(
+                    "attempt {id} ended {:?} with {} parts left behind",
+                    a.state,
+                    a.parts.len()
+                ));
             }
         }
         for r in self.scheduler().records() {
             let held = self.scheduler().has_blob(&r.id);
             if !r.is_terminal() && !(r.needs_file() && !held) {
-                errors.push(format!("attempt {} is still active: step {:?} transfer {:?}", r.id, r.step, r.transfer));
+                errors.push(format!(
+                    "attempt {} is still active: step {:?} transfer {:?}",
+                    r.id, r.step, r.transfer
+                ));
             }
             if r.needs_file() && held {
-                errors.push(format!("attempt {} needs its file although the bytes are held", r.id));
+                errors.push(format!(
+                    "attempt {} needs its file although the bytes are held",
+                    r.id
+                ));
             }
             if self.db.get(&r.id) != Some(r) {
-                errors.push(format!("attempt {} is not stored as the page shows it", r.id));
+                errors.push(format!(
+                    "attempt {} is not stored as the page shows it",
+                    r.id
+                ));
             }
             if let Some(next) = r.replaced_by {
                 match self.scheduler().record(&next) {
                     Some(s) if s.replaces == Some(r.id) && s.blob_key == r.blob_key => {}
-                    other => errors.push(format!("attempt {} replaced_by {next} but that is {other:?}", r.id)),
+                    other => errors.push(format!(
+                        "attempt {} replaced_by {next} but that is {other:?}",
+                        r.id
+                    )),
                 }
                 if r.confirmation != Confirmation::Expired {
-                    errors.push(format!("attempt {} has a successor but is {:?}", r.id, r.confirmation));
+                    errors.push(format!(
+                        "attempt {} has a successor but is {:?}",
+                        r.id, r.confirmation
+                    ));
                 }
             }
         }
-        if errors.is_empty() { Ok(()) } else { Err(format!("{}\n{}", errors.join("\n"), self.dump())) }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{}\n{}", errors.join("\n"), self.dump()))
+        }
     }
 
     /// A readable picture of client and server state.
     pub fn dump(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "now = {} (T0 + {} ms), online = {}", format_rfc3339(self.now), self.now - T0, self.online);
+        let _ = writeln!(
+            out,
+            "now = {} (T0 + {} ms), online = {}",
+            format_rfc3339(self.now),
+            self.now - T0,
+            self.online
+        );
         for tab in &self.tabs {
             let _ = writeln!(out, "tab {} records:", tab.id);
             for r in tab.page.records() {
@@ -1832,7 +2278,14 @@ impl Sim {
             );
         }
         let _ = writeln!(out, "media rows: {}", self.server.media.len());
-        let _ = writeln!(out, "in flight: {:?}", self.inflight.iter().map(|f| (f.tab, ReqKind::of(&f.command))).collect::<Vec<_>>());
+        let _ = writeln!(
+            out,
+            "in flight: {:?}",
+            self.inflight
+                .iter()
+                .map(|f| (f.tab, ReqKind::of(&f.command)))
+                .collect::<Vec<_>>()
+        );
         let _ = writeln!(out, "faults injected: {}", self.faults.injected.len());
         out
     }
@@ -1843,16 +2296,34 @@ impl Sim {
 // ---------------------------------------------------------------------------
 
 pub fn jpeg(name: &str, size: u64) -> FileInfo {
-    FileInfo { name: name.to_owned(), size, content_type: "image/jpeg".to_owned(), last_modified: T0 - HOUR }
+    FileInfo {
+        name: name.to_owned(),
+        size,
+        content_type: "image/jpeg".to_owned(),
+        last_modified: T0 - HOUR,
+    }
 }
 
 /// A fresh record with a deterministic id.
 pub fn record(n: u128, size: u64) -> AttemptRecord {
-    AttemptRecord::new(Uuid::from_u128(n), EVENT, jpeg(&format!("file-{n}.jpg"), size), T0)
+    AttemptRecord::new(
+        Uuid::from_u128(n),
+        EVENT,
+        jpeg(&format!("file-{n}.jpg"), size),
+        T0,
+    )
 }
 
 /// Asserts a record is terminal with the given error code.
 pub fn assert_failed_with(record: &AttemptRecord, code: &str) {
-    assert!(record.is_terminal(), "expected terminal, got step {:?}", record.step);
-    assert_eq!(record.error.as_ref().map(|e| e.code.as_str()), Some(code), "error of {record:?}");
+    assert!(
+        record.is_terminal(),
+        "expected terminal, got step {:?}",
+        record.step
+    );
+    assert_eq!(
+        record.error.as_ref().map(|e| e.code.as_str()),
+        Some(code),
+        "error of {record:?}"
+    );
 }

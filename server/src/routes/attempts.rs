@@ -11,8 +11,8 @@ use upload_once_core::restrictions::{
 };
 use upload_once_core::time::format_rfc3339;
 use upload_once_core::wire::{
-    AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, MAX_STATUS_IDS, Media, Moderation,
-    ModerationPolicy, Problem, Rejection, StatusRequest, StatusResponse, Upload,
+    AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, MAX_STATUS_IDS,
+    Media, Moderation, ModerationPolicy, Problem, Rejection, StatusRequest, StatusResponse, Upload,
 };
 use uuid::Uuid;
 
@@ -58,17 +58,27 @@ fn rejection(a: &AttemptRow) -> Option<Rejection> {
 }
 
 fn rejected_error(a: &AttemptRow) -> Error {
-    let r = rejection(a).unwrap_or(Rejection { code: "rejected".into(), reason: "rejected".into() });
-    Error::problem(ErrorCode::parse(&r.code).unwrap_or(ErrorCode::SizeMismatch), r.reason)
+    let r = rejection(a).unwrap_or(Rejection {
+        code: "rejected".into(),
+        reason: "rejected".into(),
+    });
+    Error::problem(
+        ErrorCode::parse(&r.code).unwrap_or(ErrorCode::SizeMismatch),
+        r.reason,
+    )
 }
 
 fn expired_error() -> Error {
-    Error::problem(ErrorCode::Expired, "this attempt expired before it was confirmed; start a new one")
+    Error::problem(
+        ErrorCode::Expired,
+        "this attempt expired before it was confirmed; start a new one",
+    )
 }
 
 /// Whether an attempt is past its expiry (even if the sweeper has not run).
 fn is_expired(state: &AppState, a: &AttemptRow) -> bool {
-    a.state == AttemptState::Expired || (a.state == AttemptState::Authorized && state.now() >= a.expires_at)
+    a.state == AttemptState::Expired
+        || (a.state == AttemptState::Authorized && state.now() >= a.expires_at)
 }
 
 /// `POST /v1/events/{slug}/attempts`
@@ -96,18 +106,27 @@ pub async fn authorize(
     let session = require_session(&state, &headers).await?;
     let event = event(&state, &slug).await?;
     if session.event_id != event.id {
-        return Err(Error::problem(ErrorCode::Forbidden, "this session belongs to another event"));
+        return Err(Error::problem(
+            ErrorCode::Forbidden,
+            "this session belongs to another event",
+        ));
     }
     // Everything is checked before anything is stored.
     check_filename(&req.filename)?;
     let content_type = normalize_content_type(&req.content_type);
     if !is_valid_content_type(&content_type) {
-        return Err(Error::problem(ErrorCode::TypeNotAllowed, format!("`{}` is not a content type", req.content_type)));
+        return Err(Error::problem(
+            ErrorCode::TypeNotAllowed,
+            format!("`{}` is not a content type", req.content_type),
+        ));
     }
     if let Some(sha) = &req.sha256 {
         check_sha256(sha)?;
     }
-    let limits = Restrictions { max_file_bytes: Some(event.max_file_bytes), allowed_types: event.allowed_types.clone() };
+    let limits = Restrictions {
+        max_file_bytes: Some(event.max_file_bytes),
+        allowed_types: event.allowed_types.clone(),
+    };
     limits.check(req.size, &content_type)?;
 
     let now = state.now();
@@ -126,7 +145,11 @@ pub async fn authorize(
             expires_at: now + state.attempt_ttl_ms(),
         })
         .await?;
-    if row.filename != req.filename || row.size != req.size || row.content_type != content_type || row.sha256 != req.sha256 {
+    if row.filename != req.filename
+        || row.size != req.size
+        || row.content_type != content_type
+        || row.sha256 != req.sha256
+    {
         return Err(Error::problem(
             ErrorCode::IdReused,
             "this attempt id was already used for a different file; mint a new id for a new file",
@@ -137,12 +160,19 @@ pub async fn authorize(
     }
     // The session must outlive every attempt it authorizes, or the guest could
     // never confirm (nor ask about) an attempt made late in the session.
-    state.records.extend_session(session.id, row.expires_at).await?;
+    state
+        .records
+        .extend_session(session.id, row.expires_at)
+        .await?;
     let media = match row.state {
         AttemptState::Confirmed => state.records.media_for_attempts(&[row.row_id]).await?.pop(),
         _ => None,
     };
-    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
     Ok((status, Json(attempt_response(&state, &row, media.as_ref()))))
 }
 
@@ -162,22 +192,37 @@ pub async fn renew(
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<AttemptResponse>> {
     let session = require_session(&state, &headers).await?;
-    let row = state.records.attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
+    let row = state
+        .records
+        .attempt(session.id, id)
+        .await?
+        .ok_or_else(|| Error::not_found("attempt"))?;
     if is_expired(&state, &row) {
         return Err(expired_error());
     }
     match row.state {
         AttemptState::Authorized => Ok(Json(attempt_response(&state, &row, None))),
-        AttemptState::Confirmed => Err(Error::problem(ErrorCode::AlreadyConfirmed, "this attempt is already confirmed")),
+        AttemptState::Confirmed => Err(Error::problem(
+            ErrorCode::AlreadyConfirmed,
+            "this attempt is already confirmed",
+        )),
         AttemptState::Rejected => Err(rejected_error(&row)),
         AttemptState::Expired => Err(expired_error()),
     }
 }
 
 /// What each attempt's status is, in request order.
-pub async fn statuses(state: &AppState, session: &SessionRow, ids: &[Uuid]) -> Result<Vec<AttemptStatus>> {
+pub async fn statuses(
+    state: &AppState,
+    session: &SessionRow,
+    ids: &[Uuid],
+) -> Result<Vec<AttemptStatus>> {
     let rows = state.records.attempts(session.id, ids).await?;
-    let confirmed: Vec<i64> = rows.iter().filter(|a| a.state == AttemptState::Confirmed).map(|a| a.row_id).collect();
+    let confirmed: Vec<i64> = rows
+        .iter()
+        .filter(|a| a.state == AttemptState::Confirmed)
+        .map(|a| a.row_id)
+        .collect();
     let media = state.records.media_for_attempts(&confirmed).await?;
     // HEAD the objects of live authorized attempts, a few at a time.
     let live: Vec<(i64, String)> = rows
@@ -199,7 +244,9 @@ pub async fn statuses(state: &AppState, session: &SessionRow, ids: &[Uuid]) -> R
     Ok(ids
         .iter()
         .map(|id| {
-            let Some(a) = rows.iter().find(|a| a.id == *id) else { return AttemptStatus::NotFound { id: *id } };
+            let Some(a) = rows.iter().find(|a| a.id == *id) else {
+                return AttemptStatus::NotFound { id: *id };
+            };
             if is_expired(state, a) {
                 return AttemptStatus::Expired { id: *id };
             }
@@ -210,13 +257,22 @@ pub async fn statuses(state: &AppState, session: &SessionRow, ids: &[Uuid]) -> R
                     expires_at: format_rfc3339(a.expires_at),
                     parts: None,
                 },
-                AttemptState::Confirmed => match media.iter().find(|m| m.attempt_row_id == a.row_id) {
-                    Some(m) => AttemptStatus::Confirmed { id: *id, media: state.media_summary(m) },
-                    None => AttemptStatus::NotFound { id: *id },
-                },
+                AttemptState::Confirmed => {
+                    match media.iter().find(|m| m.attempt_row_id == a.row_id) {
+                        Some(m) => AttemptStatus::Confirmed {
+                            id: *id,
+                            media: state.media_summary(m),
+                        },
+                        None => AttemptStatus::NotFound { id: *id },
+                    }
+                }
                 AttemptState::Rejected => {
                     let r = rejection(a).expect("rejected attempts have a rejection");
-                    AttemptStatus::Rejected { id: *id, code: r.code, reason: r.reason }
+                    AttemptStatus::Rejected {
+                        id: *id,
+                        code: r.code,
+                        reason: r.reason,
+                    }
                 }
                 AttemptState::Expired => AttemptStatus::Expired { id: *id },
             }
@@ -257,9 +313,14 @@ pub async fn status_batch(
 ) -> Result<Json<StatusResponse>> {
     let session = require_session(&state, &headers).await?;
     if req.ids.len() > MAX_STATUS_IDS {
-        return Err(Error::problem(ErrorCode::TooManyIds, format!("at most {MAX_STATUS_IDS} ids per request")));
+        return Err(Error::problem(
+            ErrorCode::TooManyIds,
+            format!("at most {MAX_STATUS_IDS} ids per request"),
+        ));
     }
-    Ok(Json(StatusResponse { results: statuses(&state, &session, &req.ids).await? }))
+    Ok(Json(StatusResponse {
+        results: statuses(&state, &session, &req.ids).await?,
+    }))
 }
 
 /// A mismatch between what was authorized and what was claimed or stored.
@@ -271,14 +332,26 @@ fn mismatch(
     sha256: Option<&str>,
 ) -> Option<(ErrorCode, String)> {
     if size != a.size {
-        return Some((ErrorCode::SizeMismatch, format!("{what} is {size} bytes but {} were authorized", a.size)));
+        return Some((
+            ErrorCode::SizeMismatch,
+            format!("{what} is {size} bytes but {} were authorized", a.size),
+        ));
     }
     if content_type != a.content_type {
-        return Some((ErrorCode::TypeMismatch, format!("{what} is {content_type} but {} was authorized", a.content_type)));
+        return Some((
+            ErrorCode::TypeMismatch,
+            format!(
+                "{what} is {content_type} but {} was authorized",
+                a.content_type
+            ),
+        ));
     }
     if let (Some(expected), Some(actual)) = (a.sha256.as_deref(), sha256) {
         if expected != actual {
-            return Some((ErrorCode::ChecksumMismatch, format!("{what} has SHA-256 {actual} but {expected} was authorized")));
+            return Some((
+                ErrorCode::ChecksumMismatch,
+                format!("{what} has SHA-256 {actual} but {expected} was authorized"),
+            ));
         }
     }
     None
@@ -287,7 +360,12 @@ fn mismatch(
 /// Confirms an attempt: create-or-return its media record, in one
 /// transaction holding the attempt's row lock. Never read-then-insert.
 /// Counts the outcome ([`ConfirmOutcome`]).
-pub async fn confirm_attempt(state: &AppState, session: &SessionRow, id: Uuid, req: &ConfirmRequest) -> Result<MediaRow> {
+pub async fn confirm_attempt(
+    state: &AppState,
+    session: &SessionRow,
+    id: Uuid,
+    req: &ConfirmRequest,
+) -> Result<MediaRow> {
     let result = confirm_under_lock(state, session, id, req).await;
     let outcome = match &result {
         Ok((_, outcome)) => Some(*outcome),
@@ -307,8 +385,16 @@ async fn confirm_under_lock(
 ) -> Result<(MediaRow, ConfirmOutcome)> {
     // Read before the lock: inside it, only the locked transaction may touch
     // the database.
-    let event = state.records.event_by_id(session.event_id).await?.ok_or_else(|| Error::not_found("attempt"))?;
-    let mut lock = state.records.lock_attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
+    let event = state
+        .records
+        .event_by_id(session.event_id)
+        .await?
+        .ok_or_else(|| Error::not_found("attempt"))?;
+    let mut lock = state
+        .records
+        .lock_attempt(session.id, id)
+        .await?
+        .ok_or_else(|| Error::not_found("attempt"))?;
     let a = lock.attempt().clone();
     match a.state {
         AttemptState::Confirmed => {
@@ -331,7 +417,13 @@ async fn confirm_under_lock(
         return Err(expired_error());
     }
     let claimed_type = normalize_content_type(&req.content_type);
-    if let Some((code, reason)) = mismatch(&a, "the confirmed file", req.size, &claimed_type, req.sha256.as_deref()) {
+    if let Some((code, reason)) = mismatch(
+        &a,
+        "the confirmed file",
+        req.size,
+        &claimed_type,
+        req.sha256.as_deref(),
+    ) {
         lock.reject(code.as_str(), &reason).await?;
         return Err(Error::problem(code, reason));
     }
@@ -344,9 +436,18 @@ async fn confirm_under_lock(
     };
     let Some(object) = head else {
         lock.release().await?;
-        return Err(Error::problem(ErrorCode::ObjectMissing, "the object is not stored yet; upload it, then confirm again"));
+        return Err(Error::problem(
+            ErrorCode::ObjectMissing,
+            "the object is not stored yet; upload it, then confirm again",
+        ));
     };
-    if let Some((code, reason)) = mismatch(&a, "the stored object", object.size, &object.content_type, object.sha256.as_deref()) {
+    if let Some((code, reason)) = mismatch(
+        &a,
+        "the stored object",
+        object.size,
+        &object.content_type,
+        object.sha256.as_deref(),
+    ) {
         lock.reject(code.as_str(), &reason).await?;
         return Err(Error::problem(code, reason));
     }
@@ -354,8 +455,11 @@ async fn confirm_under_lock(
     // the authorization carried none.
     if let (Some(claimed), Some(stored)) = (req.sha256.as_deref(), object.sha256.as_deref()) {
         if claimed != stored {
-            let reason = format!("the stored object has SHA-256 {stored} but the client confirmed {claimed}");
-            lock.reject(ErrorCode::ChecksumMismatch.as_str(), &reason).await?;
+            let reason = format!(
+                "the stored object has SHA-256 {stored} but the client confirmed {claimed}"
+            );
+            lock.reject(ErrorCode::ChecksumMismatch.as_str(), &reason)
+                .await?;
             return Err(Error::problem(ErrorCode::ChecksumMismatch, reason));
         }
     }
@@ -400,12 +504,21 @@ pub async fn confirm(
     ApiJson(req): ApiJson<ConfirmRequest>,
 ) -> Result<Json<Media>> {
     let session = require_session(&state, &headers).await?;
-    let key = headers
-        .get("idempotency-key")
-        .ok_or_else(|| Error::problem(ErrorCode::IdempotencyKeyMissing, "send Idempotency-Key: <attempt id>"))?;
-    let key = key.to_str().ok().and_then(|k| Uuid::parse_str(k.trim()).ok());
+    let key = headers.get("idempotency-key").ok_or_else(|| {
+        Error::problem(
+            ErrorCode::IdempotencyKeyMissing,
+            "send Idempotency-Key: <attempt id>",
+        )
+    })?;
+    let key = key
+        .to_str()
+        .ok()
+        .and_then(|k| Uuid::parse_str(k.trim()).ok());
     if key != Some(id) {
-        return Err(Error::problem(ErrorCode::IdempotencyKeyMismatch, "Idempotency-Key must be the attempt id"));
+        return Err(Error::problem(
+            ErrorCode::IdempotencyKeyMismatch,
+            "Idempotency-Key must be the attempt id",
+        ));
     }
     let media = confirm_attempt(&state, &session, id, &req).await?;
     Ok(Json(state.media_json(&media)))

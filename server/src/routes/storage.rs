@@ -37,10 +37,16 @@ pub async fn put_object(
     body: Body,
 ) -> Result<Response> {
     let Some(store) = state.objects.as_local() else {
-        return Err(Error::problem(ErrorCode::RouteNotFound, "this server does not store objects itself"));
+        return Err(Error::problem(
+            ErrorCode::RouteNotFound,
+            "this server does not store objects itself",
+        ));
     };
     store.verify(&key, &query, state.now())?;
-    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(normalize_content_type);
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(normalize_content_type);
     if content_type.as_deref() != Some(query.ct.as_str()) {
         return Err(Error::problem(
             ErrorCode::ContentTypeMismatch,
@@ -49,7 +55,10 @@ pub async fn put_object(
     }
     if let Some(length) = headers.get(header::CONTENT_LENGTH) {
         if length.to_str().ok().and_then(|l| l.parse::<u64>().ok()) != Some(query.len) {
-            return Err(Error::problem(ErrorCode::LengthMismatch, format!("the URL was signed for exactly {} bytes", query.len)));
+            return Err(Error::problem(
+                ErrorCode::LengthMismatch,
+                format!("the URL was signed for exactly {} bytes", query.len),
+            ));
         }
     }
     let attempt_allows_upload = async || -> Result<()> {
@@ -57,12 +66,22 @@ pub async fn put_object(
         let now = state.now();
         match attempt.map(|a| (a.state, a.expires_at)) {
             Some((AttemptState::Authorized, expires_at)) if now < expires_at => Ok(()),
-            Some((AttemptState::Authorized, _)) => Err(Error::problem(ErrorCode::Expired, "this attempt has expired")),
-            Some((AttemptState::Confirmed, _)) => {
-                Err(Error::problem(ErrorCode::AlreadyConfirmed, "this object belongs to a confirmed attempt and cannot change"))
-            }
-            Some((AttemptState::Expired, _)) | None => Err(Error::problem(ErrorCode::Expired, "this attempt has expired")),
-            Some((AttemptState::Rejected, _)) => Err(Error::problem(ErrorCode::Expired, "this attempt was rejected")),
+            Some((AttemptState::Authorized, _)) => Err(Error::problem(
+                ErrorCode::Expired,
+                "this attempt has expired",
+            )),
+            Some((AttemptState::Confirmed, _)) => Err(Error::problem(
+                ErrorCode::AlreadyConfirmed,
+                "this object belongs to a confirmed attempt and cannot change",
+            )),
+            Some((AttemptState::Expired, _)) | None => Err(Error::problem(
+                ErrorCode::Expired,
+                "this attempt has expired",
+            )),
+            Some((AttemptState::Rejected, _)) => Err(Error::problem(
+                ErrorCode::Expired,
+                "this attempt was rejected",
+            )),
         }
     };
     // Cheap refusal before reading any bytes; checked again at commit.
@@ -71,15 +90,24 @@ pub async fn put_object(
     if received.size != query.len {
         return Err(Error::problem(
             ErrorCode::IncompleteBody,
-            format!("received {} of the {} signed bytes", received.size, query.len),
+            format!(
+                "received {} of the {} signed bytes",
+                received.size, query.len
+            ),
         ));
     }
     if let Some(expected) = &query.sha {
         if *expected != received.sha256 {
-            return Err(Error::problem(ErrorCode::ChecksumMismatch, "the bytes do not have the signed SHA-256"));
+            return Err(Error::problem(
+                ErrorCode::ChecksumMismatch,
+                "the bytes do not have the signed SHA-256",
+            ));
         }
     }
-    let meta = match store.commit(&key, &query.ct, received, attempt_allows_upload).await? {
+    let meta = match store
+        .commit(&key, &query.ct, received, attempt_allows_upload)
+        .await?
+    {
         Commit::Stored(meta) | Commit::AlreadyStored(meta) => meta,
     };
     let mut response = StatusCode::OK.into_response();
@@ -129,23 +157,54 @@ pub async fn media_content(
     if !state.verify_media_sig(id, &query.sig) {
         return Err(Error::not_found("media"));
     }
-    let media = state.records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
-    let (meta, stream) = state.objects.get(&media.object_key).await?.ok_or_else(|| Error::not_found("media"))?;
+    let media = state
+        .records
+        .media(id)
+        .await?
+        .ok_or_else(|| Error::not_found("media"))?;
+    let (meta, stream) = state
+        .objects
+        .get(&media.object_key)
+        .await?
+        .ok_or_else(|| Error::not_found("media"))?;
     let inline = INLINE_TYPES.contains(&media.content_type.as_str());
-    let content_type = if inline { media.content_type.as_str() } else { "application/octet-stream" };
+    let content_type = if inline {
+        media.content_type.as_str()
+    } else {
+        "application/octet-stream"
+    };
     let mut response = Response::new(Body::from_stream(stream));
     let h = response.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_str(content_type).unwrap_or(HeaderValue::from_static("application/octet-stream")));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_str(content_type)
+            .unwrap_or(HeaderValue::from_static("application/octet-stream")),
+    );
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(meta.size));
-    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
-    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("default-src 'none'; sandbox"));
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, max-age=86400"));
-    h.insert("cross-origin-resource-policy", HeaderValue::from_static("cross-origin"));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'none'; sandbox"),
+    );
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, max-age=86400"),
+    );
+    h.insert(
+        "cross-origin-resource-policy",
+        HeaderValue::from_static("cross-origin"),
+    );
     if let Ok(etag) = HeaderValue::from_str(&meta.etag) {
         h.insert(header::ETAG, etag);
     }
     if !inline {
-        h.insert(header::CONTENT_DISPOSITION, HeaderValue::from_static("attachment"));
+        h.insert(
+            header::CONTENT_DISPOSITION,
+            HeaderValue::from_static("attachment"),
+        );
     }
     Ok(response)
 }

@@ -91,7 +91,12 @@ fn unavailable(e: Error) -> Error {
 pub fn is_valid_key(key: &str) -> bool {
     !key.is_empty()
         && key.len() <= 200
-        && key.split('/').all(|seg| !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'))
+        && key.split('/').all(|seg| {
+            !seg.is_empty()
+                && seg
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        })
 }
 
 /// Files on local disk, written through signed URLs.
@@ -109,11 +114,25 @@ impl LocalObjectStore {
     /// A store under `root`, signing URLs that start with `public_base`.
     pub fn open(root: &Path, public_base: &str, signer: Signer) -> Result<LocalObjectStore> {
         std::fs::create_dir_all(root.join(".tmp"))?;
-        Ok(LocalObjectStore { root: root.to_owned(), public_base: public_base.to_owned(), signer, commit_lock: Mutex::new(()) })
+        Ok(LocalObjectStore {
+            root: root.to_owned(),
+            public_base: public_base.to_owned(),
+            signer,
+            commit_lock: Mutex::new(()),
+        })
     }
 
-    fn message(key: &str, content_type: &str, size: u64, exp_secs: i64, sha: Option<&str>) -> String {
-        format!("PUT\n{key}\n{content_type}\n{size}\n{exp_secs}\n{}", sha.unwrap_or(""))
+    fn message(
+        key: &str,
+        content_type: &str,
+        size: u64,
+        exp_secs: i64,
+        sha: Option<&str>,
+    ) -> String {
+        format!(
+            "PUT\n{key}\n{content_type}\n{size}\n{exp_secs}\n{}",
+            sha.unwrap_or("")
+        )
     }
 
     fn object_path(&self, key: &str) -> PathBuf {
@@ -129,10 +148,16 @@ impl LocalObjectStore {
     pub fn verify(&self, key: &str, q: &SignedQuery, now: UnixMillis) -> Result<()> {
         let message = Self::message(key, &q.ct, q.len, q.exp, q.sha.as_deref());
         if !is_valid_key(key) || !self.signer.verify(&message, &q.sig) {
-            return Err(Error::problem(ErrorCode::BadSignature, "the upload URL's signature does not match its parameters"));
+            return Err(Error::problem(
+                ErrorCode::BadSignature,
+                "the upload URL's signature does not match its parameters",
+            ));
         }
         if q.exp.saturating_mul(1000) <= now {
-            return Err(Error::problem(ErrorCode::UrlExpired, "the upload URL has expired; ask for a new one"));
+            return Err(Error::problem(
+                ErrorCode::UrlExpired,
+                "the upload URL has expired; ask for a new one",
+            ));
         }
         Ok(())
     }
@@ -147,15 +172,25 @@ impl LocalObjectStore {
         random_bytes(&mut name);
         let path = self.root.join(".tmp").join(hex::encode(name));
         let mut file = tokio::fs::File::create(&path).await?;
-        let mut received = Received { path, size: 0, sha256: String::new() };
+        let mut received = Received {
+            path,
+            size: 0,
+            sha256: String::new(),
+        };
         let mut hasher = Sha256::new();
         while let Some(chunk) = body.next().await {
             let chunk = chunk.map_err(|e| {
-                Error::problem(ErrorCode::IncompleteBody, format!("the upload was cut off after {} bytes: {e}", received.size))
+                Error::problem(
+                    ErrorCode::IncompleteBody,
+                    format!("the upload was cut off after {} bytes: {e}", received.size),
+                )
             })?;
             received.size += chunk.len() as u64;
             if received.size > max {
-                return Err(Error::problem(ErrorCode::LengthMismatch, format!("the body is longer than the signed {max} bytes")));
+                return Err(Error::problem(
+                    ErrorCode::LengthMismatch,
+                    format!("the body is longer than the signed {max} bytes"),
+                ));
             }
             hasher.update(&chunk);
             file.write_all(&chunk).await?;
@@ -167,20 +202,35 @@ impl LocalObjectStore {
 
     /// Moves a received body into place, unless `allow` (checked under the
     /// commit lock) says no or different bytes are already there.
-    pub async fn commit<F>(&self, key: &str, content_type: &str, received: Received, allow: F) -> Result<Commit>
+    pub async fn commit<F>(
+        &self,
+        key: &str,
+        content_type: &str,
+        received: Received,
+        allow: F,
+    ) -> Result<Commit>
     where
         F: AsyncFnOnce() -> Result<()>,
     {
         let _guard = self.commit_lock.lock().await;
         allow().await?;
         if let Some(existing) = self.read_meta(key).await? {
-            return if existing.sha256.as_deref() == Some(received.sha256.as_str()) && existing.content_type == content_type {
+            return if existing.sha256.as_deref() == Some(received.sha256.as_str())
+                && existing.content_type == content_type
+            {
                 Ok(Commit::AlreadyStored(existing))
             } else {
-                Err(Error::problem(ErrorCode::ObjectExists, "different bytes are already stored under this key"))
+                Err(Error::problem(
+                    ErrorCode::ObjectExists,
+                    "different bytes are already stored under this key",
+                ))
             };
         }
-        let meta = MetaFile { size: received.size, content_type: content_type.to_owned(), sha256: received.sha256.clone() };
+        let meta = MetaFile {
+            size: received.size,
+            content_type: content_type.to_owned(),
+            sha256: received.sha256.clone(),
+        };
         let object_path = self.object_path(key);
         if let Some(parent) = object_path.parent() {
             tokio::fs::create_dir_all(parent).await?;
@@ -191,7 +241,8 @@ impl LocalObjectStore {
             // On disk before it is named: a power cut never leaves a
             // confirmed object with empty metadata.
             let mut file = tokio::fs::File::create(&meta_tmp).await?;
-            file.write_all(&serde_json::to_vec(&meta).unwrap_or_default()).await?;
+            file.write_all(&serde_json::to_vec(&meta).unwrap_or_default())
+                .await?;
             file.sync_all().await?;
         }
         tokio::fs::rename(&meta_tmp, self.meta_path(key)).await?;
@@ -205,7 +256,12 @@ impl LocalObjectStore {
     }
 
     fn to_meta(m: MetaFile) -> ObjectMeta {
-        ObjectMeta { size: m.size, content_type: m.content_type, etag: format!("\"{}\"", m.sha256), sha256: Some(m.sha256) }
+        ObjectMeta {
+            size: m.size,
+            content_type: m.content_type,
+            etag: format!("\"{}\"", m.sha256),
+            sha256: Some(m.sha256),
+        }
     }
 
     async fn read_meta(&self, key: &str) -> Result<Option<ObjectMeta>> {
@@ -222,8 +278,8 @@ impl LocalObjectStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        let meta: MetaFile =
-            serde_json::from_slice(&bytes).map_err(|e| Error::Io(io::Error::new(io::ErrorKind::InvalidData, e)))?;
+        let meta: MetaFile = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::Io(io::Error::new(io::ErrorKind::InvalidData, e)))?;
         if meta.size != object.len() {
             return Ok(None);
         }
@@ -260,7 +316,13 @@ impl LocalObjectStore {
 impl ObjectStore for LocalObjectStore {
     fn presign_put(&self, g: &PutGrant<'_>) -> UploadInstruction {
         let exp_secs = g.expires_at.div_euclid(1000);
-        let sig = self.signer.sign(&Self::message(g.key, g.content_type, g.size, exp_secs, g.sha256));
+        let sig = self.signer.sign(&Self::message(
+            g.key,
+            g.content_type,
+            g.size,
+            exp_secs,
+            g.sha256,
+        ));
         let mut url = format!(
             "{}/storage/{}?ct={}&len={}&exp={}",
             self.public_base,
@@ -277,7 +339,12 @@ impl ObjectStore for LocalObjectStore {
         url.push_str(&sig);
         let mut headers = BTreeMap::new();
         headers.insert("Content-Type".to_owned(), g.content_type.to_owned());
-        UploadInstruction { method: "PUT".to_owned(), url, headers, expires_at: format_rfc3339(exp_secs * 1000) }
+        UploadInstruction {
+            method: "PUT".to_owned(),
+            url,
+            headers,
+            expires_at: format_rfc3339(exp_secs * 1000),
+        }
     }
 
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {
@@ -285,7 +352,9 @@ impl ObjectStore for LocalObjectStore {
     }
 
     async fn get(&self, key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        let Some(meta) = self.read_meta(key).await.map_err(unavailable)? else { return Ok(None) };
+        let Some(meta) = self.read_meta(key).await.map_err(unavailable)? else {
+            return Ok(None);
+        };
         let file = match tokio::fs::File::open(self.object_path(key)).await {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -330,7 +399,10 @@ impl ObjectStore for LocalObjectStore {
     async fn probe(&self) -> Result<()> {
         let mut name = [0u8; 16];
         random_bytes(&mut name);
-        let path = self.root.join(".tmp").join(format!("probe-{}", hex::encode(name)));
+        let path = self
+            .root
+            .join(".tmp")
+            .join(format!("probe-{}", hex::encode(name)));
         let written = async {
             let mut file = tokio::fs::File::create(&path).await?;
             file.write_all(b"probe").await?;
@@ -338,7 +410,12 @@ impl ObjectStore for LocalObjectStore {
         }
         .await;
         let _ = tokio::fs::remove_file(&path).await;
-        written.map_err(|e| Error::ObjectStore(format!("cannot write under {}: {e}", self.root.join(".tmp").display())))
+        written.map_err(|e| {
+            Error::ObjectStore(format!(
+                "cannot write under {}: {e}",
+                self.root.join(".tmp").display()
+            ))
+        })
     }
 
     fn as_local(&self) -> Option<&LocalObjectStore> {

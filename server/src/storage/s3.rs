@@ -24,7 +24,9 @@ use async_trait::async_trait;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use futures_util::StreamExt;
-use rusty_s3::actions::{DeleteObject, GetObject, HeadBucket, HeadObject, ListObjectsV2, PutObject};
+use rusty_s3::actions::{
+    DeleteObject, GetObject, HeadBucket, HeadObject, ListObjectsV2, PutObject,
+};
 use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
 use upload_once_core::restrictions::normalize_content_type;
 use upload_once_core::time::{UnixMillis, format_rfc3339};
@@ -82,12 +84,19 @@ impl S3Settings {
 /// The `x-amz-checksum-sha256` value of a lowercase hex SHA-256: the
 /// digest in standard, padded base64 (RFC 4648 §4).
 pub fn checksum_header(sha256_hex: &str) -> Option<String> {
-    hex::decode(sha256_hex).ok().filter(|b| b.len() == 32).map(|b| STANDARD.encode(b))
+    hex::decode(sha256_hex)
+        .ok()
+        .filter(|b| b.len() == 32)
+        .map(|b| STANDARD.encode(b))
 }
 
 /// The lowercase hex SHA-256 of an `x-amz-checksum-sha256` value.
 fn checksum_from_header(value: &str) -> Option<String> {
-    STANDARD.decode(value.trim()).ok().filter(|b| b.len() == 32).map(hex::encode)
+    STANDARD
+        .decode(value.trim())
+        .ok()
+        .filter(|b| b.len() == 32)
+        .map(hex::encode)
 }
 
 fn unavailable(what: &str, e: impl std::fmt::Display) -> Error {
@@ -105,7 +114,9 @@ pub struct S3ObjectStore {
 
 impl std::fmt::Debug for S3ObjectStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("S3ObjectStore").field("bucket", &self.bucket).finish_non_exhaustive()
+        f.debug_struct("S3ObjectStore")
+            .field("bucket", &self.bucket)
+            .finish_non_exhaustive()
     }
 }
 
@@ -116,18 +127,31 @@ fn real_now() -> jiff::Timestamp {
 impl S3ObjectStore {
     /// A store for `settings`; URL expiry is counted on `clock`.
     pub fn new(settings: &S3Settings, clock: Arc<dyn Clock>) -> Result<S3ObjectStore> {
-        let endpoint: url::Url =
-            settings.endpoint.parse().map_err(|e| Error::Config(format!("--s3-endpoint `{}`: {e}", settings.endpoint)))?;
+        let endpoint: url::Url = settings
+            .endpoint
+            .parse()
+            .map_err(|e| Error::Config(format!("--s3-endpoint `{}`: {e}", settings.endpoint)))?;
         if endpoint.scheme() == "https" && !cfg!(feature = "s3-tls") {
             return Err(Error::Config(
                 "--s3-endpoint is https, but this server was built without the `s3-tls` feature (cargo build --features s3-tls)".into(),
             ));
         }
-        let style = if settings.path_style { UrlStyle::Path } else { UrlStyle::VirtualHost };
-        let bucket = Bucket::new(endpoint, style, settings.bucket.clone(), settings.region.clone())
-            .map_err(|e| Error::Config(format!("--s3-endpoint / --s3-bucket: {e}")))?;
+        let style = if settings.path_style {
+            UrlStyle::Path
+        } else {
+            UrlStyle::VirtualHost
+        };
+        let bucket = Bucket::new(
+            endpoint,
+            style,
+            settings.bucket.clone(),
+            settings.region.clone(),
+        )
+        .map_err(|e| Error::Config(format!("--s3-endpoint / --s3-bucket: {e}")))?;
         let credentials = match &settings.session_token {
-            Some(token) => Credentials::new_with_token(&settings.access_key, &settings.secret_key, token),
+            Some(token) => {
+                Credentials::new_with_token(&settings.access_key, &settings.secret_key, token)
+            }
             None => Credentials::new(&settings.access_key, &settings.secret_key),
         };
         let http = reqwest::Client::builder()
@@ -135,7 +159,13 @@ impl S3ObjectStore {
             .pool_idle_timeout(Duration::from_secs(30))
             .build()
             .map_err(|e| Error::Config(format!("HTTP client for the object store: {e}")))?;
-        Ok(S3ObjectStore { bucket, credentials, conditional_put: settings.conditional_put, http, clock })
+        Ok(S3ObjectStore {
+            bucket,
+            credentials,
+            conditional_put: settings.conditional_put,
+            http,
+            clock,
+        })
     }
 
     /// The bucket.
@@ -144,10 +174,17 @@ impl S3ObjectStore {
     }
 
     fn meta_from_headers(headers: &reqwest::header::HeaderMap) -> ObjectMeta {
-        let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let text = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
         let sha256 = text("x-amz-checksum-sha256").and_then(|b| checksum_from_header(&b));
         ObjectMeta {
-            size: text("content-length").and_then(|l| l.parse().ok()).unwrap_or(0),
+            size: text("content-length")
+                .and_then(|l| l.parse().ok())
+                .unwrap_or(0),
             content_type: normalize_content_type(&text("content-type").unwrap_or_default()),
             // The same ETag the embedded store gives when the SHA-256 is
             // known; the store's own otherwise.
@@ -159,10 +196,17 @@ impl S3ObjectStore {
         }
     }
 
-    async fn send(&self, what: &str, request: reqwest::RequestBuilder) -> Result<reqwest::Response> {
+    async fn send(
+        &self,
+        what: &str,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response> {
         let response = request.send().await.map_err(|e| unavailable(what, e))?;
         if response.status().is_server_error() {
-            return Err(unavailable(what, format!("the store answered {}", response.status())));
+            return Err(unavailable(
+                what,
+                format!("the store answered {}", response.status()),
+            ));
         }
         Ok(response)
     }
@@ -186,7 +230,9 @@ impl ObjectStore for S3ObjectStore {
         let signed_at = jiff::Timestamp::from_second(now.as_second()).unwrap_or(now);
         let into_second = now.as_millisecond() - signed_at.as_millisecond();
         // Valid until signed_at + expires_in ≤ now + remaining.
-        let expires_in = Duration::from_secs(u64::try_from((remaining_ms + into_second).max(0) / 1000).unwrap_or(0));
+        let expires_in = Duration::from_secs(
+            u64::try_from((remaining_ms + into_second).max(0) / 1000).unwrap_or(0),
+        );
 
         let mut headers = BTreeMap::new();
         headers.insert("Content-Type".to_owned(), g.content_type.to_owned());
@@ -199,21 +245,34 @@ impl ObjectStore for S3ObjectStore {
         let size = g.size.to_string();
         let mut action = PutObject::new(&self.bucket, Some(&self.credentials), g.key);
         for (name, value) in &headers {
-            action.headers_mut().insert(name.to_ascii_lowercase(), value.clone());
+            action
+                .headers_mut()
+                .insert(name.to_ascii_lowercase(), value.clone());
         }
         // Signed but not listed: the browser sends the length of the Blob by
         // itself (and may not set it), so a body of any other length fails
         // the signature.
         action.headers_mut().insert("content-length", size);
         let url = action.sign_with_time(expires_in, &signed_at);
-        UploadInstruction { method: "PUT".to_owned(), url: url.to_string(), headers, expires_at: format_rfc3339(exp_secs * 1000) }
+        UploadInstruction {
+            method: "PUT".to_owned(),
+            url: url.to_string(),
+            headers,
+            expires_at: format_rfc3339(exp_secs * 1000),
+        }
     }
 
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {
         let mut action = HeadObject::new(&self.bucket, Some(&self.credentials), key);
-        action.headers_mut().insert("x-amz-checksum-mode", "ENABLED");
+        action
+            .headers_mut()
+            .insert("x-amz-checksum-mode", "ENABLED");
         let url = action.sign_with_time(REQUEST_TTL, &real_now());
-        let request = self.http.head(url).header("x-amz-checksum-mode", "ENABLED").timeout(REQUEST_TIMEOUT);
+        let request = self
+            .http
+            .head(url)
+            .header("x-amz-checksum-mode", "ENABLED")
+            .timeout(REQUEST_TIMEOUT);
         let response = self.send("HEAD", request).await?;
         match response.status() {
             s if s.is_success() => Ok(Some(Self::meta_from_headers(response.headers()))),
@@ -224,14 +283,18 @@ impl ObjectStore for S3ObjectStore {
 
     async fn get(&self, key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {
         let mut action = GetObject::new(&self.bucket, Some(&self.credentials), key);
-        action.headers_mut().insert("x-amz-checksum-mode", "ENABLED");
+        action
+            .headers_mut()
+            .insert("x-amz-checksum-mode", "ENABLED");
         let url = action.sign_with_time(REQUEST_TTL, &real_now());
         let request = self.http.get(url).header("x-amz-checksum-mode", "ENABLED");
         let response = self.send("GET", request).await?;
         match response.status() {
             s if s.is_success() => {
                 let meta = Self::meta_from_headers(response.headers());
-                let stream = response.bytes_stream().map(|chunk| chunk.map_err(std::io::Error::other));
+                let stream = response
+                    .bytes_stream()
+                    .map(|chunk| chunk.map_err(std::io::Error::other));
                 Ok(Some((meta, Box::pin(stream))))
             }
             reqwest::StatusCode::NOT_FOUND => Ok(None),
@@ -240,8 +303,11 @@ impl ObjectStore for S3ObjectStore {
     }
 
     async fn delete(&self, key: &str) -> Result<()> {
-        let url = DeleteObject::new(&self.bucket, Some(&self.credentials), key).sign_with_time(REQUEST_TTL, &real_now());
-        let response = self.send("DELETE", self.http.delete(url).timeout(REQUEST_TIMEOUT)).await?;
+        let url = DeleteObject::new(&self.bucket, Some(&self.credentials), key)
+            .sign_with_time(REQUEST_TTL, &real_now());
+        let response = self
+            .send("DELETE", self.http.delete(url).timeout(REQUEST_TIMEOUT))
+            .await?;
         match response.status() {
             s if s.is_success() || s == reqwest::StatusCode::NOT_FOUND => Ok(()),
             s => Err(Self::unexpected("DELETE", s)),
@@ -251,11 +317,17 @@ impl ObjectStore for S3ObjectStore {
     /// A signed `HEAD` of the bucket: reachable, there, and the credentials
     /// work.
     async fn probe(&self) -> Result<()> {
-        let url = HeadBucket::new(&self.bucket, Some(&self.credentials)).sign_with_time(REQUEST_TTL, &real_now());
-        let response = self.send("HEAD bucket", self.http.head(url).timeout(REQUEST_TIMEOUT)).await?;
+        let url = HeadBucket::new(&self.bucket, Some(&self.credentials))
+            .sign_with_time(REQUEST_TTL, &real_now());
+        let response = self
+            .send("HEAD bucket", self.http.head(url).timeout(REQUEST_TIMEOUT))
+            .await?;
         match response.status() {
             s if s.is_success() => Ok(()),
-            reqwest::StatusCode::NOT_FOUND => Err(unavailable("HEAD bucket", format!("no bucket `{}`", self.bucket.name()))),
+            reqwest::StatusCode::NOT_FOUND => Err(unavailable(
+                "HEAD bucket",
+                format!("no bucket `{}`", self.bucket.name()),
+            )),
             s => Err(Self::unexpected("HEAD bucket", s)),
         }
     }
@@ -269,12 +341,15 @@ impl ObjectStore for S3ObjectStore {
                 action.with_continuation_token(t.clone());
             }
             let url = action.sign_with_time(REQUEST_TTL, &real_now());
-            let response = self.send("LIST", self.http.get(url).timeout(REQUEST_TIMEOUT)).await?;
+            let response = self
+                .send("LIST", self.http.get(url).timeout(REQUEST_TIMEOUT))
+                .await?;
             if !response.status().is_success() {
                 return Err(Self::unexpected("LIST", response.status()));
             }
             let text = response.text().await.map_err(|e| unavailable("LIST", e))?;
-            let parsed = ListObjectsV2::parse_response(&text).map_err(|e| unavailable("LIST", e))?;
+            let parsed =
+                ListObjectsV2::parse_response(&text).map_err(|e| unavailable("LIST", e))?;
             keys.extend(parsed.contents.into_iter().map(|c| c.key));
             match parsed.next_continuation_token {
                 Some(t) => token = Some(t),

@@ -25,8 +25,8 @@ use uuid::Uuid;
 
 use super::dialect::{Dialect, dialect_of};
 use super::{
-    AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, NewMedia, RecordStore, SessionRow, SweepBacklog,
-    keep_released_connection, moderation_from_db, policy_from_db, policy_to_db,
+    AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, NewMedia, RecordStore, SessionRow,
+    SweepBacklog, keep_released_connection, moderation_from_db, policy_from_db, policy_to_db,
 };
 use crate::error::{Error, Result};
 
@@ -35,7 +35,8 @@ const ATTEMPT_COLUMNS: &str = "a.row_id, a.id, a.session_id, a.event_id, a.filen
 const ATTEMPT_FROM: &str = "attempts a LEFT JOIN media m ON m.attempt_row_id = a.row_id";
 const MEDIA_COLUMNS: &str = "m.id, m.attempt_row_id, a.id AS attempt_id, m.event_id, e.slug, m.object_key, a.filename, \
      m.size, m.content_type, m.sha256, m.moderation, m.moderation_reason, m.wall_seq, m.created_at, m.moderated_at";
-const MEDIA_FROM: &str = "media m JOIN attempts a ON a.row_id = m.attempt_row_id JOIN events e ON e.id = m.event_id";
+const MEDIA_FROM: &str =
+    "media m JOIN attempts a ON a.row_id = m.attempt_row_id JOIN events e ON e.id = m.event_id";
 const EVENT_COLUMNS: &str = "id, slug, title, max_file_bytes, allowed_types, moderation, guest_code, host_token_hash, \
      wall_token_hash, created_at";
 
@@ -106,7 +107,10 @@ fn event_from_row(row: &AnyRow) -> Result<EventRow> {
 
 /// `$first, $first+1, …`: `count` numbered placeholders.
 fn placeholders(first: usize, count: usize) -> String {
-    (first..first + count).map(|n| format!("${n}")).collect::<Vec<_>>().join(", ")
+    (first..first + count)
+        .map(|n| format!("${n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn is_unique_violation(e: &sqlx::Error) -> bool {
@@ -175,7 +179,11 @@ impl SqlStore {
             .connect_with(dialect.connect_options(url)?)
             .await?;
         super::migrate::migrate(&pool, dialect).await?;
-        Ok(SqlStore { pool, dialect, discarded })
+        Ok(SqlStore {
+            pool,
+            dialect,
+            discarded,
+        })
     }
 
     /// The connection pool, for tools and tests that need the database
@@ -195,8 +203,15 @@ impl SqlStore {
     /// granted.
     async fn lock(&self, key: AttemptKey) -> Result<Option<Box<dyn AttemptLock>>> {
         let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
-        let lock_sql = format!("SELECT a.row_id FROM attempts a WHERE {}{}", key.clause(), self.dialect.row_lock());
-        let locked: Option<AnyRow> = key.bind(sqlx::query(&lock_sql)).fetch_optional(&mut *tx).await?;
+        let lock_sql = format!(
+            "SELECT a.row_id FROM attempts a WHERE {}{}",
+            key.clause(),
+            self.dialect.row_lock()
+        );
+        let locked: Option<AnyRow> = key
+            .bind(sqlx::query(&lock_sql))
+            .fetch_optional(&mut *tx)
+            .await?;
         let Some(locked) = locked else {
             tx.rollback().await?;
             return Ok(None);
@@ -204,7 +219,11 @@ impl SqlStore {
         let row_id: i64 = locked.try_get(0)?;
         let sql = format!("SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.row_id = $1");
         let row = sqlx::query(&sql).bind(row_id).fetch_one(&mut *tx).await?;
-        Ok(Some(Box::new(SqlAttemptLock { attempt: attempt_from_row(&row)?, tx, dialect: self.dialect })))
+        Ok(Some(Box::new(SqlAttemptLock {
+            attempt: attempt_from_row(&row)?,
+            tx,
+            dialect: self.dialect,
+        })))
     }
 }
 
@@ -217,7 +236,10 @@ struct SqlAttemptLock {
 impl SqlAttemptLock {
     async fn media_of_attempt(&mut self) -> Result<MediaRow> {
         let sql = format!("SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.attempt_row_id = $1");
-        let row = sqlx::query(&sql).bind(self.attempt.row_id).fetch_one(&mut *self.tx).await?;
+        let row = sqlx::query(&sql)
+            .bind(self.attempt.row_id)
+            .fetch_one(&mut *self.tx)
+            .await?;
         media_from_row(&row)
     }
 }
@@ -284,10 +306,12 @@ impl AttemptLock for SqlAttemptLock {
     }
 
     async fn expire(mut self: Box<Self>) -> Result<()> {
-        sqlx::query("UPDATE attempts SET state = 'expired' WHERE row_id = $1 AND state = 'authorized'")
-            .bind(self.attempt.row_id)
-            .execute(&mut *self.tx)
-            .await?;
+        sqlx::query(
+            "UPDATE attempts SET state = 'expired' WHERE row_id = $1 AND state = 'authorized'",
+        )
+        .bind(self.attempt.row_id)
+        .execute(&mut *self.tx)
+        .await?;
         self.tx.commit().await?;
         Ok(())
     }
@@ -336,32 +360,52 @@ impl RecordStore for SqlStore {
         .fetch_one(&self.pool)
         .await;
         match result {
-            Err(err) if is_unique_violation(&err) => {
-                Err(Error::problem(ErrorCode::SlugTaken, format!("an event named `{}` already exists", e.slug)))
-            }
+            Err(err) if is_unique_violation(&err) => Err(Error::problem(
+                ErrorCode::SlugTaken,
+                format!("an event named `{}` already exists", e.slug),
+            )),
             Err(err) => Err(err.into()),
-            Ok(row) => Ok(EventRow { id: row.try_get(0)?, ..e }),
+            Ok(row) => Ok(EventRow {
+                id: row.try_get(0)?,
+                ..e
+            }),
         }
     }
 
     async fn event_by_slug(&self, slug: &str) -> Result<Option<EventRow>> {
         let sql = format!("SELECT {EVENT_COLUMNS} FROM events WHERE slug = $1");
-        let row = sqlx::query(&sql).bind(slug).fetch_optional(&self.pool).await?;
+        let row = sqlx::query(&sql)
+            .bind(slug)
+            .fetch_optional(&self.pool)
+            .await?;
         row.as_ref().map(event_from_row).transpose()
     }
 
     async fn event_by_id(&self, id: i64) -> Result<Option<EventRow>> {
         let sql = format!("SELECT {EVENT_COLUMNS} FROM events WHERE id = $1");
-        let row = sqlx::query(&sql).bind(id).fetch_optional(&self.pool).await?;
+        let row = sqlx::query(&sql)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
         row.as_ref().map(event_from_row).transpose()
     }
 
     async fn set_host_token_hash(&self, event_id: i64, hash: &str) -> Result<()> {
-        sqlx::query("UPDATE events SET host_token_hash = $1 WHERE id = $2").bind(hash).bind(event_id).execute(&self.pool).await?;
+        sqlx::query("UPDATE events SET host_token_hash = $1 WHERE id = $2")
+            .bind(hash)
+            .bind(event_id)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
-    async fn create_session(&self, event_id: i64, token_hash: &str, now: UnixMillis, expires_at: UnixMillis) -> Result<SessionRow> {
+    async fn create_session(
+        &self,
+        event_id: i64,
+        token_hash: &str,
+        now: UnixMillis,
+        expires_at: UnixMillis,
+    ) -> Result<SessionRow> {
         let row = sqlx::query(
             "INSERT INTO sessions (event_id, token_hash, created_at, expires_at) VALUES ($1, $2, $3, $4) RETURNING id",
         )
@@ -371,7 +415,11 @@ impl RecordStore for SqlStore {
         .bind(expires_at)
         .fetch_one(&self.pool)
         .await?;
-        Ok(SessionRow { id: row.try_get(0)?, event_id, expires_at })
+        Ok(SessionRow {
+            id: row.try_get(0)?,
+            event_id,
+            expires_at,
+        })
     }
 
     async fn extend_session(&self, session_id: i64, until: UnixMillis) -> Result<()> {
@@ -385,14 +433,24 @@ impl RecordStore for SqlStore {
         Ok(())
     }
 
-    async fn session_by_token_hash(&self, hash: &str, now: UnixMillis) -> Result<Option<SessionRow>> {
+    async fn session_by_token_hash(
+        &self,
+        hash: &str,
+        now: UnixMillis,
+    ) -> Result<Option<SessionRow>> {
         let row = sqlx::query("SELECT id, event_id, expires_at FROM sessions WHERE token_hash = $1 AND expires_at > $2")
             .bind(hash)
             .bind(now)
             .fetch_optional(&self.pool)
             .await?;
-        row.map(|r| Ok(SessionRow { id: r.try_get("id")?, event_id: r.try_get("event_id")?, expires_at: r.try_get("expires_at")? }))
-            .transpose()
+        row.map(|r| {
+            Ok(SessionRow {
+                id: r.try_get("id")?,
+                event_id: r.try_get("event_id")?,
+                expires_at: r.try_get("expires_at")?,
+            })
+        })
+        .transpose()
     }
 
     async fn authorize(&self, a: NewAttempt) -> Result<(AttemptRow, bool)> {
@@ -413,13 +471,22 @@ impl RecordStore for SqlStore {
         .bind(a.expires_at)
         .execute(&self.pool)
         .await?;
-        let row = self.attempt(a.session_id, a.id).await?.ok_or_else(|| Error::not_found("attempt"))?;
+        let row = self
+            .attempt(a.session_id, a.id)
+            .await?
+            .ok_or_else(|| Error::not_found("attempt"))?;
         Ok((row, inserted.rows_affected() == 1))
     }
 
     async fn attempt(&self, session_id: i64, id: Uuid) -> Result<Option<AttemptRow>> {
-        let sql = format!("SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.session_id = $1 AND a.id = $2");
-        let row = sqlx::query(&sql).bind(session_id).bind(id.to_string()).fetch_optional(&self.pool).await?;
+        let sql = format!(
+            "SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.session_id = $1 AND a.id = $2"
+        );
+        let row = sqlx::query(&sql)
+            .bind(session_id)
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await?;
         row.as_ref().map(attempt_from_row).transpose()
     }
 
@@ -435,16 +502,28 @@ impl RecordStore for SqlStore {
         for id in ids {
             query = query.bind(id.to_string());
         }
-        query.fetch_all(&self.pool).await?.iter().map(attempt_from_row).collect()
+        query
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(attempt_from_row)
+            .collect()
     }
 
     async fn attempt_by_object_key(&self, key: &str) -> Result<Option<AttemptRow>> {
         let sql = format!("SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.object_key = $1");
-        let row = sqlx::query(&sql).bind(key).fetch_optional(&self.pool).await?;
+        let row = sqlx::query(&sql)
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await?;
         row.as_ref().map(attempt_from_row).transpose()
     }
 
-    async fn lock_attempt(&self, session_id: i64, id: Uuid) -> Result<Option<Box<dyn AttemptLock>>> {
+    async fn lock_attempt(
+        &self,
+        session_id: i64,
+        id: Uuid,
+    ) -> Result<Option<Box<dyn AttemptLock>>> {
         self.lock(AttemptKey::OfSession(session_id, id)).await
     }
 
@@ -466,11 +545,20 @@ impl RecordStore for SqlStore {
         let sql = format!(
             "SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.state IN ('expired', 'rejected') AND a.object_deleted = FALSE ORDER BY a.row_id LIMIT $1"
         );
-        sqlx::query(&sql).bind(i64::from(limit)).fetch_all(&self.pool).await?.iter().map(attempt_from_row).collect()
+        sqlx::query(&sql)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(attempt_from_row)
+            .collect()
     }
 
     async fn mark_object_deleted(&self, row_id: i64) -> Result<()> {
-        sqlx::query("UPDATE attempts SET object_deleted = TRUE WHERE row_id = $1").bind(row_id).execute(&self.pool).await?;
+        sqlx::query("UPDATE attempts SET object_deleted = TRUE WHERE row_id = $1")
+            .bind(row_id)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
@@ -491,7 +579,10 @@ impl RecordStore for SqlStore {
 
     async fn media(&self, id: Uuid) -> Result<Option<MediaRow>> {
         let sql = format!("SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.id = $1");
-        let row = sqlx::query(&sql).bind(id.to_string()).fetch_optional(&self.pool).await?;
+        let row = sqlx::query(&sql)
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await?;
         row.as_ref().map(media_from_row).transpose()
     }
 
@@ -507,15 +598,31 @@ impl RecordStore for SqlStore {
         for id in attempt_row_ids {
             query = query.bind(*id);
         }
-        query.fetch_all(&self.pool).await?.iter().map(media_from_row).collect()
+        query
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(media_from_row)
+            .collect()
     }
 
-    async fn list_media(&self, event_id: i64, moderation: Option<Moderation>) -> Result<Vec<MediaRow>> {
+    async fn list_media(
+        &self,
+        event_id: i64,
+        moderation: Option<Moderation>,
+    ) -> Result<Vec<MediaRow>> {
         let sql = format!(
             "SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.event_id = $1 AND (CAST($2 AS TEXT) IS NULL OR m.moderation = $2) ORDER BY m.created_at, m.id"
         );
         let filter = moderation.map(Moderation::as_str);
-        sqlx::query(&sql).bind(event_id).bind(filter).fetch_all(&self.pool).await?.iter().map(media_from_row).collect()
+        sqlx::query(&sql)
+            .bind(event_id)
+            .bind(filter)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(media_from_row)
+            .collect()
     }
 
     async fn moderate(
@@ -579,8 +686,12 @@ impl RecordStore for SqlStore {
     }
 
     async fn counts(&self) -> Result<(u64, u64)> {
-        let attempts: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM attempts").fetch_one(&self.pool).await?;
-        let media: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM media").fetch_one(&self.pool).await?;
+        let attempts: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM attempts")
+            .fetch_one(&self.pool)
+            .await?;
+        let media: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM media")
+            .fetch_one(&self.pool)
+            .await?;
         Ok((attempts as u64, media as u64))
     }
 }

@@ -776,6 +776,29 @@ impl Client {
         Ok(ok)
     }
 
+    /// Pauses an attempt's transfer: what is being sent is aborted, parts
+    /// the store holds stay stored, and nothing is sent until
+    /// [`Client::resume`] (a reload keeps it paused). False once its bytes
+    /// are stored or it ended.
+    pub fn pause(&self, id: &Uuid) -> Result<bool> {
+        let ok = self
+            .page()
+            .pause(id, now())
+            .ok_or_else(|| Error::NotFound(format!("no attempt {id}")))?;
+        self.0.signal.raise();
+        Ok(ok)
+    }
+
+    /// Resumes a paused transfer. False when it was not paused.
+    pub fn resume(&self, id: &Uuid) -> Result<bool> {
+        let ok = self
+            .page()
+            .resume(id, now())
+            .ok_or_else(|| Error::NotFound(format!("no attempt {id}")))?;
+        self.0.signal.raise();
+        Ok(ok)
+    }
+
     /// Retries a failed attempt (does nothing to an active one).
     pub fn retry(&self, id: &Uuid) -> Result<bool> {
         let changed = self

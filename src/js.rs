@@ -258,6 +258,23 @@ impl Uploader {
         future_to_promise(async move { Ok(JsValue::from_bool(result?)) })
     }
 
+    /// Pauses an attempt's transfer: what is being sent is aborted, parts
+    /// the server holds stay stored, and nothing is sent until `resume` (a
+    /// reload keeps it paused). Resolves to false once its bytes are stored
+    /// or it ended.
+    #[wasm_bindgen(unchecked_return_type = "Promise<boolean>")]
+    pub fn pause(&self, id: &str) -> Promise {
+        let result = parse_id(id).and_then(|id| self.client.pause(&id));
+        future_to_promise(async move { Ok(JsValue::from_bool(result?)) })
+    }
+
+    /// Resumes a paused transfer. Resolves to false when it was not paused.
+    #[wasm_bindgen(unchecked_return_type = "Promise<boolean>")]
+    pub fn resume(&self, id: &str) -> Promise {
+        let result = parse_id(id).and_then(|id| self.client.resume(&id));
+        future_to_promise(async move { Ok(JsValue::from_bool(result?)) })
+    }
+
     /// Forgets an attempt: cancels it and deletes its record and kept file.
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn forget(&self, id: &str) -> Promise {

@@ -24,7 +24,7 @@ export interface UploadError extends Error {
   readonly code: UploadErrorCode | `http_${number}`;
 }
 
-/** The last error of an attempt. It is final when the attempt's `terminal` is true; otherwise the attempt is retrying (`nextRetryAt`) or `paused`. */
+/** The last error of an attempt. It is final when the attempt's `terminal` is true; otherwise the attempt is retrying (`nextRetryAt`), `offline` or `paused`. */
 export interface AttemptErrorInfo {
   code: UploadErrorCode | `http_${number}`;
   message: string;
@@ -88,8 +88,10 @@ export interface AttemptView {
   fileKept: boolean;
   /** Why they are not kept, when they are not: over `keepFileMaxBytes`, over `keepFilesTotalBytes`, beyond the room `navigator.storage.estimate()` leaves, or refused by the browser. */
   notKeptReason: "too_large" | "over_total" | "no_room" | "refused" | null;
-  /** Waiting for the browser to come back online. */
+  /** The guest paused the transfer (`pause(id)`): nothing is sent until `resume(id)`; parts the server holds stay stored, and a reload keeps it paused. */
   paused: boolean;
+  /** Waiting for the browser to come back online. */
+  offline: boolean;
   /** A large file goes up in parts: how many the server holds (`null` for a single upload). */
   partsDone: number | null;
   /** A large file goes up in parts: how many there are (`null` for a single upload). */

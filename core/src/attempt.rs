@@ -279,6 +279,15 @@ pub struct AttemptRecord {
     /// The attempt that continues this expired one.
     #[serde(default)]
     pub replaced_by: Option<Uuid>,
+    /// The guest paused the transfer: nothing is sent until they resume
+    /// (the server is still asked what became of it). Left out of the
+    /// stored record when false, so version 1's format holds.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub paused: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl AttemptRecord {
@@ -308,6 +317,7 @@ impl AttemptRecord {
             revision: 1,
             replaces: None,
             replaced_by: None,
+            paused: false,
         }
     }
 
@@ -317,6 +327,8 @@ impl AttemptRecord {
         next.blob_key = self.blob_key;
         next.sha256 = self.sha256.clone();
         next.replaces = Some(self.id);
+        // The guest's pause holds for the file, whichever attempt carries it.
+        next.paused = self.paused;
         next
     }
 
@@ -339,6 +351,10 @@ impl AttemptRecord {
     }
 
     fn touch(&mut self, now: UnixMillis) {
+        if self.transfer == Transfer::Uploaded {
+            // Nothing is left to pause once the bytes are stored.
+            self.paused = false;
+        }
         self.updated_at = now;
         self.revision += 1;
     }
@@ -365,6 +381,9 @@ impl AttemptRecord {
             });
             self.next_retry_at = None;
             self.touch(now);
+            return Action::Idle;
+        }
+        if self.holds_back() {
             return Action::Idle;
         }
         if let Some(at) = self.next_retry_at {
@@ -465,6 +484,75 @@ impl AttemptRecord {
         }
         self.fail(ErrorCode::Cancelled.as_str(), "cancelled".to_owned(), now);
         true
+    }
+
+    /// Whether the transfer can be paused now: the bytes are not stored
+    /// yet and nothing has ended it.
+    pub fn can_pause(&self) -> bool {
+        !self.is_terminal()
+            && matches!(self.transfer, Transfer::Queued | Transfer::Uploading)
+            && self.confirmation == Confirmation::Unconfirmed
+    }
+
+    /// Whether the guest's pause holds the attempt back now: it holds the
+    /// steps that send (authorize, the bytes, a new URL), never a question
+    /// to the server or the confirm of bytes already stored.
+    pub fn holds_back(&self) -> bool {
+        self.paused && matches!(self.step, Step::Authorize | Step::Upload | Step::Renew)
+    }
+
+    /// The guest paused the transfer. The caller aborts what is being sent;
+    /// the parts the store holds stay stored. Returns whether the attempt
+    /// is paused (false once its bytes are stored or it ended).
+    pub fn pause(&mut self, now: UnixMillis) -> bool {
+        if self.paused {
+            return true;
+        }
+        if !self.can_pause() {
+            return false;
+        }
+        self.paused = true;
+        self.touch(now);
+        true
+    }
+
+    /// The guest resumed a paused transfer: it goes on at once, with a
+    /// fresh retry budget (a person acted). Returns whether it was paused.
+    pub fn resume(&mut self, now: UnixMillis) -> bool {
+        if !self.paused {
+            return false;
+        }
+        self.paused = false;
+        self.retries = 0;
+        self.next_retry_at = None;
+        self.touch(now);
+        true
+    }
+
+    /// A PUT of the whole file ended because the guest paused: not a
+    /// failure. It may have reached the store; sending the same bytes to
+    /// the same key again on resume is harmless.
+    pub fn upload_interrupted(&mut self) {
+        if self.transfer == Transfer::Uploading {
+            self.transfer = Transfer::Queued;
+        }
+    }
+
+    /// A part's PUT ended because the guest paused: it may be stored, so
+    /// the server's list decides before any part is sent again. Not a
+    /// failure, not a retry.
+    pub fn part_interrupted(&mut self, now: UnixMillis) {
+        if self.is_terminal() {
+            return;
+        }
+        if self.transfer == Transfer::Uploading {
+            self.transfer = Transfer::Queued;
+        }
+        if self.step != Step::Check {
+            self.step = Step::Check;
+            self.next_retry_at = None;
+            self.touch(now);
+        }
     }
 
     /// The user asked to try again. Only a failed (or cancelled) attempt

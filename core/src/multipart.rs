@@ -268,6 +268,13 @@ impl Pipeline {
                 .any(|(_, s)| matches!(s, PartState::Hashing | PartState::Sending { .. }))
     }
 
+    /// Nothing new starts: what is on the wire finishes, then the pipeline
+    /// starts over from the ledger (the guest paused).
+    pub fn stop(&mut self) {
+        self.draining = true;
+        self.waiting.clear();
+    }
+
     /// Forgets every part on its way (a reload, a cancel, the file gone).
     pub fn reset(&mut self) {
         *self = Pipeline::default();

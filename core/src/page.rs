@@ -881,6 +881,25 @@ impl Page {
         Some(ok)
     }
 
+    /// Pauses an attempt's transfer (what is being sent is aborted; parts
+    /// the store holds stay stored); `None` if unknown, else whether it is
+    /// paused (false once its bytes are stored or it ended).
+    pub fn pause(&mut self, id: &Uuid, now: UnixMillis) -> Option<bool> {
+        self.sched.record(id)?;
+        let ok = self.sched.pause(id, now);
+        if ok {
+            self.effects.push_back(Effect::Abort(*id));
+        }
+        Some(ok)
+    }
+
+    /// Resumes a paused transfer; `None` if unknown, else whether it was
+    /// paused.
+    pub fn resume(&mut self, id: &Uuid, now: UnixMillis) -> Option<bool> {
+        self.sched.record(id)?;
+        Some(self.sched.resume(id, now))
+    }
+
     /// Retries a failed attempt; `None` if unknown, else whether anything
     /// changed (a double click retries once).
     pub fn retry(&mut self, id: &Uuid, now: UnixMillis) -> Option<bool> {

@@ -337,10 +337,13 @@ impl Scheduler {
     pub fn is_idle(&self) -> bool {
         self.active == 0
             && !self.refresh
-            && self
-                .entries
-                .iter()
-                .all(|e| !e.owned || e.record.is_terminal() || e.record.needs_file() && !e.has_blob)
+            && self.entries.iter().all(|e| {
+                !e.owned
+                        || e.record.is_terminal()
+                        || e.record.needs_file() && !e.has_blob
+                        // Paused by the guest: it waits for them.
+                        || e.record.holds_back()
+            })
     }
 
     // ----- inputs --------------------------------------------------------
@@ -450,6 +453,33 @@ impl Scheduler {
         ok
     }
 
+    /// The guest paused the attempt's transfer. The caller aborts what is
+    /// being sent; those answers are not failures. False when there is no
+    /// transfer left to pause.
+    pub fn pause(&mut self, id: &Uuid, now: UnixMillis) -> bool {
+        let Some(e) = self.entries.get_mut(id) else {
+            return false;
+        };
+        let revision = e.record.revision;
+        let ok = e.record.pause(now);
+        if e.record.revision != revision {
+            self.mark_dirty(*id);
+        }
+        ok
+    }
+
+    /// The guest resumed a paused transfer. False when it was not paused.
+    pub fn resume(&mut self, id: &Uuid, now: UnixMillis) -> bool {
+        let Some(e) = self.entries.get_mut(id) else {
+            return false;
+        };
+        let ok = e.record.resume(now);
+        if ok {
+            self.mark_dirty(*id);
+        }
+        ok
+    }
+
     /// The user asked to retry a failed attempt. Does nothing for an active
     /// one (a double click retries once).
     pub fn retry(&mut self, id: &Uuid, now: UnixMillis) -> bool {
@@ -550,6 +580,14 @@ impl Scheduler {
             }
             return;
         }
+        if e.record.paused {
+            if let Outcome::Upload(Err(_)) = outcome {
+                // Aborted by the guest's pause (or failed meanwhile): sent
+                // again on resume.
+                e.record.upload_interrupted();
+                return;
+            }
+        }
         let env = Self::env(&self.policy, self.online, e.has_blob, now, entropy);
         let revision = e.record.revision;
         let effect = match outcome {
@@ -621,7 +659,17 @@ impl Scheduler {
         if terminal {
             return;
         }
-        if let Some(failure) = failure {
+        if e.record.paused
+            && matches!(
+                failure,
+                Some(PartFailure::Retry { .. } | PartFailure::Check)
+            )
+        {
+            // A part cut by the guest's pause: not a failure. What is on the
+            // wire finishes, then the server's list says which parts it holds.
+            e.pipeline.stop();
+            e.record.part_interrupted(now);
+        } else if let Some(failure) = failure {
             if failure == PartFailure::FileGone {
                 e.has_blob = false;
             }
@@ -864,6 +912,7 @@ impl Scheduler {
             .filter(|e| e.owned && !e.busy && !e.record.is_terminal() && e.persisted())
             // Waiting for the guest, not for a time.
             .filter(|e| !e.record.needs_file() || e.has_blob)
+            .filter(|e| !e.record.holds_back())
             .filter_map(|e| {
                 // A part's backoff matters only while the attempt sends parts.
                 let parts = (e.record.step == crate::attempt::Step::Upload)

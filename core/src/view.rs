@@ -67,8 +67,11 @@ pub struct AttemptView {
     /// Why they are not kept, when they are not: `too_large`,
     /// `over_total`, `no_room` (the browser's storage estimate) or `refused`.
     pub not_kept_reason: Option<&'static str>,
-    /// Waiting for the browser to come back online.
+    /// The guest paused the transfer (`pause`); nothing is sent until
+    /// `resume`.
     pub paused: bool,
+    /// Waiting for the browser to come back online.
+    pub offline: bool,
     /// For a file that goes up in parts: how many the store holds.
     pub parts_done: Option<u32>,
     /// For a file that goes up in parts: how many there are.
@@ -134,7 +137,8 @@ impl AttemptView {
             } else {
                 facts.not_kept
             },
-            paused: !facts.online && !a.is_terminal() && !a.needs_file(),
+            paused: a.paused && !a.is_terminal(),
+            offline: !facts.online && !a.is_terminal() && !a.needs_file(),
             parts_done: a.multipart.as_ref().map(|l| l.done.len() as u32),
             part_count: a.multipart.as_ref().map(|l| l.part_count),
         }

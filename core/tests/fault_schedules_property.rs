@@ -143,6 +143,8 @@ fn run(s: &Scenario) -> Result<Run, String> {
         .collect();
     add_at.sort_unstable();
     let mut added = 0;
+    // In two runs of three the guest pauses and resumes transfers too.
+    let pause_probability = if s.seed % 3 == 0 { 0.0 } else { 0.03 };
 
     for tick in 0..s.fault_ticks {
         while added < add_at.len() && add_at[added] <= tick {
@@ -174,6 +176,17 @@ fn run(s: &Scenario) -> Result<Run, String> {
                 _ => sim.close_tab(1),
             }
         }
+        if plan.chance(pause_probability) {
+            let ids: Vec<_> = sim.page().records().map(|r| r.id).collect();
+            if !ids.is_empty() {
+                let id = ids[plan.below(ids.len() as u64) as usize];
+                if sim.record(id).paused {
+                    sim.resume(id);
+                } else {
+                    sim.pause(id);
+                }
+            }
+        }
         if plan.chance(s.sleep_probability) {
             // The tab was frozen or the laptop closed: time jumps ahead,
             // past signed URLs and sometimes past the attempt TTL.
@@ -198,7 +211,23 @@ fn run(s: &Scenario) -> Result<Run, String> {
     while sim.tabs.len() > 1 {
         sim.close_tab(1);
     }
-    sim.try_run_until_idle()?;
+    // The guest resumes whatever shows as paused, until nothing does (an
+    // attempt that expires while paused hands the pause to its successor).
+    loop {
+        sim.try_run_until_idle()?;
+        let paused: Vec<_> = sim
+            .page()
+            .records()
+            .filter(|r| r.paused && !r.is_terminal())
+            .map(|r| r.id)
+            .collect();
+        if paused.is_empty() {
+            break;
+        }
+        for id in paused {
+            sim.resume(id);
+        }
+    }
     sim.check_exactly_once()?;
     let faults_injected = sim.faults.injected.len();
     Ok(Run {
@@ -210,7 +239,7 @@ fn run(s: &Scenario) -> Result<Run, String> {
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: 256,
-        rng_seed: RngSeed::Fixed(0x0DDB_A11),
+        rng_seed: RngSeed::Fixed(0x00DD_BA11),
         failure_persistence: None,
         ..ProptestConfig::default()
     })]

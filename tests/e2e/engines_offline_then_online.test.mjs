@@ -38,7 +38,7 @@ for (const engine of ["firefox", "webkit"]) {
       assert.ok(offline.every((a) => a.transfer !== "failed"), `going offline is not a failure: ${JSON.stringify(offline)}`);
       // (The connections are cut a moment before the browser goes offline, so
       // the cut may be counted as a retry before the attempts pause.)
-      if (page.canGoOffline) assert.ok(offline.every((a) => a.terminal || a.paused), `they wait for the network: ${JSON.stringify(offline)}`);
+      if (page.canGoOffline) assert.ok(offline.every((a) => a.terminal || a.offline), `they wait for the network: ${JSON.stringify(offline)}`);
 
       proxy.setRate(null);
       proxy.setOffline(false);

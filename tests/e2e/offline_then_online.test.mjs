@@ -22,10 +22,10 @@ test("an upload interrupted by going offline completes after coming back", async
   await context.setOffline(true);
   await page.waitForSelector("[data-testid='offline-banner']", { state: "visible" });
   // Offline, nothing new leaves: the bytes already under way finish or
-  // fail, and then every attempt waits, paused, with nothing in flight.
+  // fail, and then every attempt waits, offline, with nothing in flight.
   const offline = await until("every attempt to wait for the network", async () => {
     const list = await attempts(page);
-    return list.length === 3 && list.every((a) => a.paused && a.transfer !== "uploading" && a.confirmation !== "confirming") && list;
+    return list.length === 3 && list.every((a) => a.offline && a.transfer !== "uploading" && a.confirmation !== "confirming") && list;
   }, 30_000, 50);
   assert.ok(offline.every((a) => a.confirmation === "unconfirmed"), `nothing is confirmed while offline: ${JSON.stringify(offline)}`);
   assert.ok(offline.every((a) => a.transfer !== "failed" && a.retries === 0), `going offline is not a failure, nor a retry: ${JSON.stringify(offline)}`);

@@ -1416,6 +1416,18 @@ impl Sim {
         self.tabs[0].page.cancel(&id, now).expect("a known attempt")
     }
 
+    /// The guest presses Pause.
+    pub fn pause(&mut self, id: Uuid) -> bool {
+        let now = self.now;
+        self.tabs[0].page.pause(&id, now).expect("a known attempt")
+    }
+
+    /// The guest presses Resume.
+    pub fn resume(&mut self, id: Uuid) -> bool {
+        let now = self.now;
+        self.tabs[0].page.resume(&id, now).expect("a known attempt")
+    }
+
     /// The guest presses Retry.
     pub fn retry(&mut self, id: Uuid) -> bool {
         let now = self.now;
@@ -1675,7 +1687,10 @@ impl Sim {
                     .iter_mut()
                     .filter(|f| f.tab == tab && f.command.id() == Some(id))
                 {
-                    if matches!(f.command, Command::Upload { .. }) {
+                    if matches!(
+                        f.command,
+                        Command::Upload { .. } | Command::UploadPart { .. }
+                    ) {
                         f.aborted = true;
                     }
                 }
@@ -2189,7 +2204,7 @@ impl Sim {
         }
         for r in self.scheduler().records() {
             let held = self.scheduler().has_blob(&r.id);
-            if !r.is_terminal() && !(r.needs_file() && !held) {
+            if !(r.is_terminal() || r.needs_file() && !held) {
                 errors.push(format!(
                     "attempt {} is still active: step {:?} transfer {:?}",
                     r.id, r.step, r.transfer
@@ -2245,7 +2260,7 @@ impl Sim {
             for r in tab.page.records() {
                 let _ = writeln!(
                     out,
-                    "  {} file={} step={:?} transfer={:?} confirmation={:?} retries={} next={:?} rev={} stored_rev={:?} blob={} owned={} lock={:?} busy={} err={:?} replaces={:?} replaced_by={:?}",
+                    "  {} file={} step={:?} transfer={:?} confirmation={:?} retries={} next={:?} rev={} stored_rev={:?} blob={} owned={} lock={:?} busy={} err={:?} replaces={:?} replaced_by={:?} paused={}",
                     r.id,
                     r.file.name,
                     r.step,
@@ -2262,6 +2277,7 @@ impl Sim {
                     r.error.as_ref().map(|e| &e.code),
                     r.replaces,
                     r.replaced_by,
+                    r.paused,
                 );
             }
         }

@@ -1,0 +1,61 @@
+// The guest pauses a transfer part-way (uploader.pause): the PUT is
+// aborted and nothing is stored, the pause survives a reload (the restored
+// page asks the server and still sends nothing), and Resume stores the file
+// once. One 12 MB file over a 1 MB/s uplink (the throttling proxy), so the
+// transfer is still under way when it is paused, in each engine.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { startServer, createEvent, hostMedia, photos, until } from "./harness.mjs";
+import { startThrottle } from "./throttle.mjs";
+import { skipUnless, openEngine, openGuest, untilReady, pick, attempts, untilAllSaved } from "./engines.mjs";
+
+/** Waits until the one attempt is paused, not sending, and the page idle. */
+function untilPausedAndIdle(page, what) {
+  return until(what, async () => {
+    const [a] = await attempts(page);
+    const idle = await page.evaluate(() => window.uploader.idle);
+    return a && a.paused && a.transfer === "queued" && !a.terminal && a.error === null && idle && a;
+  }, 30_000, 100);
+}
+
+for (const engine of ["chromium", "firefox", "webkit"]) {
+  test(`${engine}: a paused transfer sends nothing, stays paused after a reload, and goes up once on resume`, { skip: skipUnless(engine) }, async () => {
+    const proxy = await startThrottle(null, { rate: 1_000_000 });
+    const server = await startServer(`pause-${engine}`, ["--public-url", proxy.base]).catch(async (e) => { await proxy.close(); throw e; });
+    proxy.setUpstream(server.port);
+    let page;
+    try {
+      const ev = await createEvent(server);
+      page = await openEngine(engine);
+      await openGuest(page, `${proxy.base}/?event=${ev.event.slug}&code=${ev.guest_code}`);
+      await pick(page, photos(1, 12_000_000));
+      const [started] = await until("the transfer part-way", async () => {
+        const list = await attempts(page);
+        return list.length === 1 && list[0].transfer === "uploading" && list[0].bytesSent > 0 && list;
+      }, 30_000, 50);
+
+      assert.equal(await page.evaluate((id) => window.uploader.pause(id), started.id), true);
+      const paused = await untilPausedAndIdle(page, "the pause to abort the transfer");
+      assert.equal(paused.retries, 0, "an abort by the guest is not a failure");
+      assert.equal((await hostMedia(server, ev)).length, 0);
+
+      // The pause is the guest's decision: a reload keeps it.
+      await page.reload();
+      await untilReady(page);
+      await untilPausedAndIdle(page, "the restored page to keep the pause");
+      assert.equal((await hostMedia(server, ev)).length, 0, "nothing stored while paused");
+
+      proxy.setRate(null);
+      assert.equal(await page.evaluate((id) => window.uploader.resume(id), started.id), true);
+      await untilAllSaved(page, 1);
+      assert.equal((await hostMedia(server, ev)).length, 1, "stored once");
+      const [done] = await attempts(page);
+      assert.equal(done.id, started.id, "the same attempt");
+      assert.equal(done.paused, false);
+    } finally {
+      await page?.close();
+      await proxy.close();
+      await server.stop();
+    }
+  });
+}

@@ -18,9 +18,10 @@
 //! - `POST /__faults/upstream` `{"upstream": "http://127.0.0.1:8080"}` sets
 //!   where requests go (until then they are answered 502): the server's
 //!   `--public-url` is the proxy, so the proxy starts first;
-//! - `GET /__faults/log` → `{"faults": […], "requests": […], "in_flight": […]}`:
+//! - `GET /__faults/log` → `{"faults": […], "requests": […], "in_flight": […], "bytes_up": n}`:
 //!   every fault injected and every request seen (forwarded or not), with
-//!   times, once it is over; and the requests forwarded and not yet answered
+//!   times and the body bytes read from the client (`body_bytes`; their sum
+//!   is `bytes_up`), once it is over; and the requests forwarded and not yet answered
 //!   (the server is at work on them), with the time each was forwarded.
 //!
 //! A rule matches a method (optional) and a path pattern (`*` matches any
@@ -41,6 +42,7 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -126,6 +128,11 @@ struct RequestLog {
     fault: Option<String>,
     at_ms: u128,
     done_ms: u128,
+    /// Bytes of the request body read from the client (what it sent, up to
+    /// a cut).
+    body_bytes: u64,
+    #[serde(skip)]
+    counted: Arc<AtomicU64>,
 }
 
 /// A request forwarded upstream and not answered yet.
@@ -325,7 +332,8 @@ impl Proxy {
             }
             (Method::GET, "/__faults/log") => {
                 let in_flight: Vec<&InFlight> = state.in_flight.values().collect();
-                json!({"faults": state.faults, "requests": state.requests, "in_flight": in_flight, "rules": state.rules})
+                let bytes_up: u64 = state.requests.iter().map(|r| r.body_bytes).sum();
+                json!({"faults": state.faults, "requests": state.requests, "in_flight": in_flight, "rules": state.rules, "bytes_up": bytes_up})
             }
             _ => return full(StatusCode::NOT_FOUND, "no such admin route"),
         };
@@ -340,7 +348,8 @@ impl Proxy {
         r
     }
 
-    fn log_request(&self, entry: RequestLog) {
+    fn log_request(&self, mut entry: RequestLog) {
+        entry.body_bytes = entry.counted.load(Ordering::Relaxed);
         self.state.lock().expect("state").requests.push(entry);
     }
 
@@ -369,6 +378,8 @@ impl Proxy {
             fault: None,
             at_ms: started,
             done_ms: 0,
+            body_bytes: 0,
+            counted: Arc::default(),
         };
         let mut cut_after = None;
         let mut drop_after = false;
@@ -445,13 +456,23 @@ impl Proxy {
         parts
             .headers
             .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        let counted = entry.counted.clone();
         let body: Body = match cut_after {
-            None => body.map_err(std::io::Error::other).boxed(),
+            None => body
+                .map_frame(move |frame| {
+                    if let Some(data) = frame.data_ref() {
+                        counted.fetch_add(data.len() as u64, Ordering::Relaxed);
+                    }
+                    frame
+                })
+                .map_err(std::io::Error::other)
+                .boxed(),
             Some(limit) => {
                 // Pass `limit` bytes through, then fail the body mid-way.
                 let mut sent = 0u64;
                 let stream = body.into_data_stream().map(move |chunk| {
                     let chunk = chunk.map_err(std::io::Error::other)?;
+                    counted.fetch_add(chunk.len() as u64, Ordering::Relaxed);
                     if sent >= limit {
                         return Err(std::io::Error::other("fault: body cut"));
                     }

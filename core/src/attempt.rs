@@ -284,6 +284,12 @@ pub struct AttemptRecord {
     /// stored record when false, so version 1's format holds.
     #[serde(default, skip_serializing_if = "is_false")]
     pub paused: bool,
+    /// The token of the guest session that authorized it: the attempt is
+    /// asked about, renewed and confirmed with it, even after that session
+    /// lapsed and the page joined again (the server answers for its own
+    /// attempts). Left out of the stored record until authorized.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_token: Option<String>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -318,6 +324,7 @@ impl AttemptRecord {
             replaces: None,
             replaced_by: None,
             paused: false,
+            session_token: None,
         }
     }
 

@@ -1032,6 +1032,10 @@ impl Page {
             Input::Joined(result) => self.handle_joined(result, now, entropy),
             Input::Outcome { id, outcome, token } => {
                 self.drop_session_if_forgotten(outcome_failure(&outcome), &token);
+                if matches!(outcome, Outcome::Authorize(Ok(_))) {
+                    // The attempt belongs to the session that authorized it.
+                    self.sched.set_session_token(&id, &token);
+                }
                 self.progress.remove(&id);
                 self.sched.handle(&id, outcome, now, entropy);
             }
@@ -1455,6 +1459,18 @@ impl Page {
             let command = self.sched.poll(now)?;
             if let Command::Upload { id, .. } | Command::Confirm { id, .. } = &command {
                 self.effects.push_back(Effect::Changed(*id));
+            }
+            // An authorized attempt goes with its own session's token, even
+            // one that lapsed (the server answers it about its attempts): no
+            // join is needed to learn what became of it.
+            let own_token = match &command {
+                Command::Authorize { .. } => None,
+                Command::Status { ids } => ids.first().and_then(|id| self.sched.record(id)),
+                other => other.id().and_then(|id| self.sched.record(&id)),
+            }
+            .and_then(|r| r.session_token.clone());
+            if let Some(token) = own_token {
+                return Some(Effect::Send { command, token });
             }
             match &self.session {
                 Some(session) => {

@@ -164,17 +164,17 @@ pub fn classify(op: Operation, failure: &Failure) -> Disposition {
         },
         (Operation::Authorize | Operation::Renew | Operation::Confirm, 410) => Expired,
         (Operation::Confirm, 422) => Rejected,
-        // The guest session is gone (expired, or the server forgot it): a new
-        // attempt can be authorized under a new session, but an attempt the
-        // old one authorized is unknown to the new one — like an expiry.
+        // The guest session lapsed (or the server forgot it): a new attempt
+        // is authorized under a new session.
         (Operation::Authorize, 401) if failure.code_is(ErrorCode::InvalidSession) => {
             Retry { min_delay_ms: 0 }
         }
-        (Operation::Renew | Operation::Confirm | Operation::Status, 401)
-            if failure.code_is(ErrorCode::InvalidSession) =>
-        {
-            Expired
-        }
+        // An attempt is asked about, renewed and confirmed with the token
+        // that authorized it, which the server honours after the session
+        // lapsed: a 401 means the server no longer knows that session at
+        // all (revoked). Nothing can be learnt about the attempt, and a new
+        // one might store the photo twice: the guest is told (a plain
+        // failure, below).
         _ => Fail,
     }
 }

@@ -184,6 +184,8 @@ struct Entry {
     /// Busy with a command of its own (not a status batch): holds a slot.
     busy_alone: bool,
     dirty: bool,
+    /// To be asked about by the next status batch (a refresh).
+    refresh_due: bool,
     /// The parts of a multipart attempt on their way (memory only).
     pipeline: Pipeline,
 }
@@ -250,6 +252,10 @@ impl Entries {
     fn iter(&self) -> impl Iterator<Item = &Entry> {
         self.0.iter()
     }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Entry> {
+        self.0.iter_mut()
+    }
 }
 
 /// Drives many attempts.
@@ -262,7 +268,6 @@ pub struct Scheduler {
     part_parallelism: usize,
     online: bool,
     active: usize,
-    refresh: bool,
     dirty: Vec<Uuid>,
 }
 
@@ -276,7 +281,6 @@ impl Scheduler {
             part_parallelism: DEFAULT_PARALLELISM,
             online: true,
             active: 0,
-            refresh: false,
             dirty: Vec::new(),
         }
     }
@@ -336,7 +340,7 @@ impl Scheduler {
     /// nothing is in flight.
     pub fn is_idle(&self) -> bool {
         self.active == 0
-            && !self.refresh
+            && !self.entries.iter().any(|e| e.refresh_due)
             && self.entries.iter().all(|e| {
                 !e.owned
                         || e.record.is_terminal()
@@ -358,12 +362,18 @@ impl Scheduler {
         persisted_revision: u64,
     ) {
         let id = record.id;
-        let (busy, busy_alone, dirty, pipeline) = self
-            .entries
-            .get(&id)
-            .map_or((false, false, false, Pipeline::default()), |e| {
-                (e.busy, e.busy_alone, e.dirty, e.pipeline.clone())
-            });
+        let (busy, busy_alone, dirty, refresh_due, pipeline) =
+            self.entries
+                .get(&id)
+                .map_or((false, false, false, false, Pipeline::default()), |e| {
+                    (
+                        e.busy,
+                        e.busy_alone,
+                        e.dirty,
+                        e.refresh_due,
+                        e.pipeline.clone(),
+                    )
+                });
         let entry = Entry {
             record,
             has_blob,
@@ -372,6 +382,7 @@ impl Scheduler {
             busy,
             busy_alone,
             dirty,
+            refresh_due,
             pipeline,
         };
         let needs_write = !entry.persisted();
@@ -423,7 +434,23 @@ impl Scheduler {
 
     /// Ask the server for fresh moderation states of confirmed attempts.
     pub fn request_refresh(&mut self) {
-        self.refresh = true;
+        for e in self.entries.iter_mut() {
+            if e.wants_refresh() {
+                e.refresh_due = true;
+            }
+        }
+    }
+
+    /// The guest session that authorized the attempt answered `token`: the
+    /// attempt is asked about with it from now on.
+    pub fn set_session_token(&mut self, id: &Uuid, token: &str) {
+        let Some(e) = self.entries.get_mut(id) else {
+            return;
+        };
+        if e.record.session_token.as_deref() != Some(token) {
+            e.record.session_token = Some(token.to_owned());
+            self.mark_dirty(*id);
+        }
     }
 
     /// The guest picked the file again: attach it to the attempt.
@@ -871,8 +898,10 @@ impl Scheduler {
     }
 
     fn poll_status(&mut self, now: UnixMillis) -> Option<Vec<Uuid>> {
+        // One batch asks about attempts of one session (the token goes with
+        // the request): the first due attempt's.
         let mut ids = Vec::new();
-        let refresh = self.refresh;
+        let mut token: Option<Option<&str>> = None;
         for e in self.entries.iter() {
             if ids.len() == MAX_STATUS_IDS {
                 break;
@@ -886,19 +915,21 @@ impl Scheduler {
                 && !e.record.is_terminal()
                 && e.record.step == crate::attempt::Step::Check
                 && due;
-            if check || (refresh && e.wants_refresh()) {
+            if !check && !e.refresh_due {
+                continue;
+            }
+            let this = e.record.session_token.as_deref();
+            if *token.get_or_insert(this) == this {
                 ids.push(*id);
             }
-        }
-        if ids.len() < MAX_STATUS_IDS {
-            // Every refresh candidate fitted in this batch.
-            self.refresh = false;
         }
         if ids.is_empty() {
             return None;
         }
         for id in &ids {
-            self.entries.get_mut(id).expect("present").busy = true;
+            let e = self.entries.get_mut(id).expect("present");
+            e.busy = true;
+            e.refresh_due = false;
         }
         Some(ids)
     }

@@ -253,8 +253,10 @@ fn table() -> Vec<(Operation, Failure, Disposition, &'static str)> {
             "a client bug, not transient",
         ),
         // Other 4xx.
-        // A lost session: a new attempt is authorized again under a new
-        // session; one the old session authorized is gone, like an expiry.
+        // A lapsed session: a new attempt is authorized again under a new
+        // session. An attempt goes with its own session's token, which the
+        // server honours after it lapsed: a 401 there means the session is
+        // unknown (revoked), and the attempt fails for the guest to see.
         (
             Authorize,
             http(401, Some("invalid_session")),
@@ -264,20 +266,20 @@ fn table() -> Vec<(Operation, Failure, Disposition, &'static str)> {
         (
             CONFIRM,
             http(401, Some("invalid_session")),
-            Expired,
-            "session lost",
+            Fail,
+            "a session the server does not know at all: no successor",
         ),
         (
             Status,
             http(401, Some("invalid_session")),
-            Expired,
-            "session lost",
+            Fail,
+            "a session the server does not know at all: no successor",
         ),
         (
             RENEW,
             http(401, Some("invalid_session")),
-            Expired,
-            "session lost",
+            Fail,
+            "a session the server does not know at all: no successor",
         ),
         (CONFIRM, http(401, None), Fail, "unauthorized"),
         (

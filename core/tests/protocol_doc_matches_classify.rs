@@ -493,20 +493,16 @@ fn the_table_covers_the_cases_classify_tells_apart() {
             http(401, Some("invalid_session")),
             "Retry",
         ),
-        (
-            Operation::Renew,
-            http(401, Some("invalid_session")),
-            "Expired",
-        ),
+        (Operation::Renew, http(401, Some("invalid_session")), "Fail"),
         (
             Operation::Confirm,
             http(401, Some("invalid_session")),
-            "Expired",
+            "Fail",
         ),
         (
             Operation::Status,
             http(401, Some("invalid_session")),
-            "Expired",
+            "Fail",
         ),
         (
             Operation::Upload,

@@ -117,6 +117,10 @@ pub struct ServerConfig {
     pub multipart_threshold: u64,
     /// Bytes per part.
     pub part_size: u64,
+    /// How long a guest session lives (each authorize extends it to at
+    /// least one attempt TTL ahead, as the reference server does); `None`:
+    /// forever, and every join hands out [`SESSION`].
+    pub session_ttl_ms: Option<i64>,
 }
 
 impl Default for ServerConfig {
@@ -128,6 +132,7 @@ impl Default for ServerConfig {
             clock_offset_ms: 0,
             multipart_threshold: u64::MAX,
             part_size: 5,
+            session_ttl_ms: None,
         }
     }
 }
@@ -156,6 +161,8 @@ pub struct ServerAttempt {
     pub plan: Option<MultipartPlan>,
     /// The parts the store holds (multipart, before confirm).
     pub parts: BTreeMap<u32, StoredPart>,
+    /// The token of the session that authorized it.
+    pub session: String,
 }
 
 /// An object in the fake object store.
@@ -188,14 +195,118 @@ pub struct FakeServer {
     /// Requests the server applied, in order.
     pub applied: Vec<ReqKind>,
     keys: BTreeMap<String, Uuid>,
+    /// Guest sessions: token → when it lapses (server clock).
+    pub sessions: BTreeMap<String, UnixMillis>,
+    joins: u32,
 }
 
 impl FakeServer {
     pub fn new(config: ServerConfig) -> Self {
+        let lapses = config
+            .session_ttl_ms
+            .map_or(UnixMillis::MAX, |ttl| T0 + ttl);
         FakeServer {
             config,
+            sessions: BTreeMap::from([(SESSION.to_owned(), lapses)]),
             ..Default::default()
         }
+    }
+
+    /// `POST /v1/events/{slug}/sessions`: a new session's token.
+    pub fn join(&mut self, now: UnixMillis) -> String {
+        let Some(ttl) = self.config.session_ttl_ms else {
+            return SESSION.to_owned();
+        };
+        self.joins += 1;
+        let token = format!("{SESSION}-{}", self.joins);
+        let lapses = self.clock(now) + ttl.max(self.config.attempt_ttl_ms);
+        self.sessions.insert(token.clone(), lapses);
+        token
+    }
+
+    /// The session check in front of every API call, as the reference
+    /// server makes it: an unknown token is refused; a lapsed one may still
+    /// ask about, renew and confirm its own attempts, but authorize nothing
+    /// new; another session's attempt is not found.
+    pub fn admit(
+        &mut self,
+        command: &Command,
+        token: &str,
+        now: UnixMillis,
+    ) -> Result<(), Failure> {
+        if matches!(command, Command::Upload { .. } | Command::UploadPart { .. }) {
+            return Ok(()); // storage: the signed URL is the credential
+        }
+        let Some(lapses) = self.sessions.get(token).copied() else {
+            return Err(problem(401, ErrorCode::InvalidSession, "unknown session"));
+        };
+        match command {
+            Command::Authorize { request, .. } => {
+                if lapses <= self.clock(now) {
+                    return Err(problem(
+                        401,
+                        ErrorCode::InvalidSession,
+                        "the session lapsed",
+                    ));
+                }
+                if self
+                    .attempts
+                    .get(&request.id)
+                    .is_some_and(|a| a.session != token)
+                {
+                    return Err(problem(
+                        422,
+                        ErrorCode::IdReused,
+                        "the attempt id belongs to another session",
+                    ));
+                }
+            }
+            Command::Renew { id } | Command::Confirm { id, .. } | Command::SignParts { id, .. } => {
+                if self.attempts.get(id).is_some_and(|a| a.session != token) {
+                    return Err(problem(404, ErrorCode::NotFound, "no such attempt"));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// `POST /v1/events/{slug}/attempts` under session `token`.
+    pub fn authorize_as(
+        &mut self,
+        request: &AuthorizeRequest,
+        token: &str,
+        now: UnixMillis,
+    ) -> Result<AttemptResponse, Failure> {
+        let result = self.authorize(request, now);
+        if result.is_ok() {
+            if let Some(a) = self.attempts.get_mut(&request.id) {
+                a.session = token.to_owned();
+            }
+            let at_least = self.clock(now) + self.config.attempt_ttl_ms;
+            if let Some(lapses) = self.sessions.get_mut(token) {
+                *lapses = (*lapses).max(at_least);
+            }
+        }
+        result
+    }
+
+    /// `POST /v1/attempts/status` under session `token`: another session's
+    /// attempts are not found.
+    pub fn status_as(
+        &mut self,
+        ids: &[Uuid],
+        token: &str,
+        now: UnixMillis,
+    ) -> Result<StatusResponse, Failure> {
+        let mut answer = self.status(ids, now)?;
+        for result in &mut answer.results {
+            let id = result.id();
+            if self.attempts.get(&id).is_some_and(|a| a.session != token) {
+                *result = AttemptStatus::NotFound { id };
+            }
+        }
+        Ok(answer)
     }
 
     fn clock(&self, now: UnixMillis) -> UnixMillis {
@@ -290,6 +401,7 @@ impl FakeServer {
                 rejection: None,
                 plan,
                 parts: BTreeMap::new(),
+                session: SESSION.to_owned(),
             },
         );
         Ok(self.response(request.id, now))
@@ -1201,6 +1313,8 @@ pub struct Sim {
     next_tab: u32,
     /// When set, the server refuses (or does not answer) every join.
     pub join_failure: Option<Failure>,
+    /// The guest session as stored in IndexedDB (the last one joined).
+    pub session_token: String,
 }
 
 impl Sim {
@@ -1223,6 +1337,7 @@ impl Sim {
             locks: BTreeMap::new(),
             next_tab: 0,
             join_failure: None,
+            session_token: SESSION.to_owned(),
             config,
         };
         let mut tab = sim.new_tab();
@@ -1492,7 +1607,7 @@ impl Sim {
         tab.page.open(records.clone(), &kept);
         // The session is stored: no join.
         tab.page.set_session(Session {
-            token: SESSION.to_owned(),
+            token: self.session_token.clone(),
             event: event_info(),
         });
         tab.page.restore(records, &kept);
@@ -1520,7 +1635,7 @@ impl Sim {
         self.inflight = others;
         for f in mine {
             if self.online && self.rng.chance(reached) {
-                let _ = self.apply(&f.command);
+                let _ = self.apply(&f.command, &f.token);
             }
         }
         let ids: Vec<Uuid> = self.locks.keys().copied().collect();
@@ -1673,10 +1788,15 @@ impl Sim {
                 self.stats.joins += 1;
                 let answer = match &self.join_failure {
                     Some(failure) => Err(failure.clone()),
-                    None => Ok(Session {
-                        token: SESSION.to_owned(),
-                        event: event_info(),
-                    }),
+                    None => {
+                        let token = self.server.join(self.now);
+                        // Kept in IndexedDB for the next page.
+                        self.session_token = token.clone();
+                        Ok(Session {
+                            token,
+                            event: event_info(),
+                        })
+                    }
                 };
                 self.tabs[i].inbox.push_back(Input::Joined(answer));
             }
@@ -1856,13 +1976,17 @@ impl Sim {
 
     // ----- network ------------------------------------------------------------
 
-    /// Performs a command against the server, without faults.
-    pub fn apply(&mut self, command: &Command) -> Reply {
+    /// Performs a command against the server, without faults, with the
+    /// session `token`.
+    pub fn apply(&mut self, command: &Command, token: &str) -> Reply {
         let now = self.now;
+        if let Err(refused) = self.server.admit(command, token, now) {
+            return failed_reply(command, refused);
+        }
         match command {
-            Command::Authorize { request, .. } => {
-                Reply::Outcome(Outcome::Authorize(self.server.authorize(request, now)))
-            }
+            Command::Authorize { request, .. } => Reply::Outcome(Outcome::Authorize(
+                self.server.authorize_as(request, token, now),
+            )),
             Command::Upload { id, instruction } => {
                 let blob_key = self
                     .db
@@ -1880,7 +2004,7 @@ impl Sim {
             Command::Confirm { id, request } => {
                 Reply::Outcome(Outcome::Confirm(self.server.confirm(*id, request, now)))
             }
-            Command::Status { ids } => Reply::Status(self.server.status(ids, now)),
+            Command::Status { ids } => Reply::Status(self.server.status_as(ids, token, now)),
             Command::SignParts { id, request } => Reply::Outcome(Outcome::PartsSigned(
                 self.server.sign_parts(*id, request, now),
             )),
@@ -1908,15 +2032,15 @@ impl Sim {
     }
 
     /// Performs a command through the fault layer.
-    pub fn execute(&mut self, command: &Command) -> Reply {
+    pub fn execute(&mut self, command: &Command, token: &str) -> Reply {
         if !self.online {
             return failed_reply(command, Failure::Network);
         }
         match self.faults.decide(ReqKind::of(command)) {
-            None => self.apply(command),
+            None => self.apply(command, token),
             Some(fault) => {
                 if fault.commits() {
-                    let _ = self.apply(command);
+                    let _ = self.apply(command, token);
                 }
                 failed_reply(command, fault.failure())
             }
@@ -1935,7 +2059,7 @@ impl Sim {
         let reply = if f.aborted {
             failed_reply(&f.command, Failure::Network)
         } else {
-            self.execute(&f.command)
+            self.execute(&f.command, &f.token)
         };
         let input = match (&f.command, reply.clone()) {
             (Command::Status { ids }, Reply::Status(result)) => Input::Status {

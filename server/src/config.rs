@@ -32,6 +32,23 @@ pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
     Ok(duration)
 }
 
+/// Parses a size in bytes: a plain number of bytes, or a number with a
+/// binary unit (`KiB`, `MiB`, `GiB`; `K`, `M`, `G` mean the same).
+pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| format!("`{text}` is not a size like 8388608, 8MiB or 32 MiB"))?;
+    let scale: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "K" | "KiB" => 1 << 10,
+        "M" | "MiB" => 1 << 20,
+        "G" | "GiB" => 1 << 30,
+        other => return Err(format!("`{other}` is not a unit: use KiB, MiB or GiB")),
+    };
+    number.checked_mul(scale).ok_or_else(|| format!("`{text}` is too large"))
+}
+
 /// Whether `origin` is `scheme://host[:port]`, as browsers send it in the
 /// `Origin` header: http or https, a host, no path, query or credentials.
 pub fn is_valid_origin(origin: &str) -> bool {
@@ -144,6 +161,17 @@ pub struct Config {
     #[arg(long, env = "UPLOAD_ONCE_SWEEP_INTERVAL", default_value = "60s", value_parser = parse_duration)]
     pub sweep_interval: Duration,
 
+    /// Files larger than this go up in parts (multipart); smaller ones in
+    /// one PUT. Bytes, or with a unit: `32MiB`.
+    #[arg(long, env = "UPLOAD_ONCE_MULTIPART_THRESHOLD", default_value = "32MiB", value_parser = parse_bytes)]
+    pub multipart_threshold: u64,
+
+    /// The size of each part of a multipart upload (the last one holds the
+    /// rest): at least 5 MiB (S3's minimum), grown to whole MiB for a file
+    /// that would need more than 10,000 parts.
+    #[arg(long, env = "UPLOAD_ONCE_PART_SIZE", default_value = "8MiB", value_parser = parse_bytes)]
+    pub part_size: u64,
+
     /// Create this event at startup (if missing) and print its guest, host
     /// and wall links.
     #[arg(long, env = "UPLOAD_ONCE_DEMO_EVENT")]
@@ -226,6 +254,13 @@ impl Config {
             return Err(Error::Config(format!(
                 "--url-ttl ({:?}) must be shorter than --attempt-ttl ({:?}): a signed URL must never outlive its attempt",
                 self.url_ttl, self.attempt_ttl
+            )));
+        }
+        if self.part_size < crate::multipart::MIN_PART_SIZE {
+            return Err(Error::Config(format!(
+                "--part-size ({} bytes) must be at least 5 MiB ({} bytes), S3's minimum for every part but the last",
+                self.part_size,
+                crate::multipart::MIN_PART_SIZE
             )));
         }
         if self.storage == StorageKind::S3 && (self.s3_endpoint.is_none() || self.s3_bucket.is_none()) {

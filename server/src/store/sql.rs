@@ -25,16 +25,18 @@ use uuid::Uuid;
 
 use super::dialect::{Dialect, dialect_of};
 use super::{
-    AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, NewMedia, RecordStore, SessionRow, SweepBacklog,
+    AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, NewMedia, PartDigest, RecordStore, SessionRow, SweepBacklog,
     keep_released_connection, moderation_from_db, policy_from_db, policy_to_db,
 };
 use crate::error::{Error, Result};
+use crate::multipart::PartPlan;
 
 const ATTEMPT_COLUMNS: &str = "a.row_id, a.id, a.session_id, a.event_id, a.filename, a.size, a.content_type, a.sha256, \
-     a.object_key, a.state, a.reject_code, a.reject_reason, a.created_at, a.expires_at, m.id AS media_id";
+     a.object_key, a.state, a.reject_code, a.reject_reason, a.created_at, a.expires_at, m.id AS media_id, \
+     a.part_size, a.part_count, a.upload_id";
 const ATTEMPT_FROM: &str = "attempts a LEFT JOIN media m ON m.attempt_row_id = a.row_id";
 const MEDIA_COLUMNS: &str = "m.id, m.attempt_row_id, a.id AS attempt_id, m.event_id, e.slug, m.object_key, a.filename, \
-     m.size, m.content_type, m.sha256, m.moderation, m.moderation_reason, m.wall_seq, m.created_at, m.moderated_at";
+     m.size, m.content_type, m.sha256, m.composite_sha256, m.moderation, m.moderation_reason, m.wall_seq, m.created_at, m.moderated_at";
 const MEDIA_FROM: &str = "media m JOIN attempts a ON a.row_id = m.attempt_row_id JOIN events e ON e.id = m.event_id";
 const EVENT_COLUMNS: &str = "id, slug, title, max_file_bytes, allowed_types, moderation, guest_code, host_token_hash, \
      wall_token_hash, created_at";
@@ -63,6 +65,19 @@ fn attempt_from_row(row: &AnyRow) -> Result<AttemptRow> {
         created_at: row.try_get("created_at")?,
         expires_at: row.try_get("expires_at")?,
         media_id: media_id.and_then(|m| Uuid::parse_str(&m).ok()),
+        plan: match (row.try_get::<Option<i64>, _>("part_size")?, row.try_get::<Option<i64>, _>("part_count")?) {
+            (Some(size), Some(count)) => Some(PartPlan { part_size: size as u64, part_count: count as u32 }),
+            _ => None,
+        },
+        upload_id: row.try_get("upload_id")?,
+    })
+}
+
+fn part_digest_from_row(row: &AnyRow) -> Result<PartDigest> {
+    Ok(PartDigest {
+        attempt_row_id: row.try_get("attempt_row_id")?,
+        number: row.try_get::<i64, _>("number")? as u32,
+        sha256: row.try_get("sha256")?,
     })
 }
 
@@ -79,6 +94,7 @@ fn media_from_row(row: &AnyRow) -> Result<MediaRow> {
         size: row.try_get::<i64, _>("size")? as u64,
         content_type: row.try_get("content_type")?,
         sha256: row.try_get("sha256")?,
+        composite_sha256: row.try_get("composite_sha256")?,
         moderation: moderation_from_db(&moderation),
         moderation_reason: row.try_get("moderation_reason")?,
         wall_seq: row.try_get("wall_seq")?,
@@ -232,6 +248,52 @@ impl AttemptLock for SqlAttemptLock {
         self.media_of_attempt().await
     }
 
+    async fn set_upload_id(&mut self, upload_id: &str) -> Result<()> {
+        sqlx::query("UPDATE attempts SET upload_id = $1 WHERE row_id = $2")
+            .bind(upload_id)
+            .bind(self.attempt.row_id)
+            .execute(&mut *self.tx)
+            .await?;
+        self.attempt.upload_id = Some(upload_id.to_owned());
+        Ok(())
+    }
+
+    async fn record_part_digests(&mut self, parts: &[(u32, Option<String>)]) -> Result<()> {
+        if parts.is_empty() {
+            return Ok(());
+        }
+        // A digest that differs from the one recorded (or is missing on
+        // either side) leaves the part without one: NULL = x is never true.
+        let values = (0..parts.len()).map(|i| format!("(${}, ${}, ${})", 3 * i + 1, 3 * i + 2, 3 * i + 3)).collect::<Vec<_>>();
+        let sql = format!(
+            "INSERT INTO part_digests (attempt_row_id, number, sha256) VALUES {}
+             ON CONFLICT (attempt_row_id, number) DO UPDATE SET sha256 =
+                CASE WHEN part_digests.sha256 = excluded.sha256 THEN part_digests.sha256 ELSE NULL END",
+            values.join(", ")
+        );
+        let mut query = sqlx::query(&sql);
+        for (number, sha256) in parts {
+            query = query.bind(self.attempt.row_id).bind(i64::from(*number)).bind(sha256.clone());
+        }
+        query.execute(&mut *self.tx).await?;
+        Ok(())
+    }
+
+    async fn part_digests(&mut self) -> Result<Vec<PartDigest>> {
+        sqlx::query("SELECT attempt_row_id, number, sha256 FROM part_digests WHERE attempt_row_id = $1 ORDER BY number")
+            .bind(self.attempt.row_id)
+            .fetch_all(&mut *self.tx)
+            .await?
+            .iter()
+            .map(part_digest_from_row)
+            .collect()
+    }
+
+    async fn commit(self: Box<Self>) -> Result<()> {
+        self.tx.commit().await?;
+        Ok(())
+    }
+
     async fn confirm(mut self: Box<Self>, media: NewMedia) -> Result<MediaRow> {
         let approved = media.moderation == Moderation::Approved;
         if approved {
@@ -239,8 +301,8 @@ impl AttemptLock for SqlAttemptLock {
             self.dialect.lock_wall(&mut self.tx).await?;
         }
         let sql = format!(
-            "INSERT INTO media (id, attempt_row_id, event_id, object_key, size, content_type, sha256, moderation, wall_seq, created_at, moderated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $9 THEN {} END, $10, CASE WHEN $9 THEN $10 END)
+            "INSERT INTO media (id, attempt_row_id, event_id, object_key, size, content_type, sha256, moderation, wall_seq, created_at, moderated_at, composite_sha256)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $9 THEN {} END, $10, CASE WHEN $9 THEN $10 END, $11)
              ON CONFLICT (attempt_row_id) DO NOTHING",
             self.dialect.next_wall_seq()
         );
@@ -256,6 +318,7 @@ impl AttemptLock for SqlAttemptLock {
             .bind(media.moderation.as_str())
             .bind(approved)
             .bind(media.created_at)
+            .bind(media.composite_sha256.clone())
             .execute(&mut *self.tx)
             .await?;
         if inserted.rows_affected() == 1 {
@@ -397,8 +460,8 @@ impl RecordStore for SqlStore {
 
     async fn authorize(&self, a: NewAttempt) -> Result<(AttemptRow, bool)> {
         let inserted = sqlx::query(
-            "INSERT INTO attempts (id, session_id, event_id, filename, size, content_type, sha256, object_key, state, created_at, expires_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'authorized', $9, $10)
+            "INSERT INTO attempts (id, session_id, event_id, filename, size, content_type, sha256, object_key, state, created_at, expires_at, part_size, part_count)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'authorized', $9, $10, $11, $12)
              ON CONFLICT (session_id, id) DO NOTHING",
         )
         .bind(a.id.to_string())
@@ -411,6 +474,8 @@ impl RecordStore for SqlStore {
         .bind(a.object_key.clone())
         .bind(a.created_at)
         .bind(a.expires_at)
+        .bind(a.plan.map(|p| p.part_size as i64))
+        .bind(a.plan.map(|p| i64::from(p.part_count)))
         .execute(&self.pool)
         .await?;
         let row = self.attempt(a.session_id, a.id).await?.ok_or_else(|| Error::not_found("attempt"))?;
@@ -467,6 +532,21 @@ impl RecordStore for SqlStore {
             "SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.state IN ('expired', 'rejected') AND a.object_deleted = FALSE ORDER BY a.row_id LIMIT $1"
         );
         sqlx::query(&sql).bind(i64::from(limit)).fetch_all(&self.pool).await?.iter().map(attempt_from_row).collect()
+    }
+
+    async fn part_digests(&self, attempt_row_ids: &[i64]) -> Result<Vec<PartDigest>> {
+        if attempt_row_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT attempt_row_id, number, sha256 FROM part_digests WHERE attempt_row_id IN ({}) ORDER BY attempt_row_id, number",
+            placeholders(1, attempt_row_ids.len())
+        );
+        let mut query = sqlx::query(&sql);
+        for id in attempt_row_ids {
+            query = query.bind(*id);
+        }
+        query.fetch_all(&self.pool).await?.iter().map(part_digest_from_row).collect()
     }
 
     async fn mark_object_deleted(&self, row_id: i64) -> Result<()> {

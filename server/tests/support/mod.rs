@@ -12,6 +12,8 @@
 //! | `UPLOAD_ONCE_TEST_S3_SERVER_BIN` | the test S3 server binary, for tests that start and stop a store of their own |
 #![allow(dead_code)]
 
+pub mod multipart;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,8 +27,10 @@ use upload_once_server::config::{Config, Secret, StorageKind};
 use upload_once_server::state::AppState;
 use upload_once_core::time::UnixMillis;
 use upload_once_core::wire::{Moderation, ModerationDecision};
-use upload_once_server::storage::{ObjectBody, ObjectMeta, ObjectStore, PutGrant};
-use upload_once_server::store::{AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, RecordStore, SessionRow, SweepBacklog};
+use upload_once_server::storage::{ListedPart, ObjectBody, ObjectMeta, ObjectStore, PartGrant, PutGrant};
+use upload_once_server::store::{
+    AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, PartDigest, RecordStore, SessionRow, SweepBacklog,
+};
 use upload_once_server::{Result, build_state, routes};
 use uuid::Uuid;
 
@@ -147,6 +151,10 @@ pub struct Options {
     /// Use this record store (opened by the test, on `database_url`)
     /// instead of the one the configuration opens.
     pub records: Option<Arc<dyn RecordStore>>,
+    /// `--multipart-threshold`.
+    pub multipart_threshold: Option<u64>,
+    /// `--part-size`.
+    pub part_size: Option<u64>,
 }
 
 pub fn now_ms() -> i64 {
@@ -177,6 +185,12 @@ impl TestServer {
         }
         if let Some(ttl) = options.session_ttl {
             config.session_ttl = ttl;
+        }
+        if let Some(threshold) = options.multipart_threshold {
+            config.multipart_threshold = threshold;
+        }
+        if let Some(part_size) = options.part_size {
+            config.part_size = part_size;
         }
         config.signing_key = options.signing_key.map(Secret);
         config.public_url = options.public_url;
@@ -449,6 +463,21 @@ impl ObjectStore for GatedObjects {
     fn presign_put(&self, grant: &PutGrant<'_>) -> upload_once_core::wire::UploadInstruction {
         self.inner.presign_put(grant)
     }
+    async fn create_multipart(&self, key: &str, content_type: &str) -> Result<String> {
+        self.inner.create_multipart(key, content_type).await
+    }
+    fn presign_part(&self, grant: &PartGrant<'_>) -> upload_once_core::wire::UploadInstruction {
+        self.inner.presign_part(grant)
+    }
+    async fn list_parts(&self, key: &str, upload_id: &str) -> Result<Option<Vec<ListedPart>>> {
+        self.inner.list_parts(key, upload_id).await
+    }
+    async fn complete_multipart(&self, key: &str, upload_id: &str, parts: &[ListedPart]) -> Result<()> {
+        self.inner.complete_multipart(key, upload_id, parts).await
+    }
+    async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<()> {
+        self.inner.abort_multipart(key, upload_id).await
+    }
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {
         self.entered.notify_one();
         let permit = self.release.acquire().await.unwrap();
@@ -538,6 +567,9 @@ impl RecordStore for ObservedRecords {
     }
     async fn attempts_with_dead_objects(&self, limit: u32) -> Result<Vec<AttemptRow>> {
         self.inner.attempts_with_dead_objects(limit).await
+    }
+    async fn part_digests(&self, attempt_row_ids: &[i64]) -> Result<Vec<PartDigest>> {
+        self.inner.part_digests(attempt_row_ids).await
     }
     async fn mark_object_deleted(&self, row_id: i64) -> Result<()> {
         self.inner.mark_object_deleted(row_id).await

@@ -59,6 +59,11 @@ async fn a_large_file_goes_up_in_parts_and_is_assembled_into_one_media_record() 
         "the store's own list: the parts it holds, with their sizes and digests"
     );
     assert_eq!(status["object_stored"], false, "parts are not the object");
+    let small = Uuid::new_v4();
+    guest.authorize_video(small, MIB).await;
+    let batch = guest.status(&[small, id]).await;
+    assert_eq!(batch["results"][1], status, "the batch status says the same");
+    assert_eq!(batch["results"][0].get("parts"), None, "a single-PUT attempt has no parts");
 
     let (code, body) = problem(guest.confirm_video(id, FILE).await).await;
     assert_eq!((code, body["code"].as_str()), (StatusCode::CONFLICT, Some("object_missing")), "part 2 is missing");

@@ -545,7 +545,10 @@ async fn confirm_under_lock(
             id: Uuid::new_v4(),
             size: object.size,
             content_type: object.content_type,
-            sha256: a.sha256.clone().or(object.sha256),
+            // A single PUT is bound to the authorized SHA-256 (the store
+            // refused other bytes); an object assembled from parts only
+            // has the one its store computed, if any.
+            sha256: if a.plan.is_some() { object.sha256 } else { a.sha256.clone().or(object.sha256) },
             composite_sha256: composite,
             moderation,
             created_at: state.now(),

@@ -34,7 +34,9 @@ async fn a_complete_whose_answer_was_lost_is_taken_by_the_next_confirm() {
     assert!(!faults.lose_complete_answer.load(Ordering::SeqCst), "the fault happened");
     assert!(server.state.objects.head(&authorized.object_key).await.unwrap().is_some(), "the store did assemble the object");
     assert_eq!(server.counts().await.1, 0, "but no media record was made");
-    assert_eq!(guest.status_of(id).await["object_stored"], true, "status says only the confirm is missing");
+    let status = guest.status_of(id).await;
+    assert_eq!(status["object_stored"], true, "status says only the confirm is missing");
+    assert_eq!(status.get("parts"), None, "no parts any more, only the object (a client goes straight to confirm)");
 
     let r = guest.confirm_video(id, FILE).await;
     assert_eq!(r.status(), StatusCode::OK);

@@ -297,10 +297,14 @@ struct Held {
     parts: Option<Vec<crate::storage::ListedPart>>,
 }
 
+/// Once a multipart attempt's parts are assembled (a complete whose answer
+/// was lost), its parts are left out: there are none any more, only the
+/// object, and only the confirm is missing.
 async fn held(state: AppState, a: AttemptRow) -> Result<Held> {
     let object_stored = state.objects.head(&a.object_key).await?.is_some();
     let parts = match (&a.plan, &a.upload_id) {
         (None, _) => None,
+        (Some(_), _) if object_stored => None,
         (Some(_), None) => Some(Vec::new()),
         (Some(_), Some(upload_id)) => Some(state.objects.list_parts(&a.object_key, upload_id).await?.unwrap_or_default()),
     };

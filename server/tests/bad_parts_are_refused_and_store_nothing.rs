@@ -7,7 +7,8 @@
 //! With S3 storage the PUT refusals are the store's own (403
 //! `SignatureDoesNotMatch` for a length the URL was not signed for, 400
 //! `BadDigest` for other bytes than the signed SHA-256), like a whole
-//! object's.
+//! object's; a request refused by its headers may get a closed connection
+//! instead of an answer (S3 does that too). Either way, nothing is stored.
 
 mod support;
 
@@ -15,7 +16,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::json;
-use support::multipart::{FILE, MIB, PART, file, options, part, plan};
+use support::multipart::{FILE, MIB, PART, file, options, part, plan, refused_by_s3};
 use support::{Options, TestServer, is_s3, problem, s3_error};
 use upload_once_server::secrets::sha256_hex;
 use uuid::Uuid;
@@ -132,8 +133,9 @@ async fn part_bytes_of_another_length_or_digest_are_not_stored() {
     flipped[0] ^= 1;
     if is_s3() {
         for (what, body) in [("longer", longer), ("shorter", shorter)] {
-            let (status, code) = s3_error(server.put(first, body).await).await;
-            assert_eq!((status, code.as_str()), (StatusCode::FORBIDDEN, "SignatureDoesNotMatch"), "{what}");
+            if let Some((status, code)) = refused_by_s3(&server, &first.url, first, body).await {
+                assert_eq!((status, code.as_str()), (StatusCode::FORBIDDEN, "SignatureDoesNotMatch"), "{what}");
+            }
         }
         let (status, code) = s3_error(server.put(last, flipped).await).await;
         assert_eq!((status, code.as_str()), (StatusCode::BAD_REQUEST, "BadDigest"), "other bytes than the signed SHA-256");
@@ -184,11 +186,12 @@ async fn an_altered_part_url_is_refused() {
     // Part 1's URL, as if for part 2 (same length, so only the signature can
     // tell).
     let as_part_two = with(number_param, "2");
-    let r = support::put_with(&server, &as_part_two, &signed[0].upload, &[], part(&bytes, &plan, 2).into()).await;
     if is_s3() {
-        let (status, code) = s3_error(r).await;
-        assert_eq!((status, code.as_str()), (StatusCode::FORBIDDEN, "SignatureDoesNotMatch"));
+        if let Some((status, code)) = refused_by_s3(&server, &as_part_two, &signed[0].upload, part(&bytes, &plan, 2)).await {
+            assert_eq!((status, code.as_str()), (StatusCode::FORBIDDEN, "SignatureDoesNotMatch"));
+        }
     } else {
+        let r = support::put_with(&server, &as_part_two, &signed[0].upload, &[], part(&bytes, &plan, 2).into()).await;
         refused(r, StatusCode::FORBIDDEN, "bad_signature", "another part number").await;
         let r = server.put(&upload_once_core::wire::UploadInstruction { url: with("upload", &"0".repeat(32)), ..signed[0].upload.clone() }, part(&bytes, &plan, 1)).await;
         refused(r, StatusCode::FORBIDDEN, "bad_signature", "another upload").await;

@@ -273,3 +273,17 @@ pub fn upload_of(url: &str) -> String {
     let found = url.query_pairs().find(|(k, _)| k == "upload" || k == "uploadId").map(|(_, v)| v.into_owned());
     found.expect("a part URL names its upload")
 }
+
+/// PUTs `body` as `upload` says, to a store expected to refuse it by its
+/// headers (signature, expiry): its answer's status and S3 `<Code>`, or
+/// `None` when the store answered by closing the connection before the body
+/// was sent, which S3 may do for a request refused by its headers.
+pub async fn refused_by_s3(server: &TestServer, url: &str, upload: &UploadInstruction, body: Vec<u8>) -> Option<(StatusCode, String)> {
+    match super::try_put_with(server, url, upload, &[], body.into()).await {
+        Ok(r) => Some(super::s3_error(r).await),
+        Err(e) => {
+            assert!(e.is_request() && !e.is_timeout(), "only a closed connection may stand for the refusal: {e}");
+            None
+        }
+    }
+}

@@ -1,8 +1,9 @@
 //! Confirming a multipart attempt is create-or-return like a single PUT's,
 //! through its new ambiguous moments: the store completed the upload but
 //! its answer was lost (the next confirm takes the assembled object, one
-//! media record); confirms race (the upload is completed once, one media
-//! record); a repeat after success returns the same record.
+//! media record, and a part sent meanwhile is refused); confirms race (the
+//! upload is completed once, one media record); a repeat after success
+//! returns the same record, and the object never changes.
 
 mod support;
 
@@ -10,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 use std::sync::atomic::Ordering;
 
 use reqwest::StatusCode;
-use support::multipart::{FILE, MultipartFaults, composite, file, plan};
+use support::multipart::{FILE, MultipartFaults, composite, file, part, plan};
 use support::{TestServer, problem};
 use upload_once_core::wire::Media;
 use uuid::Uuid;
@@ -26,6 +27,8 @@ async fn a_complete_whose_answer_was_lost_is_taken_by_the_next_confirm() {
     let authorized = guest.authorize_video(id, FILE).await;
     let plan = plan(&authorized);
     guest.send_parts(id, &bytes, &plan, &[1, 2, 3]).await;
+    // A second URL for part 2, as a client in doubt would ask for.
+    let spare = guest.sign(id, &bytes, &plan, &[2]).await.remove(0);
 
     faults.lose_complete_answer.store(true, Ordering::SeqCst);
     let (status, body) = problem(guest.confirm_video(id, FILE).await).await;
@@ -37,6 +40,8 @@ async fn a_complete_whose_answer_was_lost_is_taken_by_the_next_confirm() {
     let status = guest.status_of(id).await;
     assert_eq!(status["object_stored"], true, "status says only the confirm is missing");
     assert_eq!(status.get("parts"), None, "no parts any more, only the object (a client goes straight to confirm)");
+    // The upload is over: a part sent now is refused, and changes nothing.
+    part_refused(&server, &spare.upload, part(&bytes, &plan, 2), StatusCode::GONE, "expired").await;
 
     let r = guest.confirm_video(id, FILE).await;
     assert_eq!(r.status(), StatusCode::OK);
@@ -50,6 +55,23 @@ async fn a_complete_whose_answer_was_lost_is_taken_by_the_next_confirm() {
     let again: Media = guest.confirm_video(id, FILE).await.json().await.unwrap();
     assert_eq!(again, media, "a repeat returns the same record");
     assert_eq!(server.counts().await.1, 1);
+    // A confirmed object never changes.
+    part_refused(&server, &spare.upload, part(&bytes, &plan, 2), StatusCode::CONFLICT, "already_confirmed").await;
+    assert!(server.object_bytes(&authorized.object_key).await == bytes);
+}
+
+/// A part PUT refused by the embedded store with `status` and `code`; by
+/// S3 with `404 NoSuchUpload` (its upload is completed), or a closed
+/// connection.
+async fn part_refused(server: &TestServer, upload: &upload_once_core::wire::UploadInstruction, body: Vec<u8>, status: StatusCode, code: &str) {
+    if support::is_s3() {
+        if let Some(refusal) = support::multipart::refused_by_s3(server, &upload.url, upload, body).await {
+            assert_eq!(refusal, (StatusCode::NOT_FOUND, "NoSuchUpload".to_owned()));
+        }
+    } else {
+        let (s, p) = problem(server.put(upload, body).await).await;
+        assert_eq!((s, p["code"].as_str()), (status, Some(code)), "{p}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -111,7 +133,7 @@ async fn racing_first_part_requests_make_one_upload() {
     assert_eq!(uploads.len(), 1, "every URL is bound to it");
     assert_eq!(server.upload_id(&authorized.object_key).await.as_ref(), uploads.iter().next(), "and it is the recorded one");
     for s in signed.iter().take(3) {
-        assert_eq!(server.put(&s.upload, support::multipart::part(&bytes, &plan, s.number)).await.status(), StatusCode::OK);
+        assert_eq!(server.put(&s.upload, part(&bytes, &plan, s.number)).await.status(), StatusCode::OK);
     }
     assert_eq!(guest.confirm_video(id, FILE).await.status(), StatusCode::OK);
 }

@@ -2,9 +2,9 @@
 //!
 //! The reference server of upload-once: it authorizes attempts minted by
 //! the browser, signs direct-to-storage PUT URLs (one for a small file, one
-//! per part of a large one, the parts assembled by the store), confirms each attempt
-//! exactly once (create-or-return, under a row lock), answers what became
-//! of any attempt, expires what was never confirmed, and lets hosts
+//! per part of a large one, which the store then assembles), confirms each
+//! attempt exactly once (create-or-return, under a row lock), answers what
+//! became of any attempt, expires what was never confirmed, and lets hosts
 //! moderate what reaches the wall.
 //!
 //! [`routes::app`] builds the router over an [`state::AppState`]; the

@@ -16,13 +16,9 @@ use crate::error::{Error, Result};
 pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
     let text = text.trim();
     let duration = if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
-        text.parse::<u64>()
-            .map(Duration::from_secs)
-            .map_err(|_| format!("`{text}` is too long a duration"))?
+        text.parse::<u64>().map(Duration::from_secs).map_err(|_| format!("`{text}` is too long a duration"))?
     } else {
-        let span: jiff::Span = text
-            .parse()
-            .map_err(|e| format!("`{text}` is not a duration like 90s, 15m, 7d: {e}"))?;
+        let span: jiff::Span = text.parse().map_err(|e| format!("`{text}` is not a duration like 90s, 15m, 7d: {e}"))?;
         let signed = span
             .to_duration(jiff::SpanRelativeTo::days_are_24_hours())
             .map_err(|_| format!("`{text}`: use days, hours, minutes or seconds (months and years are not of fixed length)"))?;
@@ -36,26 +32,34 @@ pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
     Ok(duration)
 }
 
+/// Parses a size in bytes: a plain number of bytes, or a number with a
+/// binary unit (`KiB`, `MiB`, `GiB`; `K`, `M`, `G` mean the same).
+pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| format!("`{text}` is not a size like 8388608, 8MiB or 32 MiB"))?;
+    let scale: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "K" | "KiB" => 1 << 10,
+        "M" | "MiB" => 1 << 20,
+        "G" | "GiB" => 1 << 30,
+        other => return Err(format!("`{other}` is not a unit: use KiB, MiB or GiB")),
+    };
+    number.checked_mul(scale).ok_or_else(|| format!("`{text}` is too large"))
+}
+
 /// Whether `origin` is `scheme://host[:port]`, as browsers send it in the
 /// `Origin` header: http or https, a host, no path, query or credentials.
 pub fn is_valid_origin(origin: &str) -> bool {
-    let Some((scheme, rest)) = origin.split_once("://") else {
-        return false;
-    };
+    let Some((scheme, rest)) = origin.split_once("://") else { return false };
     if !matches!(scheme, "http" | "https") || rest.contains(['/', '?', '#', '@']) {
         return false;
     }
     let (host, port) = if let Some(v6) = rest.strip_prefix('[') {
         match v6.split_once(']') {
-            Some((addr, tail))
-                if !addr.is_empty() && addr.bytes().all(|b| b.is_ascii_hexdigit() || b == b':') =>
-            {
-                (
-                    addr,
-                    tail.strip_prefix(':')
-                        .map(Some)
-                        .unwrap_or(if tail.is_empty() { None } else { Some("") }),
-                )
+            Some((addr, tail)) if !addr.is_empty() && addr.bytes().all(|b| b.is_ascii_hexdigit() || b == b':') => {
+                (addr, tail.strip_prefix(':').map(Some).unwrap_or(if tail.is_empty() { None } else { Some("") }))
             }
             _ => return false,
         }
@@ -68,11 +72,8 @@ pub fn is_valid_origin(origin: &str) -> bool {
     let host_ok = !host.is_empty()
         && !host.starts_with(['.', '-'])
         && !host.ends_with('.')
-        && host
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-.:".contains(&b));
-    let port_ok = port
-        .is_none_or(|p| p.len() <= 5 && p.parse::<u32>().is_ok_and(|n| (1..=65535).contains(&n)));
+        && host.bytes().all(|b| b.is_ascii_alphanumeric() || b"-.:".contains(&b));
+    let port_ok = port.is_none_or(|p| p.len() <= 5 && p.parse::<u32>().is_ok_and(|n| (1..=65535).contains(&n)));
     host_ok && port_ok
 }
 
@@ -114,11 +115,7 @@ impl std::str::FromStr for Secret {
 
 /// The reference server's configuration.
 #[derive(Clone, Debug, Parser)]
-#[command(
-    name = "upload-once-server",
-    version,
-    about = "The upload-once reference server"
-)]
+#[command(name = "upload-once-server", version, about = "The upload-once reference server")]
 pub struct Config {
     /// Address to listen on.
     #[arg(long, env = "UPLOAD_ONCE_LISTEN", default_value = "127.0.0.1:8080")]
@@ -145,11 +142,7 @@ pub struct Config {
 
     /// An origin allowed to call the API and PUT to storage from a browser
     /// (repeatable, or comma-separated in the environment).
-    #[arg(
-        long = "allowed-origin",
-        env = "UPLOAD_ONCE_ALLOWED_ORIGINS",
-        value_delimiter = ','
-    )]
+    #[arg(long = "allowed-origin", env = "UPLOAD_ONCE_ALLOWED_ORIGINS", value_delimiter = ',')]
     pub allowed_origins: Vec<String>,
 
     /// Lifetime of a signed upload URL. Must be shorter than the attempt TTL.
@@ -168,26 +161,28 @@ pub struct Config {
     #[arg(long, env = "UPLOAD_ONCE_SWEEP_INTERVAL", default_value = "60s", value_parser = parse_duration)]
     pub sweep_interval: Duration,
 
+    /// Files larger than this go up in parts (multipart); smaller ones in
+    /// one PUT. Bytes, or with a unit: `32MiB`.
+    #[arg(long, env = "UPLOAD_ONCE_MULTIPART_THRESHOLD", default_value = "32MiB", value_parser = parse_bytes)]
+    pub multipart_threshold: u64,
+
+    /// The size of each part of a multipart upload (the last one holds the
+    /// rest): at least 5 MiB (S3's minimum), grown to whole MiB for a file
+    /// that would need more than 10,000 parts.
+    #[arg(long, env = "UPLOAD_ONCE_PART_SIZE", default_value = "8MiB", value_parser = parse_bytes)]
+    pub part_size: u64,
+
     /// Create this event at startup (if missing) and print its guest, host
     /// and wall links.
     #[arg(long, env = "UPLOAD_ONCE_DEMO_EVENT")]
     pub demo_event: Option<String>,
 
     /// The demo event's file size limit in bytes.
-    #[arg(
-        long,
-        env = "UPLOAD_ONCE_DEMO_MAX_FILE_BYTES",
-        default_value_t = 200_000_000
-    )]
+    #[arg(long, env = "UPLOAD_ONCE_DEMO_MAX_FILE_BYTES", default_value_t = 200_000_000)]
     pub demo_max_file_bytes: u64,
 
     /// The demo event's allowed types.
-    #[arg(
-        long,
-        env = "UPLOAD_ONCE_DEMO_ALLOWED_TYPES",
-        default_value = "image/*,video/*",
-        value_delimiter = ','
-    )]
+    #[arg(long, env = "UPLOAD_ONCE_DEMO_ALLOWED_TYPES", default_value = "image/*,video/*", value_delimiter = ',')]
     pub demo_allowed_types: Vec<String>,
 
     /// Where uploaded bytes live: `local` (files under the data directory,
@@ -210,12 +205,7 @@ pub struct Config {
     pub s3_region: String,
 
     /// S3 URL style: `path` or `virtual-host`.
-    #[arg(
-        long,
-        env = "UPLOAD_ONCE_S3_URL_STYLE",
-        value_enum,
-        default_value = "path"
-    )]
+    #[arg(long, env = "UPLOAD_ONCE_S3_URL_STYLE", value_enum, default_value = "path")]
     pub s3_url_style: S3UrlStyle,
 
     /// Sign `If-None-Match: *` into every upload URL, so a stored object is
@@ -241,12 +231,7 @@ pub struct Config {
     /// How log lines are written: `json` (one object per line, each event
     /// of a request with its `request_id`) or `text` (for a terminal).
     /// `RUST_LOG` filters them.
-    #[arg(
-        long,
-        env = "UPLOAD_ONCE_LOG_FORMAT",
-        value_enum,
-        default_value = "json"
-    )]
+    #[arg(long, env = "UPLOAD_ONCE_LOG_FORMAT", value_enum, default_value = "json")]
     pub log_format: crate::logs::LogFormat,
 
     /// Test-only hooks (`POST /v1/admin/test-hooks`). Never in production.
@@ -263,9 +248,7 @@ impl Config {
     /// Checks rules between flags.
     pub fn validate(&self) -> Result<()> {
         if self.url_ttl.is_zero() || self.attempt_ttl.is_zero() {
-            return Err(Error::Config(
-                "--url-ttl and --attempt-ttl must be positive".into(),
-            ));
+            return Err(Error::Config("--url-ttl and --attempt-ttl must be positive".into()));
         }
         if self.url_ttl >= self.attempt_ttl {
             return Err(Error::Config(format!(
@@ -273,18 +256,19 @@ impl Config {
                 self.url_ttl, self.attempt_ttl
             )));
         }
-        if self.storage == StorageKind::S3
-            && (self.s3_endpoint.is_none() || self.s3_bucket.is_none())
-        {
-            return Err(Error::Config(
-                "--storage s3 needs --s3-endpoint and --s3-bucket".into(),
-            ));
+        if self.part_size < crate::multipart::MIN_PART_SIZE {
+            return Err(Error::Config(format!(
+                "--part-size ({} bytes) must be at least 5 MiB ({} bytes), S3's minimum for every part but the last",
+                self.part_size,
+                crate::multipart::MIN_PART_SIZE
+            )));
+        }
+        if self.storage == StorageKind::S3 && (self.s3_endpoint.is_none() || self.s3_bucket.is_none()) {
+            return Err(Error::Config("--storage s3 needs --s3-endpoint and --s3-bucket".into()));
         }
         if let Some(key) = &self.signing_key {
             if hex::decode(&key.0).map_or(true, |k| k.len() < 32) {
-                return Err(Error::Config(
-                    "--signing-key must be hex of at least 32 bytes (64 hex digits)".into(),
-                ));
+                return Err(Error::Config("--signing-key must be hex of at least 32 bytes (64 hex digits)".into()));
             }
         }
         for origin in &self.allowed_origins {

@@ -1,9 +1,10 @@
 //! # upload-once-server
 //!
 //! The reference server of upload-once: it authorizes attempts minted by
-//! the browser, signs direct-to-storage PUT URLs, confirms each attempt
-//! exactly once (create-or-return, under a row lock), answers what became
-//! of any attempt, expires what was never confirmed, and lets hosts
+//! the browser, signs direct-to-storage PUT URLs (one for a small file, one
+//! per part of a large one, which the store then assembles), confirms each
+//! attempt exactly once (create-or-return, under a row lock), answers what
+//! became of any attempt, expires what was never confirmed, and lets hosts
 //! moderate what reaches the wall.
 //!
 //! [`routes::app`] builds the router over an [`state::AppState`]; the
@@ -17,6 +18,7 @@ pub mod config;
 pub mod error;
 pub mod logs;
 pub mod metrics;
+pub mod multipart;
 pub mod openapi;
 pub mod ops;
 pub mod routes;

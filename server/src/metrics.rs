@@ -6,7 +6,7 @@
 //! | --- | --- | --- | --- |
 //! | `upload_once_http_requests_total` | counter | `route` (the matched route, `unmatched` for none), `method`, `status` | [`count_requests`], every answered request |
 //! | `upload_once_confirms_total` | counter | `outcome`: `created`, `replayed`, `rejected`, `expired`, `object_missing` | confirm ([`ConfirmOutcome`]) |
-//! | `upload_once_object_store_request_duration_seconds` | histogram | `operation`: `head`, `get`, `delete`, `list`, `probe` | [`MeasuredObjects`] |
+//! | `upload_once_object_store_request_duration_seconds` | histogram | `operation`: `head`, `get`, `delete`, `list`, `probe`, `create_multipart`, `list_parts`, `complete_multipart`, `abort_multipart` | [`MeasuredObjects`] |
 //! | `upload_once_object_store_errors_total` | counter | `operation` | [`MeasuredObjects`] |
 //! | `upload_once_client_hangups_total` | counter | — | [`crate::ops::Ops::hangups`] |
 //! | `upload_once_requests_in_flight` | gauge | — | [`crate::ops::Ops::requests_in_flight`] |
@@ -35,7 +35,7 @@ use upload_once_core::wire::UploadInstruction;
 use crate::error::{Error, Result};
 use crate::ops::LOCK_WAIT;
 use crate::state::AppState;
-use crate::storage::{ObjectBody, ObjectMeta, ObjectStore, PutGrant};
+use crate::storage::{ListedPart, ObjectBody, ObjectMeta, ObjectStore, PartGrant, PutGrant};
 
 /// The media type of the OpenMetrics text format.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -58,7 +58,8 @@ struct OperationLabels {
 }
 
 /// The object store's operations, as labelled.
-const OPERATIONS: [&str; 5] = ["head", "get", "delete", "list", "probe"];
+const OPERATIONS: [&str; 9] =
+    ["head", "get", "delete", "list", "probe", "create_multipart", "list_parts", "complete_multipart", "abort_multipart"];
 
 /// What one confirm that reached its attempt answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -322,6 +323,26 @@ impl MeasuredObjects {
 impl ObjectStore for MeasuredObjects {
     fn presign_put(&self, grant: &PutGrant<'_>) -> UploadInstruction {
         self.inner.presign_put(grant)
+    }
+
+    async fn create_multipart(&self, key: &str, content_type: &str) -> Result<String> {
+        self.measure("create_multipart", self.inner.create_multipart(key, content_type)).await
+    }
+
+    fn presign_part(&self, grant: &PartGrant<'_>) -> UploadInstruction {
+        self.inner.presign_part(grant)
+    }
+
+    async fn list_parts(&self, key: &str, upload_id: &str) -> Result<Option<Vec<ListedPart>>> {
+        self.measure("list_parts", self.inner.list_parts(key, upload_id)).await
+    }
+
+    async fn complete_multipart(&self, key: &str, upload_id: &str, parts: &[ListedPart]) -> Result<()> {
+        self.measure("complete_multipart", self.inner.complete_multipart(key, upload_id, parts)).await
+    }
+
+    async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<()> {
+        self.measure("abort_multipart", self.inner.abort_multipart(key, upload_id)).await
     }
 
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {

@@ -52,6 +52,12 @@ impl AppState {
         self.config.url_ttl.as_millis() as i64
     }
 
+    /// When a URL signed now for an attempt expiring at `attempt_expires_at`
+    /// stops working: never after its attempt.
+    pub fn url_expiry(&self, attempt_expires_at: UnixMillis) -> UnixMillis {
+        (self.now() + self.url_ttl_ms()).min(attempt_expires_at)
+    }
+
     fn media_message(id: Uuid) -> String {
         format!("GET\n{id}")
     }
@@ -81,7 +87,7 @@ impl AppState {
             size: m.size,
             content_type: m.content_type.clone(),
             sha256: m.sha256.clone(),
-            composite_sha256: None,
+            composite_sha256: m.composite_sha256.clone(),
             moderation: m.moderation,
             moderation_reason: m.moderation_reason.clone(),
             url: self.media_url(m.id),
@@ -96,7 +102,7 @@ impl AppState {
             moderation: m.moderation,
             reason: m.moderation_reason.clone(),
             url: self.media_url(m.id),
-            composite_sha256: None,
+            composite_sha256: m.composite_sha256.clone(),
         }
     }
 

@@ -1,5 +1,6 @@
 //! The sweeper: expires attempts that were not confirmed within the
-//! attempt TTL and deletes their objects.
+//! attempt TTL, deletes their objects and aborts their multipart uploads (no
+//! part is left behind).
 //!
 //! It never deletes the object of a confirmed attempt, even while a confirm
 //! is in flight: each attempt is expired under the same row lock confirm
@@ -25,7 +26,7 @@ pub struct SweepReport {
     /// Attempts marked expired.
     pub expired: u64,
     /// Objects of expired or rejected attempts removed (or found already
-    /// absent).
+    /// absent), their multipart uploads aborted.
     pub objects_deleted: u64,
 }
 
@@ -47,8 +48,16 @@ pub async fn sweep_once(state: &AppState) -> Result<SweepReport> {
         }
     }
     for a in state.records.attempts_with_dead_objects(BATCH).await? {
-        // One object the store will not delete must not hold up the others;
-        // it is tried again on the next pass.
+        // One upload the store will not abort, or object it will not delete,
+        // must not hold up the others; it is tried again on the next pass.
+        // The upload first: a part landing during the abort is seen by its
+        // check (and the attempt is over, so no part lands after it).
+        if let Some(upload_id) = &a.upload_id {
+            if let Err(e) = state.objects.abort_multipart(&a.object_key, upload_id).await {
+                tracing::warn!(key = %a.object_key, "sweep: could not abort the multipart upload: {e}");
+                continue;
+            }
+        }
         if let Err(e) = state.objects.delete(&a.object_key).await {
             tracing::warn!(key = %a.object_key, "sweep: could not delete the object: {e}");
             continue;

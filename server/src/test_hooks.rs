@@ -12,7 +12,7 @@ use serde::Deserialize;
 use upload_once_core::wire::UploadInstruction;
 
 use crate::error::Result;
-use crate::storage::{ObjectBody, ObjectMeta, ObjectStore, PutGrant};
+use crate::storage::{ListedPart, ObjectBody, ObjectMeta, ObjectStore, PartGrant, PutGrant};
 
 /// The hooks' settings.
 #[derive(Debug, Default)]
@@ -48,6 +48,26 @@ pub struct HookedObjects {
 impl ObjectStore for HookedObjects {
     fn presign_put(&self, grant: &PutGrant<'_>) -> UploadInstruction {
         self.inner.presign_put(grant)
+    }
+
+    async fn create_multipart(&self, key: &str, content_type: &str) -> Result<String> {
+        self.inner.create_multipart(key, content_type).await
+    }
+
+    fn presign_part(&self, grant: &PartGrant<'_>) -> UploadInstruction {
+        self.inner.presign_part(grant)
+    }
+
+    async fn list_parts(&self, key: &str, upload_id: &str) -> Result<Option<Vec<ListedPart>>> {
+        self.inner.list_parts(key, upload_id).await
+    }
+
+    async fn complete_multipart(&self, key: &str, upload_id: &str, parts: &[ListedPart]) -> Result<()> {
+        self.inner.complete_multipart(key, upload_id, parts).await
+    }
+
+    async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<()> {
+        self.inner.abort_multipart(key, upload_id).await
     }
 
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {

@@ -1,7 +1,7 @@
 //! The configuration is checked before the server starts: a signed URL
 //! must never outlive its attempt, origins must be origins, durations must
-//! be durations — and a guest session lasts at least as long as the
-//! attempts made in it.
+//! be durations, sizes sizes, parts at least S3's smallest — and a guest
+//! session lasts at least as long as the attempts made in it.
 
 mod support;
 
@@ -13,7 +13,7 @@ use serde_json::Value;
 use support::{Options, TestServer};
 use upload_once_core::time::parse_rfc3339;
 use upload_once_server::clock::{Clock, ManualClock};
-use upload_once_server::config::{Config, parse_duration};
+use upload_once_server::config::{Config, parse_bytes, parse_duration};
 use upload_once_server::{Error, build_state};
 use uuid::Uuid;
 
@@ -156,6 +156,32 @@ fn durations_parse_with_units_and_junk_is_refused() {
             parse_duration(junk)
         );
     }
+}
+
+#[test]
+fn sizes_parse_with_binary_units_and_junk_is_refused() {
+    const MIB: u64 = 1 << 20;
+    let cases = [("8388608", 8 * MIB), ("8MiB", 8 * MIB), ("32 MiB", 32 * MIB), ("5M", 5 * MIB), ("1GiB", 1 << 30), ("512KiB", 512 << 10)];
+    for (text, expected) in cases {
+        assert_eq!(parse_bytes(text), Ok(expected), "{text:?}");
+    }
+    for junk in ["", "MiB", "8 MB", "8mib", "-5MiB", "1.5MiB", "99999999999999999999", "17179869184GiB"] {
+        assert!(parse_bytes(junk).is_err(), "{junk:?} accepted as {:?}", parse_bytes(junk));
+    }
+    let defaults = Config::defaults();
+    assert_eq!((defaults.multipart_threshold, defaults.part_size), (32 * MIB, 8 * MIB));
+}
+
+#[tokio::test]
+async fn parts_smaller_than_five_mib_are_refused_and_the_server_does_not_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config_in(dir.path());
+    c.part_size = 5 * (1 << 20) - 1;
+    assert!(matches!(c.validate(), Err(Error::Config(ref m)) if m.contains("--part-size")), "{:?}", c.validate());
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(0));
+    assert!(matches!(build_state(c.clone(), clock).await, Err(Error::Config(_))));
+    c.part_size = 5 * (1 << 20);
+    c.validate().expect("5 MiB is S3's smallest part, and fine");
 }
 
 /// A duration too long to represent is junk too: refused, not a panic (or,

@@ -1,5 +1,7 @@
-//! Attempts: authorize (create-or-return), status, renew, and confirm
-//! (create-or-return the media record, exactly once).
+//! Attempts: authorize (create-or-return), status, renew, signing the
+//! parts of a large file, and confirm (create-or-return the media record,
+//! exactly once; for a large file, assembled from the parts the store
+//! holds).
 
 use axum::Json;
 use axum::extract::State;
@@ -11,33 +13,34 @@ use upload_once_core::restrictions::{
 };
 use upload_once_core::time::format_rfc3339;
 use upload_once_core::wire::{
-    AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, MAX_STATUS_IDS,
-    Media, Moderation, ModerationPolicy, Problem, Rejection, StatusRequest, StatusResponse, Upload,
+    AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, MAX_STATUS_IDS, Media, Moderation,
+    ModerationPolicy, PartsRequest, PartsResponse, Problem, Rejection, SignedPart, StatusRequest, StatusResponse, StoredPart,
+    Upload,
 };
 use uuid::Uuid;
 
 use super::extract::{ApiJson, ApiPath, event, require_session};
 use crate::error::{Error, Result};
 use crate::metrics::ConfirmOutcome;
+use crate::multipart::{PartPlan, check_part_requests, composite_sha256, parts_to_complete, stored_parts, with_digests};
 use crate::secrets::new_object_key;
 use crate::state::AppState;
-use crate::storage::PutGrant;
-use crate::store::{AttemptRow, MediaRow, NewAttempt, NewMedia, SessionRow};
+use crate::storage::{ObjectMeta, PartGrant, PutGrant};
+use crate::store::{AttemptLock, AttemptRow, MediaRow, NewAttempt, NewMedia, SessionRow};
 
-/// The attempt as `authorize` and `renew` answer it, with a fresh signed
-/// URL while it is authorized.
+/// The attempt as `authorize` and `renew` answer it while it is
+/// authorized: a fresh signed URL, or its multipart plan (the parts are
+/// signed by `POST /parts`).
 fn attempt_response(state: &AppState, a: &AttemptRow, media: Option<&MediaRow>) -> AttemptResponse {
-    let now = state.now();
-    let upload = (a.state == AttemptState::Authorized).then(|| {
-        // Never let a URL outlive its attempt.
-        let expires_at = (now + state.url_ttl_ms()).min(a.expires_at);
-        Upload::Put(state.objects.presign_put(&PutGrant {
+    let upload = (a.state == AttemptState::Authorized).then(|| match a.plan {
+        Some(plan) => Upload::Multipart(plan.wire(format_rfc3339(a.expires_at))),
+        None => Upload::Put(state.objects.presign_put(&PutGrant {
             key: &a.object_key,
             content_type: &a.content_type,
             size: a.size,
             sha256: a.sha256.as_deref(),
-            expires_at,
-        }))
+            expires_at: state.url_expiry(a.expires_at),
+        })),
     });
     AttemptResponse {
         id: a.id,
@@ -58,27 +61,17 @@ fn rejection(a: &AttemptRow) -> Option<Rejection> {
 }
 
 fn rejected_error(a: &AttemptRow) -> Error {
-    let r = rejection(a).unwrap_or(Rejection {
-        code: "rejected".into(),
-        reason: "rejected".into(),
-    });
-    Error::problem(
-        ErrorCode::parse(&r.code).unwrap_or(ErrorCode::SizeMismatch),
-        r.reason,
-    )
+    let r = rejection(a).unwrap_or(Rejection { code: "rejected".into(), reason: "rejected".into() });
+    Error::problem(ErrorCode::parse(&r.code).unwrap_or(ErrorCode::SizeMismatch), r.reason)
 }
 
 fn expired_error() -> Error {
-    Error::problem(
-        ErrorCode::Expired,
-        "this attempt expired before it was confirmed; start a new one",
-    )
+    Error::problem(ErrorCode::Expired, "this attempt expired before it was confirmed; start a new one")
 }
 
 /// Whether an attempt is past its expiry (even if the sweeper has not run).
 fn is_expired(state: &AppState, a: &AttemptRow) -> bool {
-    a.state == AttemptState::Expired
-        || (a.state == AttemptState::Authorized && state.now() >= a.expires_at)
+    a.state == AttemptState::Expired || (a.state == AttemptState::Authorized && state.now() >= a.expires_at)
 }
 
 /// `POST /v1/events/{slug}/attempts`
@@ -87,8 +80,8 @@ fn is_expired(state: &AppState, a: &AttemptRow) -> bool {
     request_body = AuthorizeRequest,
     security(("session" = [])),
     responses(
-        (status = 201, body = AttemptResponse, description = "Authorized now"),
-        (status = 200, body = AttemptResponse, description = "The same id and parameters again: the same attempt, a fresh URL"),
+        (status = 201, body = AttemptResponse, description = "Authorized now: a signed URL, or (above the multipart threshold) the plan of parts"),
+        (status = 200, body = AttemptResponse, description = "The same id and parameters again: the same attempt, a fresh URL (or the same plan)"),
         (status = 400, body = Problem, content_type = "application/problem+json", description = "malformed_request, invalid_id"),
         (status = 401, body = Problem, content_type = "application/problem+json", description = "unauthorized, invalid_session"),
         (status = 403, body = Problem, content_type = "application/problem+json", description = "forbidden: the session belongs to another event"),
@@ -106,27 +99,18 @@ pub async fn authorize(
     let session = require_session(&state, &headers).await?;
     let event = event(&state, &slug).await?;
     if session.event_id != event.id {
-        return Err(Error::problem(
-            ErrorCode::Forbidden,
-            "this session belongs to another event",
-        ));
+        return Err(Error::problem(ErrorCode::Forbidden, "this session belongs to another event"));
     }
     // Everything is checked before anything is stored.
     check_filename(&req.filename)?;
     let content_type = normalize_content_type(&req.content_type);
     if !is_valid_content_type(&content_type) {
-        return Err(Error::problem(
-            ErrorCode::TypeNotAllowed,
-            format!("`{}` is not a content type", req.content_type),
-        ));
+        return Err(Error::problem(ErrorCode::TypeNotAllowed, format!("`{}` is not a content type", req.content_type)));
     }
     if let Some(sha) = &req.sha256 {
         check_sha256(sha)?;
     }
-    let limits = Restrictions {
-        max_file_bytes: Some(event.max_file_bytes),
-        allowed_types: event.allowed_types.clone(),
-    };
+    let limits = Restrictions { max_file_bytes: Some(event.max_file_bytes), allowed_types: event.allowed_types.clone() };
     limits.check(req.size, &content_type)?;
 
     let now = state.now();
@@ -143,13 +127,11 @@ pub async fn authorize(
             object_key: new_object_key(&event.slug),
             created_at: now,
             expires_at: now + state.attempt_ttl_ms(),
+            // Fixed now: a later change of the flags never alters it.
+            plan: PartPlan::for_size(req.size, state.config.multipart_threshold, state.config.part_size),
         })
         .await?;
-    if row.filename != req.filename
-        || row.size != req.size
-        || row.content_type != content_type
-        || row.sha256 != req.sha256
-    {
+    if row.filename != req.filename || row.size != req.size || row.content_type != content_type || row.sha256 != req.sha256 {
         return Err(Error::problem(
             ErrorCode::IdReused,
             "this attempt id was already used for a different file; mint a new id for a new file",
@@ -160,19 +142,12 @@ pub async fn authorize(
     }
     // The session must outlive every attempt it authorizes, or the guest could
     // never confirm (nor ask about) an attempt made late in the session.
-    state
-        .records
-        .extend_session(session.id, row.expires_at)
-        .await?;
+    state.records.extend_session(session.id, row.expires_at).await?;
     let media = match row.state {
         AttemptState::Confirmed => state.records.media_for_attempts(&[row.row_id]).await?.pop(),
         _ => None,
     };
-    let status = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
+    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(attempt_response(&state, &row, media.as_ref()))))
 }
 
@@ -181,7 +156,7 @@ pub async fn authorize(
     params(("id" = Uuid, Path, description = "Attempt id")),
     security(("session" = [])),
     responses(
-        (status = 200, body = AttemptResponse, description = "A fresh signed URL"),
+        (status = 200, body = AttemptResponse, description = "A fresh signed URL, or the attempt's multipart plan"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 409, body = Problem, content_type = "application/problem+json", description = "already_confirmed"),
         (status = 410, body = Problem, content_type = "application/problem+json", description = "expired"),
@@ -192,50 +167,163 @@ pub async fn renew(
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<AttemptResponse>> {
     let session = require_session(&state, &headers).await?;
-    let row = state
-        .records
-        .attempt(session.id, id)
-        .await?
-        .ok_or_else(|| Error::not_found("attempt"))?;
+    let row = state.records.attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
     if is_expired(&state, &row) {
         return Err(expired_error());
     }
     match row.state {
         AttemptState::Authorized => Ok(Json(attempt_response(&state, &row, None))),
-        AttemptState::Confirmed => Err(Error::problem(
-            ErrorCode::AlreadyConfirmed,
-            "this attempt is already confirmed",
-        )),
+        AttemptState::Confirmed => Err(Error::problem(ErrorCode::AlreadyConfirmed, "this attempt is already confirmed")),
         AttemptState::Rejected => Err(rejected_error(&row)),
         AttemptState::Expired => Err(expired_error()),
     }
 }
 
-/// What each attempt's status is, in request order.
-pub async fn statuses(
-    state: &AppState,
-    session: &SessionRow,
-    ids: &[Uuid],
-) -> Result<Vec<AttemptStatus>> {
-    let rows = state.records.attempts(session.id, ids).await?;
-    let confirmed: Vec<i64> = rows
+/// The plan of an attempt that may have parts signed now, or why not:
+/// `410 expired`, `422 not_multipart`, `409 already_confirmed`, or its
+/// rejection.
+fn parts_allowed(state: &AppState, a: &AttemptRow) -> Result<PartPlan> {
+    if is_expired(state, a) {
+        return Err(expired_error());
+    }
+    let Some(plan) = a.plan else {
+        return Err(Error::problem(ErrorCode::NotMultipart, "this attempt goes up in one PUT: renew it for a fresh URL"));
+    };
+    match a.state {
+        AttemptState::Authorized => Ok(plan),
+        AttemptState::Confirmed => Err(Error::problem(ErrorCode::AlreadyConfirmed, "this attempt is already confirmed")),
+        AttemptState::Rejected => Err(rejected_error(a)),
+        AttemptState::Expired => Err(expired_error()),
+    }
+}
+
+/// Under the attempt's row lock: the store's multipart upload (made now if
+/// there is none yet, so two first calls make one), the parts' digests
+/// recorded, committed. The upload's id.
+async fn open_upload(state: &AppState, lock: &mut dyn AttemptLock, parts: &[(u32, Option<String>)]) -> Result<String> {
+    let a = lock.attempt().clone();
+    let (upload_id, made_now) = match a.upload_id {
+        Some(id) => (id, false),
+        None => (state.objects.create_multipart(&a.object_key, &a.content_type).await?, true),
+    };
+    let recorded = async {
+        if made_now {
+            lock.set_upload_id(&upload_id).await?;
+        }
+        lock.record_part_digests(parts).await
+    }
+    .await;
+    if let Err(e) = recorded {
+        if made_now {
+            // Never recorded: nothing would ever abort it.
+            let _ = state.objects.abort_multipart(&a.object_key, &upload_id).await;
+        }
+        return Err(e);
+    }
+    Ok(upload_id)
+}
+
+/// `POST /v1/attempts/{id}/parts`: signs a batch of parts of a multipart
+/// attempt, each URL bound to its part's number, exact length and (when
+/// given) SHA-256.
+#[utoipa::path(post, path = "/v1/attempts/{id}/parts", tag = "guests",
+    params(("id" = Uuid, Path, description = "Attempt id")),
+    request_body = PartsRequest,
+    security(("session" = [])),
+    responses(
+        (status = 200, body = PartsResponse, description = "One signed URL per part asked for, in the order asked"),
+        (status = 400, body = Problem, content_type = "application/problem+json", description = "malformed_request, invalid_id"),
+        (status = 401, body = Problem, content_type = "application/problem+json", description = "unauthorized, invalid_session"),
+        (status = 404, body = Problem, content_type = "application/problem+json", description = "no such attempt in this session"),
+        (status = 409, body = Problem, content_type = "application/problem+json", description = "already_confirmed"),
+        (status = 410, body = Problem, content_type = "application/problem+json", description = "expired"),
+        (status = 422, body = Problem, content_type = "application/problem+json",
+            description = "not_multipart, invalid_part, invalid_checksum; or the attempt's rejection code"),
+        (status = 503, body = Problem, content_type = "application/problem+json", description = "object_store_unavailable, database_unavailable (retryable)"),
+    ))]
+pub async fn sign_parts(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(req): ApiJson<PartsRequest>,
+) -> Result<Json<PartsResponse>> {
+    let session = require_session(&state, &headers).await?;
+    // Everything is checked on a plain read first: a refused request locks
+    // and stores nothing.
+    let row = state.records.attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
+    let plan = parts_allowed(&state, &row)?;
+    check_part_requests(&req.parts, &plan)?;
+
+    let mut lock = state.records.lock_attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
+    let a = lock.attempt().clone();
+    if let Err(e) = parts_allowed(&state, &a) {
+        lock.release().await?;
+        return Err(e);
+    }
+    let digests: Vec<(u32, Option<String>)> = req.parts.iter().map(|p| (p.number, p.sha256.clone())).collect();
+    let upload_id = match open_upload(&state, lock.as_mut(), &digests).await {
+        Ok(upload_id) => upload_id,
+        Err(e) => {
+            let _ = lock.release().await;
+            return Err(e);
+        }
+    };
+    lock.commit().await?;
+
+    let expires_at = state.url_expiry(a.expires_at);
+    let parts = req
+        .parts
         .iter()
-        .filter(|a| a.state == AttemptState::Confirmed)
-        .map(|a| a.row_id)
-        .collect();
-    let media = state.records.media_for_attempts(&confirmed).await?;
-    // HEAD the objects of live authorized attempts, a few at a time.
-    let live: Vec<(i64, String)> = rows
-        .iter()
-        .filter(|a| a.state == AttemptState::Authorized && !is_expired(state, a))
-        .map(|a| (a.row_id, a.object_key.clone()))
-        .collect();
-    let objects = state.objects.clone();
-    let stored: Vec<(i64, bool)> = futures_util::stream::iter(live)
-        .map(move |(row_id, key)| {
-            let objects = objects.clone();
-            async move { objects.head(&key).await.map(|h| (row_id, h.is_some())) }
+        .map(|p| SignedPart {
+            number: p.number,
+            upload: state.objects.presign_part(&PartGrant {
+                key: &a.object_key,
+                upload_id: &upload_id,
+                number: p.number,
+                size: plan.part_len(p.number, a.size),
+                sha256: p.sha256.as_deref(),
+                expires_at,
+            }),
         })
+        .collect();
+    Ok(Json(PartsResponse { parts }))
+}
+
+/// What the store holds for a live authorized attempt: whether its object
+/// is stored, and (multipart) the parts it lists.
+struct Held {
+    row_id: i64,
+    object_stored: bool,
+    parts: Option<Vec<crate::storage::ListedPart>>,
+}
+
+/// Once a multipart attempt's parts are assembled (a complete whose answer
+/// was lost), its parts are left out: there are none any more, only the
+/// object, and only the confirm is missing.
+async fn held(state: AppState, a: AttemptRow) -> Result<Held> {
+    let object_stored = state.objects.head(&a.object_key).await?.is_some();
+    let parts = match (&a.plan, &a.upload_id) {
+        (None, _) => None,
+        (Some(_), _) if object_stored => None,
+        (Some(_), None) => Some(Vec::new()),
+        (Some(_), Some(upload_id)) => Some(state.objects.list_parts(&a.object_key, upload_id).await?.unwrap_or_default()),
+    };
+    Ok(Held { row_id: a.row_id, object_stored, parts })
+}
+
+/// What each attempt's status is, in request order.
+pub async fn statuses(state: &AppState, session: &SessionRow, ids: &[Uuid]) -> Result<Vec<AttemptStatus>> {
+    let rows = state.records.attempts(session.id, ids).await?;
+    let confirmed: Vec<i64> = rows.iter().filter(|a| a.state == AttemptState::Confirmed).map(|a| a.row_id).collect();
+    let media = state.records.media_for_attempts(&confirmed).await?;
+    // Ask the store about live authorized attempts, a few at a time: HEAD
+    // the object, and list the parts of a multipart one.
+    let live: Vec<AttemptRow> =
+        rows.iter().filter(|a| a.state == AttemptState::Authorized && !is_expired(state, a)).cloned().collect();
+    let with_upload: Vec<i64> = live.iter().filter(|a| a.upload_id.is_some()).map(|a| a.row_id).collect();
+    let recorded = state.records.part_digests(&with_upload).await?;
+    let held: Vec<Held> = futures_util::stream::iter(live)
+        .map(|a| held(state.clone(), a))
         .buffer_unordered(16)
         .collect::<Vec<_>>()
         .await
@@ -244,35 +332,31 @@ pub async fn statuses(
     Ok(ids
         .iter()
         .map(|id| {
-            let Some(a) = rows.iter().find(|a| a.id == *id) else {
-                return AttemptStatus::NotFound { id: *id };
-            };
+            let Some(a) = rows.iter().find(|a| a.id == *id) else { return AttemptStatus::NotFound { id: *id } };
             if is_expired(state, a) {
                 return AttemptStatus::Expired { id: *id };
             }
             match a.state {
-                AttemptState::Authorized => AttemptStatus::Authorized {
-                    id: *id,
-                    object_stored: stored.iter().any(|(row, s)| *row == a.row_id && *s),
-                    expires_at: format_rfc3339(a.expires_at),
-                    parts: None,
-                },
-                AttemptState::Confirmed => {
-                    match media.iter().find(|m| m.attempt_row_id == a.row_id) {
-                        Some(m) => AttemptStatus::Confirmed {
-                            id: *id,
-                            media: state.media_summary(m),
-                        },
-                        None => AttemptStatus::NotFound { id: *id },
+                AttemptState::Authorized => {
+                    let held = held.iter().find(|h| h.row_id == a.row_id);
+                    let parts: Option<Vec<StoredPart>> = held.and_then(|h| h.parts.clone()).map(|listed| {
+                        let own: Vec<_> = recorded.iter().filter(|d| d.attempt_row_id == a.row_id).cloned().collect();
+                        stored_parts(&with_digests(listed, &own))
+                    });
+                    AttemptStatus::Authorized {
+                        id: *id,
+                        object_stored: held.is_some_and(|h| h.object_stored),
+                        expires_at: format_rfc3339(a.expires_at),
+                        parts,
                     }
                 }
+                AttemptState::Confirmed => match media.iter().find(|m| m.attempt_row_id == a.row_id) {
+                    Some(m) => AttemptStatus::Confirmed { id: *id, media: state.media_summary(m) },
+                    None => AttemptStatus::NotFound { id: *id },
+                },
                 AttemptState::Rejected => {
                     let r = rejection(a).expect("rejected attempts have a rejection");
-                    AttemptStatus::Rejected {
-                        id: *id,
-                        code: r.code,
-                        reason: r.reason,
-                    }
+                    AttemptStatus::Rejected { id: *id, code: r.code, reason: r.reason }
                 }
                 AttemptState::Expired => AttemptStatus::Expired { id: *id },
             }
@@ -313,14 +397,9 @@ pub async fn status_batch(
 ) -> Result<Json<StatusResponse>> {
     let session = require_session(&state, &headers).await?;
     if req.ids.len() > MAX_STATUS_IDS {
-        return Err(Error::problem(
-            ErrorCode::TooManyIds,
-            format!("at most {MAX_STATUS_IDS} ids per request"),
-        ));
+        return Err(Error::problem(ErrorCode::TooManyIds, format!("at most {MAX_STATUS_IDS} ids per request")));
     }
-    Ok(Json(StatusResponse {
-        results: statuses(&state, &session, &req.ids).await?,
-    }))
+    Ok(Json(StatusResponse { results: statuses(&state, &session, &req.ids).await? }))
 }
 
 /// A mismatch between what was authorized and what was claimed or stored.
@@ -332,40 +411,57 @@ fn mismatch(
     sha256: Option<&str>,
 ) -> Option<(ErrorCode, String)> {
     if size != a.size {
-        return Some((
-            ErrorCode::SizeMismatch,
-            format!("{what} is {size} bytes but {} were authorized", a.size),
-        ));
+        return Some((ErrorCode::SizeMismatch, format!("{what} is {size} bytes but {} were authorized", a.size)));
     }
     if content_type != a.content_type {
-        return Some((
-            ErrorCode::TypeMismatch,
-            format!(
-                "{what} is {content_type} but {} was authorized",
-                a.content_type
-            ),
-        ));
+        return Some((ErrorCode::TypeMismatch, format!("{what} is {content_type} but {} was authorized", a.content_type)));
     }
     if let (Some(expected), Some(actual)) = (a.sha256.as_deref(), sha256) {
         if expected != actual {
-            return Some((
-                ErrorCode::ChecksumMismatch,
-                format!("{what} has SHA-256 {actual} but {expected} was authorized"),
-            ));
+            return Some((ErrorCode::ChecksumMismatch, format!("{what} has SHA-256 {actual} but {expected} was authorized")));
         }
     }
     None
 }
 
+/// A multipart attempt's object, assembled from the parts the store holds
+/// (under the attempt's row lock), with its composite checksum when every
+/// part's digest is known. An object already assembled (a complete whose
+/// answer, or whose confirm's commit, was lost) is taken as it is.
+/// `Ok(None)` while a part is missing or of the wrong length: the
+/// `object_missing` answer, with nothing changed.
+async fn assembled(
+    state: &AppState,
+    lock: &mut dyn AttemptLock,
+    a: &AttemptRow,
+    plan: &PartPlan,
+) -> Result<Option<(ObjectMeta, Option<String>)>> {
+    let recorded = lock.part_digests().await?;
+    if let Some(object) = state.objects.head(&a.object_key).await? {
+        let signed = composite_sha256((1..=plan.part_count).map(|n| {
+            recorded.iter().find(|d| d.number == n).and_then(|d| d.sha256.as_deref())
+        }));
+        let composite = object.composite_sha256.clone().or(signed);
+        return Ok(Some((object, composite)));
+    }
+    let Some(upload_id) = &a.upload_id else { return Ok(None) };
+    // The store's own list decides, never the client's.
+    let listed = state.objects.list_parts(&a.object_key, upload_id).await?.unwrap_or_default();
+    let Ok(parts) = parts_to_complete(plan, a.size, &with_digests(listed, &recorded)) else { return Ok(None) };
+    state.objects.complete_multipart(&a.object_key, upload_id, &parts).await?;
+    let object = state
+        .objects
+        .head(&a.object_key)
+        .await?
+        .ok_or_else(|| Error::ObjectStore("the store completed the upload but holds no object".into()))?;
+    let composite = object.composite_sha256.clone().or(composite_sha256(parts.iter().map(|p| p.sha256.as_deref())));
+    Ok(Some((object, composite)))
+}
+
 /// Confirms an attempt: create-or-return its media record, in one
 /// transaction holding the attempt's row lock. Never read-then-insert.
 /// Counts the outcome ([`ConfirmOutcome`]).
-pub async fn confirm_attempt(
-    state: &AppState,
-    session: &SessionRow,
-    id: Uuid,
-    req: &ConfirmRequest,
-) -> Result<MediaRow> {
+pub async fn confirm_attempt(state: &AppState, session: &SessionRow, id: Uuid, req: &ConfirmRequest) -> Result<MediaRow> {
     let result = confirm_under_lock(state, session, id, req).await;
     let outcome = match &result {
         Ok((_, outcome)) => Some(*outcome),
@@ -385,16 +481,8 @@ async fn confirm_under_lock(
 ) -> Result<(MediaRow, ConfirmOutcome)> {
     // Read before the lock: inside it, only the locked transaction may touch
     // the database.
-    let event = state
-        .records
-        .event_by_id(session.event_id)
-        .await?
-        .ok_or_else(|| Error::not_found("attempt"))?;
-    let mut lock = state
-        .records
-        .lock_attempt(session.id, id)
-        .await?
-        .ok_or_else(|| Error::not_found("attempt"))?;
+    let event = state.records.event_by_id(session.event_id).await?.ok_or_else(|| Error::not_found("attempt"))?;
+    let mut lock = state.records.lock_attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
     let a = lock.attempt().clone();
     match a.state {
         AttemptState::Confirmed => {
@@ -417,37 +505,29 @@ async fn confirm_under_lock(
         return Err(expired_error());
     }
     let claimed_type = normalize_content_type(&req.content_type);
-    if let Some((code, reason)) = mismatch(
-        &a,
-        "the confirmed file",
-        req.size,
-        &claimed_type,
-        req.sha256.as_deref(),
-    ) {
+    if let Some((code, reason)) = mismatch(&a, "the confirmed file", req.size, &claimed_type, req.sha256.as_deref()) {
         lock.reject(code.as_str(), &reason).await?;
         return Err(Error::problem(code, reason));
     }
-    let head = match state.objects.head(&a.object_key).await {
-        Ok(head) => head,
+    let stored = match a.plan {
+        None => state.objects.head(&a.object_key).await.map(|head| head.map(|object| (object, None))),
+        Some(plan) => assembled(state, lock.as_mut(), &a, &plan).await,
+    };
+    let (object, composite) = match stored {
+        Ok(Some(stored)) => stored,
+        Ok(None) => {
+            lock.release().await?;
+            return Err(Error::problem(
+                ErrorCode::ObjectMissing,
+                "the object (or one of its parts) is not stored yet; upload it, then confirm again",
+            ));
+        }
         Err(e) => {
             let _ = lock.release().await;
             return Err(e);
         }
     };
-    let Some(object) = head else {
-        lock.release().await?;
-        return Err(Error::problem(
-            ErrorCode::ObjectMissing,
-            "the object is not stored yet; upload it, then confirm again",
-        ));
-    };
-    if let Some((code, reason)) = mismatch(
-        &a,
-        "the stored object",
-        object.size,
-        &object.content_type,
-        object.sha256.as_deref(),
-    ) {
+    if let Some((code, reason)) = mismatch(&a, "the stored object", object.size, &object.content_type, object.sha256.as_deref()) {
         lock.reject(code.as_str(), &reason).await?;
         return Err(Error::problem(code, reason));
     }
@@ -455,11 +535,8 @@ async fn confirm_under_lock(
     // the authorization carried none.
     if let (Some(claimed), Some(stored)) = (req.sha256.as_deref(), object.sha256.as_deref()) {
         if claimed != stored {
-            let reason = format!(
-                "the stored object has SHA-256 {stored} but the client confirmed {claimed}"
-            );
-            lock.reject(ErrorCode::ChecksumMismatch.as_str(), &reason)
-                .await?;
+            let reason = format!("the stored object has SHA-256 {stored} but the client confirmed {claimed}");
+            lock.reject(ErrorCode::ChecksumMismatch.as_str(), &reason).await?;
             return Err(Error::problem(ErrorCode::ChecksumMismatch, reason));
         }
     }
@@ -472,7 +549,11 @@ async fn confirm_under_lock(
             id: Uuid::new_v4(),
             size: object.size,
             content_type: object.content_type,
-            sha256: a.sha256.clone().or(object.sha256),
+            // A single PUT is bound to the authorized SHA-256 (the store
+            // refused other bytes); an object assembled from parts only
+            // has the one its store computed, if any.
+            sha256: if a.plan.is_some() { object.sha256 } else { a.sha256.clone().or(object.sha256) },
+            composite_sha256: composite,
             moderation,
             created_at: state.now(),
         })
@@ -492,7 +573,7 @@ async fn confirm_under_lock(
         (status = 200, body = Media, description = "The media record; a repeat returns the same record"),
         (status = 400, body = Problem, content_type = "application/problem+json", description = "idempotency_key_missing, idempotency_key_mismatch"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 409, body = Problem, content_type = "application/problem+json", description = "object_missing (retryable)"),
+        (status = 409, body = Problem, content_type = "application/problem+json", description = "object_missing (retryable): the object, or a part of it, is not stored yet"),
         (status = 410, body = Problem, content_type = "application/problem+json", description = "expired"),
         (status = 422, body = Problem, content_type = "application/problem+json", description = "size_mismatch, type_mismatch, checksum_mismatch: the attempt is rejected"),
         (status = 503, body = Problem, content_type = "application/problem+json", description = "object_store_unavailable, database_unavailable (retryable)"),
@@ -504,21 +585,12 @@ pub async fn confirm(
     ApiJson(req): ApiJson<ConfirmRequest>,
 ) -> Result<Json<Media>> {
     let session = require_session(&state, &headers).await?;
-    let key = headers.get("idempotency-key").ok_or_else(|| {
-        Error::problem(
-            ErrorCode::IdempotencyKeyMissing,
-            "send Idempotency-Key: <attempt id>",
-        )
-    })?;
-    let key = key
-        .to_str()
-        .ok()
-        .and_then(|k| Uuid::parse_str(k.trim()).ok());
+    let key = headers
+        .get("idempotency-key")
+        .ok_or_else(|| Error::problem(ErrorCode::IdempotencyKeyMissing, "send Idempotency-Key: <attempt id>"))?;
+    let key = key.to_str().ok().and_then(|k| Uuid::parse_str(k.trim()).ok());
     if key != Some(id) {
-        return Err(Error::problem(
-            ErrorCode::IdempotencyKeyMismatch,
-            "Idempotency-Key must be the attempt id",
-        ));
+        return Err(Error::problem(ErrorCode::IdempotencyKeyMismatch, "Idempotency-Key must be the attempt id"));
     }
     let media = confirm_attempt(&state, &session, id, &req).await?;
     Ok(Json(state.media_json(&media)))

@@ -179,6 +179,7 @@ pub fn api(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(attempts::status))
         .routes(routes!(attempts::confirm))
         .routes(routes!(attempts::renew))
+        .routes(routes!(attempts::sign_parts))
         .routes(routes!(events::moderate))
         .routes(routes!(storage::media_content))
         .routes(routes!(admin_sweep))

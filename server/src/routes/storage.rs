@@ -13,21 +13,21 @@ use uuid::Uuid;
 use super::extract::{ApiPath, ApiQuery};
 use crate::error::{Error, Result};
 use crate::state::AppState;
-use crate::storage::local::{Commit, SignedQuery};
+use crate::storage::local::{Commit, LocalObjectStore, SignedQuery, SignedTarget};
 
-/// `PUT /storage/{key}`: receives the bytes of one attempt through a signed
-/// URL.
+/// `PUT /storage/{key}`: receives the bytes of one attempt, or of one part
+/// of a multipart attempt, through a signed URL.
 #[utoipa::path(put, path = "/storage/{*key}", tag = "storage",
     params(("key" = String, Path, description = "Object key, as signed"), SignedQuery),
-    request_body(content = Vec<u8>, content_type = "*/*", description = "Exactly the signed length, with the signed Content-Type"),
+    request_body(content = Vec<u8>, content_type = "*/*", description = "Exactly the signed length; an object with the signed Content-Type"),
     responses(
         (status = 200, description = "Stored (or the same bytes were already stored); ETag is the SHA-256"),
-        (status = 400, body = Problem, content_type = "application/problem+json", description = "length_mismatch, content_type_mismatch, incomplete_body"),
+        (status = 400, body = Problem, content_type = "application/problem+json", description = "length_mismatch, content_type_mismatch, incomplete_body, invalid_query"),
         (status = 422, body = Problem, content_type = "application/problem+json", description = "checksum_mismatch: the bytes do not have the signed SHA-256"),
-        (status = 403, body = Problem, content_type = "application/problem+json", description = "url_expired, bad_signature"),
+        (status = 403, body = Problem, content_type = "application/problem+json", description = "url_expired (a part's URL also when it expires before its last byte), bad_signature"),
         (status = 409, body = Problem, content_type = "application/problem+json", description = "already_confirmed: a confirmed object never changes"),
-        (status = 410, body = Problem, content_type = "application/problem+json", description = "expired"),
-        (status = 412, body = Problem, content_type = "application/problem+json", description = "object_exists: different bytes are stored"),
+        (status = 410, body = Problem, content_type = "application/problem+json", description = "expired: the attempt is over, or the part's upload was completed or aborted"),
+        (status = 412, body = Problem, content_type = "application/problem+json", description = "object_exists: different bytes are stored (under the key, or as the part)"),
     ))]
 pub async fn put_object(
     State(state): State<AppState>,
@@ -37,28 +37,21 @@ pub async fn put_object(
     body: Body,
 ) -> Result<Response> {
     let Some(store) = state.objects.as_local() else {
-        return Err(Error::problem(
-            ErrorCode::RouteNotFound,
-            "this server does not store objects itself",
-        ));
+        return Err(Error::problem(ErrorCode::RouteNotFound, "this server does not store objects itself"));
     };
-    store.verify(&key, &query, state.now())?;
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(normalize_content_type);
-    if content_type.as_deref() != Some(query.ct.as_str()) {
-        return Err(Error::problem(
-            ErrorCode::ContentTypeMismatch,
-            format!("send Content-Type: {} as the URL was signed for", query.ct),
-        ));
+    let target = store.verify(&key, &query, state.now())?;
+    if let SignedTarget::Object { content_type: signed } = &target {
+        let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(normalize_content_type);
+        if content_type.as_deref() != Some(signed.as_str()) {
+            return Err(Error::problem(
+                ErrorCode::ContentTypeMismatch,
+                format!("send Content-Type: {signed} as the URL was signed for"),
+            ));
+        }
     }
     if let Some(length) = headers.get(header::CONTENT_LENGTH) {
         if length.to_str().ok().and_then(|l| l.parse::<u64>().ok()) != Some(query.len) {
-            return Err(Error::problem(
-                ErrorCode::LengthMismatch,
-                format!("the URL was signed for exactly {} bytes", query.len),
-            ));
+            return Err(Error::problem(ErrorCode::LengthMismatch, format!("the URL was signed for exactly {} bytes", query.len)));
         }
     }
     let attempt_allows_upload = async || -> Result<()> {
@@ -66,22 +59,12 @@ pub async fn put_object(
         let now = state.now();
         match attempt.map(|a| (a.state, a.expires_at)) {
             Some((AttemptState::Authorized, expires_at)) if now < expires_at => Ok(()),
-            Some((AttemptState::Authorized, _)) => Err(Error::problem(
-                ErrorCode::Expired,
-                "this attempt has expired",
-            )),
-            Some((AttemptState::Confirmed, _)) => Err(Error::problem(
-                ErrorCode::AlreadyConfirmed,
-                "this object belongs to a confirmed attempt and cannot change",
-            )),
-            Some((AttemptState::Expired, _)) | None => Err(Error::problem(
-                ErrorCode::Expired,
-                "this attempt has expired",
-            )),
-            Some((AttemptState::Rejected, _)) => Err(Error::problem(
-                ErrorCode::Expired,
-                "this attempt was rejected",
-            )),
+            Some((AttemptState::Authorized, _)) => Err(Error::problem(ErrorCode::Expired, "this attempt has expired")),
+            Some((AttemptState::Confirmed, _)) => {
+                Err(Error::problem(ErrorCode::AlreadyConfirmed, "this object belongs to a confirmed attempt and cannot change"))
+            }
+            Some((AttemptState::Expired, _)) | None => Err(Error::problem(ErrorCode::Expired, "this attempt has expired")),
+            Some((AttemptState::Rejected, _)) => Err(Error::problem(ErrorCode::Expired, "this attempt was rejected")),
         }
     };
     // Cheap refusal before reading any bytes; checked again at commit.
@@ -90,28 +73,32 @@ pub async fn put_object(
     if received.size != query.len {
         return Err(Error::problem(
             ErrorCode::IncompleteBody,
-            format!(
-                "received {} of the {} signed bytes",
-                received.size, query.len
-            ),
+            format!("received {} of the {} signed bytes", received.size, query.len),
         ));
     }
     if let Some(expected) = &query.sha {
         if *expected != received.sha256 {
-            return Err(Error::problem(
-                ErrorCode::ChecksumMismatch,
-                "the bytes do not have the signed SHA-256",
-            ));
+            return Err(Error::problem(ErrorCode::ChecksumMismatch, "the bytes do not have the signed SHA-256"));
         }
     }
-    let meta = match store
-        .commit(&key, &query.ct, received, attempt_allows_upload)
-        .await?
-    {
-        Commit::Stored(meta) | Commit::AlreadyStored(meta) => meta,
+    let sha256 = match target {
+        SignedTarget::Object { content_type } => {
+            match store.commit(&key, &content_type, received, attempt_allows_upload).await? {
+                Commit::Stored(meta) | Commit::AlreadyStored(meta) => meta.sha256.unwrap_or_default(),
+            }
+        }
+        // A part lands only while its URL holds: one that expired before its
+        // last byte is refused, and signed again.
+        SignedTarget::Part { upload_id, number } => {
+            let allow = async || -> Result<()> {
+                LocalObjectStore::check_expiry(&query, state.now())?;
+                attempt_allows_upload().await
+            };
+            store.commit_part(&upload_id, number, received, allow).await?
+        }
     };
     let mut response = StatusCode::OK.into_response();
-    if let Ok(etag) = HeaderValue::from_str(&meta.etag) {
+    if let Ok(etag) = HeaderValue::from_str(&format!("\"{sha256}\"")) {
         response.headers_mut().insert(header::ETAG, etag);
     }
     Ok(response)
@@ -157,54 +144,23 @@ pub async fn media_content(
     if !state.verify_media_sig(id, &query.sig) {
         return Err(Error::not_found("media"));
     }
-    let media = state
-        .records
-        .media(id)
-        .await?
-        .ok_or_else(|| Error::not_found("media"))?;
-    let (meta, stream) = state
-        .objects
-        .get(&media.object_key)
-        .await?
-        .ok_or_else(|| Error::not_found("media"))?;
+    let media = state.records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
+    let (meta, stream) = state.objects.get(&media.object_key).await?.ok_or_else(|| Error::not_found("media"))?;
     let inline = INLINE_TYPES.contains(&media.content_type.as_str());
-    let content_type = if inline {
-        media.content_type.as_str()
-    } else {
-        "application/octet-stream"
-    };
+    let content_type = if inline { media.content_type.as_str() } else { "application/octet-stream" };
     let mut response = Response::new(Body::from_stream(stream));
     let h = response.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_str(content_type)
-            .unwrap_or(HeaderValue::from_static("application/octet-stream")),
-    );
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_str(content_type).unwrap_or(HeaderValue::from_static("application/octet-stream")));
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(meta.size));
-    h.insert(
-        "x-content-type-options",
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("default-src 'none'; sandbox"),
-    );
-    h.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("private, max-age=86400"),
-    );
-    h.insert(
-        "cross-origin-resource-policy",
-        HeaderValue::from_static("cross-origin"),
-    );
+    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("default-src 'none'; sandbox"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, max-age=86400"));
+    h.insert("cross-origin-resource-policy", HeaderValue::from_static("cross-origin"));
     if let Ok(etag) = HeaderValue::from_str(&meta.etag) {
         h.insert(header::ETAG, etag);
     }
     if !inline {
-        h.insert(
-            header::CONTENT_DISPOSITION,
-            HeaderValue::from_static("attachment"),
-        );
+        h.insert(header::CONTENT_DISPOSITION, HeaderValue::from_static("attachment"));
     }
     Ok(response)
 }

@@ -7,6 +7,17 @@
 //! counted, then moved into place atomically, so a reader sees either no
 //! object or the whole object. Objects are write-once: the same bytes again
 //! are accepted (an idempotent repeat), different bytes are refused.
+//!
+//! Multipart uploads live under `.parts/<upload id>/`: `upload.json` (the
+//! content type), and each part as `<n>` with its size and SHA-256 in
+//! `<n>.meta`. A part URL binds the key, the upload, the part number, its
+//! exact length, optional SHA-256 and expiry; a part is received like an
+//! object (temporary file, hashed, fsynced, renamed into place) and is
+//! write-once too. Completing streams the parts in order into one temporary
+//! file (never the whole object in memory), checking each part against its
+//! recorded digest, and files the result like an uploaded object; aborting
+//! removes the upload's directory. Part commits, completes and aborts hold
+//! the same commit lock as objects.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -23,15 +34,23 @@ use upload_once_core::ErrorCode;
 use upload_once_core::time::{UnixMillis, format_rfc3339};
 use upload_once_core::wire::UploadInstruction;
 
-use super::{ObjectBody, ObjectMeta, ObjectStore, PutGrant, percent_encode};
+use super::{ListedPart, ObjectBody, ObjectMeta, ObjectStore, PartGrant, PutGrant, percent_encode};
 use crate::error::{Error, Result};
 use crate::secrets::{Signer, random_bytes};
 
-/// The query parameters of a signed storage URL.
+/// The query parameters of a signed storage URL: an object's (`ct`) or a
+/// part's (`upload` and `part`).
 #[derive(Clone, Debug, Deserialize, utoipa::IntoParams)]
 pub struct SignedQuery {
-    /// Content type.
-    pub ct: String,
+    /// Content type (an object's URL).
+    #[serde(default)]
+    pub ct: Option<String>,
+    /// The multipart upload (a part's URL).
+    #[serde(default)]
+    pub upload: Option<String>,
+    /// The part number (a part's URL).
+    #[serde(default)]
+    pub part: Option<u32>,
     /// Exact length.
     pub len: u64,
     /// Expiry, Unix seconds.
@@ -48,6 +67,39 @@ struct MetaFile {
     size: u64,
     content_type: String,
     sha256: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    composite_sha256: Option<String>,
+}
+
+/// A part's record, `<n>.meta` beside its bytes.
+#[derive(Serialize, Deserialize)]
+struct PartMetaFile {
+    size: u64,
+    sha256: String,
+}
+
+/// A multipart upload's record, `upload.json` in its directory.
+#[derive(Serialize, Deserialize)]
+struct UploadFile {
+    key: String,
+    content_type: String,
+}
+
+/// What a verified signed URL lets its holder PUT.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SignedTarget {
+    /// The whole object, with this content type.
+    Object {
+        /// The signed content type.
+        content_type: String,
+    },
+    /// One part of a multipart upload.
+    Part {
+        /// The upload.
+        upload_id: String,
+        /// The part number.
+        number: u32,
+    },
 }
 
 /// How a finished upload was filed.
@@ -85,18 +137,45 @@ fn unavailable(e: Error) -> Error {
     }
 }
 
+/// Whether an upload id is one this store could have made: 32 lowercase hex
+/// digits. Nothing else reaches the filesystem.
+pub fn is_valid_upload_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+fn no_such_upload() -> Error {
+    Error::problem(ErrorCode::Expired, "this multipart upload is over (completed or aborted)")
+}
+
+/// Writes `bytes` to `path` and syncs it to disk.
+async fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut file = tokio::fs::File::create(path).await?;
+    file.write_all(bytes).await?;
+    file.sync_all().await?;
+    Ok(())
+}
+
+/// Syncs a directory, so the renames into it survive a power cut.
+async fn sync_dir(dir: &Path) {
+    if let Ok(dir) = tokio::fs::File::open(dir).await {
+        let _ = dir.sync_all().await;
+    }
+}
+
+fn absent_is_fine(result: io::Result<()>) -> Result<()> {
+    match result {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
 /// Whether a key is one this server could have generated: lowercase
 /// alphanumerics and `-`, segments separated by `/`. Nothing else reaches
 /// the filesystem.
 pub fn is_valid_key(key: &str) -> bool {
     !key.is_empty()
         && key.len() <= 200
-        && key.split('/').all(|seg| {
-            !seg.is_empty()
-                && seg
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        })
+        && key.split('/').all(|seg| !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'))
 }
 
 /// Files on local disk, written through signed URLs.
@@ -105,8 +184,9 @@ pub struct LocalObjectStore {
     root: PathBuf,
     public_base: String,
     signer: Signer,
-    /// Serialises moving objects into place and deleting them, so a check
-    /// of the attempt's state and the move happen as one step.
+    /// Serialises moving objects and parts into place, deleting them, and
+    /// ending uploads, so a check of the attempt's state and the move happen
+    /// as one step.
     commit_lock: Mutex<()>,
 }
 
@@ -114,25 +194,20 @@ impl LocalObjectStore {
     /// A store under `root`, signing URLs that start with `public_base`.
     pub fn open(root: &Path, public_base: &str, signer: Signer) -> Result<LocalObjectStore> {
         std::fs::create_dir_all(root.join(".tmp"))?;
-        Ok(LocalObjectStore {
-            root: root.to_owned(),
-            public_base: public_base.to_owned(),
-            signer,
-            commit_lock: Mutex::new(()),
-        })
+        std::fs::create_dir_all(root.join(".parts"))?;
+        Ok(LocalObjectStore { root: root.to_owned(), public_base: public_base.to_owned(), signer, commit_lock: Mutex::new(()) })
     }
 
-    fn message(
-        key: &str,
-        content_type: &str,
-        size: u64,
-        exp_secs: i64,
-        sha: Option<&str>,
-    ) -> String {
-        format!(
-            "PUT\n{key}\n{content_type}\n{size}\n{exp_secs}\n{}",
-            sha.unwrap_or("")
-        )
+    fn message(key: &str, content_type: &str, size: u64, exp_secs: i64, sha: Option<&str>) -> String {
+        format!("PUT\n{key}\n{content_type}\n{size}\n{exp_secs}\n{}", sha.unwrap_or(""))
+    }
+
+    fn part_message(key: &str, upload_id: &str, number: u32, size: u64, exp_secs: i64, sha: Option<&str>) -> String {
+        format!("PUT-PART\n{key}\n{upload_id}\n{number}\n{size}\n{exp_secs}\n{}", sha.unwrap_or(""))
+    }
+
+    fn upload_dir(&self, upload_id: &str) -> PathBuf {
+        self.root.join(".parts").join(upload_id)
     }
 
     fn object_path(&self, key: &str) -> PathBuf {
@@ -143,21 +218,40 @@ impl LocalObjectStore {
         self.root.join(format!("{key}.meta"))
     }
 
-    /// Checks a signed URL: the signature first (`bad_signature`), then the
-    /// expiry (`url_expired`).
-    pub fn verify(&self, key: &str, q: &SignedQuery, now: UnixMillis) -> Result<()> {
-        let message = Self::message(key, &q.ct, q.len, q.exp, q.sha.as_deref());
-        if !is_valid_key(key) || !self.signer.verify(&message, &q.sig) {
-            return Err(Error::problem(
-                ErrorCode::BadSignature,
-                "the upload URL's signature does not match its parameters",
-            ));
+    /// Checks a signed URL: its parameters (`invalid_query`), the
+    /// signature (`bad_signature`), then the expiry (`url_expired`); what
+    /// it lets its holder PUT.
+    pub fn verify(&self, key: &str, q: &SignedQuery, now: UnixMillis) -> Result<SignedTarget> {
+        let (message, target) = match (&q.upload, q.part, &q.ct) {
+            (Some(upload_id), Some(number), _) => (
+                Self::part_message(key, upload_id, number, q.len, q.exp, q.sha.as_deref()),
+                SignedTarget::Part { upload_id: upload_id.clone(), number },
+            ),
+            (None, None, Some(ct)) => {
+                (Self::message(key, ct, q.len, q.exp, q.sha.as_deref()), SignedTarget::Object { content_type: ct.clone() })
+            }
+            _ => {
+                return Err(Error::problem(
+                    ErrorCode::InvalidQuery,
+                    "a storage URL carries `ct` (an object) or `upload` and `part` (a part)",
+                ));
+            }
+        };
+        let upload_ok = match &target {
+            SignedTarget::Part { upload_id, .. } => is_valid_upload_id(upload_id),
+            SignedTarget::Object { .. } => true,
+        };
+        if !is_valid_key(key) || !upload_ok || !self.signer.verify(&message, &q.sig) {
+            return Err(Error::problem(ErrorCode::BadSignature, "the upload URL's signature does not match its parameters"));
         }
+        Self::check_expiry(q, now)?;
+        Ok(target)
+    }
+
+    /// `url_expired` from `exp` on.
+    pub fn check_expiry(q: &SignedQuery, now: UnixMillis) -> Result<()> {
         if q.exp.saturating_mul(1000) <= now {
-            return Err(Error::problem(
-                ErrorCode::UrlExpired,
-                "the upload URL has expired; ask for a new one",
-            ));
+            return Err(Error::problem(ErrorCode::UrlExpired, "the upload URL has expired; ask for a new one"));
         }
         Ok(())
     }
@@ -172,25 +266,15 @@ impl LocalObjectStore {
         random_bytes(&mut name);
         let path = self.root.join(".tmp").join(hex::encode(name));
         let mut file = tokio::fs::File::create(&path).await?;
-        let mut received = Received {
-            path,
-            size: 0,
-            sha256: String::new(),
-        };
+        let mut received = Received { path, size: 0, sha256: String::new() };
         let mut hasher = Sha256::new();
         while let Some(chunk) = body.next().await {
             let chunk = chunk.map_err(|e| {
-                Error::problem(
-                    ErrorCode::IncompleteBody,
-                    format!("the upload was cut off after {} bytes: {e}", received.size),
-                )
+                Error::problem(ErrorCode::IncompleteBody, format!("the upload was cut off after {} bytes: {e}", received.size))
             })?;
             received.size += chunk.len() as u64;
             if received.size > max {
-                return Err(Error::problem(
-                    ErrorCode::LengthMismatch,
-                    format!("the body is longer than the signed {max} bytes"),
-                ));
+                return Err(Error::problem(ErrorCode::LengthMismatch, format!("the body is longer than the signed {max} bytes")));
             }
             hasher.update(&chunk);
             file.write_all(&chunk).await?;
@@ -202,57 +286,168 @@ impl LocalObjectStore {
 
     /// Moves a received body into place, unless `allow` (checked under the
     /// commit lock) says no or different bytes are already there.
-    pub async fn commit<F>(
-        &self,
-        key: &str,
-        content_type: &str,
-        received: Received,
-        allow: F,
-    ) -> Result<Commit>
+    pub async fn commit<F>(&self, key: &str, content_type: &str, received: Received, allow: F) -> Result<Commit>
     where
         F: AsyncFnOnce() -> Result<()>,
     {
-        let _guard = self.commit_lock.lock().await;
-        allow().await?;
-        if let Some(existing) = self.read_meta(key).await? {
-            return if existing.sha256.as_deref() == Some(received.sha256.as_str())
-                && existing.content_type == content_type
-            {
-                Ok(Commit::AlreadyStored(existing))
-            } else {
-                Err(Error::problem(
-                    ErrorCode::ObjectExists,
-                    "different bytes are already stored under this key",
-                ))
-            };
-        }
         let meta = MetaFile {
             size: received.size,
             content_type: content_type.to_owned(),
             sha256: received.sha256.clone(),
+            composite_sha256: None,
         };
+        let _guard = self.commit_lock.lock().await;
+        allow().await?;
+        self.commit_locked(key, meta, received).await
+    }
+
+    /// [`LocalObjectStore::commit`] with the commit lock held.
+    async fn commit_locked(&self, key: &str, meta: MetaFile, received: Received) -> Result<Commit> {
+        if let Some(existing) = self.read_meta(key).await? {
+            return if existing.sha256.as_deref() == Some(meta.sha256.as_str()) && existing.content_type == meta.content_type {
+                Ok(Commit::AlreadyStored(existing))
+            } else {
+                Err(Error::problem(ErrorCode::ObjectExists, "different bytes are already stored under this key"))
+            };
+        }
         let object_path = self.object_path(key);
         if let Some(parent) = object_path.parent() {
             tokio::fs::create_dir_all(parent).await?;
         }
         // The metadata lands first; the object's rename is the commit point.
         let meta_tmp = received.path.with_extension("meta");
-        {
-            // On disk before it is named: a power cut never leaves a
-            // confirmed object with empty metadata.
-            let mut file = tokio::fs::File::create(&meta_tmp).await?;
-            file.write_all(&serde_json::to_vec(&meta).unwrap_or_default())
-                .await?;
-            file.sync_all().await?;
-        }
+        // On disk before it is named: a power cut never leaves a confirmed
+        // object with empty metadata.
+        write_synced(&meta_tmp, &serde_json::to_vec(&meta).unwrap_or_default()).await?;
         tokio::fs::rename(&meta_tmp, self.meta_path(key)).await?;
         tokio::fs::rename(&received.path, &object_path).await?;
         if let Some(parent) = object_path.parent() {
-            if let Ok(dir) = tokio::fs::File::open(parent).await {
-                let _ = dir.sync_all().await;
-            }
+            sync_dir(parent).await;
         }
         Ok(Commit::Stored(Self::to_meta(meta)))
+    }
+
+    /// Moves a received part into place, unless `allow` (checked under the
+    /// commit lock) says no, the upload is over (`410 expired`), or the part
+    /// holds different bytes already (`412 object_exists`). Its SHA-256.
+    pub async fn commit_part<F>(&self, upload_id: &str, number: u32, received: Received, allow: F) -> Result<String>
+    where
+        F: AsyncFnOnce() -> Result<()>,
+    {
+        if !is_valid_upload_id(upload_id) {
+            return Err(no_such_upload());
+        }
+        let dir = self.upload_dir(upload_id);
+        let _guard = self.commit_lock.lock().await;
+        allow().await?;
+        if !tokio::fs::try_exists(dir.join("upload.json")).await? {
+            return Err(no_such_upload());
+        }
+        let part_path = dir.join(number.to_string());
+        if tokio::fs::try_exists(&part_path).await? {
+            return match self.read_part_meta(&dir, number).await? {
+                Some(existing) if existing.sha256 == received.sha256 => Ok(existing.sha256),
+                _ => Err(Error::problem(ErrorCode::ObjectExists, format!("different bytes are already stored as part {number}"))),
+            };
+        }
+        // The record first, the part's rename last: a part is never in place
+        // without the record of its own bytes.
+        let meta = PartMetaFile { size: received.size, sha256: received.sha256.clone() };
+        let meta_tmp = received.path.with_extension("meta");
+        write_synced(&meta_tmp, &serde_json::to_vec(&meta).unwrap_or_default()).await?;
+        tokio::fs::rename(&meta_tmp, dir.join(format!("{number}.meta"))).await?;
+        tokio::fs::rename(&received.path, &part_path).await?;
+        sync_dir(&dir).await;
+        Ok(meta.sha256)
+    }
+
+    async fn read_part_meta(&self, dir: &Path, number: u32) -> Result<Option<PartMetaFile>> {
+        match tokio::fs::read(dir.join(format!("{number}.meta"))).await {
+            Ok(bytes) => Ok(serde_json::from_slice(&bytes).ok()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The ids of the multipart uploads not completed or aborted yet
+    /// (checkers and tests).
+    pub async fn open_uploads(&self) -> Result<Vec<String>> {
+        let mut ids = Vec::new();
+        let mut entries = tokio::fs::read_dir(self.root.join(".parts")).await?;
+        while let Some(entry) = entries.next_entry().await? {
+            ids.push(entry.file_name().to_string_lossy().into_owned());
+        }
+        ids.sort();
+        Ok(ids)
+    }
+
+    async fn list_parts_in(&self, upload_id: &str) -> Result<Option<Vec<ListedPart>>> {
+        if !is_valid_upload_id(upload_id) {
+            return Ok(None);
+        }
+        let dir = self.upload_dir(upload_id);
+        if !tokio::fs::try_exists(dir.join("upload.json")).await? {
+            return Ok(None);
+        }
+        let mut entries = match tokio::fs::read_dir(&dir).await {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let mut parts = Vec::new();
+        while let Some(entry) = entries.next_entry().await? {
+            let Some(number) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+            let size = match entry.metadata().await {
+                Ok(m) => m.len(),
+                // Gone since the listing began (an abort): not held.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let sha256 = self.read_part_meta(&dir, number).await?.filter(|m| m.size == size).map(|m| m.sha256);
+            let etag = format!("\"{}\"", sha256.as_deref().unwrap_or_default());
+            parts.push(ListedPart { number, size, sha256, etag });
+        }
+        parts.sort_by_key(|p| p.number);
+        Ok(Some(parts))
+    }
+
+    /// Streams the parts in order into one temporary file, checking each
+    /// against the store's record of it; the file, and the parts' digests.
+    async fn assemble(&self, dir: &Path, parts: &[ListedPart]) -> Result<(Received, Vec<String>)> {
+        use tokio::io::AsyncReadExt;
+        let mut name = [0u8; 16];
+        random_bytes(&mut name);
+        let path = self.root.join(".tmp").join(hex::encode(name));
+        let mut out = tokio::fs::File::create(&path).await?;
+        let mut received = Received { path, size: 0, sha256: String::new() };
+        let mut whole = Sha256::new();
+        let mut digests = Vec::with_capacity(parts.len());
+        let mut buf = vec![0u8; 1 << 20];
+        for part in parts {
+            let recorded = self.read_part_meta(dir, part.number).await?;
+            let mut file = tokio::fs::File::open(dir.join(part.number.to_string())).await?;
+            let mut hasher = Sha256::new();
+            let mut size = 0u64;
+            loop {
+                let n = file.read(&mut buf).await?;
+                if n == 0 {
+                    break;
+                }
+                hasher.update(&buf[..n]);
+                whole.update(&buf[..n]);
+                out.write_all(&buf[..n]).await?;
+                size += n as u64;
+            }
+            let sha256 = hex::encode(hasher.finalize());
+            if size != part.size || recorded.is_none_or(|r| r.sha256 != sha256 || r.size != size) {
+                return Err(Error::ObjectStore(format!("part {} no longer holds the bytes it was stored with", part.number)));
+            }
+            received.size += size;
+            digests.push(sha256);
+        }
+        out.sync_all().await?;
+        received.sha256 = hex::encode(whole.finalize());
+        Ok((received, digests))
     }
 
     fn to_meta(m: MetaFile) -> ObjectMeta {
@@ -261,6 +456,7 @@ impl LocalObjectStore {
             content_type: m.content_type,
             etag: format!("\"{}\"", m.sha256),
             sha256: Some(m.sha256),
+            composite_sha256: m.composite_sha256,
         }
     }
 
@@ -278,8 +474,8 @@ impl LocalObjectStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        let meta: MetaFile = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::Io(io::Error::new(io::ErrorKind::InvalidData, e)))?;
+        let meta: MetaFile =
+            serde_json::from_slice(&bytes).map_err(|e| Error::Io(io::Error::new(io::ErrorKind::InvalidData, e)))?;
         if meta.size != object.len() {
             return Ok(None);
         }
@@ -316,13 +512,7 @@ impl LocalObjectStore {
 impl ObjectStore for LocalObjectStore {
     fn presign_put(&self, g: &PutGrant<'_>) -> UploadInstruction {
         let exp_secs = g.expires_at.div_euclid(1000);
-        let sig = self.signer.sign(&Self::message(
-            g.key,
-            g.content_type,
-            g.size,
-            exp_secs,
-            g.sha256,
-        ));
+        let sig = self.signer.sign(&Self::message(g.key, g.content_type, g.size, exp_secs, g.sha256));
         let mut url = format!(
             "{}/storage/{}?ct={}&len={}&exp={}",
             self.public_base,
@@ -339,12 +529,99 @@ impl ObjectStore for LocalObjectStore {
         url.push_str(&sig);
         let mut headers = BTreeMap::new();
         headers.insert("Content-Type".to_owned(), g.content_type.to_owned());
-        UploadInstruction {
-            method: "PUT".to_owned(),
-            url,
-            headers,
-            expires_at: format_rfc3339(exp_secs * 1000),
+        UploadInstruction { method: "PUT".to_owned(), url, headers, expires_at: format_rfc3339(exp_secs * 1000) }
+    }
+
+    async fn create_multipart(&self, key: &str, content_type: &str) -> Result<String> {
+        let mut id = [0u8; 16];
+        random_bytes(&mut id);
+        let id = hex::encode(id);
+        // Made whole under .tmp, then named: an upload directory always has
+        // its record.
+        let tmp = self.root.join(".tmp").join(format!("upload-{id}"));
+        let made = async {
+            tokio::fs::create_dir(&tmp).await?;
+            let record = UploadFile { key: key.to_owned(), content_type: content_type.to_owned() };
+            write_synced(&tmp.join("upload.json"), &serde_json::to_vec(&record).unwrap_or_default()).await?;
+            tokio::fs::rename(&tmp, self.upload_dir(&id)).await?;
+            sync_dir(&self.root.join(".parts")).await;
+            Ok::<_, Error>(())
         }
+        .await;
+        if let Err(e) = made {
+            let _ = tokio::fs::remove_dir_all(&tmp).await;
+            return Err(unavailable(e));
+        }
+        Ok(id)
+    }
+
+    fn presign_part(&self, g: &PartGrant<'_>) -> UploadInstruction {
+        let exp_secs = g.expires_at.div_euclid(1000);
+        let sig = self.signer.sign(&Self::part_message(g.key, g.upload_id, g.number, g.size, exp_secs, g.sha256));
+        let mut url = format!(
+            "{}/storage/{}?upload={}&part={}&len={}&exp={}",
+            self.public_base, g.key, g.upload_id, g.number, g.size, exp_secs
+        );
+        if let Some(sha) = g.sha256 {
+            url.push_str("&sha=");
+            url.push_str(sha);
+        }
+        url.push_str("&sig=");
+        url.push_str(&sig);
+        UploadInstruction { method: "PUT".to_owned(), url, headers: BTreeMap::new(), expires_at: format_rfc3339(exp_secs * 1000) }
+    }
+
+    async fn list_parts(&self, _key: &str, upload_id: &str) -> Result<Option<Vec<ListedPart>>> {
+        self.list_parts_in(upload_id).await.map_err(unavailable)
+    }
+
+    /// Idempotent: an object already assembled is kept, and what is left of
+    /// its upload removed.
+    async fn complete_multipart(&self, key: &str, upload_id: &str, parts: &[ListedPart]) -> Result<()> {
+        if !is_valid_key(key) || !is_valid_upload_id(upload_id) {
+            return Err(Error::ObjectStore(format!("no upload {upload_id} for {key}")));
+        }
+        let dir = self.upload_dir(upload_id);
+        let done = async {
+            if self.read_meta(key).await?.is_none() {
+                let record: UploadFile = match tokio::fs::read(dir.join("upload.json")).await {
+                    Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::Io(io::Error::new(io::ErrorKind::InvalidData, e)))?,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                        return Err(Error::ObjectStore(format!("no upload {upload_id} for {key}")));
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                // The long part, outside the lock: parts are write-once, and
+                // an upload is only aborted once its attempt is over.
+                let (received, digests) = self.assemble(&dir, parts).await?;
+                let meta = MetaFile {
+                    size: received.size,
+                    content_type: record.content_type,
+                    sha256: received.sha256.clone(),
+                    composite_sha256: crate::multipart::composite_sha256(digests.iter().map(|d| Some(d.as_str()))),
+                };
+                let _guard = self.commit_lock.lock().await;
+                self.commit_locked(key, meta, received).await?;
+                absent_is_fine(tokio::fs::remove_dir_all(&dir).await)?;
+            } else {
+                let _guard = self.commit_lock.lock().await;
+                absent_is_fine(tokio::fs::remove_dir_all(&dir).await)?;
+            }
+            sync_dir(&self.root.join(".parts")).await;
+            Ok(())
+        }
+        .await;
+        done.map_err(unavailable)
+    }
+
+    async fn abort_multipart(&self, _key: &str, upload_id: &str) -> Result<()> {
+        if !is_valid_upload_id(upload_id) {
+            return Ok(());
+        }
+        let _guard = self.commit_lock.lock().await;
+        absent_is_fine(tokio::fs::remove_dir_all(self.upload_dir(upload_id)).await).map_err(unavailable)?;
+        sync_dir(&self.root.join(".parts")).await;
+        Ok(())
     }
 
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {
@@ -352,9 +629,7 @@ impl ObjectStore for LocalObjectStore {
     }
 
     async fn get(&self, key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        let Some(meta) = self.read_meta(key).await.map_err(unavailable)? else {
-            return Ok(None);
-        };
+        let Some(meta) = self.read_meta(key).await.map_err(unavailable)? else { return Ok(None) };
         let file = match tokio::fs::File::open(self.object_path(key)).await {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -399,10 +674,7 @@ impl ObjectStore for LocalObjectStore {
     async fn probe(&self) -> Result<()> {
         let mut name = [0u8; 16];
         random_bytes(&mut name);
-        let path = self
-            .root
-            .join(".tmp")
-            .join(format!("probe-{}", hex::encode(name)));
+        let path = self.root.join(".tmp").join(format!("probe-{}", hex::encode(name)));
         let written = async {
             let mut file = tokio::fs::File::create(&path).await?;
             file.write_all(b"probe").await?;
@@ -410,12 +682,7 @@ impl ObjectStore for LocalObjectStore {
         }
         .await;
         let _ = tokio::fs::remove_file(&path).await;
-        written.map_err(|e| {
-            Error::ObjectStore(format!(
-                "cannot write under {}: {e}",
-                self.root.join(".tmp").display()
-            ))
-        })
+        written.map_err(|e| Error::ObjectStore(format!("cannot write under {}: {e}", self.root.join(".tmp").display())))
     }
 
     fn as_local(&self) -> Option<&LocalObjectStore> {

@@ -1,5 +1,8 @@
 //! The object store: where the bytes live. Browsers PUT straight to it with
 //! a signed URL; the server only signs, checks (HEAD), serves and deletes.
+//! Large files go up in parts of one multipart upload: the server creates
+//! it, signs each part, lists the parts the store holds, and completes or
+//! aborts it.
 //!
 //! Handlers only see the [`ObjectStore`] trait. The embedded default is
 //! [`local::LocalObjectStore`], served by this server under `/storage/`;
@@ -29,6 +32,9 @@ pub struct ObjectMeta {
     pub content_type: String,
     /// SHA-256 as lowercase hex, when the store knows it.
     pub sha256: Option<String>,
+    /// For an object assembled from parts, its composite checksum when the
+    /// store knows it (see [`crate::multipart::composite_sha256`]).
+    pub composite_sha256: Option<String>,
     /// The entity tag.
     pub etag: String,
 }
@@ -51,11 +57,60 @@ pub struct PutGrant<'a> {
     pub expires_at: UnixMillis,
 }
 
+/// What a signed part PUT is bound to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartGrant<'a> {
+    /// The object key the upload assembles.
+    pub key: &'a str,
+    /// The store's multipart upload.
+    pub upload_id: &'a str,
+    /// The part number, 1-based.
+    pub number: u32,
+    /// The part's exact length.
+    pub size: u64,
+    /// SHA-256 the part's bytes must have, if any.
+    pub sha256: Option<&'a str>,
+    /// When the URL stops working.
+    pub expires_at: UnixMillis,
+}
+
+/// A part the store holds, as the store lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListedPart {
+    /// The part number.
+    pub number: u32,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its SHA-256 as lowercase hex, when known.
+    pub sha256: Option<String>,
+    /// The entity tag the store gave it (S3 wants it back at complete).
+    pub etag: String,
+}
+
 /// Where the bytes live.
 #[async_trait]
 pub trait ObjectStore: Send + Sync + 'static {
     /// A signed PUT for exactly this object.
     fn presign_put(&self, grant: &PutGrant<'_>) -> UploadInstruction;
+
+    /// Starts a multipart upload that will assemble `key` with this content
+    /// type; its id.
+    async fn create_multipart(&self, key: &str, content_type: &str) -> Result<String>;
+
+    /// A signed PUT for exactly this part of this upload.
+    fn presign_part(&self, grant: &PartGrant<'_>) -> UploadInstruction;
+
+    /// The parts the store holds for an upload, by number; `None` when the
+    /// store has no such upload (completed, aborted, or never made).
+    async fn list_parts(&self, key: &str, upload_id: &str) -> Result<Option<Vec<ListedPart>>>;
+
+    /// Assembles `key` from these parts (as the store listed them, in part
+    /// order, with the digests the server knows) and ends the upload.
+    async fn complete_multipart(&self, key: &str, upload_id: &str, parts: &[ListedPart]) -> Result<()>;
+
+    /// Aborts an upload so that no part is left behind (an upload already
+    /// gone is fine); an error when parts may remain.
+    async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<()>;
 
     /// The object's metadata, or `None` if it is not stored.
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>>;

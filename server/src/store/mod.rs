@@ -19,6 +19,7 @@ use upload_once_core::wire::{AttemptState, Moderation, ModerationDecision, Moder
 use uuid::Uuid;
 
 use crate::error::Result;
+use crate::multipart::PartPlan;
 
 /// An event as stored. To create one, fill every field but `id`, which
 /// the database assigns (see [`RecordStore::create_event`]).
@@ -90,6 +91,12 @@ pub struct AttemptRow {
     pub expires_at: UnixMillis,
     /// The media record, when confirmed.
     pub media_id: Option<Uuid>,
+    /// How the file goes up in parts, fixed at authorize; `None` for one
+    /// PUT.
+    pub plan: Option<PartPlan>,
+    /// The object store's multipart upload, once the first parts were
+    /// signed.
+    pub upload_id: Option<String>,
 }
 
 /// A new attempt (authorize).
@@ -115,6 +122,8 @@ pub struct NewAttempt {
     pub created_at: UnixMillis,
     /// Expiry.
     pub expires_at: UnixMillis,
+    /// How the file goes up in parts; `None` for one PUT.
+    pub plan: Option<PartPlan>,
 }
 
 /// A media record as stored.
@@ -140,6 +149,9 @@ pub struct MediaRow {
     pub content_type: String,
     /// SHA-256, if known.
     pub sha256: Option<String>,
+    /// For a file stored in parts: SHA-256 over the parts' digests, `-`,
+    /// the part count.
+    pub composite_sha256: Option<String>,
     /// Moderation state.
     pub moderation: Moderation,
     /// The host's reason.
@@ -163,6 +175,8 @@ pub struct NewMedia {
     pub content_type: String,
     /// SHA-256, if known.
     pub sha256: Option<String>,
+    /// For a file stored in parts, when every part's digest is known.
+    pub composite_sha256: Option<String>,
     /// Initial moderation state (`pending`, or `approved` without
     /// moderation).
     pub moderation: Moderation,
@@ -175,8 +189,21 @@ pub struct NewMedia {
 pub struct SweepBacklog {
     /// Authorized attempts past their expiry, not expired yet.
     pub expired_attempts: u64,
-    /// Expired or rejected attempts whose object is not deleted yet.
+    /// Expired or rejected attempts whose object is not deleted (or whose
+    /// multipart upload is not aborted) yet.
     pub dead_objects: u64,
+}
+
+/// The SHA-256 a part's URLs were signed with, as recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartDigest {
+    /// The attempt's internal id.
+    pub attempt_row_id: i64,
+    /// The part number.
+    pub number: u32,
+    /// The one digest every URL of the part was signed with; `None` when a
+    /// URL was signed without one, or two URLs with different ones.
+    pub sha256: Option<String>,
 }
 
 /// A database transaction holding one attempt's row lock. Dropping it
@@ -188,6 +215,20 @@ pub trait AttemptLock: Send {
 
     /// The media record of a confirmed attempt.
     async fn media(&mut self) -> Result<MediaRow>;
+
+    /// Records the object store's multipart upload on the attempt (kept
+    /// when the lock commits).
+    async fn set_upload_id(&mut self, upload_id: &str) -> Result<()>;
+
+    /// Records the SHA-256 each part is signed with (`None`: none). A part
+    /// signed twice keeps its digest only if both were the same.
+    async fn record_part_digests(&mut self, parts: &[(u32, Option<String>)]) -> Result<()>;
+
+    /// The part digests recorded for this attempt.
+    async fn part_digests(&mut self) -> Result<Vec<PartDigest>>;
+
+    /// Commits what was recorded, leaving the attempt's state as it is.
+    async fn commit(self: Box<Self>) -> Result<()>;
 
     /// Creates the media record, marks the attempt confirmed, commits.
     async fn confirm(self: Box<Self>, media: NewMedia) -> Result<MediaRow>;
@@ -276,7 +317,11 @@ pub trait RecordStore: Send + Sync + 'static {
     /// Expired or rejected attempts whose object may still exist.
     async fn attempts_with_dead_objects(&self, limit: u32) -> Result<Vec<AttemptRow>>;
 
-    /// Records that an attempt's object was deleted.
+    /// The part digests recorded for these attempts.
+    async fn part_digests(&self, attempt_row_ids: &[i64]) -> Result<Vec<PartDigest>>;
+
+    /// Records that an attempt's object was deleted (and its multipart
+    /// upload aborted).
     async fn mark_object_deleted(&self, row_id: i64) -> Result<()>;
 
     /// What the sweeper has still to do (the metrics).

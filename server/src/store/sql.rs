@@ -25,18 +25,19 @@ use uuid::Uuid;
 
 use super::dialect::{Dialect, dialect_of};
 use super::{
-    AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, NewMedia, RecordStore, SessionRow,
-    SweepBacklog, keep_released_connection, moderation_from_db, policy_from_db, policy_to_db,
+    AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, NewMedia, PartDigest, RecordStore, SessionRow, SweepBacklog,
+    keep_released_connection, moderation_from_db, policy_from_db, policy_to_db,
 };
 use crate::error::{Error, Result};
+use crate::multipart::PartPlan;
 
 const ATTEMPT_COLUMNS: &str = "a.row_id, a.id, a.session_id, a.event_id, a.filename, a.size, a.content_type, a.sha256, \
-     a.object_key, a.state, a.reject_code, a.reject_reason, a.created_at, a.expires_at, m.id AS media_id";
+     a.object_key, a.state, a.reject_code, a.reject_reason, a.created_at, a.expires_at, m.id AS media_id, \
+     a.part_size, a.part_count, a.upload_id";
 const ATTEMPT_FROM: &str = "attempts a LEFT JOIN media m ON m.attempt_row_id = a.row_id";
 const MEDIA_COLUMNS: &str = "m.id, m.attempt_row_id, a.id AS attempt_id, m.event_id, e.slug, m.object_key, a.filename, \
-     m.size, m.content_type, m.sha256, m.moderation, m.moderation_reason, m.wall_seq, m.created_at, m.moderated_at";
-const MEDIA_FROM: &str =
-    "media m JOIN attempts a ON a.row_id = m.attempt_row_id JOIN events e ON e.id = m.event_id";
+     m.size, m.content_type, m.sha256, m.composite_sha256, m.moderation, m.moderation_reason, m.wall_seq, m.created_at, m.moderated_at";
+const MEDIA_FROM: &str = "media m JOIN attempts a ON a.row_id = m.attempt_row_id JOIN events e ON e.id = m.event_id";
 const EVENT_COLUMNS: &str = "id, slug, title, max_file_bytes, allowed_types, moderation, guest_code, host_token_hash, \
      wall_token_hash, created_at";
 
@@ -64,6 +65,19 @@ fn attempt_from_row(row: &AnyRow) -> Result<AttemptRow> {
         created_at: row.try_get("created_at")?,
         expires_at: row.try_get("expires_at")?,
         media_id: media_id.and_then(|m| Uuid::parse_str(&m).ok()),
+        plan: match (row.try_get::<Option<i64>, _>("part_size")?, row.try_get::<Option<i64>, _>("part_count")?) {
+            (Some(size), Some(count)) => Some(PartPlan { part_size: size as u64, part_count: count as u32 }),
+            _ => None,
+        },
+        upload_id: row.try_get("upload_id")?,
+    })
+}
+
+fn part_digest_from_row(row: &AnyRow) -> Result<PartDigest> {
+    Ok(PartDigest {
+        attempt_row_id: row.try_get("attempt_row_id")?,
+        number: row.try_get::<i64, _>("number")? as u32,
+        sha256: row.try_get("sha256")?,
     })
 }
 
@@ -80,6 +94,7 @@ fn media_from_row(row: &AnyRow) -> Result<MediaRow> {
         size: row.try_get::<i64, _>("size")? as u64,
         content_type: row.try_get("content_type")?,
         sha256: row.try_get("sha256")?,
+        composite_sha256: row.try_get("composite_sha256")?,
         moderation: moderation_from_db(&moderation),
         moderation_reason: row.try_get("moderation_reason")?,
         wall_seq: row.try_get("wall_seq")?,
@@ -107,10 +122,7 @@ fn event_from_row(row: &AnyRow) -> Result<EventRow> {
 
 /// `$first, $first+1, …`: `count` numbered placeholders.
 fn placeholders(first: usize, count: usize) -> String {
-    (first..first + count)
-        .map(|n| format!("${n}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    (first..first + count).map(|n| format!("${n}")).collect::<Vec<_>>().join(", ")
 }
 
 fn is_unique_violation(e: &sqlx::Error) -> bool {
@@ -179,11 +191,7 @@ impl SqlStore {
             .connect_with(dialect.connect_options(url)?)
             .await?;
         super::migrate::migrate(&pool, dialect).await?;
-        Ok(SqlStore {
-            pool,
-            dialect,
-            discarded,
-        })
+        Ok(SqlStore { pool, dialect, discarded })
     }
 
     /// The connection pool, for tools and tests that need the database
@@ -203,15 +211,8 @@ impl SqlStore {
     /// granted.
     async fn lock(&self, key: AttemptKey) -> Result<Option<Box<dyn AttemptLock>>> {
         let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
-        let lock_sql = format!(
-            "SELECT a.row_id FROM attempts a WHERE {}{}",
-            key.clause(),
-            self.dialect.row_lock()
-        );
-        let locked: Option<AnyRow> = key
-            .bind(sqlx::query(&lock_sql))
-            .fetch_optional(&mut *tx)
-            .await?;
+        let lock_sql = format!("SELECT a.row_id FROM attempts a WHERE {}{}", key.clause(), self.dialect.row_lock());
+        let locked: Option<AnyRow> = key.bind(sqlx::query(&lock_sql)).fetch_optional(&mut *tx).await?;
         let Some(locked) = locked else {
             tx.rollback().await?;
             return Ok(None);
@@ -219,11 +220,7 @@ impl SqlStore {
         let row_id: i64 = locked.try_get(0)?;
         let sql = format!("SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.row_id = $1");
         let row = sqlx::query(&sql).bind(row_id).fetch_one(&mut *tx).await?;
-        Ok(Some(Box::new(SqlAttemptLock {
-            attempt: attempt_from_row(&row)?,
-            tx,
-            dialect: self.dialect,
-        })))
+        Ok(Some(Box::new(SqlAttemptLock { attempt: attempt_from_row(&row)?, tx, dialect: self.dialect })))
     }
 }
 
@@ -236,10 +233,7 @@ struct SqlAttemptLock {
 impl SqlAttemptLock {
     async fn media_of_attempt(&mut self) -> Result<MediaRow> {
         let sql = format!("SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.attempt_row_id = $1");
-        let row = sqlx::query(&sql)
-            .bind(self.attempt.row_id)
-            .fetch_one(&mut *self.tx)
-            .await?;
+        let row = sqlx::query(&sql).bind(self.attempt.row_id).fetch_one(&mut *self.tx).await?;
         media_from_row(&row)
     }
 }
@@ -254,6 +248,52 @@ impl AttemptLock for SqlAttemptLock {
         self.media_of_attempt().await
     }
 
+    async fn set_upload_id(&mut self, upload_id: &str) -> Result<()> {
+        sqlx::query("UPDATE attempts SET upload_id = $1 WHERE row_id = $2")
+            .bind(upload_id)
+            .bind(self.attempt.row_id)
+            .execute(&mut *self.tx)
+            .await?;
+        self.attempt.upload_id = Some(upload_id.to_owned());
+        Ok(())
+    }
+
+    async fn record_part_digests(&mut self, parts: &[(u32, Option<String>)]) -> Result<()> {
+        if parts.is_empty() {
+            return Ok(());
+        }
+        // A digest that differs from the one recorded (or is missing on
+        // either side) leaves the part without one: NULL = x is never true.
+        let values = (0..parts.len()).map(|i| format!("(${}, ${}, ${})", 3 * i + 1, 3 * i + 2, 3 * i + 3)).collect::<Vec<_>>();
+        let sql = format!(
+            "INSERT INTO part_digests (attempt_row_id, number, sha256) VALUES {}
+             ON CONFLICT (attempt_row_id, number) DO UPDATE SET sha256 =
+                CASE WHEN part_digests.sha256 = excluded.sha256 THEN part_digests.sha256 ELSE NULL END",
+            values.join(", ")
+        );
+        let mut query = sqlx::query(&sql);
+        for (number, sha256) in parts {
+            query = query.bind(self.attempt.row_id).bind(i64::from(*number)).bind(sha256.clone());
+        }
+        query.execute(&mut *self.tx).await?;
+        Ok(())
+    }
+
+    async fn part_digests(&mut self) -> Result<Vec<PartDigest>> {
+        sqlx::query("SELECT attempt_row_id, number, sha256 FROM part_digests WHERE attempt_row_id = $1 ORDER BY number")
+            .bind(self.attempt.row_id)
+            .fetch_all(&mut *self.tx)
+            .await?
+            .iter()
+            .map(part_digest_from_row)
+            .collect()
+    }
+
+    async fn commit(self: Box<Self>) -> Result<()> {
+        self.tx.commit().await?;
+        Ok(())
+    }
+
     async fn confirm(mut self: Box<Self>, media: NewMedia) -> Result<MediaRow> {
         let approved = media.moderation == Moderation::Approved;
         if approved {
@@ -261,8 +301,8 @@ impl AttemptLock for SqlAttemptLock {
             self.dialect.lock_wall(&mut self.tx).await?;
         }
         let sql = format!(
-            "INSERT INTO media (id, attempt_row_id, event_id, object_key, size, content_type, sha256, moderation, wall_seq, created_at, moderated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $9 THEN {} END, $10, CASE WHEN $9 THEN $10 END)
+            "INSERT INTO media (id, attempt_row_id, event_id, object_key, size, content_type, sha256, moderation, wall_seq, created_at, moderated_at, composite_sha256)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $9 THEN {} END, $10, CASE WHEN $9 THEN $10 END, $11)
              ON CONFLICT (attempt_row_id) DO NOTHING",
             self.dialect.next_wall_seq()
         );
@@ -278,6 +318,7 @@ impl AttemptLock for SqlAttemptLock {
             .bind(media.moderation.as_str())
             .bind(approved)
             .bind(media.created_at)
+            .bind(media.composite_sha256.clone())
             .execute(&mut *self.tx)
             .await?;
         if inserted.rows_affected() == 1 {
@@ -306,12 +347,10 @@ impl AttemptLock for SqlAttemptLock {
     }
 
     async fn expire(mut self: Box<Self>) -> Result<()> {
-        sqlx::query(
-            "UPDATE attempts SET state = 'expired' WHERE row_id = $1 AND state = 'authorized'",
-        )
-        .bind(self.attempt.row_id)
-        .execute(&mut *self.tx)
-        .await?;
+        sqlx::query("UPDATE attempts SET state = 'expired' WHERE row_id = $1 AND state = 'authorized'")
+            .bind(self.attempt.row_id)
+            .execute(&mut *self.tx)
+            .await?;
         self.tx.commit().await?;
         Ok(())
     }
@@ -360,52 +399,32 @@ impl RecordStore for SqlStore {
         .fetch_one(&self.pool)
         .await;
         match result {
-            Err(err) if is_unique_violation(&err) => Err(Error::problem(
-                ErrorCode::SlugTaken,
-                format!("an event named `{}` already exists", e.slug),
-            )),
+            Err(err) if is_unique_violation(&err) => {
+                Err(Error::problem(ErrorCode::SlugTaken, format!("an event named `{}` already exists", e.slug)))
+            }
             Err(err) => Err(err.into()),
-            Ok(row) => Ok(EventRow {
-                id: row.try_get(0)?,
-                ..e
-            }),
+            Ok(row) => Ok(EventRow { id: row.try_get(0)?, ..e }),
         }
     }
 
     async fn event_by_slug(&self, slug: &str) -> Result<Option<EventRow>> {
         let sql = format!("SELECT {EVENT_COLUMNS} FROM events WHERE slug = $1");
-        let row = sqlx::query(&sql)
-            .bind(slug)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row = sqlx::query(&sql).bind(slug).fetch_optional(&self.pool).await?;
         row.as_ref().map(event_from_row).transpose()
     }
 
     async fn event_by_id(&self, id: i64) -> Result<Option<EventRow>> {
         let sql = format!("SELECT {EVENT_COLUMNS} FROM events WHERE id = $1");
-        let row = sqlx::query(&sql)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row = sqlx::query(&sql).bind(id).fetch_optional(&self.pool).await?;
         row.as_ref().map(event_from_row).transpose()
     }
 
     async fn set_host_token_hash(&self, event_id: i64, hash: &str) -> Result<()> {
-        sqlx::query("UPDATE events SET host_token_hash = $1 WHERE id = $2")
-            .bind(hash)
-            .bind(event_id)
-            .execute(&self.pool)
-            .await?;
+        sqlx::query("UPDATE events SET host_token_hash = $1 WHERE id = $2").bind(hash).bind(event_id).execute(&self.pool).await?;
         Ok(())
     }
 
-    async fn create_session(
-        &self,
-        event_id: i64,
-        token_hash: &str,
-        now: UnixMillis,
-        expires_at: UnixMillis,
-    ) -> Result<SessionRow> {
+    async fn create_session(&self, event_id: i64, token_hash: &str, now: UnixMillis, expires_at: UnixMillis) -> Result<SessionRow> {
         let row = sqlx::query(
             "INSERT INTO sessions (event_id, token_hash, created_at, expires_at) VALUES ($1, $2, $3, $4) RETURNING id",
         )
@@ -415,11 +434,7 @@ impl RecordStore for SqlStore {
         .bind(expires_at)
         .fetch_one(&self.pool)
         .await?;
-        Ok(SessionRow {
-            id: row.try_get(0)?,
-            event_id,
-            expires_at,
-        })
+        Ok(SessionRow { id: row.try_get(0)?, event_id, expires_at })
     }
 
     async fn extend_session(&self, session_id: i64, until: UnixMillis) -> Result<()> {
@@ -433,30 +448,20 @@ impl RecordStore for SqlStore {
         Ok(())
     }
 
-    async fn session_by_token_hash(
-        &self,
-        hash: &str,
-        now: UnixMillis,
-    ) -> Result<Option<SessionRow>> {
+    async fn session_by_token_hash(&self, hash: &str, now: UnixMillis) -> Result<Option<SessionRow>> {
         let row = sqlx::query("SELECT id, event_id, expires_at FROM sessions WHERE token_hash = $1 AND expires_at > $2")
             .bind(hash)
             .bind(now)
             .fetch_optional(&self.pool)
             .await?;
-        row.map(|r| {
-            Ok(SessionRow {
-                id: r.try_get("id")?,
-                event_id: r.try_get("event_id")?,
-                expires_at: r.try_get("expires_at")?,
-            })
-        })
-        .transpose()
+        row.map(|r| Ok(SessionRow { id: r.try_get("id")?, event_id: r.try_get("event_id")?, expires_at: r.try_get("expires_at")? }))
+            .transpose()
     }
 
     async fn authorize(&self, a: NewAttempt) -> Result<(AttemptRow, bool)> {
         let inserted = sqlx::query(
-            "INSERT INTO attempts (id, session_id, event_id, filename, size, content_type, sha256, object_key, state, created_at, expires_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'authorized', $9, $10)
+            "INSERT INTO attempts (id, session_id, event_id, filename, size, content_type, sha256, object_key, state, created_at, expires_at, part_size, part_count)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'authorized', $9, $10, $11, $12)
              ON CONFLICT (session_id, id) DO NOTHING",
         )
         .bind(a.id.to_string())
@@ -469,24 +474,17 @@ impl RecordStore for SqlStore {
         .bind(a.object_key.clone())
         .bind(a.created_at)
         .bind(a.expires_at)
+        .bind(a.plan.map(|p| p.part_size as i64))
+        .bind(a.plan.map(|p| i64::from(p.part_count)))
         .execute(&self.pool)
         .await?;
-        let row = self
-            .attempt(a.session_id, a.id)
-            .await?
-            .ok_or_else(|| Error::not_found("attempt"))?;
+        let row = self.attempt(a.session_id, a.id).await?.ok_or_else(|| Error::not_found("attempt"))?;
         Ok((row, inserted.rows_affected() == 1))
     }
 
     async fn attempt(&self, session_id: i64, id: Uuid) -> Result<Option<AttemptRow>> {
-        let sql = format!(
-            "SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.session_id = $1 AND a.id = $2"
-        );
-        let row = sqlx::query(&sql)
-            .bind(session_id)
-            .bind(id.to_string())
-            .fetch_optional(&self.pool)
-            .await?;
+        let sql = format!("SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.session_id = $1 AND a.id = $2");
+        let row = sqlx::query(&sql).bind(session_id).bind(id.to_string()).fetch_optional(&self.pool).await?;
         row.as_ref().map(attempt_from_row).transpose()
     }
 
@@ -502,28 +500,16 @@ impl RecordStore for SqlStore {
         for id in ids {
             query = query.bind(id.to_string());
         }
-        query
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(attempt_from_row)
-            .collect()
+        query.fetch_all(&self.pool).await?.iter().map(attempt_from_row).collect()
     }
 
     async fn attempt_by_object_key(&self, key: &str) -> Result<Option<AttemptRow>> {
         let sql = format!("SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.object_key = $1");
-        let row = sqlx::query(&sql)
-            .bind(key)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row = sqlx::query(&sql).bind(key).fetch_optional(&self.pool).await?;
         row.as_ref().map(attempt_from_row).transpose()
     }
 
-    async fn lock_attempt(
-        &self,
-        session_id: i64,
-        id: Uuid,
-    ) -> Result<Option<Box<dyn AttemptLock>>> {
+    async fn lock_attempt(&self, session_id: i64, id: Uuid) -> Result<Option<Box<dyn AttemptLock>>> {
         self.lock(AttemptKey::OfSession(session_id, id)).await
     }
 
@@ -545,20 +531,26 @@ impl RecordStore for SqlStore {
         let sql = format!(
             "SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.state IN ('expired', 'rejected') AND a.object_deleted = FALSE ORDER BY a.row_id LIMIT $1"
         );
-        sqlx::query(&sql)
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(attempt_from_row)
-            .collect()
+        sqlx::query(&sql).bind(i64::from(limit)).fetch_all(&self.pool).await?.iter().map(attempt_from_row).collect()
+    }
+
+    async fn part_digests(&self, attempt_row_ids: &[i64]) -> Result<Vec<PartDigest>> {
+        if attempt_row_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT attempt_row_id, number, sha256 FROM part_digests WHERE attempt_row_id IN ({}) ORDER BY attempt_row_id, number",
+            placeholders(1, attempt_row_ids.len())
+        );
+        let mut query = sqlx::query(&sql);
+        for id in attempt_row_ids {
+            query = query.bind(*id);
+        }
+        query.fetch_all(&self.pool).await?.iter().map(part_digest_from_row).collect()
     }
 
     async fn mark_object_deleted(&self, row_id: i64) -> Result<()> {
-        sqlx::query("UPDATE attempts SET object_deleted = TRUE WHERE row_id = $1")
-            .bind(row_id)
-            .execute(&self.pool)
-            .await?;
+        sqlx::query("UPDATE attempts SET object_deleted = TRUE WHERE row_id = $1").bind(row_id).execute(&self.pool).await?;
         Ok(())
     }
 
@@ -579,10 +571,7 @@ impl RecordStore for SqlStore {
 
     async fn media(&self, id: Uuid) -> Result<Option<MediaRow>> {
         let sql = format!("SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.id = $1");
-        let row = sqlx::query(&sql)
-            .bind(id.to_string())
-            .fetch_optional(&self.pool)
-            .await?;
+        let row = sqlx::query(&sql).bind(id.to_string()).fetch_optional(&self.pool).await?;
         row.as_ref().map(media_from_row).transpose()
     }
 
@@ -598,31 +587,15 @@ impl RecordStore for SqlStore {
         for id in attempt_row_ids {
             query = query.bind(*id);
         }
-        query
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(media_from_row)
-            .collect()
+        query.fetch_all(&self.pool).await?.iter().map(media_from_row).collect()
     }
 
-    async fn list_media(
-        &self,
-        event_id: i64,
-        moderation: Option<Moderation>,
-    ) -> Result<Vec<MediaRow>> {
+    async fn list_media(&self, event_id: i64, moderation: Option<Moderation>) -> Result<Vec<MediaRow>> {
         let sql = format!(
             "SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.event_id = $1 AND (CAST($2 AS TEXT) IS NULL OR m.moderation = $2) ORDER BY m.created_at, m.id"
         );
         let filter = moderation.map(Moderation::as_str);
-        sqlx::query(&sql)
-            .bind(event_id)
-            .bind(filter)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(media_from_row)
-            .collect()
+        sqlx::query(&sql).bind(event_id).bind(filter).fetch_all(&self.pool).await?.iter().map(media_from_row).collect()
     }
 
     async fn moderate(
@@ -686,12 +659,8 @@ impl RecordStore for SqlStore {
     }
 
     async fn counts(&self) -> Result<(u64, u64)> {
-        let attempts: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM attempts")
-            .fetch_one(&self.pool)
-            .await?;
-        let media: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM media")
-            .fetch_one(&self.pool)
-            .await?;
+        let attempts: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM attempts").fetch_one(&self.pool).await?;
+        let media: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM media").fetch_one(&self.pool).await?;
         Ok((attempts as u64, media as u64))
     }
 }

@@ -12,6 +12,8 @@
 //! | `UPLOAD_ONCE_TEST_S3_SERVER_BIN` | the test S3 server binary, for tests that start and stop a store of their own |
 #![allow(dead_code)]
 
+pub mod multipart;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,15 +21,15 @@ use async_trait::async_trait;
 use reqwest::{Client, Method, Response, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
-use upload_once_core::time::UnixMillis;
 use upload_once_core::wire::{AttemptResponse, CreateEventResponse, Media, UploadInstruction};
-use upload_once_core::wire::{Moderation, ModerationDecision};
 use upload_once_server::clock::{Clock, ManualClock};
 use upload_once_server::config::{Config, Secret, StorageKind};
 use upload_once_server::state::AppState;
-use upload_once_server::storage::{ObjectBody, ObjectMeta, ObjectStore, PutGrant};
+use upload_once_core::time::UnixMillis;
+use upload_once_core::wire::{Moderation, ModerationDecision};
+use upload_once_server::storage::{ListedPart, ObjectBody, ObjectMeta, ObjectStore, PartGrant, PutGrant};
 use upload_once_server::store::{
-    AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, RecordStore, SessionRow, SweepBacklog,
+    AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, PartDigest, RecordStore, SessionRow, SweepBacklog,
 };
 use upload_once_server::{Result, build_state, routes};
 use uuid::Uuid;
@@ -47,11 +49,7 @@ pub fn is_postgres() -> bool {
 
 /// `sqlite+local`, `postgres+s3`, …
 pub fn backend_name() -> String {
-    format!(
-        "{}+{}",
-        if is_postgres() { "postgres" } else { "sqlite" },
-        if is_s3() { "s3" } else { "local" }
-    )
+    format!("{}+{}", if is_postgres() { "postgres" } else { "sqlite" }, if is_s3() { "s3" } else { "local" })
 }
 
 /// Whether a test that needs backends this run lacks must fail rather than
@@ -67,8 +65,7 @@ pub fn backends_required() -> bool {
 
 /// The S3 endpoint of the test store.
 pub fn s3_endpoint() -> String {
-    std::env::var("UPLOAD_ONCE_TEST_S3_ENDPOINT")
-        .expect("UPLOAD_ONCE_TEST_S3_ENDPOINT (the test S3 server)")
+    std::env::var("UPLOAD_ONCE_TEST_S3_ENDPOINT").expect("UPLOAD_ONCE_TEST_S3_ENDPOINT (the test S3 server)")
 }
 
 /// A fresh lowercase name.
@@ -87,27 +84,11 @@ pub fn s3_credentials() -> rusty_s3::Credentials {
 /// Creates a bucket on an S3 endpoint (signed `CreateBucket`).
 pub async fn create_bucket(endpoint: &str, name: &str) {
     use rusty_s3::S3Action;
-    let bucket = rusty_s3::Bucket::new(
-        endpoint.parse().unwrap(),
-        rusty_s3::UrlStyle::Path,
-        name.to_owned(),
-        "us-east-1",
-    )
-    .unwrap();
+    let bucket = rusty_s3::Bucket::new(endpoint.parse().unwrap(), rusty_s3::UrlStyle::Path, name.to_owned(), "us-east-1").unwrap();
     let credentials = s3_credentials();
-    let url =
-        rusty_s3::actions::CreateBucket::new(&bucket, &credentials).sign(Duration::from_secs(60));
-    let r = Client::new()
-        .put(url)
-        .send()
-        .await
-        .expect("the test S3 server answers");
-    assert!(
-        r.status().is_success(),
-        "create bucket {name}: {} {}",
-        r.status(),
-        r.text().await.unwrap_or_default()
-    );
+    let url = rusty_s3::actions::CreateBucket::new(&bucket, &credentials).sign(Duration::from_secs(60));
+    let r = Client::new().put(url).send().await.expect("the test S3 server answers");
+    assert!(r.status().is_success(), "create bucket {name}: {} {}", r.status(), r.text().await.unwrap_or_default());
 }
 
 /// Creates a database of its own through the PostgreSQL admin URL and
@@ -115,13 +96,8 @@ pub async fn create_bucket(endpoint: &str, name: &str) {
 pub async fn create_database(admin_url: &str) -> String {
     use sqlx::Connection;
     let name = unique_name("t_");
-    let mut admin = sqlx::PgConnection::connect(admin_url)
-        .await
-        .expect("the test PostgreSQL answers");
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&mut admin)
-        .await
-        .expect("create database");
+    let mut admin = sqlx::PgConnection::connect(admin_url).await.expect("the test PostgreSQL answers");
+    sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin).await.expect("create database");
     let _ = admin.close().await;
     let mut url = reqwest::Url::parse(admin_url).unwrap();
     url.set_path(&format!("/{name}"));
@@ -175,13 +151,14 @@ pub struct Options {
     /// Use this record store (opened by the test, on `database_url`)
     /// instead of the one the configuration opens.
     pub records: Option<Arc<dyn RecordStore>>,
+    /// `--multipart-threshold`.
+    pub multipart_threshold: Option<u64>,
+    /// `--part-size`.
+    pub part_size: Option<u64>,
 }
 
 pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
 }
 
 impl TestServer {
@@ -209,24 +186,23 @@ impl TestServer {
         if let Some(ttl) = options.session_ttl {
             config.session_ttl = ttl;
         }
+        if let Some(threshold) = options.multipart_threshold {
+            config.multipart_threshold = threshold;
+        }
+        if let Some(part_size) = options.part_size {
+            config.part_size = part_size;
+        }
         config.signing_key = options.signing_key.map(Secret);
         config.public_url = options.public_url;
-        let database_url = match (
-            options.database_url,
-            std::env::var("UPLOAD_ONCE_TEST_PG_ADMIN_URL"),
-        ) {
+        let database_url = match (options.database_url, std::env::var("UPLOAD_ONCE_TEST_PG_ADMIN_URL")) {
             (Some(url), _) => Some(url),
             (None, Ok(admin)) => Some(create_database(&admin).await),
             (None, Err(_)) => std::env::var("UPLOAD_ONCE_TEST_DATABASE_URL").ok(),
         };
         config.database_url = database_url.clone();
         // The URL another instance would use for the same records.
-        let database_url = database_url.or_else(|| {
-            Some(format!(
-                "sqlite://{}",
-                dir.path().join("upload-once.db").display()
-            ))
-        });
+        let database_url =
+            database_url.or_else(|| Some(format!("sqlite://{}", dir.path().join("upload-once.db").display())));
         let mut bucket = None;
         if is_s3() || options.s3_endpoint.is_some() {
             let endpoint = options.s3_endpoint.unwrap_or_else(s3_endpoint);
@@ -244,9 +220,7 @@ impl TestServer {
             bucket = Some(name);
         }
         let clock = Arc::new(ManualClock::new(now_ms()));
-        let mut state = build_state(config, clock.clone() as Arc<dyn Clock>)
-            .await
-            .expect("state");
+        let mut state = build_state(config, clock.clone() as Arc<dyn Clock>).await.expect("state");
         if let Some(records) = options.records {
             state.records = records;
         }
@@ -266,10 +240,7 @@ impl TestServer {
             database_url,
             bucket,
             clock,
-            http: Client::builder()
-                .pool_max_idle_per_host(64)
-                .build()
-                .unwrap(),
+            http: Client::builder().pool_max_idle_per_host(64).build().unwrap(),
             _dir: dir,
             task,
         }
@@ -280,13 +251,7 @@ impl TestServer {
     }
 
     /// Any request with an optional bearer and JSON body.
-    pub async fn call(
-        &self,
-        method: Method,
-        path: &str,
-        bearer: Option<&str>,
-        body: Option<Value>,
-    ) -> Response {
+    pub async fn call(&self, method: Method, path: &str, bearer: Option<&str>, body: Option<Value>) -> Response {
         let mut req = self.http.request(method, self.url(path));
         if let Some(b) = bearer {
             req = req.bearer_auth(b);
@@ -297,13 +262,7 @@ impl TestServer {
         req.send().await.unwrap()
     }
 
-    pub async fn create_event(
-        &self,
-        slug: &str,
-        max: u64,
-        types: &[&str],
-        moderation: &str,
-    ) -> CreateEventResponse {
+    pub async fn create_event(&self, slug: &str, max: u64, types: &[&str], moderation: &str) -> CreateEventResponse {
         let r = self
             .call(
                 Method::POST,
@@ -333,25 +292,15 @@ impl TestServer {
     /// A fresh event (moderation required, 1 MB, images) and a guest session.
     pub async fn guest(&self) -> Guest<'_> {
         let slug = format!("ev-{}", &Uuid::new_v4().simple().to_string()[..12]);
-        let event = self
-            .create_event(&slug, 1_000_000, &["image/*", "video/mp4"], "required")
-            .await;
+        let event = self.create_event(&slug, 1_000_000, &["image/*", "video/mp4"], "required").await;
         let session = self.join(&event).await;
-        Guest {
-            server: self,
-            event,
-            session,
-        }
+        Guest { server: self, event, session }
     }
 
     /// A guest of an existing event (a fresh session).
     pub async fn guest_of(&self, event: &CreateEventResponse) -> Guest<'_> {
         let session = self.join(event).await;
-        Guest {
-            server: self,
-            event: event.clone(),
-            session,
-        }
+        Guest { server: self, event: event.clone(), session }
     }
 
     /// Every stored object key (through the object store, any backend).
@@ -362,9 +311,7 @@ impl TestServer {
     /// Files left in the embedded store's temporary directory. (An S3 store
     /// keeps its partial uploads to itself: nothing to look at there.)
     pub fn temp_files(&self) -> Vec<String> {
-        let Some(_) = self.state.objects.as_local() else {
-            return Vec::new();
-        };
+        let Some(_) = self.state.objects.as_local() else { return Vec::new() };
         std::fs::read_dir(self.state.config.data_dir.join("objects").join(".tmp"))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -378,18 +325,10 @@ impl TestServer {
     pub async fn store_directly(&self, key: &str, content_type: &str, bytes: &[u8]) {
         match self.state.objects.as_local() {
             Some(local) => {
-                let body = futures_util::stream::iter(vec![Ok::<_, std::io::Error>(
-                    bytes::Bytes::copy_from_slice(bytes),
-                )]);
+                let body = futures_util::stream::iter(vec![Ok::<_, std::io::Error>(bytes::Bytes::copy_from_slice(bytes))]);
                 let received = local.receive(body, 1 << 20).await.unwrap();
-                let commit = local
-                    .commit(key, content_type, received, async || Ok(()))
-                    .await
-                    .unwrap();
-                assert!(matches!(
-                    commit,
-                    upload_once_server::storage::local::Commit::Stored(_)
-                ));
+                let commit = local.commit(key, content_type, received, async || Ok(())).await.unwrap();
+                assert!(matches!(commit, upload_once_server::storage::local::Commit::Stored(_)));
             }
             None => {
                 let sha = upload_once_server::secrets::sha256_hex(bytes);
@@ -401,12 +340,7 @@ impl TestServer {
                     expires_at: self.state.now() + 60_000,
                 });
                 let r = self.put(&upload, bytes.to_vec()).await;
-                assert_eq!(
-                    r.status(),
-                    StatusCode::OK,
-                    "direct PUT: {}",
-                    r.text().await.unwrap_or_default()
-                );
+                assert_eq!(r.status(), StatusCode::OK, "direct PUT: {}", r.text().await.unwrap_or_default());
             }
         }
     }
@@ -414,9 +348,7 @@ impl TestServer {
     /// What an upload URL for `key` starts with.
     pub fn upload_url_prefix(&self, key: &str) -> String {
         match (&self.state.config.s3_endpoint, &self.bucket) {
-            (Some(endpoint), Some(bucket)) => {
-                format!("{}/{bucket}/{key}?", endpoint.trim_end_matches('/'))
-            }
+            (Some(endpoint), Some(bucket)) => format!("{}/{bucket}/{key}?", endpoint.trim_end_matches('/')),
             _ => format!("{}/storage/{key}?", self.base),
         }
     }
@@ -434,9 +366,7 @@ impl TestServer {
     }
 
     pub async fn sweep(&self) {
-        upload_once_server::sweeper::sweep_once(&self.state)
-            .await
-            .unwrap();
+        upload_once_server::sweeper::sweep_once(&self.state).await.unwrap();
     }
 }
 
@@ -454,12 +384,7 @@ impl Guest<'_> {
 
     pub async fn authorize_raw(&self, body: Value) -> Response {
         self.server
-            .call(
-                Method::POST,
-                &format!("/v1/events/{}/attempts", self.slug()),
-                Some(&self.session),
-                Some(body),
-            )
+            .call(Method::POST, &format!("/v1/events/{}/attempts", self.slug()), Some(&self.session), Some(body))
             .await
     }
 
@@ -483,8 +408,7 @@ impl Guest<'_> {
     }
 
     pub async fn confirm(&self, id: Uuid, size: u64) -> Response {
-        self.confirm_raw(id, json!({"size": size, "content_type": "image/png"}))
-            .await
+        self.confirm_raw(id, json!({"size": size, "content_type": "image/png"})).await
     }
 
     /// authorize + PUT + confirm.
@@ -492,10 +416,7 @@ impl Guest<'_> {
         let id = Uuid::new_v4();
         let a = self.authorize(id, bytes.len() as u64).await;
         let len = bytes.len() as u64;
-        assert_eq!(
-            self.server.put(a.put().unwrap(), bytes).await.status(),
-            StatusCode::OK
-        );
+        assert_eq!(self.server.put(a.put().unwrap(), bytes).await.status(), StatusCode::OK);
         let r = self.confirm(id, len).await;
         assert_eq!(r.status(), StatusCode::OK);
         (id, r.json().await.unwrap())
@@ -503,38 +424,16 @@ impl Guest<'_> {
 
     /// `GET /v1/attempts/{id}`.
     pub async fn get(&self, id: Uuid) -> Response {
-        self.server
-            .call(
-                Method::GET,
-                &format!("/v1/attempts/{id}"),
-                Some(&self.session),
-                None,
-            )
-            .await
+        self.server.call(Method::GET, &format!("/v1/attempts/{id}"), Some(&self.session), None).await
     }
 
     /// `POST /v1/attempts/{id}/renew`.
     pub async fn renew(&self, id: Uuid) -> Response {
-        self.server
-            .call(
-                Method::POST,
-                &format!("/v1/attempts/{id}/renew"),
-                Some(&self.session),
-                None,
-            )
-            .await
+        self.server.call(Method::POST, &format!("/v1/attempts/{id}/renew"), Some(&self.session), None).await
     }
 
     pub async fn status(&self, ids: &[Uuid]) -> Value {
-        let r = self
-            .server
-            .call(
-                Method::POST,
-                "/v1/attempts/status",
-                Some(&self.session),
-                Some(json!({"ids": ids})),
-            )
-            .await;
+        let r = self.server.call(Method::POST, "/v1/attempts/status", Some(&self.session), Some(json!({"ids": ids}))).await;
         assert_eq!(r.status(), StatusCode::OK);
         r.json().await.unwrap()
     }
@@ -543,11 +442,7 @@ impl Guest<'_> {
 /// Reads a problem body, checking its content type.
 pub async fn problem(r: Response) -> (StatusCode, Value) {
     let status = r.status();
-    let ct = r
-        .headers()
-        .get("content-type")
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
+    let ct = r.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
     assert_eq!(ct, "application/problem+json", "status {status}");
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["status"].as_u64(), Some(u64::from(status.as_u16())));
@@ -567,6 +462,21 @@ pub struct GatedObjects {
 impl ObjectStore for GatedObjects {
     fn presign_put(&self, grant: &PutGrant<'_>) -> upload_once_core::wire::UploadInstruction {
         self.inner.presign_put(grant)
+    }
+    async fn create_multipart(&self, key: &str, content_type: &str) -> Result<String> {
+        self.inner.create_multipart(key, content_type).await
+    }
+    fn presign_part(&self, grant: &PartGrant<'_>) -> upload_once_core::wire::UploadInstruction {
+        self.inner.presign_part(grant)
+    }
+    async fn list_parts(&self, key: &str, upload_id: &str) -> Result<Option<Vec<ListedPart>>> {
+        self.inner.list_parts(key, upload_id).await
+    }
+    async fn complete_multipart(&self, key: &str, upload_id: &str, parts: &[ListedPart]) -> Result<()> {
+        self.inner.complete_multipart(key, upload_id, parts).await
+    }
+    async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<()> {
+        self.inner.abort_multipart(key, upload_id).await
     }
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {
         self.entered.notify_one();
@@ -628,25 +538,13 @@ impl RecordStore for ObservedRecords {
     async fn set_host_token_hash(&self, event_id: i64, hash: &str) -> Result<()> {
         self.inner.set_host_token_hash(event_id, hash).await
     }
-    async fn create_session(
-        &self,
-        event_id: i64,
-        token_hash: &str,
-        now: UnixMillis,
-        expires_at: UnixMillis,
-    ) -> Result<SessionRow> {
-        self.inner
-            .create_session(event_id, token_hash, now, expires_at)
-            .await
+    async fn create_session(&self, event_id: i64, token_hash: &str, now: UnixMillis, expires_at: UnixMillis) -> Result<SessionRow> {
+        self.inner.create_session(event_id, token_hash, now, expires_at).await
     }
     async fn extend_session(&self, session_id: i64, until: UnixMillis) -> Result<()> {
         self.inner.extend_session(session_id, until).await
     }
-    async fn session_by_token_hash(
-        &self,
-        hash: &str,
-        now: UnixMillis,
-    ) -> Result<Option<SessionRow>> {
+    async fn session_by_token_hash(&self, hash: &str, now: UnixMillis) -> Result<Option<SessionRow>> {
         self.inner.session_by_token_hash(hash, now).await
     }
     async fn authorize(&self, attempt: NewAttempt) -> Result<(AttemptRow, bool)> {
@@ -661,11 +559,7 @@ impl RecordStore for ObservedRecords {
     async fn attempt_by_object_key(&self, key: &str) -> Result<Option<AttemptRow>> {
         self.inner.attempt_by_object_key(key).await
     }
-    async fn lock_attempt(
-        &self,
-        session_id: i64,
-        id: Uuid,
-    ) -> Result<Option<Box<dyn AttemptLock>>> {
+    async fn lock_attempt(&self, session_id: i64, id: Uuid) -> Result<Option<Box<dyn AttemptLock>>> {
         self.inner.lock_attempt(session_id, id).await
     }
     async fn lock_attempt_row(&self, row_id: i64) -> Result<Option<Box<dyn AttemptLock>>> {
@@ -673,6 +567,9 @@ impl RecordStore for ObservedRecords {
     }
     async fn attempts_with_dead_objects(&self, limit: u32) -> Result<Vec<AttemptRow>> {
         self.inner.attempts_with_dead_objects(limit).await
+    }
+    async fn part_digests(&self, attempt_row_ids: &[i64]) -> Result<Vec<PartDigest>> {
+        self.inner.part_digests(attempt_row_ids).await
     }
     async fn mark_object_deleted(&self, row_id: i64) -> Result<()> {
         self.inner.mark_object_deleted(row_id).await
@@ -686,11 +583,7 @@ impl RecordStore for ObservedRecords {
     async fn media_for_attempts(&self, attempt_row_ids: &[i64]) -> Result<Vec<MediaRow>> {
         self.inner.media_for_attempts(attempt_row_ids).await
     }
-    async fn list_media(
-        &self,
-        event_id: i64,
-        moderation: Option<Moderation>,
-    ) -> Result<Vec<MediaRow>> {
+    async fn list_media(&self, event_id: i64, moderation: Option<Moderation>) -> Result<Vec<MediaRow>> {
         self.inner.list_media(event_id, moderation).await
     }
     async fn moderate(
@@ -701,9 +594,7 @@ impl RecordStore for ObservedRecords {
         reason: Option<&str>,
         now: UnixMillis,
     ) -> Result<Option<MediaRow>> {
-        self.inner
-            .moderate(event_id, media_id, decision, reason, now)
-            .await
+        self.inner.moderate(event_id, media_id, decision, reason, now).await
     }
     async fn wall(&self, event_id: i64, after_seq: i64, limit: u32) -> Result<Vec<MediaRow>> {
         self.inner.wall(event_id, after_seq, limit).await
@@ -717,10 +608,7 @@ impl RecordStore for ObservedRecords {
 pub async fn s3_error(r: Response) -> (StatusCode, String) {
     let status = r.status();
     let body = r.text().await.unwrap_or_default();
-    let code = body
-        .split_once("<Code>")
-        .and_then(|(_, rest)| rest.split_once("</Code>"))
-        .map(|(c, _)| c.to_owned());
+    let code = body.split_once("<Code>").and_then(|(_, rest)| rest.split_once("</Code>")).map(|(c, _)| c.to_owned());
     (status, code.unwrap_or_default())
 }
 
@@ -733,9 +621,7 @@ pub async fn put_with(
     changes: &[(&str, Option<&str>)],
     body: reqwest::Body,
 ) -> Response {
-    try_put_with(server, url, upload, changes, body)
-        .await
-        .unwrap()
+    try_put_with(server, url, upload, changes, body).await.unwrap()
 }
 
 /// [`put_with`], where the store may also drop the connection (no answer).
@@ -765,10 +651,7 @@ pub async fn try_put_with(
 pub async fn until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + limit;
     while !done() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -799,33 +682,20 @@ impl LockHolder {
         if database_url.starts_with("postgres") {
             let mut conn = sqlx::PgConnection::connect(database_url).await.unwrap();
             sqlx::query("BEGIN").execute(&mut conn).await.unwrap();
-            sqlx::query("LOCK TABLE attempts, readiness IN EXCLUSIVE MODE")
-                .execute(&mut conn)
-                .await
-                .unwrap();
+            sqlx::query("LOCK TABLE attempts, readiness IN EXCLUSIVE MODE").execute(&mut conn).await.unwrap();
             LockHolder::Postgres(conn)
         } else {
             let mut conn = sqlx::SqliteConnection::connect(database_url).await.unwrap();
-            sqlx::query("BEGIN IMMEDIATE")
-                .execute(&mut conn)
-                .await
-                .unwrap();
+            sqlx::query("BEGIN IMMEDIATE").execute(&mut conn).await.unwrap();
             LockHolder::Sqlite(conn)
         }
     }
 
     pub async fn release(self) {
         match self {
-            LockHolder::Sqlite(mut conn) => sqlx::query("ROLLBACK")
-                .execute(&mut conn)
-                .await
-                .map(drop)
-                .unwrap(),
-            LockHolder::Postgres(mut conn) => sqlx::query("ROLLBACK")
-                .execute(&mut conn)
-                .await
-                .map(drop)
-                .unwrap(),
+            LockHolder::Sqlite(mut conn) => sqlx::query("ROLLBACK").execute(&mut conn).await.map(drop).unwrap(),
+            LockHolder::Postgres(mut conn) => sqlx::query("ROLLBACK").execute(&mut conn).await.map(drop).unwrap(),
         }
     }
 }
+

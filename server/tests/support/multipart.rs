@@ -1,0 +1,289 @@
+//! Multipart uploads in the tests: a server that splits files above 5 MiB
+//! into 5 MiB parts (S3's smallest), files of 11 MiB (parts of 5, 5 and 1
+//! MiB), and a guest that signs, sends and confirms parts.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use async_trait::async_trait;
+use reqwest::{Method, Response, StatusCode};
+use serde_json::{Value, json};
+use upload_once_core::wire::{AttemptResponse, MultipartPlan, PartsResponse, SignedPart, Upload, UploadInstruction};
+use upload_once_server::secrets::sha256_hex;
+use upload_once_server::storage::{ListedPart, ObjectBody, ObjectMeta, ObjectStore, PartGrant, PutGrant};
+use upload_once_server::{Error, Result};
+use uuid::Uuid;
+
+use super::{Guest, Options, TestServer};
+
+pub const MIB: u64 = 1024 * 1024;
+/// The part size (and the threshold) of the tests' servers.
+pub const PART: u64 = 5 * MIB;
+/// A file in three parts: 5, 5 and 1 MiB.
+pub const FILE: u64 = 11 * MIB;
+/// The content type of the tests' large files.
+pub const VIDEO: &str = "video/mp4";
+
+/// Options of a server that splits files above [`PART`] into parts of
+/// [`PART`].
+pub fn options() -> Options {
+    Options { multipart_threshold: Some(PART), part_size: Some(PART), ..Default::default() }
+}
+
+/// `len` bytes that differ from part to part and from seed to seed.
+pub fn file(len: u64, seed: u8) -> Vec<u8> {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(seed);
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
+/// The multipart plan of an authorize or renew answer.
+pub fn plan(answer: &AttemptResponse) -> MultipartPlan {
+    match &answer.upload {
+        Some(Upload::Multipart(plan)) => plan.clone(),
+        other => panic!("expected a multipart plan, got {other:?}"),
+    }
+}
+
+/// Part `number`'s bytes of `bytes`.
+pub fn part(bytes: &[u8], plan: &MultipartPlan, number: u32) -> Vec<u8> {
+    let (start, end) = plan.range(number, bytes.len() as u64);
+    bytes[start as usize..end as usize].to_vec()
+}
+
+/// The composite checksum the media record must carry: SHA-256 over the
+/// parts' raw digests, `-`, the count (computed here, independently of the
+/// server).
+pub fn composite(bytes: &[u8], plan: &MultipartPlan) -> String {
+    let mut raw = Vec::new();
+    for n in 1..=plan.part_count {
+        raw.extend(hex::decode(sha256_hex(&part(bytes, plan, n))).unwrap());
+    }
+    format!("{}-{}", sha256_hex(&raw), plan.part_count)
+}
+
+impl TestServer {
+    /// A guest of a fresh event that takes large videos (no moderation
+    /// needed: `required`).
+    pub async fn big_guest(&self) -> Guest<'_> {
+        let slug = format!("big-{}", &Uuid::new_v4().simple().to_string()[..12]);
+        let event = self.create_event(&slug, 1 << 40, &[VIDEO, "image/*"], "required").await;
+        let session = self.join(&event).await;
+        Guest { server: self, event, session }
+    }
+
+    /// The store's multipart upload of an attempt, as recorded.
+    pub async fn upload_id(&self, key: &str) -> Option<String> {
+        self.state.records.attempt_by_object_key(key).await.unwrap().unwrap().upload_id
+    }
+
+    /// Whether the object store still holds the upload (the embedded
+    /// store: its directory; S3: `ListParts` does not answer
+    /// `NoSuchUpload`).
+    pub async fn upload_is_open(&self, key: &str, upload_id: &str) -> bool {
+        let listed = self.state.objects.list_parts(key, upload_id).await.unwrap();
+        if let Some(local) = self.state.objects.as_local() {
+            let open = local.open_uploads().await.unwrap().contains(&upload_id.to_owned());
+            assert_eq!(open, listed.is_some(), "the embedded store lists what its directory holds");
+        }
+        listed.is_some()
+    }
+
+    /// The part numbers the store lists for an upload.
+    pub async fn listed_parts(&self, key: &str, upload_id: &str) -> Vec<u32> {
+        let listed = self.state.objects.list_parts(key, upload_id).await.unwrap().unwrap_or_default();
+        listed.iter().map(|p| p.number).collect()
+    }
+
+    /// Every multipart upload the embedded store still holds (S3: none to
+    /// look at).
+    pub async fn open_local_uploads(&self) -> Vec<String> {
+        match self.state.objects.as_local() {
+            Some(local) => local.open_uploads().await.unwrap(),
+            None => Vec::new(),
+        }
+    }
+
+    /// An object's bytes, read back from the store.
+    pub async fn object_bytes(&self, key: &str) -> Vec<u8> {
+        use futures_util::StreamExt;
+        let (_, mut stream) = self.state.objects.get(key).await.unwrap().expect("object stored");
+        let mut out = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            out.extend_from_slice(&chunk.unwrap());
+        }
+        out
+    }
+}
+
+impl Guest<'_> {
+    /// Authorizes a video of `size` bytes.
+    pub async fn authorize_video(&self, id: Uuid, size: u64) -> AttemptResponse {
+        let r = self.authorize_raw(json!({"id": id, "filename": "clip.mp4", "size": size, "content_type": VIDEO})).await;
+        assert!(r.status().is_success(), "authorize: {}", r.status());
+        r.json().await.unwrap()
+    }
+
+    /// `POST /v1/attempts/{id}/parts` with this body.
+    pub async fn sign_raw(&self, id: Uuid, body: Value) -> Response {
+        self.server.call(Method::POST, &format!("/v1/attempts/{id}/parts"), Some(&self.session), Some(body)).await
+    }
+
+    /// Signs parts of `bytes` (each with its SHA-256).
+    pub async fn sign(&self, id: Uuid, bytes: &[u8], plan: &MultipartPlan, numbers: &[u32]) -> Vec<SignedPart> {
+        let parts: Vec<Value> =
+            numbers.iter().map(|n| json!({"number": n, "sha256": sha256_hex(&part(bytes, plan, *n))})).collect();
+        let r = self.sign_raw(id, json!({"parts": parts})).await;
+        assert_eq!(r.status(), StatusCode::OK, "sign parts");
+        let answer: PartsResponse = r.json().await.unwrap();
+        assert_eq!(answer.parts.iter().map(|p| p.number).collect::<Vec<_>>(), numbers, "one URL per part, in request order");
+        answer.parts
+    }
+
+    /// Signs and PUTs parts of `bytes`, each expected to be stored.
+    pub async fn send_parts(&self, id: Uuid, bytes: &[u8], plan: &MultipartPlan, numbers: &[u32]) {
+        for signed in self.sign(id, bytes, plan, numbers).await {
+            let r = self.server.put(&signed.upload, part(bytes, plan, signed.number)).await;
+            assert_eq!(r.status(), StatusCode::OK, "part {}: {}", signed.number, r.text().await.unwrap_or_default());
+        }
+    }
+
+    /// Confirms a video of `size` bytes.
+    pub async fn confirm_video(&self, id: Uuid, size: u64) -> Response {
+        self.confirm_raw(id, json!({"size": size, "content_type": VIDEO})).await
+    }
+
+    /// `GET /v1/attempts/{id}`, as JSON.
+    pub async fn status_of(&self, id: Uuid) -> Value {
+        let r = self.get(id).await;
+        assert_eq!(r.status(), StatusCode::OK);
+        r.json().await.unwrap()
+    }
+}
+
+/// An object store with the multipart faults and observations the tests
+/// need: it counts uploads made and completed, can lose a complete's
+/// answer (after the store completed), refuse to abort one upload, and
+/// list parts without their digests (a store that cannot).
+pub struct MultipartFaults {
+    pub inner: std::sync::Arc<dyn ObjectStore>,
+    pub creates: AtomicU64,
+    pub completes: AtomicU64,
+    /// The next complete's answer is lost (once).
+    pub lose_complete_answer: AtomicBool,
+    /// Aborting this upload fails.
+    pub refuse_abort: Mutex<Option<String>>,
+    /// Parts are listed without their digests.
+    pub hide_digests: AtomicBool,
+}
+
+impl MultipartFaults {
+    pub fn new(inner: std::sync::Arc<dyn ObjectStore>) -> MultipartFaults {
+        MultipartFaults {
+            inner,
+            creates: AtomicU64::new(0),
+            completes: AtomicU64::new(0),
+            lose_complete_answer: AtomicBool::new(false),
+            refuse_abort: Mutex::new(None),
+            hide_digests: AtomicBool::new(false),
+        }
+    }
+
+    /// Options whose object store is wrapped in `faults` (set once the
+    /// server is built).
+    pub fn options(faults: std::sync::Arc<std::sync::OnceLock<std::sync::Arc<MultipartFaults>>>) -> Options {
+        Options {
+            wrap_objects: Some(Box::new(move |inner| {
+                let wrapped = std::sync::Arc::new(MultipartFaults::new(inner));
+                let _ = faults.set(wrapped.clone());
+                wrapped
+            })),
+            ..options()
+        }
+    }
+}
+
+#[async_trait]
+impl ObjectStore for MultipartFaults {
+    fn presign_put(&self, grant: &PutGrant<'_>) -> UploadInstruction {
+        self.inner.presign_put(grant)
+    }
+    async fn create_multipart(&self, key: &str, content_type: &str) -> Result<String> {
+        self.creates.fetch_add(1, Ordering::SeqCst);
+        self.inner.create_multipart(key, content_type).await
+    }
+    fn presign_part(&self, grant: &PartGrant<'_>) -> UploadInstruction {
+        self.inner.presign_part(grant)
+    }
+    async fn list_parts(&self, key: &str, upload_id: &str) -> Result<Option<Vec<ListedPart>>> {
+        let listed = self.inner.list_parts(key, upload_id).await?;
+        if self.hide_digests.load(Ordering::SeqCst) {
+            return Ok(listed.map(|parts| parts.into_iter().map(|p| ListedPart { sha256: None, ..p }).collect()));
+        }
+        Ok(listed)
+    }
+    async fn complete_multipart(&self, key: &str, upload_id: &str, parts: &[ListedPart]) -> Result<()> {
+        self.completes.fetch_add(1, Ordering::SeqCst);
+        self.inner.complete_multipart(key, upload_id, parts).await?;
+        if self.lose_complete_answer.swap(false, Ordering::SeqCst) {
+            return Err(Error::ObjectStore("the complete's answer was lost".into()));
+        }
+        Ok(())
+    }
+    async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<()> {
+        if self.refuse_abort.lock().unwrap().as_deref() == Some(upload_id) {
+            return Err(Error::ObjectStore("the store refused to abort".into()));
+        }
+        self.inner.abort_multipart(key, upload_id).await
+    }
+    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {
+        let head = self.inner.head(key).await?;
+        if self.hide_digests.load(Ordering::SeqCst) {
+            return Ok(head.map(|h| ObjectMeta { composite_sha256: None, ..h }));
+        }
+        Ok(head)
+    }
+    async fn get(&self, key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {
+        self.inner.get(key).await
+    }
+    async fn delete(&self, key: &str) -> Result<()> {
+        self.inner.delete(key).await
+    }
+    async fn list(&self) -> Result<Vec<String>> {
+        self.inner.list().await
+    }
+    async fn probe(&self) -> Result<()> {
+        self.inner.probe().await
+    }
+    fn as_local(&self) -> Option<&upload_once_server::storage::local::LocalObjectStore> {
+        self.inner.as_local()
+    }
+}
+
+/// The multipart upload a signed part URL is bound to (the embedded
+/// store's `upload`, S3's `uploadId`).
+pub fn upload_of(url: &str) -> String {
+    let url = reqwest::Url::parse(url).unwrap();
+    let found = url.query_pairs().find(|(k, _)| k == "upload" || k == "uploadId").map(|(_, v)| v.into_owned());
+    found.expect("a part URL names its upload")
+}
+
+/// PUTs `body` as `upload` says, to a store expected to refuse it by its
+/// headers (signature, expiry): its answer's status and S3 `<Code>`, or
+/// `None` when the store answered by closing the connection before the body
+/// was sent, which S3 may do for a request refused by its headers.
+pub async fn refused_by_s3(server: &TestServer, url: &str, upload: &UploadInstruction, body: Vec<u8>) -> Option<(StatusCode, String)> {
+    match super::try_put_with(server, url, upload, &[], body.into()).await {
+        Ok(r) => Some(super::s3_error(r).await),
+        Err(e) => {
+            assert!(e.is_request() && !e.is_timeout(), "only a closed connection may stand for the refusal: {e}");
+            None
+        }
+    }
+}

@@ -27,9 +27,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::spawn_local;
 use web_sys::{Blob, File};
 
-use crate::env::{
-    CompleteOnDrop, Completion, CryptoEntropy, Signal, is_online, now, request_persistence,
-};
+use crate::env::{CompleteOnDrop, Completion, CryptoEntropy, Signal, is_online, now, request_persistence};
 use crate::error::{Error, Result};
 use crate::serde_js::{from_js, to_js};
 use crate::store::{Durability, IndexedDbStore};
@@ -147,17 +145,13 @@ struct StoredSession {
 
 impl StoredSession {
     fn session(&self) -> Session {
-        Session {
-            token: self.token.clone(),
-            event: self.event.clone(),
-        }
+        Session { token: self.token.clone(), event: self.event.clone() }
     }
 }
 
 /// An error as the page model keeps it.
 fn core_error(e: &Error) -> upload_once_core::Error {
-    let code = upload_once_core::ErrorCode::parse(&e.code())
-        .unwrap_or(upload_once_core::ErrorCode::StorageUnavailable);
+    let code = upload_once_core::ErrorCode::parse(&e.code()).unwrap_or(upload_once_core::ErrorCode::StorageUnavailable);
     upload_once_core::Error::new(code, e.message())
 }
 
@@ -303,8 +297,7 @@ impl Client {
                 }
             });
             if let Some(target) = window.dyn_ref::<web_sys::EventTarget>() {
-                let _ =
-                    target.add_event_listener_with_callback(name, closure.as_ref().unchecked_ref());
+                let _ = target.add_event_listener_with_callback(name, closure.as_ref().unchecked_ref());
             }
             self.0.window_listeners.borrow_mut().push((name, closure));
         }
@@ -362,10 +355,7 @@ impl Client {
     /// Performs one effect; those with an answer run as tasks that queue it.
     fn carry_out(&self, effect: Effect) {
         match effect {
-            Effect::Store {
-                records,
-                durability,
-            } => self.spawn(async move |me| {
+            Effect::Store { records, durability } => self.spawn(async move |me| {
                 let refs: Vec<&AttemptRecord> = records.iter().collect();
                 let result = me.0.store.put_attempts(&refs, durability).await;
                 Input::Stored(result.map_err(|e| core_error(&e)))
@@ -386,27 +376,17 @@ impl Client {
                 }
             }
             Effect::Load { id, find_file } => self.spawn(async move |me| {
-                let record =
-                    me.0.store
-                        .load_attempt(&id)
-                        .await
-                        .map_err(|e| core_error(&e));
+                let record = me.0.store.load_attempt(&id).await.map_err(|e| core_error(&e));
                 let mut file_found = false;
                 if let Some(key) = find_file.filter(|_| !me.0.store.blobs_broken()) {
                     file_found = matches!(me.0.store.get_blob(&key).await, Ok(Some(_)));
                 }
-                Input::Loaded {
-                    id,
-                    record,
-                    file_found,
-                }
+                Input::Loaded { id, record, file_found }
             }),
             Effect::KeepFiles(keys) => self.spawn(async move |me| {
                 let items: Vec<(Uuid, Blob)> = {
                     let files = me.0.files.borrow();
-                    keys.iter()
-                        .filter_map(|k| files.get(k).map(|b| (*k, b.clone())))
-                        .collect()
+                    keys.iter().filter_map(|k| files.get(k).map(|b| (*k, b.clone()))).collect()
                 };
                 let result = me.0.store.put_blobs(&items).await;
                 Input::Kept(result.map_err(|e| core_error(&e)))
@@ -420,12 +400,8 @@ impl Client {
             Effect::DropFile(key) => {
                 self.0.files.borrow_mut().remove(&key);
             }
-            Effect::Join { stale_token } => {
-                self.spawn(async move |me| Input::Joined(me.join(stale_token).await))
-            }
-            Effect::Send { command, token } => {
-                self.spawn(async move |me| me.execute(command, token).await)
-            }
+            Effect::Join { stale_token } => self.spawn(async move |me| Input::Joined(me.join(stale_token).await)),
+            Effect::Send { command, token } => self.spawn(async move |me| me.execute(command, token).await),
             Effect::Abort(id) => self.0.transport.abort(&id),
             Effect::Announce(id) => {
                 if let Some(c) = self.0.channel.borrow().as_ref() {
@@ -433,44 +409,24 @@ impl Client {
                 }
             }
             Effect::Changed(id) => self.notify(&id),
-            Effect::Removed(id) => {
-                self.call(ListenerKind::Remove, &JsValue::from_str(&id.to_string()))
-            }
+            Effect::Removed(id) => self.call(ListenerKind::Remove, &JsValue::from_str(&id.to_string())),
             Effect::StorageError(error) => {
                 let value = error.map_or(JsValue::NULL, |e| {
-                    to_js(&ErrorInfo {
-                        code: e.code.as_str().into(),
-                        message: e.message,
-                    })
-                    .unwrap_or(JsValue::NULL)
+                    to_js(&ErrorInfo { code: e.code.as_str().into(), message: e.message }).unwrap_or(JsValue::NULL)
                 });
                 self.call(ListenerKind::Storage, &value);
             }
             Effect::SessionChanged => {
-                let event = self
-                    .event()
-                    .and_then(|e| to_js(&e).ok())
-                    .unwrap_or(JsValue::NULL);
-                let error = self
-                    .session_error()
-                    .and_then(|e| to_js(&e).ok())
-                    .unwrap_or(JsValue::NULL);
-                let listeners: Vec<Function> = self
-                    .0
-                    .listeners
-                    .borrow()
-                    .session
-                    .iter()
-                    .map(|(_, f)| f.clone())
-                    .collect();
+                let event = self.event().and_then(|e| to_js(&e).ok()).unwrap_or(JsValue::NULL);
+                let error = self.session_error().and_then(|e| to_js(&e).ok()).unwrap_or(JsValue::NULL);
+                let listeners: Vec<Function> =
+                    self.0.listeners.borrow().session.iter().map(|(_, f)| f.clone()).collect();
                 for listener in listeners {
                     let _ = listener.call2(&JsValue::NULL, &event, &error);
                 }
             }
             Effect::FilesNotKept(e) => {
-                web_sys::console::warn_1(
-                    &format!("upload-once: files are not kept across reloads ({e})").into(),
-                );
+                web_sys::console::warn_1(&format!("upload-once: files are not kept across reloads ({e})").into());
             }
             Effect::Done(ticket) => {
                 let done: Vec<Completion> = {
@@ -510,27 +466,12 @@ impl Client {
     /// durably before it is used.
     async fn join(&self, stale_token: Option<String>) -> std::result::Result<Session, Failure> {
         let key = session_key(&self.0.options);
-        let stored = self
-            .0
-            .store
-            .get_meta(&key)
-            .await
-            .ok()
-            .flatten()
-            .and_then(|v| from_js::<StoredSession>(v).ok());
+        let stored = self.0.store.get_meta(&key).await.ok().flatten().and_then(|v| from_js::<StoredSession>(v).ok());
         if let Some(session) = stored.filter(|s| Some(&s.token) != stale_token.as_ref()) {
             return Ok(session.session());
         }
-        let SessionResponse {
-            session_token,
-            expires_at,
-            event,
-        } = self.0.api.join(&self.0.options.guest_code).await?;
-        let ours = StoredSession {
-            token: session_token,
-            expires_at,
-            event,
-        };
+        let SessionResponse { session_token, expires_at, event } = self.0.api.join(&self.0.options.guest_code).await?;
+        let ours = StoredSession { token: session_token, expires_at, event };
         let value = to_js(&ours).map_err(Failure::Unexpected)?;
         let kept = self
             .0
@@ -549,29 +490,17 @@ impl Client {
                 let result = api.status(&token, &ids).await;
                 return Input::Status { ids, result, token };
             }
-            Command::Authorize { id, request } => (
-                id,
-                Outcome::Authorize(api.authorize(&token, &request).await),
-            ),
+            Command::Authorize { id, request } => (id, Outcome::Authorize(api.authorize(&token, &request).await)),
             Command::Renew { id } => (id, Outcome::Renew(api.renew(&token, id).await)),
-            Command::Confirm { id, request } => (
-                id,
-                Outcome::Confirm(api.confirm(&token, id, &request).await),
-            ),
-            Command::SignParts { id, request } => (
-                id,
-                Outcome::PartsSigned(api.sign_parts(&token, id, &request).await),
-            ),
+            Command::Confirm { id, request } => (id, Outcome::Confirm(api.confirm(&token, id, &request).await)),
+            Command::SignParts { id, request } => {
+                (id, Outcome::PartsSigned(api.sign_parts(&token, id, &request).await))
+            }
             Command::Upload { id, instruction } => {
                 let blob = self.blob_for(&id).await;
                 // Forgotten or cancelled while its bytes were being read.
                 if !self.page().is_active(&id) {
-                    (
-                        id,
-                        Outcome::Upload(Err(Failure::Unexpected(
-                            "the attempt was cancelled".into(),
-                        ))),
-                    )
+                    (id, Outcome::Upload(Err(Failure::Unexpected("the attempt was cancelled".into()))))
                 } else {
                     let Some(blob) = blob else {
                         return Input::FileUnavailable { id, part: None };
@@ -579,91 +508,47 @@ impl Client {
                     (
                         id,
                         Outcome::Upload(
-                            self.0
-                                .transport
-                                .put(id, None, &blob, &instruction, self.progress_fn(id, None))
-                                .await,
+                            self.0.transport.put(id, None, &blob, &instruction, self.progress_fn(id, None)).await,
                         ),
                     )
                 }
             }
-            Command::HashPart {
-                id,
-                number,
-                start,
-                end,
-            } => {
+            Command::HashPart { id, number, start, end } => {
                 // Only this part's bytes are read, by WebCrypto in JS.
                 let result = match self.blob_for(&id).await {
-                    Some(blob) => crate::env::sha256_hex(&blob, start, end)
-                        .await
-                        .map_err(Failure::Unexpected),
-                    None => Err(Failure::Unexpected(
-                        "the file's bytes are not available".into(),
-                    )),
+                    Some(blob) => crate::env::sha256_hex(&blob, start, end).await.map_err(Failure::Unexpected),
+                    None => Err(Failure::Unexpected("the file's bytes are not available".into())),
                 };
                 (id, Outcome::PartHashed { number, result })
             }
-            Command::UploadPart {
-                id,
-                number,
-                start,
-                end,
-                instruction,
-            } => {
+            Command::UploadPart { id, number, start, end, instruction } => {
                 let blob = self.blob_for(&id).await;
                 if !self.page().is_active(&id) {
                     let cancelled = Err(Failure::Unexpected("the attempt was cancelled".into()));
-                    (
-                        id,
-                        Outcome::PartSent {
-                            number,
-                            result: cancelled,
-                        },
-                    )
+                    (id, Outcome::PartSent { number, result: cancelled })
                 } else {
                     let Some(blob) = blob else {
-                        return Input::FileUnavailable {
-                            id,
-                            part: Some(number),
-                        };
+                        return Input::FileUnavailable { id, part: Some(number) };
                     };
                     // A slice of the Blob: the browser streams it, nothing is copied.
-                    let slice = blob
-                        .slice_with_f64_and_f64(start as f64, end as f64)
-                        .unwrap_or(blob);
+                    let slice = blob.slice_with_f64_and_f64(start as f64, end as f64).unwrap_or(blob);
                     let result = self
                         .0
                         .transport
-                        .put(
-                            id,
-                            Some(number),
-                            &slice,
-                            &instruction,
-                            self.progress_fn(id, Some(number)),
-                        )
+                        .put(id, Some(number), &slice, &instruction, self.progress_fn(id, Some(number)))
                         .await;
                     (id, Outcome::PartSent { number, result })
                 }
             }
         };
-        Input::Outcome {
-            id: outcome.0,
-            outcome: outcome.1,
-            token,
-        }
+        Input::Outcome { id: outcome.0, outcome: outcome.1, token }
     }
 
     fn progress_fn(&self, id: Uuid, part: Option<u32>) -> ProgressFn {
         let weak = Rc::downgrade(&self.0);
         Rc::new(move |sent, total| {
             if let Some(shared) = weak.upgrade() {
-                Client(shared).input(Input::Progress {
-                    id,
-                    part,
-                    sent,
-                    total,
-                });
+                Client(shared).input(Input::Progress { id, part, sent, total });
             }
         })
     }
@@ -733,14 +618,9 @@ impl Client {
         let checks = self.page().identity_checks(&infos);
         let mut first_parts = vec![None; infos.len()];
         for (index, start, end) in checks {
-            first_parts[index] = crate::env::sha256_hex(&files[index], start, end)
-                .await
-                .ok()
-                .filter(|h| !h.is_empty());
+            first_parts[index] = crate::env::sha256_hex(&files[index], start, end).await.ok().filter(|h| !h.is_empty());
         }
-        let plan = self
-            .page()
-            .add(&infos, &first_parts, now(), &mut CryptoEntropy);
+        let plan = self.page().add(&infos, &first_parts, now(), &mut CryptoEntropy);
         {
             let mut held = self.0.files.borrow_mut();
             for (index, key) in &plan.hold {
@@ -768,10 +648,7 @@ impl Client {
     /// Cancels an attempt: aborts its transfer; it shows as failed with
     /// `cancelled` and can be retried.
     pub fn cancel(&self, id: &Uuid) -> Result<bool> {
-        let ok = self
-            .page()
-            .cancel(id, now())
-            .ok_or_else(|| Error::NotFound(format!("no attempt {id}")))?;
+        let ok = self.page().cancel(id, now()).ok_or_else(|| Error::NotFound(format!("no attempt {id}")))?;
         self.0.signal.raise();
         Ok(ok)
     }
@@ -781,30 +658,21 @@ impl Client {
     /// [`Client::resume`] (a reload keeps it paused). False once its bytes
     /// are stored or it ended.
     pub fn pause(&self, id: &Uuid) -> Result<bool> {
-        let ok = self
-            .page()
-            .pause(id, now())
-            .ok_or_else(|| Error::NotFound(format!("no attempt {id}")))?;
+        let ok = self.page().pause(id, now()).ok_or_else(|| Error::NotFound(format!("no attempt {id}")))?;
         self.0.signal.raise();
         Ok(ok)
     }
 
     /// Resumes a paused transfer. False when it was not paused.
     pub fn resume(&self, id: &Uuid) -> Result<bool> {
-        let ok = self
-            .page()
-            .resume(id, now())
-            .ok_or_else(|| Error::NotFound(format!("no attempt {id}")))?;
+        let ok = self.page().resume(id, now()).ok_or_else(|| Error::NotFound(format!("no attempt {id}")))?;
         self.0.signal.raise();
         Ok(ok)
     }
 
     /// Retries a failed attempt (does nothing to an active one).
     pub fn retry(&self, id: &Uuid) -> Result<bool> {
-        let changed = self
-            .page()
-            .retry(id, now())
-            .ok_or_else(|| Error::NotFound(format!("no attempt {id}")))?;
+        let changed = self.page().retry(id, now()).ok_or_else(|| Error::NotFound(format!("no attempt {id}")))?;
         self.0.signal.raise();
         Ok(changed)
     }
@@ -812,9 +680,7 @@ impl Client {
     /// Forgets an attempt: cancels it if active, deletes its record and (if
     /// unshared) its kept file.
     pub async fn forget(&self, id: &Uuid) -> Result<()> {
-        self.page()
-            .forget(id, now())
-            .ok_or_else(|| Error::NotFound(format!("no attempt {id}")))?;
+        self.page().forget(id, now()).ok_or_else(|| Error::NotFound(format!("no attempt {id}")))?;
         self.0.signal.raise();
         self.0.store.delete_attempts(&[*id]).await?;
         self.page().forgotten(id);
@@ -839,22 +705,12 @@ impl Client {
 
     /// Removes a listener (again: nothing happens).
     pub fn unsubscribe(&self, kind: ListenerKind, id: u32) {
-        self.0
-            .listeners
-            .borrow_mut()
-            .list(kind)
-            .retain(|(i, _)| *i != id);
+        self.0.listeners.borrow_mut().list(kind).retain(|(i, _)| *i != id);
     }
 
     fn call(&self, kind: ListenerKind, value: &JsValue) {
-        let listeners: Vec<Function> = self
-            .0
-            .listeners
-            .borrow_mut()
-            .list(kind)
-            .iter()
-            .map(|(_, f)| f.clone())
-            .collect();
+        let listeners: Vec<Function> =
+            self.0.listeners.borrow_mut().list(kind).iter().map(|(_, f)| f.clone()).collect();
         for listener in listeners {
             let _ = listener.call1(&JsValue::NULL, value);
         }
@@ -873,10 +729,7 @@ impl Client {
     /// storage gone, another page upgraded the database); `None` once a save
     /// works again. While it lasts, the attempts whose records wait wait too.
     pub fn storage_error(&self) -> Option<ErrorInfo> {
-        self.page().storage_error().map(|e| ErrorInfo {
-            code: e.code.as_str().into(),
-            message: e.message.clone(),
-        })
+        self.page().storage_error().map(|e| ErrorInfo { code: e.code.as_str().into(), message: e.message.clone() })
     }
 
     /// How many writes of attempt records failed in a row (0 once one
@@ -888,10 +741,11 @@ impl Client {
     /// Why the server refused to open a guest session (a wrong guest code,
     /// no such event), until a join works.
     pub fn session_error(&self) -> Option<ErrorInfo> {
-        self.0.page.borrow().session_error().map(|e| ErrorInfo {
-            code: e.code.as_str().into(),
-            message: e.message.clone(),
-        })
+        self.0
+            .page
+            .borrow()
+            .session_error()
+            .map(|e| ErrorInfo { code: e.code.as_str().into(), message: e.message.clone() })
     }
 
     /// One attempt's view.
@@ -955,8 +809,7 @@ impl Client {
         let window = crate::env::global();
         if let Some(target) = window.dyn_ref::<web_sys::EventTarget>() {
             for (name, closure) in self.0.window_listeners.borrow_mut().drain(..) {
-                let _ = target
-                    .remove_event_listener_with_callback(name, closure.as_ref().unchecked_ref());
+                let _ = target.remove_event_listener_with_callback(name, closure.as_ref().unchecked_ref());
             }
         }
         self.0.store.close_connection();

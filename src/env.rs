@@ -37,22 +37,15 @@ extern "C" {
 /// Bytes this site may still store, from `navigator.storage.estimate()`;
 /// `None` where the browser does not say.
 pub async fn storage_room() -> Option<u64> {
-    let room = wasm_bindgen_futures::JsFuture::from(storage_room_js())
-        .await
-        .ok()?;
-    room.as_f64()
-        .filter(|r| r.is_finite() && *r >= 0.0)
-        .map(|r| r as u64)
+    let room = wasm_bindgen_futures::JsFuture::from(storage_room_js()).await.ok()?;
+    room.as_f64().filter(|r| r.is_finite() && *r >= 0.0).map(|r| r as u64)
 }
 
 /// The SHA-256 of bytes `[start, end)` of a Blob, lowercase hex (WebCrypto,
 /// over that slice only; empty where WebCrypto is missing).
 pub async fn sha256_hex(blob: &web_sys::Blob, start: u64, end: u64) -> Result<String, String> {
-    let hashed =
-        wasm_bindgen_futures::JsFuture::from(sha256_hex_js(blob, start as f64, end as f64)).await;
-    hashed
-        .map(|v| v.as_string().unwrap_or_default())
-        .map_err(|e| js_sys::Error::from(e).message().into())
+    let hashed = wasm_bindgen_futures::JsFuture::from(sha256_hex_js(blob, start as f64, end as f64)).await;
+    hashed.map(|v| v.as_string().unwrap_or_default()).map_err(|e| js_sys::Error::from(e).message().into())
 }
 
 /// Milliseconds since the epoch, from `Date.now()`.
@@ -123,26 +116,16 @@ impl<A: Future, B: Future> Future for Select<A, B> {
 
 /// Runs `fut` for at most `ms` milliseconds: `None` when time ran out.
 pub async fn timeout<F: Future>(ms: f64, fut: F) -> Option<F::Output> {
-    Select {
-        a: Box::pin(fut),
-        b: Box::pin(sleep(ms)),
-    }
-    .await
+    Select { a: Box::pin(fut), b: Box::pin(sleep(ms)) }.await
 }
 
 /// Asks the browser to keep this origin's storage (`navigator.storage.persist()`).
 /// `None` where the API is missing or failed.
 pub async fn request_persistence() -> Option<bool> {
     let storage = lookup("navigator.storage");
-    let persist = Reflect::get(&storage, &"persist".into())
-        .ok()?
-        .dyn_into::<Function>()
-        .ok()?;
+    let persist = Reflect::get(&storage, &"persist".into()).ok()?.dyn_into::<Function>().ok()?;
     let promise = persist.call0(&storage).ok()?.dyn_into::<Promise>().ok()?;
-    wasm_bindgen_futures::JsFuture::from(promise)
-        .await
-        .ok()?
-        .as_bool()
+    wasm_bindgen_futures::JsFuture::from(promise).await.ok()?.as_bool()
 }
 
 #[derive(Default)]

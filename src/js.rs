@@ -47,24 +47,17 @@ struct RetryOptions {
 /// Parses `UploaderOptions`, refusing unknown or mistyped fields.
 pub fn parse_options(value: JsValue) -> Result<Options, Error> {
     if !value.is_object() {
-        return Err(Error::InvalidOptions(
-            "Uploader.open takes an options object".into(),
-        ));
+        return Err(Error::InvalidOptions("Uploader.open takes an options object".into()));
     }
-    let o: UploaderOptions =
-        from_js(value).map_err(|e| Error::InvalidOptions(format!("invalid options: {e}")))?;
+    let o: UploaderOptions = from_js(value).map_err(|e| Error::InvalidOptions(format!("invalid options: {e}")))?;
     let mut options = Options::new(&o.api_base, &o.event, &o.guest_code);
     if let Some(c) = o.concurrency {
         options.concurrency = c as usize;
     }
-    options.restrictions = Restrictions {
-        max_file_bytes: o.max_file_bytes,
-        allowed_types: o.allowed_types.unwrap_or_default(),
-    };
+    options.restrictions =
+        Restrictions { max_file_bytes: o.max_file_bytes, allowed_types: o.allowed_types.unwrap_or_default() };
     options.keep_file_max_bytes = o.keep_file_max_bytes.unwrap_or(options.keep_file_max_bytes);
-    options.keep_files_total_bytes = o
-        .keep_files_total_bytes
-        .unwrap_or(options.keep_files_total_bytes);
+    options.keep_files_total_bytes = o.keep_files_total_bytes.unwrap_or(options.keep_files_total_bytes);
     if let Some(r) = o.retry {
         let d = RetryPolicy::default();
         options.retry = RetryPolicy {
@@ -88,9 +81,9 @@ fn files_of(value: &JsValue) -> Result<Vec<File>, Error> {
     let list = Array::from(value);
     (0..list.length())
         .map(|i| {
-            list.get(i).dyn_into::<File>().map_err(|_| {
-                Error::InvalidOptions("add() takes a FileList or an array of File objects".into())
-            })
+            list.get(i)
+                .dyn_into::<File>()
+                .map_err(|_| Error::InvalidOptions("add() takes a FileList or an array of File objects".into()))
         })
         .collect()
 }
@@ -98,34 +91,21 @@ fn files_of(value: &JsValue) -> Result<Vec<File>, Error> {
 fn outcome(client: &Client, added: Added) -> Option<AddOutcome> {
     let (status, id) = match added {
         Added::Refused { file_name, error } => {
-            let error = ErrorInfo {
-                code: error.code.as_str().into(),
-                message: error.message,
-            };
-            return Some(AddOutcome::Refused {
-                ok: false,
-                file_name,
-                error,
-            });
+            let error = ErrorInfo { code: error.code.as_str().into(), message: error.message };
+            return Some(AddOutcome::Refused { ok: false, file_name, error });
         }
         Added::New(id) => ("new", id),
         Added::Reattached(id) => ("reattached", id),
         Added::Duplicate(id) => ("duplicate", id),
     };
-    Some(AddOutcome::Accepted {
-        ok: true,
-        status,
-        attempt: client.view(&id)?,
-    })
+    Some(AddOutcome::Accepted { ok: true, status, attempt: client.view(&id)? })
 }
 
 /// A JS function that unsubscribes a listener (calling it again does
 /// nothing).
 fn unsubscriber(client: &Client, kind: ListenerKind, id: u32) -> js_sys::Function {
     let client = client.clone();
-    Closure::<dyn FnMut()>::new(move || client.unsubscribe(kind, id))
-        .into_js_value()
-        .unchecked_into()
+    Closure::<dyn FnMut()>::new(move || client.unsubscribe(kind, id)).into_js_value().unchecked_into()
 }
 
 /// Uploads that are stored exactly once.
@@ -145,9 +125,7 @@ impl Uploader {
     /// makes no network request: on a first visit the event is joined in
     /// the background (`onSessionChange`).
     #[wasm_bindgen(unchecked_return_type = "Promise<Uploader>")]
-    pub fn open(
-        #[wasm_bindgen(unchecked_param_type = "UploaderOptions")] options: JsValue,
-    ) -> Promise {
+    pub fn open(#[wasm_bindgen(unchecked_param_type = "UploaderOptions")] options: JsValue) -> Promise {
         future_to_promise(async move {
             let options = parse_options(options)?;
             let adapters = Adapters::browser(&options);
@@ -161,8 +139,7 @@ impl Uploader {
     #[wasm_bindgen(js_name = onChange, unchecked_return_type = "() => void")]
     pub fn on_change(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "(attempt: AttemptView) => void")]
-        listener: js_sys::Function,
+        #[wasm_bindgen(unchecked_param_type = "(attempt: AttemptView) => void")] listener: js_sys::Function,
     ) -> js_sys::Function {
         let id = self.client.subscribe(ListenerKind::Change, listener);
         unsubscriber(&self.client, ListenerKind::Change, id)
@@ -185,13 +162,7 @@ impl Uploader {
     pub fn file(&self, id: &str) -> Promise {
         let client = self.client.clone();
         let id = parse_id(id);
-        future_to_promise(async move {
-            Ok(client
-                .file(&id?)
-                .await
-                .map(JsValue::from)
-                .unwrap_or(JsValue::NULL))
-        })
+        future_to_promise(async move { Ok(client.file(&id?).await.map(JsValue::from).unwrap_or(JsValue::NULL)) })
     }
 
     /// Adds files, one outcome per file in the order given. Each is checked
@@ -200,18 +171,12 @@ impl Uploader {
     /// also kept for a reload (`fileKept`). A file picked again for an attempt
     /// that `needs_file` is re-attached to it (same id).
     #[wasm_bindgen(unchecked_return_type = "Promise<AddOutcome[]>")]
-    pub fn add(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "FileList | File[]")] files: JsValue,
-    ) -> Promise {
+    pub fn add(&self, #[wasm_bindgen(unchecked_param_type = "FileList | File[]")] files: JsValue) -> Promise {
         let client = self.client.clone();
         future_to_promise(async move {
             let files = files_of(&files)?;
             let added = client.add(files).await?;
-            let outcomes: Vec<AddOutcome> = added
-                .into_iter()
-                .filter_map(|a| outcome(&client, a))
-                .collect();
+            let outcomes: Vec<AddOutcome> = added.into_iter().filter_map(|a| outcome(&client, a)).collect();
             Ok(to_js(&outcomes).map_err(Error::InvalidOptions)?)
         })
     }
@@ -236,10 +201,7 @@ impl Uploader {
     /// One attempt.
     #[wasm_bindgen(unchecked_return_type = "AttemptView | undefined")]
     pub fn get(&self, id: &str) -> JsValue {
-        Uuid::try_parse(id)
-            .ok()
-            .and_then(|id| self.client.view_js(&id))
-            .unwrap_or(JsValue::UNDEFINED)
+        Uuid::try_parse(id).ok().and_then(|id| self.client.view_js(&id)).unwrap_or(JsValue::UNDEFINED)
     }
 
     /// Retries a failed attempt. Resolves to whether anything changed (a
@@ -296,9 +258,7 @@ impl Uploader {
     /// where the browser has no such promise).
     #[wasm_bindgen(getter, unchecked_return_type = "boolean | null")]
     pub fn persisted(&self) -> JsValue {
-        self.client
-            .persisted()
-            .map_or(JsValue::NULL, JsValue::from_bool)
+        self.client.persisted().map_or(JsValue::NULL, JsValue::from_bool)
     }
 
     /// Why this page cannot save attempt records in IndexedDB right now
@@ -307,10 +267,7 @@ impl Uploader {
     /// the affected attempts wait; saving is tried again, every 30 s at most.
     #[wasm_bindgen(getter, js_name = storageError, unchecked_return_type = "StorageErrorInfo | null")]
     pub fn storage_error(&self) -> JsValue {
-        self.client
-            .storage_error()
-            .and_then(|e| to_js(&e).ok())
-            .unwrap_or(JsValue::NULL)
+        self.client.storage_error().and_then(|e| to_js(&e).ok()).unwrap_or(JsValue::NULL)
     }
 
     /// Calls `listener` when saving attempt records starts failing (with the
@@ -330,10 +287,7 @@ impl Uploader {
     /// While it lasts, each attempt added fails with the same code.
     #[wasm_bindgen(getter, js_name = sessionError, unchecked_return_type = "SessionErrorInfo | null")]
     pub fn session_error(&self) -> JsValue {
-        self.client
-            .session_error()
-            .and_then(|e| to_js(&e).ok())
-            .unwrap_or(JsValue::NULL)
+        self.client.session_error().and_then(|e| to_js(&e).ok()).unwrap_or(JsValue::NULL)
     }
 
     /// Calls `listener` when the guest session is joined (with the event) or
@@ -342,9 +296,7 @@ impl Uploader {
     #[wasm_bindgen(js_name = onSessionChange, unchecked_return_type = "() => void")]
     pub fn on_session_change(
         &self,
-        #[wasm_bindgen(
-            unchecked_param_type = "(event: EventInfo | null, error: SessionErrorInfo | null) => void"
-        )]
+        #[wasm_bindgen(unchecked_param_type = "(event: EventInfo | null, error: SessionErrorInfo | null) => void")]
         listener: js_sys::Function,
     ) -> js_sys::Function {
         let id = self.client.subscribe(ListenerKind::Session, listener);
@@ -354,10 +306,7 @@ impl Uploader {
     /// The event (title and restrictions), once joined.
     #[wasm_bindgen(getter, unchecked_return_type = "EventInfo | null")]
     pub fn event(&self) -> JsValue {
-        self.client
-            .event()
-            .and_then(|e| to_js(&e).ok())
-            .unwrap_or(JsValue::NULL)
+        self.client.event().and_then(|e| to_js(&e).ok()).unwrap_or(JsValue::NULL)
     }
 
     /// Whether every attempt this page drives is finished or waits for the

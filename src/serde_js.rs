@@ -10,9 +10,8 @@ use wasm_bindgen::JsValue;
 /// A Rust value as a plain JS value: objects for structs and maps, `null`
 /// for `None`, numbers for integers up to 2^53.
 pub fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, String> {
-    let serializer = serde_wasm_bindgen::Serializer::new()
-        .serialize_maps_as_objects(true)
-        .serialize_missing_as_null(true);
+    let serializer =
+        serde_wasm_bindgen::Serializer::new().serialize_maps_as_objects(true).serialize_missing_as_null(true);
     value.serialize(&serializer).map_err(|e| e.to_string())
 }
 

@@ -83,11 +83,7 @@ pub fn storage_error(value: &JsValue) -> Error {
     if name == "QuotaExceededError" {
         Error::QuotaExceeded(message)
     } else {
-        Error::StorageUnavailable(if name.is_empty() {
-            message
-        } else {
-            format!("{name}: {message}")
-        })
+        Error::StorageUnavailable(if name.is_empty() { message } else { format!("{name}: {message}") })
     }
 }
 
@@ -99,8 +95,7 @@ fn rexie_error(e: rexie::Error) -> Error {
 /// An attempt record as IndexedDB keeps it: its serde form (field names
 /// are the stored format, version [`RECORD_VERSION`]).
 pub fn record_to_js(record: &AttemptRecord) -> Result<JsValue> {
-    to_js(record)
-        .map_err(|e| Error::StorageUnavailable(format!("the record cannot be stored: {e}")))
+    to_js(record).map_err(|e| Error::StorageUnavailable(format!("the record cannot be stored: {e}")))
 }
 
 /// Reads a stored attempt record. Records written by a newer version, and
@@ -116,9 +111,7 @@ pub fn record_from_js(value: &JsValue) -> Option<AttemptRecord> {
 
 /// Attempt ids as IndexedDB keys (their hyphenated text).
 fn id_keys<'a>(ids: impl IntoIterator<Item = &'a Uuid>) -> Array {
-    ids.into_iter()
-        .map(|id| JsValue::from_str(&id.to_string()))
-        .collect()
+    ids.into_iter().map(|id| JsValue::from_str(&id.to_string())).collect()
 }
 
 /// The attempts, session and blobs of this origin.
@@ -135,9 +128,7 @@ impl IndexedDbStore {
     /// Opens (creating or upgrading) the database `name`.
     pub async fn open(name: &str) -> Result<IndexedDbStore> {
         if crate::env::lookup("indexedDB").is_undefined() {
-            return Err(Error::StorageUnavailable(
-                "this browser has no IndexedDB".into(),
-            ));
+            return Err(Error::StorageUnavailable("this browser has no IndexedDB".into()));
         }
         // The schema, created or upgraded by rexie's builder; that
         // connection has done its job once the upgrade is through.
@@ -154,9 +145,7 @@ impl IndexedDbStore {
         // it can ask for transaction durability, which rexie does not expose.
         let factory = crate::env::lookup("indexedDB").unchecked_into::<web_sys::IdbFactory>();
         let request = factory.open(name).map_err(|e| storage_error(&e))?;
-        let db = JsFuture::from(request_done(&request))
-            .await
-            .map_err(|e| storage_error(&e))?;
+        let db = JsFuture::from(request_done(&request)).await.map_err(|e| storage_error(&e))?;
         let db: IdbDatabase = db.unchecked_into();
         // Another tab upgrading the schema must not be blocked by us.
         let upgraded_elsewhere = Rc::new(Cell::new(false));
@@ -169,12 +158,7 @@ impl IndexedDbStore {
         });
         db.set_onversionchange(Some(close.as_ref().unchecked_ref()));
         close.forget();
-        Ok(IndexedDbStore {
-            db,
-            upgraded_elsewhere,
-            blobs_broken: Cell::new(false),
-            blobs_proven: Cell::new(false),
-        })
+        Ok(IndexedDbStore { db, upgraded_elsewhere, blobs_broken: Cell::new(false), blobs_proven: Cell::new(false) })
     }
 
     /// Fails once another page has upgraded or deleted the database: this
@@ -182,8 +166,7 @@ impl IndexedDbStore {
     fn usable(&self) -> Result<()> {
         if self.upgraded_elsewhere.get() {
             return Err(Error::StorageUnavailable(
-                "another page upgraded or deleted this site's upload database; reload this page"
-                    .into(),
+                "another page upgraded or deleted this site's upload database; reload this page".into(),
             ));
         }
         Ok(())
@@ -216,41 +199,18 @@ impl IndexedDbStore {
     /// `store` and returns its result.
     async fn read(&self, store: &str, op: &str, key: &JsValue) -> Result<JsValue> {
         self.usable()?;
-        JsFuture::from(read_store(&self.db, store, op, key))
-            .await
-            .map_err(|e| storage_error(&e))
+        JsFuture::from(read_store(&self.db, store, op, key)).await.map_err(|e| storage_error(&e))
     }
 
     /// Stores attempt records, all or none.
-    pub async fn put_attempts(
-        &self,
-        records: &[&AttemptRecord],
-        durability: Durability,
-    ) -> Result<()> {
-        let values: Array = records
-            .iter()
-            .map(|r| record_to_js(r))
-            .collect::<Result<_>>()?;
-        self.write(
-            ATTEMPTS,
-            durability,
-            &values,
-            &JsValue::UNDEFINED,
-            &Array::new(),
-        )
-        .await
+    pub async fn put_attempts(&self, records: &[&AttemptRecord], durability: Durability) -> Result<()> {
+        let values: Array = records.iter().map(|r| record_to_js(r)).collect::<Result<_>>()?;
+        self.write(ATTEMPTS, durability, &values, &JsValue::UNDEFINED, &Array::new()).await
     }
 
     /// Deletes attempt records durably.
     pub async fn delete_attempts(&self, ids: &[Uuid]) -> Result<()> {
-        self.write(
-            ATTEMPTS,
-            Durability::Strict,
-            &Array::new(),
-            &JsValue::UNDEFINED,
-            &id_keys(ids),
-        )
-        .await
+        self.write(ATTEMPTS, Durability::Strict, &Array::new(), &JsValue::UNDEFINED, &id_keys(ids)).await
     }
 
     /// Every attempt record of `event`, oldest first.
@@ -267,9 +227,7 @@ impl IndexedDbStore {
 
     /// One attempt record.
     pub async fn load_attempt(&self, id: &Uuid) -> Result<Option<AttemptRecord>> {
-        let value = self
-            .read(ATTEMPTS, "get", &JsValue::from_str(&id.to_string()))
-            .await?;
+        let value = self.read(ATTEMPTS, "get", &JsValue::from_str(&id.to_string())).await?;
         Ok(record_from_js(&value))
     }
 
@@ -282,35 +240,17 @@ impl IndexedDbStore {
     /// Stores a small value durably.
     pub async fn put_meta(&self, key: &str, value: &JsValue) -> Result<()> {
         let keys: JsValue = Array::of1(&JsValue::from_str(key)).into();
-        self.write(
-            META,
-            Durability::Strict,
-            &Array::of1(value),
-            &keys,
-            &Array::new(),
-        )
-        .await
+        self.write(META, Durability::Strict, &Array::of1(value), &keys, &Array::new()).await
     }
 
     /// Stores a guest session durably unless another page stored a live one
     /// first (one transaction); returns the session to use. A stored session
     /// with `stale_token` is replaced.
-    pub async fn put_session(
-        &self,
-        key: &str,
-        value: &JsValue,
-        stale_token: Option<String>,
-    ) -> Result<JsValue> {
+    pub async fn put_session(&self, key: &str, value: &JsValue, stale_token: Option<String>) -> Result<JsValue> {
         self.usable()?;
-        JsFuture::from(put_session_unless_present(
-            &self.db,
-            META,
-            key,
-            value,
-            stale_token,
-        ))
-        .await
-        .map_err(|e| storage_error(&e))
+        JsFuture::from(put_session_unless_present(&self.db, META, key, value, stale_token))
+            .await
+            .map_err(|e| storage_error(&e))
     }
 
     /// Whether blob storage has failed in this page (then it is not tried
@@ -321,9 +261,7 @@ impl IndexedDbStore {
 
     async fn blob_op<T>(&self, op: impl std::future::Future<Output = Result<T>>) -> Result<T> {
         if self.blobs_broken.get() {
-            return Err(Error::StorageUnavailable(
-                "blob storage failed earlier in this page".into(),
-            ));
+            return Err(Error::StorageUnavailable("blob storage failed earlier in this page".into()));
         }
         match timeout(BLOB_TIMEOUT_MS, op).await {
             Some(Ok(value)) => Ok(value),
@@ -333,9 +271,7 @@ impl IndexedDbStore {
             }
             None => {
                 self.blobs_broken.set(true);
-                Err(Error::StorageUnavailable(
-                    "a blob transaction did not finish".into(),
-                ))
+                Err(Error::StorageUnavailable("a blob transaction did not finish".into()))
             }
         }
     }
@@ -355,9 +291,7 @@ impl IndexedDbStore {
     pub async fn put_blobs(&self, items: &[(Uuid, Blob)]) -> Result<()> {
         let values: Array = items.iter().map(|(_, blob)| JsValue::from(blob)).collect();
         let keys: JsValue = id_keys(items.iter().map(|(key, _)| key)).into();
-        let result = self
-            .blob_op(self.write(BLOBS, Durability::Relaxed, &values, &keys, &Array::new()))
-            .await;
+        let result = self.blob_op(self.write(BLOBS, Durability::Relaxed, &values, &keys, &Array::new())).await;
         if result.is_ok() {
             self.blobs_proven.set(true);
         }
@@ -373,9 +307,7 @@ impl IndexedDbStore {
 
     /// The keys of every kept file.
     pub async fn blob_keys(&self) -> Result<Vec<Uuid>> {
-        let keys = self
-            .blob_op(self.read(BLOBS, "getAllKeys", &JsValue::UNDEFINED))
-            .await?;
+        let keys = self.blob_op(self.read(BLOBS, "getAllKeys", &JsValue::UNDEFINED)).await?;
         Ok(js_sys::Array::from(&keys)
             .iter()
             .filter_map(|k| k.as_string())
@@ -385,14 +317,7 @@ impl IndexedDbStore {
 
     /// Deletes kept files.
     pub async fn delete_blobs(&self, keys: &[Uuid]) -> Result<()> {
-        self.blob_op(self.write(
-            BLOBS,
-            Durability::Relaxed,
-            &Array::new(),
-            &JsValue::UNDEFINED,
-            &id_keys(keys),
-        ))
-        .await
+        self.blob_op(self.write(BLOBS, Durability::Relaxed, &Array::new(), &JsValue::UNDEFINED, &id_keys(keys))).await
     }
 
     /// Closes the connection (the uploader was closed).

@@ -27,10 +27,7 @@ pub struct LockHandle {
 impl LockHandle {
     /// A handle for no lock (a placeholder until the request is made).
     pub fn none() -> LockHandle {
-        LockHandle {
-            handle: None,
-            _callback: None,
-        }
+        LockHandle { handle: None, _callback: None }
     }
 
     /// Gives the lock up (or withdraws the request).
@@ -57,20 +54,11 @@ pub fn lock_attempt(db: &str, id: &Uuid, on_state: impl FnMut(bool) + 'static) -
     let mut on_state = on_state;
     if !locks_available() {
         on_state(true);
-        return LockHandle {
-            handle: None,
-            _callback: None,
-        };
+        return LockHandle { handle: None, _callback: None };
     }
     let callback = Closure::<dyn FnMut(bool)>::new(on_state);
-    let handle = request_lock(
-        &format!("upload-once:{db}:{id}"),
-        callback.as_ref().unchecked_ref(),
-    );
-    LockHandle {
-        handle: Some(handle),
-        _callback: Some(callback),
-    }
+    let handle = request_lock(&format!("upload-once:{db}:{id}"), callback.as_ref().unchecked_ref());
+    LockHandle { handle: Some(handle), _callback: Some(callback) }
 }
 
 /// The channel on which pages announce changed records.
@@ -84,10 +72,7 @@ impl Channel {
     /// every record another page changed.
     pub fn open(db: &str, on_change: Rc<dyn Fn(Uuid)>) -> Channel {
         let Ok(channel) = BroadcastChannel::new(&format!("upload-once:{db}")) else {
-            return Channel {
-                channel: None,
-                _listener: None,
-            };
+            return Channel { channel: None, _listener: None };
         };
         let listener = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
             if let Some(id) = e.data().as_string().and_then(|s| Uuid::try_parse(&s).ok()) {
@@ -95,10 +80,7 @@ impl Channel {
             }
         });
         channel.set_onmessage(Some(listener.as_ref().unchecked_ref()));
-        Channel {
-            channel: Some(channel),
-            _listener: Some(listener),
-        }
+        Channel { channel: Some(channel), _listener: Some(listener) }
     }
 
     /// Tells the other pages that record `id` changed.

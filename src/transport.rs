@@ -14,8 +14,8 @@ use serde::de::DeserializeOwned;
 use upload_once_core::retry::Failure;
 use upload_once_core::time::parse_retry_after;
 use upload_once_core::wire::{
-    AttemptResponse, AuthorizeRequest, ConfirmRequest, CreateSessionRequest, Media, PartsRequest,
-    PartsResponse, Problem, SessionResponse, StatusRequest, StatusResponse, UploadInstruction,
+    AttemptResponse, AuthorizeRequest, ConfirmRequest, CreateSessionRequest, Media, PartsRequest, PartsResponse,
+    Problem, SessionResponse, StatusRequest, StatusResponse, UploadInstruction,
 };
 use uuid::Uuid;
 use wasm_bindgen::prelude::*;
@@ -58,20 +58,11 @@ pub trait Api {
     /// `POST /v1/events/{slug}/sessions`.
     fn join(&self, guest_code: &str) -> LocalFuture<Result<SessionResponse, Failure>>;
     /// `POST /v1/events/{slug}/attempts`.
-    fn authorize(
-        &self,
-        session: &str,
-        request: &AuthorizeRequest,
-    ) -> LocalFuture<Result<AttemptResponse, Failure>>;
+    fn authorize(&self, session: &str, request: &AuthorizeRequest) -> LocalFuture<Result<AttemptResponse, Failure>>;
     /// `POST /v1/attempts/{id}/renew`.
     fn renew(&self, session: &str, id: Uuid) -> LocalFuture<Result<AttemptResponse, Failure>>;
     /// `POST /v1/attempts/{id}/confirm` with `Idempotency-Key: <id>`.
-    fn confirm(
-        &self,
-        session: &str,
-        id: Uuid,
-        request: &ConfirmRequest,
-    ) -> LocalFuture<Result<Media, Failure>>;
+    fn confirm(&self, session: &str, id: Uuid, request: &ConfirmRequest) -> LocalFuture<Result<Media, Failure>>;
     /// `POST /v1/attempts/status`.
     fn status(&self, session: &str, ids: &[Uuid]) -> LocalFuture<Result<StatusResponse, Failure>>;
     /// `POST /v1/attempts/{id}/parts`.
@@ -101,31 +92,14 @@ pub trait Transport {
 }
 
 /// Turns an error status and body into a [`Failure`].
-pub fn http_failure(
-    status: u16,
-    status_text: &str,
-    body: &str,
-    retry_after: Option<String>,
-) -> Failure {
+pub fn http_failure(status: u16, status_text: &str, body: &str, retry_after: Option<String>) -> Failure {
     // JSON is parsed by the browser; the resulting object is read through
     // the wire type's serde derive.
-    let problem = js_sys::JSON::parse(body)
-        .ok()
-        .and_then(|v| from_js::<Problem>(v).ok());
+    let problem = js_sys::JSON::parse(body).ok().and_then(|v| from_js::<Problem>(v).ok());
     let retry_after_ms = retry_after.and_then(|v| parse_retry_after(&v, now()));
     match problem {
-        Some(p) => Failure::Http {
-            status,
-            code: Some(p.code),
-            message: p.detail,
-            retry_after_ms,
-        },
-        None => Failure::Http {
-            status,
-            code: None,
-            message: status_text.to_owned(),
-            retry_after_ms,
-        },
+        Some(p) => Failure::Http { status, code: Some(p.code), message: p.detail, retry_after_ms },
+        None => Failure::Http { status, code: None, message: status_text.to_owned(), retry_after_ms },
     }
 }
 
@@ -138,10 +112,7 @@ pub struct HttpApi {
 impl HttpApi {
     /// Calls the server at `base` (no trailing slash) for event `event`.
     pub fn new(base: &str, event: &str) -> HttpApi {
-        HttpApi {
-            base: base.trim_end_matches('/').to_owned(),
-            event: event.to_owned(),
-        }
+        HttpApi { base: base.trim_end_matches('/').to_owned(), event: event.to_owned() }
     }
 
     fn post(&self, path: &str, session: Option<&str>) -> RequestBuilder {
@@ -154,10 +125,7 @@ impl HttpApi {
 }
 
 /// Sends a JSON request; the parsed JSON answer on success.
-async fn call_json(
-    request: RequestBuilder,
-    body: Result<JsValue, String>,
-) -> Result<JsValue, Failure> {
+async fn call_json(request: RequestBuilder, body: Result<JsValue, String>) -> Result<JsValue, Failure> {
     // The body goes over as a JS object and the browser writes the JSON text;
     // the answer's JSON is parsed by the browser too.
     let unexpected = |e: JsValue| Failure::Unexpected(js_sys::Error::from(e).message().into());
@@ -182,12 +150,7 @@ async fn call_json(
     }
     let retry_after = response.headers().get("retry-after");
     let text = response.text().await.unwrap_or_default();
-    Err(http_failure(
-        status,
-        &response.status_text(),
-        &text,
-        retry_after,
-    ))
+    Err(http_failure(status, &response.status_text(), &text, retry_after))
 }
 
 /// Sends a JSON request and reads the answer as `T`. The request itself is
@@ -199,30 +162,19 @@ fn call<T: DeserializeOwned + 'static>(
     let answer: LocalFuture<Result<JsValue, Failure>> = Box::pin(call_json(request, body));
     Box::pin(async move {
         let parsed = answer.await?;
-        from_js(parsed).map_err(|e| {
-            Failure::Unexpected(format!("the answer is not what the protocol says: {e}"))
-        })
+        from_js(parsed).map_err(|e| Failure::Unexpected(format!("the answer is not what the protocol says: {e}")))
     })
 }
 
 impl Api for HttpApi {
     fn join(&self, guest_code: &str) -> LocalFuture<Result<SessionResponse, Failure>> {
         let request = self.post(&format!("/v1/events/{}/sessions", self.event), None);
-        let body = to_js(&CreateSessionRequest {
-            guest_code: guest_code.to_owned(),
-        });
+        let body = to_js(&CreateSessionRequest { guest_code: guest_code.to_owned() });
         call(request, body)
     }
 
-    fn authorize(
-        &self,
-        session: &str,
-        body: &AuthorizeRequest,
-    ) -> LocalFuture<Result<AttemptResponse, Failure>> {
-        let request = self.post(
-            &format!("/v1/events/{}/attempts", self.event),
-            Some(session),
-        );
+    fn authorize(&self, session: &str, body: &AuthorizeRequest) -> LocalFuture<Result<AttemptResponse, Failure>> {
+        let request = self.post(&format!("/v1/events/{}/attempts", self.event), Some(session));
         let body = to_js(body);
         call(request, body)
     }
@@ -233,15 +185,9 @@ impl Api for HttpApi {
         call(request, body)
     }
 
-    fn confirm(
-        &self,
-        session: &str,
-        id: Uuid,
-        body: &ConfirmRequest,
-    ) -> LocalFuture<Result<Media, Failure>> {
-        let request = self
-            .post(&format!("/v1/attempts/{id}/confirm"), Some(session))
-            .header("Idempotency-Key", &id.to_string());
+    fn confirm(&self, session: &str, id: Uuid, body: &ConfirmRequest) -> LocalFuture<Result<Media, Failure>> {
+        let request =
+            self.post(&format!("/v1/attempts/{id}/confirm"), Some(session)).header("Idempotency-Key", &id.to_string());
         let body = to_js(body);
         call(request, body)
     }
@@ -252,12 +198,7 @@ impl Api for HttpApi {
         call(request, body)
     }
 
-    fn sign_parts(
-        &self,
-        session: &str,
-        id: Uuid,
-        body: &PartsRequest,
-    ) -> LocalFuture<Result<PartsResponse, Failure>> {
+    fn sign_parts(&self, session: &str, id: Uuid, body: &PartsRequest) -> LocalFuture<Result<PartsResponse, Failure>> {
         let request = self.post(&format!("/v1/attempts/{id}/parts"), Some(session));
         call(request, to_js(body))
     }
@@ -283,36 +224,24 @@ impl Transport for XhrTransport {
         let blob = blob.clone();
         let instruction = instruction.clone();
         Box::pin(async move {
-            let xhr = XmlHttpRequest::new()
-                .map_err(|_| Failure::Unexpected("XMLHttpRequest is not available".into()))?;
+            let xhr =
+                XmlHttpRequest::new().map_err(|_| Failure::Unexpected("XMLHttpRequest is not available".into()))?;
             let last_progress = Rc::new(std::cell::Cell::new(now() as f64));
             let seen = last_progress.clone();
-            let on_progress =
-                Closure::<dyn FnMut(f64, f64)>::new(move |loaded: f64, total: f64| {
-                    seen.set(now() as f64);
-                    progress(loaded, total)
-                });
+            let on_progress = Closure::<dyn FnMut(f64, f64)>::new(move |loaded: f64, total: f64| {
+                seen.set(now() as f64);
+                progress(loaded, total)
+            });
             let headers: js_sys::Array = instruction
                 .headers
                 .iter()
-                .map(|(name, value)| {
-                    js_sys::Array::of2(&JsValue::from_str(name), &JsValue::from_str(value))
-                })
+                .map(|(name, value)| js_sys::Array::of2(&JsValue::from_str(name), &JsValue::from_str(value)))
                 .collect();
-            let done = match send_blob(
-                &xhr,
-                &instruction.method,
-                &instruction.url,
-                &headers,
-                &blob,
-                &on_progress,
-            ) {
+            let done = match send_blob(&xhr, &instruction.method, &instruction.url, &headers, &blob, &on_progress) {
                 Ok(done) => done,
                 Err(e) => {
                     let message = js_sys::Error::from(e).message();
-                    return Err(Failure::Unexpected(format!(
-                        "the browser refused the upload request: {message}"
-                    )));
+                    return Err(Failure::Unexpected(format!("the browser refused the upload request: {message}")));
                 }
             };
             running.borrow_mut().push((id, part, xhr.clone()));
@@ -326,9 +255,7 @@ impl Transport for XhrTransport {
                     let _ = xhr.abort();
                 }
             };
-            running
-                .borrow_mut()
-                .retain(|(i, p, _)| !(*i == id && *p == part));
+            running.borrow_mut().retain(|(i, p, _)| !(*i == id && *p == part));
             drop(on_progress);
             if kind != "load" {
                 return Err(Failure::Network);
@@ -342,12 +269,7 @@ impl Transport for XhrTransport {
             }
             let body = xhr.response_text().ok().flatten().unwrap_or_default();
             let retry_after = xhr.get_response_header("retry-after").ok().flatten();
-            Err(http_failure(
-                status,
-                &xhr.status_text().unwrap_or_default(),
-                &body,
-                retry_after,
-            ))
+            Err(http_failure(status, &xhr.status_text().unwrap_or_default(), &body, retry_after))
         })
     }
 

@@ -25,37 +25,19 @@ wasm_bindgen_test_configure!(run_in_browser);
 #[wasm_bindgen_test]
 async fn a_refused_write_fails_at_once_and_the_records_can_still_be_written() {
     let kept_here = blobs_can_be_kept().await;
-    let store = IndexedDbStore::open(&unique("db"))
-        .await
-        .map_err(JsValue::from)
-        .unwrap();
+    let store = IndexedDbStore::open(&unique("db")).await.map_err(JsValue::from).unwrap();
     let blob: JsValue = file("photo.png", "image/png", 1_000, 1.0).into();
 
-    let refused = timeout(10_000.0, store.put_meta("a-blob", &blob))
-        .await
-        .expect("the write settles");
+    let refused = timeout(10_000.0, store.put_meta("a-blob", &blob)).await.expect("the write settles");
     assert_eq!(refused.is_ok(), kept_here, "{refused:?}");
     if !kept_here {
-        assert_eq!(
-            store
-                .get_meta("a-blob")
-                .await
-                .map_err(JsValue::from)
-                .unwrap(),
-            None,
-            "nothing was written"
-        );
+        assert_eq!(store.get_meta("a-blob").await.map_err(JsValue::from).unwrap(), None, "nothing was written");
     }
 
     let record = AttemptRecord::new(
         Uuid::from_u128(7),
         "wedding",
-        FileInfo {
-            name: "cake.jpg".into(),
-            size: 1,
-            content_type: "image/jpeg".into(),
-            last_modified: 0,
-        },
+        FileInfo { name: "cake.jpg".into(), size: 1, content_type: "image/jpeg".into(), last_modified: 0 },
         5,
     );
     timeout(10_000.0, store.put_attempts(&[&record], Durability::Strict))
@@ -63,30 +45,14 @@ async fn a_refused_write_fails_at_once_and_the_records_can_still_be_written() {
         .expect("a record write after the refusal settles")
         .map_err(JsValue::from)
         .unwrap();
-    timeout(
-        10_000.0,
-        store.put_meta("session", &JsValue::from_str("token")),
-    )
-    .await
-    .expect("a write to the same store after the refusal settles")
-    .map_err(JsValue::from)
-    .unwrap();
+    timeout(10_000.0, store.put_meta("session", &JsValue::from_str("token")))
+        .await
+        .expect("a write to the same store after the refusal settles")
+        .map_err(JsValue::from)
+        .unwrap();
+    assert_eq!(store.load_attempt(&record.id).await.map_err(JsValue::from).unwrap(), Some(record));
     assert_eq!(
-        store
-            .load_attempt(&record.id)
-            .await
-            .map_err(JsValue::from)
-            .unwrap(),
-        Some(record)
-    );
-    assert_eq!(
-        store
-            .get_meta("session")
-            .await
-            .map_err(JsValue::from)
-            .unwrap()
-            .and_then(|v| v.as_string())
-            .as_deref(),
+        store.get_meta("session").await.map_err(JsValue::from).unwrap().and_then(|v| v.as_string()).as_deref(),
         Some("token")
     );
     store.close_connection();

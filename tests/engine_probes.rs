@@ -192,11 +192,7 @@ async fn what_this_engine_does() {
         ));
         detail.push(format!(
             "after-a-put:{on_error}:{}",
-            answer(probe_mixed_transaction(
-                &common::unique("probe-mixed"),
-                on_error
-            ))
-            .await
+            answer(probe_mixed_transaction(&common::unique("probe-mixed"), on_error)).await
         ));
     }
     let mixed = detail.join(",");
@@ -207,24 +203,14 @@ async fn what_this_engine_does() {
     let line = format!(
         "engine-probe: {engine} | blob-in-idb={blob} | refused-request-handling={mixed} | durability={durability} | web-locks={locks} | broadcast-channel={channel} | persist={persist} | service-worker={} | ua={}",
         service_workers(),
-        web_sys::window()
-            .unwrap()
-            .navigator()
-            .user_agent()
-            .unwrap_or_default()
+        web_sys::window().unwrap().navigator().user_agent().unwrap_or_default()
     );
     web_sys::console::log_1(&line.clone().into());
 
-    assert!(
-        !blob.starts_with("threw") && !mixed.starts_with("threw"),
-        "IndexedDB opens here: {line}"
-    );
+    assert!(!blob.starts_with("threw") && !mixed.starts_with("threw"), "IndexedDB opens here: {line}");
     match engine.as_str() {
         // Stock WebKitWebDriver sessions are ephemeral (Safari-private-like).
-        "webkit-private" => assert!(
-            blob.starts_with("refused"),
-            "a WebKit private profile refuses Blobs: {line}"
-        ),
+        "webkit-private" => assert!(blob.starts_with("refused"), "a WebKit private profile refuses Blobs: {line}"),
         "webkit-persistent" | "chromium" | "firefox" => assert_eq!(blob, "kept", "{line}"),
         _ => {}
     }

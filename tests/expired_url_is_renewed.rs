@@ -21,10 +21,7 @@ async fn an_expired_url_is_renewed_and_the_upload_completes() {
     faults.delay_puts.set(1);
     faults.delay_ms.set(3_500.0);
     let client = open(options(&event, &unique("db")), &faults).await;
-    client
-        .add(vec![file("late.png", "image/png", 1_000, 9.0)])
-        .await
-        .unwrap();
+    client.add(vec![file("late.png", "image/png", 1_000, 9.0)]).await.unwrap();
     settle(&client).await;
 
     let results = faults.put_results.borrow();
@@ -32,14 +29,7 @@ async fn an_expired_url_is_renewed_and_the_upload_completes() {
     // bucket answers a bare 403 (an XML AccessDenied body).
     assert!(
         matches!(&results[0], Err(Failure::Http { status: 403, code: Some(c), .. }) if c == "url_expired")
-            || matches!(
-                &results[0],
-                Err(Failure::Http {
-                    status: 403,
-                    code: None,
-                    ..
-                })
-            ),
+            || matches!(&results[0], Err(Failure::Http { status: 403, code: None, .. })),
         "the first PUT was refused as expired: {:?}",
         results[0]
     );

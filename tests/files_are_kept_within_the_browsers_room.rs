@@ -32,40 +32,22 @@ async fn a_file_beyond_the_room_left_is_not_kept_says_why_and_still_uploads() {
     let client = open(options(&event, &unique("db")), &faults).await;
 
     report_room(100_000);
-    client
-        .add(vec![file("small.png", "image/png", 20_000, 1.0)])
-        .await
-        .unwrap();
+    client.add(vec![file("small.png", "image/png", 20_000, 1.0)]).await.unwrap();
     report_room(30_000);
-    client
-        .add(vec![file("large.png", "image/png", 40_000, 2.0)])
-        .await
-        .unwrap();
+    client.add(vec![file("large.png", "image/png", 40_000, 2.0)]).await.unwrap();
     let views = client.views();
     let (small, large) = (&views[0], &views[1]);
     if kept_here {
-        assert!(
-            small.file_kept && small.not_kept_reason.is_none(),
-            "{small:?}"
-        );
+        assert!(small.file_kept && small.not_kept_reason.is_none(), "{small:?}");
     } else {
         // WebKit's private-like profile refuses every file: it says so.
-        assert_eq!(
-            (small.file_kept, small.not_kept_reason),
-            (false, Some("refused"))
-        );
+        assert_eq!((small.file_kept, small.not_kept_reason), (false, Some("refused")));
     }
     assert!(!large.file_kept, "40 kB is beyond 90 % of the 30 kB left");
     // The room is weighed before any write is tried, so this is why even
     // where the engine refuses every file.
     assert_eq!(large.not_kept_reason, Some("no_room"));
     settle(&client).await;
-    assert!(
-        client
-            .records()
-            .iter()
-            .all(|r| r.confirmation == Confirmation::Confirmed),
-        "not kept is not lost"
-    );
+    assert!(client.records().iter().all(|r| r.confirmation == Confirmation::Confirmed), "not kept is not lost");
     client.close();
 }

@@ -28,42 +28,22 @@ const SIZE: usize = 200 * MIB;
 const PARTS: u32 = SIZE.div_ceil(PART) as u32;
 
 /// Records every `bytesSent` the app is told of, for one attempt.
-fn watch_progress(
-    client: &upload_once::Client,
-) -> (
-    Rc<RefCell<Vec<f64>>>,
-    Closure<dyn FnMut(wasm_bindgen::JsValue)>,
-) {
+fn watch_progress(client: &upload_once::Client) -> (Rc<RefCell<Vec<f64>>>, Closure<dyn FnMut(wasm_bindgen::JsValue)>) {
     let seen: Rc<RefCell<Vec<f64>>> = Rc::default();
     let sink = seen.clone();
-    let listener =
-        Closure::<dyn FnMut(wasm_bindgen::JsValue)>::new(move |v: wasm_bindgen::JsValue| {
-            if let Some(sent) = js_sys::Reflect::get(&v, &"bytesSent".into())
-                .ok()
-                .and_then(|b| b.as_f64())
-            {
-                sink.borrow_mut().push(sent);
-            }
-        });
-    client.subscribe(
-        ListenerKind::Change,
-        listener
-            .as_ref()
-            .unchecked_ref::<js_sys::Function>()
-            .clone(),
-    );
+    let listener = Closure::<dyn FnMut(wasm_bindgen::JsValue)>::new(move |v: wasm_bindgen::JsValue| {
+        if let Some(sent) = js_sys::Reflect::get(&v, &"bytesSent".into()).ok().and_then(|b| b.as_f64()) {
+            sink.borrow_mut().push(sent);
+        }
+    });
+    client.subscribe(ListenerKind::Change, listener.as_ref().unchecked_ref::<js_sys::Function>().clone());
     (seen, listener)
 }
 
 fn assert_progress_never_falls_back_far(seen: &[f64]) {
     // At most the parts on the wire (three) can be lost to a cut.
     for pair in seen.windows(2) {
-        assert!(
-            pair[1] >= pair[0] - (3 * PART) as f64,
-            "progress fell from {} to {}",
-            pair[0],
-            pair[1]
-        );
+        assert!(pair[1] >= pair[0] - (3 * PART) as f64, "progress fell from {} to {}", pair[0], pair[1]);
     }
 }
 
@@ -79,10 +59,7 @@ async fn a_large_file_cut_mid_transfer_goes_on_after_a_reload_from_the_servers_p
     let video = big_file("party.mp4", "video/mp4", SIZE, 7.0, 1);
     first.add(vec![video.clone()]).await.unwrap();
     let id = only_record(&first).id;
-    wait_for("a few parts stored", 60_000.0, || {
-        faults.parts_stored(id).len() >= 6
-    })
-    .await;
+    wait_for("a few parts stored", 60_000.0, || faults.parts_stored(id).len() >= 6).await;
     // The page goes away with parts on the wire.
     first.close();
     let stored_before = faults.parts_stored(id);
@@ -93,16 +70,9 @@ async fn a_large_file_cut_mid_transfer_goes_on_after_a_reload_from_the_servers_p
     second.restore().await.unwrap();
     if !kept_here {
         // WebKit's private-like profile keeps no files: picked again.
-        wait_for("needs_file", 20_000.0, || {
-            only_record(&second).transfer == Transfer::NeedsFile
-        })
-        .await;
+        wait_for("needs_file", 20_000.0, || only_record(&second).transfer == Transfer::NeedsFile).await;
         let added = second.add(vec![video]).await.unwrap();
-        assert!(
-            matches!(added[0], Added::Reattached(same) if same == id),
-            "{:?}",
-            added[0]
-        );
+        assert!(matches!(added[0], Added::Reattached(same) if same == id), "{:?}", added[0]);
     }
     settle(&second).await;
     let record = only_record(&second);
@@ -113,21 +83,15 @@ async fn a_large_file_cut_mid_transfer_goes_on_after_a_reload_from_the_servers_p
         after.iter().all(|n| !stored_before.contains(n)),
         "no part the server had was sent again: {after:?} / {stored_before:?}"
     );
-    assert!(
-        after.len() as u32 <= PARTS - stored_before.len() as u32,
-        "only the missing parts"
-    );
+    assert!(after.len() as u32 <= PARTS - stored_before.len() as u32, "only the missing parts");
     let media = host_media(&event).await;
     assert_eq!(media.len(), 1, "stored once");
     assert_eq!(media[0]["size"], SIZE as u64);
-    let composite = media[0]["composite_sha256"]
-        .as_str()
-        .expect("the composite checksum of the parts");
+    let composite = media[0]["composite_sha256"].as_str().expect("the composite checksum of the parts");
     assert!(composite.ends_with(&format!("-{PARTS}")), "{composite}");
     let seen = progress.borrow();
     assert!(
-        seen.first()
-            .is_some_and(|first| *first >= (stored_before.len() * PART) as f64 - (3 * PART) as f64),
+        seen.first().is_some_and(|first| *first >= (stored_before.len() * PART) as f64 - (3 * PART) as f64),
         "progress resumed, not from 0: {:?}",
         seen.first()
     );
@@ -146,65 +110,31 @@ async fn a_large_file_not_kept_goes_on_once_picked_again_and_another_file_is_nev
     let video = big_file("clip.mp4", "video/mp4", SIZE, 9.0, 2);
     first.add(vec![video.clone()]).await.unwrap();
     let id = only_record(&first).id;
-    wait_for("a few parts stored", 60_000.0, || {
-        faults.parts_stored(id).len() >= 4
-    })
-    .await;
+    wait_for("a few parts stored", 60_000.0, || faults.parts_stored(id).len() >= 4).await;
     first.close();
     let stored_before = faults.parts_stored(id);
 
     let again = Rc::new(Faults::default());
     let second = open(opts, &again).await;
     second.restore().await.unwrap();
-    wait_for("needs_file", 20_000.0, || {
-        second
-            .record(&id)
-            .is_some_and(|r| r.transfer == Transfer::NeedsFile)
-    })
-    .await;
+    wait_for("needs_file", 20_000.0, || second.record(&id).is_some_and(|r| r.transfer == Transfer::NeedsFile)).await;
 
     // Same name, size and time, other bytes: a new upload of its own.
     let impostor = big_file("clip.mp4", "video/mp4", SIZE, 9.0, 3);
     let added = second.add(vec![impostor]).await.unwrap();
-    let Added::New(other) = added[0] else {
-        panic!("a different file is a new attempt: {:?}", added[0])
-    };
-    assert_eq!(
-        second.record(&id).unwrap().transfer,
-        Transfer::NeedsFile,
-        "the first still waits for its own file"
-    );
+    let Added::New(other) = added[0] else { panic!("a different file is a new attempt: {:?}", added[0]) };
+    assert_eq!(second.record(&id).unwrap().transfer, Transfer::NeedsFile, "the first still waits for its own file");
 
     // The same file: the first attempt goes on from the server's parts.
     let added = second.add(vec![video]).await.unwrap();
-    assert!(
-        matches!(added[0], Added::Reattached(same) if same == id),
-        "{:?}",
-        added[0]
-    );
+    assert!(matches!(added[0], Added::Reattached(same) if same == id), "{:?}", added[0]);
     settle(&second).await;
-    assert_eq!(
-        second.record(&id).unwrap().confirmation,
-        Confirmation::Confirmed
-    );
-    assert_eq!(
-        second.record(&other).unwrap().confirmation,
-        Confirmation::Confirmed
-    );
+    assert_eq!(second.record(&id).unwrap().confirmation, Confirmation::Confirmed);
+    assert_eq!(second.record(&other).unwrap().confirmation, Confirmation::Confirmed);
     let after = again.parts_stored(id);
-    assert!(
-        after.iter().all(|n| !stored_before.contains(n)),
-        "no stored part sent again"
-    );
-    assert!(
-        (after.len() as u32) < PARTS,
-        "it went on, it did not start over"
-    );
-    assert_eq!(
-        again.parts_stored(other).len() as u32,
-        PARTS,
-        "the other file went up whole"
-    );
+    assert!(after.iter().all(|n| !stored_before.contains(n)), "no stored part sent again");
+    assert!((after.len() as u32) < PARTS, "it went on, it did not start over");
+    assert_eq!(again.parts_stored(other).len() as u32, PARTS, "the other file went up whole");
     assert_eq!(host_media(&event).await.len(), 2);
     second.close();
 }

@@ -25,24 +25,11 @@ async fn restore_confirms_without_uploading_again() {
     opts.retry.base_ms = 60_000;
     opts.retry.cap_ms = 60_000;
     let first = open(opts, &faults).await;
-    first
-        .add(vec![file("vows.png", "image/png", 4_096, 5.0)])
-        .await
-        .unwrap();
-    wait_for("the confirm answer to be lost", 10_000.0, || {
-        faults.drop_confirm_answers.get() == 0
-    })
-    .await;
-    wait_for("the loss to be recorded", 10_000.0, || {
-        only_record(&first).retries == 1
-    })
-    .await;
+    first.add(vec![file("vows.png", "image/png", 4_096, 5.0)]).await.unwrap();
+    wait_for("the confirm answer to be lost", 10_000.0, || faults.drop_confirm_answers.get() == 0).await;
+    wait_for("the loss to be recorded", 10_000.0, || only_record(&first).retries == 1).await;
     let before = only_record(&first);
-    assert_eq!(
-        before.confirmation,
-        Confirmation::Unconfirmed,
-        "the page does not know it was confirmed"
-    );
+    assert_eq!(before.confirmation, Confirmation::Unconfirmed, "the page does not know it was confirmed");
     assert_eq!(host_media(&event).await.len(), 1, "but the server does");
     first.close();
     drop(first);
@@ -55,15 +42,7 @@ async fn restore_confirms_without_uploading_again() {
     assert_eq!(after.confirmation, Confirmation::Confirmed);
     assert_eq!(after.transfer, Transfer::Uploaded);
     assert_eq!(faults.puts.get(), 1, "the bytes were sent once");
-    assert_eq!(
-        faults.confirms.get(),
-        1,
-        "restore needed no second confirm: the server said it was confirmed"
-    );
-    assert_eq!(
-        host_media(&event).await.len(),
-        1,
-        "exactly one media record"
-    );
+    assert_eq!(faults.confirms.get(), 1, "restore needed no second confirm: the server said it was confirmed");
+    assert_eq!(host_media(&event).await.len(), 1, "exactly one media record");
     reloaded.close();
 }

@@ -21,18 +21,11 @@ async fn a_restored_page_shows_the_hosts_decision() {
     let db = unique("db");
     let faults = Rc::new(Faults::default());
     let first = open(options(&event, &db), &faults).await;
-    first
-        .add(vec![file("toast.png", "image/png", 2_000, 3.0)])
-        .await
-        .unwrap();
+    first.add(vec![file("toast.png", "image/png", 2_000, 3.0)]).await.unwrap();
     settle(&first).await;
     let saved = only_record(&first);
     assert_eq!(saved.confirmation, Confirmation::Confirmed);
-    assert_eq!(
-        saved.moderation,
-        ModerationView::Pending,
-        "saved, not yet approved"
-    );
+    assert_eq!(saved.moderation, ModerationView::Pending, "saved, not yet approved");
     first.close();
 
     // The host approves while the guest is away.
@@ -48,9 +41,6 @@ async fn a_restored_page_shows_the_hosts_decision() {
 
     let again = open(options(&event, &db), &faults).await;
     again.restore().await.unwrap();
-    wait_for("the decision to show", 10_000.0, || {
-        only_record(&again).moderation == ModerationView::Approved
-    })
-    .await;
+    wait_for("the decision to show", 10_000.0, || only_record(&again).moderation == ModerationView::Approved).await;
     again.close();
 }

@@ -25,10 +25,7 @@ async fn picking_the_same_file_again_continues_the_same_attempt() {
     opts.retry.base_ms = 60_000;
     opts.retry.cap_ms = 60_000;
     let first = open(opts.clone(), &faults).await;
-    first
-        .add(vec![file("big.png", "image/png", 5_000, 42.0)])
-        .await
-        .unwrap();
+    first.add(vec![file("big.png", "image/png", 5_000, 42.0)]).await.unwrap();
     wait_for("the first try", 10_000.0, || faults.authorizes.get() >= 1).await;
     let id = only_record(&first).id;
     first.close();
@@ -36,21 +33,11 @@ async fn picking_the_same_file_again_continues_the_same_attempt() {
     let online = Rc::new(Faults::default());
     let second = open(options(&event, &db), &online).await;
     second.restore().await.unwrap();
-    wait_for("needs_file", 10_000.0, || {
-        only_record(&second).transfer == Transfer::NeedsFile
-    })
-    .await;
+    wait_for("needs_file", 10_000.0, || only_record(&second).transfer == Transfer::NeedsFile).await;
     assert_eq!(online.puts.get(), 0);
 
-    let added = second
-        .add(vec![file("big.png", "image/png", 5_000, 42.0)])
-        .await
-        .unwrap();
-    assert!(
-        matches!(added[0], Added::Reattached(same) if same == id),
-        "{:?}",
-        added[0]
-    );
+    let added = second.add(vec![file("big.png", "image/png", 5_000, 42.0)]).await.unwrap();
+    assert!(matches!(added[0], Added::Reattached(same) if same == id), "{:?}", added[0]);
     settle(&second).await;
     let record = only_record(&second);
     assert_eq!(record.id, id);

@@ -74,35 +74,18 @@ async fn a_refused_guest_code_is_reported_and_files_are_refused_with_it() {
     let sink = heard.clone();
     let listener = Closure::<dyn FnMut(wasm_bindgen::JsValue, wasm_bindgen::JsValue)>::new(
         move |_event, error: wasm_bindgen::JsValue| {
-            let code = js_sys::Reflect::get(&error, &"code".into())
-                .ok()
-                .and_then(|c| c.as_string())
-                .unwrap_or_default();
+            let code =
+                js_sys::Reflect::get(&error, &"code".into()).ok().and_then(|c| c.as_string()).unwrap_or_default();
             sink.borrow_mut().push(code);
         },
     );
-    client.subscribe(
-        ListenerKind::Session,
-        listener
-            .as_ref()
-            .unchecked_ref::<js_sys::Function>()
-            .clone(),
-    );
+    client.subscribe(ListenerKind::Session, listener.as_ref().unchecked_ref::<js_sys::Function>().clone());
     wait_for("the refusal", 10_000.0, || client.session_error().is_some()).await;
     assert_eq!(client.session_error().unwrap().code, "wrong_guest_code");
-    assert_eq!(
-        *heard.borrow(),
-        vec!["wrong_guest_code".to_owned()],
-        "the listener heard it once"
-    );
+    assert_eq!(*heard.borrow(), vec!["wrong_guest_code".to_owned()], "the listener heard it once");
 
-    let added = client
-        .add(vec![file("late.png", "image/png", 5_000, 2.0)])
-        .await
-        .unwrap();
-    assert!(
-        matches!(&added[0], Added::Refused { error, .. } if error.code.as_str() == "wrong_guest_code")
-    );
+    let added = client.add(vec![file("late.png", "image/png", 5_000, 2.0)]).await.unwrap();
+    assert!(matches!(&added[0], Added::Refused { error, .. } if error.code.as_str() == "wrong_guest_code"));
     assert!(client.records().is_empty(), "nothing recorded");
     assert_eq!(faults.authorizes.get(), 0, "nothing sent");
     client.close();

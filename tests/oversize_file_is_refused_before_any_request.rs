@@ -31,29 +31,15 @@ async fn a_too_large_file_is_refused_with_no_request_and_no_record() {
     match &added[0] {
         Added::Refused { file_name, error } => {
             assert_eq!(file_name, "huge.png");
-            assert_eq!(
-                error.code.as_str(),
-                "file_too_large",
-                "the event's 10 kB limit applies"
-            );
-            assert!(
-                error.message.contains("10 KB"),
-                "the message names the limit: {}",
-                error.message
-            );
+            assert_eq!(error.code.as_str(), "file_too_large", "the event's 10 kB limit applies");
+            assert!(error.message.contains("10 KB"), "the message names the limit: {}", error.message);
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
-    assert!(
-        matches!(&added[1], Added::Refused { error, .. } if error.code.as_str() == "type_not_allowed")
-    );
+    assert!(matches!(&added[1], Added::Refused { error, .. } if error.code.as_str() == "type_not_allowed"));
     assert!(matches!(added[2], Added::New(_)));
     settle(&client).await;
     assert_eq!(client.records().len(), 1, "refused files leave no record");
-    assert_eq!(
-        faults.authorizes.get(),
-        1,
-        "only the accepted file reached the network"
-    );
+    assert_eq!(faults.authorizes.get(), 1, "only the accepted file reached the network");
     client.close();
 }

@@ -27,19 +27,13 @@ wasm_bindgen_test_configure!(run_in_browser);
 /// another tab would, and closes that connection once it is open.
 async fn upgrade_from_another_page(name: &str) {
     let factory = Reflect::get(&js_sys::global(), &"indexedDB".into()).unwrap();
-    let open: Function = Reflect::get(&factory, &"open".into())
-        .unwrap()
-        .unchecked_into();
-    let request = open
-        .call2(&factory, &name.into(), &JsValue::from(SCHEMA_VERSION + 1))
-        .unwrap();
+    let open: Function = Reflect::get(&factory, &"open".into()).unwrap().unchecked_into();
+    let request = open.call2(&factory, &name.into(), &JsValue::from(SCHEMA_VERSION + 1)).unwrap();
     let done = Promise::new(&mut |resolve, reject| {
         Reflect::set(&request, &"onsuccess".into(), &resolve).unwrap();
         Reflect::set(&request, &"onerror".into(), &reject).unwrap();
     });
-    JsFuture::from(done)
-        .await
-        .expect("the newer version opens: the uploader's connection made way");
+    JsFuture::from(done).await.expect("the newer version opens: the uploader's connection made way");
     let db = Reflect::get(&request, &"result".into()).unwrap();
     let close: Function = Reflect::get(&db, &"close".into()).unwrap().unchecked_into();
     close.call0(&db).unwrap();
@@ -54,54 +48,23 @@ async fn records_that_cannot_be_saved_are_reported_and_hold_their_attempt() {
     let reported = Rc::new(RefCell::new(Vec::<JsValue>::new()));
     let sink = reported.clone();
     let listener = Closure::<dyn FnMut(JsValue)>::new(move |v: JsValue| sink.borrow_mut().push(v));
-    client.subscribe(
-        upload_once::client::ListenerKind::Storage,
-        listener.as_ref().unchecked_ref::<Function>().clone(),
-    );
+    client.subscribe(upload_once::client::ListenerKind::Storage, listener.as_ref().unchecked_ref::<Function>().clone());
     assert!(client.storage_error().is_none());
 
     // Offline: every authorize fails, and each failure changes the record
     // (retry count, next retry time), which must be saved.
     faults.offline.set(true);
-    client
-        .add(vec![file("cake.jpg", "image/jpeg", 20_000, 1.0)])
-        .await
-        .map_err(JsValue::from)
-        .expect("recorded");
-    wait_for("a failed authorize", 5_000.0, || {
-        faults.authorizes.get() >= 1
-    })
-    .await;
+    client.add(vec![file("cake.jpg", "image/jpeg", 20_000, 1.0)]).await.map_err(JsValue::from).expect("recorded");
+    wait_for("a failed authorize", 5_000.0, || faults.authorizes.get() >= 1).await;
 
     upgrade_from_another_page(&db).await;
-    wait_for("the storage error to be reported", 5_000.0, || {
-        !reported.borrow().is_empty()
-    })
-    .await;
-    let error = client
-        .storage_error()
-        .expect("the error lasts while saving fails");
+    wait_for("the storage error to be reported", 5_000.0, || !reported.borrow().is_empty()).await;
+    let error = client.storage_error().expect("the error lasts while saving fails");
     assert_eq!(error.code, "storage_unavailable");
-    assert!(
-        error.message.contains("reload this page"),
-        "{}",
-        error.message
-    );
+    assert!(error.message.contains("reload this page"), "{}", error.message);
     let first = reported.borrow()[0].clone();
-    assert_eq!(
-        Reflect::get(&first, &"code".into())
-            .unwrap()
-            .as_string()
-            .as_deref(),
-        Some("storage_unavailable")
-    );
-    assert!(
-        Reflect::get(&first, &"message".into())
-            .unwrap()
-            .as_string()
-            .unwrap()
-            .contains("reload this page")
-    );
+    assert_eq!(Reflect::get(&first, &"code".into()).unwrap().as_string().as_deref(), Some("storage_unavailable"));
+    assert!(Reflect::get(&first, &"message".into()).unwrap().as_string().unwrap().contains("reload this page"));
 
     // Back online, the server would authorize, but that state cannot be
     // saved: the bytes must not leave on its strength.
@@ -111,29 +74,11 @@ async fn records_that_cannot_be_saved_are_reported_and_hold_their_attempt() {
     faults.offline.set(false);
     let tries = client.failed_writes();
     assert!(tries >= 1, "the failed write was counted");
-    wait_for("two more tries of the write", 10_000.0, || {
-        client.failed_writes() >= tries + 2
-    })
-    .await;
-    let due = client
-        .records()
-        .iter()
-        .filter_map(|r| r.next_retry_at)
-        .max();
-    assert!(
-        due.is_none_or(|t| (t as f64) < js_sys::Date::now()),
-        "the attempt's retry was due meanwhile"
-    );
-    assert_eq!(
-        faults.puts.get(),
-        0,
-        "no PUT for an attempt whose record is not saved"
-    );
-    assert_eq!(
-        reported.borrow().len(),
-        1,
-        "reported once, not once per retry"
-    );
+    wait_for("two more tries of the write", 10_000.0, || client.failed_writes() >= tries + 2).await;
+    let due = client.records().iter().filter_map(|r| r.next_retry_at).max();
+    assert!(due.is_none_or(|t| (t as f64) < js_sys::Date::now()), "the attempt's retry was due meanwhile");
+    assert_eq!(faults.puts.get(), 0, "no PUT for an attempt whose record is not saved");
+    assert_eq!(reported.borrow().len(), 1, "reported once, not once per retry");
     assert!(client.storage_error().is_some());
 
     client.close();

@@ -4,12 +4,9 @@
 //! break records stored by an earlier visit, or the server's answers.
 #![cfg(target_arch = "wasm32")]
 
-use upload_once::core::attempt::{
-    AttemptError, AttemptRecord, Confirmation, FileInfo, ModerationView, Step, Transfer,
-};
+use upload_once::core::attempt::{AttemptError, AttemptRecord, Confirmation, FileInfo, ModerationView, Step, Transfer};
 use upload_once::core::wire::{
-    AttemptResponse, AttemptState, AttemptStatus, MediaSummary, Moderation, StatusResponse,
-    UploadInstruction,
+    AttemptResponse, AttemptState, AttemptStatus, MediaSummary, Moderation, StatusResponse, UploadInstruction,
 };
 use upload_once::serde_js::{from_js, to_js};
 use upload_once::store::{record_from_js, record_to_js};
@@ -69,10 +66,7 @@ fn full_record() -> AttemptRecord {
         url: "http://x/m".into(),
         composite_sha256: None,
     });
-    r.error = Some(AttemptError {
-        code: "network".into(),
-        message: "lost".into(),
-    });
+    r.error = Some(AttemptError { code: "network".into(), message: "lost".into() });
     r.retries = 7;
     r.next_retry_at = Some(1_800_000_000_500);
     r.step = Step::Done;
@@ -97,34 +91,18 @@ fn a_record_stored_by_version_1_reads_back_field_for_field() {
 #[wasm_bindgen_test]
 fn a_record_is_stored_in_the_version_1_format() {
     let written = record_to_js(&full_record()).unwrap();
-    assert_eq!(
-        json_of(&written),
-        serde_json::from_str::<serde_json::Value>(STORED_V1).unwrap()
-    );
+    assert_eq!(json_of(&written), serde_json::from_str::<serde_json::Value>(STORED_V1).unwrap());
     // A fresh record stores its empty fields as null, as version 1 did.
     let plain = AttemptRecord::new(
         id(9),
         "e",
-        FileInfo {
-            name: "a".into(),
-            size: 1,
-            content_type: "image/jpeg".into(),
-            last_modified: 0,
-        },
+        FileInfo { name: "a".into(), size: 1, content_type: "image/jpeg".into(), last_modified: 0 },
         5,
     );
     let json = json_of(&record_to_js(&plain).unwrap());
-    for field in [
-        "sha256",
-        "object_key",
-        "upload",
-        "expires_at",
-        "media",
-        "error",
-        "next_retry_at",
-        "replaces",
-        "replaced_by",
-    ] {
+    for field in
+        ["sha256", "object_key", "upload", "expires_at", "media", "error", "next_retry_at", "replaces", "replaced_by"]
+    {
         assert!(json[field].is_null(), "{field} is null: {json}");
     }
 }
@@ -156,28 +134,15 @@ fn server_answers_are_read_from_their_json() {
     assert!(
         matches!(&s.results[0], AttemptStatus::Confirmed { media, .. } if media.moderation == Moderation::Approved)
     );
-    assert!(matches!(
-        &s.results[1],
-        AttemptStatus::Authorized {
-            object_stored: true,
-            ..
-        }
-    ));
-    assert!(
-        matches!(&s.results[2], AttemptStatus::Rejected { code, .. } if code == "size_mismatch")
-    );
+    assert!(matches!(&s.results[1], AttemptStatus::Authorized { object_stored: true, .. }));
+    assert!(matches!(&s.results[2], AttemptStatus::Rejected { code, .. } if code == "size_mismatch"));
     assert!(matches!(&s.results[3], AttemptStatus::Expired { .. }));
     assert!(matches!(&s.results[4], AttemptStatus::NotFound { .. }));
 
-    let bad = js_sys::JSON::parse(
-        r#"{"results":[{"state":"sideways","id":"06060606-0606-0606-0606-060606060606"}]}"#,
-    )
-    .unwrap();
+    let bad = js_sys::JSON::parse(r#"{"results":[{"state":"sideways","id":"06060606-0606-0606-0606-060606060606"}]}"#)
+        .unwrap();
     let error = from_js::<StatusResponse>(bad).unwrap_err();
-    assert!(
-        error.contains("sideways"),
-        "the error names what did not fit: {error}"
-    );
+    assert!(error.contains("sideways"), "the error names what did not fit: {error}");
 }
 
 #[wasm_bindgen_test]

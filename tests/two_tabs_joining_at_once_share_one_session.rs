@@ -25,20 +25,11 @@ async fn attempts_authorized_by_two_tabs_are_all_found_after_a_reload() {
     slow.retry.cap_ms = 60_000;
     // Both open (and join) at once.
     let (a, b) = futures_join(open(slow.clone(), &stuck), open(slow, &stuck)).await;
-    a.add(vec![file("from-a.png", "image/png", 3_000, 1.0)])
-        .await
-        .unwrap();
-    b.add(vec![file("from-b.png", "image/png", 3_000, 2.0)])
-        .await
-        .unwrap();
+    a.add(vec![file("from-a.png", "image/png", 3_000, 1.0)]).await.unwrap();
+    b.add(vec![file("from-b.png", "image/png", 3_000, 2.0)]).await.unwrap();
     wait_for("both attempts to be authorized", 10_000.0, || {
         stuck.authorizes.get() >= 2
-            && a.records()
-                .iter()
-                .chain(b.records().iter())
-                .filter(|r| r.object_key.is_some())
-                .count()
-                >= 2
+            && a.records().iter().chain(b.records().iter()).filter(|r| r.object_key.is_some()).count() >= 2
     })
     .await;
     a.close();
@@ -66,24 +57,13 @@ async fn attempts_authorized_by_two_tabs_are_all_found_after_a_reload() {
         })
         .await;
     }
-    assert!(
-        c.records()
-            .iter()
-            .all(|r| r.error.as_ref().is_none_or(|e| e.code != "not_found"))
-    );
-    assert_eq!(
-        fine.authorizes.get(),
-        0,
-        "no attempt had to be authorized again"
-    );
+    assert!(c.records().iter().all(|r| r.error.as_ref().is_none_or(|e| e.code != "not_found")));
+    assert_eq!(fine.authorizes.get(), 0, "no attempt had to be authorized again");
     c.close();
 }
 
 /// Runs two futures to completion together.
-async fn futures_join<A: std::future::Future, B: std::future::Future>(
-    a: A,
-    b: B,
-) -> (A::Output, B::Output) {
+async fn futures_join<A: std::future::Future, B: std::future::Future>(a: A, b: B) -> (A::Output, B::Output) {
     let (mut a, mut b) = (Box::pin(a), Box::pin(b));
     let (mut ra, mut rb) = (None, None);
     std::future::poll_fn(|cx| {
@@ -97,11 +77,7 @@ async fn futures_join<A: std::future::Future, B: std::future::Future>(
                 rb = Some(v);
             }
         }
-        if ra.is_some() && rb.is_some() {
-            std::task::Poll::Ready(())
-        } else {
-            std::task::Poll::Pending
-        }
+        if ra.is_some() && rb.is_some() { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
     })
     .await;
     (ra.unwrap(), rb.unwrap())

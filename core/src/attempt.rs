@@ -18,8 +18,8 @@ use crate::multipart::{Ledger, PartFailure};
 use crate::retry::{Disposition, Failure, Operation, RetryPolicy, classify};
 use crate::time::UnixMillis;
 use crate::wire::{
-    AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, Media,
-    MediaSummary, Moderation, Upload, UploadInstruction,
+    AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, Media, MediaSummary, Moderation,
+    Upload, UploadInstruction,
 };
 
 /// The record format written by this version.
@@ -149,9 +149,7 @@ impl FileInfo {
     /// Whether `other` is the same file as picked before: same name, size
     /// and modification time.
     pub fn same_file(&self, other: &FileInfo) -> bool {
-        self.name == other.name
-            && self.size == other.size
-            && self.last_modified == other.last_modified
+        self.name == other.name && self.size == other.size && self.last_modified == other.last_modified
     }
 }
 
@@ -348,8 +346,7 @@ impl AttemptRecord {
     /// axis (the bytes did not go up) or on the confirmation axis (they did,
     /// the confirm did not).
     pub fn has_failed(&self) -> bool {
-        self.is_terminal()
-            && (self.transfer == Transfer::Failed || self.confirmation == Confirmation::Failed)
+        self.is_terminal() && (self.transfer == Transfer::Failed || self.confirmation == Confirmation::Failed)
     }
 
     /// Whether it waits for the guest to pick the file again.
@@ -480,10 +477,7 @@ impl AttemptRecord {
     /// The user cancelled. Returns false when the attempt is already
     /// confirmed, rejected or expired: those cannot be cancelled.
     pub fn cancel(&mut self, now: UnixMillis) -> bool {
-        if matches!(
-            self.confirmation,
-            Confirmation::Confirmed | Confirmation::Rejected | Confirmation::Expired
-        ) {
+        if matches!(self.confirmation, Confirmation::Confirmed | Confirmation::Rejected | Confirmation::Expired) {
             return false;
         }
         if self.has_failed() {
@@ -566,8 +560,7 @@ impl AttemptRecord {
     /// moves; an active one is left alone, so a double click does nothing
     /// twice. Returns whether anything changed.
     pub fn retry(&mut self, now: UnixMillis) -> bool {
-        let transfer_failed =
-            self.transfer == Transfer::Failed && self.confirmation == Confirmation::Unconfirmed;
+        let transfer_failed = self.transfer == Transfer::Failed && self.confirmation == Confirmation::Unconfirmed;
         let confirm_failed = self.confirmation == Confirmation::Failed;
         if !transfer_failed && !confirm_failed {
             return false;
@@ -580,11 +573,7 @@ impl AttemptRecord {
         self.retries = 0;
         self.next_retry_at = None;
         // The server is the source of truth: ask before doing anything.
-        self.step = if self.object_key.is_some() {
-            Step::Check
-        } else {
-            Step::Authorize
-        };
+        self.step = if self.object_key.is_some() { Step::Check } else { Step::Authorize };
         self.touch(now);
         true
     }
@@ -601,10 +590,7 @@ impl AttemptRecord {
                 self.confirmation = Confirmation::Unconfirmed;
             }
         }
-        self.error = Some(AttemptError {
-            code: code.to_owned(),
-            message,
-        });
+        self.error = Some(AttemptError { code: code.to_owned(), message });
         self.next_retry_at = None;
         self.step = Step::Done;
         self.touch(now);
@@ -622,19 +608,12 @@ impl AttemptRecord {
         self.next_retry_at = None;
         self.step = Step::Done;
         self.touch(env.now);
-        if env.has_blob {
-            Effect::Successor
-        } else {
-            Effect::None
-        }
+        if env.has_blob { Effect::Successor } else { Effect::None }
     }
 
     fn reject(&mut self, code: String, reason: String, now: UnixMillis) {
         self.confirmation = Confirmation::Rejected;
-        self.error = Some(AttemptError {
-            code,
-            message: reason,
-        });
+        self.error = Some(AttemptError { code, message: reason });
         self.next_retry_at = None;
         self.step = Step::Done;
         self.touch(now);
@@ -662,10 +641,7 @@ impl AttemptRecord {
             self.confirmation = Confirmation::Unconfirmed;
         }
         let disposition = classify(op, &failure);
-        let error = AttemptError {
-            code: failure.code(),
-            message: failure.message(),
-        };
+        let error = AttemptError { code: failure.code(), message: failure.message() };
         // While offline, a network failure is expected: pause without
         // spending a retry; the caller resumes when the browser is online.
         let paused = failure == Failure::Network && !env.online;
@@ -726,9 +702,10 @@ impl AttemptRecord {
                     Some(Upload::Multipart(plan)) => {
                         self.upload = None;
                         // A renew answers the same plan: the parts done stay.
-                        let same = self.multipart.as_ref().is_some_and(|l| {
-                            l.part_size == plan.part_size && l.part_count == plan.part_count
-                        });
+                        let same = self
+                            .multipart
+                            .as_ref()
+                            .is_some_and(|l| l.part_size == plan.part_size && l.part_count == plan.part_count);
                         if !same {
                             self.multipart = Some(Ledger::new(&plan));
                         }
@@ -773,11 +750,7 @@ impl AttemptRecord {
     }
 
     /// The answer to `authorize`.
-    pub fn handle_authorize(
-        &mut self,
-        result: Result<AttemptResponse, Failure>,
-        env: &Env<'_>,
-    ) -> Effect {
+    pub fn handle_authorize(&mut self, result: Result<AttemptResponse, Failure>, env: &Env<'_>) -> Effect {
         match result {
             Ok(attempt) => {
                 self.progressed();
@@ -806,11 +779,7 @@ impl AttemptRecord {
 
     /// The answer to `renew`. A successful renew does not reset the retry
     /// count: a URL that is refused again and again must not loop forever.
-    pub fn handle_renew(
-        &mut self,
-        result: Result<AttemptResponse, Failure>,
-        env: &Env<'_>,
-    ) -> Effect {
+    pub fn handle_renew(&mut self, result: Result<AttemptResponse, Failure>, env: &Env<'_>) -> Effect {
         match result {
             Ok(attempt) => {
                 self.next_retry_at = None;
@@ -846,10 +815,7 @@ impl AttemptRecord {
         if self.is_terminal() {
             return;
         }
-        let info = error.map(|f| AttemptError {
-            code: f.code(),
-            message: f.message(),
-        });
+        let info = error.map(|f| AttemptError { code: f.code(), message: f.message() });
         match failure {
             PartFailure::Retry { .. } => {
                 if error == Some(&Failure::Network) && !env.online {
@@ -874,8 +840,7 @@ impl AttemptRecord {
                 }
                 self.error = info;
                 self.step = Step::Check;
-                self.next_retry_at =
-                    Some(env.now + env.policy.delay_ms(self.retries, env.jitter, 0) as i64);
+                self.next_retry_at = Some(env.now + env.policy.delay_ms(self.retries, env.jitter, 0) as i64);
                 self.retries += 1;
                 self.touch(env.now);
             }
@@ -913,11 +878,7 @@ impl AttemptRecord {
 
     /// The server's answer about this attempt (restore, or an ambiguous
     /// failure): act on the truth instead of guessing.
-    pub fn handle_status(
-        &mut self,
-        result: Result<AttemptStatus, Failure>,
-        env: &Env<'_>,
-    ) -> Effect {
+    pub fn handle_status(&mut self, result: Result<AttemptStatus, Failure>, env: &Env<'_>) -> Effect {
         let status = match result {
             Ok(status) => status,
             // A failed moderation refresh changes nothing about a finished
@@ -960,11 +921,7 @@ impl AttemptRecord {
             return Effect::None;
         }
         match status {
-            AttemptStatus::Authorized {
-                parts: Some(parts),
-                expires_at,
-                ..
-            } => {
+            AttemptStatus::Authorized { parts: Some(parts), expires_at, .. } => {
                 // A multipart attempt: the store's own list of parts wins
                 // over what this browser remembered.
                 self.expires_at = Some(expires_at);
@@ -988,11 +945,7 @@ impl AttemptRecord {
                 self.touch(env.now);
                 Effect::None
             }
-            AttemptStatus::Authorized {
-                object_stored,
-                expires_at,
-                ..
-            } => {
+            AttemptStatus::Authorized { object_stored, expires_at, .. } => {
                 self.expires_at = Some(expires_at);
                 if object_stored {
                     self.transfer = Transfer::Uploaded;

@@ -188,10 +188,7 @@ pub struct Error {
 impl Error {
     /// Builds an error from a code and a message.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Error {
-            code,
-            message: message.into(),
-        }
+        Error { code, message: message.into() }
     }
 }
 

@@ -13,9 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::retry::{Disposition, Failure, Operation, RetryPolicy, classify};
 use crate::time::UnixMillis;
-use crate::wire::{
-    MAX_PARTS_PER_REQUEST, MultipartPlan, PartRequest, PartsResponse, StoredPart, UploadInstruction,
-};
+use crate::wire::{MAX_PARTS_PER_REQUEST, MultipartPlan, PartRequest, PartsResponse, StoredPart, UploadInstruction};
 
 /// Parts of one file in flight at once, by default.
 pub const DEFAULT_PARALLELISM: usize = 3;
@@ -48,21 +46,12 @@ pub struct Ledger {
 impl Ledger {
     /// A fresh ledger for the server's plan.
     pub fn new(plan: &MultipartPlan) -> Ledger {
-        Ledger {
-            part_size: plan.part_size,
-            part_count: plan.part_count,
-            done: Vec::new(),
-            first_part_sha256: None,
-        }
+        Ledger { part_size: plan.part_size, part_count: plan.part_count, done: Vec::new(), first_part_sha256: None }
     }
 
     /// The plan this ledger follows.
     pub fn plan(&self) -> MultipartPlan {
-        MultipartPlan {
-            part_size: self.part_size,
-            part_count: self.part_count,
-            expires_at: String::new(),
-        }
+        MultipartPlan { part_size: self.part_size, part_count: self.part_count, expires_at: String::new() }
     }
 
     /// The byte range `[start, end)` of part `number` of a file of `size`
@@ -83,11 +72,7 @@ impl Ledger {
 
     /// Bytes of the parts the store holds.
     pub fn bytes_done(&self, size: u64) -> u64 {
-        self.done
-            .iter()
-            .map(|p| self.range(p.number, size))
-            .map(|(a, b)| b - a)
-            .sum()
+        self.done.iter().map(|p| self.range(p.number, size)).map(|(a, b)| b - a).sum()
     }
 
     /// Records a part as stored.
@@ -114,18 +99,11 @@ impl Ledger {
                 let (a, b) = self.range(p.number, size);
                 p.size == b - a
             })
-            .map(|p| PartDone {
-                number: p.number,
-                sha256: p.sha256.clone(),
-            })
+            .map(|p| PartDone { number: p.number, sha256: p.sha256.clone() })
             .collect();
         done.sort_by_key(|p| p.number);
         done.dedup_by_key(|p| p.number);
-        if let Some(first) = done
-            .iter()
-            .find(|p| p.number == 1)
-            .and_then(|p| p.sha256.clone())
-        {
+        if let Some(first) = done.iter().find(|p| p.number == 1).and_then(|p| p.sha256.clone()) {
             self.first_part_sha256 = Some(first);
         }
         self.done = done;
@@ -142,15 +120,9 @@ enum PartState {
     /// In a sign request.
     Signing { sha256: String },
     /// Has a URL; waits to be sent.
-    Signed {
-        sha256: String,
-        upload: UploadInstruction,
-    },
+    Signed { sha256: String, upload: UploadInstruction },
     /// Being sent.
-    Sending {
-        sha256: String,
-        upload: UploadInstruction,
-    },
+    Sending { sha256: String, upload: UploadInstruction },
 }
 
 impl PartState {
@@ -229,10 +201,7 @@ pub struct Pipeline {
 
 impl Pipeline {
     fn state(&self, number: u32) -> Option<&PartState> {
-        self.parts
-            .iter()
-            .find(|(n, _)| *n == number)
-            .map(|(_, s)| s)
+        self.parts.iter().find(|(n, _)| *n == number).map(|(_, s)| s)
     }
 
     fn set(&mut self, number: u32, state: PartState) {
@@ -251,21 +220,12 @@ impl Pipeline {
     /// Requests of this pipeline on the network now (a sign request, parts
     /// being sent).
     pub fn requests_in_flight(&self) -> usize {
-        usize::from(self.signing)
-            + self
-                .parts
-                .iter()
-                .filter(|(_, s)| matches!(s, PartState::Sending { .. }))
-                .count()
+        usize::from(self.signing) + self.parts.iter().filter(|(_, s)| matches!(s, PartState::Sending { .. })).count()
     }
 
     /// Whether anything is being done (hashed, signed or sent).
     pub fn is_busy(&self) -> bool {
-        self.signing
-            || self
-                .parts
-                .iter()
-                .any(|(_, s)| matches!(s, PartState::Hashing | PartState::Sending { .. }))
+        self.signing || self.parts.iter().any(|(_, s)| matches!(s, PartState::Hashing | PartState::Sending { .. }))
     }
 
     /// Nothing new starts: what is on the wire finishes, then the pipeline
@@ -322,8 +282,7 @@ impl Pipeline {
         }
         self.waiting.retain(|(_, t)| *t > now);
         let parallelism = parallelism.max(1);
-        let count =
-            |pred: fn(&PartState) -> bool| self.parts.iter().filter(|(_, s)| pred(s)).count();
+        let count = |pred: fn(&PartState) -> bool| self.parts.iter().filter(|(_, s)| pred(s)).count();
         let sending = count(|s| matches!(s, PartState::Sending { .. }));
         let hashing = count(|s| *s == PartState::Hashing);
         if network && sending < parallelism {
@@ -334,19 +293,8 @@ impl Pipeline {
             });
             if let Some((number, sha256, upload)) = ready {
                 let (start, end) = ledger.range(number, size);
-                self.set(
-                    number,
-                    PartState::Sending {
-                        sha256,
-                        upload: upload.clone(),
-                    },
-                );
-                return Some(PartAction::Send {
-                    number,
-                    start,
-                    end,
-                    upload,
-                });
+                self.set(number, PartState::Sending { sha256, upload: upload.clone() });
+                return Some(PartAction::Send { number, start, end, upload });
             }
         }
         if network && !self.signing {
@@ -356,10 +304,9 @@ impl Pipeline {
                     .iter()
                     .filter_map(|(n, s)| match s {
                         // No hash where the browser has no WebCrypto.
-                        PartState::Hashed { sha256 } => Some(PartRequest {
-                            number: *n,
-                            sha256: Some(sha256.clone()).filter(|s| !s.is_empty()),
-                        }),
+                        PartState::Hashed { sha256 } => {
+                            Some(PartRequest { number: *n, sha256: Some(sha256.clone()).filter(|s| !s.is_empty()) })
+                        }
                         _ => None,
                     })
                     .take(MAX_PARTS_PER_REQUEST)
@@ -382,27 +329,16 @@ impl Pipeline {
         if hashing >= parallelism || self.parts.len() >= 2 * parallelism {
             return None;
         }
-        let next = (1..=ledger.part_count).find(|n| {
-            !ledger.is_done(*n)
-                && self.state(*n).is_none()
-                && !self.waiting.iter().any(|(w, _)| w == n)
-        })?;
+        let next = (1..=ledger.part_count)
+            .find(|n| !ledger.is_done(*n) && self.state(*n).is_none() && !self.waiting.iter().any(|(w, _)| w == n))?;
         let (start, end) = ledger.range(next, size);
         self.set(next, PartState::Hashing);
-        Some(PartAction::Hash {
-            number: next,
-            start,
-            end,
-        })
+        Some(PartAction::Hash { number: next, start, end })
     }
 
     /// A part's hash, or why its bytes could not be read (the file is gone:
     /// the attempt waits for it).
-    pub fn handle_hashed(
-        &mut self,
-        number: u32,
-        result: Result<String, Failure>,
-    ) -> Option<PartFailure> {
+    pub fn handle_hashed(&mut self, number: u32, result: Result<String, Failure>) -> Option<PartFailure> {
         if self.state(number) != Some(&PartState::Hashing) {
             return None;
         }
@@ -444,13 +380,7 @@ impl Pipeline {
             Ok(response) => {
                 for (number, sha256) in signing {
                     match response.parts.iter().find(|p| p.number == number) {
-                        Some(p) => self.set(
-                            number,
-                            PartState::Signed {
-                                sha256,
-                                upload: p.upload.clone(),
-                            },
-                        ),
+                        Some(p) => self.set(number, PartState::Signed { sha256, upload: p.upload.clone() }),
                         // Left out of the answer: asked again.
                         None => self.set(number, PartState::Hashed { sha256 }),
                     }
@@ -461,15 +391,7 @@ impl Pipeline {
                 for (number, sha256) in signing {
                     self.set(number, PartState::Hashed { sha256 });
                 }
-                Some(self.part_failure(
-                    Operation::Renew,
-                    failure,
-                    None,
-                    policy,
-                    retries,
-                    jitter,
-                    now,
-                ))
+                Some(self.part_failure(Operation::Renew, failure, None, policy, retries, jitter, now))
             }
         }
     }
@@ -502,15 +424,9 @@ impl Pipeline {
                 self.drop_part(number);
                 Ok(Some(sha256))
             }
-            Err(failure) => Err(self.part_failure(
-                Operation::Upload,
-                failure,
-                Some((number, sha256)),
-                policy,
-                retries,
-                jitter,
-                now,
-            )),
+            Err(failure) => {
+                Err(self.part_failure(Operation::Upload, failure, Some((number, sha256)), policy, retries, jitter, now))
+            }
         }
     }
 
@@ -529,12 +445,7 @@ impl Pipeline {
         if let Some((number, sha256)) = &part {
             // The part goes back to be signed again (a URL may have expired)
             // after its backoff; its bytes are hashed already.
-            self.set(
-                *number,
-                PartState::Hashed {
-                    sha256: sha256.clone(),
-                },
-            );
+            self.set(*number, PartState::Hashed { sha256: sha256.clone() });
             self.sent.retain(|(n, _)| n != number);
         }
         match disposition {

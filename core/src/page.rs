@@ -485,10 +485,9 @@ impl Page {
         let r = self.sched.record(id)?;
         let progress = match &r.multipart {
             // Parts stored, plus the bytes of parts on the wire.
-            Some(ledger) => Some((
-                ledger.bytes_done(r.file.size) as f64 + self.sched.part_bytes_in_flight(id),
-                r.file.size as f64,
-            )),
+            Some(ledger) => {
+                Some((ledger.bytes_done(r.file.size) as f64 + self.sched.part_bytes_in_flight(id), r.file.size as f64))
+            }
             None => self.progress.get(id).map(|p| (p.0, p.1)),
         };
         let facts = PageFacts {
@@ -504,10 +503,7 @@ impl Page {
 
     /// Every attempt's view, oldest first.
     pub fn views(&self) -> Vec<AttemptView> {
-        self.sched
-            .records()
-            .filter_map(|r| self.view(&r.id))
-            .collect()
+        self.sched.records().filter_map(|r| self.view(&r.id)).collect()
     }
 
     /// Whether every attempt this page drives is finished (or waits for the
@@ -521,9 +517,8 @@ impl Page {
             && self.sched.records().all(|r| {
                 // A fresh attempt whose lock is not granted yet is about to be
                 // driven here.
-                let waiting_for_lock = !r.is_terminal()
-                    && self.fresh.contains_key(&r.id)
-                    && !self.sched.is_owned(&r.id);
+                let waiting_for_lock =
+                    !r.is_terminal() && self.fresh.contains_key(&r.id) && !self.sched.is_owned(&r.id);
                 self.sched.is_persisted(&r.id) && !waiting_for_lock
             })
     }
@@ -558,18 +553,13 @@ impl Page {
     pub fn join_now(&mut self) {
         if self.session.is_none() && !self.joining && !self.closed {
             self.joining = true;
-            self.effects.push_back(Effect::Join {
-                stale_token: self.stale_token.clone(),
-            });
+            self.effects.push_back(Effect::Join { stale_token: self.stale_token.clone() });
         }
     }
 
     fn note_kept(&mut self, records: &[AttemptRecord], kept: &[Uuid]) {
         for key in kept {
-            let size = records
-                .iter()
-                .find(|r| r.blob_key == *key)
-                .map_or(0, |r| r.file.size);
+            let size = records.iter().find(|r| r.blob_key == *key).map_or(0, |r| r.file.size);
             self.kept.insert(*key, size);
         }
     }
@@ -602,14 +592,8 @@ impl Page {
                 let ledger = self
                     .sched
                     .records()
-                    .filter(|r| {
-                        r.event == self.config.event && r.file.same_file(info) && !r.is_terminal()
-                    })
-                    .find_map(|r| {
-                        r.multipart
-                            .as_ref()
-                            .filter(|l| l.first_part_sha256.is_some())
-                    })?;
+                    .filter(|r| r.event == self.config.event && r.file.same_file(info) && !r.is_terminal())
+                    .find_map(|r| r.multipart.as_ref().filter(|l| l.first_part_sha256.is_some()))?;
                 let (start, end) = ledger.range(1, info.size);
                 Some((index, start, end))
             })
@@ -633,12 +617,7 @@ impl Page {
         now: UnixMillis,
         entropy: &mut dyn Entropy,
     ) -> AddPlan {
-        let mut plan = AddPlan {
-            outcomes: Vec::new(),
-            new_records: Vec::new(),
-            hold: Vec::new(),
-            keep: Vec::new(),
-        };
+        let mut plan = AddPlan { outcomes: Vec::new(), new_records: Vec::new(), hold: Vec::new(), keep: Vec::new() };
         let event_limits = self.session.as_ref().map(|s| Restrictions {
             max_file_bytes: Some(s.event.max_file_bytes),
             allowed_types: s.event.allowed_types.clone(),
@@ -647,60 +626,31 @@ impl Page {
             // The server refused this page a session (a wrong guest code):
             // nothing could ever be sent, so nothing is recorded.
             if let Some(error) = &self.session_error {
-                plan.outcomes.push(Added::Refused {
-                    file_name: info.name.clone(),
-                    error: error.clone(),
-                });
+                plan.outcomes.push(Added::Refused { file_name: info.name.clone(), error: error.clone() });
                 continue;
             }
             let checked = check_filename(&info.name)
-                .and_then(|()| {
-                    self.config
-                        .restrictions
-                        .check(info.size, &info.content_type)
-                })
-                .and_then(|()| {
-                    event_limits
-                        .as_ref()
-                        .map_or(Ok(()), |l| l.check(info.size, &info.content_type))
-                });
+                .and_then(|()| self.config.restrictions.check(info.size, &info.content_type))
+                .and_then(|()| event_limits.as_ref().map_or(Ok(()), |l| l.check(info.size, &info.content_type)));
             if let Err(error) = checked {
-                plan.outcomes.push(Added::Refused {
-                    file_name: info.name.clone(),
-                    error,
-                });
+                plan.outcomes.push(Added::Refused { file_name: info.name.clone(), error });
                 continue;
             }
             // Bytes that go on from a stored part must be the same bytes.
             let first_part = first_parts.get(index).cloned().flatten();
-            let same_bytes = |r: &AttemptRecord| match r
-                .multipart
-                .as_ref()
-                .and_then(|l| l.first_part_sha256.as_ref())
-            {
+            let same_bytes = |r: &AttemptRecord| match r.multipart.as_ref().and_then(|l| l.first_part_sha256.as_ref()) {
                 Some(known) => first_part.as_ref() == Some(known),
                 None => true,
             };
-            let picked_again = self
-                .sched
-                .records()
-                .chain(plan.new_records.iter())
-                .find(|r| {
-                    r.event == self.config.event
-                        && r.file.same_file(info)
-                        && (r.is_terminal() || same_bytes(r))
-                        && (!r.is_terminal()
-                            || r.confirmation == Confirmation::Confirmed
-                            || r.has_failed())
-                });
+            let picked_again = self.sched.records().chain(plan.new_records.iter()).find(|r| {
+                r.event == self.config.event
+                    && r.file.same_file(info)
+                    && (r.is_terminal() || same_bytes(r))
+                    && (!r.is_terminal() || r.confirmation == Confirmation::Confirmed || r.has_failed())
+            });
             if let Some(r) = picked_again {
-                let (id, blob_key, needs_file, failed, terminal) = (
-                    r.id,
-                    r.blob_key,
-                    r.needs_file(),
-                    r.has_failed(),
-                    r.is_terminal(),
-                );
+                let (id, blob_key, needs_file, failed, terminal) =
+                    (r.id, r.blob_key, r.needs_file(), r.has_failed(), r.is_terminal());
                 if plan.new_records.iter().any(|n| n.id == id) {
                     plan.outcomes.push(Added::Duplicate(id));
                     continue;
@@ -713,9 +663,7 @@ impl Page {
                 if (needs_file || failed) && !self.kept.contains_key(&blob_key) {
                     plan.keep.push(blob_key);
                 }
-                if (needs_file && self.sched.attach_file(&id, now))
-                    || (failed && self.retry(&id, now) == Some(true))
-                {
+                if (needs_file && self.sched.attach_file(&id, now)) || (failed && self.retry(&id, now) == Some(true)) {
                     plan.outcomes.push(Added::Reattached(id));
                 } else {
                     plan.outcomes.push(Added::Duplicate(id));
@@ -727,12 +675,7 @@ impl Page {
             plan.hold.push((index, id));
             // One millisecond apart, so the guest's order survives a reload.
             let created_at = now + plan.new_records.len() as i64;
-            plan.new_records.push(AttemptRecord::new(
-                id,
-                &self.config.event,
-                info.clone(),
-                created_at,
-            ));
+            plan.new_records.push(AttemptRecord::new(id, &self.config.event, info.clone(), created_at));
         }
         plan
     }
@@ -781,33 +724,19 @@ impl Page {
     }
 
     fn queue_keep(&mut self, blob_keys: &[Uuid]) {
-        let queued_bytes: u64 = self
-            .keeping
-            .queue
-            .iter()
-            .chain(self.keeping.in_flight.iter().flatten())
-            .map(|(_, s)| *s)
-            .sum();
+        let queued_bytes: u64 =
+            self.keeping.queue.iter().chain(self.keeping.in_flight.iter().flatten()).map(|(_, s)| *s).sum();
         let mut total: u64 = self.kept.values().sum::<u64>() + queued_bytes;
         let mut room = self
             .storage_room
             .map(|r| ((r as f64) * (1.0 - ROOM_KEPT_FREE)) as u64)
             .map(|r| r.saturating_sub(queued_bytes + self.kept_since_estimate));
         for key in blob_keys {
-            let Some(size) = self
-                .sched
-                .records()
-                .find(|r| r.blob_key == *key)
-                .map(|r| r.file.size)
-            else {
+            let Some(size) = self.sched.records().find(|r| r.blob_key == *key).map(|r| r.file.size) else {
                 continue;
             };
-            let queued = self
-                .keeping
-                .queue
-                .iter()
-                .chain(self.keeping.in_flight.iter().flatten())
-                .any(|(k, _)| k == key);
+            let queued =
+                self.keeping.queue.iter().chain(self.keeping.in_flight.iter().flatten()).any(|(k, _)| k == key);
             if queued || self.kept.contains_key(key) {
                 continue;
             }
@@ -949,9 +878,7 @@ impl Page {
     /// Upload progress of an attempt; reported to the app at most every
     /// 100 ms (and at the end).
     fn progress(&mut self, id: &Uuid, sent: f64, total: f64, now: UnixMillis) {
-        let entry = self
-            .progress
-            .get_or_insert_with(*id, || (0.0, total, i64::MIN));
+        let entry = self.progress.get_or_insert_with(*id, || (0.0, total, i64::MIN));
         entry.0 = sent;
         entry.1 = total;
         if now.saturating_sub(entry.2) >= PROGRESS_INTERVAL_MS || sent >= total {
@@ -968,16 +895,10 @@ impl Page {
         }
         self.closed = true;
         self.effects.clear();
-        let busy: Vec<Uuid> = self
-            .sched
-            .records()
-            .filter(|r| self.sched.is_busy(&r.id))
-            .map(|r| r.id)
-            .collect();
+        let busy: Vec<Uuid> = self.sched.records().filter(|r| self.sched.is_busy(&r.id)).map(|r| r.id).collect();
         self.effects.extend(busy.into_iter().map(Effect::Abort));
         let locks: Vec<Uuid> = self.locks.drain().map(|(id, _)| id).collect();
-        self.effects
-            .extend(locks.into_iter().map(Effect::ReleaseLock));
+        self.effects.extend(locks.into_iter().map(Effect::ReleaseLock));
     }
 
     fn ticket(&mut self) -> Ticket {
@@ -998,8 +919,7 @@ impl Page {
             self.effects.push_back(Effect::DropFile(blob_key));
         }
         if self.kept.remove(&blob_key).is_some() {
-            self.effects
-                .push_back(Effect::DeleteKeptFiles(vec![blob_key]));
+            self.effects.push_back(Effect::DeleteKeptFiles(vec![blob_key]));
         }
     }
 
@@ -1013,20 +933,13 @@ impl Page {
         match input {
             Input::Stored(result) => self.handle_stored(result, now),
             Input::Lock { id, granted } => self.handle_lock(id, granted, now),
-            Input::Loaded {
-                id,
-                record,
-                file_found,
-            } => self.handle_loaded(id, record, file_found, now),
+            Input::Loaded { id, record, file_found } => self.handle_loaded(id, record, file_found, now),
             Input::RemoteChange(id) => {
                 if self.sched.is_owned(&id) || self.taking_over.contains_key(&id) {
                     return;
                 }
                 self.remote_loads.insert(id, ());
-                self.effects.push_back(Effect::Load {
-                    id,
-                    find_file: None,
-                });
+                self.effects.push_back(Effect::Load { id, find_file: None });
             }
             Input::Kept(result) => self.handle_kept(result),
             Input::Joined(result) => self.handle_joined(result, now, entropy),
@@ -1053,29 +966,17 @@ impl Page {
                 match part {
                     Some(number) => self.sched.part_unreadable(&id, number, now, entropy),
                     None => {
-                        let failure =
-                            Failure::Unexpected("the file's bytes are not available".into());
-                        self.sched
-                            .handle(&id, Outcome::Upload(Err(failure)), now, entropy);
+                        let failure = Failure::Unexpected("the file's bytes are not available".into());
+                        self.sched.handle(&id, Outcome::Upload(Err(failure)), now, entropy);
                     }
                 }
             }
-            Input::Progress {
-                id,
-                part: Some(number),
-                sent,
-                ..
-            } => {
+            Input::Progress { id, part: Some(number), sent, .. } => {
                 self.sched.part_progress(&id, number, sent);
                 let size = self.sched.record(&id).map_or(0.0, |r| r.file.size as f64);
                 self.progress(&id, 0.0, size, now);
             }
-            Input::Progress {
-                id,
-                part: None,
-                sent,
-                total,
-            } => self.progress(&id, sent, total, now),
+            Input::Progress { id, part: None, sent, total } => self.progress(&id, sent, total, now),
             Input::Online(online) => {
                 self.online = online;
                 self.sched.set_online(online);
@@ -1110,8 +1011,7 @@ impl Page {
             let Some(r) = self.sched.record(&stored.id).cloned() else {
                 continue;
             };
-            let new_successor =
-                !r.is_terminal() && !self.locks.contains_key(&r.id) && self.sched.is_owned(&r.id);
+            let new_successor = !r.is_terminal() && !self.locks.contains_key(&r.id) && self.sched.is_owned(&r.id);
             if new_successor {
                 // Minted here by the scheduler: driven only once its own lock
                 // is granted, like any new attempt.
@@ -1123,14 +1023,8 @@ impl Page {
                     self.sched.set_owned(&r.id, false);
                 }
                 self.fresh.remove(&r.id);
-                if matches!(
-                    r.confirmation,
-                    Confirmation::Confirmed | Confirmation::Rejected
-                ) {
-                    let shared = self
-                        .sched
-                        .records()
-                        .any(|o| o.blob_key == r.blob_key && !o.is_terminal());
+                if matches!(r.confirmation, Confirmation::Confirmed | Confirmation::Rejected) {
+                    let shared = self.sched.records().any(|o| o.blob_key == r.blob_key && !o.is_terminal());
                     if !shared {
                         self.let_go_of_file(r.blob_key);
                     }
@@ -1157,11 +1051,7 @@ impl Page {
         let Some(state) = self.locks.get_mut(&id) else {
             return;
         };
-        *state = if granted {
-            LockState::Held
-        } else {
-            LockState::Elsewhere
-        };
+        *state = if granted { LockState::Held } else { LockState::Elsewhere };
         if !granted {
             // Another page drives it; when it lets go, read it again.
             self.restoring.remove(&id);
@@ -1184,11 +1074,7 @@ impl Page {
         // latest truth this browser has; the server comes next. Another page
         // may have kept the file since this one last looked.
         self.taking_over.insert(id, ());
-        let find_file = self
-            .sched
-            .record(&id)
-            .filter(|r| !self.has_blob(r))
-            .map(|r| r.blob_key);
+        let find_file = self.sched.record(&id).filter(|r| !self.has_blob(r)).map(|r| r.blob_key);
         self.effects.push_back(Effect::Load { id, find_file });
     }
 
@@ -1257,18 +1143,9 @@ impl Page {
                 let mut unneeded = Vec::new();
                 for (key, size) in batch {
                     self.kept_since_estimate += size;
-                    if self
-                        .sched
-                        .records()
-                        .any(|r| r.blob_key == key && !r.is_terminal())
-                    {
+                    if self.sched.records().any(|r| r.blob_key == key && !r.is_terminal()) {
                         self.kept.insert(key, size);
-                        let ids: Vec<Uuid> = self
-                            .sched
-                            .records()
-                            .filter(|r| r.blob_key == key)
-                            .map(|r| r.id)
-                            .collect();
+                        let ids: Vec<Uuid> = self.sched.records().filter(|r| r.blob_key == key).map(|r| r.id).collect();
                         self.effects.extend(ids.into_iter().map(Effect::Changed));
                     } else {
                         // Finished meanwhile: the copy is not needed.
@@ -1288,12 +1165,7 @@ impl Page {
                 let ids: Vec<Uuid> = self
                     .sched
                     .records()
-                    .filter(|r| {
-                        batch
-                            .iter()
-                            .chain(self.keeping.queue.iter())
-                            .any(|(k, _)| *k == r.blob_key)
-                    })
+                    .filter(|r| batch.iter().chain(self.keeping.queue.iter()).any(|(k, _)| *k == r.blob_key))
                     .map(|r| r.id)
                     .collect();
                 self.effects.extend(ids.into_iter().map(Effect::Changed));
@@ -1303,21 +1175,13 @@ impl Page {
         }
     }
 
-    fn handle_joined(
-        &mut self,
-        result: Result<Session, Failure>,
-        now: UnixMillis,
-        entropy: &mut dyn Entropy,
-    ) {
+    fn handle_joined(&mut self, result: Result<Session, Failure>, now: UnixMillis, entropy: &mut dyn Entropy) {
         self.joining = false;
         let waiting = std::mem::take(&mut self.waiting_for_session);
         match result {
             Ok(session) => {
                 for command in waiting {
-                    self.effects.push_back(Effect::Send {
-                        command,
-                        token: session.token.clone(),
-                    });
+                    self.effects.push_back(Effect::Send { command, token: session.token.clone() });
                 }
                 self.session = Some(session);
                 self.session_error = None;
@@ -1329,10 +1193,7 @@ impl Page {
                 // waited fails with the same reason.
                 let refused = classify(Operation::Authorize, &failure) == Disposition::Fail;
                 if let (true, Failure::Http { code, message, .. }) = (refused, &failure) {
-                    let code = code
-                        .as_deref()
-                        .and_then(ErrorCode::parse)
-                        .unwrap_or(ErrorCode::Forbidden);
+                    let code = code.as_deref().and_then(ErrorCode::parse).unwrap_or(ErrorCode::Forbidden);
                     let error = Some(Error::new(code, message.clone()));
                     if self.session_error != error {
                         self.session_error = error;
@@ -1345,8 +1206,7 @@ impl Page {
                         (Some(id), Some(outcome)) => self.sched.handle(&id, outcome, now, entropy),
                         _ => {
                             if let Command::Status { ids } = &command {
-                                self.sched
-                                    .handle_status(ids, Err(failure.clone()), now, entropy);
+                                self.sched.handle_status(ids, Err(failure.clone()), now, entropy);
                             }
                         }
                     }
@@ -1400,35 +1260,21 @@ impl Page {
     }
 
     fn poll_store(&mut self, now: UnixMillis) -> Option<Effect> {
-        if self.store_in_flight.is_some()
-            || !self.sched.has_dirty()
-            || self.persist_retry_at.is_some_and(|t| t > now)
-        {
+        if self.store_in_flight.is_some() || !self.sched.has_dirty() || self.persist_retry_at.is_some_and(|t| t > now) {
             return None;
         }
         self.persist_retry_at = None;
-        let records: Vec<AttemptRecord> = self
-            .sched
-            .take_dirty()
-            .iter()
-            .filter_map(|id| self.sched.record(id).cloned())
-            .collect();
+        let records: Vec<AttemptRecord> =
+            self.sched.take_dirty().iter().filter_map(|id| self.sched.record(id).cloned()).collect();
         if records.is_empty() {
             return None;
         }
         // A record never stored before (a successor) must be on disk before
         // its first request; later transitions only need the browser to have
         // them (a restore asks the server anyway).
-        let durability = if records.iter().any(|r| r.revision == 1) {
-            Durability::Strict
-        } else {
-            Durability::Relaxed
-        };
+        let durability = if records.iter().any(|r| r.revision == 1) { Durability::Strict } else { Durability::Relaxed };
         self.store_in_flight = Some(records.clone());
-        Some(Effect::Store {
-            records,
-            durability,
-        })
+        Some(Effect::Store { records, durability })
     }
 
     fn poll_keep(&mut self) -> Option<Effect> {
@@ -1437,17 +1283,12 @@ impl Page {
         }
         if self.keeping.queue.is_empty() || self.keeping.broken {
             self.keeping.queue.clear();
-            return (!self.keeping.waiting.is_empty())
-                .then(|| Effect::Done(self.keeping.waiting.remove(0)));
+            return (!self.keeping.waiting.is_empty()).then(|| Effect::Done(self.keeping.waiting.remove(0)));
         }
         // Until this page has kept a file, one alone first (WebKit refusing
         // a Blob aborts a transaction of one request, but can leave one with
         // earlier requests pending forever); then batches.
-        let take = if self.keeping.proven {
-            self.keeping.queue.len().min(KEEP_BATCH)
-        } else {
-            1
-        };
+        let take = if self.keeping.proven { self.keeping.queue.len().min(KEEP_BATCH) } else { 1 };
         let batch: Vec<(Uuid, u64)> = self.keeping.queue.drain(..take).collect();
         let keys = batch.iter().map(|(k, _)| *k).collect();
         self.keeping.in_flight = Some(batch);
@@ -1474,18 +1315,13 @@ impl Page {
             }
             match &self.session {
                 Some(session) => {
-                    return Some(Effect::Send {
-                        command,
-                        token: session.token.clone(),
-                    });
+                    return Some(Effect::Send { command, token: session.token.clone() });
                 }
                 None => {
                     self.waiting_for_session.push(command);
                     if !self.joining {
                         self.joining = true;
-                        return Some(Effect::Join {
-                            stale_token: self.stale_token.clone(),
-                        });
+                        return Some(Effect::Join { stale_token: self.stale_token.clone() });
                     }
                 }
             }

@@ -13,24 +13,12 @@ pub const UNKNOWN_CONTENT_TYPE: &str = "application/octet-stream";
 /// Normalises a `Content-Type` value: lowercase, parameters dropped,
 /// surrounding whitespace trimmed, empty becomes `application/octet-stream`.
 pub fn normalize_content_type(value: &str) -> String {
-    let essence = value
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    if essence.is_empty() {
-        UNKNOWN_CONTENT_TYPE.to_owned()
-    } else {
-        essence
-    }
+    let essence = value.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    if essence.is_empty() { UNKNOWN_CONTENT_TYPE.to_owned() } else { essence }
 }
 
 fn is_token(text: &str) -> bool {
-    !text.is_empty()
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&b))
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&b))
 }
 
 /// Whether `value` is a syntactically valid `type/subtype` (no parameters).
@@ -76,11 +64,7 @@ pub struct Restrictions {
 impl Restrictions {
     /// Whether a type is allowed.
     pub fn allows_type(&self, content_type: &str) -> bool {
-        self.allowed_types.is_empty()
-            || self
-                .allowed_types
-                .iter()
-                .any(|p| type_matches(p, content_type))
+        self.allowed_types.is_empty() || self.allowed_types.iter().any(|p| type_matches(p, content_type))
     }
 
     /// Checks one file. `content_type` should already be normalised.
@@ -92,21 +76,14 @@ impl Restrictions {
             if size > max {
                 return Err(Error::new(
                     ErrorCode::FileTooLarge,
-                    format!(
-                        "the file is {} but at most {} is allowed",
-                        human_bytes(size),
-                        human_bytes(max)
-                    ),
+                    format!("the file is {} but at most {} is allowed", human_bytes(size), human_bytes(max)),
                 ));
             }
         }
         if !self.allows_type(content_type) {
             return Err(Error::new(
                 ErrorCode::TypeNotAllowed,
-                format!(
-                    "{content_type} files are not accepted here (allowed: {})",
-                    self.allowed_types.join(", ")
-                ),
+                format!("{content_type} files are not accepted here (allowed: {})", self.allowed_types.join(", ")),
             ));
         }
         Ok(())
@@ -118,10 +95,7 @@ pub fn check_filename(name: &str) -> Result<()> {
     // Bidirectional overrides would let a name display as something else
     // ("photo\u{202e}gpj.exe" shows as "photoexe.jpg").
     let spoofing = |c: char| matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}');
-    if name.is_empty()
-        || name.len() > MAX_FILENAME_BYTES
-        || name.chars().any(|c| c.is_control() || spoofing(c))
-    {
+    if name.is_empty() || name.len() > MAX_FILENAME_BYTES || name.chars().any(|c| c.is_control() || spoofing(c)) {
         return Err(Error::new(
             ErrorCode::InvalidFilename,
             "the filename must be 1 to 255 bytes without control or text-direction characters",
@@ -135,10 +109,7 @@ pub fn check_sha256(hex: &str) -> Result<()> {
     if hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
         Ok(())
     } else {
-        Err(Error::new(
-            ErrorCode::InvalidChecksum,
-            "sha256 must be 64 lowercase hex digits",
-        ))
+        Err(Error::new(ErrorCode::InvalidChecksum, "sha256 must be 64 lowercase hex digits"))
     }
 }
 
@@ -154,15 +125,10 @@ pub fn human_bytes(bytes: u64) -> String {
         // Tenths of the unit, rounded half up; decide on the rounded value:
         // 999,999 bytes is "1 MB", not "1000 KB".
         // u128 arithmetic: no overflow for any u64 (and no u128 formatting).
-        let tenths =
-            ((u128::from(bytes) * 10 + u128::from(divisor) / 2) / u128::from(divisor)) as u64;
+        let tenths = ((u128::from(bytes) * 10 + u128::from(divisor) / 2) / u128::from(divisor)) as u64;
         if tenths < 10_000 || i == UNITS.len() - 1 {
             let (whole, frac) = (tenths / 10, tenths % 10);
-            return if frac == 0 {
-                format!("{whole} {unit}")
-            } else {
-                format!("{whole}.{frac} {unit}")
-            };
+            return if frac == 0 { format!("{whole} {unit}") } else { format!("{whole}.{frac} {unit}") };
         }
         divisor = divisor.saturating_mul(1000);
     }

@@ -27,21 +27,14 @@ pub enum Failure {
 impl Failure {
     /// Builds an HTTP failure.
     pub fn http(status: u16, code: Option<&str>, message: impl Into<String>) -> Failure {
-        Failure::Http {
-            status,
-            code: code.map(str::to_owned),
-            message: message.into(),
-            retry_after_ms: None,
-        }
+        Failure::Http { status, code: code.map(str::to_owned), message: message.into(), retry_after_ms: None }
     }
 
     /// The stable code this failure is reported with.
     pub fn code(&self) -> String {
         match self {
             Failure::Network => ErrorCode::Network.as_str().to_owned(),
-            Failure::Http {
-                code: Some(code), ..
-            } => code.clone(),
+            Failure::Http { code: Some(code), .. } => code.clone(),
             Failure::Http { status, .. } => match *status {
                 429 => ErrorCode::RateLimited.as_str().to_owned(),
                 500..=599 => ErrorCode::Internal.as_str().to_owned(),
@@ -55,9 +48,7 @@ impl Failure {
     pub fn message(&self) -> String {
         match self {
             Failure::Network => "the connection failed before an answer arrived".to_owned(),
-            Failure::Http {
-                message, status, ..
-            } if message.is_empty() => format!("the server answered {status}"),
+            Failure::Http { message, status, .. } if message.is_empty() => format!("the server answered {status}"),
             Failure::Http { message, .. } => message.clone(),
             Failure::Unexpected(message) => message.clone(),
         }
@@ -110,41 +101,22 @@ pub fn classify(op: Operation, failure: &Failure) -> Disposition {
     use Disposition::*;
     let (status, retry_after) = match failure {
         Failure::Network => {
-            return if op == Operation::Upload {
-                Check
-            } else {
-                Retry { min_delay_ms: 0 }
-            };
+            return if op == Operation::Upload { Check } else { Retry { min_delay_ms: 0 } };
         }
         // A garbled success could have taken effect: only the server knows.
         Failure::Unexpected(_) => {
-            return if op == Operation::Status {
-                Retry { min_delay_ms: 0 }
-            } else {
-                Check
-            };
+            return if op == Operation::Status { Retry { min_delay_ms: 0 } } else { Check };
         }
-        Failure::Http {
-            status,
-            retry_after_ms,
-            ..
-        } => (*status, retry_after_ms.unwrap_or(0)),
+        Failure::Http { status, retry_after_ms, .. } => (*status, retry_after_ms.unwrap_or(0)),
     };
     match (op, status) {
-        (_, 429) => Retry {
-            min_delay_ms: retry_after,
-        },
+        (_, 429) => Retry { min_delay_ms: retry_after },
         // A 5xx from storage might have come after the bytes landed.
         (Operation::Upload, 500..=599) => Check,
-        (_, 500..=599) => Retry {
-            min_delay_ms: retry_after,
-        },
-        (_, 408) => Retry {
-            min_delay_ms: retry_after,
-        },
+        (_, 500..=599) => Retry { min_delay_ms: retry_after },
+        (_, 408) => Retry { min_delay_ms: retry_after },
         (Operation::Upload, 403)
-            if failure.code_is(ErrorCode::UrlExpired)
-                || failure.code_is(ErrorCode::BadSignature) =>
+            if failure.code_is(ErrorCode::UrlExpired) || failure.code_is(ErrorCode::BadSignature) =>
         {
             Renew
         }
@@ -159,16 +131,12 @@ pub fn classify(op: Operation, failure: &Failure) -> Disposition {
         (Operation::Renew, 422) => Check,
         (Operation::Renew, 409) if failure.code_is(ErrorCode::AlreadyConfirmed) => Confirm,
         (Operation::Confirm, 409) if failure.code_is(ErrorCode::ObjectMissing) => Check,
-        (_, 409) => Retry {
-            min_delay_ms: retry_after,
-        },
+        (_, 409) => Retry { min_delay_ms: retry_after },
         (Operation::Authorize | Operation::Renew | Operation::Confirm, 410) => Expired,
         (Operation::Confirm, 422) => Rejected,
         // The guest session lapsed (or the server forgot it): a new attempt
         // is authorized under a new session.
-        (Operation::Authorize, 401) if failure.code_is(ErrorCode::InvalidSession) => {
-            Retry { min_delay_ms: 0 }
-        }
+        (Operation::Authorize, 401) if failure.code_is(ErrorCode::InvalidSession) => Retry { min_delay_ms: 0 },
         // An attempt is asked about, renewed and confirmed with the token
         // that authorized it, which the server honours after the session
         // lapsed: a 401 means the server no longer knows that session at
@@ -193,11 +161,7 @@ pub struct RetryPolicy {
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        RetryPolicy {
-            base_ms: 1000,
-            cap_ms: 30_000,
-            max_retries: 10,
-        }
+        RetryPolicy { base_ms: 1000, cap_ms: 30_000, max_retries: 10 }
     }
 }
 
@@ -205,9 +169,7 @@ impl RetryPolicy {
     /// The backoff ceiling before retry number `retry` (0-based):
     /// `min(cap, base * 2^retry)`.
     pub fn ceiling_ms(&self, retry: u32) -> u64 {
-        let exp = self
-            .base_ms
-            .saturating_mul(1u64.checked_shl(retry.min(63)).unwrap_or(u64::MAX));
+        let exp = self.base_ms.saturating_mul(1u64.checked_shl(retry.min(63)).unwrap_or(u64::MAX));
         exp.min(self.cap_ms)
     }
 
@@ -215,11 +177,7 @@ impl RetryPolicy {
     /// `[0, ceiling]`, using `unit` in `[0, 1)` as the random draw, and
     /// never shorter than the server's `Retry-After`.
     pub fn delay_ms(&self, retry: u32, unit: f64, min_delay_ms: u64) -> u64 {
-        let unit = if unit.is_finite() {
-            unit.clamp(0.0, 1.0)
-        } else {
-            0.0
-        };
+        let unit = if unit.is_finite() { unit.clamp(0.0, 1.0) } else { 0.0 };
         let jittered = (self.ceiling_ms(retry) as f64 * unit) as u64;
         jittered.max(min_delay_ms)
     }

@@ -27,8 +27,8 @@ use crate::multipart::{DEFAULT_PARALLELISM, PartAction, PartFailure, Pipeline};
 use crate::retry::{Failure, RetryPolicy};
 use crate::time::UnixMillis;
 use crate::wire::{
-    AttemptResponse, AttemptStatus, AuthorizeRequest, ConfirmRequest, MAX_STATUS_IDS, Media,
-    PartsRequest, PartsResponse, StatusResponse, UploadInstruction,
+    AttemptResponse, AttemptStatus, AuthorizeRequest, ConfirmRequest, MAX_STATUS_IDS, Media, PartsRequest,
+    PartsResponse, StatusResponse, UploadInstruction,
 };
 
 /// A network request the caller must perform, then report back.
@@ -160,15 +160,9 @@ impl Outcome {
             Command::Upload { .. } => Some(Outcome::Upload(Err(failure))),
             Command::Renew { .. } => Some(Outcome::Renew(Err(failure))),
             Command::Confirm { .. } => Some(Outcome::Confirm(Err(failure))),
-            Command::HashPart { number, .. } => Some(Outcome::PartHashed {
-                number: *number,
-                result: Err(failure),
-            }),
+            Command::HashPart { number, .. } => Some(Outcome::PartHashed { number: *number, result: Err(failure) }),
             Command::SignParts { .. } => Some(Outcome::PartsSigned(Err(failure))),
-            Command::UploadPart { number, .. } => Some(Outcome::PartSent {
-                number: *number,
-                result: Err(failure),
-            }),
+            Command::UploadPart { number, .. } => Some(Outcome::PartSent { number: *number, result: Err(failure) }),
             Command::Status { .. } => None,
         }
     }
@@ -205,10 +199,7 @@ impl Entry {
     /// anyway.
     fn wants_refresh(&self) -> bool {
         let moderation_open = self.record.confirmation == Confirmation::Confirmed
-            && matches!(
-                self.record.moderation,
-                ModerationView::Pending | ModerationView::Unknown
-            );
+            && matches!(self.record.moderation, ModerationView::Pending | ModerationView::Unknown);
         let unsettled = self.record.has_failed() && self.record.object_key.is_some();
         moderation_open || unsettled
     }
@@ -316,9 +307,7 @@ impl Scheduler {
 
     /// Bytes of a multipart attempt's parts being sent right now.
     pub fn part_bytes_in_flight(&self, id: &Uuid) -> f64 {
-        self.entries
-            .get(id)
-            .map_or(0.0, |e| e.pipeline.bytes_in_flight())
+        self.entries.get(id).map_or(0.0, |e| e.pipeline.bytes_in_flight())
     }
 
     /// Whether the attempt's bytes are available.
@@ -354,37 +343,14 @@ impl Scheduler {
 
     /// Adds or replaces an attempt. `persisted_revision` is the revision
     /// already in durable storage (0 for none).
-    pub fn insert(
-        &mut self,
-        record: AttemptRecord,
-        has_blob: bool,
-        owned: bool,
-        persisted_revision: u64,
-    ) {
+    pub fn insert(&mut self, record: AttemptRecord, has_blob: bool, owned: bool, persisted_revision: u64) {
         let id = record.id;
         let (busy, busy_alone, dirty, refresh_due, pipeline) =
-            self.entries
-                .get(&id)
-                .map_or((false, false, false, false, Pipeline::default()), |e| {
-                    (
-                        e.busy,
-                        e.busy_alone,
-                        e.dirty,
-                        e.refresh_due,
-                        e.pipeline.clone(),
-                    )
-                });
-        let entry = Entry {
-            record,
-            has_blob,
-            owned,
-            persisted_revision,
-            busy,
-            busy_alone,
-            dirty,
-            refresh_due,
-            pipeline,
-        };
+            self.entries.get(&id).map_or((false, false, false, false, Pipeline::default()), |e| {
+                (e.busy, e.busy_alone, e.dirty, e.refresh_due, e.pipeline.clone())
+            });
+        let entry =
+            Entry { record, has_blob, owned, persisted_revision, busy, busy_alone, dirty, refresh_due, pipeline };
         let needs_write = !entry.persisted();
         self.entries.insert(entry);
         if needs_write {
@@ -399,9 +365,7 @@ impl Scheduler {
         if entry.busy_alone {
             self.active = self.active.saturating_sub(1);
         }
-        self.active = self
-            .active
-            .saturating_sub(entry.pipeline.requests_in_flight());
+        self.active = self.active.saturating_sub(entry.pipeline.requests_in_flight());
         self.dirty.retain(|d| d != id);
         Some(entry.record)
     }
@@ -540,22 +504,10 @@ impl Scheduler {
         now: UnixMillis,
         entropy: &mut dyn Entropy,
     ) -> Env<'a> {
-        Env {
-            now,
-            jitter: entropy.unit(),
-            policy,
-            has_blob,
-            online,
-        }
+        Env { now, jitter: entropy.unit(), policy, has_blob, online }
     }
 
-    fn apply_effect(
-        &mut self,
-        id: Uuid,
-        effect: Effect,
-        now: UnixMillis,
-        entropy: &mut dyn Entropy,
-    ) {
+    fn apply_effect(&mut self, id: Uuid, effect: Effect, now: UnixMillis, entropy: &mut dyn Entropy) {
         if effect != Effect::Successor {
             return;
         }
@@ -573,17 +525,8 @@ impl Scheduler {
     }
 
     /// The result of a command for attempt `id`.
-    pub fn handle(
-        &mut self,
-        id: &Uuid,
-        outcome: Outcome,
-        now: UnixMillis,
-        entropy: &mut dyn Entropy,
-    ) {
-        if matches!(
-            outcome,
-            Outcome::PartHashed { .. } | Outcome::PartsSigned(_) | Outcome::PartSent { .. }
-        ) {
+    pub fn handle(&mut self, id: &Uuid, outcome: Outcome, now: UnixMillis, entropy: &mut dyn Entropy) {
+        if matches!(outcome, Outcome::PartHashed { .. } | Outcome::PartsSigned(_) | Outcome::PartSent { .. }) {
             return self.handle_part(id, outcome, now, entropy);
         }
         let Some(e) = self.entries.get_mut(id) else {
@@ -622,9 +565,7 @@ impl Scheduler {
             Outcome::Upload(r) => e.record.handle_upload(r, &env),
             Outcome::Renew(r) => e.record.handle_renew(r, &env),
             Outcome::Confirm(r) => e.record.handle_confirm(r, &env),
-            Outcome::PartHashed { .. } | Outcome::PartsSigned(_) | Outcome::PartSent { .. } => {
-                Effect::None
-            }
+            Outcome::PartHashed { .. } | Outcome::PartsSigned(_) | Outcome::PartSent { .. } => Effect::None,
         };
         let changed = e.record.revision != revision;
         if changed {
@@ -634,13 +575,7 @@ impl Scheduler {
     }
 
     /// The result of a part command of a multipart attempt.
-    fn handle_part(
-        &mut self,
-        id: &Uuid,
-        outcome: Outcome,
-        now: UnixMillis,
-        entropy: &mut dyn Entropy,
-    ) {
+    fn handle_part(&mut self, id: &Uuid, outcome: Outcome, now: UnixMillis, entropy: &mut dyn Entropy) {
         let Some(e) = self.entries.get_mut(id) else {
             return;
         };
@@ -661,18 +596,11 @@ impl Scheduler {
             }
             Outcome::PartsSigned(result) => {
                 let error = result.as_ref().err().cloned();
-                (
-                    e.pipeline
-                        .handle_signed(result, &policy, retries, jitter, now),
-                    error,
-                )
+                (e.pipeline.handle_signed(result, &policy, retries, jitter, now), error)
             }
             Outcome::PartSent { number, result } => {
                 let error = result.as_ref().err().cloned();
-                match e
-                    .pipeline
-                    .handle_sent(number, result, &policy, retries, jitter, now)
-                {
+                match e.pipeline.handle_sent(number, result, &policy, retries, jitter, now) {
                     Ok(Some(sha256)) if !terminal => {
                         e.record.part_stored(number, sha256_or_none(sha256), now);
                         (None, None)
@@ -686,12 +614,7 @@ impl Scheduler {
         if terminal {
             return;
         }
-        if e.record.paused
-            && matches!(
-                failure,
-                Some(PartFailure::Retry { .. } | PartFailure::Check)
-            )
-        {
+        if e.record.paused && matches!(failure, Some(PartFailure::Retry { .. } | PartFailure::Check)) {
             // A part cut by the guest's pause: not a failure. What is on the
             // wire finishes, then the server's list says which parts it holds.
             e.pipeline.stop();
@@ -700,13 +623,7 @@ impl Scheduler {
             if failure == PartFailure::FileGone {
                 e.has_blob = false;
             }
-            let env = Self::env(
-                &self.policy,
-                self.online,
-                e.has_blob,
-                now,
-                &mut FixedJitter(jitter),
-            );
+            let env = Self::env(&self.policy, self.online, e.has_blob, now, &mut FixedJitter(jitter));
             e.record.part_failed(failure, error.as_ref(), &env);
         }
         if e.record.revision != revision {
@@ -716,13 +633,7 @@ impl Scheduler {
 
     /// The bytes of part `number` could not be read when it was to be sent:
     /// the attempt waits for its file.
-    pub fn part_unreadable(
-        &mut self,
-        id: &Uuid,
-        number: u32,
-        now: UnixMillis,
-        entropy: &mut dyn Entropy,
-    ) {
+    pub fn part_unreadable(&mut self, id: &Uuid, number: u32, now: UnixMillis, entropy: &mut dyn Entropy) {
         let Some(e) = self.entries.get_mut(id) else {
             return;
         };
@@ -770,9 +681,7 @@ impl Scheduler {
                 Err(failure) => Err(failure.clone()),
                 Ok(_) => match answers.iter().position(|s| s.id() == *id) {
                     Some(i) => Ok(answers.swap_remove(i)),
-                    None => Err(Failure::Unexpected(
-                        "the status answer left out an attempt".to_owned(),
-                    )),
+                    None => Err(Failure::Unexpected("the status answer left out an attempt".to_owned())),
                 },
             };
             let env = Self::env(&self.policy, self.online, e.has_blob, now, entropy);
@@ -833,42 +742,16 @@ impl Scheduler {
             }
             let e = self.entries.get_mut(&id).expect("present");
             if action == Action::Parts {
-                let ledger = e
-                    .record
-                    .multipart
-                    .as_ref()
-                    .expect("a multipart attempt has its ledger");
-                let Some(part) =
-                    e.pipeline
-                        .poll(ledger, e.record.file.size, parallelism, network, now)
-                else {
+                let ledger = e.record.multipart.as_ref().expect("a multipart attempt has its ledger");
+                let Some(part) = e.pipeline.poll(ledger, e.record.file.size, parallelism, network, now) else {
                     continue;
                 };
                 let command = match part {
-                    PartAction::Hash { number, start, end } => Command::HashPart {
-                        id,
-                        number,
-                        start,
-                        end,
-                    },
-                    PartAction::Sign(parts) => Command::SignParts {
-                        id,
-                        request: PartsRequest { parts },
-                    },
-                    PartAction::Send {
-                        number,
-                        start,
-                        end,
-                        upload,
-                    } => {
+                    PartAction::Hash { number, start, end } => Command::HashPart { id, number, start, end },
+                    PartAction::Sign(parts) => Command::SignParts { id, request: PartsRequest { parts } },
+                    PartAction::Send { number, start, end, upload } => {
                         e.record.transfer = Transfer::Uploading;
-                        Command::UploadPart {
-                            id,
-                            number,
-                            start,
-                            end,
-                            instruction: upload,
-                        }
+                        Command::UploadPart { id, number, start, end, instruction: upload }
                     }
                 };
                 if command.is_request() {
@@ -911,10 +794,7 @@ impl Scheduler {
                 continue;
             }
             let due = e.record.next_retry_at.is_none_or(|t| t <= now);
-            let check = e.owned
-                && !e.record.is_terminal()
-                && e.record.step == crate::attempt::Step::Check
-                && due;
+            let check = e.owned && !e.record.is_terminal() && e.record.step == crate::attempt::Step::Check && due;
             if !check && !e.refresh_due {
                 continue;
             }
@@ -946,9 +826,7 @@ impl Scheduler {
             .filter(|e| !e.record.holds_back())
             .filter_map(|e| {
                 // A part's backoff matters only while the attempt sends parts.
-                let parts = (e.record.step == crate::attempt::Step::Upload)
-                    .then(|| e.pipeline.next_wakeup())
-                    .flatten();
+                let parts = (e.record.step == crate::attempt::Step::Upload).then(|| e.pipeline.next_wakeup()).flatten();
                 match (e.record.next_retry_at, parts) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),

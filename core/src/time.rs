@@ -49,12 +49,7 @@ pub fn format_rfc3339(ms: UnixMillis) -> String {
     let days = ms.div_euclid(86_400_000);
     let rem = ms.rem_euclid(86_400_000);
     let (y, mo, d) = civil_from_days(days);
-    let (h, mi, s, milli) = (
-        rem / 3_600_000,
-        rem / 60_000 % 60,
-        rem / 1000 % 60,
-        rem % 1000,
-    );
+    let (h, mi, s, milli) = (rem / 3_600_000, rem / 60_000 % 60, rem / 1000 % 60, rem % 1000);
     format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{milli:03}Z")
 }
 
@@ -81,11 +76,7 @@ pub fn parse_rfc3339(text: &str) -> Option<UnixMillis> {
     let year = digits(&text[0..4])?;
     let month = digits(&text[5..7])? as u32;
     let day = digits(&text[8..10])? as u32;
-    let (hour, minute, second) = (
-        digits(&text[11..13])?,
-        digits(&text[14..16])?,
-        digits(&text[17..19])?,
-    );
+    let (hour, minute, second) = (digits(&text[11..13])?, digits(&text[14..16])?, digits(&text[17..19])?);
     if !(1..=12).contains(&month)
         || day == 0
         || day > days_in_month(year, month)
@@ -98,9 +89,7 @@ pub fn parse_rfc3339(text: &str) -> Option<UnixMillis> {
     let mut rest = &text[19..];
     let mut millis = 0i64;
     if let Some(frac) = rest.strip_prefix('.') {
-        let end = frac
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(frac.len());
+        let end = frac.find(|c: char| !c.is_ascii_digit()).unwrap_or(frac.len());
         if end == 0 {
             return None;
         }
@@ -113,10 +102,7 @@ pub fn parse_rfc3339(text: &str) -> Option<UnixMillis> {
     }
     let offset_minutes = match rest {
         "Z" | "z" => 0,
-        _ if rest.len() == 6
-            && (rest.starts_with('+') || rest.starts_with('-'))
-            && &rest[3..4] == ":" =>
-        {
+        _ if rest.len() == 6 && (rest.starts_with('+') || rest.starts_with('-')) && &rest[3..4] == ":" => {
             let sign = if rest.starts_with('-') { -1 } else { 1 };
             sign * (digits(&rest[1..3])? * 60 + digits(&rest[4..6])?)
         }
@@ -127,9 +113,7 @@ pub fn parse_rfc3339(text: &str) -> Option<UnixMillis> {
     Some(secs * 1000 + millis)
 }
 
-const MONTHS: [&str; 12] = [
-    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-];
+const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 
 /// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form
 /// RFC 9110 requires senders to use in HTTP dates.

@@ -132,11 +132,7 @@ impl AttemptView {
             driven_here: facts.driven_here,
             file_held: facts.file_held,
             file_kept: facts.file_kept,
-            not_kept_reason: if facts.file_kept {
-                None
-            } else {
-                facts.not_kept
-            },
+            not_kept_reason: if facts.file_kept { None } else { facts.not_kept },
             paused: a.paused && !a.is_terminal(),
             offline: !facts.online && !a.is_terminal() && !a.needs_file(),
             parts_done: a.multipart.as_ref().map(|l| l.done.len() as u32),

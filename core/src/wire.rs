@@ -256,14 +256,8 @@ impl TryFrom<UploadFields> for Upload {
                 expires_at: f.expires_at,
             })),
             "multipart" => Ok(Upload::Multipart(MultipartPlan {
-                part_size: f
-                    .part_size
-                    .filter(|s| *s > 0)
-                    .ok_or_else(|| missing("part_size"))?,
-                part_count: f
-                    .part_count
-                    .filter(|c| *c > 0)
-                    .ok_or_else(|| missing("part_count"))?,
+                part_size: f.part_size.filter(|s| *s > 0).ok_or_else(|| missing("part_size"))?,
+                part_count: f.part_count.filter(|c| *c > 0).ok_or_else(|| missing("part_count"))?,
                 expires_at: f.expires_at,
             })),
             other => Err(format!("unknown upload kind `{other}`")),
@@ -566,10 +560,7 @@ impl TryFrom<StatusFields> for AttemptStatus {
                 expires_at: f.expires_at.clone().ok_or_else(|| missing("expires_at"))?,
                 parts: f.parts.clone(),
             },
-            "confirmed" => AttemptStatus::Confirmed {
-                id,
-                media: f.media.clone().ok_or_else(|| missing("media"))?,
-            },
+            "confirmed" => AttemptStatus::Confirmed { id, media: f.media.clone().ok_or_else(|| missing("media"))? },
             "expired" => AttemptStatus::Expired { id },
             "rejected" => AttemptStatus::Rejected {
                 id,

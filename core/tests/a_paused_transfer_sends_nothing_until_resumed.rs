@@ -11,20 +11,16 @@ use upload_once_core::scheduler::Command;
 use uuid::Uuid;
 
 fn multipart_sim(seed: u64) -> Sim {
-    let mut config = SimConfig {
-        seed,
-        concurrency: 4,
-        ..SimConfig::default()
-    };
+    let mut config = SimConfig { seed, concurrency: 4, ..SimConfig::default() };
     config.server.multipart_threshold = 20;
     config.server.part_size = 5;
     Sim::new(config)
 }
 
 fn sending(sim: &Sim, id: Uuid) -> bool {
-    sim.inflight().iter().any(|c| {
-        matches!(c, Command::Upload { id: i, .. } | Command::UploadPart { id: i, .. } if *i == id)
-    })
+    sim.inflight()
+        .iter()
+        .any(|c| matches!(c, Command::Upload { id: i, .. } | Command::UploadPart { id: i, .. } if *i == id))
 }
 
 /// Runs the page until bytes of `id` are on the wire (and not answered).
@@ -63,14 +59,8 @@ fn a_paused_put_is_aborted_waits_and_goes_up_once_on_resume() {
 
     let r = sim.record(id);
     assert!(r.paused);
-    assert_eq!(
-        (r.transfer, r.confirmation),
-        (Transfer::Queued, Confirmation::Unconfirmed)
-    );
-    assert!(
-        !r.is_terminal() && r.error.is_none() && r.retries == 0,
-        "the abort is not a failure: {r:?}"
-    );
+    assert_eq!((r.transfer, r.confirmation), (Transfer::Queued, Confirmation::Unconfirmed));
+    assert!(!r.is_terminal() && r.error.is_none() && r.retries == 0, "the abort is not a failure: {r:?}");
     assert!(sim.db[&id].paused, "the pause is stored: a reload keeps it");
     let view = sim.page().view(&id).unwrap();
     assert!(view.paused && !view.offline);
@@ -90,40 +80,25 @@ fn a_paused_put_is_aborted_waits_and_goes_up_once_on_resume() {
 fn a_paused_large_file_keeps_its_stored_parts_and_sends_only_the_rest() {
     let mut sim = multipart_sim(2);
     let id = sim.add_jpeg(48); // 10 parts
-    sim.tick_until(|s| {
-        s.server
-            .attempts
-            .get(&id)
-            .is_some_and(|a| a.parts.len() >= 4)
-            && sending(s, id)
-    });
+    sim.tick_until(|s| s.server.attempts.get(&id).is_some_and(|a| a.parts.len() >= 4) && sending(s, id));
     assert!(sim.pause(id));
     let paused_at = sim.stats.sent.len();
     sim.run_until_idle();
-    assert!(
-        parts_sent_since(&sim, paused_at, id).is_empty(),
-        "no part starts after the pause"
-    );
+    assert!(parts_sent_since(&sim, paused_at, id).is_empty(), "no part starts after the pause");
     let stored: Vec<u32> = sim.server.attempts[&id].parts.keys().copied().collect();
     let r = sim.record(id);
     assert!(r.paused && !r.is_terminal() && r.retries == 0, "{r:?}");
     let ledger = r.multipart.as_ref().unwrap();
     let mut in_ledger: Vec<u32> = ledger.done.iter().map(|p| p.number).collect();
     in_ledger.sort();
-    assert_eq!(
-        in_ledger, stored,
-        "the ledger holds what the store holds, after the cut parts"
-    );
+    assert_eq!(in_ledger, stored, "the ledger holds what the store holds, after the cut parts");
 
     let resumed_at = sim.stats.sent.len();
     assert!(sim.resume(id));
     sim.run_until_idle();
     assert_eq!(sim.record(id).confirmation, Confirmation::Confirmed);
     let resent = parts_sent_since(&sim, resumed_at, id);
-    assert!(
-        resent.iter().all(|n| !stored.contains(n)),
-        "no stored part is sent again: {resent:?} vs {stored:?}"
-    );
+    assert!(resent.iter().all(|n| !stored.contains(n)), "no stored part is sent again: {resent:?} vs {stored:?}");
     assert_eq!(resent.len() + stored.len(), 10);
     assert!(sim.server.parts_stored.values().all(|n| *n == 1));
     sim.check_exactly_once().unwrap();
@@ -139,11 +114,7 @@ fn a_reload_keeps_the_pause_and_still_asks_the_server() {
     sim.reload(Reload::KEEP_BLOBS);
     let from = sim.stats.sent.len();
     sim.run_until_idle();
-    assert_eq!(
-        sim.stats.kinds_since(from),
-        vec![ReqKind::Status],
-        "asked, and sent nothing"
-    );
+    assert_eq!(sim.stats.kinds_since(from), vec![ReqKind::Status], "asked, and sent nothing");
     assert!(sim.record(id).paused);
     assert!(sim.page().view(&id).unwrap().paused);
 
@@ -168,11 +139,7 @@ fn stored_bytes_cannot_be_paused_and_a_repeat_changes_nothing() {
     assert!(sim.pause(other), "a second pause answers the same");
     assert_eq!(sim.record(other).revision, revision, "and changes nothing");
     sim.run_until_idle();
-    assert_eq!(
-        sim.stats.kinds_for(other),
-        vec![],
-        "a paused new attempt is not even authorized"
-    );
+    assert_eq!(sim.stats.kinds_for(other), vec![], "a paused new attempt is not even authorized");
     sim.resume(other);
     sim.run_until_idle();
     assert_eq!(sim.record(other).confirmation, Confirmation::Confirmed);

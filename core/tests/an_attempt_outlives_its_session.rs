@@ -12,10 +12,7 @@ use support::*;
 use upload_once_core::attempt::{Confirmation, Transfer};
 
 fn sim_with_sessions(seed: u64) -> Sim {
-    let mut config = SimConfig {
-        seed,
-        ..SimConfig::default()
-    };
+    let mut config = SimConfig { seed, ..SimConfig::default() };
     config.server.session_ttl_ms = Some(HOUR);
     config.server.attempt_ttl_ms = HOUR;
     Sim::new(config)
@@ -27,11 +24,7 @@ fn a_confirm_whose_answer_was_lost_is_found_after_the_session_lapsed() {
     let first = sim.add_jpeg(20_000);
     sim.faults.script(ReqKind::Confirm, Fault::DropAfter);
     sim.tick_until_answered(first, ReqKind::Confirm);
-    assert_eq!(
-        sim.server.media_rows_for_attempt(first),
-        1,
-        "committed, answer lost"
-    );
+    assert_eq!(sim.server.media_rows_for_attempt(first), 1, "committed, answer lost");
     assert_eq!(sim.record(first).session_token.as_deref(), Some(SESSION));
 
     // Two days later: the session lapsed. The restored page asks about the
@@ -39,12 +32,7 @@ fn a_confirm_whose_answer_was_lost_is_found_after_the_session_lapsed() {
     // whose authorize makes the page join again.
     sim.advance(48 * HOUR);
     sim.reload(Reload::KEEP_BLOBS);
-    sim.faults.script(
-        ReqKind::Status,
-        Fault::Unavailable {
-            retry_after_ms: Some(5_000),
-        },
-    );
+    sim.faults.script(ReqKind::Status, Fault::Unavailable { retry_after_ms: Some(5_000) });
     let second = sim.add_jpeg(30_000);
     sim.run_until_idle();
 
@@ -53,16 +41,9 @@ fn a_confirm_whose_answer_was_lost_is_found_after_the_session_lapsed() {
     let r = sim.record(first);
     assert_eq!(r.confirmation, Confirmation::Confirmed, "{r:?}");
     assert_eq!(r.replaced_by, None, "no successor");
-    assert_eq!(
-        r.session_token.as_deref(),
-        Some(SESSION),
-        "still its own session"
-    );
+    assert_eq!(r.session_token.as_deref(), Some(SESSION), "still its own session");
     assert_eq!(sim.record(second).confirmation, Confirmation::Confirmed);
-    assert_eq!(
-        sim.record(second).session_token,
-        Some(sim.session_token.clone())
-    );
+    assert_eq!(sim.record(second).session_token, Some(sim.session_token.clone()));
     assert_eq!(sim.server.media.len(), 2, "each photo once");
     sim.check_exactly_once().unwrap();
 }
@@ -79,14 +60,8 @@ fn a_session_the_server_forgot_fails_the_attempt_visibly_without_a_successor() {
 
     let r = sim.record(id);
     assert!(r.is_terminal() && r.has_failed(), "{r:?}");
-    assert_eq!(
-        r.error.as_ref().map(|e| e.code.as_str()),
-        Some("invalid_session")
-    );
-    assert_eq!(
-        r.replaced_by, None,
-        "no successor that might store it twice"
-    );
+    assert_eq!(r.error.as_ref().map(|e| e.code.as_str()), Some("invalid_session"));
+    assert_eq!(r.replaced_by, None, "no successor that might store it twice");
     assert_ne!(r.transfer, Transfer::Queued);
     assert_eq!(sim.server.media.len(), 0);
 }

@@ -46,10 +46,6 @@ fn a_file_attached_to_an_expired_attempt_is_stored_or_refused_visibly() {
         );
         sim.check_exactly_once().unwrap();
     } else {
-        assert_eq!(
-            r.error.as_ref().map(|e| e.code.as_str()),
-            Some("expired"),
-            "a refused re-pick keeps the reason"
-        );
+        assert_eq!(r.error.as_ref().map(|e| e.code.as_str()), Some("expired"), "a refused re-pick keeps the reason");
     }
 }

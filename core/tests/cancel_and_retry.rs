@@ -17,17 +17,10 @@ fn a_cancelled_attempt_sends_nothing_more() {
     assert!(sim.cancel(id));
     let r = sim.record(id);
     assert_failed_with(r, "cancelled");
-    assert_eq!(
-        (r.transfer, r.confirmation),
-        (Transfer::Failed, Confirmation::Unconfirmed)
-    );
+    assert_eq!((r.transfer, r.confirmation), (Transfer::Failed, Confirmation::Unconfirmed));
     sim.run_until_idle();
     assert_eq!(sim.stats.sent.len(), sent, "nothing after cancel");
-    assert_eq!(
-        sim.db[&id].error.as_ref().unwrap().code,
-        "cancelled",
-        "the cancel is stored"
-    );
+    assert_eq!(sim.db[&id].error.as_ref().unwrap().code, "cancelled", "the cancel is stored");
 }
 
 #[test]
@@ -60,15 +53,9 @@ fn retry_before_authorize_committed_authorizes_with_the_same_id() {
     sim.persist_all();
     assert!(sim.retry(id));
     let r = sim.record(id);
-    assert_eq!(
-        (r.step, r.transfer, r.error.clone(), r.retries),
-        (Step::Authorize, Transfer::Queued, None, 0)
-    );
+    assert_eq!((r.step, r.transfer, r.error.clone(), r.retries), (Step::Authorize, Transfer::Queued, None, 0));
     sim.run_until_idle();
-    assert_eq!(
-        sim.stats.kinds_for(id),
-        vec![ReqKind::Authorize, ReqKind::Upload, ReqKind::Confirm]
-    );
+    assert_eq!(sim.stats.kinds_for(id), vec![ReqKind::Authorize, ReqKind::Upload, ReqKind::Confirm]);
     sim.check_exactly_once().unwrap();
 }
 
@@ -83,11 +70,7 @@ fn retry_after_authorize_asks_the_server_first() {
     let from = sim.stats.sent.len();
     sim.run_until_idle();
     let kinds = sim.stats.kinds_since(from);
-    assert_eq!(
-        without_renews(&kinds),
-        vec![ReqKind::Status, ReqKind::Upload, ReqKind::Confirm],
-        "{kinds:?}"
-    );
+    assert_eq!(without_renews(&kinds), vec![ReqKind::Status, ReqKind::Upload, ReqKind::Confirm], "{kinds:?}");
     assert!(renews(&kinds) <= 1);
     assert_eq!(sim.stats.count(ReqKind::Authorize), 1);
     sim.check_exactly_once().unwrap();
@@ -123,27 +106,16 @@ fn an_attempt_cancelled_in_flight_cannot_be_retried_until_the_answer_is_in() {
     let mut sim = Sim::with_seed(98);
     let id = sim.add_jpeg(100);
     sim.persist_all();
-    assert!(matches!(
-        sim.poll_all().as_slice(),
-        [Command::Authorize { .. }]
-    ));
+    assert!(matches!(sim.poll_all().as_slice(), [Command::Authorize { .. }]));
     assert!(sim.cancel(id));
     assert!(!sim.retry(id), "a request is still in flight");
     sim.resolve(0);
     assert_failed_with(sim.record(id), "cancelled");
-    assert_eq!(
-        sim.record(id).object_key,
-        None,
-        "the late answer is ignored"
-    );
+    assert_eq!(sim.record(id).object_key, None, "the late answer is ignored");
     assert_eq!(sim.scheduler().active(), 0, "but the slot is freed");
     assert!(sim.retry(id));
     sim.run_until_idle();
-    assert_eq!(
-        sim.server.attempts.len(),
-        1,
-        "the late-committed authorize and the retry are one attempt"
-    );
+    assert_eq!(sim.server.attempts.len(), 1, "the late-committed authorize and the retry are one attempt");
     sim.check_exactly_once().unwrap();
 }
 
@@ -153,16 +125,10 @@ fn a_confirm_that_committed_after_cancel_is_adopted() {
     let id = sim.add_jpeg(100);
     sim.tick_until_answered(id, ReqKind::Upload);
     sim.persist_all();
-    assert!(matches!(
-        sim.poll_all().as_slice(),
-        [Command::Confirm { .. }]
-    ));
+    assert!(matches!(sim.poll_all().as_slice(), [Command::Confirm { .. }]));
     assert!(sim.cancel(id), "cancel while the confirm is in flight");
     // The bytes are stored: the failure shows on the confirmation axis.
-    assert_eq!(
-        (sim.record(id).transfer, sim.record(id).confirmation),
-        (Transfer::Uploaded, Confirmation::Failed)
-    );
+    assert_eq!((sim.record(id).transfer, sim.record(id).confirmation), (Transfer::Uploaded, Confirmation::Failed));
     sim.resolve(0); // the server commits the confirm, and the answer arrives
     assert_eq!(sim.server.media_rows_for_attempt(id), 1);
     // The media exists, so the cancelled attempt shows confirmed: a later
@@ -178,23 +144,10 @@ fn a_confirm_that_committed_after_cancel_is_adopted() {
 
 #[test]
 fn retries_exhausted_can_be_retried_by_hand_with_a_fresh_budget() {
-    let policy = RetryPolicy {
-        base_ms: 10,
-        cap_ms: 100,
-        max_retries: 2,
-    };
-    let mut sim = Sim::new(SimConfig {
-        seed: 100,
-        policy,
-        ..SimConfig::default()
-    });
+    let policy = RetryPolicy { base_ms: 10, cap_ms: 100, max_retries: 2 };
+    let mut sim = Sim::new(SimConfig { seed: 100, policy, ..SimConfig::default() });
     for _ in 0..3 {
-        sim.faults.script(
-            ReqKind::Authorize,
-            Fault::Unavailable {
-                retry_after_ms: None,
-            },
-        );
+        sim.faults.script(ReqKind::Authorize, Fault::Unavailable { retry_after_ms: None });
     }
     let id = sim.add_jpeg(100);
     sim.run_until_idle();
@@ -217,15 +170,9 @@ fn a_failed_moderation_refresh_leaves_a_confirmed_attempt_alone() {
     for _ in 0..20 {
         sim.page_mut().refresh();
         sim.faults.script(ReqKind::Status, Fault::DropBefore);
-        assert!(
-            matches!(sim.poll_all().as_slice(), [Command::Status { .. }]),
-            "a refresh batch"
-        );
+        assert!(matches!(sim.poll_all().as_slice(), [Command::Status { .. }]), "a refresh batch");
         let (_, reply) = sim.resolve(0);
-        assert!(
-            matches!(reply, Reply::Status(Err(Failure::Network))),
-            "the refresh failed"
-        );
+        assert!(matches!(reply, Reply::Status(Err(Failure::Network))), "the refresh failed");
     }
     let after = sim.record(id);
     assert_eq!(after.confirmation, Confirmation::Confirmed);

@@ -32,18 +32,10 @@ fn polling_stops_at_the_limit_and_resumes_when_a_slot_frees() {
     assert_ne!(ids[0], ids[1], "two different attempts");
     assert!(s.is_busy(&ids[0]) && s.is_busy(&ids[1]));
     let mut rng = TestRng::new(1);
-    s.handle(
-        &ids[0],
-        Outcome::Authorize(Err(upload_once_core::retry::Failure::Network)),
-        T0,
-        &mut rng,
-    );
+    s.handle(&ids[0], Outcome::Authorize(Err(upload_once_core::retry::Failure::Network)), T0, &mut rng);
     assert_eq!(s.active(), 1);
     let c = s.poll(T0).expect("a slot is free again");
-    assert!(
-        !command_ids(&c).contains(&ids[1]),
-        "not the attempt that is still busy"
-    );
+    assert!(!command_ids(&c).contains(&ids[1]), "not the attempt that is still busy");
     assert_eq!(s.poll(T0), None);
 }
 
@@ -57,9 +49,7 @@ fn attempts_are_started_in_the_order_the_guest_added_them() {
         let rev = r.revision;
         s.insert(r, true, true, rev);
     }
-    let order: Vec<u128> = (0..3)
-        .map(|_| command_ids(&s.poll(T0).unwrap())[0].as_u128())
-        .collect();
+    let order: Vec<u128> = (0..3).map(|_| command_ids(&s.poll(T0).unwrap())[0].as_u128()).collect();
     assert_eq!(order, vec![1, 2, 3]);
 }
 
@@ -82,10 +72,7 @@ fn status_checks_take_a_slot_too() {
         s.insert(r, true, true, rev);
     }
     let first = s.poll(T0).unwrap();
-    assert!(
-        matches!(&first, Command::Status { ids } if ids.len() == 2),
-        "{first:?}"
-    );
+    assert!(matches!(&first, Command::Status { ids } if ids.len() == 2), "{first:?}");
     assert_eq!(s.poll(T0), None, "the status request holds the only slot");
 }
 
@@ -96,10 +83,7 @@ fn attempts_owned_by_another_tab_are_not_driven() {
     let (id, rev) = (r.id, r.revision);
     s.insert(r, true, false, rev);
     assert_eq!(s.poll(T0), None);
-    assert!(
-        s.is_idle(),
-        "someone else's attempt does not keep this page busy"
-    );
+    assert!(s.is_idle(), "someone else's attempt does not keep this page busy");
     s.set_owned(&id, true);
     assert!(matches!(s.poll(T0), Some(Command::Authorize { .. })));
 }
@@ -107,50 +91,30 @@ fn attempts_owned_by_another_tab_are_not_driven() {
 #[test]
 fn the_simulated_run_fills_but_never_exceeds_the_limit() {
     for concurrency in 1..=4 {
-        let mut sim = Sim::new(SimConfig {
-            seed: 200 + concurrency as u64,
-            concurrency,
-            ..SimConfig::default()
-        });
-        sim.faults.random = Some(RandomFaults {
-            probability: 0.3,
-            weights: [1, 1, 1, 1, 1],
-            max_retry_after_ms: 2000,
-        });
+        let mut sim = Sim::new(SimConfig { seed: 200 + concurrency as u64, concurrency, ..SimConfig::default() });
+        sim.faults.random = Some(RandomFaults { probability: 0.3, weights: [1, 1, 1, 1, 1], max_retry_after_ms: 2000 });
         for _ in 0..10 {
             sim.add_jpeg(100);
         }
         sim.run_until_idle(); // asserts the limit on every poll
-        assert_eq!(
-            sim.stats.max_inflight, concurrency,
-            "limit {concurrency} is reached, not exceeded"
-        );
+        assert_eq!(sim.stats.max_inflight, concurrency, "limit {concurrency} is reached, not exceeded");
         sim.check_exactly_once().unwrap();
     }
 }
 
 #[test]
 fn forgetting_an_attempt_in_flight_gives_its_slot_back() {
-    let mut sim = Sim::new(SimConfig {
-        seed: 5,
-        concurrency: 1,
-        ..SimConfig::default()
-    });
+    let mut sim = Sim::new(SimConfig { seed: 5, concurrency: 1, ..SimConfig::default() });
     let first = sim.add_jpeg(100);
     let second = sim.add_jpeg(100);
     sim.persist_all();
     let commands = sim.poll_all();
     assert_eq!(commands.len(), 1, "one slot");
-    let Command::Authorize { id: busy, .. } = &commands[0] else {
-        panic!("an authorize")
-    };
+    let Command::Authorize { id: busy, .. } = &commands[0] else { panic!("an authorize") };
     let other = if *busy == first { second } else { first };
     let busy = *busy;
     sim.forget(busy);
-    assert!(
-        sim.scheduler().record(&busy).is_none(),
-        "the guest forgot it mid-request"
-    );
+    assert!(sim.scheduler().record(&busy).is_none(), "the guest forgot it mid-request");
     assert!(
         matches!(sim.poll_all().as_slice(), [Command::Authorize { id, .. }] if *id == other),
         "the slot is free for the next attempt"

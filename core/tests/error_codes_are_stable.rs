@@ -12,12 +12,7 @@ fn every_code_parses_back_and_is_unique() {
         assert_eq!(ErrorCode::parse(code.as_str()), Some(*code));
         assert!(seen.insert(code.as_str()), "duplicate code {code}");
         assert_eq!(code.to_string(), code.as_str());
-        assert!(
-            code.as_str()
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b == b'_'),
-            "{code} is snake_case"
-        );
+        assert!(code.as_str().bytes().all(|b| b.is_ascii_lowercase() || b == b'_'), "{code} is snake_case");
     }
     assert_eq!(ErrorCode::parse("Expired"), None);
     assert_eq!(ErrorCode::parse(""), None);
@@ -66,21 +61,11 @@ fn protocol_codes_have_their_documented_statuses() {
 
 #[test]
 fn only_transient_codes_are_retryable() {
-    let retryable: BTreeSet<&str> = ErrorCode::ALL
-        .iter()
-        .filter(|c| c.is_retryable())
-        .map(|c| c.as_str())
-        .collect();
-    let want: BTreeSet<&str> = [
-        "rate_limited",
-        "object_store_unavailable",
-        "database_unavailable",
-        "internal",
-        "network",
-        "object_missing",
-    ]
-    .into_iter()
-    .collect();
+    let retryable: BTreeSet<&str> = ErrorCode::ALL.iter().filter(|c| c.is_retryable()).map(|c| c.as_str()).collect();
+    let want: BTreeSet<&str> =
+        ["rate_limited", "object_store_unavailable", "database_unavailable", "internal", "network", "object_missing"]
+            .into_iter()
+            .collect();
     assert_eq!(retryable, want);
 }
 

@@ -19,9 +19,7 @@ fn put_url_expiries(sim: &Sim) -> Vec<i64> {
         .sent
         .iter()
         .filter_map(|s| match &s.command {
-            Command::Upload { instruction, .. } => {
-                Some(parse_rfc3339(&instruction.expires_at).unwrap())
-            }
+            Command::Upload { instruction, .. } => Some(parse_rfc3339(&instruction.expires_at).unwrap()),
             _ => None,
         })
         .collect()
@@ -41,31 +39,12 @@ fn a_url_that_expired_while_waiting_is_renewed_and_the_put_uses_the_fresh_one() 
     assert_eq!(without_renews(&kinds).last(), Some(&ReqKind::Confirm));
     let key = sim.server.object_key_of(id).unwrap();
     assert_eq!(sim.server.puts_for_key(&key), 1, "stored once");
-    assert!(
-        sim.server.put_requests_for_key(&key) <= 2,
-        "at most one refused PUT with the stale URL"
-    );
+    assert!(sim.server.put_requests_for_key(&key) <= 2, "at most one refused PUT with the stale URL");
     let used = put_url_expiries(&sim);
-    assert!(
-        *used.last().unwrap() > stale,
-        "the PUT that stored used the renewed URL"
-    );
-    assert!(
-        used.iter().filter(|e| **e == stale).count() <= 1,
-        "the stale URL is not tried twice"
-    );
-    let renew_at = sim
-        .stats
-        .sent
-        .iter()
-        .position(|s| matches!(s.command, Command::Renew { .. }))
-        .unwrap();
-    let last_put = sim
-        .stats
-        .sent
-        .iter()
-        .rposition(|s| matches!(s.command, Command::Upload { .. }))
-        .unwrap();
+    assert!(*used.last().unwrap() > stale, "the PUT that stored used the renewed URL");
+    assert!(used.iter().filter(|e| **e == stale).count() <= 1, "the stale URL is not tried twice");
+    let renew_at = sim.stats.sent.iter().position(|s| matches!(s.command, Command::Renew { .. })).unwrap();
+    let last_put = sim.stats.sent.iter().rposition(|s| matches!(s.command, Command::Upload { .. })).unwrap();
     assert!(renew_at < last_put, "renew, then the successful PUT");
     sim.check_exactly_once().unwrap();
 }
@@ -77,40 +56,21 @@ fn a_put_refused_because_the_url_expired_in_flight_is_renewed_and_repeated() {
     sim.tick_until_answered(id, ReqKind::Authorize);
     sim.persist_all();
     let polled = sim.poll_all();
-    assert!(
-        matches!(polled.as_slice(), [Command::Upload { .. }]),
-        "{polled:?}"
-    );
+    assert!(matches!(polled.as_slice(), [Command::Upload { .. }]), "{polled:?}");
     sim.advance(sim.config.server.url_ttl_ms); // a very slow connection
     let (_, reply) = sim.resolve(0);
     assert!(format!("{reply:?}").contains("url_expired"), "{reply:?}");
     let r = sim.record(id);
     assert_eq!(r.step, Step::Renew, "a refused URL is renewed");
-    assert_eq!(
-        r.next_retry_at,
-        Some(sim.now),
-        "a renew is a new step, not a repeat: no backoff"
-    );
+    assert_eq!(r.next_retry_at, Some(sim.now), "a renew is a new step, not a repeat: no backoff");
     sim.run_until_idle();
 
     assert_eq!(
         sim.stats.kinds_for(id),
-        vec![
-            ReqKind::Authorize,
-            ReqKind::Upload,
-            ReqKind::Renew,
-            ReqKind::Upload,
-            ReqKind::Confirm
-        ]
+        vec![ReqKind::Authorize, ReqKind::Upload, ReqKind::Renew, ReqKind::Upload, ReqKind::Confirm]
     );
     let key = sim.server.object_key_of(id).unwrap();
-    assert_eq!(
-        (
-            sim.server.put_requests_for_key(&key),
-            sim.server.puts_for_key(&key)
-        ),
-        (2, 1)
-    );
+    assert_eq!((sim.server.put_requests_for_key(&key), sim.server.puts_for_key(&key)), (2, 1));
     let used = put_url_expiries(&sim);
     assert!(used[1] > used[0], "the second PUT used a fresh URL");
     sim.check_exactly_once().unwrap();
@@ -119,17 +79,9 @@ fn a_put_refused_because_the_url_expired_in_flight_is_renewed_and_repeated() {
 fn authorized(n: u128) -> upload_once_core::attempt::AttemptRecord {
     let mut server = FakeServer::new(ServerConfig::default());
     let mut rec = record(n, 10);
-    let Action::Authorize(req) = rec.poll_action(T0, true) else {
-        panic!()
-    };
+    let Action::Authorize(req) = rec.poll_action(T0, true) else { panic!() };
     let policy = RetryPolicy::default();
-    let env = Env {
-        now: T0,
-        jitter: 0.5,
-        policy: &policy,
-        has_blob: true,
-        online: true,
-    };
+    let env = Env { now: T0, jitter: 0.5, policy: &policy, has_blob: true, online: true };
     let _ = rec.handle_authorize(server.authorize(&req, T0), &env);
     assert_eq!(rec.step, Step::Upload);
     rec
@@ -139,13 +91,7 @@ fn authorized(n: u128) -> upload_once_core::attempt::AttemptRecord {
 fn a_bare_403_from_s3_style_storage_also_renews_without_waiting() {
     let mut rec = authorized(4);
     let policy = RetryPolicy::default();
-    let env = Env {
-        now: T0 + 10,
-        jitter: 0.9,
-        policy: &policy,
-        has_blob: true,
-        online: true,
-    };
+    let env = Env { now: T0 + 10, jitter: 0.9, policy: &policy, has_blob: true, online: true };
     let _ = rec.handle_upload(Err(Failure::http(403, None, "Forbidden")), &env);
     assert_eq!(rec.step, Step::Renew);
     assert_eq!(rec.next_retry_at, Some(T0 + 10));
@@ -160,10 +106,7 @@ fn without_a_url_the_upload_step_renews_first() {
     let revision = rec.revision;
     assert_eq!(rec.poll_action(T0 + 1, true), Action::Renew);
     assert_eq!(rec.step, Step::Renew);
-    assert!(
-        rec.revision > revision,
-        "the switch to renew is a durable change"
-    );
+    assert!(rec.revision > revision, "the switch to renew is a durable change");
 }
 
 #[test]
@@ -171,16 +114,8 @@ fn a_renewed_url_replaces_the_old_one() {
     let mut server = FakeServer::new(ServerConfig::default());
     let mut rec = record(6, 10);
     let policy = RetryPolicy::default();
-    let Action::Authorize(req) = rec.poll_action(T0, true) else {
-        panic!()
-    };
-    let env = |now| Env {
-        now,
-        jitter: 0.5,
-        policy: &policy,
-        has_blob: true,
-        online: true,
-    };
+    let Action::Authorize(req) = rec.poll_action(T0, true) else { panic!() };
+    let env = |now| Env { now, jitter: 0.5, policy: &policy, has_blob: true, online: true };
     let _ = rec.handle_authorize(server.authorize(&req, T0), &env(T0));
     let old = rec.upload.clone().unwrap();
     rec.step = Step::Renew;
@@ -189,9 +124,6 @@ fn a_renewed_url_replaces_the_old_one() {
     assert_eq!(rec.step, Step::Upload);
     let new = rec.upload.clone().unwrap();
     assert_ne!(new.url, old.url);
-    assert_eq!(
-        parse_rfc3339(&new.expires_at),
-        Some(later + server.config.url_ttl_ms)
-    );
+    assert_eq!(parse_rfc3339(&new.expires_at), Some(later + server.config.url_ttl_ms));
     assert!(matches!(rec.poll_action(later, true), Action::Upload(u) if u == new));
 }

@@ -15,23 +15,11 @@ fn a_lost_put_answer_then_an_expired_url_leads_to_confirm_only() {
     sim.faults.script(ReqKind::Upload, Fault::DropAfter);
     let id = sim.add_jpeg(300);
     sim.tick_until_answered(id, ReqKind::Upload);
-    assert_eq!(
-        sim.record(id).step,
-        Step::Check,
-        "an ambiguous PUT failure asks the server first"
-    );
+    assert_eq!(sim.record(id).step, Step::Check, "an ambiguous PUT failure asks the server first");
     sim.advance(sim.config.server.url_ttl_ms + MINUTE);
     sim.run_until_idle();
 
-    assert_eq!(
-        sim.stats.kinds_for(id),
-        vec![
-            ReqKind::Authorize,
-            ReqKind::Upload,
-            ReqKind::Status,
-            ReqKind::Confirm
-        ]
-    );
+    assert_eq!(sim.stats.kinds_for(id), vec![ReqKind::Authorize, ReqKind::Upload, ReqKind::Status, ReqKind::Confirm]);
     let key = sim.server.object_key_of(id).unwrap();
     assert_eq!(sim.server.puts_for_key(&key), 1);
     assert_eq!(sim.server.put_requests_for_key(&key), 1, "no second PUT");
@@ -45,23 +33,14 @@ fn a_reload_during_a_put_that_landed_confirms_after_the_url_expired() {
     let id = sim.add_jpeg(300);
     sim.tick_until_answered(id, ReqKind::Authorize);
     sim.persist_all();
-    assert!(matches!(
-        sim.poll_all().as_slice(),
-        [Command::Upload { .. }]
-    ));
+    assert!(matches!(sim.poll_all().as_slice(), [Command::Upload { .. }]));
     // The PUT reaches storage, then the page goes away with its answer.
-    sim.reload(Reload {
-        lose_blob: 0.0,
-        inflight_reached_server: 1.0,
-    });
+    sim.reload(Reload { lose_blob: 0.0, inflight_reached_server: 1.0 });
     sim.advance(sim.config.server.url_ttl_ms + MINUTE);
     let before = sim.stats.sent.len();
     sim.run_until_idle();
 
-    let after: Vec<ReqKind> = sim.stats.sent[before..]
-        .iter()
-        .map(|s| ReqKind::of(&s.command))
-        .collect();
+    let after: Vec<ReqKind> = sim.stats.sent[before..].iter().map(|s| ReqKind::of(&s.command)).collect();
     assert_eq!(after, vec![ReqKind::Status, ReqKind::Confirm]);
     let key = sim.server.object_key_of(id).unwrap();
     assert_eq!(sim.server.put_requests_for_key(&key), 1);
@@ -75,10 +54,7 @@ fn the_same_holds_when_the_bytes_were_lost_with_the_page() {
     sim.tick_until_answered(id, ReqKind::Authorize);
     sim.persist_all();
     sim.poll_all();
-    sim.reload(Reload {
-        lose_blob: 1.0,
-        inflight_reached_server: 1.0,
-    });
+    sim.reload(Reload { lose_blob: 1.0, inflight_reached_server: 1.0 });
     sim.advance(sim.config.server.url_ttl_ms + MINUTE);
     sim.run_until_idle();
     assert_eq!(
@@ -94,32 +70,12 @@ fn object_exists_from_storage_goes_straight_to_confirm() {
     let policy = RetryPolicy::default();
     let mut server = FakeServer::new(ServerConfig::default());
     let mut rec = record(1, 10);
-    let Action::Authorize(req) = rec.poll_action(T0, true) else {
-        panic!()
-    };
-    let env = |now| Env {
-        now,
-        jitter: 0.9,
-        policy: &policy,
-        has_blob: true,
-        online: true,
-    };
+    let Action::Authorize(req) = rec.poll_action(T0, true) else { panic!() };
+    let env = |now| Env { now, jitter: 0.9, policy: &policy, has_blob: true, online: true };
     let _ = rec.handle_authorize(server.authorize(&req, T0), &env(T0));
-    let Action::Upload(_) = rec.poll_action(T0 + 1, true) else {
-        panic!()
-    };
-    let _ = rec.handle_upload(
-        Err(Failure::http(412, Some("object_exists"), "")),
-        &env(T0 + 2),
-    );
-    assert_eq!(
-        (rec.step, rec.transfer),
-        (Step::Confirm, Transfer::Uploaded)
-    );
-    assert_eq!(
-        rec.next_retry_at,
-        Some(T0 + 2),
-        "confirm right away, no backoff"
-    );
+    let Action::Upload(_) = rec.poll_action(T0 + 1, true) else { panic!() };
+    let _ = rec.handle_upload(Err(Failure::http(412, Some("object_exists"), "")), &env(T0 + 2));
+    assert_eq!((rec.step, rec.transfer), (Step::Confirm, Transfer::Uploaded));
+    assert_eq!(rec.next_retry_at, Some(T0 + 2), "confirm right away, no backoff");
     assert!(matches!(rec.poll_action(T0 + 2, true), Action::Confirm(_)));
 }

@@ -48,12 +48,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         prop_oneof![Just(3 * MINUTE), Just(30 * MINUTE), Just(24 * HOUR)],
         prop_oneof![Just(30 * SECOND), Just(2 * MINUTE), Just(15 * MINUTE)],
         prop_oneof![Just(0.0), 0.0..0.5f64],
-        (
-            20usize..400,
-            prop_oneof![Just(0.0), 0.0..0.05f64],
-            prop_oneof![Just(0.0), 0.0..0.3f64],
-            any::<bool>(),
-        ),
+        (20usize..400, prop_oneof![Just(0.0), 0.0..0.05f64], prop_oneof![Just(0.0), 0.0..0.3f64], any::<bool>()),
     )
         .prop_map(
             |(
@@ -100,11 +95,7 @@ fn run(s: &Scenario) -> Result<Run, String> {
         concurrency: s.concurrency,
         // Large enough that faults never exhaust an attempt: this property is
         // about exactly-once, not about giving up.
-        policy: RetryPolicy {
-            base_ms: 500,
-            cap_ms: 20_000,
-            max_retries: 100_000,
-        },
+        policy: RetryPolicy { base_ms: 500, cap_ms: 20_000, max_retries: 100_000 },
         defer_persist: s.defer_persist,
         store_failure: s.store_failure,
         max_steps: 50_000,
@@ -118,29 +109,15 @@ fn run(s: &Scenario) -> Result<Run, String> {
     }
     // Large files (6 to 12 parts) and small ones alternate.
     let size = |n: usize| {
-        if s.multipart && n % 2 == 0 {
-            41 + (n as u64 * 7) % 50
-        } else {
-            10 + n as u64
-        }
+        if s.multipart && n % 2 == 0 { 41 + (n as u64 * 7) % 50 } else { 10 + n as u64 }
     };
     let mut sim = Sim::new(config);
-    sim.faults.random = Some(RandomFaults {
-        probability: s.fault_probability,
-        weights: s.weights,
-        max_retry_after_ms: 10_000,
-    });
+    sim.faults.random =
+        Some(RandomFaults { probability: s.fault_probability, weights: s.weights, max_retry_after_ms: 10_000 });
 
     let mut plan = TestRng::new(s.seed.rotate_left(17) ^ 0xA11CE);
-    let mut add_at: Vec<usize> = (0..s.files)
-        .map(|i| {
-            if i == 0 {
-                0
-            } else {
-                plan.below((s.fault_ticks / 2) as u64 + 1) as usize
-            }
-        })
-        .collect();
+    let mut add_at: Vec<usize> =
+        (0..s.files).map(|i| if i == 0 { 0 } else { plan.below((s.fault_ticks / 2) as u64 + 1) as usize }).collect();
     add_at.sort_unstable();
     let mut added = 0;
     // In two runs of three the guest pauses and resumes transfers too.
@@ -152,15 +129,8 @@ fn run(s: &Scenario) -> Result<Run, String> {
             added += 1;
         }
         if plan.chance(s.reload_probability) {
-            let lose_blob = if plan.chance(s.lossy_reload_probability) {
-                0.5
-            } else {
-                0.0
-            };
-            sim.reload(Reload {
-                lose_blob,
-                inflight_reached_server: 0.5,
-            });
+            let lose_blob = if plan.chance(s.lossy_reload_probability) { 0.5 } else { 0.0 };
+            sim.reload(Reload { lose_blob, inflight_reached_server: 0.5 });
         }
         if plan.chance(s.tab_probability) {
             // A second tab of the same browser: it opens and restores, or it
@@ -215,12 +185,7 @@ fn run(s: &Scenario) -> Result<Run, String> {
     // attempt that expires while paused hands the pause to its successor).
     loop {
         sim.try_run_until_idle()?;
-        let paused: Vec<_> = sim
-            .page()
-            .records()
-            .filter(|r| r.paused && !r.is_terminal())
-            .map(|r| r.id)
-            .collect();
+        let paused: Vec<_> = sim.page().records().filter(|r| r.paused && !r.is_terminal()).map(|r| r.id).collect();
         if paused.is_empty() {
             break;
         }
@@ -230,10 +195,7 @@ fn run(s: &Scenario) -> Result<Run, String> {
     }
     sim.check_exactly_once()?;
     let faults_injected = sim.faults.injected.len();
-    Ok(Run {
-        sim,
-        faults_injected,
-    })
+    Ok(Run { sim, faults_injected })
 }
 
 proptest! {
@@ -282,11 +244,7 @@ fn heavy_fault_schedules_exercise_every_recovery_path() {
         let sim = &run.sim;
         totals[0] += run.faults_injected;
         totals[1] += sim.stats.reloads;
-        totals[2] += sim
-            .scheduler()
-            .records()
-            .filter(|r| r.replaces.is_some())
-            .count();
+        totals[2] += sim.scheduler().records().filter(|r| r.replaces.is_some()).count();
         totals[3] += sim.stats.count(ReqKind::Status);
         totals[4] += sim.stats.count(ReqKind::Renew);
         totals[5] += sim.files.iter().filter(|f| !sim.held(f.blob_key)).count();
@@ -295,12 +253,7 @@ fn heavy_fault_schedules_exercise_every_recovery_path() {
         totals[8] += sim.stats.store_failures;
         totals[9] += sim.stats.tabs_opened;
         totals[10] += sim.stats.count(ReqKind::UploadPart);
-        totals[11] += sim
-            .faults
-            .injected
-            .iter()
-            .filter(|(k, _)| *k == ReqKind::UploadPart)
-            .count();
+        totals[11] += sim.faults.injected.iter().filter(|(k, _)| *k == ReqKind::UploadPart).count();
     }
     let names = [
         "faults",
@@ -317,9 +270,6 @@ fn heavy_fault_schedules_exercise_every_recovery_path() {
         "faults on parts",
     ];
     for (name, total) in names.iter().zip(totals) {
-        assert!(
-            total > 0,
-            "no {name} in any heavy schedule: the property would not test them ({totals:?})"
-        );
+        assert!(total > 0, "no {name} in any heavy schedule: the property would not test them ({totals:?})");
     }
 }

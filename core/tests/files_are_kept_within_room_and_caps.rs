@@ -15,22 +15,14 @@ fn reason(sim: &Sim, id: uuid::Uuid) -> Option<&'static str> {
 fn all_saved(sim: &mut Sim, ids: &[uuid::Uuid]) {
     sim.run_until_idle();
     for id in ids {
-        assert_eq!(
-            sim.record(*id).confirmation,
-            Confirmation::Confirmed,
-            "not kept is not lost"
-        );
+        assert_eq!(sim.record(*id).confirmation, Confirmation::Confirmed, "not kept is not lost");
     }
     sim.check_exactly_once().unwrap();
 }
 
 #[test]
 fn a_file_too_large_or_beyond_the_browsers_room_is_not_kept_and_says_why() {
-    let mut sim = Sim::new(SimConfig {
-        seed: 41,
-        keep_file_max_bytes: 600,
-        ..SimConfig::default()
-    });
+    let mut sim = Sim::new(SimConfig { seed: 41, keep_file_max_bytes: 600, ..SimConfig::default() });
     // The browser says 1,000 bytes are left: 900 may be used.
     sim.page_mut().set_storage_room(Some(1_000));
     let kept = sim.add_jpeg(400);
@@ -51,21 +43,13 @@ fn a_file_too_large_or_beyond_the_browsers_room_is_not_kept_and_says_why() {
 
 #[test]
 fn the_apps_total_cap_holds_and_says_why() {
-    let mut sim = Sim::new(SimConfig {
-        seed: 42,
-        keep_file_max_bytes: 600,
-        keep_files_total_bytes: 800,
-        ..SimConfig::default()
-    });
+    let mut sim =
+        Sim::new(SimConfig { seed: 42, keep_file_max_bytes: 600, keep_files_total_bytes: 800, ..SimConfig::default() });
     let kept = sim.add_jpeg(400);
     let over_total = sim.add_jpeg(450);
     let fits = sim.add_jpeg(300);
     sim.pump();
-    assert_eq!(
-        reason(&sim, over_total),
-        Some("over_total"),
-        "400 + 450 > 800"
-    );
+    assert_eq!(reason(&sim, over_total), Some("over_total"), "400 + 450 > 800");
     assert_eq!(reason(&sim, fits), None);
     assert!(sim.page().view(&fits).unwrap().file_kept);
     all_saved(&mut sim, &[kept, over_total, fits]);

@@ -22,40 +22,21 @@ fn one_file_is_authorized_uploaded_and_confirmed_with_one_request_each() {
     assert_eq!(r.step, Step::Done);
     assert_eq!(r.transfer, Transfer::Uploaded);
     assert_eq!(r.confirmation, Confirmation::Confirmed);
-    assert_eq!(
-        r.moderation,
-        ModerationView::Pending,
-        "the server's default policy is moderation required"
-    );
+    assert_eq!(r.moderation, ModerationView::Pending, "the server's default policy is moderation required");
     assert!(r.error.is_none());
     assert_eq!(r.retries, 0);
-    assert!(
-        r.upload.is_none(),
-        "a confirmed attempt forgets its signed URL"
-    );
+    assert!(r.upload.is_none(), "a confirmed attempt forgets its signed URL");
 
     let key = sim.server.object_key_of(id).expect("authorized");
-    assert_eq!(
-        r.object_key.as_deref(),
-        Some(key.as_str()),
-        "the client keeps the server's object key"
-    );
+    assert_eq!(r.object_key.as_deref(), Some(key.as_str()), "the client keeps the server's object key");
     assert_eq!(sim.server.puts_for_key(&key), 1);
     assert_eq!(sim.server.put_requests_for_key(&key), 1);
     assert_eq!(sim.server.media_rows_for_attempt(id), 1);
     assert_eq!(sim.server.state_of(id), Some(AttemptState::Confirmed));
     let media = &sim.server.media[0];
+    assert_eq!(r.media.as_ref().map(|m| m.id), Some(media.id), "the client shows the server's media record");
     assert_eq!(
-        r.media.as_ref().map(|m| m.id),
-        Some(media.id),
-        "the client shows the server's media record"
-    );
-    assert_eq!(
-        (
-            media.size,
-            media.content_type.as_str(),
-            media.filename.as_str()
-        ),
+        (media.size, media.content_type.as_str(), media.filename.as_str()),
         (2_000_000, "image/jpeg", "cake.jpg")
     );
     sim.check_exactly_once().unwrap();
@@ -70,16 +51,9 @@ fn the_requests_carry_the_records_id_and_file_parameters() {
     match commands[0] {
         Command::Authorize { id: cid, request } => {
             assert_eq!(*cid, id);
+            assert_eq!(request.id, id, "the body id is the client-minted attempt id");
             assert_eq!(
-                request.id, id,
-                "the body id is the client-minted attempt id"
-            );
-            assert_eq!(
-                (
-                    request.filename.as_str(),
-                    request.size,
-                    request.content_type.as_str()
-                ),
+                (request.filename.as_str(), request.size, request.content_type.as_str()),
                 ("clip.mp4", 12_345, "video/mp4")
             );
             assert_eq!(request.sha256, None);
@@ -89,19 +63,13 @@ fn the_requests_carry_the_records_id_and_file_parameters() {
     match commands[1] {
         Command::Upload { instruction, .. } => {
             assert_eq!(instruction.method, "PUT");
-            assert_eq!(
-                instruction.headers.get("content-type").map(String::as_str),
-                Some("video/mp4")
-            );
+            assert_eq!(instruction.headers.get("content-type").map(String::as_str), Some("video/mp4"));
         }
         other => panic!("second command should upload, got {other:?}"),
     }
     match commands[2] {
         Command::Confirm { request, .. } => {
-            assert_eq!(
-                (request.size, request.content_type.as_str()),
-                (12_345, "video/mp4")
-            );
+            assert_eq!((request.size, request.content_type.as_str()), (12_345, "video/mp4"));
         }
         other => panic!("third command should confirm, got {other:?}"),
     }
@@ -127,10 +95,6 @@ fn many_files_each_end_with_exactly_one_media_row() {
         assert_eq!(sim.server.media_rows_for_attempt(id), 1);
         assert_eq!(sim.record(id).confirmation, Confirmation::Confirmed);
     }
-    assert_eq!(
-        sim.stats.count(ReqKind::Status),
-        0,
-        "nothing was ambiguous, so nothing was checked"
-    );
+    assert_eq!(sim.stats.count(ReqKind::Status), 0, "nothing was ambiguous, so nothing was checked");
     sim.check_exactly_once().unwrap();
 }

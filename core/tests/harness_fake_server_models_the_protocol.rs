@@ -21,11 +21,7 @@ fn req(n: u128, size: u64) -> AuthorizeRequest {
 }
 
 fn confirm(size: u64) -> ConfirmRequest {
-    ConfirmRequest {
-        size,
-        content_type: "image/jpeg".into(),
-        sha256: None,
-    }
+    ConfirmRequest { size, content_type: "image/jpeg".into(), sha256: None }
 }
 
 fn code(r: Result<impl std::fmt::Debug, Failure>) -> (u16, String) {
@@ -40,29 +36,14 @@ fn authorize_is_create_or_return_by_id() {
     let mut s = FakeServer::new(ServerConfig::default());
     let a = s.authorize(&req(1, 10), T0).unwrap();
     let b = s.authorize(&req(1, 10), T0 + 1000).unwrap();
-    assert_eq!(
-        (a.id, a.state, &a.object_key),
-        (b.id, AttemptState::Authorized, &b.object_key)
-    );
-    assert_eq!(
-        a.expires_at, b.expires_at,
-        "the attempt's TTL is fixed at creation"
-    );
+    assert_eq!((a.id, a.state, &a.object_key), (b.id, AttemptState::Authorized, &b.object_key));
+    assert_eq!(a.expires_at, b.expires_at, "the attempt's TTL is fixed at creation");
     assert_eq!(s.attempts.len(), 1);
-    assert_eq!(
-        code(s.authorize(&req(1, 11), T0)),
-        (422, "id_reused".into())
-    );
+    assert_eq!(code(s.authorize(&req(1, 11), T0)), (422, "id_reused".into()));
     let url = a.upload.unwrap().put().cloned().unwrap();
     assert_eq!(url.method, "PUT");
-    assert_eq!(
-        url.expires_at,
-        upload_once_core::time::format_rfc3339(T0 + s.config.url_ttl_ms)
-    );
-    assert_eq!(
-        a.expires_at,
-        upload_once_core::time::format_rfc3339(T0 + s.config.attempt_ttl_ms)
-    );
+    assert_eq!(url.expires_at, upload_once_core::time::format_rfc3339(T0 + s.config.url_ttl_ms));
+    assert_eq!(a.expires_at, upload_once_core::time::format_rfc3339(T0 + s.config.attempt_ttl_ms));
 }
 
 #[test]
@@ -71,20 +52,10 @@ fn put_checks_url_expiry_and_is_idempotent() {
     let a = s.authorize(&req(1, 10), T0).unwrap();
     let url = a.upload.unwrap().put().cloned().unwrap();
     assert_eq!(s.put_signed(&url, 10, T0 + 1), Ok(()));
-    assert_eq!(
-        s.put_signed(&url, 10, T0 + 2),
-        Ok(()),
-        "the same object again is fine"
-    );
+    assert_eq!(s.put_signed(&url, 10, T0 + 2), Ok(()), "the same object again is fine");
     assert_eq!(s.puts_for_key(&a.object_key), 2);
-    assert_eq!(
-        code(s.put_signed(&url, 10, T0 + s.config.url_ttl_ms)),
-        (403, "url_expired".into())
-    );
-    assert_eq!(
-        code(s.put_signed(&url, 9, T0 + 3)),
-        (400, "length_mismatch".into())
-    );
+    assert_eq!(code(s.put_signed(&url, 10, T0 + s.config.url_ttl_ms)), (403, "url_expired".into()));
+    assert_eq!(code(s.put_signed(&url, 9, T0 + 3)), (400, "length_mismatch".into()));
     assert_eq!(s.put_requests_for_key(&a.object_key), 4);
 }
 
@@ -93,12 +64,8 @@ fn confirm_is_create_or_return_with_one_media_row() {
     let mut s = FakeServer::new(ServerConfig::default());
     let id = Uuid::from_u128(1);
     let a = s.authorize(&req(1, 10), T0).unwrap();
-    assert_eq!(
-        code(s.confirm(id, &confirm(10), T0)),
-        (409, "object_missing".into())
-    );
-    s.put_signed(a.upload.as_ref().and_then(|u| u.put()).unwrap(), 10, T0)
-        .unwrap();
+    assert_eq!(code(s.confirm(id, &confirm(10), T0)), (409, "object_missing".into()));
+    s.put_signed(a.upload.as_ref().and_then(|u| u.put()).unwrap(), 10, T0).unwrap();
     let m1 = s.confirm(id, &confirm(10), T0 + 1).unwrap();
     let m2 = s.confirm(id, &confirm(10), T0 + 2).unwrap();
     assert_eq!(m1, m2);
@@ -108,13 +75,8 @@ fn confirm_is_create_or_return_with_one_media_row() {
         (409, "already_confirmed".into())
     );
     assert_eq!(code(s.renew(id, T0 + 3)), (409, "already_confirmed".into()));
-    assert!(
-        matches!(s.status_of(id, T0 + 3), AttemptStatus::Confirmed { media, .. } if media.id == m1.id)
-    );
-    assert_eq!(
-        code(s.confirm(Uuid::from_u128(99), &confirm(1), T0)),
-        (404, "not_found".into())
-    );
+    assert!(matches!(s.status_of(id, T0 + 3), AttemptStatus::Confirmed { media, .. } if media.id == m1.id));
+    assert_eq!(code(s.confirm(Uuid::from_u128(99), &confirm(1), T0)), (404, "not_found".into()));
 }
 
 #[test]
@@ -122,20 +84,10 @@ fn a_mismatch_at_confirm_rejects_the_attempt_for_good() {
     let mut s = FakeServer::new(ServerConfig::default());
     let id = Uuid::from_u128(1);
     let a = s.authorize(&req(1, 10), T0).unwrap();
-    s.put_signed(a.upload.as_ref().and_then(|u| u.put()).unwrap(), 10, T0)
-        .unwrap();
-    assert_eq!(
-        code(s.confirm(id, &confirm(11), T0)),
-        (422, "size_mismatch".into())
-    );
-    assert_eq!(
-        code(s.confirm(id, &confirm(10), T0)),
-        (422, "size_mismatch".into()),
-        "rejected stays rejected"
-    );
-    assert!(
-        matches!(s.status_of(id, T0), AttemptStatus::Rejected { code, .. } if code == "size_mismatch")
-    );
+    s.put_signed(a.upload.as_ref().and_then(|u| u.put()).unwrap(), 10, T0).unwrap();
+    assert_eq!(code(s.confirm(id, &confirm(11), T0)), (422, "size_mismatch".into()));
+    assert_eq!(code(s.confirm(id, &confirm(10), T0)), (422, "size_mismatch".into()), "rejected stays rejected");
+    assert!(matches!(s.status_of(id, T0), AttemptStatus::Rejected { code, .. } if code == "size_mismatch"));
     assert!(s.media.is_empty());
 }
 
@@ -144,30 +96,14 @@ fn attempts_expire_after_their_ttl_and_lose_their_object() {
     let mut s = FakeServer::new(ServerConfig::default());
     let id = Uuid::from_u128(1);
     let a = s.authorize(&req(1, 10), T0).unwrap();
-    s.put_signed(a.upload.as_ref().and_then(|u| u.put()).unwrap(), 10, T0)
-        .unwrap();
-    assert!(matches!(
-        s.status_of(id, T0),
-        AttemptStatus::Authorized {
-            object_stored: true,
-            ..
-        }
-    ));
+    s.put_signed(a.upload.as_ref().and_then(|u| u.put()).unwrap(), 10, T0).unwrap();
+    assert!(matches!(s.status_of(id, T0), AttemptStatus::Authorized { object_stored: true, .. }));
     let later = T0 + s.config.attempt_ttl_ms;
     assert_eq!(s.status_of(id, later), AttemptStatus::Expired { id });
-    assert!(
-        s.objects.is_empty(),
-        "the expired attempt's object is deleted"
-    );
-    assert_eq!(
-        code(s.confirm(id, &confirm(10), later)),
-        (410, "expired".into())
-    );
+    assert!(s.objects.is_empty(), "the expired attempt's object is deleted");
+    assert_eq!(code(s.confirm(id, &confirm(10), later)), (410, "expired".into()));
     assert_eq!(code(s.renew(id, later)), (410, "expired".into()));
-    assert_eq!(
-        s.authorize(&req(1, 10), later).unwrap().state,
-        AttemptState::Expired
-    );
+    assert_eq!(s.authorize(&req(1, 10), later).unwrap().state, AttemptState::Expired);
 }
 
 #[test]
@@ -184,27 +120,14 @@ fn status_answers_every_id_in_order_and_refuses_more_than_500() {
 
 #[test]
 fn the_server_clock_offset_shifts_its_expiries() {
-    let mut s = FakeServer::new(ServerConfig {
-        clock_offset_ms: -HOUR,
-        ..ServerConfig::default()
-    });
+    let mut s = FakeServer::new(ServerConfig { clock_offset_ms: -HOUR, ..ServerConfig::default() });
     let a = s.authorize(&req(1, 10), T0).unwrap();
     let url = a.upload.unwrap().put().cloned().unwrap();
-    assert_eq!(
-        url.expires_at,
-        upload_once_core::time::format_rfc3339(T0 - HOUR + s.config.url_ttl_ms)
-    );
+    assert_eq!(url.expires_at, upload_once_core::time::format_rfc3339(T0 - HOUR + s.config.url_ttl_ms));
     // At client time T0 + 10 min the URL (T0 - 45 min) looks long expired to
     // the client, but the server clock says T0 - 50 min: still valid.
-    assert_eq!(
-        s.put_signed(&url, 10, T0 + 10 * MINUTE),
-        Ok(()),
-        "valid on the server's (earlier) clock"
-    );
-    assert_eq!(
-        code(s.put_signed(&url, 10, T0 + 15 * MINUTE)),
-        (403, "url_expired".into())
-    );
+    assert_eq!(s.put_signed(&url, 10, T0 + 10 * MINUTE), Ok(()), "valid on the server's (earlier) clock");
+    assert_eq!(code(s.put_signed(&url, 10, T0 + 15 * MINUTE)), (403, "url_expired".into()));
 }
 
 #[test]
@@ -222,41 +145,23 @@ fn faults_apply_before_or_after_the_server_commits() {
     sim.poll_all();
     let (_, reply) = sim.resolve(0);
     assert!(format!("{reply:?}").contains("Network"));
-    assert_eq!(
-        sim.server.attempts.len(),
-        1,
-        "dropped after: the effect is there, the answer is not"
-    );
+    assert_eq!(sim.server.attempts.len(), 1, "dropped after: the effect is there, the answer is not");
     assert_eq!(sim.faults.injected.len(), 2);
 }
 
 #[test]
 fn random_faults_follow_their_probability_and_weights() {
     let mut layer = FaultLayer::new(9);
-    layer.random = Some(RandomFaults {
-        probability: 0.25,
-        weights: [0, 3, 0, 0, 1],
-        max_retry_after_ms: 0,
-    });
+    layer.random = Some(RandomFaults { probability: 0.25, weights: [0, 3, 0, 0, 1], max_retry_after_ms: 0 });
     let decided: Vec<Option<Fault>> = (0..8000).map(|_| layer.decide(ReqKind::Confirm)).collect();
     let faulted = decided.iter().filter(|d| d.is_some()).count() as f64 / 8000.0;
     assert!((faulted - 0.25).abs() < 0.02, "{faulted}");
-    let after = decided
-        .iter()
-        .filter(|d| **d == Some(Fault::DropAfter))
-        .count() as f64;
-    let limited = decided
-        .iter()
-        .filter(|d| matches!(d, Some(Fault::RateLimited { .. })))
-        .count() as f64;
+    let after = decided.iter().filter(|d| **d == Some(Fault::DropAfter)).count() as f64;
+    let limited = decided.iter().filter(|d| matches!(d, Some(Fault::RateLimited { .. }))).count() as f64;
     assert!((after / (after + limited) - 0.75).abs() < 0.04);
-    assert!(decided.iter().flatten().all(|f| matches!(
-        f,
-        Fault::DropAfter
-            | Fault::RateLimited {
-                retry_after_ms: None
-            }
-    )));
+    assert!(
+        decided.iter().flatten().all(|f| matches!(f, Fault::DropAfter | Fault::RateLimited { retry_after_ms: None }))
+    );
     layer.enabled = false;
     assert!((0..100).all(|_| layer.decide(ReqKind::Confirm).is_none()));
 }
@@ -265,37 +170,22 @@ fn random_faults_follow_their_probability_and_weights() {
 fn the_same_seed_replays_the_same_run() {
     let run = |seed: u64| {
         let mut sim = Sim::with_seed(seed);
-        sim.faults.random = Some(RandomFaults {
-            probability: 0.4,
-            weights: [1, 1, 1, 1, 1],
-            max_retry_after_ms: 3000,
-        });
+        sim.faults.random = Some(RandomFaults { probability: 0.4, weights: [1, 1, 1, 1, 1], max_retry_after_ms: 3000 });
         for _ in 0..5 {
             sim.add_jpeg(10);
         }
         for i in 0..150 {
             if i == 60 {
-                sim.reload(Reload {
-                    lose_blob: 0.3,
-                    inflight_reached_server: 0.5,
-                });
+                sim.reload(Reload { lose_blob: 0.3, inflight_reached_server: 0.5 });
             }
             sim.tick();
         }
         sim.faults.enabled = false;
         sim.run_until_idle();
-        (
-            format!("{:?}", sim.stats.sent),
-            sim.now,
-            sim.server.media.len(),
-        )
+        (format!("{:?}", sim.stats.sent), sim.now, sim.server.media.len())
     };
     assert_eq!(run(77), run(77));
-    assert_ne!(
-        run(77).0,
-        run(78).0,
-        "a different seed, a different schedule"
-    );
+    assert_ne!(run(77).0, run(78).0, "a different seed, a different schedule");
 }
 
 #[test]
@@ -307,14 +197,8 @@ fn the_test_rng_is_deterministic_and_fills_every_byte() {
     a.fill(&mut buf_a);
     b.fill(&mut buf_b);
     assert_eq!(buf_a, buf_b);
-    assert!(
-        buf_a[8..].iter().any(|b| *b != 0),
-        "a partial chunk is filled too"
-    );
+    assert!(buf_a[8..].iter().any(|b| *b != 0), "a partial chunk is filled too");
     let units: Vec<f64> = (0..1000).map(|_| a.unit()).collect();
     assert!(units.iter().all(|u| (0.0..1.0).contains(u)));
-    assert_ne!(
-        upload_once_core::new_attempt_id(&mut a),
-        upload_once_core::new_attempt_id(&mut a)
-    );
+    assert_ne!(upload_once_core::new_attempt_id(&mut a), upload_once_core::new_attempt_id(&mut a));
 }

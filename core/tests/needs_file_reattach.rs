@@ -28,24 +28,13 @@ fn an_upload_without_bytes_waits_for_the_guest() {
     let (sim, id, from) = lose_bytes_after_authorize(61);
     let r = sim.record(id);
     assert_eq!(r.transfer, Transfer::NeedsFile);
-    assert_eq!(
-        r.step,
-        Step::Upload,
-        "the step is kept for when the file is back"
-    );
+    assert_eq!(r.step, Step::Upload, "the step is kept for when the file is back");
     assert_eq!(r.error.as_ref().unwrap().code, "needs_file");
     assert_eq!(r.next_retry_at, None, "no timer: only the guest can help");
     assert!(sim.scheduler().is_idle());
     assert_eq!(sim.scheduler().next_wakeup(), None);
-    assert!(
-        !sim.stats.kinds_since(from).contains(&ReqKind::Upload),
-        "no PUT without the bytes"
-    );
-    assert_eq!(
-        sim.db[&id].transfer,
-        Transfer::NeedsFile,
-        "the wait is stored, so it survives another reload"
-    );
+    assert!(!sim.stats.kinds_since(from).contains(&ReqKind::Upload), "no PUT without the bytes");
+    assert_eq!(sim.db[&id].transfer, Transfer::NeedsFile, "the wait is stored, so it survives another reload");
 }
 
 #[test]
@@ -55,10 +44,7 @@ fn picking_the_file_again_continues_the_same_attempt() {
     let from = sim.stats.sent.len();
     assert_eq!(sim.reattach(blob_key), Added::Reattached(id));
     let r = sim.record(id);
-    assert_eq!(
-        (r.transfer, r.error.clone(), r.retries),
-        (Transfer::Queued, None, 0)
-    );
+    assert_eq!((r.transfer, r.error.clone(), r.retries), (Transfer::Queued, None, 0));
     sim.run_until_idle();
     let after = sim.stats.kinds_since(from);
     assert_eq!(
@@ -91,42 +77,25 @@ fn attaching_to_an_attempt_that_does_not_need_its_file_changes_nothing() {
     let id = sim.add_jpeg(100);
     let revision = sim.record(id).revision;
     let blob_key = sim.record(id).blob_key;
-    assert_eq!(
-        sim.reattach(blob_key),
-        Added::Duplicate(id),
-        "picked again while it uploads"
-    );
+    assert_eq!(sim.reattach(blob_key), Added::Duplicate(id), "picked again while it uploads");
     assert_eq!(sim.record(id).revision, revision);
     let mut scheduler = Scheduler::new(RetryPolicy::default(), 1);
-    assert!(
-        !scheduler.attach_file(&uuid::Uuid::from_u128(404), sim.now),
-        "unknown id"
-    );
+    assert!(!scheduler.attach_file(&uuid::Uuid::from_u128(404), sim.now), "unknown id");
 }
 
 #[test]
 fn the_state_machine_switches_to_needs_file_only_at_the_upload_step() {
     let mut rec = record(1, 10);
-    assert!(
-        matches!(rec.poll_action(T0, false), Action::Authorize(_)),
-        "authorize needs no bytes"
-    );
+    assert!(matches!(rec.poll_action(T0, false), Action::Authorize(_)), "authorize needs no bytes");
     rec.step = Step::Confirm;
-    assert!(
-        matches!(rec.poll_action(T0, false), Action::Confirm(_)),
-        "confirm needs no bytes"
-    );
+    assert!(matches!(rec.poll_action(T0, false), Action::Confirm(_)), "confirm needs no bytes");
     rec.step = Step::Upload;
     let revision = rec.revision;
     assert_eq!(rec.poll_action(T0, false), Action::Idle);
     assert_eq!(rec.transfer, Transfer::NeedsFile);
     assert_eq!(rec.revision, revision + 1, "a durable change");
     assert_eq!(rec.poll_action(T0 + 1, false), Action::Idle);
-    assert_eq!(
-        rec.revision,
-        revision + 1,
-        "waiting again is not another change"
-    );
+    assert_eq!(rec.revision, revision + 1, "waiting again is not another change");
     assert!(rec.needs_file() && !rec.is_terminal());
 }
 
@@ -136,8 +105,5 @@ fn a_needs_file_attempt_can_be_cancelled() {
     assert!(sim.cancel(id));
     let r = sim.record(id);
     assert_failed_with(r, "cancelled");
-    assert!(
-        !r.needs_file(),
-        "a cancelled attempt no longer asks for its file"
-    );
+    assert!(!r.needs_file(), "a cancelled attempt no longer asks for its file");
 }

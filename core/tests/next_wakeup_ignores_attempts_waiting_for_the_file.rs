@@ -20,16 +20,8 @@ fn a_needs_file_attempt_with_a_stale_backoff_does_not_pull_the_wakeup_into_the_p
     // Attempt A was authorized, then its bytes were lost: after a reload it
     // is restored in `needs_file`, without its blob.
     let mut a = record(1, 10);
-    let Action::Authorize(req) = a.poll_action(T0, true) else {
-        panic!()
-    };
-    let env = upload_once_core::attempt::Env {
-        now: T0,
-        jitter: 0.5,
-        policy: &policy,
-        has_blob: true,
-        online: true,
-    };
+    let Action::Authorize(req) = a.poll_action(T0, true) else { panic!() };
+    let env = upload_once_core::attempt::Env { now: T0, jitter: 0.5, policy: &policy, has_blob: true, online: true };
     let _ = a.handle_authorize(server.authorize(&req, T0), &env);
     assert_eq!(a.poll_action(T0, false), Action::Idle);
     assert!(a.needs_file());
@@ -54,21 +46,9 @@ fn a_needs_file_attempt_with_a_stale_backoff_does_not_pull_the_wakeup_into_the_p
     assert_eq!(ids, vec![a_id]);
     s.handle_status(&ids, Err(Failure::Network), now, &mut rng);
     // B's authorize is rate limited for a minute.
-    let Some(Command::Authorize { .. }) = s.poll(now) else {
-        panic!()
-    };
-    let limited = Failure::Http {
-        status: 429,
-        code: None,
-        message: String::new(),
-        retry_after_ms: Some(60_000),
-    };
-    s.handle(
-        &b_id,
-        upload_once_core::scheduler::Outcome::Authorize(Err(limited)),
-        now,
-        &mut rng,
-    );
+    let Some(Command::Authorize { .. }) = s.poll(now) else { panic!() };
+    let limited = Failure::Http { status: 429, code: None, message: String::new(), retry_after_ms: Some(60_000) };
+    s.handle(&b_id, upload_once_core::scheduler::Outcome::Authorize(Err(limited)), now, &mut rng);
     for id in s.take_dirty() {
         let rev = s.record(&id).unwrap().revision;
         s.mark_persisted(&id, rev);
@@ -86,10 +66,7 @@ fn a_needs_file_attempt_with_a_stale_backoff_does_not_pull_the_wakeup_into_the_p
     }
     assert_eq!(s.poll(now), None);
     let a_rec = s.record(&a_id).unwrap();
-    assert!(
-        a_rec.needs_file() && a_rec.step == Step::Upload,
-        "A waits for its file"
-    );
+    assert!(a_rec.needs_file() && a_rec.step == Step::Upload, "A waits for its file");
 
     // Nothing can happen before B's backoff ends, so that is the wakeup.
     let b_due = s.record(&b_id).unwrap().next_retry_at.unwrap();

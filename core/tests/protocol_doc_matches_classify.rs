@@ -83,28 +83,15 @@ fn kind(d: Disposition) -> &'static str {
     }
 }
 
-const KINDS: [&str; 7] = [
-    "Retry", "Check", "Renew", "Confirm", "Expired", "Rejected", "Fail",
-];
+const KINDS: [&str; 7] = ["Retry", "Check", "Renew", "Confirm", "Expired", "Rejected", "Fail"];
 
-const OPERATIONS: [Operation; 5] = [
-    Operation::Authorize,
-    Operation::Upload,
-    Operation::Renew,
-    Operation::Confirm,
-    Operation::Status,
-];
+const OPERATIONS: [Operation; 5] =
+    [Operation::Authorize, Operation::Upload, Operation::Renew, Operation::Confirm, Operation::Status];
 
 /// The lines of the first table after `heading` whose header starts with
 /// `first_column`.
-fn table_after<'a>(
-    doc: &'a str,
-    heading: &str,
-    first_column: &str,
-) -> Result<Vec<Vec<String>>, String> {
-    let start = doc
-        .find(heading)
-        .ok_or_else(|| format!("docs/protocol.md has no heading `{heading}`"))?;
+fn table_after<'a>(doc: &'a str, heading: &str, first_column: &str) -> Result<Vec<Vec<String>>, String> {
+    let start = doc.find(heading).ok_or_else(|| format!("docs/protocol.md has no heading `{heading}`"))?;
     let section = &doc[start + heading.len()..];
     // The section ends at the next heading of the same or a higher level.
     let level = heading.chars().take_while(|&c| c == '#').count();
@@ -121,12 +108,8 @@ fn table_after<'a>(
         })
         .map_or(section.len(), |(at, _)| at);
     let section = &section[..end];
-    let mut lines = section
-        .lines()
-        .skip_while(|l| !l.starts_with(&format!("| {first_column} |")));
-    let header = lines
-        .next()
-        .ok_or_else(|| format!("`{heading}` has no table starting with `| {first_column} |`"))?;
+    let mut lines = section.lines().skip_while(|l| !l.starts_with(&format!("| {first_column} |")));
+    let header = lines.next().ok_or_else(|| format!("`{heading}` has no table starting with `| {first_column} |`"))?;
     let separator = lines.next().unwrap_or_default();
     if !separator.starts_with("|---") {
         return Err(format!("the table under `{heading}` has no separator line"));
@@ -142,11 +125,7 @@ fn table_after<'a>(
 
 /// The codes written in backticks in `text`.
 fn backticked(text: &str) -> Vec<String> {
-    text.split('`')
-        .skip(1)
-        .step_by(2)
-        .map(str::to_owned)
-        .collect()
+    text.split('`').skip(1).step_by(2).map(str::to_owned).collect()
 }
 
 fn parse_selector(label: &str) -> Result<Selector, String> {
@@ -162,8 +141,7 @@ fn parse_selector(label: &str) -> Result<Selector, String> {
         return Ok(Selector::Else);
     }
     let head: String = label.chars().take(3).collect();
-    let statuses = if let Some(class) = head.strip_suffix("xx").and_then(|d| d.parse::<u16>().ok())
-    {
+    let statuses = if let Some(class) = head.strip_suffix("xx").and_then(|d| d.parse::<u16>().ok()) {
         Statuses::Class(class)
     } else if let Ok(status) = head.parse::<u16>() {
         Statuses::One(status)
@@ -177,35 +155,22 @@ fn parse_selector(label: &str) -> Result<Selector, String> {
     let none = rest.contains("without a problem body");
     for code in &codes {
         if ErrorCode::parse(code).is_none() {
-            return Err(format!(
-                "row `{label}`: `{code}` is not an error code of core/src/error.rs"
-            ));
+            return Err(format!("row `{label}`: `{code}` is not an error code of core/src/error.rs"));
         }
     }
-    let codes = if codes.is_empty() && !none {
-        Codes::Rest
-    } else {
-        Codes::Named { codes, none }
-    };
+    let codes = if codes.is_empty() && !none { Codes::Rest } else { Codes::Named { codes, none } };
     Ok(Selector::Http(statuses, codes))
 }
 
 fn parse_cell(text: &str) -> Result<Cell, String> {
     let plain = text.replace("**", "");
-    let word = plain
-        .split(|c: char| !c.is_ascii_alphabetic())
-        .next()
-        .unwrap_or_default();
-    let kind = KINDS.iter().copied().find(|k| *k == word).ok_or_else(|| {
-        format!(
-            "cell `{text}` does not start with a disposition ({})",
-            KINDS.join(", ")
-        )
-    })?;
-    Ok(Cell {
-        kind,
-        at_once: plain.contains("at once"),
-    })
+    let word = plain.split(|c: char| !c.is_ascii_alphabetic()).next().unwrap_or_default();
+    let kind = KINDS
+        .iter()
+        .copied()
+        .find(|k| *k == word)
+        .ok_or_else(|| format!("cell `{text}` does not start with a disposition ({})", KINDS.join(", ")))?;
+    Ok(Cell { kind, at_once: plain.contains("at once") })
 }
 
 fn operation_of(header: &str) -> Result<Operation, String> {
@@ -221,10 +186,7 @@ fn operation_of(header: &str) -> Result<Operation, String> {
 fn classification_table(doc: &str) -> Result<Vec<Row>, String> {
     let table = table_after(doc, "### 5.2 Failure classification", "Failure")?;
     let (header, body) = table.split_first().ok_or("empty table")?;
-    let ops: Vec<Operation> = header[1..]
-        .iter()
-        .map(|h| operation_of(h))
-        .collect::<Result<_, _>>()?;
+    let ops: Vec<Operation> = header[1..].iter().map(|h| operation_of(h)).collect::<Result<_, _>>()?;
     for op in OPERATIONS {
         if ops.iter().filter(|o| **o == op).count() != 1 {
             return Err(format!("the table needs exactly one column for {op:?}"));
@@ -233,12 +195,7 @@ fn classification_table(doc: &str) -> Result<Vec<Row>, String> {
     body.iter()
         .map(|line| {
             if line.len() != header.len() {
-                return Err(format!(
-                    "row `{}` has {} cells, the header {}",
-                    line[0],
-                    line.len(),
-                    header.len()
-                ));
+                return Err(format!("row `{}` has {} cells, the header {}", line[0], line.len(), header.len()));
             }
             let cells = ops
                 .iter()
@@ -246,11 +203,7 @@ fn classification_table(doc: &str) -> Result<Vec<Row>, String> {
                 .zip(line[1..].iter())
                 .map(|(op, c)| parse_cell(c).map(|cell| (op, cell)))
                 .collect::<Result<_, _>>()?;
-            Ok(Row {
-                label: line[0].clone(),
-                selector: parse_selector(&line[0])?,
-                cells,
-            })
+            Ok(Row { label: line[0].clone(), selector: parse_selector(&line[0])?, cells })
         })
         .collect()
 }
@@ -261,18 +214,10 @@ fn classification_table(doc: &str) -> Result<Vec<Row>, String> {
 fn failures() -> Vec<Failure> {
     let mut codes: Vec<Option<String>> = vec![None, Some(UNKNOWN_CODE.to_owned())];
     codes.extend(ErrorCode::ALL.iter().map(|c| Some(c.as_str().to_owned())));
-    let mut all = vec![
-        Failure::Network,
-        Failure::Unexpected("not the JSON it should be".into()),
-    ];
+    let mut all = vec![Failure::Network, Failure::Unexpected("not the JSON it should be".into())];
     for status in 300..=599u16 {
         for code in &codes {
-            all.push(Failure::Http {
-                status,
-                code: code.clone(),
-                message: String::new(),
-                retry_after_ms: None,
-            });
+            all.push(Failure::Http { status, code: code.clone(), message: String::new(), retry_after_ms: None });
         }
     }
     all
@@ -284,16 +229,10 @@ fn failures() -> Vec<Failure> {
 fn row_for<'a>(rows: &'a [Row], failure: &Failure) -> Result<&'a Row, String> {
     let (status, code) = match failure {
         Failure::Network => {
-            return single(
-                rows.iter().filter(|r| r.selector == Selector::NoAnswer),
-                "no answer",
-            );
+            return single(rows.iter().filter(|r| r.selector == Selector::NoAnswer), "no answer");
         }
         Failure::Unexpected(_) => {
-            return single(
-                rows.iter().filter(|r| r.selector == Selector::Unreadable),
-                "an unreadable 2xx",
-            );
+            return single(rows.iter().filter(|r| r.selector == Selector::Unreadable), "an unreadable 2xx");
         }
         Failure::Http { status, code, .. } => (*status, code.as_deref()),
     };
@@ -308,10 +247,8 @@ fn row_for<'a>(rows: &'a [Row], failure: &Failure) -> Result<&'a Row, String> {
         (Codes::Rest, _) => false,
     };
     for exact in [true, false] {
-        let at_status: Vec<&Row> = rows
-            .iter()
-            .filter(|r| matches!(&r.selector, Selector::Http(s, _) if covers_status(s, exact)))
-            .collect();
+        let at_status: Vec<&Row> =
+            rows.iter().filter(|r| matches!(&r.selector, Selector::Http(s, _) if covers_status(s, exact))).collect();
         let named: Vec<&Row> = at_status
             .iter()
             .copied()
@@ -320,11 +257,8 @@ fn row_for<'a>(rows: &'a [Row], failure: &Failure) -> Result<&'a Row, String> {
         if !named.is_empty() {
             return single(named.into_iter(), &what);
         }
-        let rest: Vec<&Row> = at_status
-            .iter()
-            .copied()
-            .filter(|r| matches!(&r.selector, Selector::Http(_, Codes::Rest)))
-            .collect();
+        let rest: Vec<&Row> =
+            at_status.iter().copied().filter(|r| matches!(&r.selector, Selector::Http(_, Codes::Rest))).collect();
         if !rest.is_empty() {
             return single(rest.into_iter(), &what);
         }
@@ -336,10 +270,7 @@ fn single<'a>(mut rows: impl Iterator<Item = &'a Row>, what: &str) -> Result<&'a
     match (rows.next(), rows.next()) {
         (Some(row), None) => Ok(row),
         (None, _) => Err(format!("no row of the table covers {what}")),
-        (Some(a), Some(b)) => Err(format!(
-            "{what} falls under two rows: `{}` and `{}`",
-            a.label, b.label
-        )),
+        (Some(a), Some(b)) => Err(format!("{what} falls under two rows: `{}` and `{}`", a.label, b.label)),
     }
 }
 
@@ -348,20 +279,10 @@ fn describe(failure: &Failure) -> String {
     match failure {
         Failure::Network => "no answer".into(),
         Failure::Unexpected(_) => "an unreadable 2xx".into(),
-        Failure::Http {
-            status,
-            code,
-            retry_after_ms,
-            ..
-        } => format!(
+        Failure::Http { status, code, retry_after_ms, .. } => format!(
             "{status} {}{}",
-            code.as_deref()
-                .map_or("without a problem body".to_owned(), |c| format!("`{c}`")),
-            if retry_after_ms.is_some() {
-                " with Retry-After"
-            } else {
-                ""
-            }
+            code.as_deref().map_or("without a problem body".to_owned(), |c| format!("`{c}`")),
+            if retry_after_ms.is_some() { " with Retry-After" } else { "" }
         ),
     }
 }
@@ -369,21 +290,15 @@ fn describe(failure: &Failure) -> String {
 /// Checks the §5.2 table of `doc` against `classify_fn`; answers every
 /// disagreement, one line per operation and row (with how many failures
 /// it concerns and one of them).
-fn disagreements(
-    doc: &str,
-    classify_fn: impl Fn(Operation, &Failure) -> Disposition,
-) -> Vec<String> {
+fn disagreements(doc: &str, classify_fn: impl Fn(Operation, &Failure) -> Disposition) -> Vec<String> {
     let rows = match classification_table(doc) {
         Ok(rows) => rows,
         Err(e) => return vec![e],
     };
     // (operation, row, what the table says, what classify does) → (count, an example)
-    let mut found: std::collections::BTreeMap<(String, String, String, String), (usize, String)> =
-        Default::default();
+    let mut found: std::collections::BTreeMap<(String, String, String, String), (usize, String)> = Default::default();
     let mut note = |op: Operation, row: &Row, want: String, got: String, failure: &Failure| {
-        let entry = found
-            .entry((format!("{op:?}"), row.label.clone(), want, got))
-            .or_insert((0, describe(failure)));
+        let entry = found.entry((format!("{op:?}"), row.label.clone(), want, got)).or_insert((0, describe(failure)));
         entry.0 += 1;
     };
     let mut unplaced = BTreeSet::new();
@@ -396,10 +311,7 @@ fn disagreements(
                 continue;
             }
         };
-        used[rows
-            .iter()
-            .position(|r| std::ptr::eq(r, row))
-            .expect("a row of the table")] = true;
+        used[rows.iter().position(|r| std::ptr::eq(r, row)).expect("a row of the table")] = true;
         for &(op, cell) in &row.cells {
             let got = classify_fn(op, &failure);
             if kind(got) != cell.kind {
@@ -408,13 +320,7 @@ fn disagreements(
             }
             // The same answer with a Retry-After: the same disposition, and a
             // Retry waits at least that long unless the table says "at once".
-            if let Failure::Http {
-                status,
-                code,
-                message,
-                ..
-            } = &failure
-            {
+            if let Failure::Http { status, code, message, .. } = &failure {
                 let with_header = Failure::Http {
                     status: *status,
                     code: code.clone(),
@@ -424,23 +330,13 @@ fn disagreements(
                 let got = classify_fn(op, &with_header);
                 let want_delay = if cell.at_once { 0 } else { RETRY_AFTER_MS };
                 match got {
-                    Disposition::Retry { min_delay_ms }
-                        if cell.kind == "Retry" && min_delay_ms != want_delay =>
-                    {
-                        let want = if cell.at_once {
-                            "Retry at once"
-                        } else {
-                            "Retry after Retry-After"
-                        };
+                    Disposition::Retry { min_delay_ms } if cell.kind == "Retry" && min_delay_ms != want_delay => {
+                        let want = if cell.at_once { "Retry at once" } else { "Retry after Retry-After" };
                         note(op, row, want.to_owned(), format!("{got:?}"), &with_header);
                     }
-                    _ if kind(got) != cell.kind => note(
-                        op,
-                        row,
-                        cell.kind.to_owned(),
-                        format!("{got:?}"),
-                        &with_header,
-                    ),
+                    _ if kind(got) != cell.kind => {
+                        note(op, row, cell.kind.to_owned(), format!("{got:?}"), &with_header)
+                    }
                     _ => {}
                 }
             }
@@ -448,14 +344,13 @@ fn disagreements(
     }
     let mut problems: Vec<String> = unplaced.into_iter().collect();
     for ((op, label, want, got), (count, example)) in found {
-        problems.push(format!("{op} × `{label}`: the table says {want}, classify answers {got} ({count} failure(s), e.g. {example})"));
+        problems.push(format!(
+            "{op} × `{label}`: the table says {want}, classify answers {got} ({count} failure(s), e.g. {example})"
+        ));
     }
     for (row, used) in rows.iter().zip(used) {
         if !used {
-            problems.push(format!(
-                "row `{}` covers no failure (another row always wins)",
-                row.label
-            ));
+            problems.push(format!("row `{}` covers no failure (another row always wins)", row.label));
         }
     }
     problems
@@ -483,76 +378,27 @@ fn the_table_covers_the_cases_classify_tells_apart() {
     let http = |status: u16, code: Option<&str>| Failure::http(status, code, "");
     let cases = [
         (Operation::Upload, http(410, Some("expired")), "Check"),
-        (
-            Operation::Renew,
-            http(422, Some("checksum_mismatch")),
-            "Check",
-        ),
-        (
-            Operation::Authorize,
-            http(401, Some("invalid_session")),
-            "Retry",
-        ),
+        (Operation::Renew, http(422, Some("checksum_mismatch")), "Check"),
+        (Operation::Authorize, http(401, Some("invalid_session")), "Retry"),
         (Operation::Renew, http(401, Some("invalid_session")), "Fail"),
-        (
-            Operation::Confirm,
-            http(401, Some("invalid_session")),
-            "Fail",
-        ),
-        (
-            Operation::Status,
-            http(401, Some("invalid_session")),
-            "Fail",
-        ),
-        (
-            Operation::Upload,
-            http(401, Some("invalid_session")),
-            "Fail",
-        ),
+        (Operation::Confirm, http(401, Some("invalid_session")), "Fail"),
+        (Operation::Status, http(401, Some("invalid_session")), "Fail"),
+        (Operation::Upload, http(401, Some("invalid_session")), "Fail"),
         (Operation::Confirm, http(401, Some("unauthorized")), "Fail"),
         (Operation::Upload, http(403, None), "Renew"),
         (Operation::Upload, http(403, Some("forbidden")), "Fail"),
-        (
-            Operation::Confirm,
-            http(409, Some("object_missing")),
-            "Check",
-        ),
-        (
-            Operation::Renew,
-            http(409, Some("already_confirmed")),
-            "Confirm",
-        ),
+        (Operation::Confirm, http(409, Some("object_missing")), "Check"),
+        (Operation::Renew, http(409, Some("already_confirmed")), "Confirm"),
         (Operation::Upload, http(412, None), "Confirm"),
-        (
-            Operation::Confirm,
-            http(422, Some("size_mismatch")),
-            "Rejected",
-        ),
+        (Operation::Confirm, http(422, Some("size_mismatch")), "Rejected"),
         (Operation::Upload, Failure::Network, "Check"),
-        (
-            Operation::Status,
-            Failure::Unexpected(String::new()),
-            "Retry",
-        ),
+        (Operation::Status, Failure::Unexpected(String::new()), "Retry"),
     ];
     for (op, failure, want) in cases {
         let row = row_for(&rows, &failure).unwrap_or_else(|e| panic!("{e}"));
-        let cell = row
-            .cells
-            .iter()
-            .find(|(o, _)| *o == op)
-            .expect("a column per operation")
-            .1;
-        assert_eq!(
-            cell.kind, want,
-            "{op:?} × {failure:?} in row `{}`",
-            row.label
-        );
-        assert_eq!(
-            kind(classify(op, &failure)),
-            want,
-            "{op:?} × {failure:?} in classify"
-        );
+        let cell = row.cells.iter().find(|(o, _)| *o == op).expect("a column per operation").1;
+        assert_eq!(cell.kind, want, "{op:?} × {failure:?} in row `{}`", row.label);
+        assert_eq!(kind(classify(op, &failure)), want, "{op:?} × {failure:?} in classify");
     }
 }
 
@@ -561,14 +407,8 @@ fn a_table_changed_alone_is_caught() {
     // The PUT's 410 row said Fail before the table was checked; saying it
     // again must fail.
     let row = "| 410 | **Expired** | **Check** | **Expired** | **Expired** | Fail |";
-    assert!(
-        PROTOCOL_MD.contains(row),
-        "the 410 row is as this test expects"
-    );
-    let changed = PROTOCOL_MD.replace(
-        row,
-        "| 410 | **Expired** | Fail | **Expired** | **Expired** | Fail |",
-    );
+    assert!(PROTOCOL_MD.contains(row), "the 410 row is as this test expects");
+    let changed = PROTOCOL_MD.replace(row, "| 410 | **Expired** | Fail | **Expired** | **Expired** | Fail |");
     let problems = disagreements(&changed, classify);
     assert!(!problems.is_empty(), "a changed cell must be reported");
     assert_eq!(problems.len(), 1, "{}", report(&problems));
@@ -582,24 +422,15 @@ fn a_table_changed_alone_is_caught() {
     let changed = PROTOCOL_MD.replace("| 401 `invalid_session` |", "| 401 |");
     let problems = disagreements(&changed, classify);
     assert!(
-        problems.iter().any(
-            |p| p.starts_with("Authorize × `401`: the table says Retry, classify answers Fail")
-        ),
+        problems.iter().any(|p| p.starts_with("Authorize × `401`: the table says Retry, classify answers Fail")),
         "{}",
         report(&problems)
     );
 
     // Two rows for the same answers are ambiguous.
-    let changed = PROTOCOL_MD.replace(
-        "| 409, any other code or none |",
-        "| 409 `object_missing` or none |",
-    );
+    let changed = PROTOCOL_MD.replace("| 409, any other code or none |", "| 409 `object_missing` or none |");
     let problems = disagreements(&changed, classify);
-    assert!(
-        problems.iter().any(|p| p.contains("falls under two rows")),
-        "{}",
-        report(&problems)
-    );
+    assert!(problems.iter().any(|p| p.contains("falls under two rows")), "{}", report(&problems));
 }
 
 #[test]
@@ -620,14 +451,9 @@ fn a_classify_changed_alone_is_caught() {
 
     // A new distinction the table does not make: one code of one status.
     let changed = |op: Operation, failure: &Failure| match (op, failure) {
-        (
-            Operation::Status,
-            Failure::Http {
-                status: 404,
-                code: Some(c),
-                ..
-            },
-        ) if c == "not_found" => Disposition::Expired,
+        (Operation::Status, Failure::Http { status: 404, code: Some(c), .. }) if c == "not_found" => {
+            Disposition::Expired
+        }
         _ => classify(op, failure),
     };
     let problems = disagreements(PROTOCOL_MD, changed);
@@ -647,14 +473,10 @@ fn a_classify_changed_alone_is_caught() {
         d => d,
     };
     let problems = disagreements(PROTOCOL_MD, changed);
-    assert_eq!(
-        problems.len(),
-        5,
-        "one per operation: {}",
-        report(&problems)
-    );
+    assert_eq!(problems.len(), 5, "one per operation: {}", report(&problems));
     assert!(
-        problems.iter().all(|p| p.contains("× `429`: the table says Retry after Retry-After, classify answers Retry { min_delay_ms: 0 }")),
+        problems.iter().all(|p| p
+            .contains("× `429`: the table says Retry after Retry-After, classify answers Retry { min_delay_ms: 0 }")),
         "{}",
         report(&problems)
     );
@@ -665,32 +487,21 @@ fn a_classify_changed_alone_is_caught() {
 fn error_code_table(doc: &str) -> Result<Vec<(String, u16, bool)>, String> {
     let table = table_after(doc, "## 6. Error codes", "Code")?;
     let (header, body) = table.split_first().ok_or("empty table")?;
-    let column = |name: &str| {
-        header
-            .iter()
-            .position(|h| h == name)
-            .ok_or_else(|| format!("§6 has no `{name}` column"))
-    };
+    let column = |name: &str| header.iter().position(|h| h == name).ok_or_else(|| format!("§6 has no `{name}` column"));
     let (http, retryable) = (column("HTTP")?, column("Retryable")?);
     body.iter()
         .map(|row| {
-            let code = backticked(&row[0])
-                .into_iter()
-                .next()
-                .ok_or_else(|| format!("row `{}` names no code", row[0]))?;
+            let code =
+                backticked(&row[0]).into_iter().next().ok_or_else(|| format!("row `{}` names no code", row[0]))?;
             let status = match row[http].as_str() {
                 "—" => 0,
-                s => s
-                    .parse()
-                    .map_err(|_| format!("`{code}`: HTTP `{s}` is not a status"))?,
+                s => s.parse().map_err(|_| format!("`{code}`: HTTP `{s}` is not a status"))?,
             };
             let retry = match row[retryable].replace("**", "").as_str() {
                 "yes" => true,
                 "no" => false,
                 other => {
-                    return Err(format!(
-                        "`{code}`: retryable `{other}` is neither yes nor no"
-                    ));
+                    return Err(format!("`{code}`: retryable `{other}` is neither yes nor no"));
                 }
             };
             Ok((code, status, retry))
@@ -704,21 +515,13 @@ fn the_error_code_table_is_the_error_codes() {
     let mut problems = Vec::new();
     for (code, status, retryable) in &table {
         match ErrorCode::parse(code) {
-            None => problems.push(format!(
-                "§6 lists `{code}`, which core/src/error.rs does not have"
-            )),
+            None => problems.push(format!("§6 lists `{code}`, which core/src/error.rs does not have")),
             Some(c) => {
                 if c.http_status() != *status {
-                    problems.push(format!(
-                        "`{code}`: §6 says HTTP {status}, the code {}",
-                        c.http_status()
-                    ));
+                    problems.push(format!("`{code}`: §6 says HTTP {status}, the code {}", c.http_status()));
                 }
                 if c.is_retryable() != *retryable {
-                    problems.push(format!(
-                        "`{code}`: §6 says retryable {retryable}, the code {}",
-                        c.is_retryable()
-                    ));
+                    problems.push(format!("`{code}`: §6 says retryable {retryable}, the code {}", c.is_retryable()));
                 }
             }
         }
@@ -728,9 +531,5 @@ fn the_error_code_table_is_the_error_codes() {
             problems.push(format!("`{code}` is missing from §6"));
         }
     }
-    assert!(
-        problems.is_empty(),
-        "docs/protocol.md §6 and core/src/error.rs disagree:\n  {}",
-        problems.join("\n  ")
-    );
+    assert!(problems.is_empty(), "docs/protocol.md §6 and core/src/error.rs disagree:\n  {}", problems.join("\n  "));
 }

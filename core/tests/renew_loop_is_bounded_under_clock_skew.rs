@@ -11,12 +11,7 @@ use upload_once_core::retry::RetryPolicy;
 #[test]
 fn a_client_clock_an_hour_ahead_does_not_renew_forever() {
     let policy = RetryPolicy::default();
-    let mut config = SimConfig {
-        seed: 111,
-        policy,
-        max_steps: 2_000,
-        ..SimConfig::default()
-    };
+    let mut config = SimConfig { seed: 111, policy, max_steps: 2_000, ..SimConfig::default() };
     config.server.clock_offset_ms = -HOUR; // the server is an hour behind
     config.server.url_ttl_ms = 15 * MINUTE;
     let mut sim = Sim::new(config);

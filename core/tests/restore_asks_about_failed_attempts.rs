@@ -13,16 +13,8 @@ use upload_once_core::retry::RetryPolicy;
 /// Confirms that commit on the server but whose answers are lost, until the
 /// attempt gives up.
 fn confirm_given_up_after_committing(seed: u64) -> (Sim, uuid::Uuid) {
-    let policy = RetryPolicy {
-        base_ms: 10,
-        cap_ms: 100,
-        max_retries: 2,
-    };
-    let mut sim = Sim::new(SimConfig {
-        seed,
-        policy,
-        ..SimConfig::default()
-    });
+    let policy = RetryPolicy { base_ms: 10, cap_ms: 100, max_retries: 2 };
+    let mut sim = Sim::new(SimConfig { seed, policy, ..SimConfig::default() });
     for _ in 0..3 {
         sim.faults.script(ReqKind::Confirm, Fault::DropAfter);
     }
@@ -41,27 +33,15 @@ fn a_restore_shows_the_media_of_an_attempt_that_gave_up_here() {
         (Transfer::Uploaded, Confirmation::Failed),
         "the failure is the confirmation's"
     );
-    assert_eq!(
-        sim.server.media_rows_for_attempt(id),
-        1,
-        "the server did confirm it"
-    );
+    assert_eq!(sim.server.media_rows_for_attempt(id), 1, "the server did confirm it");
 
     sim.reload(Reload::KEEP_BLOBS);
     let from = sim.stats.sent.len();
     sim.run_until_idle();
     let r = sim.record(id);
-    assert_eq!(
-        r.confirmation,
-        Confirmation::Confirmed,
-        "the restore asked, and shows the truth"
-    );
+    assert_eq!(r.confirmation, Confirmation::Confirmed, "the restore asked, and shows the truth");
     assert_eq!(r.media.as_ref().unwrap().id, sim.server.media[0].id);
-    assert_eq!(
-        sim.stats.kinds_since(from),
-        vec![ReqKind::Status],
-        "one question, nothing sent again"
-    );
+    assert_eq!(sim.stats.kinds_since(from), vec![ReqKind::Status], "one question, nothing sent again");
     sim.check_exactly_once().unwrap();
 }
 
@@ -77,23 +57,10 @@ fn refresh_asks_about_failed_attempts_too() {
 
 #[test]
 fn an_attempt_the_server_did_not_finish_stays_failed_and_can_be_retried() {
-    let policy = RetryPolicy {
-        base_ms: 10,
-        cap_ms: 100,
-        max_retries: 2,
-    };
-    let mut sim = Sim::new(SimConfig {
-        seed: 303,
-        policy,
-        ..SimConfig::default()
-    });
+    let policy = RetryPolicy { base_ms: 10, cap_ms: 100, max_retries: 2 };
+    let mut sim = Sim::new(SimConfig { seed: 303, policy, ..SimConfig::default() });
     for _ in 0..3 {
-        sim.faults.script(
-            ReqKind::Confirm,
-            Fault::Unavailable {
-                retry_after_ms: None,
-            },
-        );
+        sim.faults.script(ReqKind::Confirm, Fault::Unavailable { retry_after_ms: None });
     }
     let id = sim.add_jpeg(100);
     sim.run_until_idle();
@@ -108,10 +75,6 @@ fn an_attempt_the_server_did_not_finish_stays_failed_and_can_be_retried() {
     assert!(sim.stats.count(ReqKind::Status) >= 1, "it was asked about");
     assert!(sim.retry(id));
     sim.run_until_idle();
-    assert_eq!(
-        sim.record(id).confirmation,
-        Confirmation::Confirmed,
-        "same id, saved"
-    );
+    assert_eq!(sim.record(id).confirmation, Confirmation::Confirmed, "same id, saved");
     sim.check_exactly_once().unwrap();
 }

@@ -8,10 +8,7 @@ use upload_once_core::attempt::{Action, Confirmation, Step, Transfer};
 use upload_once_core::scheduler::Command;
 
 fn kinds_since(sim: &Sim, from: usize) -> Vec<ReqKind> {
-    sim.stats.sent[from..]
-        .iter()
-        .map(|s| ReqKind::of(&s.command))
-        .collect()
+    sim.stats.sent[from..].iter().map(|s| ReqKind::of(&s.command)).collect()
 }
 
 #[test]
@@ -28,11 +25,7 @@ fn restore_turns_every_unfinished_step_into_a_check() {
         let revision = rec.revision;
         rec.restore(T0 + 5);
         assert_eq!(rec.step, Step::Check);
-        assert_eq!(
-            rec.transfer,
-            Transfer::Queued,
-            "an upload that was running is not running any more"
-        );
+        assert_eq!(rec.transfer, Transfer::Queued, "an upload that was running is not running any more");
         assert_eq!(rec.confirmation, Confirmation::Unconfirmed);
         assert_eq!((rec.revision, rec.updated_at), (revision + 1, T0 + 5));
         assert_eq!(rec.poll_action(T0 + 5, true), Action::Check);
@@ -59,10 +52,7 @@ fn confirmed_on_the_server_means_no_upload_and_no_confirm() {
     sim.run_until_idle();
     assert_eq!(kinds_since(&sim, from), vec![ReqKind::Status]);
     let r = sim.record(id);
-    assert_eq!(
-        (r.confirmation, r.transfer, r.step),
-        (Confirmation::Confirmed, Transfer::Uploaded, Step::Done)
-    );
+    assert_eq!((r.confirmation, r.transfer, r.step), (Confirmation::Confirmed, Transfer::Uploaded, Step::Done));
     assert_eq!(r.media.as_ref().map(|m| m.id), Some(sim.server.media[0].id));
     sim.check_exactly_once().unwrap();
 }
@@ -76,15 +66,8 @@ fn authorized_with_the_object_stored_means_confirm_only() {
     sim.reload(Reload::KEEP_BLOBS);
     let from = sim.stats.sent.len();
     sim.run_until_idle();
-    assert_eq!(
-        kinds_since(&sim, from),
-        vec![ReqKind::Status, ReqKind::Confirm]
-    );
-    assert_eq!(
-        sim.server
-            .puts_for_key(&sim.server.object_key_of(id).unwrap()),
-        1
-    );
+    assert_eq!(kinds_since(&sim, from), vec![ReqKind::Status, ReqKind::Confirm]);
+    assert_eq!(sim.server.puts_for_key(&sim.server.object_key_of(id).unwrap()), 1);
     sim.check_exactly_once().unwrap();
 }
 
@@ -98,20 +81,9 @@ fn authorized_without_the_object_uploads_when_the_bytes_are_held() {
     let from = sim.stats.sent.len();
     sim.run_until_idle();
     let kinds = kinds_since(&sim, from);
-    assert_eq!(
-        without_renews(&kinds),
-        vec![ReqKind::Status, ReqKind::Upload, ReqKind::Confirm],
-        "{kinds:?}"
-    );
-    assert!(
-        renews(&kinds) <= 1,
-        "at most a fresh URL before the PUT: {kinds:?}"
-    );
-    assert_eq!(
-        sim.stats.count(ReqKind::Authorize),
-        1,
-        "the attempt is not authorized twice"
-    );
+    assert_eq!(without_renews(&kinds), vec![ReqKind::Status, ReqKind::Upload, ReqKind::Confirm], "{kinds:?}");
+    assert!(renews(&kinds) <= 1, "at most a fresh URL before the PUT: {kinds:?}");
+    assert_eq!(sim.stats.count(ReqKind::Authorize), 1, "the attempt is not authorized twice");
     sim.check_exactly_once().unwrap();
 }
 
@@ -123,18 +95,11 @@ fn authorized_without_the_object_needs_the_file_when_the_bytes_are_gone() {
     sim.reload(Reload::LOSE_BLOBS);
     let from = sim.stats.sent.len();
     sim.run_until_idle();
-    assert_eq!(
-        kinds_since(&sim, from),
-        vec![ReqKind::Status],
-        "nothing to upload"
-    );
+    assert_eq!(kinds_since(&sim, from), vec![ReqKind::Status], "nothing to upload");
     let r = sim.record(id);
     assert_eq!(r.transfer, Transfer::NeedsFile);
     assert_eq!(r.error.as_ref().unwrap().code, "needs_file");
-    assert!(
-        !r.is_terminal(),
-        "it waits for the guest, it has not failed"
-    );
+    assert!(!r.is_terminal(), "it waits for the guest, it has not failed");
     assert!(sim.scheduler().is_idle());
     assert!(sim.server.media.is_empty());
 }
@@ -150,15 +115,9 @@ fn expired_on_the_server_is_terminal_with_its_reason() {
     sim.run_until_idle();
     assert_eq!(kinds_since(&sim, from), vec![ReqKind::Status]);
     let r = sim.record(id);
-    assert_eq!(
-        (r.confirmation, r.step),
-        (Confirmation::Expired, Step::Done)
-    );
+    assert_eq!((r.confirmation, r.step), (Confirmation::Expired, Step::Done));
     assert_eq!(r.error.as_ref().unwrap().code, "expired");
-    assert_eq!(
-        r.replaced_by, None,
-        "without the bytes there is nothing to continue with"
-    );
+    assert_eq!(r.replaced_by, None, "without the bytes there is nothing to continue with");
     assert_eq!(sim.scheduler().records().count(), 1);
 }
 
@@ -172,26 +131,17 @@ fn rejected_on_the_server_is_terminal_with_the_servers_code_and_reason() {
     let key = sim.server.object_key_of(id).unwrap();
     sim.server.plant_object(&key, 99, "image/jpeg");
     sim.tick_until_answered(id, ReqKind::Confirm);
-    assert_eq!(
-        sim.server.state_of(id),
-        Some(upload_once_core::wire::AttemptState::Rejected)
-    );
+    assert_eq!(sim.server.state_of(id), Some(upload_once_core::wire::AttemptState::Rejected));
     sim.reload(Reload::KEEP_BLOBS);
     let from = sim.stats.sent.len();
     sim.run_until_idle();
     assert_eq!(kinds_since(&sim, from), vec![ReqKind::Status]);
     let r = sim.record(id);
-    assert_eq!(
-        (r.confirmation, r.step),
-        (Confirmation::Rejected, Step::Done)
-    );
+    assert_eq!((r.confirmation, r.step), (Confirmation::Rejected, Step::Done));
     let error = r.error.as_ref().unwrap();
     assert_eq!(error.code, "size_mismatch");
     assert!(error.message.contains("size"), "{}", error.message);
-    assert!(
-        !sim.retry(id),
-        "a rejected attempt cannot be retried into a second confirm"
-    );
+    assert!(!sim.retry(id), "a rejected attempt cannot be retried into a second confirm");
     assert!(sim.server.media.is_empty());
 }
 
@@ -200,25 +150,14 @@ fn unknown_to_the_server_before_authorize_committed_authorizes_again_with_the_sa
     let mut sim = Sim::with_seed(57);
     let id = sim.add_jpeg(100);
     sim.persist_all();
-    assert!(matches!(
-        sim.poll_all().as_slice(),
-        [Command::Authorize { .. }]
-    ));
-    sim.reload(Reload {
-        lose_blob: 0.0,
-        inflight_reached_server: 0.0,
-    });
+    assert!(matches!(sim.poll_all().as_slice(), [Command::Authorize { .. }]));
+    sim.reload(Reload { lose_blob: 0.0, inflight_reached_server: 0.0 });
     let from = sim.stats.sent.len();
     sim.run_until_idle();
     let kinds = kinds_since(&sim, from);
     assert_eq!(
         without_renews(&kinds),
-        vec![
-            ReqKind::Status,
-            ReqKind::Authorize,
-            ReqKind::Upload,
-            ReqKind::Confirm
-        ],
+        vec![ReqKind::Status, ReqKind::Authorize, ReqKind::Upload, ReqKind::Confirm],
         "{kinds:?}"
     );
     assert_eq!(renews(&kinds), 0, "the authorize answer brings a fresh URL");
@@ -237,23 +176,12 @@ fn an_authorize_that_did_commit_before_the_reload_is_not_repeated() {
     let id = sim.add_jpeg(100);
     sim.persist_all();
     sim.poll_all();
-    sim.reload(Reload {
-        lose_blob: 0.0,
-        inflight_reached_server: 1.0,
-    });
+    sim.reload(Reload { lose_blob: 0.0, inflight_reached_server: 1.0 });
     let from = sim.stats.sent.len();
     sim.run_until_idle();
     // Status says authorized without an object; this page never learned a
     // URL, so it renews one (not a second authorize) and uploads.
-    assert_eq!(
-        kinds_since(&sim, from),
-        vec![
-            ReqKind::Status,
-            ReqKind::Renew,
-            ReqKind::Upload,
-            ReqKind::Confirm
-        ]
-    );
+    assert_eq!(kinds_since(&sim, from), vec![ReqKind::Status, ReqKind::Renew, ReqKind::Upload, ReqKind::Confirm]);
     assert!(sim.record(id).object_key.is_some());
     sim.check_exactly_once().unwrap();
 }
@@ -286,28 +214,15 @@ fn finished_attempts_are_not_checked_again_after_a_reload() {
     sim.run_until_idle();
     // A restore refreshes moderation (the host may have decided meanwhile):
     // one status request, nothing that could store the photo again.
-    assert_eq!(
-        kinds_since(&sim, from),
-        vec![ReqKind::Status],
-        "only the moderation refresh"
-    );
-    assert_eq!(
-        sim.record(id).confirmation,
-        Confirmation::Confirmed,
-        "the stored record is the confirmed one"
-    );
+    assert_eq!(kinds_since(&sim, from), vec![ReqKind::Status], "only the moderation refresh");
+    assert_eq!(sim.record(id).confirmation, Confirmation::Confirmed, "the stored record is the confirmed one");
     assert_eq!(sim.server.media_rows_for_attempt(id), 1);
 }
 
 #[test]
 fn restore_starts_a_fresh_retry_budget_and_asks_the_server_first() {
     use upload_once_core::attempt::{AttemptRecord, FileInfo, Step};
-    let file = FileInfo {
-        name: "a.jpg".into(),
-        size: 10,
-        content_type: "image/jpeg".into(),
-        last_modified: 1,
-    };
+    let file = FileInfo { name: "a.jpg".into(), size: 10, content_type: "image/jpeg".into(), last_modified: 1 };
     let mut r = AttemptRecord::new(uuid::Uuid::from_bytes([7; 16]), "e", file, 1_000);
     r.step = Step::Upload;
     r.retries = 7;
@@ -315,16 +230,7 @@ fn restore_starts_a_fresh_retry_budget_and_asks_the_server_first() {
     let revision = r.revision;
     r.restore(2_000);
     assert_eq!(r.step, Step::Check, "the server is asked first");
-    assert_eq!(
-        r.retries, 0,
-        "a reload is a new page visit: a new retry budget"
-    );
-    assert_eq!(
-        r.next_retry_at, None,
-        "the old page's backoff does not bind"
-    );
-    assert!(
-        r.revision > revision,
-        "the change is stored before the check goes out"
-    );
+    assert_eq!(r.retries, 0, "a reload is a new page visit: a new retry budget");
+    assert_eq!(r.next_retry_at, None, "the old page's backoff does not bind");
+    assert!(r.revision > revision, "the change is stored before the check goes out");
 }

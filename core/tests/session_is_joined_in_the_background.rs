@@ -15,50 +15,31 @@ use upload_once_core::retry::Failure;
 #[test]
 fn files_added_before_the_join_answers_wait_for_it_then_upload() {
     let mut sim = Sim::first_visit(SimConfig::default());
-    assert!(
-        sim.page().session().is_none(),
-        "nothing was joined before the page was usable"
-    );
+    assert!(sim.page().session().is_none(), "nothing was joined before the page was usable");
     let id = sim.add_jpeg(100);
     // The join is one effect; the files' requests waited for its answer.
     sim.run_until_idle();
     assert_eq!(sim.stats.joins, 1, "one join, in the background");
-    assert_eq!(
-        sim.stats.session_changes, 1,
-        "the page said when the session arrived"
-    );
+    assert_eq!(sim.stats.session_changes, 1, "the page said when the session arrived");
     assert_eq!(sim.page().session().unwrap().event.slug, EVENT);
     assert_eq!(sim.record(id).confirmation, Confirmation::Confirmed);
-    assert_eq!(
-        sim.stats.kinds_for(id),
-        vec![ReqKind::Authorize, ReqKind::Upload, ReqKind::Confirm]
-    );
+    assert_eq!(sim.stats.kinds_for(id), vec![ReqKind::Authorize, ReqKind::Upload, ReqKind::Confirm]);
     sim.check_exactly_once().unwrap();
 }
 
 #[test]
 fn a_refused_guest_code_is_reported_and_files_picked_later_are_refused_with_it() {
     let mut sim = Sim::first_visit(SimConfig::default());
-    sim.join_failure = Some(problem(
-        403,
-        ErrorCode::WrongGuestCode,
-        "this guest code does not open this event",
-    ));
+    sim.join_failure = Some(problem(403, ErrorCode::WrongGuestCode, "this guest code does not open this event"));
     sim.pump();
-    let error = sim
-        .page()
-        .session_error()
-        .cloned()
-        .expect("the page reports the refusal");
+    let error = sim.page().session_error().cloned().expect("the page reports the refusal");
     assert_eq!(error.code, ErrorCode::WrongGuestCode);
     assert_eq!(sim.stats.session_changes, 1);
 
     // A file picked now is refused with the same reason, and nothing is
     // recorded or sent.
     let plan = sim.add_files(&[jpeg("late.jpg", 100)]);
-    assert!(
-        matches!(&plan.outcomes[..], [Added::Refused { error, .. }] if error.code == ErrorCode::WrongGuestCode)
-    );
+    assert!(matches!(&plan.outcomes[..], [Added::Refused { error, .. }] if error.code == ErrorCode::WrongGuestCode));
     assert!(plan.new_records.is_empty());
     sim.run_until_idle();
     assert!(sim.db.is_empty() && sim.stats.sent.is_empty());
@@ -67,20 +48,12 @@ fn a_refused_guest_code_is_reported_and_files_picked_later_are_refused_with_it()
 #[test]
 fn attempts_that_waited_for_a_refused_join_show_the_refusal() {
     let mut sim = Sim::first_visit(SimConfig::default());
-    sim.join_failure = Some(problem(
-        403,
-        ErrorCode::WrongGuestCode,
-        "this guest code does not open this event",
-    ));
+    sim.join_failure = Some(problem(403, ErrorCode::WrongGuestCode, "this guest code does not open this event"));
     // Picked before the join was answered: recorded, then refused.
     let id = sim.add_jpeg(100);
     sim.run_until_idle();
     assert_failed_with(sim.record(id), "wrong_guest_code");
-    assert_eq!(
-        sim.stats.count(ReqKind::Authorize),
-        0,
-        "nothing was authorized without a session"
-    );
+    assert_eq!(sim.stats.count(ReqKind::Authorize), 0, "nothing was authorized without a session");
     assert!(sim.server.attempts.is_empty());
 }
 
@@ -89,10 +62,7 @@ fn an_unanswered_join_is_tried_again_when_a_request_needs_it() {
     let mut sim = Sim::first_visit(SimConfig::default());
     sim.join_failure = Some(Failure::Network);
     sim.pump();
-    assert!(
-        sim.page().session_error().is_none(),
-        "no answer is not a refusal"
-    );
+    assert!(sim.page().session_error().is_none(), "no answer is not a refusal");
     assert_eq!(sim.stats.session_changes, 0);
     let id = sim.add_jpeg(100);
     sim.pump();
@@ -100,10 +70,6 @@ fn an_unanswered_join_is_tried_again_when_a_request_needs_it() {
     assert!(joins >= 2, "the attempt asked for the session");
     sim.join_failure = None;
     sim.run_until_idle();
-    assert_eq!(
-        sim.record(id).confirmation,
-        Confirmation::Confirmed,
-        "it went on once the join was answered"
-    );
+    assert_eq!(sim.record(id).confirmation, Confirmation::Confirmed, "it went on once the join was answered");
     sim.check_exactly_once().unwrap();
 }

@@ -60,11 +60,7 @@ fn with_one_slot_the_second_batch_waits_for_the_first_answer() {
     // The answered ones go on to authorize; the remaining 500 are checked first.
     let second = status_ids(s.poll(T0));
     let all: BTreeSet<Uuid> = first.iter().chain(&second).copied().collect();
-    assert_eq!(
-        all,
-        ids.iter().copied().collect(),
-        "every id checked exactly once"
-    );
+    assert_eq!(all, ids.iter().copied().collect(), "every id checked exactly once");
     assert_eq!(first.len() + second.len(), 1000);
 }
 
@@ -83,22 +79,14 @@ fn checks_in_backoff_are_left_out_until_due() {
     let batch = status_ids(s.poll(T0));
     assert_eq!(batch.len(), 3);
     // The request fails: all three back off.
-    s.handle_status(
-        &batch,
-        Err(upload_once_core::retry::Failure::Network),
-        T0,
-        &mut rng,
-    );
+    s.handle_status(&batch, Err(upload_once_core::retry::Failure::Network), T0, &mut rng);
     for id in &ids {
         assert_eq!(s.record(id).unwrap().step, Step::Check);
         assert_eq!(s.record(id).unwrap().retries, 1);
         let rev = s.record(id).unwrap().revision;
         s.mark_persisted(id, rev);
     }
-    let due: Vec<i64> = ids
-        .iter()
-        .map(|id| s.record(id).unwrap().next_retry_at.unwrap())
-        .collect();
+    let due: Vec<i64> = ids.iter().map(|id| s.record(id).unwrap().next_retry_at.unwrap()).collect();
     let earliest = *due.iter().min().unwrap();
     if earliest > T0 {
         assert_eq!(s.poll(T0), None, "nothing is due yet");
@@ -121,18 +109,10 @@ fn an_answer_that_leaves_an_id_out_retries_only_that_one() {
     answer.results.retain(|st| st.id() != ids[1]);
     answer.results.reverse(); // order does not matter, ids do
     s.handle_status(&batch, Ok(answer), T0, &mut rng);
-    assert_eq!(
-        s.record(&ids[0]).unwrap().step,
-        Step::Authorize,
-        "not found, no object key: authorize"
-    );
+    assert_eq!(s.record(&ids[0]).unwrap().step, Step::Authorize, "not found, no object key: authorize");
     assert_eq!(s.record(&ids[2]).unwrap().step, Step::Authorize);
     let missing = s.record(&ids[1]).unwrap();
-    assert_eq!(
-        (missing.step, missing.retries),
-        (Step::Check, 1),
-        "left out: checked again later"
-    );
+    assert_eq!((missing.step, missing.retries), (Step::Check, 1), "left out: checked again later");
     assert_eq!(missing.error.as_ref().unwrap().code, "unexpected_response");
 }
 
@@ -160,11 +140,7 @@ fn a_large_restore_runs_through_the_real_server_without_exceeding_its_limit() {
             _ => None,
         })
         .collect();
-    assert_eq!(
-        batches,
-        vec![500, 500],
-        "the fake server refuses more than 500; two requests suffice"
-    );
+    assert_eq!(batches, vec![500, 500], "the fake server refuses more than 500; two requests suffice");
     assert_eq!(sim.server.media.len(), 1000);
 }
 
@@ -173,13 +149,9 @@ fn a_refresh_asks_about_confirmed_media_awaiting_moderation() {
     let mut sim = Sim::with_seed(7);
     let ids: Vec<Uuid> = (0..3).map(|_| sim.add_jpeg(10)).collect();
     sim.run_until_idle();
-    let media: Vec<Uuid> = ids
-        .iter()
-        .map(|id| sim.record(*id).media.as_ref().unwrap().id)
-        .collect();
+    let media: Vec<Uuid> = ids.iter().map(|id| sim.record(*id).media.as_ref().unwrap().id).collect();
     sim.server.moderate(media[0], Moderation::Approved, None);
-    sim.server
-        .moderate(media[1], Moderation::Rejected, Some("blurry"));
+    sim.server.moderate(media[1], Moderation::Rejected, Some("blurry"));
     sim.page_mut().refresh();
     assert!(!sim.scheduler().is_idle());
     let from = sim.stats.sent.len();
@@ -189,16 +161,9 @@ fn a_refresh_asks_about_confirmed_media_awaiting_moderation() {
     assert!(matches!(sent[0], Command::Status { ids: batch } if batch.len() == 3));
     assert_eq!(sim.record(ids[0]).moderation, ModerationView::Approved);
     assert_eq!(sim.record(ids[1]).moderation, ModerationView::Rejected);
-    assert_eq!(
-        sim.record(ids[1]).media.as_ref().unwrap().reason.as_deref(),
-        Some("blurry")
-    );
+    assert_eq!(sim.record(ids[1]).media.as_ref().unwrap().reason.as_deref(), Some("blurry"));
     assert_eq!(sim.record(ids[2]).moderation, ModerationView::Pending);
-    assert_eq!(
-        sim.db[&ids[1]].moderation,
-        ModerationView::Rejected,
-        "the news is stored"
-    );
+    assert_eq!(sim.db[&ids[1]].moderation, ModerationView::Rejected, "the news is stored");
     for id in &ids {
         assert_eq!(sim.record(*id).confirmation, Confirmation::Confirmed);
     }
@@ -206,9 +171,7 @@ fn a_refresh_asks_about_confirmed_media_awaiting_moderation() {
     sim.page_mut().refresh();
     let from = sim.stats.sent.len();
     sim.run_until_idle();
-    assert!(
-        matches!(&sim.stats.sent[from].command, Command::Status { ids: batch } if batch == &vec![ids[2]])
-    );
+    assert!(matches!(&sim.stats.sent[from].command, Command::Status { ids: batch } if batch == &vec![ids[2]]));
 }
 
 #[test]
@@ -238,14 +201,6 @@ fn status_answers_are_matched_by_id() {
     let StatusResponse { mut results } = server.status(&batch, T0).unwrap();
     results.reverse();
     s.handle_status(&batch, Ok(StatusResponse { results }), T0, &mut rng);
-    assert_eq!(
-        s.record(&ida).unwrap().step,
-        Step::Upload,
-        "authorized, no object: upload"
-    );
-    assert_eq!(
-        s.record(&idb).unwrap().step,
-        Step::Authorize,
-        "not found: authorize"
-    );
+    assert_eq!(s.record(&ida).unwrap().step, Step::Upload, "authorized, no object: upload");
+    assert_eq!(s.record(&idb).unwrap().step, Step::Authorize, "not found: authorize");
 }

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 use support::*;
 use upload_once_core::attempt::{AttemptRecord, Step, Transfer};
 use upload_once_core::wire::{
-    AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, MediaSummary,
-    Moderation, ModerationDecision, ModerationPolicy, ModerationRequest, Problem, StatusResponse,
+    AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, MediaSummary, Moderation,
+    ModerationDecision, ModerationPolicy, ModerationRequest, Problem, StatusResponse,
 };
 use uuid::Uuid;
 
@@ -28,9 +28,7 @@ fn summary() -> MediaSummary {
     }
 }
 
-fn round_trip<T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug>(
-    value: &T,
-) -> Value {
+fn round_trip<T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug>(value: &T) -> Value {
     let json = serde_json::to_value(value).unwrap();
     let back: T = serde_json::from_value(json.clone()).unwrap();
     assert_eq!(&back, value, "round trip through {json}");
@@ -42,37 +40,19 @@ fn attempt_status_is_tagged_by_state() {
     let expires = "2026-11-30T04:15:00.000Z";
     let cases = [
         (
-            AttemptStatus::Authorized {
-                id: id(),
-                object_stored: true,
-                expires_at: expires.into(),
-                parts: None,
-            },
+            AttemptStatus::Authorized { id: id(), object_stored: true, expires_at: expires.into(), parts: None },
             json!({"state": "authorized", "id": ID, "object_stored": true, "expires_at": expires}),
         ),
         (
-            AttemptStatus::Confirmed {
-                id: id(),
-                media: summary(),
-            },
+            AttemptStatus::Confirmed { id: id(), media: summary() },
             json!({"state": "confirmed", "id": ID, "media": {"id": Uuid::from_u128(7).to_string(), "moderation": "pending", "url": "https://m/1"}}),
         ),
+        (AttemptStatus::Expired { id: id() }, json!({"state": "expired", "id": ID})),
         (
-            AttemptStatus::Expired { id: id() },
-            json!({"state": "expired", "id": ID}),
-        ),
-        (
-            AttemptStatus::Rejected {
-                id: id(),
-                code: "size_mismatch".into(),
-                reason: "too big".into(),
-            },
+            AttemptStatus::Rejected { id: id(), code: "size_mismatch".into(), reason: "too big".into() },
             json!({"state": "rejected", "id": ID, "code": "size_mismatch", "reason": "too big"}),
         ),
-        (
-            AttemptStatus::NotFound { id: id() },
-            json!({"state": "not_found", "id": ID}),
-        ),
+        (AttemptStatus::NotFound { id: id() }, json!({"state": "not_found", "id": ID})),
     ];
     for (status, want) in cases {
         assert_eq!(round_trip(&status), want);
@@ -87,42 +67,24 @@ fn a_status_response_parses_from_server_json() {
     );
     let r: StatusResponse = serde_json::from_str(&text).unwrap();
     assert!(matches!(r.results[0], AttemptStatus::NotFound { .. }));
-    assert!(matches!(
-        r.results[1],
-        AttemptStatus::Authorized {
-            object_stored: false,
-            ..
-        }
-    ));
+    assert!(matches!(r.results[1], AttemptStatus::Authorized { object_stored: false, .. }));
     assert!(
-        serde_json::from_str::<AttemptStatus>(
-            r#"{"state":"lost","id":"0f8fad5b-d9cb-469f-a165-70867728950e"}"#
-        )
-        .is_err()
+        serde_json::from_str::<AttemptStatus>(r#"{"state":"lost","id":"0f8fad5b-d9cb-469f-a165-70867728950e"}"#)
+            .is_err()
     );
 }
 
 #[test]
 fn a_status_missing_a_field_its_state_needs_is_refused() {
     for (text, field) in [
-        (
-            format!(r#"{{"state":"authorized","id":"{ID}","expires_at":"x"}}"#),
-            "object_stored",
-        ),
+        (format!(r#"{{"state":"authorized","id":"{ID}","expires_at":"x"}}"#), "object_stored"),
         (format!(r#"{{"state":"confirmed","id":"{ID}"}}"#), "media"),
-        (
-            format!(r#"{{"state":"rejected","id":"{ID}","code":"size_mismatch"}}"#),
-            "reason",
-        ),
+        (format!(r#"{{"state":"rejected","id":"{ID}","code":"size_mismatch"}}"#), "reason"),
     ] {
-        let error = serde_json::from_str::<AttemptStatus>(&text)
-            .unwrap_err()
-            .to_string();
+        let error = serde_json::from_str::<AttemptStatus>(&text).unwrap_err().to_string();
         assert!(error.contains(field), "{text}: {error}");
     }
-    let error = serde_json::from_str::<AttemptStatus>(r#"{"state":"expired"}"#)
-        .unwrap_err()
-        .to_string();
+    let error = serde_json::from_str::<AttemptStatus>(r#"{"state":"expired"}"#).unwrap_err().to_string();
     assert!(error.contains("id"), "{error}");
 }
 
@@ -142,10 +104,9 @@ fn problem_uses_the_rfc9457_type_member() {
         json!({"type": "urn:upload-once:expired", "title": "Expired", "status": 410, "detail": "the attempt expired", "code": "expired", "retryable": false})
     );
     assert!(json.get("type_uri").is_none());
-    let without_retryable: Problem = serde_json::from_value(
-        json!({"type": "t", "title": "t", "status": 500, "detail": "d", "code": "internal"}),
-    )
-    .unwrap();
+    let without_retryable: Problem =
+        serde_json::from_value(json!({"type": "t", "title": "t", "status": 500, "detail": "d", "code": "internal"}))
+            .unwrap();
     assert!(!without_retryable.retryable, "retryable defaults to false");
 }
 
@@ -158,21 +119,11 @@ fn optional_checksums_are_omitted_not_null() {
         content_type: "image/jpeg".into(),
         sha256: None,
     };
-    assert_eq!(
-        round_trip(&req),
-        json!({"id": ID, "filename": "a.jpg", "size": 3, "content_type": "image/jpeg"})
-    );
+    assert_eq!(round_trip(&req), json!({"id": ID, "filename": "a.jpg", "size": 3, "content_type": "image/jpeg"}));
     req.sha256 = Some("ab".repeat(32));
     assert_eq!(round_trip(&req)["sha256"], json!("ab".repeat(32)));
-    let confirm = ConfirmRequest {
-        size: 3,
-        content_type: "image/jpeg".into(),
-        sha256: None,
-    };
-    assert_eq!(
-        round_trip(&confirm),
-        json!({"size": 3, "content_type": "image/jpeg"})
-    );
+    let confirm = ConfirmRequest { size: 3, content_type: "image/jpeg".into(), sha256: None };
+    assert_eq!(round_trip(&confirm), json!({"size": 3, "content_type": "image/jpeg"}));
 }
 
 #[test]
@@ -191,12 +142,7 @@ fn attempt_response_omits_what_does_not_apply() {
     assert_eq!(json["upload"]["method"], "PUT");
     assert!(json.get("media").is_none() && json.get("rejection").is_none());
 
-    let done = AttemptResponse {
-        state: AttemptState::Confirmed,
-        upload: None,
-        media: Some(summary()),
-        ..authorized
-    };
+    let done = AttemptResponse { state: AttemptState::Confirmed, upload: None, media: Some(summary()), ..authorized };
     let json = round_trip(&done);
     assert_eq!(json["state"], "confirmed");
     assert!(json.get("upload").is_none(), "no URL once confirmed");
@@ -217,30 +163,16 @@ fn enums_use_their_stable_strings() {
         assert_eq!(state.is_terminal(), state != AttemptState::Authorized);
     }
     assert_eq!(AttemptState::parse("Authorized"), None);
-    for (m, text) in [
-        (Moderation::Pending, "pending"),
-        (Moderation::Approved, "approved"),
-        (Moderation::Rejected, "rejected"),
-    ] {
+    for (m, text) in
+        [(Moderation::Pending, "pending"), (Moderation::Approved, "approved"), (Moderation::Rejected, "rejected")]
+    {
         assert_eq!(serde_json::to_value(m).unwrap(), json!(text));
         assert_eq!((m.as_str(), Moderation::parse(text)), (text, Some(m)));
     }
-    assert_eq!(
-        serde_json::to_value(ModerationPolicy::Required).unwrap(),
-        json!("required")
-    );
-    assert_eq!(
-        serde_json::to_value(ModerationPolicy::None).unwrap(),
-        json!("none")
-    );
-    let decision = ModerationRequest {
-        decision: ModerationDecision::Reject,
-        reason: Some("blurry".into()),
-    };
-    assert_eq!(
-        round_trip(&decision),
-        json!({"decision": "reject", "reason": "blurry"})
-    );
+    assert_eq!(serde_json::to_value(ModerationPolicy::Required).unwrap(), json!("required"));
+    assert_eq!(serde_json::to_value(ModerationPolicy::None).unwrap(), json!("none"));
+    let decision = ModerationRequest { decision: ModerationDecision::Reject, reason: Some("blurry".into()) };
+    assert_eq!(round_trip(&decision), json!({"decision": "reject", "reason": "blurry"}));
 }
 
 #[test]
@@ -254,10 +186,7 @@ fn the_indexeddb_record_round_trips_and_uses_snake_case() {
     assert_eq!(json["confirmation"], "unconfirmed");
     assert_eq!(json["moderation"], "unknown");
     assert_eq!(json["step"], "authorize");
-    assert_eq!(
-        json["blob_key"], json["id"],
-        "a first attempt keeps its bytes under its own id"
-    );
+    assert_eq!(json["blob_key"], json["id"], "a first attempt keeps its bytes under its own id");
 }
 
 #[test]
@@ -271,16 +200,7 @@ fn a_minimal_stored_record_fills_in_optional_fields() {
     });
     let rec: AttemptRecord = serde_json::from_value(stored).unwrap();
     assert_eq!(rec.step, Step::Check);
-    assert_eq!(
-        (
-            rec.object_key,
-            rec.upload,
-            rec.media,
-            rec.replaces,
-            rec.replaced_by
-        ),
-        (None, None, None, None, None)
-    );
+    assert_eq!((rec.object_key, rec.upload, rec.media, rec.replaces, rec.replaced_by), (None, None, None, None, None));
     assert_eq!(rec.next_retry_at, None);
 }
 
@@ -289,18 +209,9 @@ fn state_names_match_their_json_forms() {
     use upload_once_core::attempt::{Confirmation, ModerationView, Step, Transfer};
     use upload_once_core::wire::ModerationPolicy;
     fn same<T: serde::Serialize>(value: T, text: &str) {
-        assert_eq!(
-            serde_json::to_value(&value).unwrap(),
-            serde_json::Value::String(text.to_owned())
-        );
+        assert_eq!(serde_json::to_value(&value).unwrap(), serde_json::Value::String(text.to_owned()));
     }
-    for t in [
-        Transfer::Queued,
-        Transfer::Uploading,
-        Transfer::Uploaded,
-        Transfer::NeedsFile,
-        Transfer::Failed,
-    ] {
+    for t in [Transfer::Queued, Transfer::Uploading, Transfer::Uploaded, Transfer::NeedsFile, Transfer::Failed] {
         same(t, t.as_str());
         assert_eq!(Transfer::parse(t.as_str()), Some(t));
     }
@@ -314,23 +225,11 @@ fn state_names_match_their_json_forms() {
         same(c, c.as_str());
         assert_eq!(Confirmation::parse(c.as_str()), Some(c));
     }
-    for m in [
-        ModerationView::Unknown,
-        ModerationView::Pending,
-        ModerationView::Approved,
-        ModerationView::Rejected,
-    ] {
+    for m in [ModerationView::Unknown, ModerationView::Pending, ModerationView::Approved, ModerationView::Rejected] {
         same(m, m.as_str());
         assert_eq!(ModerationView::parse(m.as_str()), Some(m));
     }
-    for s in [
-        Step::Authorize,
-        Step::Upload,
-        Step::Check,
-        Step::Renew,
-        Step::Confirm,
-        Step::Done,
-    ] {
+    for s in [Step::Authorize, Step::Upload, Step::Check, Step::Renew, Step::Confirm, Step::Done] {
         same(s, s.as_str());
         assert_eq!(Step::parse(s.as_str()), Some(s));
     }

@@ -33,15 +33,8 @@ fn every_change_must_be_stored_before_the_next_request() {
     let r = record(1, 10);
     let id = r.id;
     s.insert(r, true, true, 1);
-    let Some(Command::Authorize { request, .. }) = s.poll(T0) else {
-        panic!()
-    };
-    s.handle(
-        &id,
-        Outcome::Authorize(server.authorize(&request, T0)),
-        T0,
-        &mut rng,
-    );
+    let Some(Command::Authorize { request, .. }) = s.poll(T0) else { panic!() };
+    s.handle(&id, Outcome::Authorize(server.authorize(&request, T0)), T0, &mut rng);
     let revision = s.record(&id).unwrap().revision;
     assert!(revision > 1);
     assert_eq!(s.take_dirty(), vec![id]);
@@ -60,10 +53,7 @@ fn stored_revisions_never_go_backwards() {
     s.insert(r, true, true, 0);
     s.mark_persisted(&id, 1);
     s.mark_persisted(&id, 0);
-    assert!(
-        s.is_persisted(&id),
-        "a late acknowledgement of an older write does not un-store"
-    );
+    assert!(s.is_persisted(&id), "a late acknowledgement of an older write does not un-store");
 }
 
 #[test]
@@ -75,11 +65,7 @@ fn status_checks_wait_for_storage_too() {
     let id = r.id;
     s.insert(r, true, true, stored);
     assert_eq!(s.record(&id).unwrap().step, Step::Check);
-    assert_eq!(
-        s.poll(T0),
-        None,
-        "the restore changed the record: store it first"
-    );
+    assert_eq!(s.poll(T0), None, "the restore changed the record: store it first");
     assert_eq!(s.take_dirty(), vec![id]);
     s.mark_persisted(&id, s.record(&id).unwrap().revision);
     assert_eq!(s.poll(T0), Some(Command::Status { ids: vec![id] }));
@@ -102,25 +88,14 @@ fn with_slow_storage_no_request_ever_outruns_its_record() {
     // the revision the attempt had when it was polled. Storage is deferred
     // at random, with faults and reloads in between.
     for seed in 0..20 {
-        let mut sim = Sim::new(SimConfig {
-            seed,
-            defer_persist: 0.7,
-            ..SimConfig::default()
-        });
-        sim.faults.random = Some(RandomFaults {
-            probability: 0.3,
-            weights: [1, 1, 1, 1, 1],
-            max_retry_after_ms: 0,
-        });
+        let mut sim = Sim::new(SimConfig { seed, defer_persist: 0.7, ..SimConfig::default() });
+        sim.faults.random = Some(RandomFaults { probability: 0.3, weights: [1, 1, 1, 1, 1], max_retry_after_ms: 0 });
         for _ in 0..4 {
             sim.add_jpeg(100);
         }
         for step in 0..200 {
             if step % 37 == 36 {
-                sim.reload(Reload {
-                    lose_blob: 0.0,
-                    inflight_reached_server: 0.5,
-                });
+                sim.reload(Reload { lose_blob: 0.0, inflight_reached_server: 0.5 });
             }
             if sim.tick() == Tick::Idle {
                 break;
@@ -149,13 +124,6 @@ fn a_record_changed_by_poll_is_reported_dirty_so_the_caller_does_not_sleep() {
     let revision = r.revision;
     s.insert(r, true, true, revision);
     assert!(!s.has_dirty());
-    assert_eq!(
-        s.poll(T0),
-        None,
-        "the changed record is stored before it acts"
-    );
-    assert!(
-        s.has_dirty(),
-        "and the caller is told to store it, then poll again"
-    );
+    assert_eq!(s.poll(T0), None, "the changed record is stored before it acts");
+    assert!(s.has_dirty(), "and the caller is told to store it, then poll again");
 }

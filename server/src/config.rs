@@ -18,10 +18,11 @@ pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
     let duration = if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
         text.parse::<u64>().map(Duration::from_secs).map_err(|_| format!("`{text}` is too long a duration"))?
     } else {
-        let span: jiff::Span = text.parse().map_err(|e| format!("`{text}` is not a duration like 90s, 15m, 7d: {e}"))?;
-        let signed = span
-            .to_duration(jiff::SpanRelativeTo::days_are_24_hours())
-            .map_err(|_| format!("`{text}`: use days, hours, minutes or seconds (months and years are not of fixed length)"))?;
+        let span: jiff::Span =
+            text.parse().map_err(|e| format!("`{text}` is not a duration like 90s, 15m, 7d: {e}"))?;
+        let signed = span.to_duration(jiff::SpanRelativeTo::days_are_24_hours()).map_err(|_| {
+            format!("`{text}`: use days, hours, minutes or seconds (months and years are not of fixed length)")
+        })?;
         Duration::try_from(signed).map_err(|_| format!("`{text}` is a negative duration"))?
     };
     // Anything past a century is a typo, and would overflow time arithmetic.

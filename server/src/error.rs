@@ -34,10 +34,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// A protocol answer with a code and a detail.
     pub fn problem(code: ErrorCode, detail: impl Into<String>) -> Error {
-        Error::Problem {
-            code,
-            detail: detail.into(),
-        }
+        Error::Problem { code, detail: detail.into() }
     }
 
     /// `404 not_found`, worded the same for "unknown" and "not yours".
@@ -59,16 +56,10 @@ impl Error {
     fn detail(&self) -> String {
         match self {
             Error::Problem { detail, .. } => detail.clone(),
-            Error::Database(e) if is_transient_db_error(e) => {
-                "the database is busy; try again".to_owned()
-            }
-            Error::Io(e) if is_storage_full(e) => {
-                "the object store is out of space; try again later".to_owned()
-            }
+            Error::Database(e) if is_transient_db_error(e) => "the database is busy; try again".to_owned(),
+            Error::Io(e) if is_storage_full(e) => "the object store is out of space; try again later".to_owned(),
             Error::ObjectStore(_) => "the object store did not answer; try again".to_owned(),
-            Error::Database(_) | Error::Io(_) | Error::Config(_) => {
-                "an unexpected server error".to_owned()
-            }
+            Error::Database(_) | Error::Io(_) | Error::Config(_) => "an unexpected server error".to_owned(),
         }
     }
 }
@@ -76,10 +67,7 @@ impl Error {
 /// The local object store's disk or quota is full: nothing is wrong with the
 /// request, and it may succeed once space is freed.
 fn is_storage_full(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
-    )
+    matches!(e.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded)
 }
 
 fn is_transient_db_error(e: &sqlx::Error) -> bool {
@@ -92,18 +80,7 @@ fn is_transient_db_error(e: &sqlx::Error) -> bool {
             // (55P03), admin shutdown, cannot connect.
             matches!(
                 db.code().as_deref(),
-                Some(
-                    "5" | "6"
-                        | "261"
-                        | "262"
-                        | "517"
-                        | "773"
-                        | "40001"
-                        | "40P01"
-                        | "55P03"
-                        | "57P01"
-                        | "57P03"
-                )
+                Some("5" | "6" | "261" | "262" | "517" | "773" | "40001" | "40P01" | "55P03" | "57P01" | "57P03")
             )
         }
         _ => false,
@@ -138,10 +115,7 @@ impl From<std::io::Error> for Error {
 
 impl From<upload_once_core::Error> for Error {
     fn from(e: upload_once_core::Error) -> Self {
-        Error::Problem {
-            code: e.code,
-            detail: e.message,
-        }
+        Error::Problem { code: e.code, detail: e.message }
     }
 }
 
@@ -150,11 +124,7 @@ pub fn problem_body(code: ErrorCode, detail: String) -> Problem {
     let status = code.http_status();
     Problem {
         type_uri: format!("urn:upload-once:{}", code.as_str()),
-        title: StatusCode::from_u16(status)
-            .ok()
-            .and_then(|s| s.canonical_reason())
-            .unwrap_or("Error")
-            .to_owned(),
+        title: StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("Error").to_owned(),
         status,
         detail,
         code: code.as_str().to_owned(),
@@ -169,17 +139,11 @@ pub fn problem_response(code: ErrorCode, detail: String) -> Response {
     let json = serde_json::to_vec(&body).unwrap_or_default();
     let mut response = (status, json).into_response();
     let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/problem+json"),
-    );
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
     if status == StatusCode::UNAUTHORIZED {
         headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     }
-    if matches!(
-        code,
-        ErrorCode::DatabaseUnavailable | ErrorCode::ObjectStoreUnavailable | ErrorCode::RateLimited
-    ) {
+    if matches!(code, ErrorCode::DatabaseUnavailable | ErrorCode::ObjectStoreUnavailable | ErrorCode::RateLimited) {
         headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     }
     response
@@ -193,9 +157,7 @@ impl IntoResponse for Error {
             // Logged once per outage by the health record, not per request.
             Error::Database(e) => {
                 let mut response = problem_response(code, self.detail());
-                response
-                    .extensions_mut()
-                    .insert(crate::ops::DatabaseFailure(e.to_string()));
+                response.extensions_mut().insert(crate::ops::DatabaseFailure(e.to_string()));
                 return response;
             }
             _ => tracing::error!(%code, "{self}"),

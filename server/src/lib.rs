@@ -54,10 +54,7 @@ pub fn load_signing_key(data_dir: &Path) -> Result<Vec<u8>> {
         if let Some(key) = hex::decode(text.trim()).ok().filter(|k| k.len() >= 32) {
             return Ok(key);
         }
-        return Err(Error::Config(format!(
-            "{} is not a hex key of at least 32 bytes",
-            path.display()
-        )));
+        return Err(Error::Config(format!("{} is not a hex key of at least 32 bytes", path.display())));
     }
     let mut key = vec![0u8; 32];
     random_bytes(&mut key);
@@ -88,11 +85,7 @@ pub async fn open_records(url: &str) -> Result<Arc<dyn RecordStore>> {
 }
 
 /// Opens the object store the configuration names.
-pub fn open_objects(
-    config: &Config,
-    signer: &Signer,
-    clock: Arc<dyn Clock>,
-) -> Result<Arc<dyn ObjectStore>> {
+pub fn open_objects(config: &Config, signer: &Signer, clock: Arc<dyn Clock>) -> Result<Arc<dyn ObjectStore>> {
     match config.storage {
         StorageKind::Local => Ok(Arc::new(LocalObjectStore::open(
             &config.data_dir.join("objects"),
@@ -126,36 +119,19 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
         inner: open_objects(&config, &signer, clock.clone())?,
         metrics: metrics.clone(),
     });
-    let test_hooks = config
-        .test_hooks
-        .then(|| Arc::new(test_hooks::TestHooks::default()));
+    let test_hooks = config.test_hooks.then(|| Arc::new(test_hooks::TestHooks::default()));
     if let Some(hooks) = &test_hooks {
         tracing::warn!("--test-hooks is on: never use it in production");
-        objects = Arc::new(test_hooks::HookedObjects {
-            inner: objects,
-            hooks: hooks.clone(),
-        });
+        objects = Arc::new(test_hooks::HookedObjects { inner: objects, hooks: hooks.clone() });
     }
-    let database_url = config.database_url.clone().unwrap_or_else(|| {
-        format!(
-            "sqlite://{}",
-            config.data_dir.join("upload-once.db").display()
-        )
-    });
+    let database_url = config
+        .database_url
+        .clone()
+        .unwrap_or_else(|| format!("sqlite://{}", config.data_dir.join("upload-once.db").display()));
     let records = open_records(&database_url).await?;
     let admin_token: Arc<str> = config.admin_token.clone().unwrap_or_else(new_token).into();
     let ops = Arc::new(ops::Ops::default());
-    Ok(AppState {
-        config: Arc::new(config),
-        records,
-        objects,
-        signer,
-        clock,
-        admin_token,
-        test_hooks,
-        ops,
-        metrics,
-    })
+    Ok(AppState { config: Arc::new(config), records, objects, signer, clock, admin_token, test_hooks, ops, metrics })
 }
 
 /// Creates the demo event if it is missing (or gives it a fresh host
@@ -165,10 +141,7 @@ pub async fn ensure_demo_event(state: &AppState, slug: &str) -> Result<()> {
     let (event, host_token) = match state.records.event_by_slug(slug).await? {
         Some(event) => {
             let host_token = new_token();
-            state
-                .records
-                .set_host_token_hash(event.id, &token_hash(&host_token))
-                .await?;
+            state.records.set_host_token_hash(event.id, &token_hash(&host_token)).await?;
             (event, host_token)
         }
         None => {
@@ -197,8 +170,7 @@ async fn shutdown_signal() {
     };
     #[cfg(unix)]
     let terminate = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             s.recv().await;
         }
     };
@@ -216,23 +188,14 @@ pub async fn run(config: Config) -> Result<()> {
     let demo = config.demo_event.clone();
     let state = build_state(config, Arc::new(SystemClock)).await?;
     if print_admin {
-        println!(
-            "Admin token (pass --admin-token to fix one): {}",
-            state.admin_token
-        );
+        println!("Admin token (pass --admin-token to fix one): {}", state.admin_token);
     }
     if let Some(slug) = demo {
         ensure_demo_event(&state, &slug).await?;
     }
     sweeper::spawn(state.clone(), sweep_interval);
     let listener = tokio::net::TcpListener::bind(listen).await?;
-    println!(
-        "upload-once-server listening on {} (public URL {})",
-        listener.local_addr()?,
-        state.config.public_base()
-    );
-    axum::serve(listener, routes::app(state))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    println!("upload-once-server listening on {} (public URL {})", listener.local_addr()?, state.config.public_base());
+    axum::serve(listener, routes::app(state)).with_graceful_shutdown(shutdown_signal()).await?;
     Ok(())
 }

@@ -29,38 +29,21 @@ pub enum LogFormat {
 }
 
 /// A subscriber writing `format` lines that pass `filter` to `writer`.
-pub fn subscriber<W>(
-    format: LogFormat,
-    filter: EnvFilter,
-    writer: W,
-) -> Box<dyn Subscriber + Send + Sync>
+pub fn subscriber<W>(format: LogFormat, filter: EnvFilter, writer: W) -> Box<dyn Subscriber + Send + Sync>
 where
     W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
 {
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(writer);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
     match format {
-        LogFormat::Json => Box::new(
-            builder
-                .json()
-                .with_current_span(true)
-                .with_span_list(false)
-                .finish(),
-        ),
-        LogFormat::Text => Box::new(
-            builder
-                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
-                .finish(),
-        ),
+        LogFormat::Json => Box::new(builder.json().with_current_span(true).with_span_list(false).finish()),
+        LogFormat::Text => Box::new(builder.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout())).finish()),
     }
 }
 
 /// Logs to standard output in `format`, filtered by `RUST_LOG` (default
 /// [`DEFAULT_FILTER`]).
 pub fn init(format: LogFormat) {
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     let _ = tracing::subscriber::set_global_default(subscriber(format, filter, std::io::stdout));
 }
 
@@ -68,10 +51,6 @@ pub fn init(format: LogFormat) {
 /// is on whenever any event is logged, and it names the path, never the
 /// query (which may carry URL signatures and guest codes).
 pub fn request_span<B>(request: &Request<B>) -> tracing::Span {
-    let id = request
-        .headers()
-        .get(REQUEST_ID)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
+    let id = request.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or_default();
     tracing::error_span!("request", request_id = %id, method = %request.method(), path = %request.uri().path())
 }

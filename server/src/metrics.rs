@@ -58,8 +58,17 @@ struct OperationLabels {
 }
 
 /// The object store's operations, as labelled.
-const OPERATIONS: [&str; 9] =
-    ["head", "get", "delete", "list", "probe", "create_multipart", "list_parts", "complete_multipart", "abort_multipart"];
+const OPERATIONS: [&str; 9] = [
+    "head",
+    "get",
+    "delete",
+    "list",
+    "probe",
+    "create_multipart",
+    "list_parts",
+    "complete_multipart",
+    "abort_multipart",
+];
 
 /// What one confirm that reached its attempt answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,11 +147,7 @@ impl Metrics {
             requests.clone(),
         );
         let confirms = Family::<OutcomeLabels, Counter>::default();
-        registry.register(
-            "confirms",
-            "Confirms that reached their attempt, by outcome",
-            confirms.clone(),
-        );
+        registry.register("confirms", "Confirms that reached their attempt, by outcome", confirms.clone());
         // 1 ms to 16 s.
         let store_seconds: Family<OperationLabels, Histogram, fn() -> Histogram> =
             Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.001, 2.0, 15)));
@@ -153,45 +158,27 @@ impl Metrics {
             store_seconds.clone(),
         );
         let store_errors = Family::<OperationLabels, Counter>::default();
-        registry.register(
-            "object_store_errors",
-            "Object store calls that failed, by operation",
-            store_errors.clone(),
-        );
+        registry.register("object_store_errors", "Object store calls that failed, by operation", store_errors.clone());
         // Every series from zero, so a rate is there before the first event.
         for outcome in ConfirmOutcome::ALL {
-            drop(confirms.get_or_create(&OutcomeLabels {
-                outcome: outcome.as_str(),
-            }));
+            drop(confirms.get_or_create(&OutcomeLabels { outcome: outcome.as_str() }));
         }
         for operation in OPERATIONS {
             drop(store_seconds.get_or_create(&OperationLabels { operation }));
             drop(store_errors.get_or_create(&OperationLabels { operation }));
         }
-        Metrics {
-            registry,
-            requests,
-            confirms,
-            store_seconds,
-            store_errors,
-        }
+        Metrics { registry, requests, confirms, store_seconds, store_errors }
     }
 
     /// Counts one confirm's outcome.
     pub fn confirmed(&self, outcome: ConfirmOutcome) {
-        self.confirms
-            .get_or_create(&OutcomeLabels {
-                outcome: outcome.as_str(),
-            })
-            .inc();
+        self.confirms.get_or_create(&OutcomeLabels { outcome: outcome.as_str() }).inc();
     }
 
     /// Records one object store call.
     pub fn object_store_call(&self, operation: &'static str, started: Instant, failed: bool) {
         let labels = OperationLabels { operation };
-        self.store_seconds
-            .get_or_create(&labels)
-            .observe(started.elapsed().as_secs_f64());
+        self.store_seconds.get_or_create(&labels).observe(started.elapsed().as_secs_f64());
         if failed {
             self.store_errors.get_or_create(&labels).inc();
         }
@@ -215,27 +202,11 @@ fn method_label(method: &Method) -> &'static str {
 /// Middleware: counts every answered request by the route it matched (its
 /// template, never the raw path), method and status. A request whose client
 /// hung up got no answer: it is counted in `client_hangups_total` instead.
-pub async fn count_requests(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or("unmatched", MatchedPath::as_str)
-        .to_owned();
+pub async fn count_requests(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let route = request.extensions().get::<MatchedPath>().map_or("unmatched", MatchedPath::as_str).to_owned();
     let method = method_label(request.method());
     let response = next.run(request).await;
-    state
-        .metrics
-        .requests
-        .get_or_create(&RequestLabels {
-            route,
-            method,
-            status: response.status().as_u16(),
-        })
-        .inc();
+    state.metrics.requests.get_or_create(&RequestLabels { route, method, status: response.status().as_u16() }).inc();
     response
 }
 
@@ -252,11 +223,7 @@ pub async fn serve(State(state): State<AppState>) -> Response {
         "Requests whose client hung up before the answer (their work went on)",
         ConstCounter::new(state.ops.hangups()),
     );
-    live.register(
-        "requests_in_flight",
-        "Handlers running now",
-        ConstGauge::new(state.ops.requests_in_flight() as i64),
-    );
+    live.register("requests_in_flight", "Handlers running now", ConstGauge::new(state.ops.requests_in_flight() as i64));
     live.register(
         "database_dirty_connections_discarded",
         "Database connections closed because they came back inside a transaction",
@@ -276,24 +243,17 @@ pub async fn serve(State(state): State<AppState>) -> Response {
             );
         }
         Ok(Err(e)) => tracing::debug!("metrics: the sweep backlog is left out: {e}"),
-        Err(_) => tracing::debug!(
-            "metrics: the sweep backlog is left out: the database did not answer in time"
-        ),
+        Err(_) => tracing::debug!("metrics: the sweep backlog is left out: the database did not answer in time"),
     }
     let mut text = String::new();
     let encoded = encode_registry(&mut text, &state.metrics.registry)
         .and_then(|()| encode_registry(&mut text, &live))
         .and_then(|()| encode_eof(&mut text));
     if encoded.is_err() {
-        return crate::error::problem_response(
-            ErrorCode::Internal,
-            "the metrics could not be encoded".into(),
-        );
+        return crate::error::problem_response(ErrorCode::Internal, "the metrics could not be encoded".into());
     }
     let mut response = text.into_response();
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
     response
 }
 
@@ -306,15 +266,10 @@ pub struct MeasuredObjects {
 }
 
 impl MeasuredObjects {
-    async fn measure<T>(
-        &self,
-        operation: &'static str,
-        call: impl Future<Output = Result<T>>,
-    ) -> Result<T> {
+    async fn measure<T>(&self, operation: &'static str, call: impl Future<Output = Result<T>>) -> Result<T> {
         let started = Instant::now();
         let result = call.await;
-        self.metrics
-            .object_store_call(operation, started, result.is_err());
+        self.metrics.object_store_call(operation, started, result.is_err());
         result
     }
 }

@@ -96,7 +96,11 @@ pub fn check_part_requests(parts: &[PartRequest], plan: &PartPlan) -> Result<()>
 /// The parts a confirm assembles, from the store's own listing: parts 1 to
 /// `part_count`, each with its exact length, in order. Otherwise the
 /// numbers of the parts that are missing (or of another length).
-pub fn parts_to_complete(plan: &PartPlan, size: u64, listed: &[ListedPart]) -> std::result::Result<Vec<ListedPart>, Vec<u32>> {
+pub fn parts_to_complete(
+    plan: &PartPlan,
+    size: u64,
+    listed: &[ListedPart],
+) -> std::result::Result<Vec<ListedPart>, Vec<u32>> {
     let mut parts = Vec::with_capacity(plan.part_count as usize);
     let mut missing = Vec::new();
     for number in 1..=plan.part_count {
@@ -219,13 +223,23 @@ mod tests {
 
     #[test]
     fn a_part_takes_the_stores_digest_else_the_one_it_was_signed_with() {
-        let recorded = |number, sha256: Option<&str>| PartDigest { attempt_row_id: 7, number, sha256: sha256.map(str::to_owned) };
+        let recorded =
+            |number, sha256: Option<&str>| PartDigest { attempt_row_id: 7, number, sha256: sha256.map(str::to_owned) };
         let merged = with_digests(
             vec![listed(1, 5, Some("store")), listed(2, 5, None), listed(3, 5, None)],
-            &[recorded(1, Some("signed")), recorded(2, Some("signed-2")), recorded(3, None), recorded(4, Some("never stored"))],
+            &[
+                recorded(1, Some("signed")),
+                recorded(2, Some("signed-2")),
+                recorded(3, None),
+                recorded(4, Some("never stored")),
+            ],
         );
         let digests: Vec<_> = merged.iter().map(|p| (p.number, p.sha256.as_deref())).collect();
-        assert_eq!(digests, vec![(1, Some("store")), (2, Some("signed-2")), (3, None)], "only listed parts, and no invented digest");
+        assert_eq!(
+            digests,
+            vec![(1, Some("store")), (2, Some("signed-2")), (3, None)],
+            "only listed parts, and no invented digest"
+        );
     }
 
     #[test]

@@ -15,22 +15,13 @@ impl Modify for BearerSchemes {
         for (name, about) in [
             ("admin", "The admin token from the server's configuration"),
             ("host", "The event's host token"),
-            (
-                "session",
-                "A guest session token from POST /v1/events/{slug}/sessions",
-            ),
-            (
-                "wall",
-                "The event's wall token (or send the guest code as `code` or X-Guest-Code)",
-            ),
+            ("session", "A guest session token from POST /v1/events/{slug}/sessions"),
+            ("wall", "The event's wall token (or send the guest code as `code` or X-Guest-Code)"),
         ] {
             components.add_security_scheme(
                 name,
                 SecurityScheme::Http(
-                    HttpBuilder::new()
-                        .scheme(HttpAuthScheme::Bearer)
-                        .description(Some(about))
-                        .build(),
+                    HttpBuilder::new().scheme(HttpAuthScheme::Bearer).description(Some(about)).build(),
                 ),
             );
         }
@@ -50,9 +41,7 @@ pub struct ApiDoc;
 /// parameter (`{*key}`, as axum writes it) is written `{key}`, as OpenAPI
 /// does.
 pub fn finish(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
-    doc.paths.paths = std::mem::take(&mut doc.paths.paths)
-        .into_iter()
-        .map(|(path, item)| (path.replace("{*", "{"), item))
-        .collect();
+    doc.paths.paths =
+        std::mem::take(&mut doc.paths.paths).into_iter().map(|(path, item)| (path.replace("{*", "{"), item)).collect();
     doc
 }

@@ -70,12 +70,7 @@ impl Ops {
 
     /// Why the database does not take writes, while it does not.
     pub fn database_outage(&self) -> Option<String> {
-        self.database
-            .lock()
-            .expect("health lock")
-            .outage
-            .as_ref()
-            .map(|o| o.reason.clone())
+        self.database.lock().expect("health lock").outage.as_ref().map(|o| o.reason.clone())
     }
 
     /// Records a failed database write. True when it starts an outage (the
@@ -86,22 +81,12 @@ impl Ops {
         match &mut health.outage {
             Some(outage) => {
                 outage.failures += 1;
-                tracing::debug!(
-                    failures = outage.failures,
-                    "database still failing: {reason}"
-                );
+                tracing::debug!(failures = outage.failures, "database still failing: {reason}");
                 false
             }
             None => {
-                tracing::error!(
-                    code = "database_unavailable",
-                    "the database does not take writes: {reason}"
-                );
-                health.outage = Some(Outage {
-                    since: Instant::now(),
-                    reason: reason.to_owned(),
-                    failures: 1,
-                });
+                tracing::error!(code = "database_unavailable", "the database does not take writes: {reason}");
+                health.outage = Some(Outage { since: Instant::now(), reason: reason.to_owned(), failures: 1 });
                 true
             }
         }
@@ -145,10 +130,7 @@ pub async fn probe_database(state: &AppState) -> crate::Result<()> {
 pub async fn probe_objects(state: &AppState) -> crate::Result<()> {
     match tokio::time::timeout(LOCK_WAIT, state.objects.probe()).await {
         Ok(result) => result,
-        Err(_) => Err(crate::Error::ObjectStore(format!(
-            "no answer within {} s",
-            LOCK_WAIT.as_secs()
-        ))),
+        Err(_) => Err(crate::Error::ObjectStore(format!("no answer within {} s", LOCK_WAIT.as_secs()))),
     }
 }
 
@@ -158,8 +140,7 @@ fn heal(state: AppState) {
     tokio::spawn(async move {
         while state.ops.database_outage().is_some() {
             tokio::time::sleep(PROBE_EVERY).await;
-            let probe =
-                tokio::time::timeout(LOCK_WAIT, state.records.probe_write(state.now())).await;
+            let probe = tokio::time::timeout(LOCK_WAIT, state.records.probe_write(state.now())).await;
             if let Ok(Ok(())) = probe {
                 state.ops.database_ok();
             }
@@ -203,15 +184,9 @@ impl Drop for InFlight {
 /// client can cancel the server's durable work halfway (a hang-up only
 /// loses the answer), counts hang-ups, and reports database failures to
 /// the health record.
-pub async fn run_to_completion(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let mut watch = HangUpWatch {
-        ops: &state.ops,
-        route: Some(format!("{} {}", request.method(), request.uri().path())),
-    };
+pub async fn run_to_completion(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let mut watch =
+        HangUpWatch { ops: &state.ops, route: Some(format!("{} {}", request.method(), request.uri().path())) };
     let running = InFlight::start(state.ops.clone());
     let handler = async move {
         let _running = running;

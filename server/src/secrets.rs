@@ -26,9 +26,7 @@ pub fn new_guest_code() -> String {
     const ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
     let mut b = [0u8; 16];
     random_bytes(&mut b);
-    b.iter()
-        .map(|x| ALPHABET[usize::from(x & 31)] as char)
-        .collect()
+    b.iter().map(|x| ALPHABET[usize::from(x & 31)] as char).collect()
 }
 
 /// A server-generated object key for an event: never derived from

@@ -77,11 +77,7 @@ pub fn spawn(state: AppState, interval: Duration) -> tokio::task::JoinHandle<()>
             ticker.tick().await;
             match sweep_once(&state).await {
                 Ok(r) if r.expired + r.objects_deleted > 0 => {
-                    tracing::info!(
-                        expired = r.expired,
-                        objects_deleted = r.objects_deleted,
-                        "sweep"
-                    )
+                    tracing::info!(expired = r.expired, objects_deleted = r.objects_deleted, "sweep")
                 }
                 Ok(_) => {}
                 Err(e) => tracing::warn!("sweep failed: {e}"),

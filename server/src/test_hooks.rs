@@ -30,8 +30,7 @@ pub struct TestHooksRequest {
 impl TestHooks {
     /// Applies new settings.
     pub fn set(&self, request: &TestHooksRequest) {
-        self.head_delay_ms
-            .store(request.head_delay_ms, Ordering::SeqCst);
+        self.head_delay_ms.store(request.head_delay_ms, Ordering::SeqCst);
         tracing::warn!(head_delay_ms = request.head_delay_ms, "test hooks set");
     }
 }

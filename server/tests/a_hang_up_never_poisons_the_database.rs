@@ -27,59 +27,29 @@ async fn uploads_succeed_first_time(server: &TestServer, n: usize) {
     let uploads = guests.iter().map(|guest| async move {
         let id = Uuid::new_v4();
         let authorize = guest
-            .authorize_raw(
-                json!({"id": id, "filename": "photo.png", "size": 5, "content_type": "image/png"}),
-            )
+            .authorize_raw(json!({"id": id, "filename": "photo.png", "size": 5, "content_type": "image/png"}))
             .await;
-        assert_eq!(
-            authorize.status(),
-            StatusCode::CREATED,
-            "authorize: {}",
-            authorize.text().await.unwrap()
-        );
+        assert_eq!(authorize.status(), StatusCode::CREATED, "authorize: {}", authorize.text().await.unwrap());
         let attempt: upload_once_core::wire::AttemptResponse = authorize.json().await.unwrap();
-        assert_eq!(
-            server
-                .put(attempt.put().unwrap(), b"hello".to_vec())
-                .await
-                .status(),
-            StatusCode::OK
-        );
+        assert_eq!(server.put(attempt.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
         let confirm = guest.confirm(id, 5).await;
-        assert_eq!(
-            confirm.status(),
-            StatusCode::OK,
-            "confirm: {}",
-            confirm.text().await.unwrap()
-        );
+        assert_eq!(confirm.status(), StatusCode::OK, "confirm: {}", confirm.text().await.unwrap());
     });
     futures_util::future::join_all(uploads).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_confirm_whose_client_hangs_up_while_it_waits_for_the_lock_finishes_and_the_next_writes_succeed()
- {
+async fn a_confirm_whose_client_hangs_up_while_it_waits_for_the_lock_finishes_and_the_next_writes_succeed() {
     let server = TestServer::start().await;
-    let database_url = server
-        .database_url
-        .clone()
-        .expect("the test server's database");
+    let database_url = server.database_url.clone().expect("the test server's database");
     let guest = server.guest().await;
     let id = Uuid::new_v4();
     let attempt = guest.authorize(id, 5).await;
-    assert_eq!(
-        server
-            .put(attempt.put().unwrap(), b"hello".to_vec())
-            .await
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(server.put(attempt.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
 
     // Hold the lock, so the confirm's transaction waits for it.
     let holder = LockHolder::hold(&database_url).await;
-    let mut client = tokio::net::TcpStream::connect(server.base.trim_start_matches("http://"))
-        .await
-        .unwrap();
+    let mut client = tokio::net::TcpStream::connect(server.base.trim_start_matches("http://")).await.unwrap();
     let body = json!({"size": 5, "content_type": "image/png"}).to_string();
     let request = format!(
         "POST /v1/attempts/{id}/confirm HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer {}\r\nIdempotency-Key: {id}\r\n\
@@ -89,43 +59,23 @@ async fn a_confirm_whose_client_hangs_up_while_it_waits_for_the_lock_finishes_an
     );
     client.write_all(request.as_bytes()).await.unwrap();
     let ops = server.state.ops.clone();
-    until("the confirm's handler to run", LIMIT, || {
-        ops.requests_in_flight() == 1
-    })
-    .await;
+    until("the confirm's handler to run", LIMIT, || ops.requests_in_flight() == 1).await;
 
     // The client hangs up while the confirm waits; the server notices.
     drop(client);
-    until("the server to see the hang-up", LIMIT, || {
-        ops.hangups() == 1
-    })
-    .await;
-    assert_eq!(
-        ops.requests_in_flight(),
-        1,
-        "the hung-up confirm is still at work"
-    );
+    until("the server to see the hang-up", LIMIT, || ops.hangups() == 1).await;
+    assert_eq!(ops.requests_in_flight(), 1, "the hung-up confirm is still at work");
 
     holder.release().await;
-    until("the hung-up confirm to end", LIMIT, || {
-        ops.requests_in_flight() == 0
-    })
-    .await;
+    until("the hung-up confirm to end", LIMIT, || ops.requests_in_flight() == 0).await;
     let status = guest.status(&[id]).await;
-    assert_eq!(
-        status["results"][0]["state"], "confirmed",
-        "the work the client left still committed: {status}"
-    );
+    assert_eq!(status["results"][0]["state"], "confirmed", "the work the client left still committed: {status}");
     assert_eq!(server.counts().await.1, 1, "one media row");
 
     // More writers than the pool has connections, each succeeding first time.
     uploads_succeed_first_time(&server, 24).await;
     assert_eq!(server.counts().await.1, 25);
-    assert_eq!(
-        server.state.records.dirty_connections_discarded(),
-        0,
-        "no connection was left inside a transaction"
-    );
+    assert_eq!(server.state.records.dirty_connections_discarded(), 0, "no connection was left inside a transaction");
 }
 
 /// Does what a request future dropped between `BEGIN` and its
@@ -134,15 +84,9 @@ async fn a_confirm_whose_client_hangs_up_while_it_waits_for_the_lock_finishes_an
 /// PostgreSQL's `attempts`), with nothing left to end it.
 async fn leave_a_transaction_open(store: &SqlStore) {
     let mut conn = store.pool().acquire().await.unwrap();
-    let mut tx = conn
-        .begin_with(store.dialect().begin_write())
-        .await
-        .unwrap();
+    let mut tx = conn.begin_with(store.dialect().begin_write()).await.unwrap();
     if store.dialect() == Dialect::Postgres {
-        sqlx::query("LOCK TABLE attempts IN EXCLUSIVE MODE")
-            .execute(&mut *tx)
-            .await
-            .unwrap();
+        sqlx::query("LOCK TABLE attempts IN EXCLUSIVE MODE").execute(&mut *tx).await.unwrap();
     }
     std::mem::forget(tx);
 }
@@ -153,11 +97,7 @@ async fn a_connection_given_back_inside_a_transaction_is_closed_not_reused() {
     let url = fresh_database_url(dir.path()).await;
     assert_eq!(url.starts_with("postgres"), is_postgres());
     let store = SqlStore::open(&url).await.unwrap();
-    let server = TestServer::start_with(Options {
-        records: Some(Arc::new(store.clone())),
-        ..Options::default()
-    })
-    .await;
+    let server = TestServer::start_with(Options { records: Some(Arc::new(store.clone())), ..Options::default() }).await;
 
     leave_a_transaction_open(&store).await;
 

@@ -39,7 +39,12 @@ async fn part_requests_outside_the_plan_are_refused_before_anything_is_made() {
     let cases = [
         ("part 0", json!({"parts": [{"number": 0}]}), unprocessable, "invalid_part"),
         ("past the last part", json!({"parts": [{"number": 103}]}), unprocessable, "invalid_part"),
-        ("a part twice", json!({"parts": [{"number": 2}, {"number": 5}, {"number": 2}]}), unprocessable, "invalid_part"),
+        (
+            "a part twice",
+            json!({"parts": [{"number": 2}, {"number": 5}, {"number": 2}]}),
+            unprocessable,
+            "invalid_part",
+        ),
         ("no part", json!({"parts": []}), unprocessable, "invalid_part"),
         (
             "101 parts",
@@ -47,7 +52,12 @@ async fn part_requests_outside_the_plan_are_refused_before_anything_is_made() {
             unprocessable,
             "invalid_part",
         ),
-        ("a checksum in capitals", json!({"parts": [{"number": 1, "sha256": sha.to_uppercase()}]}), unprocessable, "invalid_checksum"),
+        (
+            "a checksum in capitals",
+            json!({"parts": [{"number": 1, "sha256": sha.to_uppercase()}]}),
+            unprocessable,
+            "invalid_checksum",
+        ),
         ("a short checksum", json!({"parts": [{"number": 1, "sha256": "abc"}]}), unprocessable, "invalid_checksum"),
         ("numbers as text", json!({"parts": [{"number": "1"}]}), StatusCode::BAD_REQUEST, "malformed_request"),
         ("a negative number", json!({"parts": [{"number": -1}]}), StatusCode::BAD_REQUEST, "malformed_request"),
@@ -76,19 +86,27 @@ async fn part_requests_outside_the_plan_are_refused_before_anything_is_made() {
 
 #[tokio::test]
 async fn parts_are_refused_for_attempts_that_take_none() {
-    let server = TestServer::start_with(Options { attempt_ttl: Some(Duration::from_secs(3600)), url_ttl: Some(Duration::from_secs(600)), ..options() }).await;
+    let server = TestServer::start_with(Options {
+        attempt_ttl: Some(Duration::from_secs(3600)),
+        url_ttl: Some(Duration::from_secs(600)),
+        ..options()
+    })
+    .await;
     let guest = server.big_guest().await;
     let one = json!({"parts": [{"number": 1}]});
 
     let single = Uuid::new_v4();
     guest.authorize_video(single, MIB).await;
-    refused(guest.sign_raw(single, one.clone()).await, StatusCode::UNPROCESSABLE_ENTITY, "not_multipart", "single PUT").await;
+    refused(guest.sign_raw(single, one.clone()).await, StatusCode::UNPROCESSABLE_ENTITY, "not_multipart", "single PUT")
+        .await;
 
-    refused(guest.sign_raw(Uuid::new_v4(), one.clone()).await, StatusCode::NOT_FOUND, "not_found", "unknown attempt").await;
+    refused(guest.sign_raw(Uuid::new_v4(), one.clone()).await, StatusCode::NOT_FOUND, "not_found", "unknown attempt")
+        .await;
     let other = server.big_guest().await;
     let theirs = Uuid::new_v4();
     other.authorize_video(theirs, FILE).await;
-    refused(guest.sign_raw(theirs, one.clone()).await, StatusCode::NOT_FOUND, "not_found", "another session's attempt").await;
+    refused(guest.sign_raw(theirs, one.clone()).await, StatusCode::NOT_FOUND, "not_found", "another session's attempt")
+        .await;
 
     // Confirmed: its object can no longer change.
     let bytes = file(FILE, 7);
@@ -96,14 +114,21 @@ async fn parts_are_refused_for_attempts_that_take_none() {
     let p = plan(&guest.authorize_video(confirmed, FILE).await);
     guest.send_parts(confirmed, &bytes, &p, &[1, 2, 3]).await;
     assert_eq!(guest.confirm_video(confirmed, FILE).await.status(), StatusCode::OK);
-    refused(guest.sign_raw(confirmed, one.clone()).await, StatusCode::CONFLICT, "already_confirmed", "after confirm").await;
+    refused(guest.sign_raw(confirmed, one.clone()).await, StatusCode::CONFLICT, "already_confirmed", "after confirm")
+        .await;
 
     // Rejected: its rejection.
     let rejected = Uuid::new_v4();
     guest.authorize_video(rejected, FILE).await;
     let r = guest.confirm_raw(rejected, json!({"size": FILE + 1, "content_type": "video/mp4"})).await;
     refused(r, StatusCode::UNPROCESSABLE_ENTITY, "size_mismatch", "a wrong claim rejects").await;
-    refused(guest.sign_raw(rejected, one.clone()).await, StatusCode::UNPROCESSABLE_ENTITY, "size_mismatch", "after rejection").await;
+    refused(
+        guest.sign_raw(rejected, one.clone()).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "size_mismatch",
+        "after rejection",
+    )
+    .await;
 
     // Expired (the sweeper has not run yet).
     let expired = Uuid::new_v4();
@@ -138,11 +163,16 @@ async fn part_bytes_of_another_length_or_digest_are_not_stored() {
             }
         }
         let (status, code) = s3_error(server.put(last, flipped).await).await;
-        assert_eq!((status, code.as_str()), (StatusCode::BAD_REQUEST, "BadDigest"), "other bytes than the signed SHA-256");
+        assert_eq!(
+            (status, code.as_str()),
+            (StatusCode::BAD_REQUEST, "BadDigest"),
+            "other bytes than the signed SHA-256"
+        );
     } else {
         refused(server.put(first, longer).await, StatusCode::BAD_REQUEST, "length_mismatch", "one byte more").await;
         refused(server.put(first, shorter).await, StatusCode::BAD_REQUEST, "length_mismatch", "one byte less").await;
-        refused(server.put(last, flipped).await, StatusCode::UNPROCESSABLE_ENTITY, "checksum_mismatch", "other bytes").await;
+        refused(server.put(last, flipped).await, StatusCode::UNPROCESSABLE_ENTITY, "checksum_mismatch", "other bytes")
+            .await;
         // Without Content-Length, the body itself is counted.
         let streamed = reqwest::Body::wrap_stream(futures_util::stream::iter(vec![Ok::<_, std::io::Error>(
             bytes::Bytes::from(part(&bytes, &plan, 3)[..1000].to_vec()),
@@ -187,15 +217,33 @@ async fn an_altered_part_url_is_refused() {
     // tell).
     let as_part_two = with(number_param, "2");
     if is_s3() {
-        if let Some((status, code)) = refused_by_s3(&server, &as_part_two, &signed[0].upload, part(&bytes, &plan, 2)).await {
+        if let Some((status, code)) =
+            refused_by_s3(&server, &as_part_two, &signed[0].upload, part(&bytes, &plan, 2)).await
+        {
             assert_eq!((status, code.as_str()), (StatusCode::FORBIDDEN, "SignatureDoesNotMatch"));
         }
     } else {
         let r = support::put_with(&server, &as_part_two, &signed[0].upload, &[], part(&bytes, &plan, 2).into()).await;
         refused(r, StatusCode::FORBIDDEN, "bad_signature", "another part number").await;
-        let r = server.put(&upload_once_core::wire::UploadInstruction { url: with("upload", &"0".repeat(32)), ..signed[0].upload.clone() }, part(&bytes, &plan, 1)).await;
+        let r = server
+            .put(
+                &upload_once_core::wire::UploadInstruction {
+                    url: with("upload", &"0".repeat(32)),
+                    ..signed[0].upload.clone()
+                },
+                part(&bytes, &plan, 1),
+            )
+            .await;
         refused(r, StatusCode::FORBIDDEN, "bad_signature", "another upload").await;
-        let r = server.put(&upload_once_core::wire::UploadInstruction { url: with("upload", "../../x"), ..signed[0].upload.clone() }, part(&bytes, &plan, 1)).await;
+        let r = server
+            .put(
+                &upload_once_core::wire::UploadInstruction {
+                    url: with("upload", "../../x"),
+                    ..signed[0].upload.clone()
+                },
+                part(&bytes, &plan, 1),
+            )
+            .await;
         refused(r, StatusCode::FORBIDDEN, "bad_signature", "an upload id that is not one").await;
     }
     let upload_id = server.upload_id(&authorized.object_key).await.unwrap();
@@ -216,7 +264,10 @@ async fn a_confirm_while_parts_are_missing_changes_nothing() {
     guest.send_parts(id, &bytes, &plan, &[1, 3]).await;
     for _ in 0..2 {
         let (status, body) = problem(guest.confirm_video(id, FILE).await).await;
-        assert_eq!((status, body["code"].as_str(), body["retryable"].as_bool()), (StatusCode::CONFLICT, Some("object_missing"), Some(true)));
+        assert_eq!(
+            (status, body["code"].as_str(), body["retryable"].as_bool()),
+            (StatusCode::CONFLICT, Some("object_missing"), Some(true))
+        );
     }
     let status = guest.status_of(id).await;
     assert_eq!(status["state"], "authorized", "still authorized");

@@ -39,26 +39,17 @@ async fn a_url_ttl_not_shorter_than_the_attempt_ttl_is_refused_and_the_server_do
     defaults.validate().expect("the defaults are valid");
     assert!(defaults.url_ttl < defaults.attempt_ttl);
 
-    for (url_ttl, attempt_ttl) in [
-        (secs(3600), secs(3600)),
-        (secs(7200), secs(3600)),
-        (secs(0), secs(3600)),
-        (secs(60), secs(0)),
-    ] {
+    for (url_ttl, attempt_ttl) in
+        [(secs(3600), secs(3600)), (secs(7200), secs(3600)), (secs(0), secs(3600)), (secs(60), secs(0))]
+    {
         let mut c = config_in(dir.path());
         c.url_ttl = url_ttl;
         c.attempt_ttl = attempt_ttl;
         let what = format!("url_ttl {url_ttl:?}, attempt_ttl {attempt_ttl:?}");
         assert!(matches!(c.validate(), Err(Error::Config(_))), "{what}");
         let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(0));
-        assert!(
-            matches!(build_state(c.clone(), clock).await, Err(Error::Config(_))),
-            "{what}: build_state"
-        );
-        assert!(
-            !c.data_dir.exists(),
-            "{what}: refused before touching the data directory"
-        );
+        assert!(matches!(build_state(c.clone(), clock).await, Err(Error::Config(_))), "{what}: build_state");
+        assert!(!c.data_dir.exists(), "{what}: refused before touching the data directory");
         // The whole server refuses to start (and returns rather than serve).
         let run = tokio::time::timeout(Duration::from_secs(5), upload_once_server::run(c)).await;
         assert!(matches!(run, Ok(Err(Error::Config(_)))), "{what}: run");
@@ -96,10 +87,7 @@ fn origins_must_be_scheme_host_and_port() {
     ] {
         let mut c = config_in(dir.path());
         c.allowed_origins = vec!["http://fine.example".into(), bad.into()];
-        assert!(
-            matches!(c.validate(), Err(Error::Config(_))),
-            "{bad:?} accepted"
-        );
+        assert!(matches!(c.validate(), Err(Error::Config(_))), "{bad:?} accepted");
     }
 }
 
@@ -108,18 +96,10 @@ fn origins_must_be_scheme_host_and_port() {
 #[test]
 fn an_origin_with_a_path_or_without_a_host_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    for bad in [
-        "http://app.example/app",
-        "https://app.example/a/b",
-        "http://",
-        "https://app.example?x=1",
-    ] {
+    for bad in ["http://app.example/app", "https://app.example/a/b", "http://", "https://app.example?x=1"] {
         let mut c = config_in(dir.path());
         c.allowed_origins = vec![bad.into()];
-        assert!(
-            matches!(c.validate(), Err(Error::Config(_))),
-            "{bad:?} accepted: it can never match an Origin header"
-        );
+        assert!(matches!(c.validate(), Err(Error::Config(_))), "{bad:?} accepted: it can never match an Origin header");
     }
 }
 
@@ -147,21 +127,22 @@ fn durations_parse_with_units_and_junk_is_refused() {
     }
     // Uppercase units are refused rather than guessed (15M: minutes or
     // months?); months and years are not of fixed length.
-    for junk in [
-        "", " ", "abc", "ms", "s", "10x", "-5s", "5s ago", "15M", "2H", "1mo", "1y", "0x10s", "١٠s",
-    ] {
-        assert!(
-            parse_duration(junk).is_err(),
-            "{junk:?} accepted as {:?}",
-            parse_duration(junk)
-        );
+    for junk in ["", " ", "abc", "ms", "s", "10x", "-5s", "5s ago", "15M", "2H", "1mo", "1y", "0x10s", "١٠s"] {
+        assert!(parse_duration(junk).is_err(), "{junk:?} accepted as {:?}", parse_duration(junk));
     }
 }
 
 #[test]
 fn sizes_parse_with_binary_units_and_junk_is_refused() {
     const MIB: u64 = 1 << 20;
-    let cases = [("8388608", 8 * MIB), ("8MiB", 8 * MIB), ("32 MiB", 32 * MIB), ("5M", 5 * MIB), ("1GiB", 1 << 30), ("512KiB", 512 << 10)];
+    let cases = [
+        ("8388608", 8 * MIB),
+        ("8MiB", 8 * MIB),
+        ("32 MiB", 32 * MIB),
+        ("5M", 5 * MIB),
+        ("1GiB", 1 << 30),
+        ("512KiB", 512 << 10),
+    ];
     for (text, expected) in cases {
         assert_eq!(parse_bytes(text), Ok(expected), "{text:?}");
     }
@@ -188,17 +169,9 @@ async fn parts_smaller_than_five_mib_are_refused_and_the_server_does_not_start()
 /// in a release build, a silently wrapped small number).
 #[test]
 fn an_out_of_range_duration_is_refused_not_a_panic() {
-    for text in [
-        "300000000000d",
-        "18446744073709551615s",
-        "9999999999999999h",
-    ] {
+    for text in ["300000000000d", "18446744073709551615s", "9999999999999999h"] {
         let result = std::panic::catch_unwind(|| parse_duration(text));
-        assert!(
-            matches!(result, Ok(Err(_))),
-            "{text:?}: {:?}",
-            result.map_err(|_| "panicked")
-        );
+        assert!(matches!(result, Ok(Err(_))), "{text:?}: {:?}", result.map_err(|_| "panicked"));
     }
 }
 
@@ -223,9 +196,7 @@ async fn a_session_lasts_at_least_the_attempt_ttl() {
         ..Default::default()
     })
     .await;
-    let event = server
-        .create_event("long-party", 1000, &["image/*"], "required")
-        .await;
+    let event = server.create_event("long-party", 1000, &["image/*"], "required").await;
     let joined_at = server.state.now();
     let r = server
         .call(
@@ -238,25 +209,15 @@ async fn a_session_lasts_at_least_the_attempt_ttl() {
     assert_eq!(r.status(), StatusCode::CREATED);
     let session: Value = r.json().await.unwrap();
     let expires_at = parse_rfc3339(session["expires_at"].as_str().unwrap()).unwrap();
-    assert!(
-        expires_at >= joined_at + 2 * HOUR,
-        "the session ends {} ms after joining",
-        expires_at - joined_at
-    );
+    assert!(expires_at >= joined_at + 2 * HOUR, "the session ends {} ms after joining", expires_at - joined_at);
 
     // And it really works that long: an attempt authorized at once can be
     // confirmed just before it expires, past the configured session TTL.
-    let guest = support::Guest {
-        server: &server,
-        event,
-        session: session["session_token"].as_str().unwrap().to_owned(),
-    };
+    let guest =
+        support::Guest { server: &server, event, session: session["session_token"].as_str().unwrap().to_owned() };
     let id = Uuid::new_v4();
     let a = guest.authorize(id, 3).await;
-    assert_eq!(
-        server.put(a.put().unwrap(), b"abc".to_vec()).await.status(),
-        StatusCode::OK
-    );
+    assert_eq!(server.put(a.put().unwrap(), b"abc".to_vec()).await.status(), StatusCode::OK);
     server.clock.advance(2 * HOUR - 1000);
     assert_eq!(guest.confirm(id, 3).await.status(), StatusCode::OK);
 }
@@ -278,20 +239,12 @@ async fn an_attempt_can_be_confirmed_until_its_reported_expiry_even_late_in_a_se
     server.clock.advance(90 * MINUTE);
     let id = Uuid::new_v4();
     let a = guest.authorize(id, 3).await;
-    assert_eq!(
-        server.put(a.put().unwrap(), b"abc".to_vec()).await.status(),
-        StatusCode::OK
-    );
+    assert_eq!(server.put(a.put().unwrap(), b"abc".to_vec()).await.status(), StatusCode::OK);
     let attempt_expires = parse_rfc3339(&a.expires_at).unwrap();
 
     // Just before the attempt's reported expiry (t0 + 2h30 as things are).
     server.clock.set(attempt_expires - 1000);
     let r = guest.confirm(id, 3).await;
     let status = r.status();
-    assert_eq!(
-        status,
-        StatusCode::OK,
-        "confirm before the reported expiry: {}",
-        r.text().await.unwrap()
-    );
+    assert_eq!(status, StatusCode::OK, "confirm before the reported expiry: {}", r.text().await.unwrap());
 }

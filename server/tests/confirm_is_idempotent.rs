@@ -13,13 +13,7 @@ async fn fifty_concurrent_confirms_make_one_media_row() {
     let guest = server.guest().await;
     let id = Uuid::new_v4();
     let attempt = guest.authorize(id, 5).await;
-    assert_eq!(
-        server
-            .put(attempt.put().unwrap(), b"hello".to_vec())
-            .await
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(server.put(attempt.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
 
     let confirms = (0..50).map(|_| {
         let guest = &guest;
@@ -66,19 +60,9 @@ async fn confirm_before_the_object_exists_is_409_then_200_after_the_put() {
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(body["code"], "object_missing");
     assert_eq!(body["retryable"], true);
-    assert_eq!(
-        guest.status(&[id]).await["results"][0]["state"],
-        "authorized",
-        "the attempt stays authorized"
-    );
+    assert_eq!(guest.status(&[id]).await["results"][0]["state"], "authorized", "the attempt stays authorized");
 
-    assert_eq!(
-        server
-            .put(attempt.put().unwrap(), b"abc".to_vec())
-            .await
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(server.put(attempt.put().unwrap(), b"abc".to_vec()).await.status(), StatusCode::OK);
     let r = guest.confirm(id, 3).await;
     assert_eq!(r.status(), StatusCode::OK);
     let media: serde_json::Value = r.json().await.unwrap();
@@ -96,19 +80,9 @@ async fn confirm_needs_the_idempotency_key_and_it_must_be_the_attempt_id() {
     let url = server.url(&format!("/v1/attempts/{id}/confirm"));
     let body = serde_json::json!({"size": 3, "content_type": "image/png"});
 
-    let r = server
-        .http
-        .post(&url)
-        .bearer_auth(&guest.session)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let r = server.http.post(&url).bearer_auth(&guest.session).json(&body).send().await.unwrap();
     let (status, p) = problem(r).await;
-    assert_eq!(
-        (status, p["code"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("idempotency_key_missing"))
-    );
+    assert_eq!((status, p["code"].as_str()), (StatusCode::BAD_REQUEST, Some("idempotency_key_missing")));
 
     let r = server
         .http
@@ -120,27 +94,15 @@ async fn confirm_needs_the_idempotency_key_and_it_must_be_the_attempt_id() {
         .await
         .unwrap();
     let (status, p) = problem(r).await;
-    assert_eq!(
-        (status, p["code"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("idempotency_key_mismatch"))
-    );
+    assert_eq!((status, p["code"].as_str()), (StatusCode::BAD_REQUEST, Some("idempotency_key_mismatch")));
 }
 
 #[tokio::test]
 async fn moderation_none_confirms_straight_onto_the_wall() {
     let server = TestServer::start().await;
-    let event = server
-        .create_event("open-party", 1000, &["image/*"], "none")
-        .await;
+    let event = server.create_event("open-party", 1000, &["image/*"], "none").await;
     let session = server.join(&event).await;
-    let guest = support::Guest {
-        server: &server,
-        event,
-        session,
-    };
+    let guest = support::Guest { server: &server, event, session };
     let (_, media) = guest.upload(b"xyz".to_vec()).await;
-    assert_eq!(
-        media.moderation,
-        upload_once_core::wire::Moderation::Approved
-    );
+    assert_eq!(media.moderation, upload_once_core::wire::Moderation::Approved);
 }

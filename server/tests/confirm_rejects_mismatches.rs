@@ -13,8 +13,7 @@ use uuid::Uuid;
 
 async fn authorize(guest: &Guest<'_>, size: u64, sha: Option<&str>) -> (Uuid, String) {
     let id = Uuid::new_v4();
-    let mut body =
-        json!({"id": id, "filename": "photo.png", "size": size, "content_type": "image/png"});
+    let mut body = json!({"id": id, "filename": "photo.png", "size": size, "content_type": "image/png"});
     if let Some(sha) = sha {
         body["sha256"] = json!(sha);
     }
@@ -36,26 +35,15 @@ async fn assert_rejected_for_good(guest: &Guest<'_>, id: Uuid, code: &str, corre
     let result = &status["results"][0];
     assert_eq!(result["state"], "rejected", "{result}");
     assert_eq!(result["code"], code, "{result}");
-    assert!(
-        result["reason"].as_str().is_some_and(|r| !r.is_empty()),
-        "a reason for people: {result}"
-    );
+    assert!(result["reason"].as_str().is_some_and(|r| !r.is_empty()), "a reason for people: {result}");
     let r = guest.get(id).await;
     assert_eq!(&r.json::<Value>().await.unwrap(), result, "GET agrees");
 
     for _ in 0..2 {
         let (s, p) = problem(guest.confirm_raw(id, correct_confirm.clone()).await).await;
-        assert_eq!(
-            (s, p["code"].as_str()),
-            (StatusCode::UNPROCESSABLE_ENTITY, Some(code)),
-            "a later correct confirm"
-        );
+        assert_eq!((s, p["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some(code)), "a later correct confirm");
     }
-    assert_eq!(
-        guest.status(&[id]).await["results"][0],
-        *result,
-        "still rejected"
-    );
+    assert_eq!(guest.status(&[id]).await["results"][0], *result, "still rejected");
     assert_eq!(guest.server.counts().await.1, 0, "no media record");
 }
 
@@ -66,16 +54,8 @@ async fn a_claim_that_differs_from_the_authorization_rejects_the_attempt() {
     let sha = sha256_hex(b"hello");
     let right = json!({"size": 5, "content_type": "image/png", "sha256": sha});
     let cases = [
-        (
-            "size",
-            json!({"size": 6, "content_type": "image/png", "sha256": sha}),
-            "size_mismatch",
-        ),
-        (
-            "type",
-            json!({"size": 5, "content_type": "image/jpeg", "sha256": sha}),
-            "type_mismatch",
-        ),
+        ("size", json!({"size": 6, "content_type": "image/png", "sha256": sha}), "size_mismatch"),
+        ("type", json!({"size": 5, "content_type": "image/jpeg", "sha256": sha}), "type_mismatch"),
         (
             "sha256",
             json!({"size": 5, "content_type": "image/png", "sha256": sha256_hex(b"jello")}),
@@ -87,11 +67,7 @@ async fn a_claim_that_differs_from_the_authorization_rejects_the_attempt() {
         // The right object is stored: only the claim is wrong.
         store_directly(&server, &key, "image/png", b"hello").await;
         let (s, p) = problem(guest.confirm_raw(id, claim).await).await;
-        assert_eq!(
-            (s, p["code"].as_str()),
-            (StatusCode::UNPROCESSABLE_ENTITY, Some(code)),
-            "different {what}"
-        );
+        assert_eq!((s, p["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some(code)), "different {what}");
         assert_rejected_for_good(&guest, id, code, right.clone()).await;
     }
 
@@ -116,23 +92,9 @@ async fn a_wrong_claim_rejects_even_before_the_object_is_stored() {
     let server = TestServer::start().await;
     let guest = server.guest().await;
     let (id, _) = authorize(&guest, 5, None).await;
-    let (s, p) = problem(
-        guest
-            .confirm_raw(id, json!({"size": 50, "content_type": "image/png"}))
-            .await,
-    )
-    .await;
-    assert_eq!(
-        (s, p["code"].as_str()),
-        (StatusCode::UNPROCESSABLE_ENTITY, Some("size_mismatch"))
-    );
-    assert_rejected_for_good(
-        &guest,
-        id,
-        "size_mismatch",
-        json!({"size": 5, "content_type": "image/png"}),
-    )
-    .await;
+    let (s, p) = problem(guest.confirm_raw(id, json!({"size": 50, "content_type": "image/png"})).await).await;
+    assert_eq!((s, p["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("size_mismatch")));
+    assert_rejected_for_good(&guest, id, "size_mismatch", json!({"size": 5, "content_type": "image/png"})).await;
 }
 
 #[tokio::test]
@@ -178,41 +140,23 @@ async fn a_stored_object_that_contradicts_the_authorization_rejects_the_attempt(
             code: "type_mismatch",
         },
     ];
-    for Case {
-        what,
-        auth_sha,
-        stored_type,
-        stored,
-        code,
-    } in cases
-    {
+    for Case { what, auth_sha, stored_type, stored, code } in cases {
         let (id, key) = authorize(&guest, 5, auth_sha).await;
         store_directly(&server, &key, stored_type, stored).await;
-        assert_eq!(
-            guest.status(&[id]).await["results"][0]["object_stored"],
-            true,
-            "{what}"
-        );
+        assert_eq!(guest.status(&[id]).await["results"][0]["object_stored"], true, "{what}");
         // The claim matches the authorization exactly; only the object is off.
         let mut claim = json!({"size": 5, "content_type": "image/png"});
         if let Some(sha) = auth_sha {
             claim["sha256"] = json!(sha);
         }
         let (s, p) = problem(guest.confirm_raw(id, claim.clone()).await).await;
-        assert_eq!(
-            (s, p["code"].as_str()),
-            (StatusCode::UNPROCESSABLE_ENTITY, Some(code)),
-            "{what}: {p}"
-        );
+        assert_eq!((s, p["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some(code)), "{what}: {p}");
         assert_rejected_for_good(&guest, id, code, claim).await;
     }
 
     // A rejected attempt's object is garbage: the sweeper deletes it.
     server.sweep().await;
-    assert!(
-        server.stored_keys().await.is_empty(),
-        "rejected objects deleted"
-    );
+    assert!(server.stored_keys().await.is_empty(), "rejected objects deleted");
 }
 
 /// `checksum_mismatch`: "the SHA-256 differs from the authorization or the
@@ -225,13 +169,7 @@ async fn a_claimed_sha256_that_the_stored_object_does_not_have_is_rejected() {
     let guest = server.guest().await;
     let id = Uuid::new_v4();
     let a = guest.authorize(id, 5).await;
-    assert_eq!(
-        server
-            .put(a.put().unwrap(), b"hello".to_vec())
-            .await
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(server.put(a.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
     if support::is_s3() {
         // Known limit of S3 storage: a bucket knows an object's SHA-256 only
         // when the PUT carried it, i.e. when the attempt was authorized with
@@ -239,17 +177,7 @@ async fn a_claimed_sha256_that_the_stored_object_does_not_have_is_rejected() {
         // can check size and type but not a checksum claimed only now
         // (docs/deploy.md). The browser client claims the checksum it
         // authorized, so this mismatch cannot arise from it.
-        assert!(
-            server
-                .state
-                .objects
-                .head(&a.object_key)
-                .await
-                .unwrap()
-                .unwrap()
-                .sha256
-                .is_none()
-        );
+        assert!(server.state.objects.head(&a.object_key).await.unwrap().unwrap().sha256.is_none());
         return;
     }
     let claim = json!({"size": 5, "content_type": "image/png", "sha256": sha256_hex(b"jello")});
@@ -276,9 +204,12 @@ async fn an_object_assembled_from_parts_is_checked_like_a_single_put() {
     let server = TestServer::start_with(options()).await;
     let guest = server.big_guest().await;
     let bytes = file(FILE, 60);
-    for (authorized_sha, what) in [(sha256_hex(b"other bytes"), "another file's SHA-256"), (sha256_hex(&bytes), "its own")] {
+    for (authorized_sha, what) in
+        [(sha256_hex(b"other bytes"), "another file's SHA-256"), (sha256_hex(&bytes), "its own")]
+    {
         let id = Uuid::new_v4();
-        let body = json!({"id": id, "filename": "clip.mp4", "size": FILE, "content_type": VIDEO, "sha256": authorized_sha});
+        let body =
+            json!({"id": id, "filename": "clip.mp4", "size": FILE, "content_type": VIDEO, "sha256": authorized_sha});
         let authorized: upload_once_core::wire::AttemptResponse = guest.authorize_raw(body).await.json().await.unwrap();
         let plan = plan(&authorized);
         guest.send_parts(id, &bytes, &plan, &[1, 2, 3]).await;
@@ -287,7 +218,11 @@ async fn an_object_assembled_from_parts_is_checked_like_a_single_put() {
         match (support::is_s3(), authorized_sha == sha256_hex(&bytes)) {
             (false, false) => {
                 let (s, p) = problem(r).await;
-                assert_eq!((s, p["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("checksum_mismatch")), "{what}");
+                assert_eq!(
+                    (s, p["code"].as_str()),
+                    (StatusCode::UNPROCESSABLE_ENTITY, Some("checksum_mismatch")),
+                    "{what}"
+                );
                 assert_rejected_for_good(&guest, id, "checksum_mismatch", claim).await;
                 server.sweep().await;
                 assert_eq!(server.stored_keys().await, Vec::<String>::new(), "the rejected object is removed");

@@ -13,18 +13,8 @@ const APP: &str = "http://app.example";
 /// A preflight to a path of the server, or to an absolute URL (the storage
 /// PUT: the server's own `/storage/`, or the bucket with S3 storage, whose
 /// CORS rule docs/deploy.md describes and the test S3 server applies).
-async fn preflight(
-    server: &TestServer,
-    path: &str,
-    origin: &str,
-    method: &str,
-    headers: &str,
-) -> reqwest::Response {
-    let url = if path.starts_with("http") {
-        path.to_owned()
-    } else {
-        server.url(path)
-    };
+async fn preflight(server: &TestServer, path: &str, origin: &str, method: &str, headers: &str) -> reqwest::Response {
+    let url = if path.starts_with("http") { path.to_owned() } else { server.url(path) };
     server
         .http
         .request(Method::OPTIONS, url)
@@ -37,31 +27,19 @@ async fn preflight(
 }
 
 fn header(r: &reqwest::Response, name: &str) -> Option<String> {
-    r.headers()
-        .get(name)
-        .map(|v| v.to_str().unwrap().to_owned())
+    r.headers().get(name).map(|v| v.to_str().unwrap().to_owned())
 }
 
 fn list(r: &reqwest::Response, name: &str) -> Vec<String> {
     r.headers()
         .get_all(name)
         .iter()
-        .flat_map(|v| {
-            v.to_str()
-                .unwrap()
-                .split(',')
-                .map(|s| s.trim().to_ascii_lowercase())
-                .collect::<Vec<_>>()
-        })
+        .flat_map(|v| v.to_str().unwrap().split(',').map(|s| s.trim().to_ascii_lowercase()).collect::<Vec<_>>())
         .collect()
 }
 
 async fn start() -> TestServer {
-    TestServer::start_with(Options {
-        allowed_origins: vec![APP.into()],
-        ..Default::default()
-    })
-    .await
+    TestServer::start_with(Options { allowed_origins: vec![APP.into()], ..Default::default() }).await
 }
 
 #[tokio::test]
@@ -72,57 +50,27 @@ async fn the_allowed_origin_passes_every_preflight_it_needs() {
     let upload = a.put().unwrap();
     let storage_url = upload.url.clone();
     // Exactly the headers the browser sends with the PUT.
-    let put_headers = upload
-        .headers
-        .keys()
-        .map(|h| h.to_ascii_lowercase())
-        .collect::<Vec<_>>()
-        .join(", ");
+    let put_headers = upload.headers.keys().map(|h| h.to_ascii_lowercase()).collect::<Vec<_>>().join(", ");
     let id = Uuid::new_v4();
     let cases = [
         (storage_url.as_str(), "PUT", put_headers.as_str()),
-        (
-            &format!("/v1/events/{}/attempts", guest.slug()),
-            "POST",
-            "content-type, authorization",
-        ),
-        (
-            &format!("/v1/attempts/{id}/confirm"),
-            "POST",
-            "content-type, authorization, idempotency-key",
-        ),
+        (&format!("/v1/events/{}/attempts", guest.slug()), "POST", "content-type, authorization"),
+        (&format!("/v1/attempts/{id}/confirm"), "POST", "content-type, authorization, idempotency-key"),
         ("/v1/attempts/status", "POST", "content-type, authorization"),
         (&format!("/v1/attempts/{id}"), "GET", "authorization"),
-        (
-            &format!("/v1/events/{}/wall", guest.slug()),
-            "GET",
-            "x-guest-code",
-        ),
+        (&format!("/v1/events/{}/wall", guest.slug()), "GET", "x-guest-code"),
     ];
     for (path, method, headers) in cases {
         let r = preflight(&server, path, APP, method, headers).await;
         assert!(r.status().is_success(), "{method} {path}: {}", r.status());
-        assert_eq!(
-            header(&r, "access-control-allow-origin").as_deref(),
-            Some(APP),
-            "{method} {path}"
-        );
+        assert_eq!(header(&r, "access-control-allow-origin").as_deref(), Some(APP), "{method} {path}");
         let methods = list(&r, "access-control-allow-methods");
-        assert!(
-            methods.contains(&method.to_ascii_lowercase()),
-            "{method} {path}: allow-methods {methods:?}"
-        );
+        assert!(methods.contains(&method.to_ascii_lowercase()), "{method} {path}: allow-methods {methods:?}");
         let allowed = list(&r, "access-control-allow-headers");
         for h in headers.split(',').map(str::trim) {
-            assert!(
-                allowed.iter().any(|a| a == h || a == "*"),
-                "{method} {path}: {h} not in {allowed:?}"
-            );
+            assert!(allowed.iter().any(|a| a == h || a == "*"), "{method} {path}: {h} not in {allowed:?}");
         }
-        assert!(
-            list(&r, "vary").contains(&"origin".to_owned()),
-            "{method} {path}: caches must key on Origin"
-        );
+        assert!(list(&r, "vary").contains(&"origin".to_owned()), "{method} {path}: caches must key on Origin");
     }
 }
 
@@ -133,30 +81,17 @@ async fn the_allowed_origin_can_read_answers_and_the_etag() {
     let a = guest.authorize(Uuid::new_v4(), 5).await;
     let upload = a.put().unwrap();
 
-    let mut req = server
-        .http
-        .put(&upload.url)
-        .header("origin", APP)
-        .body(b"hello".to_vec());
+    let mut req = server.http.put(&upload.url).header("origin", APP).body(b"hello".to_vec());
     for (k, v) in &upload.headers {
         req = req.header(k, v);
     }
     let r = req.send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     assert!(header(&r, "etag").is_some());
-    assert_eq!(
-        header(&r, "access-control-allow-origin").as_deref(),
-        Some(APP)
-    );
+    assert_eq!(header(&r, "access-control-allow-origin").as_deref(), Some(APP));
     let exposed = list(&r, "access-control-expose-headers");
-    assert!(
-        exposed.contains(&"etag".to_owned()),
-        "ETag must be readable from JS: {exposed:?}"
-    );
-    assert!(
-        exposed.contains(&"retry-after".to_owned()),
-        "Retry-After must be readable from JS: {exposed:?}"
-    );
+    assert!(exposed.contains(&"etag".to_owned()), "ETag must be readable from JS: {exposed:?}");
+    assert!(exposed.contains(&"retry-after".to_owned()), "Retry-After must be readable from JS: {exposed:?}");
 
     // Problems are readable too, so the client sees their codes.
     let r = server
@@ -167,10 +102,7 @@ async fn the_allowed_origin_can_read_answers_and_the_etag() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
-    assert_eq!(
-        header(&r, "access-control-allow-origin").as_deref(),
-        Some(APP)
-    );
+    assert_eq!(header(&r, "access-control-allow-origin").as_deref(), Some(APP));
 }
 
 #[tokio::test]
@@ -190,55 +122,22 @@ async fn any_other_origin_is_granted_nothing() {
         "null",
     ];
     for origin in others {
-        for (path, method) in [
-            (storage_path.as_str(), "PUT"),
-            ("/v1/attempts/status", "POST"),
-        ] {
+        for (path, method) in [(storage_path.as_str(), "PUT"), ("/v1/attempts/status", "POST")] {
             let r = preflight(&server, path, origin, method, "content-type, authorization").await;
-            assert_eq!(
-                header(&r, "access-control-allow-origin"),
-                None,
-                "preflight from {origin} for {method} {path}"
-            );
+            assert_eq!(header(&r, "access-control-allow-origin"), None, "preflight from {origin} for {method} {path}");
         }
-        let r = server
-            .http
-            .get(server.url("/healthz"))
-            .header("origin", origin)
-            .send()
-            .await
-            .unwrap();
+        let r = server.http.get(server.url("/healthz")).header("origin", origin).send().await.unwrap();
         assert_eq!(r.status(), StatusCode::OK);
-        assert_eq!(
-            header(&r, "access-control-allow-origin"),
-            None,
-            "GET from {origin}"
-        );
+        assert_eq!(header(&r, "access-control-allow-origin"), None, "GET from {origin}");
     }
     let r = server
-        .call(
-            Method::GET,
-            &format!(
-                "/v1/events/{}/wall?code={}",
-                guest.slug(),
-                guest.event.guest_code
-            ),
-            None,
-            None,
-        )
+        .call(Method::GET, &format!("/v1/events/{}/wall?code={}", guest.slug(), guest.event.guest_code), None, None)
         .await;
     assert_eq!(r.status(), StatusCode::OK);
-    assert_eq!(
-        header(&r, "access-control-allow-origin"),
-        None,
-        "no Origin, no grant"
-    );
+    assert_eq!(header(&r, "access-control-allow-origin"), None, "no Origin, no grant");
     // Never a wildcard, never credentials.
     let r = preflight(&server, "/v1/attempts/status", APP, "POST", "content-type").await;
-    assert_ne!(
-        header(&r, "access-control-allow-origin").as_deref(),
-        Some("*")
-    );
+    assert_ne!(header(&r, "access-control-allow-origin").as_deref(), Some("*"));
     assert_eq!(header(&r, "access-control-allow-credentials"), None);
 }
 

@@ -38,7 +38,10 @@ async fn a_large_file_goes_up_in_parts_and_is_assembled_into_one_media_record() 
     let signed = guest.sign(id, &bytes, &plan, &[3, 1]).await;
     for s in &signed {
         let (start, end) = plan.range(s.number, FILE);
-        assert!(s.upload.url.starts_with(&server.upload_url_prefix(&authorized.object_key)), "bound to the attempt's key");
+        assert!(
+            s.upload.url.starts_with(&server.upload_url_prefix(&authorized.object_key)),
+            "bound to the attempt's key"
+        );
         assert_eq!(s.upload.method, "PUT");
         assert!(s.upload.expires_at <= authorized.expires_at, "a part URL never outlives its attempt");
         let r = server.put(&s.upload, bytes[start as usize..end as usize].to_vec()).await;
@@ -77,7 +80,10 @@ async fn a_large_file_goes_up_in_parts_and_is_assembled_into_one_media_record() 
     assert_eq!(media.content_type, VIDEO);
     assert_eq!(media.composite_sha256.as_deref(), Some(composite(&bytes, &plan).as_str()));
     assert_eq!(server.counts().await.1, 1, "one media record");
-    assert!(server.object_bytes(&authorized.object_key).await == bytes, "the assembled object is the file, byte for byte");
+    assert!(
+        server.object_bytes(&authorized.object_key).await == bytes,
+        "the assembled object is the file, byte for byte"
+    );
     assert!(!server.upload_is_open(&authorized.object_key, &upload_id).await, "the completed upload holds no parts");
     assert_eq!(server.open_local_uploads().await, Vec::<String>::new());
     assert_eq!(server.stored_keys().await, vec![authorized.object_key.clone()], "one object, no part files");
@@ -93,7 +99,11 @@ async fn a_large_file_goes_up_in_parts_and_is_assembled_into_one_media_record() 
         .await
         .unwrap();
     let listed: serde_json::Value = host.json().await.unwrap();
-    assert_eq!(listed["media"][0]["composite_sha256"].as_str(), media.composite_sha256.as_deref(), "and the host's list");
+    assert_eq!(
+        listed["media"][0]["composite_sha256"].as_str(),
+        media.composite_sha256.as_deref(),
+        "and the host's list"
+    );
 }
 
 #[tokio::test]
@@ -117,7 +127,12 @@ async fn files_up_to_the_threshold_keep_the_single_put_and_their_checksum_is_not
 
 #[tokio::test]
 async fn the_part_size_grows_so_a_huge_file_has_at_most_ten_thousand_parts() {
-    let server = TestServer::start_with(Options { multipart_threshold: Some(32 * MIB), part_size: Some(8 * MIB), ..Default::default() }).await;
+    let server = TestServer::start_with(Options {
+        multipart_threshold: Some(32 * MIB),
+        part_size: Some(8 * MIB),
+        ..Default::default()
+    })
+    .await;
     let guest = server.big_guest().await;
     let size = 200 * 1024 * MIB;
     let plan = plan(&guest.authorize_video(Uuid::new_v4(), size).await);

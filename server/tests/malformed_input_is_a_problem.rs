@@ -22,23 +22,8 @@ struct Case {
     code: &'static str,
 }
 
-fn case(
-    what: &'static str,
-    method: Method,
-    path: impl Into<String>,
-    status: u16,
-    code: &'static str,
-) -> Case {
-    Case {
-        what,
-        method,
-        path: path.into(),
-        bearer: None,
-        headers: Vec::new(),
-        body: None,
-        status,
-        code,
-    }
+fn case(what: &'static str, method: Method, path: impl Into<String>, status: u16, code: &'static str) -> Case {
+    Case { what, method, path: path.into(), bearer: None, headers: Vec::new(), body: None, status, code }
 }
 
 impl Case {
@@ -127,290 +112,87 @@ async fn every_malformed_request_is_a_4xx_problem_and_the_server_keeps_working()
 
     let mut cases = vec![
         // --- JSON syntax and shape --------------------------------------
-        case(
-            "truncated JSON",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .json("{\"id\": "),
-        case(
-            "not JSON at all",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .json("hello"),
-        case(
-            "empty JSON body",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .json(""),
-        case(
-            "JSON array instead of object",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .json("[]"),
-        case(
-            "JSON null body",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .json("null"),
-        case(
-            "trailing garbage",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .json(format!("{good} x")),
-        case(
-            "invalid UTF-8",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .raw(Some("application/json"), b"{\"id\": \"\xff\xfe\"}".to_vec()),
-        case(
-            "nested 5000 deep",
-            Method::POST,
-            "/v1/attempts/status",
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .json(nested),
-        case(
-            "size is a string",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .value(with("size", json!("5"))),
-        case(
-            "size is negative",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .value(with("size", json!(-1))),
-        case(
-            "size is fractional",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .value(with("size", json!(1.5))),
-        case(
-            "size is 2^64",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .json(
-            good.to_string()
-                .replace("\"size\":5", "\"size\":18446744073709551616"),
-        ),
-        case(
-            "size is 1e400",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .json(good.to_string().replace("\"size\":5", "\"size\":1e400")),
-        case(
-            "size is u64::MAX",
-            Method::POST,
-            &attempts,
-            422,
-            "file_too_large",
-        )
-        .bearer(&session)
-        .value(with("size", json!(u64::MAX))),
-        case(
-            "size is null",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .value(with("size", Value::Null)),
-        case(
-            "filename is null",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .value(with("filename", Value::Null)),
-        case(
-            "filename is a number",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .value(with("filename", json!(7))),
-        case(
-            "content_type is a list",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .value(with("content_type", json!(["image/png"]))),
-        case(
-            "sha256 is a number",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .value(with("sha256", json!(5))),
-        case(
-            "id is null",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .value(with("id", Value::Null)),
-        case(
-            "id is a number",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .value(with("id", json!(42))),
-        case(
-            "missing id",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .value(without("id")),
-        case(
-            "missing size",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .value(without("size")),
-        case(
-            "missing filename",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .value(without("filename")),
-        case(
-            "missing content_type",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .value(without("content_type")),
-        case(
-            "empty object",
-            Method::POST,
-            &attempts,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .value(json!({})),
-        case(
-            "confirm: size is a string",
-            Method::POST,
-            &confirm,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .header("idempotency-key", attempt.to_string())
-        .value(json!({"size": "3", "content_type": "image/png"})),
-        case(
-            "confirm: missing content_type",
-            Method::POST,
-            &confirm,
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .header("idempotency-key", attempt.to_string())
-        .value(json!({"size": 3})),
-        case(
-            "status: ids is not a list",
-            Method::POST,
-            "/v1/attempts/status",
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .value(json!({"ids": "x"})),
-        case(
-            "status: ids missing",
-            Method::POST,
-            "/v1/attempts/status",
-            400,
-            "malformed_request",
-        )
-        .bearer(&session)
-        .value(json!({})),
-        case(
-            "status: 501 ids",
-            Method::POST,
-            "/v1/attempts/status",
-            422,
-            "too_many_ids",
-        )
-        .bearer(&session)
-        .value(json!({"ids": ids_501})),
+        case("truncated JSON", Method::POST, &attempts, 400, "malformed_request").bearer(&session).json("{\"id\": "),
+        case("not JSON at all", Method::POST, &attempts, 400, "malformed_request").bearer(&session).json("hello"),
+        case("empty JSON body", Method::POST, &attempts, 400, "malformed_request").bearer(&session).json(""),
+        case("JSON array instead of object", Method::POST, &attempts, 400, "malformed_request")
+            .bearer(&session)
+            .json("[]"),
+        case("JSON null body", Method::POST, &attempts, 400, "malformed_request").bearer(&session).json("null"),
+        case("trailing garbage", Method::POST, &attempts, 400, "malformed_request")
+            .bearer(&session)
+            .json(format!("{good} x")),
+        case("invalid UTF-8", Method::POST, &attempts, 400, "malformed_request")
+            .bearer(&session)
+            .raw(Some("application/json"), b"{\"id\": \"\xff\xfe\"}".to_vec()),
+        case("nested 5000 deep", Method::POST, "/v1/attempts/status", 400, "malformed_request")
+            .bearer(&session)
+            .json(nested),
+        case("size is a string", Method::POST, &attempts, 400, "malformed_request")
+            .bearer(&session)
+            .value(with("size", json!("5"))),
+        case("size is negative", Method::POST, &attempts, 400, "malformed_request")
+            .bearer(&session)
+            .value(with("size", json!(-1))),
+        case("size is fractional", Method::POST, &attempts, 400, "malformed_request")
+            .bearer(&session)
+            .value(with("size", json!(1.5))),
+        case("size is 2^64", Method::POST, &attempts, 400, "malformed_request")
+            .bearer(&session)
+            .json(good.to_string().replace("\"size\":5", "\"size\":18446744073709551616")),
+        case("size is 1e400", Method::POST, &attempts, 400, "malformed_request")
+            .bearer(&session)
+            .json(good.to_string().replace("\"size\":5", "\"size\":1e400")),
+        case("size is u64::MAX", Method::POST, &attempts, 422, "file_too_large")
+            .bearer(&session)
+            .value(with("size", json!(u64::MAX))),
+        case("size is null", Method::POST, &attempts, 400, "malformed_request")
+            .bearer(&session)
+            .value(with("size", Value::Null)),
+        case("filename is null", Method::POST, &attempts, 400, "malformed_request")
+            .bearer(&session)
+            .value(with("filename", Value::Null)),
+        case("filename is a number", Method::POST, &attempts, 400, "malformed_request")
+            .bearer(&session)
+            .value(with("filename", json!(7))),
+        case("content_type is a list", Method::POST, &attempts, 400, "malformed_request")
+            .bearer(&session)
+            .value(with("content_type", json!(["image/png"]))),
+        case("sha256 is a number", Method::POST, &attempts, 400, "malformed_request")
+            .bearer(&session)
+            .value(with("sha256", json!(5))),
+        case("id is null", Method::POST, &attempts, 400, "malformed_request")
+            .bearer(&session)
+            .value(with("id", Value::Null)),
+        case("id is a number", Method::POST, &attempts, 400, "malformed_request")
+            .bearer(&session)
+            .value(with("id", json!(42))),
+        case("missing id", Method::POST, &attempts, 400, "malformed_request").bearer(&session).value(without("id")),
+        case("missing size", Method::POST, &attempts, 400, "malformed_request").bearer(&session).value(without("size")),
+        case("missing filename", Method::POST, &attempts, 400, "malformed_request")
+            .bearer(&session)
+            .value(without("filename")),
+        case("missing content_type", Method::POST, &attempts, 400, "malformed_request")
+            .bearer(&session)
+            .value(without("content_type")),
+        case("empty object", Method::POST, &attempts, 400, "malformed_request").bearer(&session).value(json!({})),
+        case("confirm: size is a string", Method::POST, &confirm, 400, "malformed_request")
+            .bearer(&session)
+            .header("idempotency-key", attempt.to_string())
+            .value(json!({"size": "3", "content_type": "image/png"})),
+        case("confirm: missing content_type", Method::POST, &confirm, 400, "malformed_request")
+            .bearer(&session)
+            .header("idempotency-key", attempt.to_string())
+            .value(json!({"size": 3})),
+        case("status: ids is not a list", Method::POST, "/v1/attempts/status", 400, "malformed_request")
+            .bearer(&session)
+            .value(json!({"ids": "x"})),
+        case("status: ids missing", Method::POST, "/v1/attempts/status", 400, "malformed_request")
+            .bearer(&session)
+            .value(json!({})),
+        case("status: 501 ids", Method::POST, "/v1/attempts/status", 422, "too_many_ids")
+            .bearer(&session)
+            .value(json!({"ids": ids_501})),
         case(
             "moderation: unknown decision",
             Method::POST,
@@ -437,90 +219,38 @@ async fn every_malformed_request_is_a_4xx_problem_and_the_server_keeps_working()
             "malformed_request",
         )
         .value(json!({"guest_code": 5})),
-        case(
-            "event: max_file_bytes negative",
-            Method::POST,
-            "/v1/events",
-            400,
-            "malformed_request",
-        )
-        .bearer(ADMIN)
-        .value({
-            let mut e = event_def("neg");
-            e["max_file_bytes"] = json!(-5);
-            e
-        }),
-        case(
-            "event: unknown moderation policy",
-            Method::POST,
-            "/v1/events",
-            400,
-            "malformed_request",
-        )
-        .bearer(ADMIN)
-        .value({
-            let mut e = event_def("pol");
-            e["moderation"] = json!("sometimes");
-            e
-        }),
+        case("event: max_file_bytes negative", Method::POST, "/v1/events", 400, "malformed_request")
+            .bearer(ADMIN)
+            .value({
+                let mut e = event_def("neg");
+                e["max_file_bytes"] = json!(-5);
+                e
+            }),
+        case("event: unknown moderation policy", Method::POST, "/v1/events", 400, "malformed_request")
+            .bearer(ADMIN)
+            .value({
+                let mut e = event_def("pol");
+                e["moderation"] = json!("sometimes");
+                e
+            }),
         // --- content type and size ------------------------------------------
-        case(
-            "text/plain body",
-            Method::POST,
-            &attempts,
-            415,
-            "unsupported_media_type",
-        )
-        .bearer(&session)
-        .raw(Some("text/plain"), good.to_string().into_bytes()),
-        case(
-            "form body",
-            Method::POST,
-            "/v1/events",
-            415,
-            "unsupported_media_type",
-        )
-        .bearer(ADMIN)
-        .raw(
-            Some("application/x-www-form-urlencoded"),
-            b"slug=x".to_vec(),
-        ),
-        case(
-            "no content type",
-            Method::POST,
-            "/v1/attempts/status",
-            415,
-            "unsupported_media_type",
-        )
-        .bearer(&session)
-        .raw(None, b"{\"ids\": []}".to_vec()),
-        case(
-            "no body, no content type",
-            Method::POST,
-            &confirm,
-            415,
-            "unsupported_media_type",
-        )
-        .bearer(&session)
-        .header("idempotency-key", attempt.to_string()),
-        case(
-            "body over 64 KiB",
-            Method::POST,
-            "/v1/attempts/status",
-            413,
-            "payload_too_large",
-        )
-        .bearer(&session)
-        .json(big),
+        case("text/plain body", Method::POST, &attempts, 415, "unsupported_media_type")
+            .bearer(&session)
+            .raw(Some("text/plain"), good.to_string().into_bytes()),
+        case("form body", Method::POST, "/v1/events", 415, "unsupported_media_type")
+            .bearer(ADMIN)
+            .raw(Some("application/x-www-form-urlencoded"), b"slug=x".to_vec()),
+        case("no content type", Method::POST, "/v1/attempts/status", 415, "unsupported_media_type")
+            .bearer(&session)
+            .raw(None, b"{\"ids\": []}".to_vec()),
+        case("no body, no content type", Method::POST, &confirm, 415, "unsupported_media_type")
+            .bearer(&session)
+            .header("idempotency-key", attempt.to_string()),
+        case("body over 64 KiB", Method::POST, "/v1/attempts/status", 413, "payload_too_large")
+            .bearer(&session)
+            .json(big),
         // --- paths, ids and queries ---------------------------------------------
-        case(
-            "GET attempt: not a UUID",
-            Method::GET,
-            "/v1/attempts/not-a-uuid",
-            400,
-            "invalid_id",
-        )
-        .bearer(&session),
+        case("GET attempt: not a UUID", Method::GET, "/v1/attempts/not-a-uuid", 400, "invalid_id").bearer(&session),
         case(
             "GET attempt: UUID with a bad digit",
             Method::GET,
@@ -529,47 +259,16 @@ async fn every_malformed_request_is_a_4xx_problem_and_the_server_keeps_working()
             "invalid_id",
         )
         .bearer(&session),
-        case(
-            "confirm: not a UUID",
-            Method::POST,
-            "/v1/attempts/1234/confirm",
-            400,
-            "invalid_id",
-        )
-        .bearer(&session)
-        .header("idempotency-key", "1234")
-        .value(json!({"size": 3, "content_type": "image/png"})),
-        case(
-            "renew: not a UUID",
-            Method::POST,
-            "/v1/attempts/%FF/renew",
-            400,
-            "invalid_id",
-        )
-        .bearer(&session),
-        case(
-            "moderation: not a UUID",
-            Method::POST,
-            "/v1/media/xyz/moderation",
-            400,
-            "invalid_id",
-        )
-        .bearer(&host)
-        .value(json!({"decision": "approve"})),
-        case(
-            "media content: not a UUID",
-            Method::GET,
-            "/v1/media/xyz/content?sig=00",
-            400,
-            "invalid_id",
-        ),
-        case(
-            "media content: no sig",
-            Method::GET,
-            format!("/v1/media/{}/content", media.id),
-            400,
-            "invalid_query",
-        ),
+        case("confirm: not a UUID", Method::POST, "/v1/attempts/1234/confirm", 400, "invalid_id")
+            .bearer(&session)
+            .header("idempotency-key", "1234")
+            .value(json!({"size": 3, "content_type": "image/png"})),
+        case("renew: not a UUID", Method::POST, "/v1/attempts/%FF/renew", 400, "invalid_id").bearer(&session),
+        case("moderation: not a UUID", Method::POST, "/v1/media/xyz/moderation", 400, "invalid_id")
+            .bearer(&host)
+            .value(json!({"decision": "approve"})),
+        case("media content: not a UUID", Method::GET, "/v1/media/xyz/content?sig=00", 400, "invalid_id"),
+        case("media content: no sig", Method::GET, format!("/v1/media/{}/content", media.id), 400, "invalid_query"),
         case(
             "wall: cursor not ours",
             Method::GET,
@@ -594,10 +293,7 @@ async fn every_malformed_request_is_a_4xx_problem_and_the_server_keeps_working()
         case(
             "wall: cursor past i64",
             Method::GET,
-            format!(
-                "/v1/events/{slug}/wall?code={code}&after=w{}",
-                "f".repeat(17)
-            ),
+            format!("/v1/events/{slug}/wall?code={code}&after=w{}", "f".repeat(17)),
             400,
             "invalid_query",
         ),
@@ -609,14 +305,8 @@ async fn every_malformed_request_is_a_4xx_problem_and_the_server_keeps_working()
             "invalid_query",
         )
         .bearer(&host),
-        case(
-            "storage: no signature",
-            Method::PUT,
-            "/storage/x/0123",
-            400,
-            "invalid_query",
-        )
-        .raw(Some("image/png"), b"abc".to_vec()),
+        case("storage: no signature", Method::PUT, "/storage/x/0123", 400, "invalid_query")
+            .raw(Some("image/png"), b"abc".to_vec()),
         case(
             "storage: len not a number",
             Method::PUT,
@@ -633,141 +323,40 @@ async fn every_malformed_request_is_a_4xx_problem_and_the_server_keeps_working()
             Method::PUT,
             "/storage/x/%2e%2e/y?ct=image%2Fpng&len=3&exp=99999999999&sig=00",
             if support::is_s3() { 404 } else { 403 },
-            if support::is_s3() {
-                "route_not_found"
-            } else {
-                "bad_signature"
-            },
+            if support::is_s3() { "route_not_found" } else { "bad_signature" },
         )
         .raw(Some("image/png"), b"abc".to_vec()),
         // --- routing --------------------------------------------------------
-        case(
-            "unknown route",
-            Method::GET,
-            "/nope",
-            404,
-            "route_not_found",
-        ),
-        case(
-            "API route with a trailing slash",
-            Method::GET,
-            format!("/v1/attempts/{id}/"),
-            404,
-            "route_not_found",
-        )
-        .bearer(&session),
-        case(
-            "GET /v1/events",
-            Method::GET,
-            "/v1/events",
-            405,
-            "method_not_allowed",
-        ),
-        case(
-            "DELETE an attempt",
-            Method::DELETE,
-            format!("/v1/attempts/{id}"),
-            405,
-            "method_not_allowed",
-        )
-        .bearer(&session),
-        case(
-            "PUT /healthz",
-            Method::PUT,
-            "/healthz",
-            405,
-            "method_not_allowed",
-        ),
-        case(
-            "GET the storage",
-            Method::GET,
-            "/storage/x/0123",
-            405,
-            "method_not_allowed",
-        ),
-        case(
-            "GET confirm",
-            Method::GET,
-            &confirm,
-            405,
-            "method_not_allowed",
-        )
-        .bearer(&session),
-        case(
-            "unknown event: join",
-            Method::POST,
-            "/v1/events/no-such-event/sessions",
-            404,
-            "not_found",
-        )
-        .value(json!({"guest_code": code})),
+        case("unknown route", Method::GET, "/nope", 404, "route_not_found"),
+        case("API route with a trailing slash", Method::GET, format!("/v1/attempts/{id}/"), 404, "route_not_found")
+            .bearer(&session),
+        case("GET /v1/events", Method::GET, "/v1/events", 405, "method_not_allowed"),
+        case("DELETE an attempt", Method::DELETE, format!("/v1/attempts/{id}"), 405, "method_not_allowed")
+            .bearer(&session),
+        case("PUT /healthz", Method::PUT, "/healthz", 405, "method_not_allowed"),
+        case("GET the storage", Method::GET, "/storage/x/0123", 405, "method_not_allowed"),
+        case("GET confirm", Method::GET, &confirm, 405, "method_not_allowed").bearer(&session),
+        case("unknown event: join", Method::POST, "/v1/events/no-such-event/sessions", 404, "not_found")
+            .value(json!({"guest_code": code})),
         // --- events (admin) ---------------------------------------------------
-        case(
-            "event: no bearer",
-            Method::POST,
-            "/v1/events",
-            401,
-            "unauthorized",
-        )
-        .value(event_def("nobody")),
-        case(
-            "event: wrong bearer",
-            Method::POST,
-            "/v1/events",
-            403,
-            "forbidden",
-        )
-        .bearer("not-the-admin")
-        .value(event_def("nobody")),
-        case(
-            "event: guest session",
-            Method::POST,
-            "/v1/events",
-            403,
-            "forbidden",
-        )
-        .bearer(&session)
-        .value(event_def("nobody")),
-        case(
-            "event: host token",
-            Method::POST,
-            "/v1/events",
-            403,
-            "forbidden",
-        )
-        .bearer(&host)
-        .value(event_def("nobody")),
-        case(
-            "event: duplicate slug",
-            Method::POST,
-            "/v1/events",
-            409,
-            "slug_taken",
-        )
-        .bearer(ADMIN)
-        .value(event_def(&slug)),
-        case(
-            "sweep: no bearer",
-            Method::POST,
-            "/v1/admin/sweep",
-            401,
-            "unauthorized",
-        ),
-        case(
-            "sweep: host token",
-            Method::POST,
-            "/v1/admin/sweep",
-            403,
-            "forbidden",
-        )
-        .bearer(&host),
+        case("event: no bearer", Method::POST, "/v1/events", 401, "unauthorized").value(event_def("nobody")),
+        case("event: wrong bearer", Method::POST, "/v1/events", 403, "forbidden")
+            .bearer("not-the-admin")
+            .value(event_def("nobody")),
+        case("event: guest session", Method::POST, "/v1/events", 403, "forbidden")
+            .bearer(&session)
+            .value(event_def("nobody")),
+        case("event: host token", Method::POST, "/v1/events", 403, "forbidden")
+            .bearer(&host)
+            .value(event_def("nobody")),
+        case("event: duplicate slug", Method::POST, "/v1/events", 409, "slug_taken")
+            .bearer(ADMIN)
+            .value(event_def(&slug)),
+        case("sweep: no bearer", Method::POST, "/v1/admin/sweep", 401, "unauthorized"),
+        case("sweep: host token", Method::POST, "/v1/admin/sweep", 403, "forbidden").bearer(&host),
     ];
     for (what, def) in bad_events {
-        cases.push(
-            case(what, Method::POST, "/v1/events", 422, "invalid_event")
-                .bearer(ADMIN)
-                .value(def),
-        );
+        cases.push(case(what, Method::POST, "/v1/events", 422, "invalid_event").bearer(ADMIN).value(def));
     }
     assert!(cases.len() >= 20);
 
@@ -786,42 +375,17 @@ async fn every_malformed_request_is_a_4xx_problem_and_the_server_keeps_working()
             }
             req = req.body(bytes.clone());
         }
-        let r = req
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{}: no answer: {e}", c.what));
+        let r = req.send().await.unwrap_or_else(|e| panic!("{}: no answer: {e}", c.what));
         let status = r.status();
         assert!(status.is_client_error(), "{}: {status}", c.what);
-        let ct = r
-            .headers()
-            .get("content-type")
-            .map(|v| v.to_str().unwrap_or("?").to_owned());
-        assert_eq!(
-            ct.as_deref(),
-            Some("application/problem+json"),
-            "{}: {status}",
-            c.what
-        );
+        let ct = r.headers().get("content-type").map(|v| v.to_str().unwrap_or("?").to_owned());
+        assert_eq!(ct.as_deref(), Some("application/problem+json"), "{}: {status}", c.what);
         let (status, p) = problem(r).await;
-        assert_eq!(
-            (status.as_u16(), p["code"].as_str()),
-            (c.status, Some(c.code)),
-            "{}: {p}",
-            c.what
-        );
-        assert_eq!(
-            p["type"],
-            format!("urn:upload-once:{}", c.code),
-            "{}",
-            c.what
-        );
+        assert_eq!((status.as_u16(), p["code"].as_str()), (c.status, Some(c.code)), "{}: {p}", c.what);
+        assert_eq!(p["type"], format!("urn:upload-once:{}", c.code), "{}", c.what);
         assert_eq!(p["retryable"], false, "{}", c.what);
     }
-    assert_eq!(
-        server.counts().await,
-        counts,
-        "no malformed request stored anything"
-    );
+    assert_eq!(server.counts().await, counts, "no malformed request stored anything");
 
     // Still healthy, and a normal upload still works end to end.
     let r = server.call(Method::GET, "/healthz", None, None).await;
@@ -839,26 +403,15 @@ async fn an_id_in_a_body_that_is_not_a_uuid_is_invalid_id() {
     let server = TestServer::start().await;
     let guest = server.guest().await;
     let r = server
-        .call(
-            Method::POST,
-            "/v1/attempts/status",
-            Some(&guest.session),
-            Some(json!({"ids": ["not-a-uuid"]})),
-        )
+        .call(Method::POST, "/v1/attempts/status", Some(&guest.session), Some(json!({"ids": ["not-a-uuid"]})))
         .await;
     let (status, p) = problem(r).await;
-    assert_eq!(
-        (status, p["code"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("invalid_id")),
-        "status ids: {p}"
-    );
-    let r = guest.authorize_raw(json!({"id": "not-a-uuid", "filename": "p.png", "size": 5, "content_type": "image/png"})).await;
+    assert_eq!((status, p["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_id")), "status ids: {p}");
+    let r = guest
+        .authorize_raw(json!({"id": "not-a-uuid", "filename": "p.png", "size": 5, "content_type": "image/png"}))
+        .await;
     let (status, p) = problem(r).await;
-    assert_eq!(
-        (status, p["code"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("invalid_id")),
-        "authorize id: {p}"
-    );
+    assert_eq!((status, p["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_id")), "authorize id: {p}");
 }
 
 /// `route_not_found` is the answer for a path no route matches, whatever
@@ -868,26 +421,11 @@ async fn an_id_in_a_body_that_is_not_a_uuid_is_invalid_id() {
 #[tokio::test]
 async fn an_unknown_route_is_route_not_found_for_every_method() {
     let server = TestServer::start().await;
-    for method in [
-        Method::GET,
-        Method::POST,
-        Method::PUT,
-        Method::DELETE,
-        Method::PATCH,
-    ] {
+    for method in [Method::GET, Method::POST, Method::PUT, Method::DELETE, Method::PATCH] {
         for path in ["/nope", "/v1/nothing", "/v1/events/x/y/z"] {
-            let r = server
-                .http
-                .request(method.clone(), server.url(path))
-                .json(&json!({}))
-                .send()
-                .await
-                .unwrap();
+            let r = server.http.request(method.clone(), server.url(path)).json(&json!({})).send().await.unwrap();
             let status = r.status();
-            let ct = r
-                .headers()
-                .get("content-type")
-                .map(|v| v.to_str().unwrap_or("?").to_owned());
+            let ct = r.headers().get("content-type").map(|v| v.to_str().unwrap_or("?").to_owned());
             let body = r.text().await.unwrap();
             assert_eq!(
                 (status, ct.as_deref()),

@@ -53,7 +53,10 @@ async fn applied(url: &str) -> Vec<(i64, String, Vec<u8>, bool)> {
 
 /// Every migration file, recorded as applied with its own SHA-384.
 fn every_file_applied() -> Vec<(i64, String, Vec<u8>, bool)> {
-    migration_files().into_iter().map(|(v, name, sql)| (v, name.to_owned(), Sha384::digest(sql).to_vec(), true)).collect()
+    migration_files()
+        .into_iter()
+        .map(|(v, name, sql)| (v, name.to_owned(), Sha384::digest(sql).to_vec(), true))
+        .collect()
 }
 
 /// The versions the hand-rolled migrations of earlier servers knew.
@@ -155,7 +158,11 @@ async fn a_migration_changed_after_it_was_applied_is_refused() {
 
     // As if 0001_init.sql had been edited after this database ran it.
     let mut conn = connect(&url).await;
-    sqlx::query("UPDATE _sqlx_migrations SET checksum = $1 WHERE version = 1").bind(vec![0u8; 48]).execute(&mut conn).await.unwrap();
+    sqlx::query("UPDATE _sqlx_migrations SET checksum = $1 WHERE version = 1")
+        .bind(vec![0u8; 48])
+        .execute(&mut conn)
+        .await
+        .unwrap();
     conn.close().await.unwrap();
 
     let error = SqlStore::open(&url).await.expect_err("a changed migration is refused").to_string();

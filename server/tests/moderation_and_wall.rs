@@ -9,40 +9,16 @@ use serde_json::{Value, json};
 use support::{Guest, TestServer, problem};
 use uuid::Uuid;
 
-async fn list(
-    server: &TestServer,
-    slug: &str,
-    token: &str,
-    filter: Option<&str>,
-) -> reqwest::Response {
-    let query = filter
-        .map(|f| format!("?moderation={f}"))
-        .unwrap_or_default();
-    server
-        .call(
-            Method::GET,
-            &format!("/v1/events/{slug}/media{query}"),
-            Some(token),
-            None,
-        )
-        .await
+async fn list(server: &TestServer, slug: &str, token: &str, filter: Option<&str>) -> reqwest::Response {
+    let query = filter.map(|f| format!("?moderation={f}")).unwrap_or_default();
+    server.call(Method::GET, &format!("/v1/events/{slug}/media{query}"), Some(token), None).await
 }
 
-async fn listed_ids(
-    server: &TestServer,
-    slug: &str,
-    token: &str,
-    filter: Option<&str>,
-) -> Vec<String> {
+async fn listed_ids(server: &TestServer, slug: &str, token: &str, filter: Option<&str>) -> Vec<String> {
     let r = list(server, slug, token, filter).await;
     assert_eq!(r.status(), StatusCode::OK);
     let v: Value = r.json().await.unwrap();
-    v["media"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap().to_owned())
-        .collect()
+    v["media"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap().to_owned()).collect()
 }
 
 async fn moderate(
@@ -56,14 +32,7 @@ async fn moderate(
     if let Some(r) = reason {
         body["reason"] = json!(r);
     }
-    server
-        .call(
-            Method::POST,
-            &format!("/v1/media/{media}/moderation"),
-            Some(token),
-            Some(body),
-        )
-        .await
+    server.call(Method::POST, &format!("/v1/media/{media}/moderation"), Some(token), Some(body)).await
 }
 
 /// How a wall reader proves it may look.
@@ -75,12 +44,7 @@ enum WallAuth<'a> {
     Nothing,
 }
 
-async fn wall_raw(
-    server: &TestServer,
-    slug: &str,
-    auth: WallAuth<'_>,
-    after: Option<&str>,
-) -> reqwest::Response {
+async fn wall_raw(server: &TestServer, slug: &str, auth: WallAuth<'_>, after: Option<&str>) -> reqwest::Response {
     let mut query = Vec::new();
     if let WallAuth::CodeQuery(code) = auth {
         query.push(("code", code.to_owned()));
@@ -88,10 +52,7 @@ async fn wall_raw(
     if let Some(a) = after {
         query.push(("after", a.to_owned()));
     }
-    let mut req = server
-        .http
-        .get(server.url(&format!("/v1/events/{slug}/wall")))
-        .query(&query);
+    let mut req = server.http.get(server.url(&format!("/v1/events/{slug}/wall"))).query(&query);
     match auth {
         WallAuth::CodeHeader(code) => req = req.header("x-guest-code", code),
         WallAuth::Bearer(token) => req = req.bearer_auth(token),
@@ -111,10 +72,7 @@ async fn wall(
     assert_eq!(r.status(), StatusCode::OK, "{auth:?}");
     let v: Value = r.json().await.unwrap();
     let items = v["items"].as_array().unwrap().clone();
-    let ids = items
-        .iter()
-        .map(|i| i["id"].as_str().unwrap().to_owned())
-        .collect();
+    let ids = items.iter().map(|i| i["id"].as_str().unwrap().to_owned()).collect();
     (ids, v["next_cursor"].as_str().unwrap().to_owned(), items)
 }
 
@@ -153,49 +111,24 @@ async fn the_host_moderates_and_the_wall_shows_only_approved_media_in_approval_o
     let approved_c: Value = r.json().await.unwrap();
     assert_eq!(approved_c["moderation"], "approved");
     server.clock.advance(1000);
-    assert_eq!(
-        moderate(&server, &host, &a, "approve", None).await.status(),
-        StatusCode::OK
-    );
+    assert_eq!(moderate(&server, &host, &a, "approve", None).await.status(), StatusCode::OK);
     let r = moderate(&server, &host, &b, "reject", Some("  blurry  ")).await;
     assert_eq!(r.status(), StatusCode::OK);
     let rejected_b: Value = r.json().await.unwrap();
     assert_eq!(
-        (
-            rejected_b["moderation"].as_str(),
-            rejected_b["moderation_reason"].as_str()
-        ),
+        (rejected_b["moderation"].as_str(), rejected_b["moderation_reason"].as_str()),
         (Some("rejected"), Some("blurry"))
     );
 
-    assert!(
-        listed_ids(&server, &slug, &host, Some("pending"))
-            .await
-            .is_empty()
-    );
-    assert_eq!(
-        listed_ids(&server, &slug, &host, Some("approved")).await,
-        vec![a.clone(), c.clone()]
-    );
-    assert_eq!(
-        listed_ids(&server, &slug, &host, Some("rejected")).await,
-        vec![b.clone()]
-    );
-    assert_eq!(
-        listed_ids(&server, &slug, &host, None).await,
-        vec![a.clone(), b.clone(), c.clone()]
-    );
+    assert!(listed_ids(&server, &slug, &host, Some("pending")).await.is_empty());
+    assert_eq!(listed_ids(&server, &slug, &host, Some("approved")).await, vec![a.clone(), c.clone()]);
+    assert_eq!(listed_ids(&server, &slug, &host, Some("rejected")).await, vec![b.clone()]);
+    assert_eq!(listed_ids(&server, &slug, &host, None).await, vec![a.clone(), b.clone(), c.clone()]);
 
     // Guests see the decisions through status.
     let status = guest.status(&[att_a, att_b, att_c]).await;
     let media_of = |i: usize| status["results"][i]["media"].clone();
-    assert_eq!(
-        (
-            media_of(0)["id"].as_str(),
-            media_of(0)["moderation"].as_str()
-        ),
-        (Some(a.as_str()), Some("approved"))
-    );
+    assert_eq!((media_of(0)["id"].as_str(), media_of(0)["moderation"].as_str()), (Some(a.as_str()), Some("approved")));
     assert_eq!(media_of(1)["moderation"], "rejected");
     assert_eq!(media_of(1)["reason"], "blurry");
     assert_eq!(media_of(2)["moderation"], "approved");
@@ -203,16 +136,8 @@ async fn the_host_moderates_and_the_wall_shows_only_approved_media_in_approval_o
     // The wall: approved only, in approval order, however the reader proves
     // it may look.
     let by_code = wall(&server, &slug, WallAuth::CodeQuery(&code), None).await;
-    assert_eq!(
-        by_code.0,
-        vec![c.clone(), a.clone()],
-        "approval order, not upload order"
-    );
-    for auth in [
-        WallAuth::CodeHeader(&code),
-        WallAuth::Bearer(&wall_token),
-        WallAuth::Bearer(&host),
-    ] {
+    assert_eq!(by_code.0, vec![c.clone(), a.clone()], "approval order, not upload order");
+    for auth in [WallAuth::CodeHeader(&code), WallAuth::Bearer(&wall_token), WallAuth::Bearer(&host)] {
         let other = wall(&server, &slug, auth, None).await;
         assert_eq!((&other.0, &other.1), (&by_code.0, &by_code.1), "{auth:?}");
     }
@@ -223,8 +148,7 @@ async fn the_host_moderates_and_the_wall_shows_only_approved_media_in_approval_o
     assert_ne!(by_code.1, start, "the cursor moved");
 
     // Nothing changed: nothing new, the cursor stays.
-    let (nothing, same, _) =
-        wall(&server, &slug, WallAuth::CodeQuery(&code), Some(&by_code.1)).await;
+    let (nothing, same, _) = wall(&server, &slug, WallAuth::CodeQuery(&code), Some(&by_code.1)).await;
     assert!(nothing.is_empty(), "{nothing:?}");
     assert_eq!(same, by_code.1);
 
@@ -232,10 +156,7 @@ async fn the_host_moderates_and_the_wall_shows_only_approved_media_in_approval_o
     let (_, d) = upload(&guest, b"ddd").await;
     let (nothing, _, _) = wall(&server, &slug, WallAuth::CodeQuery(&code), Some(&same)).await;
     assert!(nothing.is_empty(), "pending media is not on the wall");
-    assert_eq!(
-        moderate(&server, &host, &d, "approve", None).await.status(),
-        StatusCode::OK
-    );
+    assert_eq!(moderate(&server, &host, &d, "approve", None).await.status(), StatusCode::OK);
     let (new, next, _) = wall(&server, &slug, WallAuth::CodeQuery(&code), Some(&same)).await;
     assert_eq!(new, vec![d.clone()]);
     let (nothing, _, _) = wall(&server, &slug, WallAuth::CodeQuery(&code), Some(&next)).await;
@@ -250,24 +171,13 @@ async fn the_host_moderates_and_the_wall_shows_only_approved_media_in_approval_o
     let (all, _, _) = wall(&server, &slug, WallAuth::CodeQuery(&code), None).await;
     assert_eq!(all, vec![c.clone(), a.clone(), d.clone()], "same positions");
     let (nothing, _, _) = wall(&server, &slug, WallAuth::CodeQuery(&code), Some(&next)).await;
-    assert!(
-        nothing.is_empty(),
-        "a repeated approve is not news: {nothing:?}"
-    );
+    assert!(nothing.is_empty(), "a repeated approve is not news: {nothing:?}");
 
     // Rejecting an approved item takes it off the wall.
-    assert_eq!(
-        moderate(&server, &host, &a, "reject", Some("oops"))
-            .await
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(moderate(&server, &host, &a, "reject", Some("oops")).await.status(), StatusCode::OK);
     let (all, _, _) = wall(&server, &slug, WallAuth::CodeQuery(&code), None).await;
     assert_eq!(all, vec![c.clone(), d.clone()]);
-    assert_eq!(
-        guest.status(&[att_a]).await["results"][0]["media"]["reason"],
-        "oops"
-    );
+    assert_eq!(guest.status(&[att_a]).await["results"][0]["media"]["reason"], "oops");
 }
 
 /// Re-approving what is already approved changes nothing a reader can see:
@@ -279,29 +189,11 @@ async fn a_repeated_approve_leaves_the_wall_item_unchanged() {
     let slug = guest.slug().to_owned();
     let host = guest.event.host_token.clone();
     let (_, m) = upload(&guest, b"xyz").await;
-    assert_eq!(
-        moderate(&server, &host, &m, "approve", None).await.status(),
-        StatusCode::OK
-    );
-    let (_, _, before) = wall(
-        &server,
-        &slug,
-        WallAuth::Bearer(&guest.event.wall_token),
-        None,
-    )
-    .await;
+    assert_eq!(moderate(&server, &host, &m, "approve", None).await.status(), StatusCode::OK);
+    let (_, _, before) = wall(&server, &slug, WallAuth::Bearer(&guest.event.wall_token), None).await;
     server.clock.advance(60_000);
-    assert_eq!(
-        moderate(&server, &host, &m, "approve", None).await.status(),
-        StatusCode::OK
-    );
-    let (_, _, after) = wall(
-        &server,
-        &slug,
-        WallAuth::Bearer(&guest.event.wall_token),
-        None,
-    )
-    .await;
+    assert_eq!(moderate(&server, &host, &m, "approve", None).await.status(), StatusCode::OK);
+    let (_, _, after) = wall(&server, &slug, WallAuth::Bearer(&guest.event.wall_token), None).await;
     assert_eq!(after, before, "the repeat changed the wall item");
 }
 
@@ -309,9 +201,7 @@ async fn a_repeated_approve_leaves_the_wall_item_unchanged() {
 async fn the_wall_pages_by_cursor() {
     let server = TestServer::start().await;
     // No moderation: every confirmed upload goes straight onto the wall.
-    let event = server
-        .create_event("busy-wall", 1000, &["image/*"], "none")
-        .await;
+    let event = server.create_event("busy-wall", 1000, &["image/*"], "none").await;
     let guest = server.guest_of(&event).await;
     let code = event.guest_code.clone();
     let uploads = (0..101u32).map(|i| {
@@ -320,10 +210,7 @@ async fn the_wall_pages_by_cursor() {
             let id = Uuid::new_v4();
             let bytes = i.to_be_bytes().to_vec();
             let a = guest.authorize(id, 4).await;
-            assert_eq!(
-                guest.server.put(a.put().unwrap(), bytes).await.status(),
-                StatusCode::OK
-            );
+            assert_eq!(guest.server.put(a.put().unwrap(), bytes).await.status(), StatusCode::OK);
             id
         }
     });
@@ -333,32 +220,15 @@ async fn the_wall_pages_by_cursor() {
     for id in ids {
         let r = guest.confirm(id, 4).await;
         assert_eq!(r.status(), StatusCode::OK);
-        media.push(
-            r.json::<Value>().await.unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-        );
+        media.push(r.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_owned());
     }
 
     let (page1, cursor1, _) = wall(&server, "busy-wall", WallAuth::CodeQuery(&code), None).await;
     assert_eq!(page1.len(), 100, "one page holds 100");
     assert_eq!(page1, media[..100]);
-    let (page2, cursor2, _) = wall(
-        &server,
-        "busy-wall",
-        WallAuth::CodeQuery(&code),
-        Some(&cursor1),
-    )
-    .await;
+    let (page2, cursor2, _) = wall(&server, "busy-wall", WallAuth::CodeQuery(&code), Some(&cursor1)).await;
     assert_eq!(page2, media[100..]);
-    let (page3, cursor3, _) = wall(
-        &server,
-        "busy-wall",
-        WallAuth::CodeQuery(&code),
-        Some(&cursor2),
-    )
-    .await;
+    let (page3, cursor3, _) = wall(&server, "busy-wall", WallAuth::CodeQuery(&code), Some(&cursor2)).await;
     assert!(page3.is_empty());
     assert_eq!(cursor3, cursor2);
 }
@@ -381,84 +251,29 @@ async fn only_this_events_host_may_moderate_or_list() {
     ];
     for (who, token) in forbidden {
         for decision in ["approve", "reject"] {
-            let (s, p) =
-                problem(moderate(&server, token, &media_a, decision, Some("no")).await).await;
-            assert_eq!(
-                (s, p["code"].as_str()),
-                (StatusCode::FORBIDDEN, Some("forbidden")),
-                "{who} {decision}s"
-            );
+            let (s, p) = problem(moderate(&server, token, &media_a, decision, Some("no")).await).await;
+            assert_eq!((s, p["code"].as_str()), (StatusCode::FORBIDDEN, Some("forbidden")), "{who} {decision}s");
         }
         let (s, p) = problem(list(&server, guest_a.slug(), token, None).await).await;
-        assert_eq!(
-            (s, p["code"].as_str()),
-            (StatusCode::FORBIDDEN, Some("forbidden")),
-            "{who} lists"
-        );
+        assert_eq!((s, p["code"].as_str()), (StatusCode::FORBIDDEN, Some("forbidden")), "{who} lists");
     }
     let r = server
-        .call(
-            Method::POST,
-            &format!("/v1/media/{media_a}/moderation"),
-            None,
-            Some(json!({"decision": "approve"})),
-        )
+        .call(Method::POST, &format!("/v1/media/{media_a}/moderation"), None, Some(json!({"decision": "approve"})))
         .await;
     let (s, p) = problem(r).await;
-    assert_eq!(
-        (s, p["code"].as_str()),
-        (StatusCode::UNAUTHORIZED, Some("unauthorized")),
-        "no bearer"
-    );
-    let r = server
-        .call(
-            Method::GET,
-            &format!("/v1/events/{}/media", guest_a.slug()),
-            None,
-            None,
-        )
-        .await;
+    assert_eq!((s, p["code"].as_str()), (StatusCode::UNAUTHORIZED, Some("unauthorized")), "no bearer");
+    let r = server.call(Method::GET, &format!("/v1/events/{}/media", guest_a.slug()), None, None).await;
     let (s, p) = problem(r).await;
-    assert_eq!(
-        (s, p["code"].as_str()),
-        (StatusCode::UNAUTHORIZED, Some("unauthorized")),
-        "no bearer lists"
-    );
+    assert_eq!((s, p["code"].as_str()), (StatusCode::UNAUTHORIZED, Some("unauthorized")), "no bearer lists");
 
     // Nothing changed.
-    assert_eq!(
-        guest_a.status(&[att]).await["results"][0]["media"]["moderation"],
-        "pending"
-    );
-    assert_eq!(
-        listed_ids(&server, guest_a.slug(), &host_a, Some("pending")).await,
-        vec![media_a.clone()]
-    );
+    assert_eq!(guest_a.status(&[att]).await["results"][0]["media"]["moderation"], "pending");
+    assert_eq!(listed_ids(&server, guest_a.slug(), &host_a, Some("pending")).await, vec![media_a.clone()]);
     // Each host moderates their own.
-    assert_eq!(
-        moderate(&server, &host_b, &media_b, "approve", None)
-            .await
-            .status(),
-        StatusCode::OK
-    );
-    assert_eq!(
-        moderate(&server, &host_a, &media_a, "approve", None)
-            .await
-            .status(),
-        StatusCode::OK
-    );
-    let (wall_a, _, _) = wall(
-        &server,
-        guest_a.slug(),
-        WallAuth::CodeQuery(&guest_a.event.guest_code),
-        None,
-    )
-    .await;
-    assert_eq!(
-        wall_a,
-        vec![media_a],
-        "one event's wall shows only its own media"
-    );
+    assert_eq!(moderate(&server, &host_b, &media_b, "approve", None).await.status(), StatusCode::OK);
+    assert_eq!(moderate(&server, &host_a, &media_a, "approve", None).await.status(), StatusCode::OK);
+    let (wall_a, _, _) = wall(&server, guest_a.slug(), WallAuth::CodeQuery(&guest_a.event.guest_code), None).await;
+    assert_eq!(wall_a, vec![media_a], "one event's wall shows only its own media");
 }
 
 #[tokio::test]
@@ -468,57 +283,22 @@ async fn the_wall_needs_this_events_code_or_token() {
     let other = server.guest().await;
     let slug = guest.slug().to_owned();
     let (_, m) = upload(&guest, b"aaa").await;
-    assert_eq!(
-        moderate(&server, &guest.event.host_token, &m, "approve", None)
-            .await
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(moderate(&server, &guest.event.host_token, &m, "approve", None).await.status(), StatusCode::OK);
 
     let cases = [
-        (
-            WallAuth::CodeQuery("wrong"),
-            StatusCode::FORBIDDEN,
-            "wrong_guest_code",
-        ),
-        (
-            WallAuth::CodeQuery(&other.event.guest_code),
-            StatusCode::FORBIDDEN,
-            "wrong_guest_code",
-        ),
-        (
-            WallAuth::CodeHeader("wrong"),
-            StatusCode::FORBIDDEN,
-            "wrong_guest_code",
-        ),
-        (
-            WallAuth::Bearer(&other.event.wall_token),
-            StatusCode::FORBIDDEN,
-            "forbidden",
-        ),
-        (
-            WallAuth::Bearer(&other.event.host_token),
-            StatusCode::FORBIDDEN,
-            "forbidden",
-        ),
-        (
-            WallAuth::Bearer(&guest.session),
-            StatusCode::FORBIDDEN,
-            "forbidden",
-        ),
+        (WallAuth::CodeQuery("wrong"), StatusCode::FORBIDDEN, "wrong_guest_code"),
+        (WallAuth::CodeQuery(&other.event.guest_code), StatusCode::FORBIDDEN, "wrong_guest_code"),
+        (WallAuth::CodeHeader("wrong"), StatusCode::FORBIDDEN, "wrong_guest_code"),
+        (WallAuth::Bearer(&other.event.wall_token), StatusCode::FORBIDDEN, "forbidden"),
+        (WallAuth::Bearer(&other.event.host_token), StatusCode::FORBIDDEN, "forbidden"),
+        (WallAuth::Bearer(&guest.session), StatusCode::FORBIDDEN, "forbidden"),
         (WallAuth::Nothing, StatusCode::UNAUTHORIZED, "unauthorized"),
     ];
     for (auth, status, code) in cases {
         let (s, p) = problem(wall_raw(&server, &slug, auth, None).await).await;
         assert_eq!((s, p["code"].as_str()), (status, Some(code)), "{auth:?}");
     }
-    let (ids, _, _) = wall(
-        &server,
-        &slug,
-        WallAuth::CodeQuery(&guest.event.guest_code),
-        None,
-    )
-    .await;
+    let (ids, _, _) = wall(&server, &slug, WallAuth::CodeQuery(&guest.event.guest_code), None).await;
     assert_eq!(ids, vec![m]);
 }
 
@@ -533,27 +313,14 @@ async fn a_rejection_never_makes_the_wall_cursor_skip_a_later_approval() {
     let (_, second) = upload(&guest, b"second").await;
     let (_, third) = upload(&guest, b"third").await;
     for m in [&first, &second] {
-        assert_eq!(
-            moderate(&server, &host, m, "approve", None).await.status(),
-            StatusCode::OK
-        );
+        assert_eq!(moderate(&server, &host, m, "approve", None).await.status(), StatusCode::OK);
     }
     let (seen, cursor, _) = wall(&server, &slug, auth, None).await;
     assert_eq!(seen, vec![first.clone(), second.clone()]);
     // The newest item is taken down, then another is approved: the wall,
     // polling from its cursor, must still see the new one.
-    assert_eq!(
-        moderate(&server, &host, &second, "reject", Some("blurry"))
-            .await
-            .status(),
-        StatusCode::OK
-    );
-    assert_eq!(
-        moderate(&server, &host, &third, "approve", None)
-            .await
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(moderate(&server, &host, &second, "reject", Some("blurry")).await.status(), StatusCode::OK);
+    assert_eq!(moderate(&server, &host, &third, "approve", None).await.status(), StatusCode::OK);
     let (next, _, _) = wall(&server, &slug, auth, Some(&cursor)).await;
     assert_eq!(next, vec![third.clone()]);
     let (all, _, _) = wall(&server, &slug, auth, None).await;

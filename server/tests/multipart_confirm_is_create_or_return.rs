@@ -7,8 +7,8 @@
 
 mod support;
 
-use std::sync::{Arc, OnceLock};
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 
 use reqwest::StatusCode;
 use support::multipart::{FILE, MultipartFaults, composite, file, part, plan};
@@ -35,7 +35,10 @@ async fn a_complete_whose_answer_was_lost_is_taken_by_the_next_confirm() {
     assert_eq!((status, body["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("object_store_unavailable")));
     assert_eq!(body["retryable"], true);
     assert!(!faults.lose_complete_answer.load(Ordering::SeqCst), "the fault happened");
-    assert!(server.state.objects.head(&authorized.object_key).await.unwrap().is_some(), "the store did assemble the object");
+    assert!(
+        server.state.objects.head(&authorized.object_key).await.unwrap().is_some(),
+        "the store did assemble the object"
+    );
     assert_eq!(server.counts().await.1, 0, "but no media record was made");
     let status = guest.status_of(id).await;
     assert_eq!(status["object_stored"], true, "status says only the confirm is missing");
@@ -47,7 +50,11 @@ async fn a_complete_whose_answer_was_lost_is_taken_by_the_next_confirm() {
     assert_eq!(r.status(), StatusCode::OK);
     let media: Media = r.json().await.unwrap();
     assert_eq!(faults.completes.load(Ordering::SeqCst), 1, "the assembled object was taken, not completed again");
-    assert_eq!(media.composite_sha256.as_deref(), Some(composite(&bytes, &plan).as_str()), "the checksum is still known");
+    assert_eq!(
+        media.composite_sha256.as_deref(),
+        Some(composite(&bytes, &plan).as_str()),
+        "the checksum is still known"
+    );
     assert_eq!(media.size, FILE);
     assert_eq!(server.counts().await.1, 1, "one media record");
     assert!(server.object_bytes(&authorized.object_key).await == bytes);
@@ -63,7 +70,13 @@ async fn a_complete_whose_answer_was_lost_is_taken_by_the_next_confirm() {
 /// A part PUT refused by the embedded store with `status` and `code`; by
 /// S3 with `404 NoSuchUpload` (its upload is completed), or a closed
 /// connection.
-async fn part_refused(server: &TestServer, upload: &upload_once_core::wire::UploadInstruction, body: Vec<u8>, status: StatusCode, code: &str) {
+async fn part_refused(
+    server: &TestServer,
+    upload: &upload_once_core::wire::UploadInstruction,
+    body: Vec<u8>,
+    status: StatusCode,
+    code: &str,
+) {
     if support::is_s3() {
         if let Some(refusal) = support::multipart::refused_by_s3(server, &upload.url, upload, body).await {
             assert_eq!(refusal, (StatusCode::NOT_FOUND, "NoSuchUpload".to_owned()));
@@ -106,7 +119,11 @@ async fn racing_confirms_complete_the_upload_once_and_make_one_media_record() {
         .collect();
     assert_eq!(ids.len(), 1, "every answer carries the same media record");
     assert_eq!(server.counts().await.1, 1, "one media row");
-    assert_eq!(faults.completes.load(Ordering::SeqCst), 1, "the upload was completed once: the others found it confirmed");
+    assert_eq!(
+        faults.completes.load(Ordering::SeqCst),
+        1,
+        "the upload was completed once: the others found it confirmed"
+    );
     assert!(server.object_bytes(&authorized.object_key).await == bytes);
 }
 
@@ -129,9 +146,14 @@ async fn racing_first_part_requests_make_one_upload() {
     });
     let signed = futures_util::future::join_all(signs).await;
     assert_eq!(faults.creates.load(Ordering::SeqCst), 1, "one upload made");
-    let uploads: std::collections::BTreeSet<String> = signed.iter().map(|s| support::multipart::upload_of(&s.upload.url)).collect();
+    let uploads: std::collections::BTreeSet<String> =
+        signed.iter().map(|s| support::multipart::upload_of(&s.upload.url)).collect();
     assert_eq!(uploads.len(), 1, "every URL is bound to it");
-    assert_eq!(server.upload_id(&authorized.object_key).await.as_ref(), uploads.iter().next(), "and it is the recorded one");
+    assert_eq!(
+        server.upload_id(&authorized.object_key).await.as_ref(),
+        uploads.iter().next(),
+        "and it is the recorded one"
+    );
     for s in signed.iter().take(3) {
         assert_eq!(server.put(&s.upload, part(&bytes, &plan, s.number)).await.status(), StatusCode::OK);
     }

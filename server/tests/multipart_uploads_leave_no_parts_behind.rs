@@ -64,7 +64,8 @@ async fn the_sweeper_aborts_the_upload_of_an_expired_attempt_and_a_later_part_is
     // The late part: refused by the embedded store (its URL ends with the
     // attempt), by S3 because the upload is gone.
     if support::is_s3() {
-        let refused = support::multipart::refused_by_s3(&server, &late.upload.url, &late.upload, part(&bytes, &plan, 3)).await;
+        let refused =
+            support::multipart::refused_by_s3(&server, &late.upload.url, &late.upload, part(&bytes, &plan, 3)).await;
         if let Some((status, code)) = refused {
             assert_eq!((status, code.as_str()), (StatusCode::NOT_FOUND, "NoSuchUpload"));
         }
@@ -149,7 +150,11 @@ async fn a_part_arriving_during_the_abort_is_refused_and_leaves_nothing() {
 #[tokio::test]
 async fn an_upload_the_store_will_not_abort_does_not_hold_up_the_others() {
     let faults = Arc::new(OnceLock::new());
-    let server = TestServer::start_with(Options { wrap_objects: MultipartFaults::options(faults.clone()).wrap_objects, ..hour_long() }).await;
+    let server = TestServer::start_with(Options {
+        wrap_objects: MultipartFaults::options(faults.clone()).wrap_objects,
+        ..hour_long()
+    })
+    .await;
     let faults = faults.get().unwrap().clone();
     let guest = server.big_guest().await;
     let mut attempts = Vec::new();

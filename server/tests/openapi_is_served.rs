@@ -44,13 +44,7 @@ const METHODS: &[&str] = &["get", "put", "post", "delete", "patch"];
 async fn spec(server: &TestServer) -> Value {
     let r = server.call(Method::GET, "/openapi.json", None, None).await;
     assert_eq!(r.status(), StatusCode::OK);
-    let ct = r
-        .headers()
-        .get("content-type")
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let ct = r.headers().get("content-type").unwrap().to_str().unwrap().to_owned();
     assert!(ct.starts_with("application/json"), "{ct}");
     r.json().await.unwrap()
 }
@@ -77,10 +71,7 @@ fn instance(doc: &Value, schema: &Value) -> Value {
         return instance(doc, &doc["components"]["schemas"][name]);
     }
     for combinator in ["oneOf", "anyOf", "allOf"] {
-        if let Some(first) = schema[combinator]
-            .as_array()
-            .and_then(|s| s.iter().find(|s| s["type"] != "null"))
-        {
+        if let Some(first) = schema[combinator].as_array().and_then(|s| s.iter().find(|s| s["type"] != "null")) {
             return instance(doc, first);
         }
     }
@@ -88,11 +79,7 @@ fn instance(doc: &Value, schema: &Value) -> Value {
         return values[0].clone();
     }
     let ty = match &schema["type"] {
-        Value::Array(types) => types
-            .iter()
-            .find(|t| *t != "null")
-            .cloned()
-            .unwrap_or(Value::Null),
+        Value::Array(types) => types.iter().find(|t| *t != "null").cloned().unwrap_or(Value::Null),
         ty => ty.clone(),
     };
     match ty.as_str().unwrap_or("object") {
@@ -121,10 +108,7 @@ fn concrete(doc: &Value, guest: &Guest<'_>, path: &str, op: &Value) -> String {
         .replace("{slug}", guest.slug())
         .replace("{id}", &Uuid::new_v4().to_string())
         .replace("{key}", &format!("{}/0123abcd", guest.slug()));
-    assert!(
-        !url.contains('{'),
-        "a path parameter this test cannot fill: {path}"
-    );
+    assert!(!url.contains('{'), "a path parameter this test cannot fill: {path}");
     let query: Vec<String> = op["parameters"]
         .as_array()
         .into_iter()
@@ -135,10 +119,7 @@ fn concrete(doc: &Value, guest: &Guest<'_>, path: &str, op: &Value) -> String {
             format!(
                 "{}={}",
                 p["name"].as_str().unwrap(),
-                value
-                    .as_str()
-                    .map(str::to_owned)
-                    .unwrap_or(value.to_string())
+                value.as_str().map(str::to_owned).unwrap_or(value.to_string())
             )
         })
         .collect();
@@ -158,9 +139,7 @@ async fn call_without_credentials(
     op: &Value,
 ) -> reqwest::Response {
     let m = Method::from_bytes(method.to_ascii_uppercase().as_bytes()).unwrap();
-    let mut request = server
-        .http
-        .request(m, server.url(&concrete(doc, guest, path, op)));
+    let mut request = server.http.request(m, server.url(&concrete(doc, guest, path, op)));
     let body = &op["requestBody"]["content"]["application/json"]["schema"];
     if !body.is_null() {
         request = request.json(&instance(doc, body));
@@ -176,29 +155,14 @@ async fn the_description_is_openapi_3_1_with_the_wire_schemas_and_declared_secur
     assert!(version.starts_with("3.1."), "openapi {version:?}");
     assert!(doc["info"]["title"].is_string());
 
-    let schemas = doc["components"]["schemas"]
-        .as_object()
-        .expect("components.schemas");
+    let schemas = doc["components"]["schemas"].as_object().expect("components.schemas");
     for name in SCHEMAS {
-        assert!(
-            schemas.contains_key(*name),
-            "schema {name} missing; have {:?}",
-            schemas.keys().collect::<Vec<_>>()
-        );
+        assert!(schemas.contains_key(*name), "schema {name} missing; have {:?}", schemas.keys().collect::<Vec<_>>());
     }
     // The state-tagged status union names every state.
     let status = serde_json::to_string(&schemas["AttemptStatus"]).unwrap();
-    for state in [
-        "authorized",
-        "confirmed",
-        "expired",
-        "rejected",
-        "not_found",
-    ] {
-        assert!(
-            status.contains(&format!("\"{state}\"")),
-            "AttemptStatus lacks {state}"
-        );
+    for state in ["authorized", "confirmed", "expired", "rejected", "not_found"] {
+        assert!(status.contains(&format!("\"{state}\"")), "AttemptStatus lacks {state}");
     }
     let problem = &schemas["Problem"]["properties"];
     for field in ["type", "title", "status", "detail", "code", "retryable"] {
@@ -213,25 +177,16 @@ async fn the_description_is_openapi_3_1_with_the_wire_schemas_and_declared_secur
         .collect();
     let mut used = BTreeSet::new();
     for (method, path, op) in operations(&doc) {
-        assert!(
-            op["responses"].as_object().is_some_and(|r| !r.is_empty()),
-            "{method} {path}: no responses"
-        );
+        assert!(op["responses"].as_object().is_some_and(|r| !r.is_empty()), "{method} {path}: no responses");
         for requirement in op["security"].as_array().into_iter().flatten() {
             for scheme in requirement.as_object().unwrap().keys() {
-                assert!(
-                    declared.contains(scheme.as_str()),
-                    "{method} {path} names the undeclared scheme {scheme}"
-                );
+                assert!(declared.contains(scheme.as_str()), "{method} {path} names the undeclared scheme {scheme}");
                 used.insert(scheme.clone());
             }
         }
     }
     for scheme in ["admin", "host", "session", "wall"] {
-        assert!(
-            used.contains(scheme),
-            "no operation uses the {scheme} scheme"
-        );
+        assert!(used.contains(scheme), "no operation uses the {scheme} scheme");
     }
 }
 
@@ -279,39 +234,19 @@ async fn each_documented_path_allows_exactly_its_documented_methods() {
             .filter(|m| METHODS.contains(&m.as_str()))
             .map(|m| m.to_ascii_uppercase())
             .collect();
-        let (_, _, op) = operations(&doc)
-            .into_iter()
-            .find(|(_, p, _)| p == path)
-            .unwrap();
-        let other = ["DELETE", "PATCH"]
-            .into_iter()
-            .find(|m| !documented.contains(*m))
-            .unwrap();
+        let (_, _, op) = operations(&doc).into_iter().find(|(_, p, _)| p == path).unwrap();
+        let other = ["DELETE", "PATCH"].into_iter().find(|m| !documented.contains(*m)).unwrap();
         let r = server
             .http
-            .request(
-                Method::from_bytes(other.as_bytes()).unwrap(),
-                server.url(&concrete(&doc, &guest, path, &op)),
-            )
+            .request(Method::from_bytes(other.as_bytes()).unwrap(), server.url(&concrete(&doc, &guest, path, &op)))
             .send()
             .await
             .unwrap();
         assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED, "{other} {path}");
-        let allow = r
-            .headers()
-            .get("allow")
-            .unwrap_or_else(|| panic!("{other} {path}: a 405 without Allow"))
-            .to_str()
-            .unwrap();
-        let allowed: BTreeSet<String> = allow
-            .split(',')
-            .map(|m| m.trim().to_owned())
-            .filter(|m| m != "HEAD")
-            .collect();
-        assert_eq!(
-            allowed, documented,
-            "{path}: routed methods (Allow: {allow}) and documented methods differ"
-        );
+        let allow =
+            r.headers().get("allow").unwrap_or_else(|| panic!("{other} {path}: a 405 without Allow")).to_str().unwrap();
+        let allowed: BTreeSet<String> = allow.split(',').map(|m| m.trim().to_owned()).filter(|m| m != "HEAD").collect();
+        assert_eq!(allowed, documented, "{path}: routed methods (Allow: {allow}) and documented methods differ");
     }
 }
 
@@ -324,11 +259,8 @@ async fn an_operation_asks_for_credentials_exactly_when_its_documentation_says_s
     let doc = spec(&server).await;
     let mut secured = 0;
     for (method, path, op) in operations(&doc) {
-        let declares_scheme = op["security"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|r| !r.as_object().unwrap().is_empty());
+        let declares_scheme =
+            op["security"].as_array().into_iter().flatten().any(|r| !r.as_object().unwrap().is_empty());
         let r = call_without_credentials(&server, &doc, &guest, &method, &path, &op).await;
         let status = r.status();
         let body = r.text().await.unwrap();
@@ -347,8 +279,5 @@ async fn an_operation_asks_for_credentials_exactly_when_its_documentation_says_s
             );
         }
     }
-    assert!(
-        secured >= 8,
-        "most of the API is secured: {secured} operations"
-    );
+    assert!(secured >= 8, "most of the API is secured: {secured} operations");
 }

@@ -13,8 +13,7 @@ use reqwest::StatusCode;
 use serde_json::json;
 use sqlx::Connection;
 use support::{
-    GatedObjects, Options, TestServer, create_bucket, fresh_database_url, is_s3, s3_endpoint,
-    unique_name, until,
+    GatedObjects, Options, TestServer, create_bucket, fresh_database_url, is_s3, s3_endpoint, unique_name, until,
 };
 use tokio::io::AsyncWriteExt;
 use upload_once_server::store::sql::SqlStore;
@@ -25,20 +24,9 @@ const HOUR: i64 = 3_600_000;
 const LIMIT: Duration = Duration::from_secs(20);
 
 async fn scrape(server: &TestServer) -> String {
-    let r = server
-        .http
-        .get(server.url("/metrics"))
-        .send()
-        .await
-        .unwrap();
+    let r = server.http.get(server.url("/metrics")).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
-    let ct = r
-        .headers()
-        .get("content-type")
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let ct = r.headers().get("content-type").unwrap().to_str().unwrap().to_owned();
     assert!(ct.starts_with("application/openmetrics-text"), "{ct}");
     let text = r.text().await.unwrap();
     assert!(text.ends_with("# EOF\n"), "a complete exposition");
@@ -51,17 +39,9 @@ fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
     let matching: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
-        .filter(|l| {
-            labels
-                .iter()
-                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
-        })
+        .filter(|l| labels.iter().all(|(k, v)| l.contains(&format!("{k}=\"{v}\""))))
         .collect();
-    assert_eq!(
-        matching.len(),
-        1,
-        "one sample {name} {labels:?}; have {matching:?}\n{text}"
-    );
+    assert_eq!(matching.len(), 1, "one sample {name} {labels:?}; have {matching:?}\n{text}");
     matching[0].rsplit(' ').next().unwrap().parse().unwrap()
 }
 
@@ -70,20 +50,10 @@ async fn requests_and_confirms_are_counted_by_matched_route_status_and_outcome()
     let server = TestServer::start().await;
     let guest = server.guest().await;
     let (created, _) = guest.upload(b"hello".to_vec()).await;
-    assert_eq!(
-        guest.confirm(created, 5).await.status(),
-        StatusCode::OK,
-        "a replay"
-    );
+    assert_eq!(guest.confirm(created, 5).await.status(), StatusCode::OK, "a replay");
     let rejected = Uuid::new_v4();
     let a = guest.authorize(rejected, 5).await;
-    assert_eq!(
-        server
-            .put(a.put().unwrap(), b"hello".to_vec())
-            .await
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(server.put(a.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
     for _ in 0..2 {
         assert_eq!(
             guest.confirm(rejected, 6).await.status(),
@@ -93,109 +63,30 @@ async fn requests_and_confirms_are_counted_by_matched_route_status_and_outcome()
     }
     let missing = Uuid::new_v4();
     guest.authorize(missing, 5).await;
-    assert_eq!(
-        guest.confirm(missing, 5).await.status(),
-        StatusCode::CONFLICT,
-        "object_missing"
-    );
-    assert_eq!(
-        server
-            .http
-            .get(server.url("/no/such/route"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        StatusCode::NOT_FOUND
-    );
+    assert_eq!(guest.confirm(missing, 5).await.status(), StatusCode::CONFLICT, "object_missing");
+    assert_eq!(server.http.get(server.url("/no/such/route")).send().await.unwrap().status(), StatusCode::NOT_FOUND);
 
     let text = scrape(&server).await;
     let confirm = [("route", "/v1/attempts/{id}/confirm"), ("method", "POST")];
-    assert_eq!(
-        sample(
-            &text,
-            "upload_once_http_requests_total",
-            &[confirm[0], confirm[1], ("status", "200")]
-        ),
-        2.0
-    );
-    assert_eq!(
-        sample(
-            &text,
-            "upload_once_http_requests_total",
-            &[confirm[0], confirm[1], ("status", "422")]
-        ),
-        2.0
-    );
-    assert_eq!(
-        sample(
-            &text,
-            "upload_once_http_requests_total",
-            &[confirm[0], confirm[1], ("status", "409")]
-        ),
-        1.0
-    );
-    let authorize = [
-        ("route", "/v1/events/{slug}/attempts"),
-        ("method", "POST"),
-        ("status", "201"),
-    ];
-    assert_eq!(
-        sample(&text, "upload_once_http_requests_total", &authorize),
-        3.0
-    );
-    assert_eq!(
-        sample(
-            &text,
-            "upload_once_http_requests_total",
-            &[("route", "unmatched"), ("status", "404")]
-        ),
-        1.0
-    );
+    assert_eq!(sample(&text, "upload_once_http_requests_total", &[confirm[0], confirm[1], ("status", "200")]), 2.0);
+    assert_eq!(sample(&text, "upload_once_http_requests_total", &[confirm[0], confirm[1], ("status", "422")]), 2.0);
+    assert_eq!(sample(&text, "upload_once_http_requests_total", &[confirm[0], confirm[1], ("status", "409")]), 1.0);
+    let authorize = [("route", "/v1/events/{slug}/attempts"), ("method", "POST"), ("status", "201")];
+    assert_eq!(sample(&text, "upload_once_http_requests_total", &authorize), 3.0);
+    assert_eq!(sample(&text, "upload_once_http_requests_total", &[("route", "unmatched"), ("status", "404")]), 1.0);
     for id in [created, rejected, missing] {
-        assert!(
-            !text.contains(&id.to_string()),
-            "routes are labelled by template, never by raw path"
-        );
+        assert!(!text.contains(&id.to_string()), "routes are labelled by template, never by raw path");
     }
 
-    for (outcome, n) in [
-        ("created", 1.0),
-        ("replayed", 1.0),
-        ("rejected", 2.0),
-        ("object_missing", 1.0),
-    ] {
-        assert_eq!(
-            sample(&text, "upload_once_confirms_total", &[("outcome", outcome)]),
-            n,
-            "{outcome}"
-        );
+    for (outcome, n) in [("created", 1.0), ("replayed", 1.0), ("rejected", 2.0), ("object_missing", 1.0)] {
+        assert_eq!(sample(&text, "upload_once_confirms_total", &[("outcome", outcome)]), n, "{outcome}");
     }
-    assert_eq!(
-        sample(
-            &text,
-            "upload_once_confirms_total",
-            &[("outcome", "expired")]
-        ),
-        0.0,
-        "no confirm expired"
-    );
+    assert_eq!(sample(&text, "upload_once_confirms_total", &[("outcome", "expired")]), 0.0, "no confirm expired");
     // HEADs: the created confirm's and the object_missing one's (a replay and
     // a claim mismatch stop before the object store).
     let head = [("operation", "head")];
-    assert_eq!(
-        sample(
-            &text,
-            "upload_once_object_store_request_duration_seconds_count",
-            &head
-        ),
-        2.0
-    );
-    assert_eq!(
-        sample(&text, "upload_once_object_store_errors_total", &head),
-        0.0,
-        "no HEAD failed"
-    );
+    assert_eq!(sample(&text, "upload_once_object_store_request_duration_seconds_count", &head), 2.0);
+    assert_eq!(sample(&text, "upload_once_object_store_errors_total", &head), 0.0, "no HEAD failed");
 }
 
 #[tokio::test]
@@ -203,11 +94,7 @@ async fn object_store_calls_are_timed_and_their_failures_counted_per_operation()
     let bucket = unique_name("t-");
     let server = if is_s3() {
         // A bucket that is not there yet.
-        TestServer::start_with(Options {
-            bucket: Some(bucket.clone()),
-            ..Default::default()
-        })
-        .await
+        TestServer::start_with(Options { bucket: Some(bucket.clone()), ..Default::default() }).await
     } else {
         TestServer::start().await
     };
@@ -217,29 +104,10 @@ async fn object_store_calls_are_timed_and_their_failures_counted_per_operation()
         std::fs::write(&uploads, b"not a directory").unwrap();
     }
     let probe = [("operation", "probe")];
-    assert_eq!(
-        server
-            .http
-            .get(server.url("/readyz"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        StatusCode::SERVICE_UNAVAILABLE
-    );
+    assert_eq!(server.http.get(server.url("/readyz")).send().await.unwrap().status(), StatusCode::SERVICE_UNAVAILABLE);
     let text = scrape(&server).await;
-    assert_eq!(
-        sample(&text, "upload_once_object_store_errors_total", &probe),
-        1.0
-    );
-    assert_eq!(
-        sample(
-            &text,
-            "upload_once_object_store_request_duration_seconds_count",
-            &probe
-        ),
-        1.0
-    );
+    assert_eq!(sample(&text, "upload_once_object_store_errors_total", &probe), 1.0);
+    assert_eq!(sample(&text, "upload_once_object_store_request_duration_seconds_count", &probe), 1.0);
 
     if is_s3() {
         create_bucket(&s3_endpoint(), &bucket).await;
@@ -247,30 +115,10 @@ async fn object_store_calls_are_timed_and_their_failures_counted_per_operation()
         std::fs::remove_file(&uploads).unwrap();
         std::fs::create_dir(&uploads).unwrap();
     }
-    assert_eq!(
-        server
-            .http
-            .get(server.url("/readyz"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(server.http.get(server.url("/readyz")).send().await.unwrap().status(), StatusCode::OK);
     let text = scrape(&server).await;
-    assert_eq!(
-        sample(&text, "upload_once_object_store_errors_total", &probe),
-        1.0,
-        "the success is not a failure"
-    );
-    assert_eq!(
-        sample(
-            &text,
-            "upload_once_object_store_request_duration_seconds_count",
-            &probe
-        ),
-        2.0
-    );
+    assert_eq!(sample(&text, "upload_once_object_store_errors_total", &probe), 1.0, "the success is not a failure");
+    assert_eq!(sample(&text, "upload_once_object_store_request_duration_seconds_count", &probe), 2.0);
 }
 
 #[tokio::test]
@@ -289,36 +137,17 @@ async fn the_sweep_backlog_is_what_the_sweeper_has_still_to_do() {
         )
     };
     guest.authorize(Uuid::new_v4(), 5).await;
-    assert_eq!(
-        backlog(&scrape(&server).await),
-        (0.0, 0.0),
-        "nothing due yet"
-    );
+    assert_eq!(backlog(&scrape(&server).await), (0.0, 0.0), "nothing due yet");
 
     server.clock.advance(HOUR + 1000);
-    assert_eq!(
-        backlog(&scrape(&server).await),
-        (1.0, 0.0),
-        "one attempt past its expiry"
-    );
+    assert_eq!(backlog(&scrape(&server).await), (1.0, 0.0), "one attempt past its expiry");
     let rejected = Uuid::new_v4();
     guest.authorize(rejected, 5).await;
-    assert_eq!(
-        guest.confirm(rejected, 6).await.status(),
-        StatusCode::UNPROCESSABLE_ENTITY
-    );
-    assert_eq!(
-        backlog(&scrape(&server).await),
-        (1.0, 1.0),
-        "and a rejected attempt's object to delete"
-    );
+    assert_eq!(guest.confirm(rejected, 6).await.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(backlog(&scrape(&server).await), (1.0, 1.0), "and a rejected attempt's object to delete");
 
     server.sweep().await;
-    assert_eq!(
-        backlog(&scrape(&server).await),
-        (0.0, 0.0),
-        "the sweeper did it all"
-    );
+    assert_eq!(backlog(&scrape(&server).await), (0.0, 0.0), "the sweeper did it all");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -331,13 +160,7 @@ async fn hangups_requests_in_flight_and_dirty_connections_are_reported() {
     let (e2, r2) = (entered.clone(), release.clone());
     let server = TestServer::start_with(Options {
         records: Some(Arc::new(store.clone())),
-        wrap_objects: Some(Box::new(move |inner| {
-            Arc::new(GatedObjects {
-                inner,
-                entered: e2,
-                release: r2,
-            })
-        })),
+        wrap_objects: Some(Box::new(move |inner| Arc::new(GatedObjects { inner, entered: e2, release: r2 }))),
         ..Default::default()
     })
     .await;
@@ -345,44 +168,25 @@ async fn hangups_requests_in_flight_and_dirty_connections_are_reported() {
         (
             sample(text, "upload_once_client_hangups_total", &[]),
             sample(text, "upload_once_requests_in_flight", &[]),
-            sample(
-                text,
-                "upload_once_database_dirty_connections_discarded_total",
-                &[],
-            ),
+            sample(text, "upload_once_database_dirty_connections_discarded_total", &[]),
         )
     };
     assert_eq!(counters(&scrape(&server).await), (0.0, 0.0, 0.0));
 
     // A connection given back inside a transaction is closed, and counted.
     let mut conn = store.pool().acquire().await.unwrap();
-    std::mem::forget(
-        conn.begin_with(store.dialect().begin_write())
-            .await
-            .unwrap(),
-    );
+    std::mem::forget(conn.begin_with(store.dialect().begin_write()).await.unwrap());
     drop(conn);
     let records = server.state.records.clone();
-    until("the dirty connection to be discarded", LIMIT, || {
-        records.dirty_connections_discarded() == 1
-    })
-    .await;
+    until("the dirty connection to be discarded", LIMIT, || records.dirty_connections_discarded() == 1).await;
     assert_eq!(counters(&scrape(&server).await).2, 1.0);
 
     // A confirm held at its object HEAD, whose client hangs up.
     let guest = server.guest().await;
     let id = Uuid::new_v4();
     let attempt = guest.authorize(id, 5).await;
-    assert_eq!(
-        server
-            .put(attempt.put().unwrap(), b"hello".to_vec())
-            .await
-            .status(),
-        StatusCode::OK
-    );
-    let mut client = tokio::net::TcpStream::connect(server.base.trim_start_matches("http://"))
-        .await
-        .unwrap();
+    assert_eq!(server.put(attempt.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    let mut client = tokio::net::TcpStream::connect(server.base.trim_start_matches("http://")).await.unwrap();
     let body = json!({"size": 5, "content_type": "image/png"}).to_string();
     let request = format!(
         "POST /v1/attempts/{id}/confirm HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer {}\r\nIdempotency-Key: {id}\r\n\
@@ -394,25 +198,11 @@ async fn hangups_requests_in_flight_and_dirty_connections_are_reported() {
     entered.notified().await;
     drop(client);
     let ops = server.state.ops.clone();
-    until("the server to see the hang-up", LIMIT, || {
-        ops.hangups() == 1
-    })
-    .await;
-    assert_eq!(
-        counters(&scrape(&server).await),
-        (1.0, 1.0, 1.0),
-        "one hang-up, its confirm still at work"
-    );
+    until("the server to see the hang-up", LIMIT, || ops.hangups() == 1).await;
+    assert_eq!(counters(&scrape(&server).await), (1.0, 1.0, 1.0), "one hang-up, its confirm still at work");
 
     release.add_permits(1000);
-    until("the hung-up confirm to end", LIMIT, || {
-        ops.requests_in_flight() == 0
-    })
-    .await;
+    until("the hung-up confirm to end", LIMIT, || ops.requests_in_flight() == 0).await;
     assert_eq!(counters(&scrape(&server).await), (1.0, 0.0, 1.0));
-    assert_eq!(
-        guest.status(&[id]).await["results"][0]["state"],
-        "confirmed",
-        "the work went on without its client"
-    );
+    assert_eq!(guest.status(&[id]).await["results"][0]["state"], "confirmed", "the work went on without its client");
 }

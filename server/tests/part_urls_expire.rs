@@ -28,9 +28,10 @@ async fn until_presigned_url_expired(url: &str) {
     let url = reqwest::Url::parse(url).unwrap();
     let param = |name: &str| url.query_pairs().find(|(k, _)| k == name).map(|(_, v)| v.into_owned()).unwrap();
     let date = param("X-Amz-Date");
-    let signed_at: jiff::Timestamp = format!("{}-{}-{}T{}:{}:{}Z", &date[..4], &date[4..6], &date[6..8], &date[9..11], &date[11..13], &date[13..15])
-        .parse()
-        .unwrap();
+    let signed_at: jiff::Timestamp =
+        format!("{}-{}-{}T{}:{}:{}Z", &date[..4], &date[4..6], &date[6..8], &date[9..11], &date[11..13], &date[13..15])
+            .parse()
+            .unwrap();
     let expires: i64 = param("X-Amz-Expires").parse().unwrap();
     let deadline = signed_at.as_millisecond() + expires * 1000;
     let wait = deadline - jiff::Timestamp::now().as_millisecond() + 100;
@@ -48,7 +49,9 @@ fn to_whole_second(server: &TestServer) {
 
 #[tokio::test]
 async fn an_expired_part_url_is_refused_and_a_fresh_one_works() {
-    let server = TestServer::start_with(server_options(if is_s3() { Duration::from_secs(2) } else { Duration::from_secs(600) })).await;
+    let server =
+        TestServer::start_with(server_options(if is_s3() { Duration::from_secs(2) } else { Duration::from_secs(600) }))
+            .await;
     let guest = server.big_guest().await;
     let bytes = file(FILE, 40);
     let id = Uuid::new_v4();
@@ -60,7 +63,8 @@ async fn an_expired_part_url_is_refused_and_a_fresh_one_works() {
 
     if is_s3() {
         until_presigned_url_expired(&stale.upload.url).await;
-        let refused = support::multipart::refused_by_s3(&server, &stale.upload.url, &stale.upload, part(&bytes, &plan, 1)).await;
+        let refused =
+            support::multipart::refused_by_s3(&server, &stale.upload.url, &stale.upload, part(&bytes, &plan, 1)).await;
         if let Some((status, code)) = refused {
             assert_eq!((status, code.as_str()), (StatusCode::FORBIDDEN, "AccessDenied"));
         }
@@ -80,7 +84,9 @@ async fn an_expired_part_url_is_refused_and_a_fresh_one_works() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_part_url_that_expires_while_its_bytes_arrive() {
-    let server = TestServer::start_with(server_options(if is_s3() { Duration::from_secs(2) } else { Duration::from_secs(600) })).await;
+    let server =
+        TestServer::start_with(server_options(if is_s3() { Duration::from_secs(2) } else { Duration::from_secs(600) }))
+            .await;
     let guest = server.big_guest().await;
     let bytes = file(FILE, 41);
     let id = Uuid::new_v4();

@@ -30,10 +30,7 @@ impl Write for Captured {
 
 impl Captured {
     fn lines_with(&self, text: &str) -> usize {
-        String::from_utf8_lossy(&self.0.lock().unwrap())
-            .lines()
-            .filter(|l| l.contains(text))
-            .count()
+        String::from_utf8_lossy(&self.0.lock().unwrap()).lines().filter(|l| l.contains(text)).count()
     }
 }
 
@@ -51,31 +48,15 @@ async fn readiness_fails_while_writes_cannot_get_the_lock_and_the_outage_is_logg
     let server = TestServer::start().await;
     let database_url = server.database_url.clone().unwrap();
     let guest = server.guest().await;
-    assert_eq!(
-        server
-            .http
-            .get(server.url("/readyz"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(server.http.get(server.url("/readyz")).send().await.unwrap().status(), StatusCode::OK);
 
     // Another process holds the write lock.
     let holder = LockHolder::hold(&database_url).await;
 
-    let (status, body) =
-        problem(server.http.get(server.url("/readyz")).send().await.unwrap()).await;
+    let (status, body) = problem(server.http.get(server.url("/readyz")).send().await.unwrap()).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(body["code"], "database_unavailable");
-    assert!(
-        body["detail"]
-            .as_str()
-            .unwrap()
-            .contains("does not take writes"),
-        "{body}"
-    );
+    assert!(body["detail"].as_str().unwrap().contains("does not take writes"), "{body}");
 
     let writes = (0..10).map(|_| async {
         let r = guest
@@ -93,33 +74,14 @@ async fn readiness_fails_while_writes_cannot_get_the_lock_and_the_outage_is_logg
 
     holder.release().await;
     let ops = server.state.ops.clone();
-    until(
-        "the server to find the database taking writes again",
-        Duration::from_secs(20),
-        || ops.database_outage().is_none(),
-    )
+    until("the server to find the database taking writes again", Duration::from_secs(20), || {
+        ops.database_outage().is_none()
+    })
     .await;
-    assert_eq!(
-        server
-            .http
-            .get(server.url("/readyz"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(server.http.get(server.url("/readyz")).send().await.unwrap().status(), StatusCode::OK);
     guest.upload(b"hello".to_vec()).await;
 
-    assert_eq!(
-        log.lines_with("the database does not take writes"),
-        1,
-        "the outage is logged once"
-    );
-    assert_eq!(
-        log.lines_with("the database takes writes again"),
-        1,
-        "and its end once"
-    );
+    assert_eq!(log.lines_with("the database does not take writes"), 1, "the outage is logged once");
+    assert_eq!(log.lines_with("the database takes writes again"), 1, "and its end once");
     assert_eq!(log.lines_with("ERROR"), 1, "and nothing else as an error");
 }

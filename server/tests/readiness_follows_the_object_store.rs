@@ -14,19 +14,13 @@ async fn readyz(server: &TestServer) -> reqwest::Response {
 
 async fn assert_not_ready_because_of_the_store(server: &TestServer, why: &str) {
     let r = readyz(server).await;
-    assert!(
-        r.headers().contains_key("retry-after"),
-        "a retryable answer says when"
-    );
+    assert!(r.headers().contains_key("retry-after"), "a retryable answer says when");
     let (status, body) = problem(r).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(body["code"], "object_store_unavailable");
     assert_eq!(body["retryable"], true);
     let detail = body["detail"].as_str().unwrap();
-    assert!(
-        detail.starts_with("the object store cannot take uploads: "),
-        "{detail}"
-    );
+    assert!(detail.starts_with("the object store cannot take uploads: "), "{detail}");
     assert!(detail.contains(why), "{detail} (expected to name {why:?})");
 }
 
@@ -35,18 +29,10 @@ async fn readiness_fails_while_the_object_store_cannot_take_uploads() {
     if is_s3() {
         // A bucket that is not there (yet).
         let bucket = unique_name("t-");
-        let server = TestServer::start_with(Options {
-            bucket: Some(bucket.clone()),
-            ..Default::default()
-        })
-        .await;
+        let server = TestServer::start_with(Options { bucket: Some(bucket.clone()), ..Default::default() }).await;
         assert_not_ready_because_of_the_store(&server, &format!("no bucket `{bucket}`")).await;
         create_bucket(&s3_endpoint(), &bucket).await;
-        assert_eq!(
-            readyz(&server).await.status(),
-            StatusCode::OK,
-            "ready once the bucket exists"
-        );
+        assert_eq!(readyz(&server).await.status(), StatusCode::OK, "ready once the bucket exists");
     } else {
         // Where uploads are received, a file stands instead of a directory
         // (root may write anywhere, so permissions would not show this).
@@ -58,10 +44,6 @@ async fn readiness_fails_while_the_object_store_cannot_take_uploads() {
         assert_not_ready_because_of_the_store(&server, &uploads.display().to_string()).await;
         std::fs::remove_file(&uploads).unwrap();
         std::fs::create_dir(&uploads).unwrap();
-        assert_eq!(
-            readyz(&server).await.status(),
-            StatusCode::OK,
-            "ready once uploads can be written again"
-        );
+        assert_eq!(readyz(&server).await.status(), StatusCode::OK, "ready once uploads can be written again");
     }
 }

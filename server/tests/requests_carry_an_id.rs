@@ -36,9 +36,7 @@ impl Captured {
             .unwrap()
             .lines()
             .filter(|l| l.contains(text))
-            .map(|l| {
-                serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}"))
-            })
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
             .collect()
     }
 }
@@ -51,21 +49,14 @@ fn log() -> &'static Captured {
         let captured = Captured::default();
         let writer = captured.clone();
         let filter = EnvFilter::new("upload_once_server=debug");
-        tracing::subscriber::set_global_default(subscriber(LogFormat::Json, filter, move || {
-            writer.clone()
-        }))
-        .expect("this test binary's only subscriber");
+        tracing::subscriber::set_global_default(subscriber(LogFormat::Json, filter, move || writer.clone()))
+            .expect("this test binary's only subscriber");
         captured
     })
 }
 
 fn request_id(r: &reqwest::Response) -> String {
-    r.headers()
-        .get("x-request-id")
-        .expect("an x-request-id")
-        .to_str()
-        .unwrap()
-        .to_owned()
+    r.headers().get("x-request-id").expect("an x-request-id").to_str().unwrap().to_owned()
 }
 
 #[tokio::test]
@@ -79,13 +70,7 @@ async fn every_answer_carries_a_request_id_and_one_given_by_a_load_balancer_is_k
     let second = Uuid::parse_str(&request_id(&problem)).expect("a UUID");
     assert_ne!(first, second, "each request its own id");
 
-    let given = server
-        .http
-        .get(server.url("/healthz"))
-        .header("x-request-id", "lb-7f3a-0042")
-        .send()
-        .await
-        .unwrap();
+    let given = server.http.get(server.url("/healthz")).header("x-request-id", "lb-7f3a-0042").send().await.unwrap();
     assert_eq!(request_id(&given), "lb-7f3a-0042");
 }
 
@@ -94,30 +79,18 @@ async fn what_a_request_logs_carries_its_id_as_json() {
     let log = log();
     let server = TestServer::start().await;
     // The handler answers 404 and logs why (at debug), in its own task.
-    let r = server
-        .http
-        .get(server.url("/v1/events/no-such-event/wall?code=secret-guest-code"))
-        .send()
-        .await
-        .unwrap();
+    let r = server.http.get(server.url("/v1/events/no-such-event/wall?code=secret-guest-code")).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
     let id = request_id(&r);
 
     let lines = log.json_lines_with(&id);
     let line = lines
         .iter()
-        .find(|l| {
-            l["fields"]["message"]
-                .as_str()
-                .is_some_and(|m| m.contains("no such event"))
-        })
+        .find(|l| l["fields"]["message"].as_str().is_some_and(|m| m.contains("no such event")))
         .unwrap_or_else(|| panic!("no log line of the handler carries {id}: {lines:?}"));
     assert_eq!(line["level"], "DEBUG");
     assert_eq!(line["span"]["request_id"], id.as_str());
     assert_eq!(line["span"]["method"], "GET");
     assert_eq!(line["span"]["path"], "/v1/events/no-such-event/wall");
-    assert!(
-        log.json_lines_with("secret-guest-code").is_empty(),
-        "the query (codes, signatures) is never logged"
-    );
+    assert!(log.json_lines_with("secret-guest-code").is_empty(), "the query (codes, signatures) is never logged");
 }

@@ -14,49 +14,27 @@ use uuid::Uuid;
 /// Everything a caller can observe of an answer, with `id` masked.
 async fn observe(r: reqwest::Response, id: Uuid) -> (StatusCode, String, Value) {
     let status = r.status();
-    let ct = r
-        .headers()
-        .get("content-type")
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
+    let ct = r.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
     let text = r.text().await.unwrap().replace(&id.to_string(), "<id>");
-    (
-        status,
-        ct,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
+    (status, ct, serde_json::from_str(&text).unwrap_or(Value::String(text)))
 }
 
 /// What `guest` is told about `id` by each endpoint that takes an attempt id.
 async fn answers(guest: &Guest<'_>, id: Uuid) -> Vec<(&'static str, (StatusCode, String, Value))> {
     let server = guest.server;
     let get = guest.get(id).await;
-    let batch = server
-        .call(
-            Method::POST,
-            "/v1/attempts/status",
-            Some(&guest.session),
-            Some(json!({"ids": [id]})),
-        )
-        .await;
+    let batch =
+        server.call(Method::POST, "/v1/attempts/status", Some(&guest.session), Some(json!({"ids": [id]}))).await;
     let renew = guest.renew(id).await;
     // A confirm that would reject the attempt if it reached it.
-    let confirm_wrong = guest
-        .confirm_raw(id, json!({"size": 999, "content_type": "image/png"}))
-        .await;
+    let confirm_wrong = guest.confirm_raw(id, json!({"size": 999, "content_type": "image/png"})).await;
     let confirm_right = guest.confirm(id, 5).await;
     vec![
         ("GET /v1/attempts/{id}", observe(get, id).await),
         ("POST /v1/attempts/status", observe(batch, id).await),
         ("POST /v1/attempts/{id}/renew", observe(renew, id).await),
-        (
-            "POST /v1/attempts/{id}/confirm (mismatch)",
-            observe(confirm_wrong, id).await,
-        ),
-        (
-            "POST /v1/attempts/{id}/confirm",
-            observe(confirm_right, id).await,
-        ),
+        ("POST /v1/attempts/{id}/confirm (mismatch)", observe(confirm_wrong, id).await),
+        ("POST /v1/attempts/{id}/confirm", observe(confirm_right, id).await),
     ]
 }
 
@@ -65,16 +43,10 @@ async fn assert_indistinguishable(snoop: &Guest<'_>, theirs: Uuid, what: &str) {
     let for_theirs = answers(snoop, theirs).await;
     let for_unknown = answers(snoop, unknown).await;
     for ((endpoint, a), (_, b)) in for_theirs.iter().zip(&for_unknown) {
-        assert_eq!(
-            a, b,
-            "{what}: {endpoint} tells another session's attempt from an unknown id"
-        );
+        assert_eq!(a, b, "{what}: {endpoint} tells another session's attempt from an unknown id");
     }
     // And what they both get is the not-found answer.
-    assert_eq!(
-        for_unknown[0].1.2,
-        json!({"state": "not_found", "id": "<id>"})
-    );
+    assert_eq!(for_unknown[0].1.2, json!({"state": "not_found", "id": "<id>"}));
     assert_eq!(for_unknown[2].1.0, StatusCode::NOT_FOUND);
     assert_eq!(for_unknown[4].1.2["code"], "not_found");
 }
@@ -89,30 +61,14 @@ async fn another_sessions_attempt_looks_exactly_like_an_unknown_id() {
     let (authorized, stored, confirmed) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
     owner.authorize(authorized, 5).await;
     let a = owner.authorize(stored, 5).await;
-    assert_eq!(
-        server
-            .put(a.put().unwrap(), b"hello".to_vec())
-            .await
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(server.put(a.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
     let c = owner.authorize(confirmed, 5).await;
-    assert_eq!(
-        server
-            .put(c.put().unwrap(), b"hello".to_vec())
-            .await
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(server.put(c.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
     assert_eq!(owner.confirm(confirmed, 5).await.status(), StatusCode::OK);
     let before = owner.status(&[authorized, stored, confirmed]).await;
 
     for snoop in [&same_event, &other_event] {
-        for (id, state) in [
-            (authorized, "authorized"),
-            (stored, "stored"),
-            (confirmed, "confirmed"),
-        ] {
+        for (id, state) in [(authorized, "authorized"), (stored, "stored"), (confirmed, "confirmed")] {
             assert_indistinguishable(snoop, id, state).await;
         }
     }
@@ -134,18 +90,11 @@ async fn the_same_id_in_another_session_is_a_new_attempt_not_id_reused() {
     let a = owner.authorize(id, 5).await;
     // Different parameters under the same id: `id_reused` would tell the
     // snoop the id exists.
-    let r = snoop
-        .authorize_raw(
-            json!({"id": id, "filename": "x.jpg", "size": 9, "content_type": "image/jpeg"}),
-        )
-        .await;
+    let r = snoop.authorize_raw(json!({"id": id, "filename": "x.jpg", "size": 9, "content_type": "image/jpeg"})).await;
     assert_eq!(r.status(), StatusCode::CREATED);
     let theirs: Value = r.json().await.unwrap();
     assert_ne!(theirs["object_key"], a.object_key, "their own object");
-    assert_eq!(
-        owner.status(&[id]).await["results"][0]["state"],
-        "authorized"
-    );
+    assert_eq!(owner.status(&[id]).await["results"][0]["state"], "authorized");
     assert_eq!(server.counts().await, (2, 0));
 }
 
@@ -157,31 +106,17 @@ async fn credentials_are_checked_with_stable_codes() {
     let slug = guest.slug().to_owned();
     let authorize = json!({"id": id, "filename": "p.png", "size": 5, "content_type": "image/png"});
     let endpoints: Vec<(Method, String, Option<Value>)> = vec![
-        (
-            Method::POST,
-            format!("/v1/events/{slug}/attempts"),
-            Some(authorize),
-        ),
+        (Method::POST, format!("/v1/events/{slug}/attempts"), Some(authorize)),
         (Method::GET, format!("/v1/attempts/{id}"), None),
-        (
-            Method::POST,
-            "/v1/attempts/status".into(),
-            Some(json!({"ids": [id]})),
-        ),
+        (Method::POST, "/v1/attempts/status".into(), Some(json!({"ids": [id]}))),
         (Method::POST, format!("/v1/attempts/{id}/renew"), None),
-        (
-            Method::POST,
-            format!("/v1/attempts/{id}/confirm"),
-            Some(json!({"size": 5, "content_type": "image/png"})),
-        ),
+        (Method::POST, format!("/v1/attempts/{id}/confirm"), Some(json!({"size": 5, "content_type": "image/png"}))),
     ];
     let host_token = guest.event.host_token.clone();
     for (method, path, body) in &endpoints {
         let call = |bearer: Option<String>| {
-            let mut req = server
-                .http
-                .request(method.clone(), server.url(path))
-                .header("idempotency-key", id.to_string());
+            let mut req =
+                server.http.request(method.clone(), server.url(path)).header("idempotency-key", id.to_string());
             if let Some(b) = bearer {
                 req = req.header("authorization", b);
             }
@@ -192,81 +127,36 @@ async fn credentials_are_checked_with_stable_codes() {
         };
         let cases = [
             (None, StatusCode::UNAUTHORIZED, "unauthorized"),
+            (Some("Bearer ".to_owned()), StatusCode::UNAUTHORIZED, "unauthorized"),
+            (Some(format!("Basic {}", guest.session)), StatusCode::UNAUTHORIZED, "unauthorized"),
+            (Some("Bearer bogus".to_owned()), StatusCode::UNAUTHORIZED, "invalid_session"),
+            (Some(format!("Bearer {}x", guest.session)), StatusCode::UNAUTHORIZED, "invalid_session"),
             (
-                Some("Bearer ".to_owned()),
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-            ),
-            (
-                Some(format!("Basic {}", guest.session)),
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-            ),
-            (
-                Some("Bearer bogus".to_owned()),
+                Some(format!("Bearer {}", &guest.session[..guest.session.len() - 1])),
                 StatusCode::UNAUTHORIZED,
                 "invalid_session",
             ),
-            (
-                Some(format!("Bearer {}x", guest.session)),
-                StatusCode::UNAUTHORIZED,
-                "invalid_session",
-            ),
-            (
-                Some(format!(
-                    "Bearer {}",
-                    &guest.session[..guest.session.len() - 1]
-                )),
-                StatusCode::UNAUTHORIZED,
-                "invalid_session",
-            ),
-            (
-                Some(format!("Bearer {host_token}")),
-                StatusCode::UNAUTHORIZED,
-                "invalid_session",
-            ),
-            (
-                Some(format!("Bearer {}", support::ADMIN)),
-                StatusCode::UNAUTHORIZED,
-                "invalid_session",
-            ),
+            (Some(format!("Bearer {host_token}")), StatusCode::UNAUTHORIZED, "invalid_session"),
+            (Some(format!("Bearer {}", support::ADMIN)), StatusCode::UNAUTHORIZED, "invalid_session"),
         ];
         for (bearer, status, code) in cases {
             let (s, p) = problem(call(bearer.clone()).await.unwrap()).await;
-            assert_eq!(
-                (s, p["code"].as_str()),
-                (status, Some(code)),
-                "{method} {path} with {bearer:?}"
-            );
+            assert_eq!((s, p["code"].as_str()), (status, Some(code)), "{method} {path} with {bearer:?}");
         }
     }
-    assert_eq!(
-        server.counts().await,
-        (0, 0),
-        "nothing was authorized without a session"
-    );
+    assert_eq!(server.counts().await, (0, 0), "nothing was authorized without a session");
 
     // A session stops working when it expires.
-    server
-        .clock
-        .advance(server.state.config.effective_session_ttl().as_millis() as i64);
+    server.clock.advance(server.state.config.effective_session_ttl().as_millis() as i64);
     let (s, p) = problem(guest.get(id).await).await;
-    assert_eq!(
-        (s, p["code"].as_str()),
-        (StatusCode::UNAUTHORIZED, Some("invalid_session")),
-        "an expired session"
-    );
+    assert_eq!((s, p["code"].as_str()), (StatusCode::UNAUTHORIZED, Some("invalid_session")), "an expired session");
 }
 
 #[tokio::test]
 async fn joining_needs_this_events_guest_code() {
     let server = TestServer::start().await;
-    let event = server
-        .create_event("party-a", 1000, &["image/*"], "required")
-        .await;
-    let other = server
-        .create_event("party-b", 1000, &["image/*"], "required")
-        .await;
+    let event = server.create_event("party-a", 1000, &["image/*"], "required").await;
+    let other = server.create_event("party-b", 1000, &["image/*"], "required").await;
     let code = event.guest_code.clone();
     let wrong = [
         "".to_owned(),
@@ -276,43 +166,16 @@ async fn joining_needs_this_events_guest_code() {
         format!("{code}x"),
     ];
     for guess in wrong {
-        let r = server
-            .call(
-                Method::POST,
-                "/v1/events/party-a/sessions",
-                None,
-                Some(json!({"guest_code": guess})),
-            )
-            .await;
+        let r =
+            server.call(Method::POST, "/v1/events/party-a/sessions", None, Some(json!({"guest_code": guess}))).await;
         let (s, p) = problem(r).await;
-        assert_eq!(
-            (s, p["code"].as_str()),
-            (StatusCode::FORBIDDEN, Some("wrong_guest_code")),
-            "{guess:?}"
-        );
+        assert_eq!((s, p["code"].as_str()), (StatusCode::FORBIDDEN, Some("wrong_guest_code")), "{guess:?}");
     }
-    let r = server
-        .call(
-            Method::POST,
-            "/v1/events/party-a/sessions",
-            None,
-            Some(json!({"guest_code": code})),
-        )
-        .await;
+    let r = server.call(Method::POST, "/v1/events/party-a/sessions", None, Some(json!({"guest_code": code}))).await;
     assert_eq!(r.status(), StatusCode::CREATED);
-    let r = server
-        .call(
-            Method::POST,
-            "/v1/events/no-party/sessions",
-            None,
-            Some(json!({"guest_code": code})),
-        )
-        .await;
+    let r = server.call(Method::POST, "/v1/events/no-party/sessions", None, Some(json!({"guest_code": code}))).await;
     let (s, p) = problem(r).await;
-    assert_eq!(
-        (s, p["code"].as_str()),
-        (StatusCode::NOT_FOUND, Some("not_found"))
-    );
+    assert_eq!((s, p["code"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")));
 }
 
 /// Upper bound of the entropy of random strings, from what they look like:
@@ -322,14 +185,9 @@ fn estimated_bits(samples: &[String], what: &str) -> f64 {
     let unique: HashSet<&String> = samples.iter().collect();
     assert_eq!(unique.len(), samples.len(), "{what}: all unique");
     let len = samples[0].len();
+    assert!(samples.iter().all(|s| s.len() == len), "{what}: fixed length");
     assert!(
-        samples.iter().all(|s| s.len() == len),
-        "{what}: fixed length"
-    );
-    assert!(
-        samples.iter().all(|s| s
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')),
+        samples.iter().all(|s| s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')),
         "{what}: URL-safe characters only"
     );
     for pos in 0..len {
@@ -348,9 +206,7 @@ fn estimated_bits(samples: &[String], what: &str) -> f64 {
 #[tokio::test]
 async fn session_tokens_are_long_and_random() {
     let server = TestServer::start().await;
-    let event = server
-        .create_event("many-guests", 1000, &["image/*"], "required")
-        .await;
+    let event = server.create_event("many-guests", 1000, &["image/*"], "required").await;
     let mut tokens = Vec::new();
     for _ in 0..200 {
         tokens.push(server.join(&event).await);
@@ -358,11 +214,7 @@ async fn session_tokens_are_long_and_random() {
     let bits = estimated_bits(&tokens, "session tokens");
     assert!(bits >= 122.0, "session tokens carry at most {bits:.0} bits");
     // Every one of them works, for this event only.
-    let guest = Guest {
-        server: &server,
-        event: event.clone(),
-        session: tokens[199].clone(),
-    };
+    let guest = Guest { server: &server, event: event.clone(), session: tokens[199].clone() };
     assert_eq!(guest.get(Uuid::new_v4()).await.status(), StatusCode::OK);
 }
 
@@ -372,9 +224,7 @@ async fn host_and_wall_tokens_are_long_and_random() {
     let mut hosts = Vec::new();
     let mut walls = Vec::new();
     for i in 0..200 {
-        let e = server
-            .create_event(&format!("ev-{i}"), 1000, &["image/*"], "required")
-            .await;
+        let e = server.create_event(&format!("ev-{i}"), 1000, &["image/*"], "required").await;
         hosts.push(e.host_token);
         walls.push(e.wall_token);
     }
@@ -391,19 +241,10 @@ async fn guest_codes_carry_80_random_bits() {
     let server = TestServer::start().await;
     let mut codes = Vec::new();
     for i in 0..200 {
-        codes.push(
-            server
-                .create_event(&format!("ev-{i}"), 1000, &["image/*"], "required")
-                .await
-                .guest_code,
-        );
+        codes.push(server.create_event(&format!("ev-{i}"), 1000, &["image/*"], "required").await.guest_code);
     }
     // A guest code is printed on cards and typed by people, so it is shorter
     // than a token: 80 bits, still far beyond guessing online.
     let bits = estimated_bits(&codes, "guest codes");
-    assert!(
-        bits >= 80.0,
-        "guest codes carry at most {bits:.0} bits (length {}), 80 required",
-        codes[0].len()
-    );
+    assert!(bits >= 80.0, "guest codes carry at most {bits:.0} bits (length {}), 80 required", codes[0].len());
 }

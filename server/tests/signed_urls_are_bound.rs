@@ -25,12 +25,7 @@ use upload_once_server::storage::PutGrant;
 use uuid::Uuid;
 
 /// PUT `body` to `url` with an optional Content-Type.
-async fn put_raw(
-    server: &TestServer,
-    url: &str,
-    content_type: Option<&str>,
-    body: reqwest::Body,
-) -> reqwest::Response {
+async fn put_raw(server: &TestServer, url: &str, content_type: Option<&str>, body: reqwest::Body) -> reqwest::Response {
     let mut req = server.http.put(url).body(body);
     if let Some(ct) = content_type {
         req = req.header("content-type", ct);
@@ -40,29 +35,18 @@ async fn put_raw(
 
 /// A chunked body (no Content-Length), so the server has to count.
 fn streamed(parts: &[&[u8]]) -> reqwest::Body {
-    let chunks: Vec<Result<Bytes, std::io::Error>> = parts
-        .iter()
-        .map(|p| Ok(Bytes::copy_from_slice(p)))
-        .collect();
+    let chunks: Vec<Result<Bytes, std::io::Error>> = parts.iter().map(|p| Ok(Bytes::copy_from_slice(p))).collect();
     reqwest::Body::wrap_stream(futures_util::stream::iter(chunks))
 }
 
 fn query(url: &str, name: &str) -> Option<String> {
-    Url::parse(url)
-        .unwrap()
-        .query_pairs()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.into_owned())
+    Url::parse(url).unwrap().query_pairs().find(|(k, _)| k == name).map(|(_, v)| v.into_owned())
 }
 
 /// The URL with one query parameter replaced (`None` removes it).
 fn with_param(url: &str, name: &str, value: Option<&str>) -> String {
     let mut parsed = Url::parse(url).unwrap();
-    let mut pairs: Vec<(String, String)> = parsed
-        .query_pairs()
-        .into_owned()
-        .filter(|(k, _)| k != name)
-        .collect();
+    let mut pairs: Vec<(String, String)> = parsed.query_pairs().into_owned().filter(|(k, _)| k != name).collect();
     if let Some(v) = value {
         pairs.push((name.to_owned(), v.to_owned()));
     }
@@ -77,14 +61,9 @@ fn flip_last_hex(text: &str) -> String {
     chars.into_iter().collect()
 }
 
-async fn authorize(
-    guest: &support::Guest<'_>,
-    size: u64,
-    sha: Option<String>,
-) -> (Uuid, AttemptResponse) {
+async fn authorize(guest: &support::Guest<'_>, size: u64, sha: Option<String>) -> (Uuid, AttemptResponse) {
     let id = Uuid::new_v4();
-    let mut body =
-        json!({"id": id, "filename": "photo.png", "size": size, "content_type": "image/png"});
+    let mut body = json!({"id": id, "filename": "photo.png", "size": size, "content_type": "image/png"});
     if let Some(sha) = sha {
         body["sha256"] = json!(sha);
     }
@@ -101,21 +80,12 @@ async fn assert_refused(r: reqwest::Response, status: StatusCode, code: &str, wh
 /// An S3 refusal: one of these statuses, and what the store said.
 async fn assert_s3_refused(r: reqwest::Response, statuses: &[u16], what: &str) -> String {
     let (status, code) = s3_error(r).await;
-    assert!(
-        statuses.contains(&status.as_u16()),
-        "{what}: the store answered {status} {code}"
-    );
+    assert!(statuses.contains(&status.as_u16()), "{what}: the store answered {status} {code}");
     code
 }
 
 async fn object_bytes(server: &TestServer, key: &str) -> Vec<u8> {
-    let (_, mut stream) = server
-        .state
-        .objects
-        .get(key)
-        .await
-        .unwrap()
-        .expect("object stored");
+    let (_, mut stream) = server.state.objects.get(key).await.unwrap().expect("object stored");
     let mut out = Vec::new();
     while let Some(chunk) = stream.next().await {
         out.extend_from_slice(&chunk.unwrap());
@@ -136,26 +106,13 @@ async fn an_expired_url_is_refused() {
         let guest = server.guest().await;
         let (_, early) = authorize(&guest, 5, None).await;
         let (_, late) = authorize(&guest, 5, None).await;
-        assert_eq!(
-            server
-                .put(early.put().unwrap(), b"hello".to_vec())
-                .await
-                .status(),
-            StatusCode::OK
-        );
+        assert_eq!(server.put(early.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
         tokio::time::sleep(Duration::from_millis(3_500)).await;
-        let code = assert_s3_refused(
-            server.put(late.put().unwrap(), b"hello".to_vec()).await,
-            &[403],
-            "after the URL TTL",
-        )
-        .await;
+        let code =
+            assert_s3_refused(server.put(late.put().unwrap(), b"hello".to_vec()).await, &[403], "after the URL TTL")
+                .await;
         assert_eq!(code, "AccessDenied");
-        assert_eq!(
-            server.stored_keys().await,
-            vec![early.object_key.clone()],
-            "nothing stored for the late PUT"
-        );
+        assert_eq!(server.stored_keys().await, vec![early.object_key.clone()], "nothing stored for the late PUT");
         return;
     }
     let server = TestServer::start_with(Options {
@@ -170,22 +127,12 @@ async fn an_expired_url_is_refused() {
 
     // Up to its expiry the URL works...
     server.clock.advance(598_000);
-    assert_eq!(
-        server
-            .put(early.put().unwrap(), b"hello".to_vec())
-            .await
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(server.put(early.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
     // ...from its expiry on it does not.
     server.clock.advance(2_000);
     let r = server.put(late.put().unwrap(), b"hello".to_vec()).await;
     assert_refused(r, StatusCode::FORBIDDEN, "url_expired", "after the URL TTL").await;
-    assert_eq!(
-        server.stored_keys().await,
-        vec![early.object_key.clone()],
-        "nothing stored for the late PUT"
-    );
+    assert_eq!(server.stored_keys().await, vec![early.object_key.clone()], "nothing stored for the late PUT");
 }
 
 #[tokio::test]
@@ -213,108 +160,32 @@ async fn every_signed_parameter_is_bound() {
     let hello = b"hello".to_vec();
     // (what, url, content type sent, body)
     let cases: Vec<(&str, String, &str, Vec<u8>)> = vec![
-        (
-            "key: last hex digit changed",
-            path_of(&url, &flip_last_hex(&plain.object_key)),
-            "image/png",
-            hello.clone(),
-        ),
-        (
-            "key: another attempt's key",
-            path_of(&url, &other.object_key),
-            "image/png",
-            hello.clone(),
-        ),
+        ("key: last hex digit changed", path_of(&url, &flip_last_hex(&plain.object_key)), "image/png", hello.clone()),
+        ("key: another attempt's key", path_of(&url, &other.object_key), "image/png", hello.clone()),
         (
             "key: another event",
-            path_of(
-                &url,
-                &format!(
-                    "other{}",
-                    &plain.object_key[plain.object_key.find('/').unwrap()..]
-                ),
-            ),
+            path_of(&url, &format!("other{}", &plain.object_key[plain.object_key.find('/').unwrap()..])),
             "image/png",
             hello.clone(),
         ),
-        (
-            "len + 1",
-            with_param(&url, "len", Some("6")),
-            "image/png",
-            b"hello!".to_vec(),
-        ),
-        (
-            "len - 1",
-            with_param(&url, "len", Some("4")),
-            "image/png",
-            b"hell".to_vec(),
-        ),
-        (
-            "ct",
-            with_param(&url, "ct", Some("image/jpeg")),
-            "image/jpeg",
-            hello.clone(),
-        ),
-        (
-            "ct: text/html",
-            with_param(&url, "ct", Some("text/html")),
-            "text/html",
-            hello.clone(),
-        ),
-        (
-            "exp later",
-            with_param(&url, "exp", Some(&(exp + 3600).to_string())),
-            "image/png",
-            hello.clone(),
-        ),
-        (
-            "exp earlier",
-            with_param(&url, "exp", Some(&(exp - 1).to_string())),
-            "image/png",
-            hello.clone(),
-        ),
-        (
-            "sha added",
-            with_param(&url, "sha", Some(&sha)),
-            "image/png",
-            hello.clone(),
-        ),
-        (
-            "sha changed",
-            with_param(&hashed_url, "sha", Some(&sha256_hex(b"jello"))),
-            "image/png",
-            b"jello".to_vec(),
-        ),
-        (
-            "sha removed",
-            with_param(&hashed_url, "sha", None),
-            "image/png",
-            b"jello".to_vec(),
-        ),
+        ("len + 1", with_param(&url, "len", Some("6")), "image/png", b"hello!".to_vec()),
+        ("len - 1", with_param(&url, "len", Some("4")), "image/png", b"hell".to_vec()),
+        ("ct", with_param(&url, "ct", Some("image/jpeg")), "image/jpeg", hello.clone()),
+        ("ct: text/html", with_param(&url, "ct", Some("text/html")), "text/html", hello.clone()),
+        ("exp later", with_param(&url, "exp", Some(&(exp + 3600).to_string())), "image/png", hello.clone()),
+        ("exp earlier", with_param(&url, "exp", Some(&(exp - 1).to_string())), "image/png", hello.clone()),
+        ("sha added", with_param(&url, "sha", Some(&sha)), "image/png", hello.clone()),
+        ("sha changed", with_param(&hashed_url, "sha", Some(&sha256_hex(b"jello"))), "image/png", b"jello".to_vec()),
+        ("sha removed", with_param(&hashed_url, "sha", None), "image/png", b"jello".to_vec()),
         (
             "sig: last hex digit changed",
             with_param(&url, "sig", Some(&flip_last_hex(&sig))),
             "image/png",
             hello.clone(),
         ),
-        (
-            "sig: truncated to 128 bits",
-            with_param(&url, "sig", Some(&sig[..32])),
-            "image/png",
-            hello.clone(),
-        ),
-        (
-            "sig: empty",
-            with_param(&url, "sig", Some("")),
-            "image/png",
-            hello.clone(),
-        ),
-        (
-            "sig: not hex",
-            with_param(&url, "sig", Some(&"z".repeat(sig.len()))),
-            "image/png",
-            hello.clone(),
-        ),
+        ("sig: truncated to 128 bits", with_param(&url, "sig", Some(&sig[..32])), "image/png", hello.clone()),
+        ("sig: empty", with_param(&url, "sig", Some("")), "image/png", hello.clone()),
+        ("sig: not hex", with_param(&url, "sig", Some(&"z".repeat(sig.len()))), "image/png", hello.clone()),
         (
             "sig: another URL's",
             with_param(&url, "sig", query(&other_url, "sig").as_deref()),
@@ -330,17 +201,8 @@ async fn every_signed_parameter_is_bound() {
     assert!(server.stored_keys().await.is_empty(), "nothing stored");
 
     // The untampered URLs still work (the refusals were about the changes).
-    assert_eq!(
-        server
-            .put(plain.put().unwrap(), hello.clone())
-            .await
-            .status(),
-        StatusCode::OK
-    );
-    assert_eq!(
-        server.put(hashed.put().unwrap(), hello).await.status(),
-        StatusCode::OK
-    );
+    assert_eq!(server.put(plain.put().unwrap(), hello.clone()).await.status(), StatusCode::OK);
+    assert_eq!(server.put(hashed.put().unwrap(), hello).await.status(), StatusCode::OK);
 }
 
 async fn every_signed_parameter_is_bound_s3() {
@@ -350,23 +212,12 @@ async fn every_signed_parameter_is_bound_s3() {
     let (_, plain) = authorize(&guest, 5, None).await;
     let (_, hashed) = authorize(&guest, 5, Some(sha.clone())).await;
     let (_, other) = authorize(&guest, 5, None).await;
-    let (up, hashed_up) = (
-        plain.put().cloned().unwrap(),
-        hashed.put().cloned().unwrap(),
-    );
+    let (up, hashed_up) = (plain.put().cloned().unwrap(), hashed.put().cloned().unwrap());
     let url = up.url.clone();
     let other_url = other.put().unwrap().url.clone();
+    assert_eq!(up.headers.get("If-None-Match").map(String::as_str), Some("*"), "write-once: {:?}", up.headers);
     assert_eq!(
-        up.headers.get("If-None-Match").map(String::as_str),
-        Some("*"),
-        "write-once: {:?}",
-        up.headers
-    );
-    assert_eq!(
-        hashed_up
-            .headers
-            .get("x-amz-checksum-sha256")
-            .map(String::as_str),
+        hashed_up.headers.get("x-amz-checksum-sha256").map(String::as_str),
         Some("LPJNul+wow4m6DsqxbninhsWHlwfp0JecwQzYpOLmCQ=")
     );
     let sig = query(&url, "X-Amz-Signature").unwrap();
@@ -380,23 +231,10 @@ async fn every_signed_parameter_is_bound_s3() {
     let hello = b"hello".to_vec();
     // (what, url, upload whose headers are sent, header changes, body)
     type Change<'a> = Vec<(&'a str, Option<&'a str>)>;
-    let jello_sha =
-        upload_once_server::storage::s3::checksum_header(&sha256_hex(b"jello")).unwrap();
+    let jello_sha = upload_once_server::storage::s3::checksum_header(&sha256_hex(b"jello")).unwrap();
     let cases: Vec<(&str, String, &UploadInstruction, Change, Vec<u8>)> = vec![
-        (
-            "key: last hex digit changed",
-            path_of(&url, &flip_last_hex(&plain.object_key)),
-            &up,
-            vec![],
-            hello.clone(),
-        ),
-        (
-            "key: another attempt's key",
-            path_of(&url, &other.object_key),
-            &up,
-            vec![],
-            hello.clone(),
-        ),
+        ("key: last hex digit changed", path_of(&url, &flip_last_hex(&plain.object_key)), &up, vec![], hello.clone()),
+        ("key: another attempt's key", path_of(&url, &other.object_key), &up, vec![], hello.clone()),
         (
             "X-Amz-Expires later",
             with_param(&url, "X-Amz-Expires", Some(&(expires + 3600).to_string())),
@@ -404,13 +242,7 @@ async fn every_signed_parameter_is_bound_s3() {
             vec![],
             hello.clone(),
         ),
-        (
-            "X-Amz-Date earlier",
-            with_param(&url, "X-Amz-Date", Some("20200101T000000Z")),
-            &up,
-            vec![],
-            hello.clone(),
-        ),
+        ("X-Amz-Date earlier", with_param(&url, "X-Amz-Date", Some("20200101T000000Z")), &up, vec![], hello.clone()),
         (
             "X-Amz-SignedHeaders: host only",
             with_param(&url, "X-Amz-SignedHeaders", Some("host")),
@@ -423,37 +255,15 @@ async fn every_signed_parameter_is_bound_s3() {
             with_param(
                 &url,
                 "X-Amz-Credential",
-                Some(
-                    &query(&url, "X-Amz-Credential")
-                        .unwrap()
-                        .replacen('/', "x/", 1),
-                ),
+                Some(&query(&url, "X-Amz-Credential").unwrap().replacen('/', "x/", 1)),
             ),
             &up,
             vec![],
             hello.clone(),
         ),
-        (
-            "Content-Type: image/jpeg",
-            url.clone(),
-            &up,
-            vec![("Content-Type", Some("image/jpeg"))],
-            hello.clone(),
-        ),
-        (
-            "Content-Type: text/html",
-            url.clone(),
-            &up,
-            vec![("Content-Type", Some("text/html"))],
-            hello.clone(),
-        ),
-        (
-            "If-None-Match left out",
-            url.clone(),
-            &up,
-            vec![("If-None-Match", None)],
-            hello.clone(),
-        ),
+        ("Content-Type: image/jpeg", url.clone(), &up, vec![("Content-Type", Some("image/jpeg"))], hello.clone()),
+        ("Content-Type: text/html", url.clone(), &up, vec![("Content-Type", Some("text/html"))], hello.clone()),
+        ("If-None-Match left out", url.clone(), &up, vec![("If-None-Match", None)], hello.clone()),
         ("length + 1", url.clone(), &up, vec![], b"hello!".to_vec()),
         ("length - 1", url.clone(), &up, vec![], b"hell".to_vec()),
         (
@@ -484,27 +294,11 @@ async fn every_signed_parameter_is_bound_s3() {
             vec![],
             hello.clone(),
         ),
-        (
-            "sig: empty",
-            with_param(&url, "X-Amz-Signature", Some("")),
-            &up,
-            vec![],
-            hello.clone(),
-        ),
-        (
-            "sig: not hex",
-            with_param(&url, "X-Amz-Signature", Some(&"z".repeat(sig.len()))),
-            &up,
-            vec![],
-            hello.clone(),
-        ),
+        ("sig: empty", with_param(&url, "X-Amz-Signature", Some("")), &up, vec![], hello.clone()),
+        ("sig: not hex", with_param(&url, "X-Amz-Signature", Some(&"z".repeat(sig.len()))), &up, vec![], hello.clone()),
         (
             "sig: another URL's",
-            with_param(
-                &url,
-                "X-Amz-Signature",
-                query(&other_url, "X-Amz-Signature").as_deref(),
-            ),
+            with_param(&url, "X-Amz-Signature", query(&other_url, "X-Amz-Signature").as_deref()),
             &up,
             vec![],
             hello.clone(),
@@ -518,10 +312,7 @@ async fn every_signed_parameter_is_bound_s3() {
     assert!(server.stored_keys().await.is_empty(), "nothing stored");
 
     // The untampered URLs still work (the refusals were about the changes).
-    assert_eq!(
-        server.put(&up, hello.clone()).await.status(),
-        StatusCode::OK
-    );
+    assert_eq!(server.put(&up, hello.clone()).await.status(), StatusCode::OK);
     assert_eq!(server.put(&hashed_up, hello).await.status(), StatusCode::OK);
 }
 
@@ -542,47 +333,20 @@ async fn the_content_type_header_must_be_the_signed_one() {
             Some("Image/PNG; charset=binary"),
             None,
         ] {
-            let r = put_with(
-                &server,
-                url,
-                upload,
-                &[("Content-Type", ct)],
-                b"hello".to_vec().into(),
-            )
-            .await;
+            let r = put_with(&server, url, upload, &[("Content-Type", ct)], b"hello".to_vec().into()).await;
             assert_s3_refused(r, &[403], &format!("{ct:?}")).await;
         }
         assert!(server.stored_keys().await.is_empty());
-        assert_eq!(
-            server.put(upload, b"hello".to_vec()).await.status(),
-            StatusCode::OK
-        );
+        assert_eq!(server.put(upload, b"hello".to_vec()).await.status(), StatusCode::OK);
         return;
     }
-    for ct in [
-        Some("image/jpeg"),
-        Some("text/html"),
-        Some("application/octet-stream"),
-        None,
-    ] {
+    for ct in [Some("image/jpeg"), Some("text/html"), Some("application/octet-stream"), None] {
         let r = put_raw(&server, url, ct, b"hello".to_vec().into()).await;
-        assert_refused(
-            r,
-            StatusCode::BAD_REQUEST,
-            "content_type_mismatch",
-            &format!("{ct:?}"),
-        )
-        .await;
+        assert_refused(r, StatusCode::BAD_REQUEST, "content_type_mismatch", &format!("{ct:?}")).await;
     }
     assert!(server.stored_keys().await.is_empty());
     // Parameters and case do not matter: it is the same type.
-    let r = put_raw(
-        &server,
-        url,
-        Some("Image/PNG; charset=binary"),
-        b"hello".to_vec().into(),
-    )
-    .await;
+    let r = put_raw(&server, url, Some("Image/PNG; charset=binary"), b"hello".to_vec().into()).await;
     assert_eq!(r.status(), StatusCode::OK);
 }
 
@@ -610,101 +374,40 @@ async fn a_body_of_any_other_length_stores_nothing() {
             }
         }
         assert!(server.stored_keys().await.is_empty(), "nothing stored");
-        assert!(
-            server
-                .state
-                .objects
-                .head(&a.object_key)
-                .await
-                .unwrap()
-                .is_none()
-        );
-        assert_eq!(
-            guest.status(&[a.id]).await["results"][0]["object_stored"],
-            false
-        );
+        assert!(server.state.objects.head(&a.object_key).await.unwrap().is_none());
+        assert_eq!(guest.status(&[a.id]).await["results"][0]["object_stored"], false);
         // Exactly the signed length, chunked or not… but a chunked request has
         // no Content-Length to match the signed one: only a plain PUT works.
         if let Ok(r) = try_put_with(&server, url, upload, &[], streamed(&[b"he", b"llo"])).await {
             assert_s3_refused(r, &[400, 403, 411], "5 bytes, chunked").await;
         }
         assert!(server.stored_keys().await.is_empty(), "nothing stored");
-        assert_eq!(
-            server.put(upload, b"hello".to_vec()).await.status(),
-            StatusCode::OK
-        );
+        assert_eq!(server.put(upload, b"hello".to_vec()).await.status(), StatusCode::OK);
         assert_eq!(object_bytes(&server, &a.object_key).await, b"hello");
         return;
     }
 
     // With a Content-Length that says so.
     let r = put_raw(&server, url, Some("image/png"), b"hell".to_vec().into()).await;
-    assert_refused(
-        r,
-        StatusCode::BAD_REQUEST,
-        "length_mismatch",
-        "4 of 5 bytes, Content-Length 4",
-    )
-    .await;
+    assert_refused(r, StatusCode::BAD_REQUEST, "length_mismatch", "4 of 5 bytes, Content-Length 4").await;
     let r = put_raw(&server, url, Some("image/png"), b"hello!".to_vec().into()).await;
-    assert_refused(
-        r,
-        StatusCode::BAD_REQUEST,
-        "length_mismatch",
-        "6 of 5 bytes, Content-Length 6",
-    )
-    .await;
+    assert_refused(r, StatusCode::BAD_REQUEST, "length_mismatch", "6 of 5 bytes, Content-Length 6").await;
     // Chunked, so only counting the bytes can tell.
     let r = put_raw(&server, url, Some("image/png"), streamed(&[b"he", b"ll"])).await;
-    assert_refused(
-        r,
-        StatusCode::BAD_REQUEST,
-        "incomplete_body",
-        "4 of 5 bytes, chunked",
-    )
-    .await;
+    assert_refused(r, StatusCode::BAD_REQUEST, "incomplete_body", "4 of 5 bytes, chunked").await;
     let r = put_raw(&server, url, Some("image/png"), streamed(&[b"hel", b"lo!"])).await;
-    assert_refused(
-        r,
-        StatusCode::BAD_REQUEST,
-        "length_mismatch",
-        "6 of 5 bytes, chunked",
-    )
-    .await;
+    assert_refused(r, StatusCode::BAD_REQUEST, "length_mismatch", "6 of 5 bytes, chunked").await;
     let r = put_raw(&server, url, Some("image/png"), streamed(&[])).await;
     let (status, _) = problem(r).await;
-    assert!(
-        status.is_client_error(),
-        "an empty body is refused: {status}"
-    );
+    assert!(status.is_client_error(), "an empty body is refused: {status}");
 
     assert!(server.stored_keys().await.is_empty(), "nothing stored");
-    assert!(
-        server
-            .state
-            .objects
-            .head(&a.object_key)
-            .await
-            .unwrap()
-            .is_none()
-    );
-    assert!(
-        server.temp_files().is_empty(),
-        "no partial file left behind: {:?}",
-        server.temp_files()
-    );
-    assert_eq!(
-        guest.status(&[a.id]).await["results"][0]["object_stored"],
-        false
-    );
+    assert!(server.state.objects.head(&a.object_key).await.unwrap().is_none());
+    assert!(server.temp_files().is_empty(), "no partial file left behind: {:?}", server.temp_files());
+    assert_eq!(guest.status(&[a.id]).await["results"][0]["object_stored"], false);
 
     // Exactly the signed length, chunked or not, is stored.
-    assert_eq!(
-        put_raw(&server, url, Some("image/png"), streamed(&[b"he", b"llo"]))
-            .await
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(put_raw(&server, url, Some("image/png"), streamed(&[b"he", b"llo"])).await.status(), StatusCode::OK);
     assert_eq!(object_bytes(&server, &a.object_key).await, b"hello");
 }
 
@@ -717,12 +420,8 @@ async fn bytes_with_another_sha256_are_refused() {
     let upload = a.put().unwrap();
     if is_s3() {
         // The checksum is a signed header the bucket verifies against the body.
-        let code = assert_s3_refused(
-            server.put(upload, b"jello".to_vec()).await,
-            &[400],
-            "same length, other bytes",
-        )
-        .await;
+        let code =
+            assert_s3_refused(server.put(upload, b"jello".to_vec()).await, &[400], "same length, other bytes").await;
         assert_eq!(code, "BadDigest");
         if !server.stored_keys().await.is_empty() {
             // Known gap of the loopback test store (s3s-fs 0.14.1): it moves
@@ -730,47 +429,23 @@ async fn bytes_with_another_sha256_are_refused() {
             // refused bytes stay under the key, without type or checksum
             // (docs/deploy.md). A real S3 stores nothing. Even so they are
             // never confirmed:
-            eprintln!(
-                "known gap of the test store: a PUT refused with BadDigest left its body under the key"
-            );
+            eprintln!("known gap of the test store: a PUT refused with BadDigest left its body under the key");
             let (s, p) = problem(
-                guest
-                    .confirm_raw(
-                        id,
-                        serde_json::json!({"size": 5, "content_type": "image/png", "sha256": sha}),
-                    )
-                    .await,
+                guest.confirm_raw(id, serde_json::json!({"size": 5, "content_type": "image/png", "sha256": sha})).await,
             )
             .await;
             assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{p}");
             assert_eq!(server.counts().await.1, 0);
             return;
         }
-        assert_eq!(
-            guest.status(&[id]).await["results"][0]["object_stored"],
-            false
-        );
+        assert_eq!(guest.status(&[id]).await["results"][0]["object_stored"], false);
         let r = server.put(upload, b"hello".to_vec()).await;
         assert_eq!(r.status(), StatusCode::OK);
-        let head = server
-            .state
-            .objects
-            .head(&a.object_key)
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            head.sha256.as_deref(),
-            Some(sha.as_str()),
-            "the store keeps the checksum"
-        );
+        let head = server.state.objects.head(&a.object_key).await.unwrap().unwrap();
+        assert_eq!(head.sha256.as_deref(), Some(sha.as_str()), "the store keeps the checksum");
         return;
     }
-    assert_eq!(
-        query(&upload.url, "sha").as_deref(),
-        Some(sha.as_str()),
-        "the URL carries the checksum"
-    );
+    assert_eq!(query(&upload.url, "sha").as_deref(), Some(sha.as_str()), "the URL carries the checksum");
 
     let r = server.put(upload, b"jello".to_vec()).await;
     let (status, p) = problem(r).await;
@@ -778,18 +453,11 @@ async fn bytes_with_another_sha256_are_refused() {
     assert_eq!(p["code"], "checksum_mismatch", "same length, other bytes");
     assert!(server.stored_keys().await.is_empty(), "nothing stored");
     assert!(server.temp_files().is_empty());
-    assert_eq!(
-        guest.status(&[id]).await["results"][0]["object_stored"],
-        false
-    );
+    assert_eq!(guest.status(&[id]).await["results"][0]["object_stored"], false);
 
     let r = server.put(upload, b"hello".to_vec()).await;
     assert_eq!(r.status(), StatusCode::OK);
-    assert_eq!(
-        r.headers()["etag"].to_str().unwrap(),
-        format!("\"{sha}\""),
-        "the ETag is the SHA-256"
-    );
+    assert_eq!(r.headers()["etag"].to_str().unwrap(), format!("\"{sha}\""), "the ETag is the SHA-256");
 }
 
 /// `PUT /storage/{key}` documents `checksum_mismatch` among its 400
@@ -803,20 +471,11 @@ async fn a_checksum_refusal_at_put_is_the_documented_422() {
     let r = server.put(a.put().unwrap(), b"jello".to_vec()).await;
     if is_s3() {
         // The bucket's own refusal: 400 BadDigest (the client fails the transfer either way).
-        assert_eq!(
-            assert_s3_refused(r, &[400], "PUT with other bytes").await,
-            "BadDigest"
-        );
+        assert_eq!(assert_s3_refused(r, &[400], "PUT with other bytes").await, "BadDigest");
         return;
     }
     // One code, one status everywhere: checksum_mismatch is 422, at PUT as at confirm.
-    assert_refused(
-        r,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "checksum_mismatch",
-        "PUT with other bytes",
-    )
-    .await;
+    assert_refused(r, StatusCode::UNPROCESSABLE_ENTITY, "checksum_mismatch", "PUT with other bytes").await;
 }
 
 #[tokio::test]
@@ -833,44 +492,21 @@ async fn the_same_bytes_twice_are_one_object_and_other_bytes_are_refused() {
         // If-None-Match: * — any second PUT is refused with 412, and the
         // client goes on to confirm (protocol §5.2).
         for (what, body) in [("the same bytes", b"hello"), ("other bytes", b"jello")] {
-            let code =
-                assert_s3_refused(server.put(upload, body.to_vec()).await, &[412], what).await;
+            let code = assert_s3_refused(server.put(upload, body.to_vec()).await, &[412], what).await;
             assert_eq!(code, "PreconditionFailed", "{what}");
         }
-        assert_eq!(
-            object_bytes(&server, &a.object_key).await,
-            b"hello",
-            "the object is unchanged"
-        );
-        assert_eq!(
-            server.stored_keys().await,
-            vec![a.object_key.clone()],
-            "one object"
-        );
+        assert_eq!(object_bytes(&server, &a.object_key).await, b"hello", "the object is unchanged");
+        assert_eq!(server.stored_keys().await, vec![a.object_key.clone()], "one object");
         return;
     }
     let second = server.put(upload, b"hello".to_vec()).await;
     assert_eq!(second.status(), StatusCode::OK, "an idempotent repeat");
     assert_eq!(second.headers()["etag"].to_str().unwrap(), etag);
-    assert_eq!(
-        server.stored_keys().await,
-        vec![a.object_key.clone()],
-        "one object"
-    );
+    assert_eq!(server.stored_keys().await, vec![a.object_key.clone()], "one object");
 
     let r = server.put(upload, b"jello".to_vec()).await;
-    assert_refused(
-        r,
-        StatusCode::PRECONDITION_FAILED,
-        "object_exists",
-        "different bytes, same length",
-    )
-    .await;
-    assert_eq!(
-        object_bytes(&server, &a.object_key).await,
-        b"hello",
-        "the object is unchanged"
-    );
+    assert_refused(r, StatusCode::PRECONDITION_FAILED, "object_exists", "different bytes, same length").await;
+    assert_eq!(object_bytes(&server, &a.object_key).await, b"hello", "the object is unchanged");
     assert!(server.temp_files().is_empty());
 }
 
@@ -880,18 +516,9 @@ async fn a_confirmed_object_never_changes() {
     let guest = server.guest().await;
     let (id, a) = authorize(&guest, 5, None).await;
     let upload: UploadInstruction = a.put().cloned().unwrap();
-    assert_eq!(
-        server.put(&upload, b"hello".to_vec()).await.status(),
-        StatusCode::OK
-    );
+    assert_eq!(server.put(&upload, b"hello".to_vec()).await.status(), StatusCode::OK);
     assert_eq!(guest.confirm(id, 5).await.status(), StatusCode::OK);
-    let before = server
-        .state
-        .objects
-        .head(&a.object_key)
-        .await
-        .unwrap()
-        .unwrap();
+    let before = server.state.objects.head(&a.object_key).await.unwrap().unwrap();
 
     for (what, body) in [("the same bytes", b"hello"), ("other bytes", b"jello")] {
         let r = server.put(&upload, body.to_vec()).await;
@@ -902,19 +529,9 @@ async fn a_confirmed_object_never_changes() {
             assert_refused(r, StatusCode::CONFLICT, "already_confirmed", what).await;
         }
     }
-    let after = server
-        .state
-        .objects
-        .head(&a.object_key)
-        .await
-        .unwrap()
-        .unwrap();
+    let after = server.state.objects.head(&a.object_key).await.unwrap().unwrap();
     assert_eq!(after, before, "same metadata and ETag");
-    assert_eq!(
-        object_bytes(&server, &a.object_key).await,
-        b"hello",
-        "same bytes"
-    );
+    assert_eq!(object_bytes(&server, &a.object_key).await, b"hello", "same bytes");
     assert_eq!(server.stored_keys().await, vec![a.object_key.clone()]);
 }
 
@@ -924,10 +541,7 @@ async fn a_rejected_attempts_key_takes_no_upload() {
     let guest = server.guest().await;
     let (id, a) = authorize(&guest, 5, None).await;
     let (status, p) = problem(guest.confirm(id, 6).await).await;
-    assert_eq!(
-        (status, p["code"].as_str()),
-        (StatusCode::UNPROCESSABLE_ENTITY, Some("size_mismatch"))
-    );
+    assert_eq!((status, p["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("size_mismatch")));
 
     let r = server.put(a.put().unwrap(), b"hello".to_vec()).await;
     if is_s3() {
@@ -936,18 +550,12 @@ async fn a_rejected_attempts_key_takes_no_upload() {
         // The sweeper deletes what lands for a dead attempt (docs/deploy.md).
         assert_eq!(r.status(), StatusCode::OK);
         server.sweep().await;
-        assert!(
-            server.stored_keys().await.is_empty(),
-            "the sweeper deleted it"
-        );
+        assert!(server.stored_keys().await.is_empty(), "the sweeper deleted it");
         return;
     }
     let (status, p) = problem(r).await;
     assert!(status.is_client_error(), "refused: {status} {p}");
-    assert_eq!(
-        p["code"], "expired",
-        "the documented refusal for a dead attempt"
-    );
+    assert_eq!(p["code"], "expired", "the documented refusal for a dead attempt");
     assert!(server.stored_keys().await.is_empty(), "nothing stored");
     assert!(server.temp_files().is_empty());
 }
@@ -964,31 +572,19 @@ async fn an_expired_attempts_key_takes_no_upload() {
     let (_, a) = authorize(&guest, 5, None).await;
     server.clock.advance(3_600_000);
     server.sweep().await;
-    assert_eq!(
-        guest.status(&[a.id]).await["results"][0]["state"],
-        "expired"
-    );
+    assert_eq!(guest.status(&[a.id]).await["results"][0]["state"], "expired");
     if is_s3() {
         // The bucket checks URLs on its own real clock (see
         // an_expired_url_is_refused), and no URL is ever signed past the
         // attempt's expiry: no fresh one is handed out now.
         let (status, p) = problem(guest.renew(a.id).await).await;
-        assert_eq!(
-            (status, p["code"].as_str()),
-            (StatusCode::GONE, Some("expired"))
-        );
+        assert_eq!((status, p["code"].as_str()), (StatusCode::GONE, Some("expired")));
         return;
     }
 
     // Its own URL has expired with it...
     let r = server.put(a.put().unwrap(), b"hello".to_vec()).await;
-    assert_refused(
-        r,
-        StatusCode::FORBIDDEN,
-        "url_expired",
-        "the attempt's own URL",
-    )
-    .await;
+    assert_refused(r, StatusCode::FORBIDDEN, "url_expired", "the attempt's own URL").await;
     // ...and even a URL this server signed that is still valid is refused:
     // the storage endpoint checks the attempt itself.
     let still_valid = server.state.objects.presign_put(&PutGrant {
@@ -999,13 +595,7 @@ async fn an_expired_attempts_key_takes_no_upload() {
         expires_at: server.state.now() + 600_000,
     });
     let r = server.put(&still_valid, b"hello".to_vec()).await;
-    assert_refused(
-        r,
-        StatusCode::GONE,
-        "expired",
-        "a valid signature for an expired attempt",
-    )
-    .await;
+    assert_refused(r, StatusCode::GONE, "expired", "a valid signature for an expired attempt").await;
     assert!(server.stored_keys().await.is_empty(), "nothing stored");
     assert!(server.temp_files().is_empty());
 }

@@ -34,23 +34,14 @@ impl Store {
         let binary = std::env::var_os("UPLOAD_ONCE_TEST_S3_SERVER_BIN").map(PathBuf::from);
         let required = support::backends_required();
         if binary.is_none() {
-            assert!(
-                !required,
-                "set UPLOAD_ONCE_TEST_S3_SERVER_BIN (cargo xtask test server does)"
-            );
-            println!(
-                "store_restart_is_retryable: skipped, needs UPLOAD_ONCE_TEST_S3_SERVER_BIN (the test S3 server)"
-            );
+            assert!(!required, "set UPLOAD_ONCE_TEST_S3_SERVER_BIN (cargo xtask test server does)");
+            println!("store_restart_is_retryable: skipped, needs UPLOAD_ONCE_TEST_S3_SERVER_BIN (the test S3 server)");
         }
         binary
     }
 
     async fn start(binary: PathBuf) -> Store {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let mut store = Store {
             binary,
             root: tempfile::tempdir().unwrap(),
@@ -89,11 +80,7 @@ impl Store {
             }
             let _ = child.kill();
             let _ = child.wait();
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "the test S3 server did not come up on {}",
-                self.addr
-            );
+            assert!(started.elapsed() < Duration::from_secs(20), "the test S3 server did not come up on {}", self.addr);
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -113,17 +100,11 @@ impl Drop for Store {
 }
 
 async fn assert_unavailable(r: reqwest::Response, what: &str) {
-    let retry_after = r
-        .headers()
-        .get("retry-after")
-        .map(|v| v.to_str().unwrap().to_owned());
+    let retry_after = r.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
     let (status, p) = problem(r).await;
     assert_eq!(
         (status, p["code"].as_str()),
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Some("object_store_unavailable")
-        ),
+        (StatusCode::SERVICE_UNAVAILABLE, Some("object_store_unavailable")),
         "{what}: {p}"
     );
     assert_eq!(p["retryable"], true, "{what}");
@@ -141,35 +122,20 @@ async fn a_store_stopped_mid_confirm_is_503_and_the_retry_succeeds() {
     let (e2, r2) = (entered.clone(), release.clone());
     let server = TestServer::start_with(Options {
         s3_endpoint: Some(store.endpoint()),
-        wrap_objects: Some(Box::new(move |inner| {
-            Arc::new(GatedObjects {
-                inner,
-                entered: e2,
-                release: r2,
-            })
-        })),
+        wrap_objects: Some(Box::new(move |inner| Arc::new(GatedObjects { inner, entered: e2, release: r2 }))),
         ..Default::default()
     })
     .await;
     let guest = server.guest().await;
     let id = Uuid::new_v4();
     let a = guest.authorize(id, 5).await;
-    assert_eq!(
-        server
-            .put(a.put().unwrap(), b"hello".to_vec())
-            .await
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(server.put(a.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
 
     // The confirm stops inside its transaction, just before the HEAD; the
     // store goes down; the confirm goes on.
     let confirm = {
-        let (http, url, session) = (
-            server.http.clone(),
-            server.url(&format!("/v1/attempts/{id}/confirm")),
-            guest.session.clone(),
-        );
+        let (http, url, session) =
+            (server.http.clone(), server.url(&format!("/v1/attempts/{id}/confirm")), guest.session.clone());
         tokio::spawn(async move {
             http.post(url)
                 .bearer_auth(session)
@@ -184,19 +150,11 @@ async fn a_store_stopped_mid_confirm_is_503_and_the_retry_succeeds() {
     store.down();
     release.add_permits(1);
     assert_unavailable(confirm.await.unwrap(), "confirm while the store restarts").await;
-    assert_eq!(
-        server.counts().await.1,
-        0,
-        "no media row without its object"
-    );
+    assert_eq!(server.counts().await.1, 0, "no media row without its object");
 
     // Everything that needs the store says so, the same way.
     release.add_permits(1000);
-    assert_unavailable(
-        guest.confirm(id, 5).await,
-        "confirm while the store is down",
-    )
-    .await;
+    assert_unavailable(guest.confirm(id, 5).await, "confirm while the store is down").await;
     let r = server
         .call(
             reqwest::Method::POST,
@@ -213,38 +171,20 @@ async fn a_store_stopped_mid_confirm_is_503_and_the_retry_succeeds() {
     let r = guest.confirm(id, 5).await;
     assert_eq!(r.status(), StatusCode::OK, "the retry");
     let media: Value = r.json().await.unwrap();
-    assert_eq!(
-        guest.confirm(id, 5).await.json::<Value>().await.unwrap()["id"],
-        media["id"],
-        "and only once"
-    );
+    assert_eq!(guest.confirm(id, 5).await.json::<Value>().await.unwrap()["id"], media["id"], "and only once");
     assert_eq!(server.counts().await.1, 1);
-    let r = server
-        .http
-        .get(media["url"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap();
+    let r = server.http.get(media["url"].as_str().unwrap()).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.bytes().await.unwrap().as_ref(), b"hello");
 
     // Reading the bytes while the store is down is a 503 too, not a 404.
     store.down();
     assert_unavailable(
-        server
-            .http
-            .get(media["url"].as_str().unwrap())
-            .send()
-            .await
-            .unwrap(),
+        server.http.get(media["url"].as_str().unwrap()).send().await.unwrap(),
         "media while the store is down",
     )
     .await;
-    assert_eq!(
-        server.counts().await.1,
-        1,
-        "the media row stays, and its object is still in the bucket"
-    );
+    assert_eq!(server.counts().await.1, 1, "the media row stays, and its object is still in the bucket");
     store.up().await;
     assert_eq!(server.stored_keys().await, vec![a.object_key.clone()]);
 }
@@ -276,21 +216,11 @@ async fn a_store_answering_500_is_503_and_nothing_is_recorded() {
         return;
     };
     let store = Store::start(binary).await;
-    let server = TestServer::start_with(Options {
-        s3_endpoint: Some(store.endpoint()),
-        ..Default::default()
-    })
-    .await;
+    let server = TestServer::start_with(Options { s3_endpoint: Some(store.endpoint()), ..Default::default() }).await;
     let guest = server.guest().await;
     let id = Uuid::new_v4();
     let a = guest.authorize(id, 5).await;
-    assert_eq!(
-        server
-            .put(a.put().unwrap(), b"hello".to_vec())
-            .await
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(server.put(a.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
 
     // A second instance over the same database whose store answers 500.
     let (broken, task) = broken_store().await;
@@ -301,11 +231,7 @@ async fn a_store_answering_500_is_503_and_nothing_is_recorded() {
         ..Default::default()
     })
     .await;
-    let via_other = support::Guest {
-        server: &other,
-        event: guest.event.clone(),
-        session: guest.session.clone(),
-    };
+    let via_other = support::Guest { server: &other, event: guest.event.clone(), session: guest.session.clone() };
     assert_unavailable(via_other.confirm(id, 5).await, "confirm, store answers 500").await;
     assert_eq!(server.counts().await.1, 0, "nothing recorded");
     task.abort();

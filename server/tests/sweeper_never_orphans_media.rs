@@ -24,13 +24,7 @@ async fn expired_attempts_are_marked_and_their_objects_deleted() {
     let guest = server.guest().await;
     let (stale, fresh) = (Uuid::new_v4(), Uuid::new_v4());
     let a = guest.authorize(stale, 4).await;
-    assert_eq!(
-        server
-            .put(a.put().unwrap(), b"old!".to_vec())
-            .await
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(server.put(a.put().unwrap(), b"old!".to_vec()).await.status(), StatusCode::OK);
     let (done_id, _) = guest.upload(b"kept".to_vec()).await;
 
     server.clock.advance(HOUR / 2);
@@ -41,26 +35,14 @@ async fn expired_attempts_are_marked_and_their_objects_deleted() {
     let status = guest.status(&[stale, fresh, done_id]).await;
     assert_eq!(status["results"][0]["state"], "expired");
     assert_eq!(status["results"][1]["state"], "authorized", "not yet due");
-    assert_eq!(
-        status["results"][2]["state"], "confirmed",
-        "confirmed attempts never expire"
-    );
+    assert_eq!(status["results"][2]["state"], "confirmed", "confirmed attempts never expire");
     assert!(
-        server
-            .state
-            .objects
-            .head(&a.object_key)
-            .await
-            .unwrap()
-            .is_none(),
+        server.state.objects.head(&a.object_key).await.unwrap().is_none(),
         "the expired attempt's object is deleted"
     );
 
     let (code, body) = problem(guest.confirm(stale, 4).await).await;
-    assert_eq!(
-        (code, body["code"].as_str()),
-        (StatusCode::GONE, Some("expired"))
-    );
+    assert_eq!((code, body["code"].as_str()), (StatusCode::GONE, Some("expired")));
     assert_eq!(server.counts().await.1, 1);
 }
 
@@ -77,37 +59,16 @@ async fn a_confirm_held_mid_transaction_wins_over_the_sweeper_and_keeps_its_obje
     let server = TestServer::start_with(Options {
         attempt_ttl: Some(Duration::from_secs(3600)),
         url_ttl: Some(Duration::from_secs(600)),
-        wrap_objects: Some(Box::new(move |inner| {
-            Arc::new(GatedObjects {
-                inner,
-                entered: e2,
-                release: r2,
-            })
-        })),
-        wrap_records: Some(Box::new(move |inner| {
-            Arc::new(ObservedRecords { inner, due: due_tx })
-        })),
+        wrap_objects: Some(Box::new(move |inner| Arc::new(GatedObjects { inner, entered: e2, release: r2 }))),
+        wrap_records: Some(Box::new(move |inner| Arc::new(ObservedRecords { inner, due: due_tx }))),
         ..Default::default()
     })
     .await;
     let guest = server.guest().await;
     let id = Uuid::new_v4();
     let a = guest.authorize(id, 4).await;
-    assert_eq!(
-        server
-            .put(a.put().unwrap(), b"race".to_vec())
-            .await
-            .status(),
-        StatusCode::OK
-    );
-    let row_id = server
-        .state
-        .records
-        .attempt_by_object_key(&a.object_key)
-        .await
-        .unwrap()
-        .unwrap()
-        .row_id;
+    assert_eq!(server.put(a.put().unwrap(), b"race".to_vec()).await.status(), StatusCode::OK);
+    let row_id = server.state.records.attempt_by_object_key(&a.object_key).await.unwrap().unwrap().row_id;
 
     // Just before expiry, a confirm starts and stops inside its transaction
     // (at the object HEAD, holding the attempt's lock).
@@ -134,48 +95,22 @@ async fn a_confirm_held_mid_transaction_wins_over_the_sweeper_and_keeps_its_obje
     server.clock.advance(2000);
     let sweeper = {
         let state = server.state.clone();
-        tokio::spawn(async move {
-            upload_once_server::sweeper::sweep_once(&state)
-                .await
-                .unwrap()
-        })
+        tokio::spawn(async move { upload_once_server::sweeper::sweep_once(&state).await.unwrap() })
     };
     let due = due_rx.recv().await.expect("the sweeper lists what is due");
-    assert_eq!(
-        due,
-        vec![row_id],
-        "the sweeper found the attempt due while the confirm was inside its transaction"
-    );
+    assert_eq!(due, vec![row_id], "the sweeper found the attempt due while the confirm was inside its transaction");
 
     release.add_permits(1000);
-    assert_eq!(
-        confirm.await.unwrap(),
-        StatusCode::OK,
-        "the confirm that held the lock wins"
-    );
+    assert_eq!(confirm.await.unwrap(), StatusCode::OK, "the confirm that held the lock wins");
     let report = sweeper.await.unwrap();
-    assert_eq!(
-        report.expired, 0,
-        "under the lock the sweeper saw the attempt confirmed, and left it"
-    );
+    assert_eq!(report.expired, 0, "under the lock the sweeper saw the attempt confirmed, and left it");
     assert_eq!(server.counts().await.1, 1, "one media row");
-    assert_eq!(
-        server.stored_keys().await,
-        vec![a.object_key.clone()],
-        "the confirmed object is kept"
-    );
-    assert_eq!(
-        guest.status(&[id]).await["results"][0]["state"],
-        "confirmed"
-    );
+    assert_eq!(server.stored_keys().await, vec![a.object_key.clone()], "the confirmed object is kept");
+    assert_eq!(guest.status(&[id]).await["results"][0]["state"], "confirmed");
 
     // Later passes leave it alone too: a confirmed attempt is never due.
     server.clock.advance(HOUR);
     server.sweep().await;
-    assert_eq!(
-        due_rx.recv().await,
-        Some(vec![]),
-        "a confirmed attempt is not listed as due"
-    );
+    assert_eq!(due_rx.recv().await, Some(vec![]), "a confirmed attempt is not listed as due");
     assert_eq!(server.stored_keys().await, vec![a.object_key.clone()]);
 }

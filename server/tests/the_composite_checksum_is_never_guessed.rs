@@ -41,7 +41,11 @@ async fn without_the_stores_digests_the_signed_ones_make_the_composite() {
     assert!(listed.iter().all(|p| p.sha256.is_none()), "the store lists no digest");
 
     let status = guest.status_of(id).await;
-    assert_eq!(status["parts"][0]["sha256"].as_str(), Some(sha256_hex(&part(&bytes, &plan, 1)).as_str()), "status shows the signed digest");
+    assert_eq!(
+        status["parts"][0]["sha256"].as_str(),
+        Some(sha256_hex(&part(&bytes, &plan, 1)).as_str()),
+        "status shows the signed digest"
+    );
 
     let media: Media = guest.confirm_video(id, FILE).await.json().await.unwrap();
     assert_eq!(media.composite_sha256.as_deref(), Some(composite(&bytes, &plan).as_str()));
@@ -131,15 +135,13 @@ async fn s3_lists_parts_page_by_page() {
     use upload_once_server::storage::ObjectStore;
     // The store does answer in pages: the first of 2 parts is truncated.
     let credentials = support::s3_credentials();
-    let mut first_page = rusty_s3::actions::ListParts::new(
-        small_pages.bucket(),
-        Some(&credentials),
-        &authorized.object_key,
-        &upload_id,
-    );
+    let mut first_page =
+        rusty_s3::actions::ListParts::new(small_pages.bucket(), Some(&credentials), &authorized.object_key, &upload_id);
     first_page.set_max_parts(2);
     let url = rusty_s3::S3Action::sign(&first_page, std::time::Duration::from_secs(60));
-    let page = rusty_s3::actions::ListParts::parse_response(&server.http.get(url).send().await.unwrap().text().await.unwrap()).unwrap();
+    let page =
+        rusty_s3::actions::ListParts::parse_response(&server.http.get(url).send().await.unwrap().text().await.unwrap())
+            .unwrap();
     assert_eq!((page.parts.len(), page.next_part_number_marker), (2, Some(2)), "a first page of two, with a next one");
 
     let paged = small_pages.list_parts(&authorized.object_key, &upload_id).await.unwrap().unwrap();

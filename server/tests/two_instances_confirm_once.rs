@@ -63,11 +63,7 @@ async fn two_instances_confirm_each_attempt_exactly_once_and_share_media_urls() 
 
     // One event and one guest; the session made on A works on B.
     let guest_a = a.guest().await;
-    let guest_b = Guest {
-        server: &b,
-        event: guest_a.event.clone(),
-        session: guest_a.session.clone(),
-    };
+    let guest_b = Guest { server: &b, event: guest_a.event.clone(), session: guest_a.session.clone() };
     let guests = [&guest_a, &guest_b];
 
     // 20 attempts, authorized and uploaded through alternating instances.
@@ -77,14 +73,7 @@ async fn two_instances_confirm_each_attempt_exactly_once_and_share_media_urls() 
         let id = Uuid::new_v4();
         let bytes = format!("photo number {i:02}").into_bytes();
         let attempt = guest.authorize(id, bytes.len() as u64).await;
-        assert_eq!(
-            guest
-                .server
-                .put(attempt.put().unwrap(), bytes.clone())
-                .await
-                .status(),
-            StatusCode::OK
-        );
+        assert_eq!(guest.server.put(attempt.put().unwrap(), bytes.clone()).await.status(), StatusCode::OK);
         ids.push((id, bytes));
     }
 
@@ -104,50 +93,20 @@ async fn two_instances_confirm_each_attempt_exactly_once_and_share_media_urls() 
     let mut media_of: BTreeMap<Uuid, BTreeSet<String>> = BTreeMap::new();
     let mut urls_of: BTreeMap<Uuid, BTreeSet<String>> = BTreeMap::new();
     for (id, instance, status, body) in &results {
-        assert_eq!(
-            *status,
-            StatusCode::OK,
-            "confirm of {id} on instance {instance}: {body}"
-        );
-        media_of
-            .entry(*id)
-            .or_default()
-            .insert(body["id"].as_str().unwrap().to_owned());
-        urls_of
-            .entry(*id)
-            .or_default()
-            .insert(body["url"].as_str().unwrap().to_owned());
+        assert_eq!(*status, StatusCode::OK, "confirm of {id} on instance {instance}: {body}");
+        media_of.entry(*id).or_default().insert(body["id"].as_str().unwrap().to_owned());
+        urls_of.entry(*id).or_default().insert(body["url"].as_str().unwrap().to_owned());
     }
     assert_eq!(media_of.len(), ATTEMPTS);
     for (id, media) in &media_of {
-        assert_eq!(
-            media.len(),
-            1,
-            "every confirm of {id}, on either instance, returns the same media id: {media:?}"
-        );
+        assert_eq!(media.len(), 1, "every confirm of {id}, on either instance, returns the same media id: {media:?}");
     }
     for (id, urls) in &urls_of {
-        assert_eq!(
-            urls.len(),
-            1,
-            "both instances make the same media URL for {id}: {urls:?}"
-        );
+        assert_eq!(urls.len(), 1, "both instances make the same media URL for {id}: {urls:?}");
     }
-    assert_eq!(
-        a.counts().await,
-        (ATTEMPTS as u64, ATTEMPTS as u64),
-        "exactly 20 media rows"
-    );
-    assert_eq!(
-        b.counts().await,
-        (ATTEMPTS as u64, ATTEMPTS as u64),
-        "the same database"
-    );
-    assert_eq!(
-        a.stored_keys().await.len(),
-        ATTEMPTS,
-        "one object per attempt"
-    );
+    assert_eq!(a.counts().await, (ATTEMPTS as u64, ATTEMPTS as u64), "exactly 20 media rows");
+    assert_eq!(b.counts().await, (ATTEMPTS as u64, ATTEMPTS as u64), "the same database");
+    assert_eq!(a.stored_keys().await.len(), ATTEMPTS, "one object per attempt");
 
     // A media URL made by one instance works on the other (shared signing
     // key); the load balancer's address is swapped for each instance's.
@@ -155,12 +114,7 @@ async fn two_instances_confirm_each_attempt_exactly_once_and_share_media_urls() 
         let url = urls_of[id].iter().next().unwrap();
         assert!(url.starts_with(PUBLIC_URL), "{url}");
         for server in instances {
-            let r = server
-                .http
-                .get(url.replacen(PUBLIC_URL, &server.base, 1))
-                .send()
-                .await
-                .unwrap();
+            let r = server.http.get(url.replacen(PUBLIC_URL, &server.base, 1)).send().await.unwrap();
             assert_eq!(r.status(), StatusCode::OK, "{id} via {}", server.base);
             assert_eq!(r.bytes().await.unwrap().as_ref(), bytes.as_slice());
         }
@@ -170,14 +124,7 @@ async fn two_instances_confirm_each_attempt_exactly_once_and_share_media_urls() 
     let all: Vec<Uuid> = ids.iter().map(|(id, _)| *id).collect();
     let (sa, sb) = (guest_a.status(&all).await, guest_b.status(&all).await);
     assert_eq!(sa, sb);
-    assert!(
-        sa["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|r| r["state"] == "confirmed"),
-        "{sa}"
-    );
+    assert!(sa["results"].as_array().unwrap().iter().all(|r| r["state"] == "confirmed"), "{sa}");
 
     // The moderation of one instance is seen by the other, and the wall
     // positions stay in approval order across both.
@@ -198,27 +145,10 @@ async fn two_instances_confirm_each_attempt_exactly_once_and_share_media_urls() 
         approved.push(media_id);
     }
     for server in instances {
-        let path = format!(
-            "/v1/events/{}/wall?code={}",
-            guest_a.slug(),
-            guest_a.event.guest_code
-        );
-        let wall: Value = server
-            .call(reqwest::Method::GET, &path, None, None)
-            .await
-            .json()
-            .await
-            .unwrap();
-        let order: Vec<String> = wall["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["id"].as_str().unwrap().to_owned())
-            .collect();
-        assert_eq!(
-            order, approved,
-            "the wall in approval order, on {}",
-            server.base
-        );
+        let path = format!("/v1/events/{}/wall?code={}", guest_a.slug(), guest_a.event.guest_code);
+        let wall: Value = server.call(reqwest::Method::GET, &path, None, None).await.json().await.unwrap();
+        let order: Vec<String> =
+            wall["items"].as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap().to_owned()).collect();
+        assert_eq!(order, approved, "the wall in approval order, on {}", server.base);
     }
 }

@@ -12,8 +12,8 @@ use upload_once::client::{Adapters, Client, Options};
 use upload_once::core::attempt::AttemptRecord;
 use upload_once::core::retry::Failure;
 use upload_once::core::wire::{
-    AttemptResponse, AuthorizeRequest, ConfirmRequest, CreateEventResponse, Media, PartsRequest,
-    PartsResponse, SessionResponse, StatusResponse, UploadInstruction,
+    AttemptResponse, AuthorizeRequest, ConfirmRequest, CreateEventResponse, Media, PartsRequest, PartsResponse,
+    SessionResponse, StatusResponse, UploadInstruction,
 };
 use upload_once::env::sleep;
 use upload_once::transport::{Api, HttpApi, LocalFuture, ProgressFn, Transport, XhrTransport};
@@ -51,12 +51,7 @@ pub async fn create_event(max_file_bytes: u64, moderation: &str) -> CreateEventR
         .send()
         .await
         .expect("the reference server answers (started by `cargo xtask test`)");
-    assert_eq!(
-        response.status(),
-        201,
-        "create event: {}",
-        response.text().await.unwrap_or_default()
-    );
+    assert_eq!(response.status(), 201, "create event: {}", response.text().await.unwrap_or_default());
     response.json().await.unwrap()
 }
 
@@ -85,20 +80,11 @@ pub fn file(name: &str, content_type: &str, size: usize, last_modified: f64) -> 
 /// A large `File` made in the page's JS heap (not wasm memory): each
 /// 64 KiB block is filled with a byte drawn from `seed` and the block's
 /// index, so two files with different seeds differ in every part.
-pub fn big_file(
-    name: &str,
-    content_type: &str,
-    size: usize,
-    last_modified: f64,
-    seed: u32,
-) -> File {
+pub fn big_file(name: &str, content_type: &str, size: usize, last_modified: f64, seed: u32) -> File {
     let bytes = js_sys::Uint8Array::new_with_length(size as u32);
     let block = 64 * 1024;
     for (i, start) in (0..size).step_by(block).enumerate() {
-        let value = ((i as u32)
-            .wrapping_mul(31)
-            .wrapping_add(seed.wrapping_mul(97))
-            % 251) as u8;
+        let value = ((i as u32).wrapping_mul(31).wrapping_add(seed.wrapping_mul(97)) % 251) as u8;
         bytes.fill(value, start as u32, (start + block).min(size) as u32);
     }
     let parts = js_sys::Array::of1(&bytes);
@@ -179,11 +165,7 @@ impl Api for FaultyApi {
         })
     }
 
-    fn authorize(
-        &self,
-        session: &str,
-        request: &AuthorizeRequest,
-    ) -> LocalFuture<Result<AttemptResponse, Failure>> {
+    fn authorize(&self, session: &str, request: &AuthorizeRequest) -> LocalFuture<Result<AttemptResponse, Failure>> {
         bump(&self.faults.authorizes);
         if self.faults.offline.get() {
             return Box::pin(async { Err(Failure::Network) });
@@ -194,15 +176,9 @@ impl Api for FaultyApi {
         let (faults, id) = (self.faults.clone(), request.id);
         let call = self.inner.authorize(session, request);
         Box::pin(async move {
-            let store = upload_once::store::IndexedDbStore::open(&db)
-                .await
-                .map_err(JsValue::from)
-                .expect("IndexedDB opens");
-            let stored = store
-                .load_attempt(&id)
-                .await
-                .map_err(JsValue::from)
-                .expect("the attempt store reads");
+            let store =
+                upload_once::store::IndexedDbStore::open(&db).await.map_err(JsValue::from).expect("IndexedDB opens");
+            let stored = store.load_attempt(&id).await.map_err(JsValue::from).expect("the attempt store reads");
             store.close_connection();
             faults.stored_at_authorize.borrow_mut().push(stored);
             call.await
@@ -214,21 +190,14 @@ impl Api for FaultyApi {
         self.inner.renew(session, id)
     }
 
-    fn confirm(
-        &self,
-        session: &str,
-        id: Uuid,
-        request: &ConfirmRequest,
-    ) -> LocalFuture<Result<Media, Failure>> {
+    fn confirm(&self, session: &str, id: Uuid, request: &ConfirmRequest) -> LocalFuture<Result<Media, Failure>> {
         bump(&self.faults.confirms);
         let call = self.inner.confirm(session, id, request);
         let faults = self.faults.clone();
         Box::pin(async move {
             let result = call.await;
             if faults.drop_confirm_answers.get() > 0 {
-                faults
-                    .drop_confirm_answers
-                    .set(faults.drop_confirm_answers.get() - 1);
+                faults.drop_confirm_answers.set(faults.drop_confirm_answers.get() - 1);
                 // The server committed; the answer is lost on the way back.
                 return Err(Failure::Network);
             }
@@ -282,10 +251,7 @@ impl Transport for FaultyTransport {
             let result = inner.put(id, part, &blob, &instruction, progress).await;
             faults.put_results.borrow_mut().push(result.clone());
             if let Some(number) = part {
-                faults
-                    .part_puts
-                    .borrow_mut()
-                    .push((id, number, result.is_ok()));
+                faults.part_puts.borrow_mut().push((id, number, result.is_ok()));
             }
             result
         })
@@ -299,26 +265,15 @@ impl Transport for FaultyTransport {
 impl Faults {
     /// The parts of attempt `id` this page stored (numbers, in order sent).
     pub fn parts_stored(&self, id: Uuid) -> Vec<u32> {
-        self.part_puts
-            .borrow()
-            .iter()
-            .filter(|(i, _, ok)| *i == id && *ok)
-            .map(|(_, n, _)| *n)
-            .collect()
+        self.part_puts.borrow().iter().filter(|(i, _, ok)| *i == id && *ok).map(|(_, n, _)| *n).collect()
     }
 }
 
 /// Adapters that count (and can break) every request.
 pub fn faulty(options: &Options, faults: &Rc<Faults>) -> Adapters {
     Adapters {
-        api: Rc::new(FaultyApi {
-            inner: HttpApi::new(&options.api_base, &options.event),
-            faults: faults.clone(),
-        }),
-        transport: Rc::new(FaultyTransport {
-            inner: Rc::new(XhrTransport::default()),
-            faults: faults.clone(),
-        }),
+        api: Rc::new(FaultyApi { inner: HttpApi::new(&options.api_base, &options.event), faults: faults.clone() }),
+        transport: Rc::new(FaultyTransport { inner: Rc::new(XhrTransport::default()), faults: faults.clone() }),
     }
 }
 
@@ -328,10 +283,7 @@ pub async fn wait_for(what: &str, limit_ms: f64, mut done: impl FnMut() -> bool)
     // turns of this loop in the same time.
     let deadline = js_sys::Date::now() + limit_ms;
     while !done() {
-        assert!(
-            js_sys::Date::now() < deadline,
-            "timed out waiting for: {what}"
-        );
+        assert!(js_sys::Date::now() < deadline, "timed out waiting for: {what}");
         sleep(25.0).await;
     }
 }
@@ -354,15 +306,9 @@ pub fn only_record(client: &Client) -> AttemptRecord {
 /// only as long as the page that picked it.
 pub async fn blobs_can_be_kept() -> bool {
     let db = unique("blob-probe");
-    let store = upload_once::store::IndexedDbStore::open(&db)
-        .await
-        .map_err(JsValue::from)
-        .expect("IndexedDB opens");
+    let store = upload_once::store::IndexedDbStore::open(&db).await.map_err(JsValue::from).expect("IndexedDB opens");
     let key = Uuid::from_u128(1);
-    let kept = store
-        .put_blobs(&[(key, file("probe.png", "image/png", 1_000, 1.0).into())])
-        .await
-        .is_ok()
+    let kept = store.put_blobs(&[(key, file("probe.png", "image/png", 1_000, 1.0).into())]).await.is_ok()
         && matches!(store.get_blob(&key).await, Ok(Some(_)));
     store.close_connection();
     kept
@@ -371,8 +317,5 @@ pub async fn blobs_can_be_kept() -> bool {
 /// Opens a client with counting adapters.
 pub async fn open(options: Options, faults: &Rc<Faults>) -> Client {
     let adapters = faulty(&options, faults);
-    Client::open(options, adapters)
-        .await
-        .map_err(|e| JsValue::from(e))
-        .expect("open")
+    Client::open(options, adapters).await.map_err(|e| JsValue::from(e)).expect("open")
 }

@@ -12,12 +12,9 @@ use crate::setup::{Result, apt_install, describe, find, output, root, sh};
 
 /// The directory holding `initdb`, `pg_ctl` and `postgres`.
 fn postgres_bin_dir() -> Option<PathBuf> {
-    let from_path = find("pg_ctl")
-        .and_then(|p| std::fs::canonicalize(p).ok())
-        .and_then(|p| p.parent().map(PathBuf::from));
-    if let Some(dir) =
-        from_path.filter(|d| d.join("initdb").is_file() && d.join("postgres").is_file())
-    {
+    let from_path =
+        find("pg_ctl").and_then(|p| std::fs::canonicalize(p).ok()).and_then(|p| p.parent().map(PathBuf::from));
+    if let Some(dir) = from_path.filter(|d| d.join("initdb").is_file() && d.join("postgres").is_file()) {
         return Some(dir);
     }
     let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
@@ -39,9 +36,7 @@ fn as_postgres(program: PathBuf) -> Command {
     if is_root() {
         let mut cmd = Command::new("runuser");
         // Started from `/`: the checkout may be out of its reach.
-        cmd.args(["-u", "postgres", "--"])
-            .arg(program)
-            .current_dir("/");
+        cmd.args(["-u", "postgres", "--"]).arg(program).current_dir("/");
         cmd
     } else {
         Command::new(program)
@@ -51,10 +46,7 @@ fn as_postgres(program: PathBuf) -> Command {
 /// A fresh, empty directory `<prefix>-…` under `parent`.
 fn fresh_dir(parent: &Path, prefix: &str) -> Result<PathBuf> {
     std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
     for n in 0..100 {
         let dir = parent.join(format!("{prefix}-{}-{nanos}-{n}", std::process::id()));
         match std::fs::create_dir(&dir) {
@@ -63,10 +55,7 @@ fn fresh_dir(parent: &Path, prefix: &str) -> Result<PathBuf> {
             Err(e) => return Err(format!("{}: {e}", dir.display())),
         }
     }
-    Err(format!(
-        "could not make a fresh directory under {}",
-        parent.display()
-    ))
+    Err(format!("could not make a fresh directory under {}", parent.display()))
 }
 
 /// A fresh directory for the cluster, owned by the user the cluster runs as
@@ -90,21 +79,14 @@ fn cluster_dir() -> Result<PathBuf> {
         }
         sh(Command::new("chown").args(["postgres:postgres"]).arg(&dir))?;
         // The postgres user must be able to reach it (every parent searchable).
-        let reachable = as_postgres(PathBuf::from("test"))
-            .arg("-w")
-            .arg(&dir)
-            .status()
-            .is_ok_and(|s| s.success());
+        let reachable = as_postgres(PathBuf::from("test")).arg("-w").arg(&dir).status().is_ok_and(|s| s.success());
         if reachable {
             return Ok(dir);
         }
         refused.push(parent.display().to_string());
         let _ = std::fs::remove_dir_all(&dir);
     }
-    Err(format!(
-        "the postgres user cannot reach a fresh directory under any of: {}",
-        refused.join(", ")
-    ))
+    Err(format!("the postgres user cannot reach a fresh directory under any of: {}", refused.join(", ")))
 }
 
 /// A throwaway PostgreSQL cluster on a loopback port, its data in a fresh
@@ -123,15 +105,11 @@ impl Postgres {
         if postgres_bin_dir().is_none() {
             apt_install(&["postgresql"])?;
         }
-        let bin = postgres_bin_dir()
-            .ok_or("PostgreSQL is installed but initdb was not found under /usr/lib/postgresql")?;
+        let bin =
+            postgres_bin_dir().ok_or("PostgreSQL is installed but initdb was not found under /usr/lib/postgresql")?;
         let data = cluster_dir()?;
         // From here on, Drop removes the directory (and stops the cluster) whatever happens.
-        let mut pg = Postgres {
-            bin: bin.clone(),
-            data: data.clone(),
-            admin_url: String::new(),
-        };
+        let mut pg = Postgres { bin: bin.clone(), data: data.clone(), admin_url: String::new() };
         let mut initdb = as_postgres(bin.join("initdb"));
         initdb
             .arg("-D")
@@ -150,31 +128,18 @@ impl Postgres {
             );
             let log = data.join(format!("server-{port}.log"));
             let mut start = as_postgres(bin.join("pg_ctl"));
-            start
-                .arg("-D")
-                .arg(&data)
-                .args(["-o", &options, "-l"])
-                .arg(&log)
-                .args(["-w", "-t", "60", "start"]);
+            start.arg("-D").arg(&data).args(["-o", &options, "-l"]).arg(&log).args(["-w", "-t", "60", "start"]);
             start.stdout(Stdio::null());
             match sh(&mut start) {
                 Ok(()) => Ok(Bound::Listening(port)),
                 Err(e) => {
                     let text = std::fs::read_to_string(&log).unwrap_or_default();
-                    if says_port_taken(&text) {
-                        Ok(Bound::PortTaken)
-                    } else {
-                        Err(format!("{e}\n{text}"))
-                    }
+                    if says_port_taken(&text) { Ok(Bound::PortTaken) } else { Err(format!("{e}\n{text}")) }
                 }
             }
         })?;
         pg.admin_url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
-        eprintln!(
-            "PostgreSQL test cluster at {} (data in {})",
-            pg.admin_url,
-            data.display()
-        );
+        eprintln!("PostgreSQL test cluster at {} (data in {})", pg.admin_url, data.display());
         Ok(pg)
     }
 }
@@ -195,9 +160,7 @@ impl Drop for Postgres {
 /// Builds the test S3 server (same target dir as the server, so the shared
 /// crates are built once).
 pub fn build_s3_server() -> Result<PathBuf> {
-    sh(Command::new("cargo")
-        .args(["build", "--quiet", "-p", "upload-once-s3-server"])
-        .current_dir(root()))?;
+    sh(Command::new("cargo").args(["build", "--quiet", "-p", "upload-once-s3-server"]).current_dir(root()))?;
     Ok(target_dir().join("debug/upload-once-s3-server"))
 }
 
@@ -219,20 +182,11 @@ pub struct S3Server {
 impl S3Server {
     /// Starts the store with `buckets` created and browsers from `origins`
     /// allowed by CORS.
-    pub fn start(
-        binary: &PathBuf,
-        name: &str,
-        buckets: &[&str],
-        origins: &[String],
-    ) -> Result<S3Server> {
+    pub fn start(binary: &PathBuf, name: &str, buckets: &[&str], origins: &[String]) -> Result<S3Server> {
         let root = fresh_dir(&target_dir().join("test-s3"), name)?;
         let access_key = "upload-once-test".to_owned();
-        let secret_key = format!(
-            "secret-{}",
-            root.file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        );
+        let secret_key =
+            format!("secret-{}", root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
         let log_path = root.with_extension("log");
         let log = std::fs::File::create(&log_path).map_err(|e| e.to_string())?;
         let mut cmd = Command::new(binary);
@@ -251,20 +205,10 @@ impl S3Server {
             cmd.args(["--allowed-origin", &origins.join(",")]);
         }
         eprintln!("+ {}", describe(&cmd));
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("could not start {}: {e}", binary.display()))?;
-        let said = |line: &str| {
-            line.strip_prefix("upload-once-s3-server listening on ")
-                .map(str::to_owned)
-        };
-        let endpoint = match until_listening(
-            &mut child,
-            "the test S3 server",
-            &log_path,
-            Duration::from_secs(30),
-            said,
-        ) {
+        let mut child = cmd.spawn().map_err(|e| format!("could not start {}: {e}", binary.display()))?;
+        let said = |line: &str| line.strip_prefix("upload-once-s3-server listening on ").map(str::to_owned);
+        let endpoint = match until_listening(&mut child, "the test S3 server", &log_path, Duration::from_secs(30), said)
+        {
             Ok(Bound::Listening(endpoint)) => endpoint,
             Ok(Bound::PortTaken) => unreachable!("port 0 is never taken"),
             Err(e) => {
@@ -272,22 +216,12 @@ impl S3Server {
                 return Err(e);
             }
         };
-        Ok(S3Server {
-            child,
-            root,
-            endpoint,
-            access_key,
-            secret_key,
-            binary: binary.clone(),
-        })
+        Ok(S3Server { child, root, endpoint, access_key, secret_key, binary: binary.clone() })
     }
 
     /// The environment a client of this store needs.
     pub fn credentials_env(&self) -> [(&'static str, String); 2] {
-        [
-            ("AWS_ACCESS_KEY_ID", self.access_key.clone()),
-            ("AWS_SECRET_ACCESS_KEY", self.secret_key.clone()),
-        ]
+        [("AWS_ACCESS_KEY_ID", self.access_key.clone()), ("AWS_SECRET_ACCESS_KEY", self.secret_key.clone())]
     }
 }
 
@@ -311,31 +245,15 @@ pub struct Combination {
 impl Combination {
     /// Every combination, the embedded default first.
     pub const ALL: [Combination; 4] = [
-        Combination {
-            postgres: false,
-            s3: false,
-        },
-        Combination {
-            postgres: true,
-            s3: false,
-        },
-        Combination {
-            postgres: false,
-            s3: true,
-        },
-        Combination {
-            postgres: true,
-            s3: true,
-        },
+        Combination { postgres: false, s3: false },
+        Combination { postgres: true, s3: false },
+        Combination { postgres: false, s3: true },
+        Combination { postgres: true, s3: true },
     ];
 
     /// `sqlite+local`, `postgres+s3`, …
     pub fn name(&self) -> String {
-        format!(
-            "{}+{}",
-            if self.postgres { "postgres" } else { "sqlite" },
-            if self.s3 { "s3" } else { "local" }
-        )
+        format!("{}+{}", if self.postgres { "postgres" } else { "sqlite" }, if self.s3 { "s3" } else { "local" })
     }
 }
 
@@ -343,10 +261,7 @@ impl Combination {
 /// (see server/tests/support/mod.rs).
 pub fn test_env(c: Combination, pg: &Postgres, s3: &S3Server) -> Vec<(&'static str, String)> {
     let mut env = vec![
-        (
-            "UPLOAD_ONCE_TEST_S3_SERVER_BIN",
-            s3.binary.display().to_string(),
-        ),
+        ("UPLOAD_ONCE_TEST_S3_SERVER_BIN", s3.binary.display().to_string()),
         ("UPLOAD_ONCE_TEST_COMBINATION", c.name()),
     ];
     env.extend(s3.credentials_env());

@@ -92,40 +92,19 @@ fn ensure_firefox(layer: &str) -> Result<Option<Firefox>> {
     if firefox_browser().is_none()
         && let Err(e) = apt_install(&["firefox-esr"])
     {
-        return missing(
-            layer,
-            "Firefox",
-            format!("Firefox ESR is not installed ({e})"),
-        );
+        return missing(layer, "Firefox", format!("Firefox ESR is not installed ({e})"));
     }
     let Some(browser) = firefox_browser() else {
-        return missing(
-            layer,
-            "Firefox",
-            "firefox-esr was installed but is not on PATH".into(),
-        );
+        return missing(layer, "Firefox", "firefox-esr was installed but is not on PATH".into());
     };
     if find("geckodriver").is_none() {
         eprintln!("installing geckodriver {GECKODRIVER_VERSION} (a minute or two, once)");
-        if let Err(e) = sh(Command::new("cargo").args([
-            "install",
-            "geckodriver",
-            "--version",
-            GECKODRIVER_VERSION,
-        ])) {
-            return missing(
-                layer,
-                "Firefox",
-                format!("geckodriver could not be installed ({e})"),
-            );
+        if let Err(e) = sh(Command::new("cargo").args(["install", "geckodriver", "--version", GECKODRIVER_VERSION])) {
+            return missing(layer, "Firefox", format!("geckodriver could not be installed ({e})"));
         }
     }
     let Some(driver) = find("geckodriver") else {
-        return missing(
-            layer,
-            "Firefox",
-            "geckodriver was installed but is not on PATH".into(),
-        );
+        return missing(layer, "Firefox", "geckodriver was installed but is not on PATH".into());
     };
     Ok(Some(Firefox { browser, driver }))
 }
@@ -146,33 +125,16 @@ fn webkit_driver() -> Option<PathBuf> {
 
 fn ensure_webkit(layer: &str) -> Result<Option<WebKit>> {
     let have_all = || {
-        webkit_driver().is_some()
-            && find("xvfb-run").is_some()
-            && find("xauth").is_some()
-            && persistent_browser_runs()
+        webkit_driver().is_some() && find("xvfb-run").is_some() && find("xauth").is_some() && persistent_browser_runs()
     };
     if !have_all()
-        && let Err(e) = apt_install(&[
-            "webkit2gtk-driver",
-            "xvfb",
-            "xauth",
-            "python3-gi",
-            "gir1.2-webkit2-4.1",
-        ])
+        && let Err(e) = apt_install(&["webkit2gtk-driver", "xvfb", "xauth", "python3-gi", "gir1.2-webkit2-4.1"])
         && (webkit_driver().is_none() || find("xvfb-run").is_none())
     {
-        return missing(
-            layer,
-            "WebKit",
-            format!("WebKitGTK's WebDriver or Xvfb is not installed ({e})"),
-        );
+        return missing(layer, "WebKit", format!("WebKitGTK's WebDriver or Xvfb is not installed ({e})"));
     }
     let (Some(driver), Some(xvfb_run)) = (webkit_driver(), find("xvfb-run")) else {
-        return missing(
-            layer,
-            "WebKit",
-            "webkit2gtk-driver and xvfb were installed but are not on PATH".into(),
-        );
+        return missing(layer, "WebKit", "webkit2gtk-driver and xvfb were installed but are not on PATH".into());
     };
     let persistent = persistent_browser_runs();
     if !persistent {
@@ -183,11 +145,7 @@ fn ensure_webkit(layer: &str) -> Result<Option<WebKit>> {
             "{layer} tests: skipping WebKit's persistent profile: python3-gi with gir1.2-webkit2-4.1 does not load"
         );
     }
-    Ok(Some(WebKit {
-        driver,
-        xvfb_run,
-        persistent,
-    }))
+    Ok(Some(WebKit { driver, xvfb_run, persistent }))
 }
 
 /// Every engine for `layer`, installing what is missing.
@@ -195,11 +153,7 @@ pub fn ensure_engines(layer: &str) -> Result<Engines> {
     let chromium = crate::setup::ensure_chromium()?;
     let firefox = ensure_firefox(layer)?;
     let webkit = ensure_webkit(layer)?;
-    Ok(Engines {
-        chromium,
-        firefox,
-        webkit,
-    })
+    Ok(Engines { chromium, firefox, webkit })
 }
 
 /// One run of the wasm browser tests: an engine (and profile) and how to start it.
@@ -226,15 +180,8 @@ impl WasmRun {
             None => Command::new("cargo"),
         };
         // The runner takes the first driver variable it finds.
-        for var in [
-            "GECKODRIVER",
-            "SAFARIDRIVER",
-            "CHROMEDRIVER",
-            "MSEDGEDRIVER",
-        ] {
-            cmd.env_remove(var)
-                .env_remove(format!("{var}_REMOTE"))
-                .env_remove(format!("{var}_ARGS"));
+        for var in ["GECKODRIVER", "SAFARIDRIVER", "CHROMEDRIVER", "MSEDGEDRIVER"] {
+            cmd.env_remove(var).env_remove(format!("{var}_REMOTE")).env_remove(format!("{var}_ARGS"));
         }
         cmd.env(self.driver.0, &self.driver.1);
         for (k, v) in &self.env {
@@ -273,10 +220,7 @@ pub fn wasm_runs(engines: &Engines) -> Vec<WasmRun> {
         if w.persistent {
             runs.push(WasmRun {
                 name: "webkit-persistent",
-                driver: (
-                    "SAFARIDRIVER",
-                    root().join("tests/webkit/webdriver-persistent"),
-                ),
+                driver: ("SAFARIDRIVER", root().join("tests/webkit/webdriver-persistent")),
                 env: vec![("UPLOAD_ONCE_WEBKITWEBDRIVER", w.driver.clone().into())],
                 xvfb_run: Some(w.xvfb_run.clone()),
             });
@@ -293,14 +237,7 @@ pub fn versions(engines: &Engines) -> Vec<String> {
             .stderr(Stdio::null())
             .output()
             .ok()
-            .map(|o| {
-                String::from_utf8_lossy(&o.stdout)
-                    .lines()
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .to_owned()
-            })
+            .map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").trim().to_owned())
             .unwrap_or_default()
     };
     let mut out = vec![version(&engines.chromium.0, &["--version"])];
@@ -312,11 +249,8 @@ pub fn versions(engines: &Engines) -> Vec<String> {
         ));
     }
     if engines.webkit.is_some() {
-        let v = crate::setup::output(
-            "dpkg-query",
-            &["-W", "-f=${Version}", "libwebkit2gtk-4.1-0"],
-        )
-        .unwrap_or_else(|| "?".into());
+        let v = crate::setup::output("dpkg-query", &["-W", "-f=${Version}", "libwebkit2gtk-4.1-0"])
+            .unwrap_or_else(|| "?".into());
         out.push(format!("WebKitGTK {v}"));
     }
     out

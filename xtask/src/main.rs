@@ -36,9 +36,7 @@ fn main() -> ExitCode {
         Some("test") => run::test(&args[1..]),
         Some("bench") => run::bench(&args[1..]),
         Some("soak") => run::soak(&args[1..]),
-        Some("setup") => {
-            setup::ensure_all(true).and_then(|()| engines::ensure_engines("setup").map(drop))
-        }
+        Some("setup") => setup::ensure_all(true).and_then(|()| engines::ensure_engines("setup").map(drop)),
         _ => return usage(),
     };
     match result {

@@ -10,9 +10,7 @@ use crate::server::{Server, build_server, reserve_page_port, target_dir};
 use crate::setup::{Result, ensure_all, ensure_chromium, ensure_npm, extend_path, root, sh};
 
 /// Every test layer, in the order `cargo xtask test` runs them.
-pub const LAYERS: &[&str] = &[
-    "core", "server", "browser", "e2e", "faults", "size", "bench",
-];
+pub const LAYERS: &[&str] = &["core", "server", "browser", "e2e", "faults", "size", "bench"];
 
 /// The package budget: `.wasm` + JS glue, gzip -9. The build fails past it.
 /// The size measured once every JS value went through serde-wasm-bindgen
@@ -22,15 +20,7 @@ pub const PACKAGE_BUDGET_BYTES: u64 = 131_186 + 2 * 1024;
 /// Builds the npm package into `out` for a wasm-pack target.
 pub fn build_package(target: &str, out: &str) -> Result {
     sh(Command::new("wasm-pack")
-        .args([
-            "build",
-            "--target",
-            target,
-            "--release",
-            "--out-dir",
-            out,
-            "--no-pack",
-        ])
+        .args(["build", "--target", target, "--release", "--out-dir", out, "--no-pack"])
         // `std` rebuilt with the package's own flags, so that a panic is a
         // bare trap: the package installs no panic hook, so the messages,
         // locations and formatting code a stock `std` carries would never
@@ -71,14 +61,7 @@ fn minify_glue(pkg: &Path) -> Result {
     let js = pkg.join("upload_once.js");
     sh(Command::new(tools.join("node_modules/.bin/esbuild"))
         .arg(&js)
-        .args([
-            "--bundle",
-            "--minify",
-            "--format=esm",
-            "--sourcemap",
-            "--allow-overwrite",
-            "--log-level=warning",
-        ])
+        .args(["--bundle", "--minify", "--format=esm", "--sourcemap", "--allow-overwrite", "--log-level=warning"])
         .arg(format!("--outfile={}", js.display())))?;
     let snippets = pkg.join("snippets");
     if snippets.exists() {
@@ -116,39 +99,21 @@ pub fn write_package_json(dir: &Path) -> Result {
 pub fn demo(args: &[String]) -> Result {
     ensure_all(false)?;
     build_package("web", "pkg")?;
-    sh(Command::new("cargo")
-        .args(["build", "-p", "upload-once-server"])
-        .current_dir(root()))?;
+    sh(Command::new("cargo").args(["build", "-p", "upload-once-server"]).current_dir(root()))?;
     let binary = target_dir().join("debug/upload-once-server");
-    let listen = args
-        .iter()
-        .position(|a| a == "--listen")
-        .and_then(|i| args.get(i + 1))
-        .cloned();
+    let listen = args.iter().position(|a| a == "--listen").and_then(|i| args.get(i + 1)).cloned();
     let mut cmd = Command::new(binary);
     cmd.current_dir(root());
     if listen.is_none() {
         cmd.args(["--listen", "127.0.0.1:8080"]);
     }
-    cmd.args([
-        "--demo-event",
-        "wedding",
-        "--www-dir",
-        "www",
-        "--pkg-dir",
-        "pkg",
-        "--data-dir",
-        "data",
-    ])
-    .args(args);
+    cmd.args(["--demo-event", "wedding", "--www-dir", "www", "--pkg-dir", "pkg", "--data-dir", "data"]).args(args);
     println!("Starting upload-once-server; stop it with Ctrl-C.");
     sh(&mut cmd)
 }
 
 fn layer_core() -> Result {
-    sh(Command::new("cargo")
-        .args(["test", "-p", "upload-once-core"])
-        .current_dir(root()))
+    sh(Command::new("cargo").args(["test", "-p", "upload-once-core"]).current_dir(root()))
 }
 
 /// The whole server suite once per backend combination: {SQLite,
@@ -157,17 +122,10 @@ fn layer_core() -> Result {
 fn layer_server() -> Result {
     // Build both binaries first, so the first combination's timing is the tests'.
     let s3_binary = build_s3_server()?;
-    sh(Command::new("cargo")
-        .args(["test", "--no-run", "--quiet", "-p", "upload-once-server"])
-        .current_dir(root()))?;
+    sh(Command::new("cargo").args(["test", "--no-run", "--quiet", "-p", "upload-once-server"]).current_dir(root()))?;
     let pg = Postgres::start()?;
     // The CORS test's origin.
-    let s3 = S3Server::start(
-        &s3_binary,
-        "server-tests",
-        &[],
-        &["http://app.example".into()],
-    )?;
+    let s3 = S3Server::start(&s3_binary, "server-tests", &[], &["http://app.example".into()])?;
     // Every combination runs (and every test binary in it), so one failure
     // does not hide another; the layer fails at the end if any did.
     let mut timings = Vec::new();
@@ -193,15 +151,8 @@ fn layer_server() -> Result {
             failed.push(combination.name());
         }
     }
-    eprintln!(
-        "\nserver tests per backend combination:\n{}",
-        timings.join("\n")
-    );
-    if failed.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("server tests failed with {}", failed.join(", ")))
-    }
+    eprintln!("\nserver tests per backend combination:\n{}", timings.join("\n"));
+    if failed.is_empty() { Ok(()) } else { Err(format!("server tests failed with {}", failed.join(", "))) }
 }
 
 /// The wasm browser tests in one engine; echoes their output and returns the
@@ -219,29 +170,18 @@ fn run_wasm_tests(run: &WasmRun, server: &Server, page_port: u16) -> Result<Vec<
         "--nocapture",
     ])
     .current_dir(root())
-    .env(
-        "CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER",
-        "wasm-bindgen-test-runner",
-    )
-    .env(
-        "WASM_BINDGEN_TEST_ADDRESS",
-        format!("127.0.0.1:{page_port}"),
-    )
+    .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", "wasm-bindgen-test-runner")
+    .env("WASM_BINDGEN_TEST_ADDRESS", format!("127.0.0.1:{page_port}"))
     .env("WASM_BINDGEN_TEST_TIMEOUT", "90")
     .env("UPLOAD_ONCE_TEST_API", &server.base)
     .env("UPLOAD_ONCE_TEST_ADMIN", &server.admin)
     .stdout(std::process::Stdio::piped());
     eprintln!("+ [{}] {}", run.name, crate::setup::describe(&cmd));
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("could not start cargo test: {e}"))?;
+    let mut child = cmd.spawn().map_err(|e| format!("could not start cargo test: {e}"))?;
     let mut probes = Vec::new();
     if let Some(stdout) = child.stdout.take() {
         use std::io::BufRead;
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(std::result::Result::ok)
-        {
+        for line in std::io::BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
             println!("{line}");
             if let Some(probe) = line.trim().strip_prefix("engine-probe: ") {
                 probes.push(probe.to_owned());
@@ -249,14 +189,7 @@ fn run_wasm_tests(run: &WasmRun, server: &Server, page_port: u16) -> Result<Vec<
         }
     }
     let status = child.wait().map_err(|e| e.to_string())?;
-    if status.success() {
-        Ok(probes)
-    } else {
-        Err(format!(
-            "the browser tests failed in {} ({status})",
-            run.name
-        ))
-    }
+    if status.success() { Ok(probes) } else { Err(format!("the browser tests failed in {} ({status})", run.name)) }
 }
 
 /// wasm-bindgen-test against a real reference server, in every engine:
@@ -309,12 +242,7 @@ fn layer_browser() -> Result {
     let result = (|| {
         let s3_binary = build_s3_server()?;
         let pg = Postgres::start()?;
-        let s3 = S3Server::start(
-            &s3_binary,
-            "browser",
-            &["browser"],
-            std::slice::from_ref(&page_origin),
-        )?;
+        let s3 = S3Server::start(&s3_binary, "browser", &["browser"], std::slice::from_ref(&page_origin))?;
         // 3 s: an S3 URL is signed in whole seconds from a whole-second date,
         // so it can live up to a second less than its TTL (docs/deploy.md).
         let flags: Vec<String> = [
@@ -336,8 +264,7 @@ fn layer_browser() -> Result {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let server =
-            Server::start_with_env(&binary, "browser-pg-s3", &flags, &s3.credentials_env())?;
+        let server = Server::start_with_env(&binary, "browser-pg-s3", &flags, &s3.credentials_env())?;
         // The wasm tests read the server's address at compile time: this run
         // rebuilds them for the new address.
         run_wasm_tests(&wasm_runs(&engines)[0], &server, page_port).map(|_| ())
@@ -353,15 +280,8 @@ fn layer_browser() -> Result {
     }
     eprintln!("\nbrowser engines: {}", versions(&engines).join("; "));
     eprintln!("browser tests per engine:\n{}", timings.join("\n"));
-    eprintln!(
-        "what each engine does (tests/engine_probes.rs):\n  {}",
-        probes.join("\n  ")
-    );
-    if failed.is_empty() {
-        Ok(())
-    } else {
-        Err(failed.join("; "))
-    }
+    eprintln!("what each engine does (tests/engine_probes.rs):\n  {}", probes.join("\n  "));
+    if failed.is_empty() { Ok(()) } else { Err(failed.join("; ")) }
 }
 
 /// The real pages and the Vite example in Chromium (playwright-core), and
@@ -378,9 +298,7 @@ fn layer_e2e() -> Result {
     let example = root().join("examples/vite");
     ensure_npm(&example)?;
     // `npm run build` type-checks against the package's .d.ts (strict), then bundles.
-    sh(Command::new("npm")
-        .args(["run", "build", "--silent"])
-        .current_dir(&example))?;
+    sh(Command::new("npm").args(["run", "build", "--silent"]).current_dir(&example))?;
     let binary = build_server()?;
     let mut cmd = match engines.e2e_webkit() {
         Some(w) => {
@@ -394,11 +312,7 @@ fn layer_e2e() -> Result {
     if let Some(f) = &engines.firefox {
         cmd.env("UPLOAD_ONCE_FIREFOX", &f.browser);
     }
-    eprintln!(
-        "e2e engines: {} ({})",
-        engines.names(),
-        versions(&engines).join("; ")
-    );
+    eprintln!("e2e engines: {} ({})", engines.names(), versions(&engines).join("; "));
     sh(cmd
         .args(["--test", "--test-concurrency=1", "--test-reporter=spec"])
         .current_dir(&e2e)
@@ -407,10 +321,7 @@ fn layer_e2e() -> Result {
         .env("UPLOAD_ONCE_CHROMIUM", chromium)
         .env("UPLOAD_ONCE_ROOT", root())
         .env("UPLOAD_ONCE_TARGET_DIR", target_dir())
-        .env(
-            "UPLOAD_ONCE_SCREENSHOTS",
-            target_dir().join("e2e-screenshots"),
-        ))
+        .env("UPLOAD_ONCE_SCREENSHOTS", target_dir().join("e2e-screenshots")))
 }
 
 /// Builds what the fault suite and the soak need; returns the node command
@@ -420,23 +331,13 @@ fn faults_command() -> Result<Command> {
     build_package("web", "pkg")?;
     ensure_npm(&root().join("tests/e2e"))?;
     sh(Command::new("cargo")
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "upload-once-server",
-            "-p",
-            "upload-once-fault-proxy",
-        ])
+        .args(["build", "--quiet", "-p", "upload-once-server", "-p", "upload-once-fault-proxy"])
         .current_dir(root()))?;
     let bin = target_dir().join("debug");
     let mut node = Command::new("node");
     node.current_dir(root().join("tests/faults"))
         .env("UPLOAD_ONCE_SERVER_BIN", bin.join("upload-once-server"))
-        .env(
-            "UPLOAD_ONCE_FAULT_PROXY_BIN",
-            bin.join("upload-once-fault-proxy"),
-        )
+        .env("UPLOAD_ONCE_FAULT_PROXY_BIN", bin.join("upload-once-fault-proxy"))
         .env("UPLOAD_ONCE_CHROMIUM", chromium)
         .env("UPLOAD_ONCE_ROOT", root())
         .env("UPLOAD_ONCE_TARGET_DIR", target_dir());
@@ -468,11 +369,7 @@ pub fn soak(args: &[String]) -> Result {
 
 /// Gzip -9 size of a file (flate via the system `gzip`, as the docs report).
 fn gzip_size(path: &Path) -> Result<u64> {
-    let out = Command::new("gzip")
-        .args(["-9", "-c"])
-        .arg(path)
-        .output()
-        .map_err(|e| format!("gzip: {e}"))?;
+    let out = Command::new("gzip").args(["-9", "-c"]).arg(path).output().map_err(|e| format!("gzip: {e}"))?;
     if !out.status.success() {
         return Err(format!("gzip {} failed", path.display()));
     }
@@ -501,11 +398,7 @@ fn layer_size() -> Result {
     let mut total = 0;
     for f in &files {
         let size = gzip_size(f)?;
-        eprintln!(
-            "{:>8} B  {}",
-            size,
-            f.strip_prefix(root()).unwrap_or(f).display()
-        );
+        eprintln!("{:>8} B  {}", size, f.strip_prefix(root()).unwrap_or(f).display());
         total += size;
     }
     eprintln!(
@@ -514,9 +407,7 @@ fn layer_size() -> Result {
         PACKAGE_BUDGET_BYTES as f64 / 1024.0
     );
     if total > PACKAGE_BUDGET_BYTES {
-        return Err(format!(
-            "the package grew past its budget: {total} > {PACKAGE_BUDGET_BYTES} bytes gzipped"
-        ));
+        return Err(format!("the package grew past its budget: {total} > {PACKAGE_BUDGET_BYTES} bytes gzipped"));
     }
     Ok(())
 }
@@ -530,42 +421,16 @@ fn run_bench(quick: bool, out: &Path) -> Result {
     // Throughput needs an optimised server; the smoke run reuses the debug build.
     let profile = if quick { "dev" } else { "fast" };
     sh(Command::new("cargo")
-        .args([
-            "build",
-            "--quiet",
-            "--profile",
-            profile,
-            "-p",
-            "upload-once-server",
-            "-p",
-            "upload-once-loadgen",
-        ])
+        .args(["build", "--quiet", "--profile", profile, "-p", "upload-once-server", "-p", "upload-once-loadgen"])
         .current_dir(root()))?;
     let dir = target_dir().join(if quick { "debug" } else { "fast" });
     let binary = dir.join("upload-once-server");
-    let server_json = target_dir().join(if quick {
-        "bench-server-smoke.json"
-    } else {
-        "bench-server.json"
-    });
+    let server_json = target_dir().join(if quick { "bench-server-smoke.json" } else { "bench-server.json" });
     {
         let server = Server::start(&binary, "loadgen", &[])?;
-        let (confirms, storm) = if quick {
-            ("256", "100")
-        } else {
-            ("4000", "1000")
-        };
+        let (confirms, storm) = if quick { ("256", "100") } else { ("4000", "1000") };
         sh(Command::new(dir.join("upload-once-loadgen"))
-            .args([
-                "--base",
-                &server.base,
-                "--admin",
-                &server.admin,
-                "--clients",
-                "64",
-                "--confirms",
-                confirms,
-            ])
+            .args(["--base", &server.base, "--admin", &server.admin, "--clients", "64", "--confirms", confirms])
             .args(["--storm-attempts", "10", "--storm-requests", storm])
             .arg("--out")
             .arg(&server_json)
@@ -591,33 +456,18 @@ fn run_bench(quick: bool, out: &Path) -> Result {
 pub fn bench(args: &[String]) -> Result {
     ensure_all(true)?;
     let quick = args.iter().any(|a| a == "--quick");
-    let out = if quick {
-        target_dir().join("bench-smoke.md")
-    } else {
-        root().join("docs/benchmarks.md")
-    };
+    let out = if quick { target_dir().join("bench-smoke.md") } else { root().join("docs/benchmarks.md") };
     run_bench(quick, &out)
 }
 
 /// `cargo xtask test [layer ...]`
 pub fn test(args: &[String]) -> Result {
     extend_path();
-    let layers: Vec<&str> = if args.is_empty() {
-        LAYERS.to_vec()
-    } else {
-        args.iter().map(String::as_str).collect()
-    };
+    let layers: Vec<&str> = if args.is_empty() { LAYERS.to_vec() } else { args.iter().map(String::as_str).collect() };
     if let Some(unknown) = layers.iter().find(|l| !LAYERS.contains(l)) {
-        return Err(format!(
-            "unknown test layer `{unknown}` (layers: {})",
-            LAYERS.join(", ")
-        ));
+        return Err(format!("unknown test layer `{unknown}` (layers: {})", LAYERS.join(", ")));
     }
-    ensure_all(
-        layers
-            .iter()
-            .any(|l| matches!(*l, "browser" | "e2e" | "faults" | "bench")),
-    )?;
+    ensure_all(layers.iter().any(|l| matches!(*l, "browser" | "e2e" | "faults" | "bench")))?;
     // The servers' data of the previous run (kept until now for a look after
     // a failure); without this it piles up run after run.
     let _ = std::fs::remove_dir_all(target_dir().join("test-data"));
@@ -637,10 +487,7 @@ pub fn test(args: &[String]) -> Result {
             _ => unreachable!("checked above"),
         };
         let secs = started.elapsed().as_secs();
-        report.push(format!(
-            "{layer:>8}: {} ({secs} s)",
-            if result.is_ok() { "ok" } else { "FAILED" }
-        ));
+        report.push(format!("{layer:>8}: {} ({secs} s)", if result.is_ok() { "ok" } else { "FAILED" }));
         if let Err(e) = result {
             eprintln!("\n{}", report.join("\n"));
             return Err(format!("test layer `{layer}` failed: {e}"));

@@ -14,10 +14,7 @@ use crate::setup::{Result, root, sh};
 /// before the child listens: such children are started with [`on_free_port`],
 /// which notices and tries another port.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
 }
 
 /// What a child said about the port it was told.
@@ -41,9 +38,7 @@ pub fn on_free_port<T>(what: &str, mut start: impl FnMut(u16) -> Result<Bound<T>
             }
         }
     }
-    Err(format!(
-        "{what}: each of {TRIES} free ports was taken before it could listen"
-    ))
+    Err(format!("{what}: each of {TRIES} free ports was taken before it could listen"))
 }
 
 /// Whether a child's output says its port was taken.
@@ -74,17 +69,12 @@ pub fn until_listening<T>(
             if says_port_taken(&text) {
                 return Ok(Bound::PortTaken);
             }
-            return Err(format!(
-                "{what} exited ({status}) before it listened:\n{text}"
-            ));
+            return Err(format!("{what} exited ({status}) before it listened:\n{text}"));
         }
         if started.elapsed() > limit {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!(
-                "{what} did not say it listens within {} s:\n{text}",
-                limit.as_secs()
-            ));
+            return Err(format!("{what} did not say it listens within {} s:\n{text}", limit.as_secs()));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -119,16 +109,12 @@ pub fn reserve_page_port() -> Result<(u16, std::fs::File)> {
 
 /// The cargo target directory.
 pub fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target"))
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root().join("target"))
 }
 
 /// Builds the server binary (dev profile, shared with the server tests).
 pub fn build_server() -> Result<PathBuf> {
-    sh(Command::new("cargo")
-        .args(["build", "--quiet", "-p", "upload-once-server"])
-        .current_dir(root()))?;
+    sh(Command::new("cargo").args(["build", "--quiet", "-p", "upload-once-server"]).current_dir(root()))?;
     Ok(target_dir().join("debug/upload-once-server"))
 }
 
@@ -166,29 +152,17 @@ impl Server {
     }
 
     /// [`Server::start`] with extra environment variables.
-    pub fn start_with_env(
-        binary: &PathBuf,
-        name: &str,
-        extra: &[String],
-        env: &[(&str, String)],
-    ) -> Result<Server> {
+    pub fn start_with_env(binary: &PathBuf, name: &str, extra: &[String], env: &[(&str, String)]) -> Result<Server> {
         let what = format!("the server ({name})");
         let mut server = on_free_port(&what, |port| {
-            let data_dir = target_dir()
-                .join("test-data")
-                .join(format!("{name}-{port}"));
+            let data_dir = target_dir().join("test-data").join(format!("{name}-{port}"));
             let _ = std::fs::remove_dir_all(&data_dir);
             std::fs::create_dir_all(&data_dir).map_err(|e| e.to_string())?;
             let admin = format!("xtask-admin-{port}");
             let log_path = data_dir.join("server.log");
             let log = std::fs::File::create(&log_path).map_err(|e| e.to_string())?;
             let mut child = Command::new(binary)
-                .args([
-                    "--listen",
-                    &format!("127.0.0.1:{port}"),
-                    "--admin-token",
-                    &admin,
-                ])
+                .args(["--listen", &format!("127.0.0.1:{port}"), "--admin-token", &admin])
                 .arg("--data-dir")
                 .arg(&data_dir)
                 .args(extra)
@@ -200,36 +174,23 @@ impl Server {
                 .map_err(|e| format!("could not start {}: {e}", binary.display()))?;
             // The server prints the address it bound: this child has the port.
             let said = format!("listening on 127.0.0.1:{port} ");
-            match until_listening(
-                &mut child,
-                &what,
-                &log_path,
-                Duration::from_secs(30),
-                |line| line.contains(&said).then_some(()),
-            )? {
-                Bound::Listening(()) => Ok(Bound::Listening(Server {
-                    child,
-                    base: format!("http://127.0.0.1:{port}"),
-                    admin,
-                    data_dir,
-                })),
+            match until_listening(&mut child, &what, &log_path, Duration::from_secs(30), |line| {
+                line.contains(&said).then_some(())
+            })? {
+                Bound::Listening(()) => {
+                    Ok(Bound::Listening(Server { child, base: format!("http://127.0.0.1:{port}"), admin, data_dir }))
+                }
                 Bound::PortTaken => {
                     let _ = std::fs::remove_dir_all(&data_dir);
                     Ok(Bound::PortTaken)
                 }
             }
         })?;
-        let port = server
-            .base
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .expect("a port");
+        let port = server.base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("a port");
         let started = Instant::now();
         while !http_ok(port, "/healthz") {
             if let Ok(Some(status)) = server.child.try_wait() {
-                let log =
-                    std::fs::read_to_string(server.data_dir.join("server.log")).unwrap_or_default();
+                let log = std::fs::read_to_string(server.data_dir.join("server.log")).unwrap_or_default();
                 return Err(format!("the server exited ({status}):\n{log}"));
             }
             if started.elapsed() > Duration::from_secs(30) {

@@ -12,10 +12,7 @@ pub type Result<T = ()> = std::result::Result<T, String>;
 
 /// The workspace root.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives in the workspace")
-        .to_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_owned()
 }
 
 /// `~/.cargo/bin`, where `cargo install` puts binaries.
@@ -41,14 +38,8 @@ pub fn extend_path() {
 /// Prints and runs a command; an error if it fails.
 pub fn sh(cmd: &mut Command) -> Result {
     eprintln!("+ {}", describe(cmd));
-    let status = cmd
-        .status()
-        .map_err(|e| format!("could not start `{}`: {e}", describe(cmd)))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("`{}` failed ({status})", describe(cmd)))
-    }
+    let status = cmd.status().map_err(|e| format!("could not start `{}`: {e}", describe(cmd)))?;
+    if status.success() { Ok(()) } else { Err(format!("`{}` failed ({status})", describe(cmd))) }
 }
 
 /// A command's text, for messages.
@@ -63,14 +54,8 @@ pub fn describe(cmd: &Command) -> String {
 
 /// Runs a command and returns its stdout, or `None` if it cannot run.
 pub fn output(program: &str, args: &[&str]) -> Option<String> {
-    let out = Command::new(program)
-        .args(args)
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    let out = Command::new(program).args(args).stderr(Stdio::null()).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
 /// Whether a program is on PATH.
@@ -81,9 +66,7 @@ pub fn have(program: &str) -> bool {
 /// Where a program is on PATH.
 pub fn find(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|p| p.is_file())
+    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|p| p.is_file())
 }
 
 fn is_root() -> bool {
@@ -94,10 +77,7 @@ fn is_root() -> bool {
 pub fn apt_install(packages: &[&str]) -> Result {
     static UPDATED: OnceLock<()> = OnceLock::new();
     if !is_root() {
-        return Err(format!(
-            "please install the Debian packages {} (or run as root)",
-            packages.join(" ")
-        ));
+        return Err(format!("please install the Debian packages {} (or run as root)", packages.join(" ")));
     }
     if UPDATED.get().is_none() {
         sh(Command::new("apt-get").arg("update").arg("-q"))?;
@@ -111,8 +91,7 @@ pub fn apt_install(packages: &[&str]) -> Result {
 
 /// The wasm-bindgen version Cargo.lock pins.
 pub fn wasm_bindgen_version() -> Result<String> {
-    let lock = std::fs::read_to_string(root().join("Cargo.lock"))
-        .map_err(|e| format!("Cargo.lock: {e}"))?;
+    let lock = std::fs::read_to_string(root().join("Cargo.lock")).map_err(|e| format!("Cargo.lock: {e}"))?;
     let mut lines = lock.lines();
     while let Some(line) = lines.next() {
         if line == "name = \"wasm-bindgen\"" {
@@ -127,10 +106,7 @@ pub fn wasm_bindgen_version() -> Result<String> {
 /// The wasm32 target.
 pub fn ensure_wasm_target() -> Result {
     let installed = output("rustup", &["target", "list", "--installed"]).unwrap_or_default();
-    if installed
-        .lines()
-        .any(|l| l.trim() == "wasm32-unknown-unknown")
-    {
+    if installed.lines().any(|l| l.trim() == "wasm32-unknown-unknown") {
         return Ok(());
     }
     sh(Command::new("rustup").args(["target", "add", "wasm32-unknown-unknown"]))
@@ -151,9 +127,7 @@ pub fn ensure_rust_src() -> Result {
 pub fn ensure_wasm_bindgen_cli() -> Result {
     let want = wasm_bindgen_version()?;
     let have = output("wasm-bindgen", &["--version"]).unwrap_or_default();
-    if have.split_whitespace().nth(1) == Some(want.as_str())
-        && self::have("wasm-bindgen-test-runner")
-    {
+    if have.split_whitespace().nth(1) == Some(want.as_str()) && self::have("wasm-bindgen-test-runner") {
         return Ok(());
     }
     eprintln!("installing wasm-bindgen-cli {want} (a few minutes, once)");
@@ -169,11 +143,7 @@ const WASM_OPT_MIN_VERSION: u32 = 116;
 /// The version of the `wasm-opt` on PATH (`wasm-opt version 116 (…)`).
 fn wasm_opt_version() -> Option<u32> {
     let out = output("wasm-opt", &["--version"])?;
-    out.split_whitespace()
-        .skip_while(|w| *w != "version")
-        .nth(1)?
-        .parse()
-        .ok()
+    out.split_whitespace().skip_while(|w| *w != "version").nth(1)?.parse().ok()
 }
 
 /// wasm-pack, and the wasm-opt it runs (the first on PATH; it cannot
@@ -207,10 +177,7 @@ pub fn ensure_wasm_pack() -> Result {
 
 /// Chromium and ChromeDriver from Debian.
 pub fn ensure_chromium() -> Result<(PathBuf, PathBuf)> {
-    let (chromium, driver) = (
-        PathBuf::from("/usr/bin/chromium"),
-        PathBuf::from("/usr/bin/chromedriver"),
-    );
+    let (chromium, driver) = (PathBuf::from("/usr/bin/chromium"), PathBuf::from("/usr/bin/chromedriver"));
     if !chromium.exists() || !driver.exists() {
         apt_install(&["chromium", "chromium-driver"])?;
     }
@@ -238,9 +205,7 @@ pub fn ensure_npm(dir: &Path) -> Result {
         return Ok(());
     }
     let verb = if lock.exists() { "ci" } else { "install" };
-    sh(Command::new("npm")
-        .args([verb, "--no-audit", "--no-fund", "--loglevel=error"])
-        .current_dir(dir))
+    sh(Command::new("npm").args([verb, "--no-audit", "--no-fund", "--loglevel=error"]).current_dir(dir))
 }
 
 /// Everything the test suite needs.

@@ -53,11 +53,7 @@ struct Args {
 async fn json_ok(r: reqwest::Response) -> Result<Value> {
     let status = r.status();
     let body: Value = r.json().await.map_err(|e| e.to_string())?;
-    if status.is_success() {
-        Ok(body)
-    } else {
-        Err(format!("{status}: {body}"))
-    }
+    if status.is_success() { Ok(body) } else { Err(format!("{status}: {body}")) }
 }
 
 struct Event {
@@ -110,9 +106,7 @@ async fn prepared_attempt(http: &Client, a: &Args, e: &Event, session: &str) -> 
     )
     .await?;
     let upload = &v["upload"];
-    let mut put = http
-        .put(upload["url"].as_str().ok_or("no upload url")?)
-        .body(body);
+    let mut put = http.put(upload["url"].as_str().ok_or("no upload url")?).body(body);
     for (k, val) in upload["headers"].as_object().ok_or("no headers")? {
         put = put.header(k, val.as_str().unwrap_or_default());
     }
@@ -213,11 +207,7 @@ async fn run(a: Arc<Args>) -> Result<Value> {
             let mut out = Vec::new();
             while done.fetch_add(1, Ordering::Relaxed) < total {
                 let t = Instant::now();
-                let r = http
-                    .get(format!("{}/healthz", a.base))
-                    .send()
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let r = http.get(format!("{}/healthz", a.base)).send().await.map_err(|e| e.to_string())?;
                 let _ = r.bytes().await;
                 out.push(t.elapsed().as_secs_f64() * 1000.0);
             }
@@ -234,21 +224,15 @@ async fn run(a: Arc<Args>) -> Result<Value> {
         storm_ids.push(prepared_attempt(&http, &a, &event, &storm_session).await?);
     }
     let started = Instant::now();
-    let answers: Vec<(Uuid, u16, String, f64)> =
-        futures_util::future::try_join_all((0..a.storm_requests).map(|i| {
-            let (http, a, s, id) = (
-                http.clone(),
-                a.clone(),
-                storm_session.clone(),
-                storm_ids[i % storm_ids.len()],
-            );
-            async move {
-                let t = Instant::now();
-                let (status, media) = confirm(&http, &a, &s, id).await?;
-                Ok::<_, String>((id, status, media, t.elapsed().as_secs_f64() * 1000.0))
-            }
-        }))
-        .await?;
+    let answers: Vec<(Uuid, u16, String, f64)> = futures_util::future::try_join_all((0..a.storm_requests).map(|i| {
+        let (http, a, s, id) = (http.clone(), a.clone(), storm_session.clone(), storm_ids[i % storm_ids.len()]);
+        async move {
+            let t = Instant::now();
+            let (status, media) = confirm(&http, &a, &s, id).await?;
+            Ok::<_, String>((id, status, media, t.elapsed().as_secs_f64() * 1000.0))
+        }
+    }))
+    .await?;
     let storm_elapsed = started.elapsed();
     let mut per_attempt: BTreeMap<Uuid, BTreeSet<String>> = BTreeMap::new();
     let mut failures = 0;
@@ -268,15 +252,9 @@ async fn run(a: Arc<Args>) -> Result<Value> {
     )
     .await?;
     let storm_set: BTreeSet<String> = storm_ids.iter().map(|u| u.to_string()).collect();
-    let media_rows = list["media"].as_array().map_or(0, |m| {
-        m.iter()
-            .filter(|x| {
-                x["attempt_id"]
-                    .as_str()
-                    .is_some_and(|id| storm_set.contains(id))
-            })
-            .count()
-    });
+    let media_rows = list["media"]
+        .as_array()
+        .map_or(0, |m| m.iter().filter(|x| x["attempt_id"].as_str().is_some_and(|id| storm_set.contains(id))).count());
     let distinct: usize = per_attempt.values().map(BTreeSet::len).sum();
     let storm_latency = summary(answers.iter().map(|x| x.3).collect(), storm_elapsed);
     Ok(json!({
@@ -313,9 +291,7 @@ async fn main() -> std::process::ExitCode {
                 || storm["distinct_media_ids"] != storm["attempts"]
                 || storm["failures"] != 0
             {
-                eprintln!(
-                    "loadgen: the duplicate storm did not come out as exactly one media row per attempt"
-                );
+                eprintln!("loadgen: the duplicate storm did not come out as exactly one media row per attempt");
                 return std::process::ExitCode::FAILURE;
             }
             std::process::ExitCode::SUCCESS

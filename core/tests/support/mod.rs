@@ -25,9 +25,9 @@ use upload_once_core::retry::{Failure, RetryPolicy};
 use upload_once_core::scheduler::{Command, Outcome, Scheduler};
 use upload_once_core::time::{UnixMillis, format_rfc3339};
 use upload_once_core::wire::{
-    AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, EventInfo,
-    MAX_STATUS_IDS, Media, MediaSummary, Moderation, ModerationPolicy, MultipartPlan, PartsRequest,
-    PartsResponse, Rejection, SignedPart, StatusResponse, StoredPart, Upload, UploadInstruction,
+    AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, EventInfo, MAX_STATUS_IDS, Media,
+    MediaSummary, Moderation, ModerationPolicy, MultipartPlan, PartsRequest, PartsResponse, Rejection, SignedPart,
+    StatusResponse, StoredPart, Upload, UploadInstruction,
 };
 use uuid::Uuid;
 
@@ -53,9 +53,7 @@ pub struct TestRng {
 
 impl TestRng {
     pub fn new(seed: u64) -> Self {
-        TestRng {
-            state: seed ^ 0x5DEE_CE66_D1CE_4E5B,
-        }
+        TestRng { state: seed ^ 0x5DEE_CE66_D1CE_4E5B }
     }
 
     pub fn next_u64(&mut self) -> u64 {
@@ -202,14 +200,8 @@ pub struct FakeServer {
 
 impl FakeServer {
     pub fn new(config: ServerConfig) -> Self {
-        let lapses = config
-            .session_ttl_ms
-            .map_or(UnixMillis::MAX, |ttl| T0 + ttl);
-        FakeServer {
-            config,
-            sessions: BTreeMap::from([(SESSION.to_owned(), lapses)]),
-            ..Default::default()
-        }
+        let lapses = config.session_ttl_ms.map_or(UnixMillis::MAX, |ttl| T0 + ttl);
+        FakeServer { config, sessions: BTreeMap::from([(SESSION.to_owned(), lapses)]), ..Default::default() }
     }
 
     /// `POST /v1/events/{slug}/sessions`: a new session's token.
@@ -228,12 +220,7 @@ impl FakeServer {
     /// server makes it: an unknown token is refused; a lapsed one may still
     /// ask about, renew and confirm its own attempts, but authorize nothing
     /// new; another session's attempt is not found.
-    pub fn admit(
-        &mut self,
-        command: &Command,
-        token: &str,
-        now: UnixMillis,
-    ) -> Result<(), Failure> {
+    pub fn admit(&mut self, command: &Command, token: &str, now: UnixMillis) -> Result<(), Failure> {
         if matches!(command, Command::Upload { .. } | Command::UploadPart { .. }) {
             return Ok(()); // storage: the signed URL is the credential
         }
@@ -243,22 +230,10 @@ impl FakeServer {
         match command {
             Command::Authorize { request, .. } => {
                 if lapses <= self.clock(now) {
-                    return Err(problem(
-                        401,
-                        ErrorCode::InvalidSession,
-                        "the session lapsed",
-                    ));
+                    return Err(problem(401, ErrorCode::InvalidSession, "the session lapsed"));
                 }
-                if self
-                    .attempts
-                    .get(&request.id)
-                    .is_some_and(|a| a.session != token)
-                {
-                    return Err(problem(
-                        422,
-                        ErrorCode::IdReused,
-                        "the attempt id belongs to another session",
-                    ));
+                if self.attempts.get(&request.id).is_some_and(|a| a.session != token) {
+                    return Err(problem(422, ErrorCode::IdReused, "the attempt id belongs to another session"));
                 }
             }
             Command::Renew { id } | Command::Confirm { id, .. } | Command::SignParts { id, .. } => {
@@ -293,12 +268,7 @@ impl FakeServer {
 
     /// `POST /v1/attempts/status` under session `token`: another session's
     /// attempts are not found.
-    pub fn status_as(
-        &mut self,
-        ids: &[Uuid],
-        token: &str,
-        now: UnixMillis,
-    ) -> Result<StatusResponse, Failure> {
+    pub fn status_as(&mut self, ids: &[Uuid], token: &str, now: UnixMillis) -> Result<StatusResponse, Failure> {
         let mut answer = self.status(ids, now)?;
         for result in &mut answer.results {
             let id = result.id();
@@ -340,10 +310,7 @@ impl FakeServer {
     }
 
     fn media_row(&self, id: Uuid) -> &Media {
-        self.media
-            .iter()
-            .find(|m| m.id == id)
-            .expect("media row exists")
+        self.media.iter().find(|m| m.id == id).expect("media row exists")
     }
 
     fn response(&self, id: Uuid, now: UnixMillis) -> AttemptResponse {
@@ -363,11 +330,7 @@ impl FakeServer {
     }
 
     /// `POST /v1/events/{slug}/attempts`: create-or-return by id.
-    pub fn authorize(
-        &mut self,
-        request: &AuthorizeRequest,
-        now: UnixMillis,
-    ) -> Result<AttemptResponse, Failure> {
+    pub fn authorize(&mut self, request: &AuthorizeRequest, now: UnixMillis) -> Result<AttemptResponse, Failure> {
         self.applied.push(ReqKind::Authorize);
         self.sweep(now);
         if request.size == 0 {
@@ -375,11 +338,7 @@ impl FakeServer {
         }
         if let Some(existing) = self.attempts.get(&request.id) {
             if existing.request != *request {
-                return Err(problem(
-                    422,
-                    ErrorCode::IdReused,
-                    "the attempt id was used with other parameters",
-                ));
+                return Err(problem(422, ErrorCode::IdReused, "the attempt id was used with other parameters"));
             }
             return Ok(self.response(request.id, now));
         }
@@ -409,12 +368,7 @@ impl FakeServer {
 
     /// `POST /v1/attempts/{id}/parts`: signed part URLs, each bound to its
     /// number, exact length and (when given) SHA-256.
-    pub fn sign_parts(
-        &mut self,
-        id: Uuid,
-        request: &PartsRequest,
-        now: UnixMillis,
-    ) -> Result<PartsResponse, Failure> {
+    pub fn sign_parts(&mut self, id: Uuid, request: &PartsRequest, now: UnixMillis) -> Result<PartsResponse, Failure> {
         self.applied.push(ReqKind::SignParts);
         self.sweep(now);
         let Some(a) = self.attempts.get(&id) else {
@@ -423,29 +377,17 @@ impl FakeServer {
         match a.state {
             AttemptState::Authorized => {}
             AttemptState::Confirmed => {
-                return Err(problem(
-                    409,
-                    ErrorCode::AlreadyConfirmed,
-                    "already confirmed",
-                ));
+                return Err(problem(409, ErrorCode::AlreadyConfirmed, "already confirmed"));
             }
             AttemptState::Expired => {
                 return Err(problem(410, ErrorCode::Expired, "the attempt expired"));
             }
             AttemptState::Rejected => {
-                return Err(problem(
-                    422,
-                    ErrorCode::SizeMismatch,
-                    "the attempt was rejected",
-                ));
+                return Err(problem(422, ErrorCode::SizeMismatch, "the attempt was rejected"));
             }
         }
         let Some(plan) = &a.plan else {
-            return Err(problem(
-                409,
-                ErrorCode::NotMultipart,
-                "this attempt goes up in one PUT",
-            ));
+            return Err(problem(409, ErrorCode::NotMultipart, "this attempt goes up in one PUT"));
         };
         let expires = self.clock(now) + self.config.url_ttl_ms;
         let mut parts = Vec::new();
@@ -454,10 +396,7 @@ impl FakeServer {
                 return Err(problem(422, ErrorCode::InvalidPart, "no such part"));
             }
             let sha = p.sha256.clone().unwrap_or_default();
-            let url = format!(
-                "https://storage.test/{}/part/{}?exp={expires}&sha={sha}&sig=ok",
-                a.object_key, p.number
-            );
+            let url = format!("https://storage.test/{}/part/{}?exp={expires}&sha={sha}&sig=ok", a.object_key, p.number);
             parts.push(SignedPart {
                 number: p.number,
                 upload: UploadInstruction {
@@ -482,32 +421,21 @@ impl FakeServer {
     ) -> Result<(), Failure> {
         self.applied.push(ReqKind::UploadPart);
         self.sweep(now);
-        let rest = instruction
-            .url
-            .strip_prefix("https://storage.test/")
-            .expect("a URL this server signed");
+        let rest = instruction.url.strip_prefix("https://storage.test/").expect("a URL this server signed");
         let (key, query) = rest.split_once("/part/").expect("a part URL");
         let (number, query) = query.split_once("?exp=").expect("a part URL");
         let number: u32 = number.parse().expect("a part number");
         let (expires, query) = query.split_once("&sha=").expect("a part URL");
         let (signed_sha, _) = query.split_once('&').expect("a part URL");
         if self.clock(now) >= expires.parse::<i64>().expect("an expiry") {
-            return Err(problem(
-                403,
-                ErrorCode::UrlExpired,
-                "the signed URL has expired",
-            ));
+            return Err(problem(403, ErrorCode::UrlExpired, "the signed URL has expired"));
         }
         let id = self.keys[key];
         let attempt = self.attempts.get_mut(&id).expect("known key");
         match attempt.state {
             AttemptState::Authorized => {}
             AttemptState::Confirmed => {
-                return Err(problem(
-                    409,
-                    ErrorCode::AlreadyConfirmed,
-                    "already confirmed",
-                ));
+                return Err(problem(409, ErrorCode::AlreadyConfirmed, "already confirmed"));
             }
             AttemptState::Expired | AttemptState::Rejected => {
                 return Err(problem(410, ErrorCode::Expired, "the attempt ended"));
@@ -516,31 +444,13 @@ impl FakeServer {
         let plan = attempt.plan.clone().expect("a multipart attempt");
         let (start, end) = plan.range(number, attempt.request.size);
         if size != end - start {
-            return Err(problem(
-                400,
-                ErrorCode::LengthMismatch,
-                "the part's length differs from the signed one",
-            ));
+            return Err(problem(400, ErrorCode::LengthMismatch, "the part's length differs from the signed one"));
         }
         if !signed_sha.is_empty() && signed_sha != sha256 {
-            return Err(problem(
-                422,
-                ErrorCode::ChecksumMismatch,
-                "the part's bytes do not have the signed SHA-256",
-            ));
+            return Err(problem(422, ErrorCode::ChecksumMismatch, "the part's bytes do not have the signed SHA-256"));
         }
-        attempt.parts.insert(
-            number,
-            StoredPart {
-                number,
-                size,
-                sha256: Some(sha256.to_owned()),
-            },
-        );
-        *self
-            .parts_stored
-            .entry((key.to_owned(), number))
-            .or_default() += 1;
+        attempt.parts.insert(number, StoredPart { number, size, sha256: Some(sha256.to_owned()) });
+        *self.parts_stored.entry((key.to_owned(), number)).or_default() += 1;
         Ok(())
     }
 
@@ -558,11 +468,7 @@ impl FakeServer {
         self.sweep(now);
         *self.put_requests.entry(object_key.to_owned()).or_default() += 1;
         if self.clock(now) >= url_expires_at {
-            return Err(problem(
-                403,
-                ErrorCode::UrlExpired,
-                "the signed URL has expired",
-            ));
+            return Err(problem(403, ErrorCode::UrlExpired, "the signed URL has expired"));
         }
         let Some(id) = self.keys.get(object_key).copied() else {
             return Err(problem(403, ErrorCode::BadSignature, "unknown object key"));
@@ -570,76 +476,36 @@ impl FakeServer {
         let attempt = &self.attempts[&id];
         match attempt.state {
             AttemptState::Confirmed => {
-                return Err(problem(
-                    409,
-                    ErrorCode::AlreadyConfirmed,
-                    "the attempt is already confirmed",
-                ));
+                return Err(problem(409, ErrorCode::AlreadyConfirmed, "the attempt is already confirmed"));
             }
             AttemptState::Expired => {
-                return Err(problem(
-                    403,
-                    ErrorCode::UrlExpired,
-                    "the attempt has expired",
-                ));
+                return Err(problem(403, ErrorCode::UrlExpired, "the attempt has expired"));
             }
             AttemptState::Rejected => {
-                return Err(problem(
-                    403,
-                    ErrorCode::Forbidden,
-                    "the attempt was rejected",
-                ));
+                return Err(problem(403, ErrorCode::Forbidden, "the attempt was rejected"));
             }
             AttemptState::Authorized => {}
         }
         if size != attempt.request.size {
-            return Err(problem(
-                400,
-                ErrorCode::LengthMismatch,
-                "length differs from the signed length",
-            ));
+            return Err(problem(400, ErrorCode::LengthMismatch, "length differs from the signed length"));
         }
         if content_type != attempt.request.content_type {
-            return Err(problem(
-                400,
-                ErrorCode::ContentTypeMismatch,
-                "content type differs from the signed one",
-            ));
+            return Err(problem(400, ErrorCode::ContentTypeMismatch, "content type differs from the signed one"));
         }
-        self.objects.insert(
-            object_key.to_owned(),
-            StoredObject {
-                size,
-                content_type: content_type.to_owned(),
-            },
-        );
+        self.objects.insert(object_key.to_owned(), StoredObject { size, content_type: content_type.to_owned() });
         *self.puts_stored.entry(object_key.to_owned()).or_default() += 1;
         Ok(())
     }
 
     /// The PUT, with key and expiry read back from the signed URL.
-    pub fn put_signed(
-        &mut self,
-        instruction: &UploadInstruction,
-        size: u64,
-        now: UnixMillis,
-    ) -> Result<(), Failure> {
+    pub fn put_signed(&mut self, instruction: &UploadInstruction, size: u64, now: UnixMillis) -> Result<(), Failure> {
         let (key, expires) = parse_signed_url(&instruction.url).expect("a URL this server signed");
-        let content_type = instruction
-            .headers
-            .get("content-type")
-            .cloned()
-            .unwrap_or_default();
+        let content_type = instruction.headers.get("content-type").cloned().unwrap_or_default();
         self.put(&key, size, &content_type, expires, now)
     }
 
     /// `POST /v1/attempts/{id}/confirm`: create-or-return the one media row.
-    pub fn confirm(
-        &mut self,
-        id: Uuid,
-        request: &ConfirmRequest,
-        now: UnixMillis,
-    ) -> Result<Media, Failure> {
+    pub fn confirm(&mut self, id: Uuid, request: &ConfirmRequest, now: UnixMillis) -> Result<Media, Failure> {
         self.applied.push(ReqKind::Confirm);
         self.sweep(now);
         let Some(attempt) = self.attempts.get(&id) else {
@@ -663,60 +529,36 @@ impl FakeServer {
             // Complete from the store's own part list.
             let complete = (1..=plan.part_count).all(|n| attempt.parts.contains_key(&n));
             if !complete {
-                return Err(problem(
-                    409,
-                    ErrorCode::ObjectMissing,
-                    "not every part is stored yet",
-                ));
+                return Err(problem(409, ErrorCode::ObjectMissing, "not every part is stored yet"));
             }
             let size = attempt.parts.values().map(|p| p.size).sum();
             let key = attempt.object_key.clone();
             let content_type = attempt.request.content_type.clone();
             self.attempts.get_mut(&id).expect("present").parts.clear();
-            self.objects
-                .insert(key, StoredObject { size, content_type });
+            self.objects.insert(key, StoredObject { size, content_type });
         }
         let attempt = &self.attempts[&id];
         let Some(object) = self.objects.get(&attempt.object_key).cloned() else {
-            return Err(problem(
-                409,
-                ErrorCode::ObjectMissing,
-                "the object is not stored yet",
-            ));
+            return Err(problem(409, ErrorCode::ObjectMissing, "the object is not stored yet"));
         };
-        let mismatch =
-            if request.size != attempt.request.size || object.size != attempt.request.size {
-                Some((
-                    ErrorCode::SizeMismatch,
-                    "the size differs from the authorization or the stored object",
-                ))
-            } else if request.content_type != attempt.request.content_type
-                || object.content_type != attempt.request.content_type
-            {
-                Some((
-                    ErrorCode::TypeMismatch,
-                    "the content type differs from the authorization or the stored object",
-                ))
-            } else if request.sha256 != attempt.request.sha256 {
-                Some((
-                    ErrorCode::ChecksumMismatch,
-                    "the checksum differs from the authorization",
-                ))
-            } else {
-                None
-            };
+        let mismatch = if request.size != attempt.request.size || object.size != attempt.request.size {
+            Some((ErrorCode::SizeMismatch, "the size differs from the authorization or the stored object"))
+        } else if request.content_type != attempt.request.content_type
+            || object.content_type != attempt.request.content_type
+        {
+            Some((ErrorCode::TypeMismatch, "the content type differs from the authorization or the stored object"))
+        } else if request.sha256 != attempt.request.sha256 {
+            Some((ErrorCode::ChecksumMismatch, "the checksum differs from the authorization"))
+        } else {
+            None
+        };
         if let Some((code, reason)) = mismatch {
             let a = self.attempts.get_mut(&id).expect("present");
             a.state = AttemptState::Rejected;
-            a.rejection = Some(Rejection {
-                code: code.as_str().to_owned(),
-                reason: reason.to_owned(),
-            });
+            a.rejection = Some(Rejection { code: code.as_str().to_owned(), reason: reason.to_owned() });
             return Err(problem(422, code, reason));
         }
-        let media_id = Uuid::from_u128(
-            0xFEED_0000_0000_0000_0000_0000_0000_0000 | (self.media.len() as u128 + 1),
-        );
+        let media_id = Uuid::from_u128(0xFEED_0000_0000_0000_0000_0000_0000_0000 | (self.media.len() as u128 + 1));
         let a = self.attempts.get_mut(&id).expect("present");
         let media = Media {
             id: media_id,
@@ -748,17 +590,9 @@ impl FakeServer {
         };
         match attempt.state {
             AttemptState::Authorized => Ok(self.response(id, now)),
-            AttemptState::Confirmed => Err(problem(
-                409,
-                ErrorCode::AlreadyConfirmed,
-                "already confirmed",
-            )),
+            AttemptState::Confirmed => Err(problem(409, ErrorCode::AlreadyConfirmed, "already confirmed")),
             AttemptState::Expired => Err(problem(410, ErrorCode::Expired, "the attempt expired")),
-            AttemptState::Rejected => Err(problem(
-                422,
-                ErrorCode::SizeMismatch,
-                "the attempt was rejected",
-            )),
+            AttemptState::Rejected => Err(problem(422, ErrorCode::SizeMismatch, "the attempt was rejected")),
         }
     }
 
@@ -782,11 +616,7 @@ impl FakeServer {
             AttemptState::Expired => AttemptStatus::Expired { id },
             AttemptState::Rejected => {
                 let r = a.rejection.clone().expect("rejected");
-                AttemptStatus::Rejected {
-                    id,
-                    code: r.code,
-                    reason: r.reason,
-                }
+                AttemptStatus::Rejected { id, code: r.code, reason: r.reason }
             }
         }
     }
@@ -797,9 +627,7 @@ impl FakeServer {
         if ids.len() > MAX_STATUS_IDS {
             return Err(problem(422, ErrorCode::TooManyIds, "at most 500 ids"));
         }
-        Ok(StatusResponse {
-            results: ids.iter().map(|id| self.status_of(*id, now)).collect(),
-        })
+        Ok(StatusResponse { results: ids.iter().map(|id| self.status_of(*id, now)).collect() })
     }
 
     // ----- test helpers ----------------------------------------------------
@@ -817,11 +645,7 @@ impl FakeServer {
 
     /// Attempts authorized for the file `name`.
     pub fn attempts_for_file(&self, name: &str) -> Vec<(Uuid, &ServerAttempt)> {
-        self.attempts
-            .iter()
-            .filter(|(_, a)| a.request.filename == name)
-            .map(|(id, a)| (*id, a))
-            .collect()
+        self.attempts.iter().filter(|(_, a)| a.request.filename == name).map(|(id, a)| (*id, a)).collect()
     }
 
     /// PUTs that stored the object under `key`.
@@ -849,22 +673,12 @@ impl FakeServer {
 
     /// Puts an object in storage behind the protocol's back.
     pub fn plant_object(&mut self, key: &str, size: u64, content_type: &str) {
-        self.objects.insert(
-            key.to_owned(),
-            StoredObject {
-                size,
-                content_type: content_type.to_owned(),
-            },
-        );
+        self.objects.insert(key.to_owned(), StoredObject { size, content_type: content_type.to_owned() });
     }
 
     /// The host moderates a media record.
     pub fn moderate(&mut self, media_id: Uuid, moderation: Moderation, reason: Option<&str>) {
-        let m = self
-            .media
-            .iter_mut()
-            .find(|m| m.id == media_id)
-            .expect("media exists");
+        let m = self.media.iter_mut().find(|m| m.id == media_id).expect("media exists");
         m.moderation = moderation;
         m.moderation_reason = reason.map(str::to_owned);
     }
@@ -1024,23 +838,15 @@ impl FaultLayer {
             index += 1;
         }
         let retry_after = |rng: &mut TestRng, max: u64| {
-            if max > 0 && rng.chance(0.5) {
-                Some(rng.below(max + 1))
-            } else {
-                None
-            }
+            if max > 0 && rng.chance(0.5) { Some(rng.below(max + 1)) } else { None }
         };
         let max = random.max_retry_after_ms;
         let fault = match index {
             0 => Fault::DropBefore,
             1 => Fault::DropAfter,
-            2 => Fault::Unavailable {
-                retry_after_ms: retry_after(&mut self.rng, max),
-            },
+            2 => Fault::Unavailable { retry_after_ms: retry_after(&mut self.rng, max) },
             3 => Fault::UnavailableAfterCommit,
-            _ => Fault::RateLimited {
-                retry_after_ms: retry_after(&mut self.rng, max),
-            },
+            _ => Fault::RateLimited { retry_after_ms: retry_after(&mut self.rng, max) },
         };
         self.injected.push((kind, fault));
         Some(fault)
@@ -1135,11 +941,7 @@ impl Default for SimConfig {
 /// renewed first after a check is the client's choice; what matters is the
 /// rest of the sequence (and that renews stay few, see [`renews`]).
 pub fn without_renews(kinds: &[ReqKind]) -> Vec<ReqKind> {
-    kinds
-        .iter()
-        .copied()
-        .filter(|k| *k != ReqKind::Renew)
-        .collect()
+    kinds.iter().copied().filter(|k| *k != ReqKind::Renew).collect()
 }
 
 /// How many renew requests `kinds` holds.
@@ -1184,18 +986,11 @@ pub struct Stats {
 
 impl Stats {
     pub fn count(&self, kind: ReqKind) -> usize {
-        self.sent
-            .iter()
-            .filter(|s| ReqKind::of(&s.command) == kind)
-            .count()
+        self.sent.iter().filter(|s| ReqKind::of(&s.command) == kind).count()
     }
 
     pub fn commands_for(&self, id: Uuid) -> Vec<&Command> {
-        self.sent
-            .iter()
-            .filter(|s| command_ids(&s.command).contains(&id))
-            .map(|s| &s.command)
-            .collect()
+        self.sent.iter().filter(|s| command_ids(&s.command).contains(&id)).map(|s| &s.command).collect()
     }
 
     pub fn kinds_for(&self, id: Uuid) -> Vec<ReqKind> {
@@ -1204,10 +999,7 @@ impl Stats {
 
     /// The kinds of all commands sent from index `from` on.
     pub fn kinds_since(&self, from: usize) -> Vec<ReqKind> {
-        self.sent[from..]
-            .iter()
-            .map(|s| ReqKind::of(&s.command))
-            .collect()
+        self.sent[from..].iter().map(|s| ReqKind::of(&s.command)).collect()
     }
 }
 
@@ -1222,14 +1014,8 @@ pub struct Reload {
 }
 
 impl Reload {
-    pub const KEEP_BLOBS: Reload = Reload {
-        lose_blob: 0.0,
-        inflight_reached_server: 0.0,
-    };
-    pub const LOSE_BLOBS: Reload = Reload {
-        lose_blob: 1.0,
-        inflight_reached_server: 0.0,
-    };
+    pub const KEEP_BLOBS: Reload = Reload { lose_blob: 0.0, inflight_reached_server: 0.0 };
+    pub const LOSE_BLOBS: Reload = Reload { lose_blob: 1.0, inflight_reached_server: 0.0 };
 }
 
 /// What one loop iteration did.
@@ -1342,19 +1128,13 @@ impl Sim {
         };
         let mut tab = sim.new_tab();
         // The first visit joins at open.
-        tab.page.set_session(Session {
-            token: SESSION.to_owned(),
-            event: event_info(),
-        });
+        tab.page.set_session(Session { token: SESSION.to_owned(), event: event_info() });
         sim.tabs.push(tab);
         sim
     }
 
     pub fn with_seed(seed: u64) -> Self {
-        Sim::new(SimConfig {
-            seed,
-            ..SimConfig::default()
-        })
+        Sim::new(SimConfig { seed, ..SimConfig::default() })
     }
 
     /// A first visit: no stored session; the page joins in the background.
@@ -1426,9 +1206,7 @@ impl Sim {
         for (index, _, _) in self.tabs[0].page.identity_checks(infos) {
             first_parts[index] = Some(fake_sha(&contents[index], 1));
         }
-        let plan = self.tabs[0]
-            .page
-            .add(infos, &first_parts, self.now, &mut self.rng);
+        let plan = self.tabs[0].page.add(infos, &first_parts, self.now, &mut self.rng);
         for record in &plan.new_records {
             self.db.insert(record.id, record.clone());
         }
@@ -1441,10 +1219,7 @@ impl Sim {
                     size: info.size,
                     content_type: info.content_type.clone(),
                     blob_key: *blob_key,
-                    content: contents
-                        .get(*index)
-                        .cloned()
-                        .unwrap_or_else(|| info.name.clone()),
+                    content: contents.get(*index).cloned().unwrap_or_else(|| info.name.clone()),
                 });
             }
         }
@@ -1454,12 +1229,8 @@ impl Sim {
 
     /// The guest picks one new file: its attempt's id.
     pub fn add_file(&mut self, name: &str, size: u64, content_type: &str) -> Uuid {
-        let info = FileInfo {
-            name: name.to_owned(),
-            size,
-            content_type: content_type.to_owned(),
-            last_modified: T0 - HOUR,
-        };
+        let info =
+            FileInfo { name: name.to_owned(), size, content_type: content_type.to_owned(), last_modified: T0 - HOUR };
         let plan = self.add_files(&[info]);
         match plan.outcomes.as_slice() {
             [Added::New(id)] => *id,
@@ -1474,19 +1245,13 @@ impl Sim {
     }
 
     pub fn file(&self, blob_key: Uuid) -> &FileSpec {
-        self.files
-            .iter()
-            .find(|f| f.blob_key == blob_key)
-            .expect("known file")
+        self.files.iter().find(|f| f.blob_key == blob_key).expect("known file")
     }
 
     /// The file an attempt uploads.
     pub fn file_of(&self, id: Uuid) -> &FileSpec {
-        let record = self
-            .db
-            .get(&id)
-            .or_else(|| self.tabs.iter().find_map(|t| t.page.record(&id)))
-            .expect("known attempt");
+        let record =
+            self.db.get(&id).or_else(|| self.tabs.iter().find_map(|t| t.page.record(&id))).expect("known attempt");
         self.file(record.blob_key)
     }
 
@@ -1498,17 +1263,12 @@ impl Sim {
 
     /// The record of an attempt (the guest page's view).
     pub fn record(&self, id: Uuid) -> &AttemptRecord {
-        self.scheduler()
-            .record(&id)
-            .unwrap_or_else(|| panic!("no record {id}\n{}", self.dump()))
+        self.scheduler().record(&id).unwrap_or_else(|| panic!("no record {id}\n{}", self.dump()))
     }
 
     /// Every attempt of the file whose first attempt is `blob_key`, in order.
     pub fn chain(&self, blob_key: Uuid) -> Vec<&AttemptRecord> {
-        self.scheduler()
-            .records()
-            .filter(|r| r.blob_key == blob_key)
-            .collect()
+        self.scheduler().records().filter(|r| r.blob_key == blob_key).collect()
     }
 
     /// The guest picks the file again: what `add` made of it.
@@ -1606,21 +1366,13 @@ impl Sim {
         let kept: Vec<Uuid> = self.kept.iter().copied().collect();
         tab.page.open(records.clone(), &kept);
         // The session is stored: no join.
-        tab.page.set_session(Session {
-            token: self.session_token.clone(),
-            event: event_info(),
-        });
+        tab.page.set_session(Session { token: self.session_token.clone(), event: event_info() });
         tab.page.restore(records, &kept);
         tab
     }
 
     fn stored_records(&self) -> Vec<AttemptRecord> {
-        let mut records: Vec<AttemptRecord> = self
-            .db
-            .values()
-            .filter(|r| r.event == EVENT)
-            .cloned()
-            .collect();
+        let mut records: Vec<AttemptRecord> = self.db.values().filter(|r| r.event == EVENT).cloned().collect();
         records.sort_by_key(|r| (r.created_at, r.id));
         records
     }
@@ -1629,9 +1381,8 @@ impl Sim {
     /// probability `reached`, its unwritten records are lost, its locks are
     /// released.
     fn drop_tab(&mut self, tab: Tab, reached: f64) {
-        let (mine, others): (Vec<InFlight>, Vec<InFlight>) = std::mem::take(&mut self.inflight)
-            .into_iter()
-            .partition(|f| f.tab == tab.id);
+        let (mine, others): (Vec<InFlight>, Vec<InFlight>) =
+            std::mem::take(&mut self.inflight).into_iter().partition(|f| f.tab == tab.id);
         self.inflight = others;
         for f in mine {
             if self.online && self.rng.chance(reached) {
@@ -1719,10 +1470,7 @@ impl Sim {
                 // The browser's driver sleeps once the page says there is
                 // nothing to do: asking again must not find anything.
                 if let Some(effect) = self.tabs[i].page.poll_effect(self.now) {
-                    panic!(
-                        "the page had {effect:?} to do after saying it had nothing\n{}",
-                        self.dump()
-                    );
+                    panic!("the page had {effect:?} to do after saying it had nothing\n{}", self.dump());
                 }
             }
             if !busy {
@@ -1745,12 +1493,7 @@ impl Sim {
     fn counted_on_wire(&self, tab: &Tab) -> usize {
         self.inflight
             .iter()
-            .filter(|f| {
-                f.tab == tab.id
-                    && command_ids(&f.command)
-                        .iter()
-                        .any(|id| tab.page.record(id).is_some())
-            })
+            .filter(|f| f.tab == tab.id && command_ids(&f.command).iter().any(|id| tab.page.record(id).is_some()))
             .count()
     }
 
@@ -1792,25 +1535,15 @@ impl Sim {
                         let token = self.server.join(self.now);
                         // Kept in IndexedDB for the next page.
                         self.session_token = token.clone();
-                        Ok(Session {
-                            token,
-                            event: event_info(),
-                        })
+                        Ok(Session { token, event: event_info() })
                     }
                 };
                 self.tabs[i].inbox.push_back(Input::Joined(answer));
             }
             Effect::Send { command, token } => self.send(i, command, token),
             Effect::Abort(id) => {
-                for f in self
-                    .inflight
-                    .iter_mut()
-                    .filter(|f| f.tab == tab && f.command.id() == Some(id))
-                {
-                    if matches!(
-                        f.command,
-                        Command::Upload { .. } | Command::UploadPart { .. }
-                    ) {
+                for f in self.inflight.iter_mut().filter(|f| f.tab == tab && f.command.id() == Some(id)) {
+                    if matches!(f.command, Command::Upload { .. } | Command::UploadPart { .. }) {
                         f.aborted = true;
                     }
                 }
@@ -1846,15 +1579,11 @@ impl Sim {
                 "{command:?} sent by a tab that does not hold the attempt's lock"
             );
         }
-        if let Command::Upload { id, .. }
-        | Command::UploadPart { id, .. }
-        | Command::HashPart { id, .. } = &command
-        {
+        if let Command::Upload { id, .. } | Command::UploadPart { id, .. } | Command::HashPart { id, .. } = &command {
             // The driver reads the bytes before the PUT (memory, then the
             // kept copy): without them nothing is sent.
             let blob_key = self.db.get(id).map(|r| r.blob_key);
-            if !blob_key.is_some_and(|k| self.tabs[i].memory.contains(&k) || self.kept.contains(&k))
-            {
+            if !blob_key.is_some_and(|k| self.tabs[i].memory.contains(&k) || self.kept.contains(&k)) {
                 let input = match &command {
                     Command::HashPart { number, .. } => Input::Outcome {
                         id: *id,
@@ -1864,14 +1593,8 @@ impl Sim {
                         },
                         token,
                     },
-                    Command::UploadPart { number, .. } => Input::FileUnavailable {
-                        id: *id,
-                        part: Some(*number),
-                    },
-                    _ => Input::FileUnavailable {
-                        id: *id,
-                        part: None,
-                    },
+                    Command::UploadPart { number, .. } => Input::FileUnavailable { id: *id, part: Some(*number) },
+                    _ => Input::FileUnavailable { id: *id, part: None },
                 };
                 self.tabs[i].inbox.push_back(input);
                 return;
@@ -1881,32 +1604,16 @@ impl Sim {
             // Local work, answered at once.
             self.stats.hashes += 1;
             let content = self.file_of(*id).content.clone();
-            let outcome = Outcome::PartHashed {
-                number: *number,
-                result: Ok(fake_sha(&content, *number)),
-            };
-            self.tabs[i].inbox.push_back(Input::Outcome {
-                id: *id,
-                outcome,
-                token,
-            });
+            let outcome = Outcome::PartHashed { number: *number, result: Ok(fake_sha(&content, *number)) };
+            self.tabs[i].inbox.push_back(Input::Outcome { id: *id, outcome, token });
             return;
         }
-        self.stats.sent.push(Sent {
-            at: self.now,
-            command: command.clone(),
-        });
+        self.stats.sent.push(Sent { at: self.now, command: command.clone() });
         let part_of = match &command {
             Command::UploadPart { id, .. } => Some(*id),
             _ => None,
         };
-        self.inflight.push(InFlight {
-            tab,
-            command,
-            token,
-            aborted: false,
-            seen: false,
-        });
+        self.inflight.push(InFlight { tab, command, token, aborted: false, seen: false });
         if let Some(id) = part_of {
             let sending = self
                 .inflight
@@ -1943,10 +1650,7 @@ impl Sim {
             };
             if self.config.store_failure > 0.0 && self.rng.chance(self.config.store_failure) {
                 self.stats.store_failures += 1;
-                let refused = Error::new(
-                    ErrorCode::QuotaExceeded,
-                    "the browser's storage quota is exceeded",
-                );
+                let refused = Error::new(ErrorCode::QuotaExceeded, "the browser's storage quota is exceeded");
                 self.tabs[i].inbox.push_back(Input::Stored(Err(refused)));
                 continue;
             }
@@ -1984,48 +1688,26 @@ impl Sim {
             return failed_reply(command, refused);
         }
         match command {
-            Command::Authorize { request, .. } => Reply::Outcome(Outcome::Authorize(
-                self.server.authorize_as(request, token, now),
-            )),
+            Command::Authorize { request, .. } => {
+                Reply::Outcome(Outcome::Authorize(self.server.authorize_as(request, token, now)))
+            }
             Command::Upload { id, instruction } => {
-                let blob_key = self
-                    .db
-                    .get(id)
-                    .map(|r| r.blob_key)
-                    .expect("an uploaded attempt is stored");
+                let blob_key = self.db.get(id).map(|r| r.blob_key).expect("an uploaded attempt is stored");
                 let size = self.file(blob_key).size;
-                Reply::Outcome(Outcome::Upload(self.server.put_signed(
-                    instruction,
-                    size,
-                    now,
-                )))
+                Reply::Outcome(Outcome::Upload(self.server.put_signed(instruction, size, now)))
             }
             Command::Renew { id } => Reply::Outcome(Outcome::Renew(self.server.renew(*id, now))),
             Command::Confirm { id, request } => {
                 Reply::Outcome(Outcome::Confirm(self.server.confirm(*id, request, now)))
             }
             Command::Status { ids } => Reply::Status(self.server.status_as(ids, token, now)),
-            Command::SignParts { id, request } => Reply::Outcome(Outcome::PartsSigned(
-                self.server.sign_parts(*id, request, now),
-            )),
-            Command::UploadPart {
-                id,
-                number,
-                start,
-                end,
-                instruction,
-            } => {
+            Command::SignParts { id, request } => {
+                Reply::Outcome(Outcome::PartsSigned(self.server.sign_parts(*id, request, now)))
+            }
+            Command::UploadPart { id, number, start, end, instruction } => {
                 let content = self.file_of(*id).content.clone();
-                let result = self.server.put_part(
-                    instruction,
-                    end - start,
-                    &fake_sha(&content, *number),
-                    now,
-                );
-                Reply::Outcome(Outcome::PartSent {
-                    number: *number,
-                    result,
-                })
+                let result = self.server.put_part(instruction, end - start, &fake_sha(&content, *number), now);
+                Reply::Outcome(Outcome::PartSent { number: *number, result })
             }
             Command::HashPart { .. } => panic!("hashing is not a request"),
         }
@@ -2053,25 +1735,16 @@ impl Sim {
         let f = self.inflight.remove(index);
         let (lo, hi) = self.config.latency_ms;
         self.now += self.rng.range(lo, hi);
-        let Some(t) = self.tab_index(f.tab) else {
-            panic!("a request of a closed tab")
-        };
-        let reply = if f.aborted {
-            failed_reply(&f.command, Failure::Network)
-        } else {
-            self.execute(&f.command, &f.token)
-        };
+        let Some(t) = self.tab_index(f.tab) else { panic!("a request of a closed tab") };
+        let reply =
+            if f.aborted { failed_reply(&f.command, Failure::Network) } else { self.execute(&f.command, &f.token) };
         let input = match (&f.command, reply.clone()) {
-            (Command::Status { ids }, Reply::Status(result)) => Input::Status {
-                ids: ids.clone(),
-                result,
-                token: f.token.clone(),
-            },
-            (command, Reply::Outcome(outcome)) => Input::Outcome {
-                id: command.id().expect("one attempt"),
-                outcome,
-                token: f.token.clone(),
-            },
+            (Command::Status { ids }, Reply::Status(result)) => {
+                Input::Status { ids: ids.clone(), result, token: f.token.clone() }
+            }
+            (command, Reply::Outcome(outcome)) => {
+                Input::Outcome { id: command.id().expect("one attempt"), outcome, token: f.token.clone() }
+            }
             (command, reply) => panic!("reply {reply:?} does not fit {command:?}"),
         };
         self.tabs[t].inbox.push_back(input);
@@ -2154,18 +1827,11 @@ impl Sim {
                 Tick::Progress => {}
                 Tick::Idle => return Ok(()),
                 Tick::Stuck => {
-                    return Err(format!(
-                        "stuck: not idle and nothing to do\n{}",
-                        self.dump()
-                    ));
+                    return Err(format!("stuck: not idle and nothing to do\n{}", self.dump()));
                 }
             }
         }
-        Err(format!(
-            "not idle after {} steps\n{}",
-            self.config.max_steps,
-            self.dump()
-        ))
+        Err(format!("not idle after {} steps\n{}", self.config.max_steps, self.dump()))
     }
 
     /// Ticks until `done` holds (checked before every tick).
@@ -2178,32 +1844,19 @@ impl Sim {
                 panic!("stuck before the condition held\n{}", self.dump());
             }
         }
-        panic!(
-            "condition not reached after {} steps\n{}",
-            self.config.max_steps,
-            self.dump()
-        );
+        panic!("condition not reached after {} steps\n{}", self.config.max_steps, self.dump());
     }
 
     /// Ticks until a command of `kind` for `id` has been answered.
     pub fn tick_until_answered(&mut self, id: Uuid, kind: ReqKind) {
-        let already = self
-            .stats
-            .kinds_for(id)
-            .iter()
-            .filter(|k| **k == kind)
-            .count();
+        let already = self.stats.kinds_for(id).iter().filter(|k| **k == kind).count();
         self.tick_until(|sim| {
-            let sent = sim
-                .stats
-                .kinds_for(id)
-                .iter()
-                .filter(|k| **k == kind)
-                .count();
+            let sent = sim.stats.kinds_for(id).iter().filter(|k| **k == kind).count();
             sent > already
-                && !sim.inflight.iter().any(|f| {
-                    ReqKind::of(&f.command) == kind && command_ids(&f.command).contains(&id)
-                })
+                && !sim
+                    .inflight
+                    .iter()
+                    .any(|f| ReqKind::of(&f.command) == kind && command_ids(&f.command).contains(&id))
         });
     }
 
@@ -2252,63 +1905,38 @@ impl Sim {
         for f in &self.files {
             let rows = self.server.media_for_file(&f.name);
             if rows.len() > 1 {
-                errors.push(format!(
-                    "file {} has {} media rows (duplicate)",
-                    f.name,
-                    rows.len()
-                ));
+                errors.push(format!("file {} has {} media rows (duplicate)", f.name, rows.len()));
             }
             if !persisted_files.contains(&f.blob_key) {
                 // Never written: write-ahead says the server never heard of it.
                 if !self.server.attempts_for_file(&f.name).is_empty() {
-                    errors.push(format!(
-                        "file {} was never persisted but the server knows it",
-                        f.name
-                    ));
+                    errors.push(format!("file {} was never persisted but the server knows it", f.name));
                 }
                 continue;
             }
             let held = self.held(f.blob_key);
             if held && rows.len() != 1 {
-                errors.push(format!(
-                    "file {} (bytes held) has {} media rows, expected 1",
-                    f.name,
-                    rows.len()
-                ));
+                errors.push(format!("file {} (bytes held) has {} media rows, expected 1", f.name, rows.len()));
             }
-            let confirmed: Vec<&AttemptRecord> = self
-                .chain(f.blob_key)
-                .into_iter()
-                .filter(|r| r.confirmation == Confirmation::Confirmed)
-                .collect();
+            let confirmed: Vec<&AttemptRecord> =
+                self.chain(f.blob_key).into_iter().filter(|r| r.confirmation == Confirmation::Confirmed).collect();
             if confirmed.len() > 1 {
-                errors.push(format!(
-                    "file {} has {} confirmed attempts on the client",
-                    f.name,
-                    confirmed.len()
-                ));
+                errors.push(format!("file {} has {} confirmed attempts on the client", f.name, confirmed.len()));
             }
             if held && confirmed.len() != 1 {
-                errors.push(format!(
-                    "file {} (bytes held) is not confirmed on the client",
-                    f.name
-                ));
+                errors.push(format!("file {} (bytes held) is not confirmed on the client", f.name));
             }
         }
         for m in &self.server.media {
             match self.scheduler().record(&m.attempt_id) {
-                None => errors.push(format!(
-                    "media {} of attempt {} has no client record",
-                    m.id, m.attempt_id
-                )),
+                None => errors.push(format!("media {} of attempt {} has no client record", m.id, m.attempt_id)),
                 Some(r) if r.confirmation != Confirmation::Confirmed => errors.push(format!(
                     "media {} exists but attempt {} is {:?} on the client (orphan)",
                     m.id, m.attempt_id, r.confirmation
                 )),
-                Some(r) if r.media.as_ref().map(|s| s.id) != Some(m.id) => errors.push(format!(
-                    "attempt {} shows media {:?}, server has {}",
-                    r.id, r.media, m.id
-                )),
+                Some(r) if r.media.as_ref().map(|s| s.id) != Some(m.id) => {
+                    errors.push(format!("attempt {} shows media {:?}, server has {}", r.id, r.media, m.id))
+                }
                 Some(_) => {}
             }
         }
@@ -2319,66 +1947,38 @@ impl Sim {
         }
         for (id, a) in &self.server.attempts {
             if a.state != AttemptState::Authorized && !a.parts.is_empty() {
-                errors.push(format!(
-                    "attempt {id} ended {:?} with {} parts left behind",
-                    a.state,
-                    a.parts.len()
-                ));
+                errors.push(format!("attempt {id} ended {:?} with {} parts left behind", a.state, a.parts.len()));
             }
         }
         for r in self.scheduler().records() {
             let held = self.scheduler().has_blob(&r.id);
             if !(r.is_terminal() || r.needs_file() && !held) {
-                errors.push(format!(
-                    "attempt {} is still active: step {:?} transfer {:?}",
-                    r.id, r.step, r.transfer
-                ));
+                errors.push(format!("attempt {} is still active: step {:?} transfer {:?}", r.id, r.step, r.transfer));
             }
             if r.needs_file() && held {
-                errors.push(format!(
-                    "attempt {} needs its file although the bytes are held",
-                    r.id
-                ));
+                errors.push(format!("attempt {} needs its file although the bytes are held", r.id));
             }
             if self.db.get(&r.id) != Some(r) {
-                errors.push(format!(
-                    "attempt {} is not stored as the page shows it",
-                    r.id
-                ));
+                errors.push(format!("attempt {} is not stored as the page shows it", r.id));
             }
             if let Some(next) = r.replaced_by {
                 match self.scheduler().record(&next) {
                     Some(s) if s.replaces == Some(r.id) && s.blob_key == r.blob_key => {}
-                    other => errors.push(format!(
-                        "attempt {} replaced_by {next} but that is {other:?}",
-                        r.id
-                    )),
+                    other => errors.push(format!("attempt {} replaced_by {next} but that is {other:?}", r.id)),
                 }
                 if r.confirmation != Confirmation::Expired {
-                    errors.push(format!(
-                        "attempt {} has a successor but is {:?}",
-                        r.id, r.confirmation
-                    ));
+                    errors.push(format!("attempt {} has a successor but is {:?}", r.id, r.confirmation));
                 }
             }
         }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("{}\n{}", errors.join("\n"), self.dump()))
-        }
+        if errors.is_empty() { Ok(()) } else { Err(format!("{}\n{}", errors.join("\n"), self.dump())) }
     }
 
     /// A readable picture of client and server state.
     pub fn dump(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "now = {} (T0 + {} ms), online = {}",
-            format_rfc3339(self.now),
-            self.now - T0,
-            self.online
-        );
+        let _ =
+            writeln!(out, "now = {} (T0 + {} ms), online = {}", format_rfc3339(self.now), self.now - T0, self.online);
         for tab in &self.tabs {
             let _ = writeln!(out, "tab {} records:", tab.id);
             for r in tab.page.records() {
@@ -2421,10 +2021,7 @@ impl Sim {
         let _ = writeln!(
             out,
             "in flight: {:?}",
-            self.inflight
-                .iter()
-                .map(|f| (f.tab, ReqKind::of(&f.command)))
-                .collect::<Vec<_>>()
+            self.inflight.iter().map(|f| (f.tab, ReqKind::of(&f.command))).collect::<Vec<_>>()
         );
         let _ = writeln!(out, "faults injected: {}", self.faults.injected.len());
         out
@@ -2436,34 +2033,16 @@ impl Sim {
 // ---------------------------------------------------------------------------
 
 pub fn jpeg(name: &str, size: u64) -> FileInfo {
-    FileInfo {
-        name: name.to_owned(),
-        size,
-        content_type: "image/jpeg".to_owned(),
-        last_modified: T0 - HOUR,
-    }
+    FileInfo { name: name.to_owned(), size, content_type: "image/jpeg".to_owned(), last_modified: T0 - HOUR }
 }
 
 /// A fresh record with a deterministic id.
 pub fn record(n: u128, size: u64) -> AttemptRecord {
-    AttemptRecord::new(
-        Uuid::from_u128(n),
-        EVENT,
-        jpeg(&format!("file-{n}.jpg"), size),
-        T0,
-    )
+    AttemptRecord::new(Uuid::from_u128(n), EVENT, jpeg(&format!("file-{n}.jpg"), size), T0)
 }
 
 /// Asserts a record is terminal with the given error code.
 pub fn assert_failed_with(record: &AttemptRecord, code: &str) {
-    assert!(
-        record.is_terminal(),
-        "expected terminal, got step {:?}",
-        record.step
-    );
-    assert_eq!(
-        record.error.as_ref().map(|e| e.code.as_str()),
-        Some(code),
-        "error of {record:?}"
-    );
+    assert!(record.is_terminal(), "expected terminal, got step {:?}", record.step);
+    assert_eq!(record.error.as_ref().map(|e| e.code.as_str()), Some(code), "error of {record:?}");
 }

@@ -14,15 +14,17 @@ use upload_once_core::restrictions::{
 use upload_once_core::time::format_rfc3339;
 use upload_once_core::wire::{
     AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, MAX_STATUS_IDS, Media, Moderation,
-    ModerationPolicy, PartsRequest, PartsResponse, Problem, Rejection, SignedPart, StatusRequest, StatusResponse, StoredPart,
-    Upload,
+    ModerationPolicy, PartsRequest, PartsResponse, Problem, Rejection, SignedPart, StatusRequest, StatusResponse,
+    StoredPart, Upload,
 };
 use uuid::Uuid;
 
 use super::extract::{ApiJson, ApiPath, event, require_session};
 use crate::error::{Error, Result};
 use crate::metrics::ConfirmOutcome;
-use crate::multipart::{PartPlan, check_part_requests, composite_sha256, parts_to_complete, stored_parts, with_digests};
+use crate::multipart::{
+    PartPlan, check_part_requests, composite_sha256, parts_to_complete, stored_parts, with_digests,
+};
 use crate::secrets::new_object_key;
 use crate::state::AppState;
 use crate::storage::{ObjectMeta, PartGrant, PutGrant};
@@ -110,7 +112,8 @@ pub async fn authorize(
     if let Some(sha) = &req.sha256 {
         check_sha256(sha)?;
     }
-    let limits = Restrictions { max_file_bytes: Some(event.max_file_bytes), allowed_types: event.allowed_types.clone() };
+    let limits =
+        Restrictions { max_file_bytes: Some(event.max_file_bytes), allowed_types: event.allowed_types.clone() };
     limits.check(req.size, &content_type)?;
 
     let now = state.now();
@@ -131,7 +134,11 @@ pub async fn authorize(
             plan: PartPlan::for_size(req.size, state.config.multipart_threshold, state.config.part_size),
         })
         .await?;
-    if row.filename != req.filename || row.size != req.size || row.content_type != content_type || row.sha256 != req.sha256 {
+    if row.filename != req.filename
+        || row.size != req.size
+        || row.content_type != content_type
+        || row.sha256 != req.sha256
+    {
         return Err(Error::problem(
             ErrorCode::IdReused,
             "this attempt id was already used for a different file; mint a new id for a new file",
@@ -173,7 +180,9 @@ pub async fn renew(
     }
     match row.state {
         AttemptState::Authorized => Ok(Json(attempt_response(&state, &row, None))),
-        AttemptState::Confirmed => Err(Error::problem(ErrorCode::AlreadyConfirmed, "this attempt is already confirmed")),
+        AttemptState::Confirmed => {
+            Err(Error::problem(ErrorCode::AlreadyConfirmed, "this attempt is already confirmed"))
+        }
         AttemptState::Rejected => Err(rejected_error(&row)),
         AttemptState::Expired => Err(expired_error()),
     }
@@ -187,11 +196,16 @@ fn parts_allowed(state: &AppState, a: &AttemptRow) -> Result<PartPlan> {
         return Err(expired_error());
     }
     let Some(plan) = a.plan else {
-        return Err(Error::problem(ErrorCode::NotMultipart, "this attempt goes up in one PUT: renew it for a fresh URL"));
+        return Err(Error::problem(
+            ErrorCode::NotMultipart,
+            "this attempt goes up in one PUT: renew it for a fresh URL",
+        ));
     };
     match a.state {
         AttemptState::Authorized => Ok(plan),
-        AttemptState::Confirmed => Err(Error::problem(ErrorCode::AlreadyConfirmed, "this attempt is already confirmed")),
+        AttemptState::Confirmed => {
+            Err(Error::problem(ErrorCode::AlreadyConfirmed, "this attempt is already confirmed"))
+        }
         AttemptState::Rejected => Err(rejected_error(a)),
         AttemptState::Expired => Err(expired_error()),
     }
@@ -306,7 +320,9 @@ async fn held(state: AppState, a: AttemptRow) -> Result<Held> {
         (None, _) => None,
         (Some(_), _) if object_stored => None,
         (Some(_), None) => Some(Vec::new()),
-        (Some(_), Some(upload_id)) => Some(state.objects.list_parts(&a.object_key, upload_id).await?.unwrap_or_default()),
+        (Some(_), Some(upload_id)) => {
+            Some(state.objects.list_parts(&a.object_key, upload_id).await?.unwrap_or_default())
+        }
     };
     Ok(Held { row_id: a.row_id, object_stored, parts })
 }
@@ -414,11 +430,17 @@ fn mismatch(
         return Some((ErrorCode::SizeMismatch, format!("{what} is {size} bytes but {} were authorized", a.size)));
     }
     if content_type != a.content_type {
-        return Some((ErrorCode::TypeMismatch, format!("{what} is {content_type} but {} was authorized", a.content_type)));
+        return Some((
+            ErrorCode::TypeMismatch,
+            format!("{what} is {content_type} but {} was authorized", a.content_type),
+        ));
     }
     if let (Some(expected), Some(actual)) = (a.sha256.as_deref(), sha256) {
         if expected != actual {
-            return Some((ErrorCode::ChecksumMismatch, format!("{what} has SHA-256 {actual} but {expected} was authorized")));
+            return Some((
+                ErrorCode::ChecksumMismatch,
+                format!("{what} has SHA-256 {actual} but {expected} was authorized"),
+            ));
         }
     }
     None
@@ -438,9 +460,9 @@ async fn assembled(
 ) -> Result<Option<(ObjectMeta, Option<String>)>> {
     let recorded = lock.part_digests().await?;
     if let Some(object) = state.objects.head(&a.object_key).await? {
-        let signed = composite_sha256((1..=plan.part_count).map(|n| {
-            recorded.iter().find(|d| d.number == n).and_then(|d| d.sha256.as_deref())
-        }));
+        let signed = composite_sha256(
+            (1..=plan.part_count).map(|n| recorded.iter().find(|d| d.number == n).and_then(|d| d.sha256.as_deref())),
+        );
         let composite = object.composite_sha256.clone().or(signed);
         return Ok(Some((object, composite)));
     }
@@ -461,7 +483,12 @@ async fn assembled(
 /// Confirms an attempt: create-or-return its media record, in one
 /// transaction holding the attempt's row lock. Never read-then-insert.
 /// Counts the outcome ([`ConfirmOutcome`]).
-pub async fn confirm_attempt(state: &AppState, session: &SessionRow, id: Uuid, req: &ConfirmRequest) -> Result<MediaRow> {
+pub async fn confirm_attempt(
+    state: &AppState,
+    session: &SessionRow,
+    id: Uuid,
+    req: &ConfirmRequest,
+) -> Result<MediaRow> {
     let result = confirm_under_lock(state, session, id, req).await;
     let outcome = match &result {
         Ok((_, outcome)) => Some(*outcome),
@@ -527,7 +554,9 @@ async fn confirm_under_lock(
             return Err(e);
         }
     };
-    if let Some((code, reason)) = mismatch(&a, "the stored object", object.size, &object.content_type, object.sha256.as_deref()) {
+    if let Some((code, reason)) =
+        mismatch(&a, "the stored object", object.size, &object.content_type, object.sha256.as_deref())
+    {
         lock.reject(code.as_str(), &reason).await?;
         return Err(Error::problem(code, reason));
     }

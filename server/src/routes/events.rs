@@ -8,8 +8,8 @@ use upload_once_core::ErrorCode;
 use upload_once_core::restrictions::is_valid_type_pattern;
 use upload_once_core::time::format_rfc3339;
 use upload_once_core::wire::{
-    CreateEventRequest, CreateEventResponse, CreateSessionRequest, EventInfo, MediaListResponse,
-    Moderation, ModerationRequest, Problem, SessionResponse, WallResponse,
+    CreateEventRequest, CreateEventResponse, CreateSessionRequest, EventInfo, MediaListResponse, Moderation,
+    ModerationRequest, Problem, SessionResponse, WallResponse,
 };
 use uuid::Uuid;
 
@@ -38,9 +38,7 @@ pub fn event_info(e: &EventRow) -> EventInfo {
 fn is_valid_slug(slug: &str) -> bool {
     (1..=64).contains(&slug.len())
         && !slug.starts_with('-')
-        && slug
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && slug.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
 /// Checks an event definition.
@@ -49,10 +47,7 @@ pub fn validate_event(req: &CreateEventRequest) -> Result<()> {
     if !is_valid_slug(&req.slug) {
         return invalid("slug must be 1-64 characters of a-z, 0-9 and -, not starting with -");
     }
-    if req.title.trim().is_empty()
-        || req.title.chars().count() > 200
-        || req.title.chars().any(char::is_control)
-    {
+    if req.title.trim().is_empty() || req.title.chars().count() > 200 || req.title.chars().any(char::is_control) {
         return invalid("title must be 1-200 characters without control characters");
     }
     if req.max_file_bytes == 0 {
@@ -68,10 +63,7 @@ pub fn validate_event(req: &CreateEventRequest) -> Result<()> {
 }
 
 /// Creates an event and its guest code and host token.
-pub async fn create_event_row(
-    state: &AppState,
-    req: &CreateEventRequest,
-) -> Result<(EventRow, CreateEventResponse)> {
+pub async fn create_event_row(state: &AppState, req: &CreateEventRequest) -> Result<(EventRow, CreateEventResponse)> {
     validate_event(req)?;
     let guest_code = new_guest_code();
     let host_token = new_token();
@@ -83,11 +75,7 @@ pub async fn create_event_row(
             slug: req.slug.clone(),
             title: req.title.trim().to_owned(),
             max_file_bytes: req.max_file_bytes,
-            allowed_types: req
-                .allowed_types
-                .iter()
-                .map(|p| p.trim().to_ascii_lowercase())
-                .collect(),
+            allowed_types: req.allowed_types.iter().map(|p| p.trim().to_ascii_lowercase()).collect(),
             moderation: req.moderation,
             guest_code: guest_code.clone(),
             host_token_hash: token_hash(&host_token),
@@ -95,12 +83,7 @@ pub async fn create_event_row(
             created_at: state.now(),
         })
         .await?;
-    let response = CreateEventResponse {
-        event: event_info(&row),
-        guest_code,
-        host_token,
-        wall_token,
-    };
+    let response = CreateEventResponse { event: event_info(&row), guest_code, host_token, wall_token };
     Ok((row, response))
 }
 
@@ -140,22 +123,13 @@ pub async fn create_session(
     ApiJson(req): ApiJson<CreateSessionRequest>,
 ) -> Result<(StatusCode, Json<SessionResponse>)> {
     let event = event(&state, &slug).await?;
-    if !constant_time_eq(
-        &req.guest_code.trim().to_ascii_lowercase(),
-        &event.guest_code,
-    ) {
-        return Err(Error::problem(
-            ErrorCode::WrongGuestCode,
-            "this guest code does not open this event",
-        ));
+    if !constant_time_eq(&req.guest_code.trim().to_ascii_lowercase(), &event.guest_code) {
+        return Err(Error::problem(ErrorCode::WrongGuestCode, "this guest code does not open this event"));
     }
     let token = new_token();
     let now = state.now();
     let expires_at = now + state.config.effective_session_ttl().as_millis() as i64;
-    state
-        .records
-        .create_session(event.id, &token_hash(&token), now, expires_at)
-        .await?;
+    state.records.create_session(event.id, &token_hash(&token), now, expires_at).await?;
     Ok((
         StatusCode::CREATED,
         Json(SessionResponse {
@@ -191,9 +165,7 @@ pub async fn list_media(
     let event = event(&state, &slug).await?;
     require_host(&headers, &event)?;
     let rows = state.records.list_media(event.id, query.moderation).await?;
-    Ok(Json(MediaListResponse {
-        media: rows.iter().map(|m| state.media_json(m)).collect(),
-    }))
+    Ok(Json(MediaListResponse { media: rows.iter().map(|m| state.media_json(m)).collect() }))
 }
 
 /// `POST /v1/media/{id}/moderation`
@@ -213,39 +185,17 @@ pub async fn moderate(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(req): ApiJson<ModerationRequest>,
 ) -> Result<Json<upload_once_core::wire::Media>> {
-    let token = bearer(&headers).ok_or_else(|| {
-        Error::problem(
-            ErrorCode::Unauthorized,
-            "send Authorization: Bearer <host token>",
-        )
-    })?;
-    let media = state
-        .records
-        .media(id)
-        .await?
-        .ok_or_else(|| Error::not_found("media"))?;
-    let event = state
-        .records
-        .event_by_id(media.event_id)
-        .await?
-        .ok_or_else(|| Error::not_found("media"))?;
+    let token = bearer(&headers)
+        .ok_or_else(|| Error::problem(ErrorCode::Unauthorized, "send Authorization: Bearer <host token>"))?;
+    let media = state.records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
+    let event = state.records.event_by_id(media.event_id).await?.ok_or_else(|| Error::not_found("media"))?;
     if !constant_time_eq(&token_hash(token), &event.host_token_hash) {
         // Guests and other events' hosts alike.
-        return Err(Error::problem(
-            ErrorCode::Forbidden,
-            "only this event's host may moderate its media",
-        ));
+        return Err(Error::problem(ErrorCode::Forbidden, "only this event's host may moderate its media"));
     }
-    let reason = req
-        .reason
-        .as_deref()
-        .map(str::trim)
-        .filter(|r| !r.is_empty());
+    let reason = req.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
     if reason.is_some_and(|r| r.chars().count() > MAX_REASON_CHARS) {
-        return Err(Error::problem(
-            ErrorCode::MalformedRequest,
-            "reason must be at most 500 characters",
-        ));
+        return Err(Error::problem(ErrorCode::MalformedRequest, "reason must be at most 500 characters"));
     }
     let row = state
         .records
@@ -274,43 +224,24 @@ fn decode_cursor(cursor: &str) -> Result<i64> {
         .strip_prefix('w')
         .and_then(|hex| i64::from_str_radix(hex, 16).ok())
         .filter(|seq| *seq >= 0)
-        .ok_or_else(|| {
-            Error::problem(
-                ErrorCode::InvalidQuery,
-                "`after` is not a cursor this server issued",
-            )
-        })
+        .ok_or_else(|| Error::problem(ErrorCode::InvalidQuery, "`after` is not a cursor this server issued"))
 }
 
 fn may_see_wall(headers: &HeaderMap, query: &WallQuery, event: &EventRow) -> Result<()> {
     if let Some(token) = bearer(headers) {
         let hash = token_hash(token);
-        if constant_time_eq(&hash, &event.wall_token_hash)
-            || constant_time_eq(&hash, &event.host_token_hash)
-        {
+        if constant_time_eq(&hash, &event.wall_token_hash) || constant_time_eq(&hash, &event.host_token_hash) {
             return Ok(());
         }
     }
-    let code = headers
-        .get("x-guest-code")
-        .and_then(|v| v.to_str().ok())
-        .or(query.code.as_deref());
+    let code = headers.get("x-guest-code").and_then(|v| v.to_str().ok()).or(query.code.as_deref());
     match code {
-        Some(code) if constant_time_eq(&code.trim().to_ascii_lowercase(), &event.guest_code) => {
-            Ok(())
+        Some(code) if constant_time_eq(&code.trim().to_ascii_lowercase(), &event.guest_code) => Ok(()),
+        Some(_) => Err(Error::problem(ErrorCode::WrongGuestCode, "this guest code does not open this event")),
+        None if bearer(headers).is_some() => {
+            Err(Error::problem(ErrorCode::Forbidden, "this token does not open the wall"))
         }
-        Some(_) => Err(Error::problem(
-            ErrorCode::WrongGuestCode,
-            "this guest code does not open this event",
-        )),
-        None if bearer(headers).is_some() => Err(Error::problem(
-            ErrorCode::Forbidden,
-            "this token does not open the wall",
-        )),
-        None => Err(Error::problem(
-            ErrorCode::Unauthorized,
-            "send the guest code, or a wall token as bearer",
-        )),
+        None => Err(Error::problem(ErrorCode::Unauthorized, "send the guest code, or a wall token as bearer")),
     }
 }
 
@@ -332,12 +263,7 @@ pub async fn wall(
 ) -> Result<Json<WallResponse>> {
     let event = event(&state, &slug).await?;
     may_see_wall(&headers, &query, &event)?;
-    let after = query
-        .after
-        .as_deref()
-        .map(decode_cursor)
-        .transpose()?
-        .unwrap_or(0);
+    let after = query.after.as_deref().map(decode_cursor).transpose()?.unwrap_or(0);
     let rows = state.records.wall(event.id, after, WALL_PAGE).await?;
     let next = rows.last().and_then(|m| m.wall_seq).unwrap_or(after);
     Ok(Json(WallResponse {

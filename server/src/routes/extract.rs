@@ -29,26 +29,18 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
 
 fn json_rejection(rejection: JsonRejection) -> Error {
     match rejection {
-        JsonRejection::MissingJsonContentType(_) => Error::problem(
-            ErrorCode::UnsupportedMediaType,
-            "send the body as JSON with Content-Type: application/json",
-        ),
+        JsonRejection::MissingJsonContentType(_) => {
+            Error::problem(ErrorCode::UnsupportedMediaType, "send the body as JSON with Content-Type: application/json")
+        }
         JsonRejection::JsonDataError(e) => {
             let text = e.body_text();
             // uuid's deserializer names itself: a body id that is not a UUID.
-            let code = if text.contains("UUID parsing failed") {
-                ErrorCode::InvalidId
-            } else {
-                ErrorCode::MalformedRequest
-            };
+            let code =
+                if text.contains("UUID parsing failed") { ErrorCode::InvalidId } else { ErrorCode::MalformedRequest };
             Error::problem(code, text)
         }
-        JsonRejection::JsonSyntaxError(e) => {
-            Error::problem(ErrorCode::MalformedRequest, e.body_text())
-        }
-        JsonRejection::BytesRejection(e)
-            if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE =>
-        {
+        JsonRejection::JsonSyntaxError(e) => Error::problem(ErrorCode::MalformedRequest, e.body_text()),
+        JsonRejection::BytesRejection(e) if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => {
             Error::problem(ErrorCode::PayloadTooLarge, "the request body is too large")
         }
         other => Error::problem(ErrorCode::MalformedRequest, other.body_text()),
@@ -64,10 +56,9 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self> {
         match axum::extract::Path::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Path(value)) => Ok(ApiPath(value)),
-            Err(PathRejection::FailedToDeserializePathParams(e)) => Err(Error::problem(
-                ErrorCode::InvalidId,
-                format!("malformed path parameter: {}", e.body_text()),
-            )),
+            Err(PathRejection::FailedToDeserializePathParams(e)) => {
+                Err(Error::problem(ErrorCode::InvalidId, format!("malformed path parameter: {}", e.body_text())))
+            }
             Err(other) => Err(Error::problem(ErrorCode::InvalidId, other.body_text())),
         }
     }
@@ -92,22 +83,13 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
 
 /// The bearer token of a request, if any.
 pub fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers
-        .get(axum::http::header::AUTHORIZATION)?
-        .to_str()
-        .ok()?;
+    let value = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
-    scheme
-        .eq_ignore_ascii_case("bearer")
-        .then(|| token.trim())
-        .filter(|t| !t.is_empty())
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
 }
 
 fn missing_bearer() -> Error {
-    Error::problem(
-        ErrorCode::Unauthorized,
-        "send Authorization: Bearer <token>",
-    )
+    Error::problem(ErrorCode::Unauthorized, "send Authorization: Bearer <token>")
 }
 
 /// Requires the admin token.
@@ -116,26 +98,16 @@ pub fn require_admin(state: &AppState, headers: &HeaderMap) -> Result<()> {
     if constant_time_eq(token, &state.admin_token) {
         Ok(())
     } else {
-        Err(Error::problem(
-            ErrorCode::Forbidden,
-            "this token may not create events",
-        ))
+        Err(Error::problem(ErrorCode::Forbidden, "this token may not create events"))
     }
 }
 
 /// Requires a live guest session.
 pub async fn require_session(state: &AppState, headers: &HeaderMap) -> Result<SessionRow> {
     let token = bearer(headers).ok_or_else(missing_bearer)?;
-    state
-        .records
-        .session_by_token_hash(&token_hash(token), state.now())
-        .await?
-        .ok_or_else(|| {
-            Error::problem(
-                ErrorCode::InvalidSession,
-                "the guest session is unknown or has expired; join the event again",
-            )
-        })
+    state.records.session_by_token_hash(&token_hash(token), state.now()).await?.ok_or_else(|| {
+        Error::problem(ErrorCode::InvalidSession, "the guest session is unknown or has expired; join the event again")
+    })
 }
 
 /// Requires the host token of `event`.
@@ -144,18 +116,11 @@ pub fn require_host(headers: &HeaderMap, event: &EventRow) -> Result<()> {
     if constant_time_eq(&token_hash(token), &event.host_token_hash) {
         Ok(())
     } else {
-        Err(Error::problem(
-            ErrorCode::Forbidden,
-            "only this event's host may do this",
-        ))
+        Err(Error::problem(ErrorCode::Forbidden, "only this event's host may do this"))
     }
 }
 
 /// An event by slug, or `404`.
 pub async fn event(state: &AppState, slug: &str) -> Result<EventRow> {
-    state
-        .records
-        .event_by_slug(slug)
-        .await?
-        .ok_or_else(|| Error::not_found("event"))
+    state.records.event_by_slug(slug).await?.ok_or_else(|| Error::not_found("event"))
 }

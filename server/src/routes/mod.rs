@@ -54,13 +54,8 @@ pub async fn healthz(State(state): State<AppState>) -> Result<&'static str> {
         description = "database_unavailable or object_store_unavailable: why, in `detail` (the database's reason first when both fail)"),
 ))]
 pub async fn readyz(State(state): State<AppState>) -> Response {
-    let (database, objects) = tokio::join!(
-        crate::ops::probe_database(&state),
-        crate::ops::probe_objects(&state)
-    );
-    let database = database
-        .err()
-        .map(|e| format!("the database does not take writes: {e}"));
+    let (database, objects) = tokio::join!(crate::ops::probe_database(&state), crate::ops::probe_objects(&state));
+    let database = database.err().map(|e| format!("the database does not take writes: {e}"));
     let objects = objects.err().map(|e| match e {
         crate::Error::ObjectStore(reason) => {
             format!("the object store cannot take uploads: {reason}")
@@ -72,14 +67,7 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
         (Some(_), _) => ErrorCode::DatabaseUnavailable,
         (None, Some(_)) => ErrorCode::ObjectStoreUnavailable,
     };
-    problem_response(
-        code,
-        [database, objects]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>()
-            .join("; "),
-    )
+    problem_response(code, [database, objects].into_iter().flatten().collect::<Vec<_>>().join("; "))
 }
 
 /// `GET /openapi.json`: the document [`api`] makes.
@@ -87,9 +75,7 @@ fn openapi(doc: utoipa::openapi::OpenApi) -> axum::routing::MethodRouter<AppStat
     let doc = std::sync::Arc::new(doc);
     get(async move || {
         let mut response = Json(doc.as_ref()).into_response();
-        response
-            .headers_mut()
-            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         response
     })
 }
@@ -97,10 +83,7 @@ fn openapi(doc: utoipa::openapi::OpenApi) -> axum::routing::MethodRouter<AppStat
 /// `POST /v1/admin/sweep` (admin): runs the sweeper now.
 #[utoipa::path(post, path = "/v1/admin/sweep", tag = "operations", security(("admin" = [])),
     responses((status = 200, body = SweepReport)))]
-pub async fn admin_sweep(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-) -> Result<Json<SweepReport>> {
+pub async fn admin_sweep(State(state): State<AppState>, headers: HeaderMap) -> Result<Json<SweepReport>> {
     extract::require_admin(&state, &headers)?;
     Ok(Json(sweep_once(&state).await?))
 }
@@ -112,10 +95,7 @@ pub async fn admin_test_hooks(
     extract::ApiJson(request): extract::ApiJson<crate::test_hooks::TestHooksRequest>,
 ) -> Result<&'static str> {
     let Some(hooks) = &state.test_hooks else {
-        return Err(crate::error::Error::problem(
-            ErrorCode::RouteNotFound,
-            "no such route",
-        ));
+        return Err(crate::error::Error::problem(ErrorCode::RouteNotFound, "no such route"));
     };
     extract::require_admin(&state, &headers)?;
     hooks.set(&request);
@@ -127,10 +107,7 @@ async fn route_not_found() -> Response {
 }
 
 async fn method_not_allowed() -> Response {
-    problem_response(
-        ErrorCode::MethodNotAllowed,
-        "this route does not take that method".into(),
-    )
+    problem_response(ErrorCode::MethodNotAllowed, "this route does not take that method".into())
 }
 
 fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
@@ -138,10 +115,7 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
 }
 
 fn cors(origins: &[String]) -> CorsLayer {
-    let origins: Vec<HeaderValue> = origins
-        .iter()
-        .filter_map(|o| HeaderValue::from_str(o).ok())
-        .collect();
+    let origins: Vec<HeaderValue> = origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()).collect();
     CorsLayer::new()
         .allow_origin(AllowOrigin::list(origins))
         .allow_methods([Method::GET, Method::POST, Method::PUT, Method::OPTIONS])
@@ -153,11 +127,7 @@ fn cors(origins: &[String]) -> CorsLayer {
             HeaderName::from_static("x-guest-code"),
             HeaderName::from_static("x-amz-checksum-sha256"),
         ])
-        .expose_headers([
-            header::ETAG,
-            header::RETRY_AFTER,
-            HeaderName::from_static(crate::logs::REQUEST_ID),
-        ])
+        .expose_headers([header::ETAG, header::RETRY_AFTER, HeaderName::from_static(crate::logs::REQUEST_ID)])
         .max_age(Duration::from_secs(600))
 }
 
@@ -186,10 +156,7 @@ pub fn api(state: &AppState) -> OpenApiRouter<AppState> {
         .route("/v1/admin/test-hooks", post(admin_test_hooks))
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
         .routes(routes!(storage::put_object))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            crate::ops::run_to_completion,
-        ))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::ops::run_to_completion))
         // Only reads what is kept: no durable work, and not itself a
         // request in flight.
         .routes(routes!(crate::metrics::serve))
@@ -203,17 +170,11 @@ pub fn app(state: AppState) -> Router {
 
     let mut router = api.method_not_allowed_fallback(method_not_allowed);
     let config = &state.config;
-    if let Some(pkg) = config
-        .pkg_dir
-        .clone()
-        .or_else(|| Some("pkg".into()).filter(|p: &std::path::PathBuf| p.is_dir()))
+    if let Some(pkg) = config.pkg_dir.clone().or_else(|| Some("pkg".into()).filter(|p: &std::path::PathBuf| p.is_dir()))
     {
         router = router.nest_service("/pkg", ServeDir::new(pkg));
     }
-    let www = config
-        .www_dir
-        .clone()
-        .or_else(|| Some("www".into()).filter(|p: &std::path::PathBuf| p.is_dir()));
+    let www = config.www_dir.clone().or_else(|| Some("www".into()).filter(|p: &std::path::PathBuf| p.is_dir()));
     router = match www {
         Some(www) => router.fallback_service(
             ServeDir::new(www)
@@ -226,10 +187,7 @@ pub fn app(state: AppState) -> Router {
     router
         .layer(cors(&config.allowed_origins))
         .layer(CatchPanicLayer::custom(panic_response))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            crate::metrics::count_requests,
-        ))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::metrics::count_requests))
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         // A failing database is logged once per outage by the health record
         // (`ops`), not once per response.

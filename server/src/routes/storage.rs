@@ -51,7 +51,10 @@ pub async fn put_object(
     }
     if let Some(length) = headers.get(header::CONTENT_LENGTH) {
         if length.to_str().ok().and_then(|l| l.parse::<u64>().ok()) != Some(query.len) {
-            return Err(Error::problem(ErrorCode::LengthMismatch, format!("the URL was signed for exactly {} bytes", query.len)));
+            return Err(Error::problem(
+                ErrorCode::LengthMismatch,
+                format!("the URL was signed for exactly {} bytes", query.len),
+            ));
         }
     }
     let attempt_allows_upload = async || -> Result<()> {
@@ -60,10 +63,13 @@ pub async fn put_object(
         match attempt.map(|a| (a.state, a.expires_at)) {
             Some((AttemptState::Authorized, expires_at)) if now < expires_at => Ok(()),
             Some((AttemptState::Authorized, _)) => Err(Error::problem(ErrorCode::Expired, "this attempt has expired")),
-            Some((AttemptState::Confirmed, _)) => {
-                Err(Error::problem(ErrorCode::AlreadyConfirmed, "this object belongs to a confirmed attempt and cannot change"))
+            Some((AttemptState::Confirmed, _)) => Err(Error::problem(
+                ErrorCode::AlreadyConfirmed,
+                "this object belongs to a confirmed attempt and cannot change",
+            )),
+            Some((AttemptState::Expired, _)) | None => {
+                Err(Error::problem(ErrorCode::Expired, "this attempt has expired"))
             }
-            Some((AttemptState::Expired, _)) | None => Err(Error::problem(ErrorCode::Expired, "this attempt has expired")),
             Some((AttemptState::Rejected, _)) => Err(Error::problem(ErrorCode::Expired, "this attempt was rejected")),
         }
     };
@@ -150,7 +156,10 @@ pub async fn media_content(
     let content_type = if inline { media.content_type.as_str() } else { "application/octet-stream" };
     let mut response = Response::new(Body::from_stream(stream));
     let h = response.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_str(content_type).unwrap_or(HeaderValue::from_static("application/octet-stream")));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_str(content_type).unwrap_or(HeaderValue::from_static("application/octet-stream")),
+    );
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(meta.size));
     h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
     h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("default-src 'none'; sandbox"));

@@ -175,7 +175,9 @@ fn absent_is_fine(result: io::Result<()>) -> Result<()> {
 pub fn is_valid_key(key: &str) -> bool {
     !key.is_empty()
         && key.len() <= 200
-        && key.split('/').all(|seg| !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'))
+        && key.split('/').all(|seg| {
+            !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        })
 }
 
 /// Files on local disk, written through signed URLs.
@@ -195,7 +197,12 @@ impl LocalObjectStore {
     pub fn open(root: &Path, public_base: &str, signer: Signer) -> Result<LocalObjectStore> {
         std::fs::create_dir_all(root.join(".tmp"))?;
         std::fs::create_dir_all(root.join(".parts"))?;
-        Ok(LocalObjectStore { root: root.to_owned(), public_base: public_base.to_owned(), signer, commit_lock: Mutex::new(()) })
+        Ok(LocalObjectStore {
+            root: root.to_owned(),
+            public_base: public_base.to_owned(),
+            signer,
+            commit_lock: Mutex::new(()),
+        })
     }
 
     fn message(key: &str, content_type: &str, size: u64, exp_secs: i64, sha: Option<&str>) -> String {
@@ -227,9 +234,10 @@ impl LocalObjectStore {
                 Self::part_message(key, upload_id, number, q.len, q.exp, q.sha.as_deref()),
                 SignedTarget::Part { upload_id: upload_id.clone(), number },
             ),
-            (None, None, Some(ct)) => {
-                (Self::message(key, ct, q.len, q.exp, q.sha.as_deref()), SignedTarget::Object { content_type: ct.clone() })
-            }
+            (None, None, Some(ct)) => (
+                Self::message(key, ct, q.len, q.exp, q.sha.as_deref()),
+                SignedTarget::Object { content_type: ct.clone() },
+            ),
             _ => {
                 return Err(Error::problem(
                     ErrorCode::InvalidQuery,
@@ -242,7 +250,10 @@ impl LocalObjectStore {
             SignedTarget::Object { .. } => true,
         };
         if !is_valid_key(key) || !upload_ok || !self.signer.verify(&message, &q.sig) {
-            return Err(Error::problem(ErrorCode::BadSignature, "the upload URL's signature does not match its parameters"));
+            return Err(Error::problem(
+                ErrorCode::BadSignature,
+                "the upload URL's signature does not match its parameters",
+            ));
         }
         Self::check_expiry(q, now)?;
         Ok(target)
@@ -270,11 +281,17 @@ impl LocalObjectStore {
         let mut hasher = Sha256::new();
         while let Some(chunk) = body.next().await {
             let chunk = chunk.map_err(|e| {
-                Error::problem(ErrorCode::IncompleteBody, format!("the upload was cut off after {} bytes: {e}", received.size))
+                Error::problem(
+                    ErrorCode::IncompleteBody,
+                    format!("the upload was cut off after {} bytes: {e}", received.size),
+                )
             })?;
             received.size += chunk.len() as u64;
             if received.size > max {
-                return Err(Error::problem(ErrorCode::LengthMismatch, format!("the body is longer than the signed {max} bytes")));
+                return Err(Error::problem(
+                    ErrorCode::LengthMismatch,
+                    format!("the body is longer than the signed {max} bytes"),
+                ));
             }
             hasher.update(&chunk);
             file.write_all(&chunk).await?;
@@ -304,7 +321,9 @@ impl LocalObjectStore {
     /// [`LocalObjectStore::commit`] with the commit lock held.
     async fn commit_locked(&self, key: &str, meta: MetaFile, received: Received) -> Result<Commit> {
         if let Some(existing) = self.read_meta(key).await? {
-            return if existing.sha256.as_deref() == Some(meta.sha256.as_str()) && existing.content_type == meta.content_type {
+            return if existing.sha256.as_deref() == Some(meta.sha256.as_str())
+                && existing.content_type == meta.content_type
+            {
                 Ok(Commit::AlreadyStored(existing))
             } else {
                 Err(Error::problem(ErrorCode::ObjectExists, "different bytes are already stored under this key"))
@@ -347,7 +366,10 @@ impl LocalObjectStore {
         if tokio::fs::try_exists(&part_path).await? {
             return match self.read_part_meta(&dir, number).await? {
                 Some(existing) if existing.sha256 == received.sha256 => Ok(existing.sha256),
-                _ => Err(Error::problem(ErrorCode::ObjectExists, format!("different bytes are already stored as part {number}"))),
+                _ => Err(Error::problem(
+                    ErrorCode::ObjectExists,
+                    format!("different bytes are already stored as part {number}"),
+                )),
             };
         }
         // The record first, the part's rename last: a part is never in place
@@ -440,7 +462,10 @@ impl LocalObjectStore {
             }
             let sha256 = hex::encode(hasher.finalize());
             if size != part.size || recorded.is_none_or(|r| r.sha256 != sha256 || r.size != size) {
-                return Err(Error::ObjectStore(format!("part {} no longer holds the bytes it was stored with", part.number)));
+                return Err(Error::ObjectStore(format!(
+                    "part {} no longer holds the bytes it was stored with",
+                    part.number
+                )));
             }
             received.size += size;
             digests.push(sha256);
@@ -568,7 +593,12 @@ impl ObjectStore for LocalObjectStore {
         }
         url.push_str("&sig=");
         url.push_str(&sig);
-        UploadInstruction { method: "PUT".to_owned(), url, headers: BTreeMap::new(), expires_at: format_rfc3339(exp_secs * 1000) }
+        UploadInstruction {
+            method: "PUT".to_owned(),
+            url,
+            headers: BTreeMap::new(),
+            expires_at: format_rfc3339(exp_secs * 1000),
+        }
     }
 
     async fn list_parts(&self, _key: &str, upload_id: &str) -> Result<Option<Vec<ListedPart>>> {
@@ -585,7 +615,8 @@ impl ObjectStore for LocalObjectStore {
         let done = async {
             if self.read_meta(key).await?.is_none() {
                 let record: UploadFile = match tokio::fs::read(dir.join("upload.json")).await {
-                    Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::Io(io::Error::new(io::ErrorKind::InvalidData, e)))?,
+                    Ok(bytes) => serde_json::from_slice(&bytes)
+                        .map_err(|e| Error::Io(io::Error::new(io::ErrorKind::InvalidData, e)))?,
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {
                         return Err(Error::ObjectStore(format!("no upload {upload_id} for {key}")));
                     }

@@ -136,11 +136,8 @@ pub trait ObjectStore: Send + Sync + 'static {
 }
 
 /// What a query value keeps as it is: RFC 3986's unreserved characters.
-const QUERY_VALUE: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
+const QUERY_VALUE: &percent_encoding::AsciiSet =
+    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
 
 /// Percent-encodes a query value (RFC 3986 unreserved characters kept).
 pub fn percent_encode(value: &str) -> String {

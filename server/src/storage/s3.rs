@@ -34,8 +34,8 @@ use base64::engine::general_purpose::STANDARD;
 use futures_util::StreamExt;
 use instant_xml::{FromXml, ToXml};
 use rusty_s3::actions::{
-    AbortMultipartUpload, CompleteMultipartUpload, CreateMultipartUpload, DeleteObject, GetObject, HeadBucket, HeadObject,
-    ListObjectsV2, ListParts, PutObject, UploadPart,
+    AbortMultipartUpload, CompleteMultipartUpload, CreateMultipartUpload, DeleteObject, GetObject, HeadBucket,
+    HeadObject, ListObjectsV2, ListParts, PutObject, UploadPart,
 };
 use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
 use upload_once_core::restrictions::normalize_content_type;
@@ -193,8 +193,10 @@ fn real_now() -> jiff::Timestamp {
 impl S3ObjectStore {
     /// A store for `settings`; URL expiry is counted on `clock`.
     pub fn new(settings: &S3Settings, clock: Arc<dyn Clock>) -> Result<S3ObjectStore> {
-        let endpoint: url::Url =
-            settings.endpoint.parse().map_err(|e| Error::Config(format!("--s3-endpoint `{}`: {e}", settings.endpoint)))?;
+        let endpoint: url::Url = settings
+            .endpoint
+            .parse()
+            .map_err(|e| Error::Config(format!("--s3-endpoint `{}`: {e}", settings.endpoint)))?;
         if endpoint.scheme() == "https" && !cfg!(feature = "s3-tls") {
             return Err(Error::Config(
                 "--s3-endpoint is https, but this server was built without the `s3-tls` feature (cargo build --features s3-tls)".into(),
@@ -305,7 +307,12 @@ impl ObjectStore for S3ObjectStore {
         // the signature.
         action.headers_mut().insert("content-length", size);
         let url = action.sign_with_time(expires_in, &signed_at);
-        UploadInstruction { method: "PUT".to_owned(), url: url.to_string(), headers, expires_at: format_rfc3339(exp_secs * 1000) }
+        UploadInstruction {
+            method: "PUT".to_owned(),
+            url: url.to_string(),
+            headers,
+            expires_at: format_rfc3339(exp_secs * 1000),
+        }
     }
 
     async fn create_multipart(&self, key: &str, content_type: &str) -> Result<String> {
@@ -326,7 +333,8 @@ impl ObjectStore for S3ObjectStore {
             return Err(Self::unexpected("CreateMultipartUpload", response.status()));
         }
         let text = response.text().await.map_err(|e| unavailable("CreateMultipartUpload", e))?;
-        let parsed = CreateMultipartUpload::parse_response(&text).map_err(|e| unavailable("CreateMultipartUpload", e))?;
+        let parsed =
+            CreateMultipartUpload::parse_response(&text).map_err(|e| unavailable("CreateMultipartUpload", e))?;
         Ok(parsed.upload_id().to_owned())
     }
 
@@ -345,7 +353,12 @@ impl ObjectStore for S3ObjectStore {
         // length fails the signature.
         action.headers_mut().insert("content-length", g.size.to_string());
         let url = action.sign_with_time(expires_in, &signed_at);
-        UploadInstruction { method: "PUT".to_owned(), url: url.to_string(), headers, expires_at: format_rfc3339(exp_secs * 1000) }
+        UploadInstruction {
+            method: "PUT".to_owned(),
+            url: url.to_string(),
+            headers,
+            expires_at: format_rfc3339(exp_secs * 1000),
+        }
     }
 
     async fn list_parts(&self, key: &str, upload_id: &str) -> Result<Option<Vec<ListedPart>>> {
@@ -397,7 +410,8 @@ impl ObjectStore for S3ObjectStore {
                 .collect(),
         };
         let body = instant_xml::to_string(&body).map_err(|e| unavailable("CompleteMultipartUpload", e))?;
-        let action = CompleteMultipartUpload::new(&self.bucket, Some(&self.credentials), key, upload_id, std::iter::empty());
+        let action =
+            CompleteMultipartUpload::new(&self.bucket, Some(&self.credentials), key, upload_id, std::iter::empty());
         let url = action.sign_with_time(REQUEST_TTL, &real_now());
         // Assembling a large object takes S3 a while: no short time limit.
         let request = self.http.post(url).header("content-type", "application/xml").body(body);
@@ -423,9 +437,10 @@ impl ObjectStore for S3ObjectStore {
         // S3 keeps a part whose upload was in flight during the abort, and
         // says to list, and abort again, until none is left.
         match self.list_parts(key, upload_id).await? {
-            Some(parts) if !parts.is_empty() => {
-                Err(unavailable("AbortMultipartUpload", format!("{} parts remain; aborted again on the next pass", parts.len())))
-            }
+            Some(parts) if !parts.is_empty() => Err(unavailable(
+                "AbortMultipartUpload",
+                format!("{} parts remain; aborted again on the next pass", parts.len()),
+            )),
             _ => Ok(()),
         }
     }
@@ -461,7 +476,8 @@ impl ObjectStore for S3ObjectStore {
     }
 
     async fn delete(&self, key: &str) -> Result<()> {
-        let url = DeleteObject::new(&self.bucket, Some(&self.credentials), key).sign_with_time(REQUEST_TTL, &real_now());
+        let url =
+            DeleteObject::new(&self.bucket, Some(&self.credentials), key).sign_with_time(REQUEST_TTL, &real_now());
         let response = self.send("DELETE", self.http.delete(url).timeout(REQUEST_TIMEOUT)).await?;
         match response.status() {
             s if s.is_success() || s == reqwest::StatusCode::NOT_FOUND => Ok(()),
@@ -476,7 +492,9 @@ impl ObjectStore for S3ObjectStore {
         let response = self.send("HEAD bucket", self.http.head(url).timeout(REQUEST_TIMEOUT)).await?;
         match response.status() {
             s if s.is_success() => Ok(()),
-            reqwest::StatusCode::NOT_FOUND => Err(unavailable("HEAD bucket", format!("no bucket `{}`", self.bucket.name()))),
+            reqwest::StatusCode::NOT_FOUND => {
+                Err(unavailable("HEAD bucket", format!("no bucket `{}`", self.bucket.name())))
+            }
             s => Err(Self::unexpected("HEAD bucket", s)),
         }
     }
@@ -548,7 +566,10 @@ mod tests {
         assert_eq!((parsed.is_truncated, parsed.next_part_number_marker), (Some(true), Some(2)));
         assert_eq!(parsed.parts.len(), 2);
         assert_eq!(parsed.parts[0].checksum_sha256.as_deref(), Some("LPJNul+wow4m6DsqxbninhsWHlwfp0JecwQzYpOLmCQ="));
-        assert_eq!((parsed.parts[1].number, parsed.parts[1].size, parsed.parts[1].checksum_sha256.as_deref()), (2, 7, None));
+        assert_eq!(
+            (parsed.parts[1].number, parsed.parts[1].size, parsed.parts[1].checksum_sha256.as_deref()),
+            (2, 7, None)
+        );
         assert_eq!(parsed.parts[1].etag.as_deref(), Some("\"bb\""));
     }
 
@@ -561,7 +582,10 @@ mod tests {
             ],
         };
         let xml = instant_xml::to_string(&body).unwrap();
-        assert!(xml.starts_with("<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"), "{xml}");
+        assert!(
+            xml.starts_with("<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"),
+            "{xml}"
+        );
         assert!(
             xml.contains("<Part><PartNumber>1</PartNumber><ETag>&quot;aa&quot;</ETag><ChecksumSHA256>LPJN=</ChecksumSHA256></Part>"),
             "{xml}"

@@ -88,10 +88,7 @@ impl Dialect {
     /// write lock already does this.
     pub(crate) async fn lock_wall(self, conn: &mut AnyConnection) -> Result<()> {
         if self == Dialect::Postgres {
-            sqlx::query("SELECT pg_advisory_xact_lock($1)")
-                .bind(WALL_LOCK)
-                .execute(conn)
-                .await?;
+            sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(WALL_LOCK).execute(conn).await?;
         }
         Ok(())
     }
@@ -102,10 +99,7 @@ impl Dialect {
     /// ([`Dialect::begin_write`]) already does this.
     pub(crate) async fn lock_migrations(self, conn: &mut AnyConnection) -> Result<()> {
         if self == Dialect::Postgres {
-            sqlx::query("SELECT pg_advisory_xact_lock($1)")
-                .bind(MIGRATION_LOCK)
-                .execute(conn)
-                .await?;
+            sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(MIGRATION_LOCK).execute(conn).await?;
         }
         Ok(())
     }
@@ -113,9 +107,7 @@ impl Dialect {
     /// How many tables named `name` the schema has (0 or 1).
     pub(crate) fn count_tables_named(self) -> &'static str {
         match self {
-            Dialect::Sqlite => {
-                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = $1"
-            }
+            Dialect::Sqlite => "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = $1",
             Dialect::Postgres => {
                 "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1"
             }
@@ -135,10 +127,7 @@ impl Dialect {
     pub(crate) fn connect_options(self, url: &str) -> Result<AnyConnectOptions> {
         let mut options = AnyConnectOptions::from_str(url)?;
         let url = &mut options.database_url;
-        if self == Dialect::Sqlite
-            && !is_memory(url.as_str())
-            && !url.query_pairs().any(|(k, _)| k == "mode")
-        {
+        if self == Dialect::Sqlite && !is_memory(url.as_str()) && !url.query_pairs().any(|(k, _)| k == "mode") {
             url.query_pairs_mut().append_pair("mode", "rwc");
         }
         Ok(options)
@@ -157,9 +146,7 @@ impl Dialect {
             ),
             // A write that cannot get its lock soon is a retryable 503.
             Dialect::Postgres => {
-                format!(
-                    "SET lock_timeout = '{lock_wait}ms'; SET application_name = 'upload-once-server';"
-                )
+                format!("SET lock_timeout = '{lock_wait}ms'; SET application_name = 'upload-once-server';")
             }
         }
     }
@@ -171,11 +158,9 @@ impl Dialect {
         let options = AnyPoolOptions::new().acquire_timeout(LOCK_WAIT);
         match self {
             // An in-memory database lives in its one connection.
-            Dialect::Sqlite if is_memory(url) => options
-                .max_connections(1)
-                .min_connections(1)
-                .idle_timeout(None)
-                .max_lifetime(None),
+            Dialect::Sqlite if is_memory(url) => {
+                options.max_connections(1).min_connections(1).idle_timeout(None).max_lifetime(None)
+            }
             Dialect::Sqlite => options
                 .max_connections(8)
                 .min_connections(0)

@@ -28,11 +28,7 @@ pub async fn migrate(pool: &AnyPool, dialect: Dialect) -> Result<()> {
     let mut tx = pool.begin_with(dialect.begin_write()).await?;
     dialect.lock_migrations(&mut tx).await?;
     bridge_legacy_record(&mut tx, dialect).await?;
-    dialect
-        .migrations()
-        .run(&mut *tx)
-        .await
-        .map_err(sqlx::Error::from)?;
+    dialect.migrations().run(&mut *tx).await.map_err(sqlx::Error::from)?;
     tx.commit().await?;
     Ok(())
 }
@@ -42,21 +38,15 @@ pub async fn migrate(pool: &AnyPool, dialect: Dialect) -> Result<()> {
 /// name. A version this server does not know, or knows by another name, is
 /// refused.
 async fn bridge_legacy_record(conn: &mut AnyConnection, dialect: Dialect) -> Result<()> {
-    let tables: i64 = sqlx::query_scalar(dialect.count_tables_named())
-        .bind(LEGACY_TABLE)
-        .fetch_one(&mut *conn)
-        .await?;
+    let tables: i64 = sqlx::query_scalar(dialect.count_tables_named()).bind(LEGACY_TABLE).fetch_one(&mut *conn).await?;
     if tables == 0 {
         return Ok(());
     }
-    let legacy: Vec<(i64, String)> = sqlx::query_as(&format!(
-        "SELECT version, name FROM {LEGACY_TABLE} ORDER BY version"
-    ))
-    .fetch_all(&mut *conn)
-    .await?;
-    conn.ensure_migrations_table()
-        .await
-        .map_err(sqlx::Error::from)?;
+    let legacy: Vec<(i64, String)> =
+        sqlx::query_as(&format!("SELECT version, name FROM {LEGACY_TABLE} ORDER BY version"))
+            .fetch_all(&mut *conn)
+            .await?;
+    conn.ensure_migrations_table().await.map_err(sqlx::Error::from)?;
     let known = dialect.migrations();
     for (version, name) in legacy {
         let migration = known

@@ -284,11 +284,7 @@ pub trait RecordStore: Send + Sync + 'static {
     async fn extend_session(&self, session_id: i64, until: UnixMillis) -> Result<()>;
 
     /// A live session by token hash.
-    async fn session_by_token_hash(
-        &self,
-        hash: &str,
-        now: UnixMillis,
-    ) -> Result<Option<SessionRow>>;
+    async fn session_by_token_hash(&self, hash: &str, now: UnixMillis) -> Result<Option<SessionRow>>;
 
     /// Creates the attempt, or returns the one this session already has with
     /// that id (create-or-return, one statement). The bool is true when it
@@ -305,8 +301,7 @@ pub trait RecordStore: Send + Sync + 'static {
     async fn attempt_by_object_key(&self, key: &str) -> Result<Option<AttemptRow>>;
 
     /// Locks one attempt of a session for a state change.
-    async fn lock_attempt(&self, session_id: i64, id: Uuid)
-    -> Result<Option<Box<dyn AttemptLock>>>;
+    async fn lock_attempt(&self, session_id: i64, id: Uuid) -> Result<Option<Box<dyn AttemptLock>>>;
 
     /// Locks an attempt by internal id (sweeper).
     async fn lock_attempt_row(&self, row_id: i64) -> Result<Option<Box<dyn AttemptLock>>>;
@@ -334,11 +329,7 @@ pub trait RecordStore: Send + Sync + 'static {
     async fn media_for_attempts(&self, attempt_row_ids: &[i64]) -> Result<Vec<MediaRow>>;
 
     /// An event's media, oldest first, optionally only one moderation state.
-    async fn list_media(
-        &self,
-        event_id: i64,
-        moderation: Option<Moderation>,
-    ) -> Result<Vec<MediaRow>>;
+    async fn list_media(&self, event_id: i64, moderation: Option<Moderation>) -> Result<Vec<MediaRow>>;
 
     /// Applies a host decision; `None` if the media is not in that event.
     async fn moderate(
@@ -367,10 +358,7 @@ pub trait RecordStore: Send + Sync + 'static {
 pub fn keep_released_connection(in_transaction: bool, discarded: &AtomicU64) -> bool {
     if in_transaction {
         let n = discarded.fetch_add(1, Ordering::SeqCst) + 1;
-        tracing::warn!(
-            discarded = n,
-            "a database connection came back inside a transaction; closed, not reused"
-        );
+        tracing::warn!(discarded = n, "a database connection came back inside a transaction; closed, not reused");
     }
     !in_transaction
 }
@@ -390,9 +378,5 @@ pub fn policy_to_db(policy: ModerationPolicy) -> &'static str {
 
 /// Parses a moderation policy from the database.
 pub fn policy_from_db(text: &str) -> ModerationPolicy {
-    if text == "none" {
-        ModerationPolicy::None
-    } else {
-        ModerationPolicy::Required
-    }
+    if text == "none" { ModerationPolicy::None } else { ModerationPolicy::Required }
 }

@@ -25,8 +25,8 @@ use uuid::Uuid;
 
 use super::dialect::{Dialect, dialect_of};
 use super::{
-    AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, NewMedia, PartDigest, RecordStore, SessionRow, SweepBacklog,
-    keep_released_connection, moderation_from_db, policy_from_db, policy_to_db,
+    AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, NewMedia, PartDigest, RecordStore, SessionRow,
+    SweepBacklog, keep_released_connection, moderation_from_db, policy_from_db, policy_to_db,
 };
 use crate::error::{Error, Result};
 use crate::multipart::PartPlan;
@@ -264,7 +264,8 @@ impl AttemptLock for SqlAttemptLock {
         }
         // A digest that differs from the one recorded (or is missing on
         // either side) leaves the part without one: NULL = x is never true.
-        let values = (0..parts.len()).map(|i| format!("(${}, ${}, ${})", 3 * i + 1, 3 * i + 2, 3 * i + 3)).collect::<Vec<_>>();
+        let values =
+            (0..parts.len()).map(|i| format!("(${}, ${}, ${})", 3 * i + 1, 3 * i + 2, 3 * i + 3)).collect::<Vec<_>>();
         let sql = format!(
             "INSERT INTO part_digests (attempt_row_id, number, sha256) VALUES {}
              ON CONFLICT (attempt_row_id, number) DO UPDATE SET sha256 =
@@ -420,11 +421,21 @@ impl RecordStore for SqlStore {
     }
 
     async fn set_host_token_hash(&self, event_id: i64, hash: &str) -> Result<()> {
-        sqlx::query("UPDATE events SET host_token_hash = $1 WHERE id = $2").bind(hash).bind(event_id).execute(&self.pool).await?;
+        sqlx::query("UPDATE events SET host_token_hash = $1 WHERE id = $2")
+            .bind(hash)
+            .bind(event_id)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
-    async fn create_session(&self, event_id: i64, token_hash: &str, now: UnixMillis, expires_at: UnixMillis) -> Result<SessionRow> {
+    async fn create_session(
+        &self,
+        event_id: i64,
+        token_hash: &str,
+        now: UnixMillis,
+        expires_at: UnixMillis,
+    ) -> Result<SessionRow> {
         let row = sqlx::query(
             "INSERT INTO sessions (event_id, token_hash, created_at, expires_at) VALUES ($1, $2, $3, $4) RETURNING id",
         )
@@ -449,13 +460,20 @@ impl RecordStore for SqlStore {
     }
 
     async fn session_by_token_hash(&self, hash: &str, now: UnixMillis) -> Result<Option<SessionRow>> {
-        let row = sqlx::query("SELECT id, event_id, expires_at FROM sessions WHERE token_hash = $1 AND expires_at > $2")
-            .bind(hash)
-            .bind(now)
-            .fetch_optional(&self.pool)
-            .await?;
-        row.map(|r| Ok(SessionRow { id: r.try_get("id")?, event_id: r.try_get("event_id")?, expires_at: r.try_get("expires_at")? }))
-            .transpose()
+        let row =
+            sqlx::query("SELECT id, event_id, expires_at FROM sessions WHERE token_hash = $1 AND expires_at > $2")
+                .bind(hash)
+                .bind(now)
+                .fetch_optional(&self.pool)
+                .await?;
+        row.map(|r| {
+            Ok(SessionRow {
+                id: r.try_get("id")?,
+                event_id: r.try_get("event_id")?,
+                expires_at: r.try_get("expires_at")?,
+            })
+        })
+        .transpose()
     }
 
     async fn authorize(&self, a: NewAttempt) -> Result<(AttemptRow, bool)> {
@@ -550,7 +568,10 @@ impl RecordStore for SqlStore {
     }
 
     async fn mark_object_deleted(&self, row_id: i64) -> Result<()> {
-        sqlx::query("UPDATE attempts SET object_deleted = TRUE WHERE row_id = $1").bind(row_id).execute(&self.pool).await?;
+        sqlx::query("UPDATE attempts SET object_deleted = TRUE WHERE row_id = $1")
+            .bind(row_id)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
@@ -621,9 +642,11 @@ impl RecordStore for SqlStore {
             ),
             // The wall position is kept (hidden by the state), so positions
             // only grow and a wall cursor never skips an item.
-            ModerationDecision::Reject => "UPDATE media SET moderation = 'rejected', moderation_reason = $1, moderated_at = $2
+            ModerationDecision::Reject => {
+                "UPDATE media SET moderation = 'rejected', moderation_reason = $1, moderated_at = $2
                  WHERE id = $3 AND event_id = $4"
-                .to_owned(),
+                    .to_owned()
+            }
         };
         let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
         if decision == ModerationDecision::Approve {

@@ -21,12 +21,12 @@ use async_trait::async_trait;
 use reqwest::{Client, Method, Response, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
+use upload_once_core::time::UnixMillis;
 use upload_once_core::wire::{AttemptResponse, CreateEventResponse, Media, UploadInstruction};
+use upload_once_core::wire::{Moderation, ModerationDecision};
 use upload_once_server::clock::{Clock, ManualClock};
 use upload_once_server::config::{Config, Secret, StorageKind};
 use upload_once_server::state::AppState;
-use upload_once_core::time::UnixMillis;
-use upload_once_core::wire::{Moderation, ModerationDecision};
 use upload_once_server::storage::{ListedPart, ObjectBody, ObjectMeta, ObjectStore, PartGrant, PutGrant};
 use upload_once_server::store::{
     AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, PartDigest, RecordStore, SessionRow, SweepBacklog,
@@ -84,7 +84,9 @@ pub fn s3_credentials() -> rusty_s3::Credentials {
 /// Creates a bucket on an S3 endpoint (signed `CreateBucket`).
 pub async fn create_bucket(endpoint: &str, name: &str) {
     use rusty_s3::S3Action;
-    let bucket = rusty_s3::Bucket::new(endpoint.parse().unwrap(), rusty_s3::UrlStyle::Path, name.to_owned(), "us-east-1").unwrap();
+    let bucket =
+        rusty_s3::Bucket::new(endpoint.parse().unwrap(), rusty_s3::UrlStyle::Path, name.to_owned(), "us-east-1")
+            .unwrap();
     let credentials = s3_credentials();
     let url = rusty_s3::actions::CreateBucket::new(&bucket, &credentials).sign(Duration::from_secs(60));
     let r = Client::new().put(url).send().await.expect("the test S3 server answers");
@@ -325,7 +327,8 @@ impl TestServer {
     pub async fn store_directly(&self, key: &str, content_type: &str, bytes: &[u8]) {
         match self.state.objects.as_local() {
             Some(local) => {
-                let body = futures_util::stream::iter(vec![Ok::<_, std::io::Error>(bytes::Bytes::copy_from_slice(bytes))]);
+                let body =
+                    futures_util::stream::iter(vec![Ok::<_, std::io::Error>(bytes::Bytes::copy_from_slice(bytes))]);
                 let received = local.receive(body, 1 << 20).await.unwrap();
                 let commit = local.commit(key, content_type, received, async || Ok(())).await.unwrap();
                 assert!(matches!(commit, upload_once_server::storage::local::Commit::Stored(_)));
@@ -390,7 +393,9 @@ impl Guest<'_> {
 
     /// Authorizes a PNG of `size` bytes.
     pub async fn authorize(&self, id: Uuid, size: u64) -> AttemptResponse {
-        let r = self.authorize_raw(json!({"id": id, "filename": "photo.png", "size": size, "content_type": "image/png"})).await;
+        let r = self
+            .authorize_raw(json!({"id": id, "filename": "photo.png", "size": size, "content_type": "image/png"}))
+            .await;
         assert!(r.status().is_success(), "authorize: {}", r.status());
         r.json().await.unwrap()
     }
@@ -433,7 +438,8 @@ impl Guest<'_> {
     }
 
     pub async fn status(&self, ids: &[Uuid]) -> Value {
-        let r = self.server.call(Method::POST, "/v1/attempts/status", Some(&self.session), Some(json!({"ids": ids}))).await;
+        let r =
+            self.server.call(Method::POST, "/v1/attempts/status", Some(&self.session), Some(json!({"ids": ids}))).await;
         assert_eq!(r.status(), StatusCode::OK);
         r.json().await.unwrap()
     }
@@ -538,7 +544,13 @@ impl RecordStore for ObservedRecords {
     async fn set_host_token_hash(&self, event_id: i64, hash: &str) -> Result<()> {
         self.inner.set_host_token_hash(event_id, hash).await
     }
-    async fn create_session(&self, event_id: i64, token_hash: &str, now: UnixMillis, expires_at: UnixMillis) -> Result<SessionRow> {
+    async fn create_session(
+        &self,
+        event_id: i64,
+        token_hash: &str,
+        now: UnixMillis,
+        expires_at: UnixMillis,
+    ) -> Result<SessionRow> {
         self.inner.create_session(event_id, token_hash, now, expires_at).await
     }
     async fn extend_session(&self, session_id: i64, until: UnixMillis) -> Result<()> {
@@ -698,4 +710,3 @@ impl LockHolder {
         }
     }
 }
-

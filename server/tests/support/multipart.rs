@@ -125,7 +125,8 @@ impl TestServer {
 impl Guest<'_> {
     /// Authorizes a video of `size` bytes.
     pub async fn authorize_video(&self, id: Uuid, size: u64) -> AttemptResponse {
-        let r = self.authorize_raw(json!({"id": id, "filename": "clip.mp4", "size": size, "content_type": VIDEO})).await;
+        let r =
+            self.authorize_raw(json!({"id": id, "filename": "clip.mp4", "size": size, "content_type": VIDEO})).await;
         assert!(r.status().is_success(), "authorize: {}", r.status());
         r.json().await.unwrap()
     }
@@ -142,7 +143,11 @@ impl Guest<'_> {
         let r = self.sign_raw(id, json!({"parts": parts})).await;
         assert_eq!(r.status(), StatusCode::OK, "sign parts");
         let answer: PartsResponse = r.json().await.unwrap();
-        assert_eq!(answer.parts.iter().map(|p| p.number).collect::<Vec<_>>(), numbers, "one URL per part, in request order");
+        assert_eq!(
+            answer.parts.iter().map(|p| p.number).collect::<Vec<_>>(),
+            numbers,
+            "one URL per part, in request order"
+        );
         answer.parts
     }
 
@@ -278,7 +283,12 @@ pub fn upload_of(url: &str) -> String {
 /// headers (signature, expiry): its answer's status and S3 `<Code>`, or
 /// `None` when the store answered by closing the connection before the body
 /// was sent, which S3 may do for a request refused by its headers.
-pub async fn refused_by_s3(server: &TestServer, url: &str, upload: &UploadInstruction, body: Vec<u8>) -> Option<(StatusCode, String)> {
+pub async fn refused_by_s3(
+    server: &TestServer,
+    url: &str,
+    upload: &UploadInstruction,
+    body: Vec<u8>,
+) -> Option<(StatusCode, String)> {
     match super::try_put_with(server, url, upload, &[], body.into()).await {
         Ok(r) => Some(super::s3_error(r).await),
         Err(e) => {

@@ -155,10 +155,7 @@ struct State {
 }
 
 fn now_ms() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis())
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0)
 }
 
 /// `*` matches any run of characters (including `/`).
@@ -195,19 +192,14 @@ impl State {
     fn pick(&mut self, method: &Method, path: &str) -> Option<(usize, Action)> {
         for i in 0..self.rules.len() {
             let rule = &self.rules[i];
-            if rule
-                .method
-                .as_deref()
-                .is_some_and(|m| !m.eq_ignore_ascii_case(method.as_str()))
+            if rule.method.as_deref().is_some_and(|m| !m.eq_ignore_ascii_case(method.as_str()))
                 || !glob(&rule.path, path)
             {
                 continue;
             }
             self.rules[i].seen += 1;
             let rule = self.rules[i].clone();
-            let limit = rule
-                .times
-                .unwrap_or(if rule.nth.is_some() { 1 } else { u64::MAX });
+            let limit = rule.times.unwrap_or(if rule.nth.is_some() { 1 } else { u64::MAX });
             if rule.fired >= limit {
                 continue;
             }
@@ -240,44 +232,27 @@ struct InFlightGuard {
 
 impl Drop for InFlightGuard {
     fn drop(&mut self) {
-        self.proxy
-            .state
-            .lock()
-            .expect("state")
-            .in_flight
-            .remove(&self.id);
+        self.proxy.state.lock().expect("state").in_flight.remove(&self.id);
     }
 }
 
 fn full(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
-    let mut r = Response::new(
-        Full::new(body.into())
-            .map_err(|e: Infallible| match e {})
-            .boxed(),
-    );
+    let mut r = Response::new(Full::new(body.into()).map_err(|e: Infallible| match e {}).boxed());
     *r.status_mut() = status;
     r
 }
 
 fn cors(origin: Option<&HeaderValue>, r: &mut Response<Body>) {
     if let Some(origin) = origin {
-        r.headers_mut()
-            .insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
-        r.headers_mut().insert(
-            header::ACCESS_CONTROL_EXPOSE_HEADERS,
-            HeaderValue::from_static("retry-after, etag"),
-        );
+        r.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
+        r.headers_mut().insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("retry-after, etag"));
     }
 }
 
 impl Proxy {
     async fn admin(&self, req: Request<Incoming>) -> Response<Body> {
         let (parts, body) = req.into_parts();
-        let bytes = body
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
+        let bytes = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
         let mut state = self.state.lock().expect("state");
         let answer = match (parts.method, parts.uri.path()) {
             (Method::POST, "/__faults/rules") => {
@@ -320,10 +295,7 @@ impl Proxy {
                     .ok()
                     .and_then(|v| v["upstream"].as_str().map(str::to_owned));
                 let Some(upstream) = upstream.filter(|u| u.starts_with("http://")) else {
-                    return full(
-                        StatusCode::BAD_REQUEST,
-                        "{\"upstream\": \"http://host:port\"} is required",
-                    );
+                    return full(StatusCode::BAD_REQUEST, "{\"upstream\": \"http://host:port\"} is required");
                 };
                 let upstream = upstream.trim_end_matches('/').to_owned();
                 eprintln!("fault-proxy: upstream {upstream}");
@@ -337,14 +309,8 @@ impl Proxy {
             }
             _ => return full(StatusCode::NOT_FOUND, "no such admin route"),
         };
-        let mut r = full(
-            StatusCode::OK,
-            serde_json::to_vec(&answer).unwrap_or_default(),
-        );
-        r.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
+        let mut r = full(StatusCode::OK, serde_json::to_vec(&answer).unwrap_or_default());
+        r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         r
     }
 
@@ -357,8 +323,7 @@ impl Proxy {
         let path = req.uri().path().to_owned();
         if path.starts_with("/__faults/") {
             let mut r = self.admin(req).await;
-            r.headers_mut()
-                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            r.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
             return Ok(r);
         }
         let method = req.method().clone();
@@ -400,20 +365,13 @@ impl Proxy {
                     self.log_request(entry);
                     return Err("fault: drop before forwarding".into());
                 }
-                Action::Status {
-                    status,
-                    retry_after,
-                } => {
-                    let mut r = full(
-                        StatusCode::from_u16(status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE),
-                        "",
-                    );
+                Action::Status { status, retry_after } => {
+                    let mut r = full(StatusCode::from_u16(status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE), "");
                     if let Some(after) = retry_after.and_then(|v| HeaderValue::from_str(&v).ok()) {
                         r.headers_mut().insert(header::RETRY_AFTER, after);
                     }
                     cors(origin.as_ref(), &mut r);
-                    r.headers_mut()
-                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                    r.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
                     entry.status = Some(status);
                     entry.done_ms = now_ms();
                     self.log_request(entry);
@@ -422,12 +380,8 @@ impl Proxy {
                 Action::Delay { ms } => tokio::time::sleep(Duration::from_millis(ms)).await,
                 Action::CutBody { after_bytes } => cut_after = Some(after_bytes),
                 Action::DropAfter => drop_after = true,
-                Action::HangUp {
-                    after_ms,
-                    jitter_ms,
-                } => {
-                    let jitter =
-                        (self.state.lock().expect("state").unit() * jitter_ms as f64) as u64;
+                Action::HangUp { after_ms, jitter_ms } => {
+                    let jitter = (self.state.lock().expect("state").unit() * jitter_ms as f64) as u64;
                     hang_up_after = Some(Duration::from_millis(after_ms + jitter));
                 }
             }
@@ -437,25 +391,15 @@ impl Proxy {
         let Some(upstream) = self.upstream.lock().expect("upstream").clone() else {
             entry.done_ms = now_ms();
             self.log_request(entry);
-            let mut r = full(
-                StatusCode::BAD_GATEWAY,
-                "fault-proxy: no upstream yet (POST /__faults/upstream)",
-            );
-            r.headers_mut()
-                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            let mut r = full(StatusCode::BAD_GATEWAY, "fault-proxy: no upstream yet (POST /__faults/upstream)");
+            r.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
             return Ok(r);
         };
         let (mut parts, body) = req.into_parts();
-        let target = format!(
-            "{}{}",
-            upstream,
-            parts.uri.path_and_query().map_or("/", |p| p.as_str())
-        );
+        let target = format!("{}{}", upstream, parts.uri.path_and_query().map_or("/", |p| p.as_str()));
         parts.uri = target.parse()?;
         parts.headers.remove(header::HOST);
-        parts
-            .headers
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        parts.headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
         let counted = entry.counted.clone();
         let body: Body = match cut_after {
             None => body
@@ -483,26 +427,18 @@ impl Proxy {
                     }
                     Ok(Frame::data(chunk))
                 });
-                let stream = stream.chain(futures_util::stream::once(async {
-                    Err(std::io::Error::other("fault: body cut"))
-                }));
+                let stream =
+                    stream.chain(futures_util::stream::once(async { Err(std::io::Error::other("fault: body cut")) }));
                 BodyExt::boxed(StreamBody::new(stream))
             }
         };
         entry.forwarded = true;
-        self.state.lock().expect("state").in_flight.insert(
-            id,
-            InFlight {
-                id,
-                method: method.to_string(),
-                path: path.clone(),
-                at_ms: started,
-            },
-        );
-        let _in_flight = InFlightGuard {
-            proxy: self.clone(),
-            id,
-        };
+        self.state
+            .lock()
+            .expect("state")
+            .in_flight
+            .insert(id, InFlight { id, method: method.to_string(), path: path.clone(), at_ms: started });
+        let _in_flight = InFlightGuard { proxy: self.clone(), id };
         let request = self.client.request(Request::from_parts(parts, body));
         if let Some(after) = hang_up_after {
             // Dropping the upstream request closes its connection: the
@@ -531,9 +467,7 @@ impl Proxy {
             return Err("fault: body cut (the upstream answered anyway)".into());
         }
         let (mut parts, body) = response.into_parts();
-        parts
-            .headers
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        parts.headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
         if drop_after {
             // Let the upstream finish (commit) completely, then drop the answer.
             let _ = body.collect().await;
@@ -543,10 +477,7 @@ impl Proxy {
         }
         entry.done_ms = now_ms();
         self.log_request(entry);
-        Ok(Response::from_parts(
-            parts,
-            body.map_err(std::io::Error::other).boxed(),
-        ))
+        Ok(Response::from_parts(parts, body.map_err(std::io::Error::other).boxed()))
     }
 }
 
@@ -568,34 +499,17 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let Args {
-        listen,
-        upstream,
-        seed,
-    } = clap::Parser::parse();
+    let Args { listen, upstream, seed } = clap::Parser::parse();
     let upstream = upstream.map(|u| u.trim_end_matches('/').to_owned());
-    let client = Client::builder(TokioExecutor::new())
-        .pool_max_idle_per_host(0)
-        .build_http();
+    let client = Client::builder(TokioExecutor::new()).pool_max_idle_per_host(0).build_http();
     let proxy = Arc::new(Proxy {
         upstream: Mutex::new(upstream),
         client,
-        state: Mutex::new(State {
-            rng: seed,
-            ..State::default()
-        }),
+        state: Mutex::new(State { rng: seed, ..State::default() }),
     });
     let listener = tokio::net::TcpListener::bind(listen).await?;
-    let to = proxy
-        .upstream
-        .lock()
-        .expect("upstream")
-        .clone()
-        .unwrap_or_else(|| "(no upstream yet)".into());
-    eprintln!(
-        "fault-proxy: listening on {} → {to}",
-        listener.local_addr()?
-    );
+    let to = proxy.upstream.lock().expect("upstream").clone().unwrap_or_else(|| "(no upstream yet)".into());
+    eprintln!("fault-proxy: listening on {} → {to}", listener.local_addr()?);
     let started = Instant::now();
     loop {
         let (stream, _) = tokio::select! {
@@ -605,9 +519,7 @@ async fn main() -> Result<(), Error> {
         let proxy = proxy.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| proxy.clone().handle(req));
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
+            let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
         });
     }
     eprintln!("fault-proxy: stopped after {:?}", started.elapsed());

@@ -28,10 +28,7 @@ mod store;
 
 /// Flags, each with an environment equivalent.
 #[derive(Debug, Parser)]
-#[command(
-    name = "upload-once-s3-server",
-    about = "Test-only S3-compatible server (s3s-fs) with CORS"
-)]
+#[command(name = "upload-once-s3-server", about = "Test-only S3-compatible server (s3s-fs) with CORS")]
 struct Opt {
     /// Address to listen on (port 0 picks a free one; the address is printed).
     #[arg(long, env = "S3_SERVER_LISTEN", default_value = "127.0.0.1:9000")]
@@ -55,11 +52,7 @@ struct Opt {
 
     /// Origins browsers may call from (repeatable or comma-separated); `*`
     /// allows any origin.
-    #[arg(
-        long = "allowed-origin",
-        env = "S3_SERVER_ALLOWED_ORIGINS",
-        value_delimiter = ','
-    )]
+    #[arg(long = "allowed-origin", env = "S3_SERVER_ALLOWED_ORIGINS", value_delimiter = ',')]
     allowed_origins: Vec<String>,
 }
 
@@ -95,42 +88,24 @@ impl Cors {
             .headers()
             .get(header::ACCESS_CONTROL_REQUEST_METHOD)
             .is_some_and(|m| matches!(m.as_bytes(), b"PUT" | b"GET" | b"HEAD"));
-        if !method_ok
-            || !origin
-                .and_then(|o| o.to_str().ok())
-                .is_some_and(|o| self.allowed(o))
-        {
+        if !method_ok || !origin.and_then(|o| o.to_str().ok()).is_some_and(|o| self.allowed(o)) {
             *response.status_mut() = StatusCode::FORBIDDEN;
             return response;
         }
         self.decorate(origin, &mut response);
         let h = response.headers_mut();
-        h.insert(
-            header::ACCESS_CONTROL_ALLOW_METHODS,
-            HeaderValue::from_static("PUT, GET, HEAD"),
-        );
+        h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("PUT, GET, HEAD"));
         h.insert(
             header::ACCESS_CONTROL_ALLOW_HEADERS,
             HeaderValue::from_static("content-type, if-none-match, x-amz-checksum-sha256"),
         );
-        h.insert(
-            header::ACCESS_CONTROL_MAX_AGE,
-            HeaderValue::from_static("600"),
-        );
+        h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
         response
     }
 }
 
-async fn handle(
-    s3: S3Service,
-    cors: Cors,
-    req: Request<Incoming>,
-) -> Result<Response<s3s::Body>, Infallible> {
-    if req.method() == Method::OPTIONS
-        && req
-            .headers()
-            .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
-    {
+async fn handle(s3: S3Service, cors: Cors, req: Request<Incoming>) -> Result<Response<s3s::Body>, Infallible> {
+    if req.method() == Method::OPTIONS && req.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD) {
         return Ok(cors.preflight(&req));
     }
     let origin = req.headers().get(header::ORIGIN).cloned();
@@ -165,36 +140,25 @@ async fn main() -> std::process::ExitCode {
     };
     let s3 = {
         let mut b = S3ServiceBuilder::new(fs);
-        b.set_auth(SimpleAuth::from_single(
-            opt.access_key.clone(),
-            opt.secret_key.clone(),
-        ));
+        b.set_auth(SimpleAuth::from_single(opt.access_key.clone(), opt.secret_key.clone()));
         b.build()
     };
-    let cors = Cors {
-        origins: opt.allowed_origins.clone(),
-    };
+    let cors = Cors { origins: opt.allowed_origins.clone() };
     let listener = match tokio::net::TcpListener::bind(opt.listen).await {
         Ok(l) => l,
         Err(e) => {
-            eprintln!(
-                "upload-once-s3-server: cannot listen on {}: {e}",
-                opt.listen
-            );
+            eprintln!("upload-once-s3-server: cannot listen on {}: {e}", opt.listen);
             return std::process::ExitCode::FAILURE;
         }
     };
-    let addr = listener
-        .local_addr()
-        .expect("a bound socket has an address");
+    let addr = listener.local_addr().expect("a bound socket has an address");
     println!("upload-once-s3-server listening on http://{addr}");
     let server = ConnBuilder::new(TokioExecutor::new());
     let mut stop = std::pin::pin!(async {
         #[cfg(unix)]
         {
             let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                    .expect("SIGTERM handler");
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
             tokio::select! { _ = tokio::signal::ctrl_c() => {}, _ = term.recv() => {} }
         }
         #[cfg(not(unix))]
@@ -210,8 +174,7 @@ async fn main() -> std::process::ExitCode {
         };
         let (s3, cors, server) = (s3.clone(), cors.clone(), server.clone());
         tokio::spawn(async move {
-            let service =
-                hyper::service::service_fn(move |req| handle(s3.clone(), cors.clone(), req));
+            let service = hyper::service::service_fn(move |req| handle(s3.clone(), cors.clone(), req));
             let _ = server.serve_connection(TokioIo::new(socket), service).await;
         });
     }

@@ -215,7 +215,10 @@ impl S3 for Store {
         self.fs.create_multipart_upload(req).await
     }
 
-    async fn upload_part_copy(&self, req: S3Request<UploadPartCopyInput>) -> S3Result<S3Response<UploadPartCopyOutput>> {
+    async fn upload_part_copy(
+        &self,
+        req: S3Request<UploadPartCopyInput>,
+    ) -> S3Result<S3Response<UploadPartCopyOutput>> {
         self.fs.upload_part_copy(req).await
     }
 

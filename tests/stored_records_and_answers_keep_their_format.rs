@@ -65,6 +65,7 @@ fn full_record() -> AttemptRecord {
         reason: Some("blurry".into()),
         url: "http://x/m".into(),
         composite_sha256: None,
+        duplicate: false,
     });
     r.error = Some(AttemptError { code: "network".into(), message: "lost".into() });
     r.retries = 7;

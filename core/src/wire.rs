@@ -7,6 +7,34 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+/// Where an event looks for the same bytes already stored (the content
+/// identity: SHA-256 of the file, or the composite of its parts' digests).
+/// A photo already confirmed in scope is not stored again: the attempt ends
+/// confirmed, pointing to the existing media ([`MediaSummary::duplicate`]).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dedup {
+    /// Every upload is kept.
+    None,
+    /// The same bytes from the same guest session are stored once.
+    Guest,
+    /// The same bytes from anyone in the event are stored once (default).
+    #[default]
+    Event,
+}
+
+impl Dedup {
+    /// The stable string form.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Dedup::None => "none",
+            Dedup::Guest => "guest",
+            Dedup::Event => "event",
+        }
+    }
+}
+
 /// Whether an event's media waits for the host before it reaches the wall.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,6 +79,9 @@ pub struct CreateEventRequest {
     pub allowed_types: Vec<String>,
     /// Whether the host approves media before the wall shows it.
     pub moderation: ModerationPolicy,
+    /// Where the same bytes are stored only once (default `event`).
+    #[serde(default)]
+    pub dedup: Dedup,
 }
 
 /// The public description of an event.
@@ -67,6 +98,13 @@ pub struct EventInfo {
     pub allowed_types: Vec<String>,
     /// Moderation policy.
     pub moderation: ModerationPolicy,
+    /// Where the same bytes are stored only once.
+    #[serde(default)]
+    pub dedup: Dedup,
+    /// Files larger than this go up in parts (the server's setting); the
+    /// client hashes smaller ones whole before authorize.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multipart_threshold: Option<u64>,
 }
 
 /// `POST /v1/events` answer.
@@ -461,6 +499,15 @@ pub struct MediaSummary {
     /// [`Media::composite_sha256`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub composite_sha256: Option<String>,
+    /// This attempt's bytes were already stored in the event's dedup scope:
+    /// the media is the one another attempt stored, and nothing of this one
+    /// was kept.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub duplicate: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl From<&Media> for MediaSummary {
@@ -471,7 +518,17 @@ impl From<&Media> for MediaSummary {
             reason: media.moderation_reason.clone(),
             url: media.url.clone(),
             composite_sha256: media.composite_sha256.clone(),
+            duplicate: false,
         }
+    }
+}
+
+impl MediaSummary {
+    /// The summary attempt `attempt` sees of `media`: a duplicate when
+    /// another attempt stored it (a confirm answered with the media already
+    /// in scope).
+    pub fn for_attempt(media: &Media, attempt: Uuid) -> Self {
+        MediaSummary { duplicate: media.attempt_id != attempt, ..MediaSummary::from(media) }
     }
 }
 
@@ -633,6 +690,10 @@ pub struct ModerationRequest {
 pub struct MediaListResponse {
     /// Media records, oldest first.
     pub media: Vec<Media>,
+    /// Uploads that were not stored because their bytes already were (in
+    /// the event's dedup scope).
+    #[serde(default)]
+    pub deduplicated: u64,
 }
 
 /// One approved media record on the wall.

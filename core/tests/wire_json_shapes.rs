@@ -25,6 +25,7 @@ fn summary() -> MediaSummary {
         reason: None,
         url: "https://m/1".into(),
         composite_sha256: None,
+        duplicate: false,
     }
 }
 

@@ -151,6 +151,7 @@ pub async fn ensure_demo_event(state: &AppState, slug: &str) -> Result<()> {
                 max_file_bytes: state.config.demo_max_file_bytes,
                 allowed_types: state.config.demo_allowed_types.clone(),
                 moderation: ModerationPolicy::Required,
+                dedup: Default::default(),
             };
             let (row, created) = routes::events::create_event_row(state, &request).await?;
             (row, created.host_token)

@@ -103,6 +103,7 @@ impl AppState {
             reason: m.moderation_reason.clone(),
             url: self.media_url(m.id),
             composite_sha256: m.composite_sha256.clone(),
+            duplicate: false,
         }
     }
 

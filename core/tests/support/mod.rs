@@ -1037,6 +1037,8 @@ pub fn event_info() -> EventInfo {
         max_file_bytes: 1 << 40,
         allowed_types: vec!["image/*".to_owned(), "video/*".to_owned()],
         moderation: ModerationPolicy::Required,
+        dedup: Default::default(),
+        multipart_threshold: None,
     }
 }
 

@@ -32,6 +32,9 @@ pub fn event_info(e: &EventRow) -> EventInfo {
         max_file_bytes: e.max_file_bytes,
         allowed_types: e.allowed_types.clone(),
         moderation: e.moderation,
+        // Not stored yet: issue 19 (content identity) brings both.
+        dedup: upload_once_core::wire::Dedup::None,
+        multipart_threshold: None,
     }
 }
 
@@ -165,7 +168,7 @@ pub async fn list_media(
     let event = event(&state, &slug).await?;
     require_host(&headers, &event)?;
     let rows = state.records.list_media(event.id, query.moderation).await?;
-    Ok(Json(MediaListResponse { media: rows.iter().map(|m| state.media_json(m)).collect() }))
+    Ok(Json(MediaListResponse { media: rows.iter().map(|m| state.media_json(m)).collect(), deduplicated: 0 }))
 }
 
 /// `POST /v1/media/{id}/moderation`

@@ -426,7 +426,7 @@ function createCard(view) {
   refs.actions = h("div", { class: "actions" });
   refs.root = h(
     "li",
-    { class: "card", "data-testid": "card", dataset: { id: view.id, filename: view.fileName } },
+    { class: "card", tabindex: "-1", "data-testid": "card", dataset: { id: view.id, filename: view.fileName } },
     refs.thumb,
     h(
       "div",
@@ -624,14 +624,20 @@ function actionButton(testid, tone, verb, effect, onClick) {
     h("span", { class: "visually-hidden", text: " — " }),
     h("span", { class: "action-effect", text: effect }),
   );
+  // Busy while it runs, but not `disabled`: a disabled button drops the
+  // keyboard focus, which then could not move on to the card's next action.
+  let busy = false;
   button.addEventListener("click", async () => {
-    button.disabled = true;
+    if (busy) return;
+    busy = true;
+    button.setAttribute("aria-disabled", "true");
     try {
       await onClick();
     } catch (err) {
       console.warn(`${testid} failed`, err);
     }
-    button.disabled = false;
+    busy = false;
+    button.removeAttribute("aria-disabled");
   });
   return button;
 }
@@ -653,6 +659,9 @@ function fillExtra(card, view) {
   const key = [errorText, canRetry, saveFailed, needsFile, expiredAlone, canForget, canCancel, view.type].join("|");
   if (card.extraKey === key) return;
   card.extraKey = key;
+  // A keyboard user who pressed Cancel or Retry stays on this card: on its
+  // next action, or on the card itself.
+  const hadFocus = card.root.contains(document.activeElement) && document.activeElement !== card.root;
 
   const parts = [];
   if (errorText) parts.push(h("p", { class: "card-error", "data-testid": "error", role: "alert", text: capitalize(errorText) }));
@@ -694,6 +703,7 @@ function fillExtra(card, view) {
     actions.push(actionButton("forget", "quiet", t("guest.action.remove"), t("guest.action.removeEffect"), () => forget(view.id)));
   }
   card.actions.replaceChildren(...actions);
+  if (hadFocus && !card.root.contains(document.activeElement)) (actions[0] || card.root).focus();
 }
 
 function thumbnail(src, type, view) {

@@ -180,7 +180,25 @@ function itemsInOrder() {
   return [...$("grid").querySelectorAll(".media-item")];
 }
 
-function render() {
+/** Where the keyboard focus is among the items: `{id, index, onItem}`, or null. */
+function focusContext() {
+  const active = document.activeElement;
+  const item = active && active.closest ? active.closest(".media-item") : null;
+  if (!item) return null;
+  return { id: item.dataset.id, index: itemsInOrder().indexOf(item), onItem: active === item };
+}
+
+/** Whether the focus was dropped (its element removed or disabled). */
+function focusLost() {
+  const active = document.activeElement;
+  return !active || active === document.body || !active.isConnected;
+}
+
+/**
+ * Shows the filtered items. `hint`: where the focus was before a decision
+ * disabled its controls (a disabled control drops the focus).
+ */
+function render(hint = null) {
   const list = all();
   for (const state of ["pending", "approved", "rejected"]) {
     $(`count-${state}`).textContent = String(list.filter((m) => m.moderation === state).length);
@@ -193,11 +211,7 @@ function render() {
 
   // Where the keyboard focus is, so that it stays on the same item or
   // goes to the one that takes its place.
-  const active = document.activeElement;
-  const focusedItem = active && active.closest ? active.closest(".media-item") : null;
-  const focusedId = focusedItem ? focusedItem.dataset.id : null;
-  const focusedIndex = focusedItem ? itemsInOrder().indexOf(focusedItem) : -1;
-  const focusedOnItem = focusedItem && active === focusedItem;
+  const context = focusContext() || (hint && focusLost() ? hint : null);
 
   const grid = $("grid");
   const keep = new Set(shown.map((m) => m.id));
@@ -233,13 +247,13 @@ function render() {
   empty.hidden = shown.length > 0;
   updateBulk();
 
-  if (focusedItem && !focusedItem.isConnected) {
-    const same = focusedId && items.get(focusedId);
+  if (context && focusLost()) {
+    const same = items.get(context.id);
     const order = itemsInOrder();
-    const next = same ? same.root : order[Math.min(focusedIndex, order.length - 1)];
+    const next = same ? same.root : order[Math.max(0, Math.min(context.index, order.length - 1))];
     if (next) {
-      // Back on the item itself when the focus was in it (or on what left).
-      if (same && !focusedOnItem) (next.querySelector("button:not([disabled]), input") || next).focus();
+      // The same item: back on its first control when the focus was in it.
+      if (same && !context.onItem) (next.querySelector("button:not([disabled]), input:not([disabled])") || next).focus();
       else next.focus();
     } else {
       empty.focus();
@@ -401,13 +415,16 @@ async function postDecision(id, decision, reason = null) {
 }
 
 async function decide(id, decision, reason, controls) {
+  const hint = focusContext();
+  const focused = document.activeElement;
   for (const c of controls) c.disabled = true;
   try {
     const updated = await postDecision(id, decision, reason);
     setStatus(t(decision === "approve" ? "host.status.approved" : "host.status.rejected", { name: updated.filename }));
-    render();
+    render(hint);
   } catch (err) {
     for (const c of controls) c.disabled = false;
+    if (focusLost() && focused && focused.isConnected) focused.focus();
     setStatus(t("host.status.decisionFailed", { message: err && err.message ? err.message : String(err) }), true);
   }
 }
@@ -415,6 +432,7 @@ async function decide(id, decision, reason, controls) {
 /** Approves several, a few calls at a time, saying how far it got. */
 async function approveMany(ids) {
   if (bulkRunning || ids.length === 0) return;
+  const pressed = document.activeElement;
   bulkRunning = true;
   updateBulk();
   const queue = [...ids];
@@ -438,6 +456,12 @@ async function approveMany(ids) {
   await Promise.all(Array.from({ length: Math.min(BULK_CONCURRENCY, ids.length) }, worker));
   bulkRunning = false;
   render();
+  // The pressed button was disabled while it ran: the focus goes back to
+  // it, or (when there is nothing left for it to do) to the first item.
+  if (focusLost()) {
+    if (pressed && pressed.isConnected && !pressed.disabled) pressed.focus();
+    else (itemsInOrder()[0] || $("empty")).focus();
+  }
   const approved = ids.length - failures.length;
   if (failures.length) {
     const first = failures[0];

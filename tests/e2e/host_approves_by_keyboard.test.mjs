@@ -43,7 +43,6 @@ test("a host moves, approves and rejects with the keyboard only", async () => {
   const guest = await openGuest(context, guestUrl(server, ev));
   await pick(guest, photos(3, 40_000));
   await untilAllSaved(guest, 3);
-  await guest.close();
 
   const host = await context.newPage();
   await host.goto(`${hostUrl(server, ev)}&code=${ev.guest_code}`);

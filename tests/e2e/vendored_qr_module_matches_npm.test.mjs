@@ -6,18 +6,18 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { join, dirname } from "node:path";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { ROOT } from "./harness.mjs";
 
-const require = createRequire(import.meta.url);
+const PACKAGE = fileURLToPath(new URL("./node_modules/qrcode-generator/", import.meta.url));
 
 test("the vendored QR code module is the pinned npm package's, byte for byte, with its licence", () => {
   const pinned = JSON.parse(readFileSync(new URL("./package.json", import.meta.url))).devDependencies["qrcode-generator"];
-  const installed = JSON.parse(readFileSync(require.resolve("qrcode-generator/package.json"), "utf8"));
+  const installed = JSON.parse(readFileSync(join(PACKAGE, "package.json"), "utf8"));
   assert.equal(installed.version, pinned, "node_modules holds the pinned version (npm ci)");
   assert.equal(installed.license, "MIT");
-  const npmFile = join(dirname(require.resolve("qrcode-generator/package.json")), "dist/qrcode.mjs");
+  const npmFile = join(PACKAGE, "dist/qrcode.mjs");
   const vendored = readFileSync(join(ROOT, "www/vendor/qrcode-generator.mjs"));
   assert.ok(vendored.equals(readFileSync(npmFile)), "www/vendor/qrcode-generator.mjs differs from the npm package's dist/qrcode.mjs");
   const licence = readFileSync(join(ROOT, "www/vendor/qrcode-generator.LICENSE"), "utf8");

@@ -134,12 +134,12 @@ export function formatNumber(n) {
 const relative = new Intl.RelativeTimeFormat(locale, { numeric: "auto" });
 const dateTime = new Intl.DateTimeFormat(locale, { dateStyle: "medium", timeStyle: "short" });
 
-/** "5 minutes ago", "vor 5 Minuten"; a date and time past a day. */
+/** "just now", "5 minutes ago", "vor 5 Minuten"; a date and time past a day. */
 export function timeAgo(date) {
   const ms = typeof date === "number" ? date : Date.parse(date);
   if (!Number.isFinite(ms)) return "";
   const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
-  if (s < 45) return relative.format(0, "second");
+  if (s < 45) return t("common.justNow");
   const m = Math.round(s / 60);
   if (m < 60) return relative.format(-m, "minute");
   const hr = Math.round(m / 60);

@@ -54,7 +54,7 @@ test("every language has every English key, with the same parameters, and nothin
 
 test("every key the pages use exists, and every English key is used", async () => {
   const en = await table("en");
-  const sources = ["guest.js", "host.js", "wall.js", "index.html", "host.html", "wall.html"].map((f) => readFileSync(join(WWW, f), "utf8")).join("\n");
+  const sources = ["guest.js", "host.js", "wall.js", "i18n.js", "index.html", "host.html", "wall.html"].map((f) => readFileSync(join(WWW, f), "utf8")).join("\n");
   const used = new Set();
   const prefixes = new Set();
   // t("key"), t(cond ? "key" : "key"), data-i18n="key", data-i18n-attr="attr:key".

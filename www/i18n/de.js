@@ -6,6 +6,7 @@ export default {
   "common.somethingWrong": "Etwas ist schiefgegangen",
   "common.reloadHelps": "Die Seite neu zu laden hilft meistens.",
   "common.looksLike": "Er sieht so aus: {link}.",
+  "common.justNow": "gerade eben",
   "common.photo": "Foto",
   "common.video": "Video",
 

@@ -9,6 +9,7 @@ export default {
   "common.somethingWrong": "Something went wrong",
   "common.reloadHelps": "Reloading the page usually helps.",
   "common.looksLike": "It looks like {link}.",
+  "common.justNow": "just now",
   "common.photo": "Photo",
   "common.video": "Video",
 

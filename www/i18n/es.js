@@ -6,6 +6,7 @@ export default {
   "common.somethingWrong": "Algo ha fallado",
   "common.reloadHelps": "Volver a cargar la página suele solucionarlo.",
   "common.looksLike": "Tiene este aspecto: {link}.",
+  "common.justNow": "hace un momento",
   "common.photo": "Foto",
   "common.video": "Vídeo",
 

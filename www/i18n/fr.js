@@ -6,6 +6,7 @@ export default {
   "common.somethingWrong": "Un problème est survenu",
   "common.reloadHelps": "Recharger la page suffit en général.",
   "common.looksLike": "Il ressemble à ceci : {link}.",
+  "common.justNow": "à l’instant",
   "common.photo": "Photo",
   "common.video": "Vidéo",
 

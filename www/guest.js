@@ -382,9 +382,9 @@ function render(view) {
     card = createCard(view);
     cards.set(view.id, card);
     insertInOrder(card.root, view);
-    updateSummary();
   }
   fillCard(card, view);
+  updateSummary();
 }
 
 /**

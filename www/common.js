@@ -1,6 +1,7 @@
 // Small helpers shared by the guest page, the host page and the wall.
 // Everything that shows a file name or a server string goes through text
-// nodes: nothing here ever sets innerHTML.
+// nodes: nothing here ever sets innerHTML. Strings, numbers, sizes and
+// times in the reader's language are in i18n.js.
 
 /**
  * Creates an element. `attrs` keys: `class`, `text`, `dataset` (object),
@@ -87,33 +88,6 @@ export function showMessage(root, title, ...lines) {
 /** A `<code>` element (for example links in messages). */
 export function code(text) {
   return h("code", { text });
-}
-
-/** "2.4 MB". */
-export function formatBytes(n) {
-  if (!Number.isFinite(n) || n < 0) return "";
-  if (n < 1000) return `${n} B`;
-  const units = ["kB", "MB", "GB", "TB"];
-  let v = n;
-  let i = -1;
-  do {
-    v /= 1000;
-    i += 1;
-  } while (v >= 1000 && i < units.length - 1);
-  return `${v >= 10 ? Math.round(v) : v.toFixed(1)} ${units[i]}`;
-}
-
-/** "5 minutes ago". */
-export function timeAgo(date) {
-  const t = typeof date === "number" ? date : Date.parse(date);
-  if (!Number.isFinite(t)) return "";
-  const s = Math.max(0, Math.round((Date.now() - t) / 1000));
-  if (s < 45) return "just now";
-  const m = Math.round(s / 60);
-  if (m < 60) return `${m} minute${m === 1 ? "" : "s"} ago`;
-  const hr = Math.round(m / 60);
-  if (hr < 24) return `${hr} hour${hr === 1 ? "" : "s"} ago`;
-  return new Date(t).toLocaleString();
 }
 
 /**

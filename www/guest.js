@@ -2,10 +2,16 @@
 //
 // Every card shows the three states of an attempt apart — the transfer of
 // the bytes, the confirmation of the media record, the host's moderation —
-// plus progress, the last error and what the guest can do about it.
+// plus progress, the last error and what the guest can do about it. Each
+// action's wording says what happens to the file.
+//
+// Strings come from the page's language table (www/i18n.js). Progress is
+// said to screen readers politely, in one log region, at milestones only
+// (started, each quarter, saved, failed): see `announce`.
 
 import init, { Uploader } from "/pkg/upload_once.js";
-import { h, icon, ICONS, params, apiBase, showMessage, code, formatBytes, isVideo } from "./common.js";
+import { h, icon, ICONS, params, apiBase, showMessage, code, isVideo } from "./common.js";
+import { t, translatePage, formatBytes, formatPercent, inSeconds } from "./i18n.js";
 
 const REFRESH_MS = 15_000;
 const NOTICE_MS = 8_000;
@@ -21,28 +27,41 @@ const cards = new Map();
 const previews = new Map();
 /** Attempts whose kept file is being read for a thumbnail. */
 const loadingPreview = new Set();
+/** What was last said about each attempt (see `announce`), by id. */
+const spoken = new Map();
+/** Lines kept in the log region; older ones are dropped. */
+const ANNOUNCER_LINES = 20;
 
 /** @type {Uploader} */
 let uploader;
 
+translatePage();
+document.title = t("guest.docTitle");
+
 main().catch((err) => {
   console.error(err);
-  showMessage(app, "Something went wrong", "The page could not start: " + (err && err.message ? err.message : String(err)), "Reloading the page usually helps.");
+  showMessage(app, t("common.somethingWrong"), t("guest.startFailed", { message: err && err.message ? err.message : String(err) }), t("common.reloadHelps"));
   document.body.dataset.error = (err && err.code) || "start";
 });
+
+/** "It looks like <code>link</code>." in the page's language. */
+function looksLike(link) {
+  const [before, after] = t("common.looksLike").split("{link}");
+  return h("span", {}, before, code(link), after);
+}
 
 async function main() {
   const p = params();
   const event = p.get("event");
   const guestCode = p.get("code");
   if (!event || !guestCode) {
-    const missing = [!event && "event", !guestCode && "code"].filter(Boolean).join(" and ");
+    const missing = [!event && "event", !guestCode && "code"].filter(Boolean).join(", ");
     showMessage(
       app,
-      "Please use the link from your host",
-      `This page needs the guest link the host shared (it is missing the ${missing}).`,
-      h("span", {}, "It looks like ", code(`${location.origin}/?event=…&code=…`), "."),
-      "Open that link again, or ask the host to send it to you.",
+      t("guest.missing.title"),
+      t("guest.missing.text", { missing }),
+      looksLike(`${location.origin}/?event=…&code=…`),
+      t("guest.missing.ask"),
     );
     document.body.dataset.error = "missing_params";
     return;
@@ -93,17 +112,17 @@ function explainOpenError(err, event) {
   const message = err && err.message ? err.message : String(err);
   switch (reason) {
     case "wrong_guest_code":
-      showMessage(app, "This link doesn't open the event", `The guest code in this link is not the one for “${event}”.`, "Check that you opened the whole link the host shared, or ask them for it again.");
+      showMessage(app, t("guest.wrongCode.title"), t("guest.wrongCode.text", { event }), t("guest.wrongCode.ask"));
       break;
     case "not_found":
-      showMessage(app, "We couldn't find this event", `There is no event called “${event}” here.`, "Check the link, or ask the host to send it again.");
+      showMessage(app, t("guest.notFound.title"), t("guest.notFound.text", { event }), t("guest.notFound.ask"));
       break;
     case "storage_unavailable":
     case "quota_exceeded":
-      showMessage(app, "This browser can't keep uploads", "The page needs to store your uploads on this device so none is lost, but the browser refused (private browsing can do that).", "Try a normal browser window. Details: " + message);
+      showMessage(app, t("guest.noStorage.title"), t("guest.noStorage.text"), t("guest.noStorage.ask", { message }));
       break;
     default:
-      showMessage(app, "Something went wrong", "The upload page could not start: " + message, "Reloading the page usually helps.");
+      showMessage(app, t("common.somethingWrong"), t("guest.startFailed", { message }), t("common.reloadHelps"));
   }
 }
 
@@ -113,8 +132,8 @@ function explainOpenError(err, event) {
 function showEventInfo(info) {
   if (!info) return;
   $("event-title").textContent = info.title;
-  document.title = `${info.title} · Share your photos`;
-  $("limits").textContent = `up to ${formatBytes(info.max_file_bytes)} each`;
+  document.title = t("guest.docTitleEvent", { title: info.title });
+  $("limits").textContent = t("guest.limit", { size: formatBytes(info.max_file_bytes) });
 }
 
 function setUpPage() {
@@ -172,7 +191,8 @@ function setUpPage() {
   // in another tab): the uploads wait, and the guest is told why.
   const showStorageError = (error) => {
     $("storage-banner").hidden = !error;
-    $("storage-reason").textContent = error ? error.message : "";
+    const reason = error ? t(`guest.storage.${error.code}`) : "";
+    $("storage-text").textContent = error ? t("guest.storageBanner", { reason: reason.startsWith("guest.") ? error.message : reason }) : "";
   };
   uploader.onStorageError(showStorageError);
   showStorageError(uploader.storageError);
@@ -188,15 +208,15 @@ function watchPersistence() {
     const persisted = uploader.persisted;
     el.dataset.persisted = String(persisted);
     if (persisted === true) {
-      el.textContent = "This browser agreed to keep unfinished uploads safe on this device.";
+      el.textContent = t("guest.persist.yes");
       return true;
     }
     if (persisted === false) {
-      el.textContent = "This browser may clear unfinished uploads if it runs low on space, so keep this page open until everything says Saved.";
+      el.textContent = t("guest.persist.no");
       return true;
     }
     if (Date.now() - started > 10_000) {
-      el.textContent = "This browser didn't say whether it keeps unfinished uploads safe.";
+      el.textContent = t("guest.persist.unknown");
     }
     return false;
   };
@@ -219,13 +239,13 @@ async function addFiles(files, target = null) {
     outcomes = await uploader.add(files);
   } catch (err) {
     const names = files.map((f) => f.name).join(", ");
-    addRefusal(names, err && err.message ? err.message : String(err));
+    addRefusal(names, refusalReason(err, files.length === 1 ? files[0] : null));
     return;
   }
   outcomes.forEach((outcome, i) => {
     const file = files[i];
     if (!outcome.ok) {
-      addRefusal(outcome.fileName, outcome.error.message);
+      addRefusal(outcome.fileName, refusalReason(outcome.error, file));
       return;
     }
     const view = outcome.attempt;
@@ -233,7 +253,7 @@ async function addFiles(files, target = null) {
     if (file && (!previews.has(view.id) || outcome.status === "reattached")) setPreview(view.id, file);
     render(view);
     if (outcome.status === "duplicate") {
-      addNotice(`“${view.fileName}” is already here`, "The same file was picked again; it is uploaded only once.");
+      addNotice(t("guest.duplicate.title", { name: view.fileName }), t("guest.duplicate.text"));
       flash(view.id);
     } else if (target && outcome.status === "new" && view.id !== target.id) {
       const old = attempts.get(target.id);
@@ -241,7 +261,7 @@ async function addFiles(files, target = null) {
         // The expired attempt is continued by this new one.
         forget(old.id);
       } else {
-        addNotice(`“${view.fileName}” was added as a new upload`, `It isn't the same file as “${target.fileName}”, which still needs its file.`);
+        addNotice(t("guest.addedNew.title", { name: view.fileName }), t("guest.addedNew.text", { other: target.fileName }));
       }
     }
   });
@@ -254,12 +274,35 @@ function setPreview(id, file) {
   previews.set(id, { url: URL.createObjectURL(file), type: file.type });
 }
 
-function addRefusal(fileName, message) {
+/**
+ * Why a file was not added, in the page's language: the codes the page can
+ * say itself, else the uploader's own message.
+ */
+function refusalReason(error, file) {
+  const codeOf = (error && error.code) || "";
+  const limit = uploader && uploader.event ? uploader.event.max_file_bytes : null;
+  switch (codeOf) {
+    case "file_too_large":
+      if (file && limit) return t("guest.refuse.file_too_large", { size: formatBytes(file.size), limit: formatBytes(limit) });
+      break;
+    case "type_not_allowed":
+      return t("guest.refuse.type_not_allowed", { type: (file && file.type) || "?" });
+    case "empty_file":
+    case "invalid_filename":
+    case "wrong_guest_code":
+    case "quota_exceeded":
+    case "storage_unavailable":
+      return t(`guest.refuse.${codeOf}`);
+  }
+  return error && error.message ? error.message : String(error);
+}
+
+function addRefusal(fileName, reason) {
   const li = h(
     "li",
     { class: "note", "data-testid": "refusal", role: "alert" },
-    h("span", { class: "note-text" }, h("strong", { text: fileName || "Some files" }), "Couldn't add it: " + message),
-    h("button", { class: "dismiss", type: "button", "aria-label": "Dismiss", "data-testid": "dismiss", onclick: () => li.remove() }, "×"),
+    h("span", { class: "note-text" }, h("strong", { text: fileName || t("guest.someFiles") }), t("guest.refused", { reason })),
+    h("button", { class: "dismiss", type: "button", "aria-label": t("common.dismiss"), "data-testid": "dismiss", onclick: () => li.remove() }, "×"),
   );
   li.dataset.filename = fileName || "";
   $("notes").append(li);
@@ -270,7 +313,7 @@ function addNotice(title, text) {
     "li",
     { class: "note note--info", "data-testid": "notice" },
     h("span", { class: "note-text" }, h("strong", { text: title }), text),
-    h("button", { class: "dismiss", type: "button", "aria-label": "Dismiss", onclick: () => li.remove() }, "×"),
+    h("button", { class: "dismiss", type: "button", "aria-label": t("common.dismiss"), onclick: () => li.remove() }, "×"),
   );
   $("notes").append(li);
   setTimeout(() => li.remove(), NOTICE_MS);
@@ -298,6 +341,7 @@ async function forget(id) {
 function dropCard(id) {
   if (!attempts.has(id)) return;
   attempts.delete(id);
+  spoken.delete(id);
   removeCard(id);
   const preview = previews.get(id);
   if (preview && ![...attempts.values()].some((a) => a.replaces === id)) URL.revokeObjectURL(preview.url);
@@ -317,6 +361,7 @@ function removeCard(id) {
 function render(view) {
   if (!view || !view.id) return;
   attempts.set(view.id, view);
+  announce(view);
 
   // An expired attempt continued by a new one: show only the new one.
   if (view.replacedBy && attempts.has(view.replacedBy)) {
@@ -337,9 +382,9 @@ function render(view) {
     card = createCard(view);
     cards.set(view.id, card);
     insertInOrder(card.root, view);
-    updateSummary();
   }
   fillCard(card, view);
+  updateSummary();
 }
 
 /**
@@ -370,7 +415,7 @@ function createCard(view) {
   refs.bar = h("div", { class: "progress-bar" });
   refs.progress = h(
     "div",
-    { class: "progress", role: "progressbar", "aria-valuemin": "0", "aria-valuemax": "100", "aria-valuenow": "0", "data-testid": "progress", "aria-label": "Upload progress" },
+    { class: "progress", role: "progressbar", "aria-valuemin": "0", "aria-valuemax": "100", "aria-valuenow": "0", "data-testid": "progress", "aria-label": t("guest.progressOf", { name: view.fileName }) },
     refs.bar,
   );
   refs.transfer = h("li", { class: "state", "data-testid": "transfer" });
@@ -381,7 +426,7 @@ function createCard(view) {
   refs.actions = h("div", { class: "actions" });
   refs.root = h(
     "li",
-    { class: "card", "data-testid": "card", dataset: { id: view.id, filename: view.fileName } },
+    { class: "card", tabindex: "-1", "data-testid": "card", dataset: { id: view.id, filename: view.fileName } },
     refs.thumb,
     h(
       "div",
@@ -413,10 +458,10 @@ function kindWord(view) {
 function shortReason(error) {
   if (!error) return "";
   const code = String(error.code || "");
-  if (code === "network") return "connection lost";
-  if (code === "rate_limited" || code === "http_429") return "server busy";
-  if (code === "url_expired" || code === "expired") return "link expired";
-  if (code === "object_store_unavailable" || code === "database_unavailable" || code === "internal" || /^http_5\d\d$/.test(code)) return "server problem";
+  if (code === "network") return t("guest.reason.network");
+  if (code === "rate_limited" || code === "http_429") return t("guest.reason.busy");
+  if (code === "url_expired" || code === "expired") return t("guest.reason.expired");
+  if (code === "object_store_unavailable" || code === "database_unavailable" || code === "internal" || /^http_5\d\d$/.test(code)) return t("guest.reason.server");
   const m = String(error.message || code);
   return m.length > 40 ? m.slice(0, 39) + "…" : m;
 }
@@ -470,22 +515,24 @@ function fillCard(card, view) {
   card.progress.classList.toggle("is-failed", view.transfer === "failed");
 
   // Transfer.
+  const percent = formatPercent(pct);
+  const parts = { done: view.partsDone, count: view.partCount };
   switch (view.transfer) {
     case "queued":
       // A large file that goes on from the parts the server holds says so.
-      setState(card.transfer, view.partsDone ? `Waiting to go on (${view.partsDone} of ${view.partCount} parts stored)` : "Waiting to upload", "");
+      setState(card.transfer, view.partsDone ? t("guest.transfer.queuedParts", parts) : t("guest.transfer.queued"), "");
       break;
     case "uploading":
-      setState(card.transfer, view.partCount ? `Uploading ${pct}% (${view.partsDone} of ${view.partCount} parts)` : `Uploading ${pct}%`, "active");
+      setState(card.transfer, view.partCount ? t("guest.transfer.uploadingParts", { percent, ...parts }) : t("guest.transfer.uploading", { percent }), "active");
       break;
     case "uploaded":
-      setState(card.transfer, "Uploaded", "ok");
+      setState(card.transfer, t("guest.transfer.uploaded"), "ok");
       break;
     case "needs_file":
-      setState(card.transfer, `Needs the ${kindWord(view)} again`, "wait");
+      setState(card.transfer, t(isVideo(view.type) ? "guest.transfer.needsVideo" : "guest.transfer.needsPhoto"), "wait");
       break;
     case "failed":
-      setState(card.transfer, "Not uploaded", "bad");
+      setState(card.transfer, t("guest.transfer.failed"), "bad");
       break;
     default:
       setState(card.transfer, view.transfer, "");
@@ -494,19 +541,19 @@ function fillCard(card, view) {
   // Confirmation.
   switch (view.confirmation) {
     case "confirming":
-      setState(card.confirmation, "Saving…", "active");
+      setState(card.confirmation, t("guest.confirm.confirming"), "active");
       break;
     case "confirmed":
-      setState(card.confirmation, "Saved", "ok");
+      setState(card.confirmation, t("guest.confirm.confirmed"), "ok");
       break;
     case "rejected":
-      setState(card.confirmation, "Not saved", "bad");
+      setState(card.confirmation, t("guest.confirm.rejected"), "bad");
       break;
     case "failed":
-      setState(card.confirmation, "Not saved yet", "bad");
+      setState(card.confirmation, t("guest.confirm.failed"), "bad");
       break;
     case "expired":
-      setState(card.confirmation, view.replacedBy ? "Expired, started again" : "Expired", "bad");
+      setState(card.confirmation, t(view.replacedBy ? "guest.confirm.expiredReplaced" : "guest.confirm.expired"), "bad");
       break;
     default:
       setState(card.confirmation, "", "");
@@ -516,13 +563,13 @@ function fillCard(card, view) {
   const reason = view.media && view.media.reason;
   switch (view.moderation) {
     case "pending":
-      setState(card.moderation, "Waiting for the host's approval", "wait");
+      setState(card.moderation, t("guest.moderation.pending"), "wait");
       break;
     case "approved":
-      setState(card.moderation, "On the wall", "ok");
+      setState(card.moderation, t("guest.moderation.approved"), "ok");
       break;
     case "rejected":
-      setState(card.moderation, reason ? `Not accepted: ${reason}` : "Not accepted by the host", "bad");
+      setState(card.moderation, reason ? t("guest.moderation.rejectedReason", { reason }) : t("guest.moderation.rejected"), "bad");
       break;
     default:
       setState(card.moderation, "", "");
@@ -542,34 +589,84 @@ function noteFor(view) {
   if (view.transfer === "needs_file") return "";
   if (view.error && view.nextRetryAt) {
     const s = Math.max(0, Math.ceil((view.nextRetryAt - Date.now()) / 1000));
-    return `Retrying in ${s} s (${shortReason(view.error)})`;
+    return t("guest.note.retryingIn", { when: inSeconds(s), reason: shortReason(view.error) });
   }
-  if (navigator.onLine === false) return "Paused: continues when you're back online.";
-  if (!view.drivenHere) return "Being uploaded by another tab of this browser.";
-  if (view.error) return `Trying again (${shortReason(view.error)})`;
+  if (navigator.onLine === false) return t("guest.note.offline");
+  if (!view.drivenHere) return t("guest.note.otherTab");
+  if (view.error) return t("guest.note.tryingAgain", { reason: shortReason(view.error) });
   return "";
+}
+
+/** What went wrong with an attempt, for its card (empty when nothing did). */
+function errorTextFor(view) {
+  const expiredAlone = view.confirmation === "expired" && !view.replacedBy;
+  const message = view.error ? view.error.message : "";
+  if (view.transfer === "failed" && view.error) {
+    return view.error.code === "cancelled" ? t("guest.error.cancelled") : t("guest.error.upload", { message });
+  }
+  if (view.confirmation === "failed" && view.error) return t("guest.error.save", { message });
+  if (view.confirmation === "rejected") return t("guest.error.rejected", { message: message || t("guest.error.refusedByServer") });
+  if (expiredAlone) return t("guest.error.rejected", { message: message || t("guest.error.expired") });
+  return "";
+}
+
+/**
+ * An action button whose wording says what happens to the file: the verb,
+ * then its effect ("Cancel — the file won't be uploaded"). The dash is read
+ * as a pause by screen readers and hidden on screen, where the effect sits
+ * on its own line.
+ */
+function actionButton(testid, tone, verb, effect, onClick) {
+  const button = h(
+    "button",
+    { class: `button button--small button--action${tone ? ` button--${tone}` : ""}`, type: "button", "data-testid": testid },
+    h("span", { class: "action-verb", text: verb }),
+    h("span", { class: "visually-hidden", text: " — " }),
+    h("span", { class: "action-effect", text: effect }),
+  );
+  // Busy while it runs, but not `disabled`: a disabled button drops the
+  // keyboard focus, which then could not move on to the card's next action.
+  let busy = false;
+  button.addEventListener("click", async () => {
+    if (busy) return;
+    busy = true;
+    button.setAttribute("aria-disabled", "true");
+    try {
+      await onClick();
+    } catch (err) {
+      console.warn(`${testid} failed`, err);
+    }
+    busy = false;
+    button.removeAttribute("aria-disabled");
+  });
+  return button;
 }
 
 function fillExtra(card, view) {
   // A failure shows on its own axis: the upload, or the saving after it.
-  const canRetry = (view.transfer === "failed" && view.confirmation === "unconfirmed") || view.confirmation === "failed";
+  const transferFailed = view.transfer === "failed" && view.confirmation === "unconfirmed";
+  const saveFailed = view.confirmation === "failed";
+  const canRetry = transferFailed || saveFailed;
   const expiredAlone = view.confirmation === "expired" && !view.replacedBy;
   const needsFile = view.transfer === "needs_file";
-  let errorText = "";
-  if (view.transfer === "failed" && view.error) errorText = `Couldn't upload: ${view.error.message}`;
-  else if (view.confirmation === "failed" && view.error) errorText = `Uploaded, but couldn't save it: ${view.error.message}`;
-  else if (view.confirmation === "rejected") errorText = `Couldn't save: ${view.error ? view.error.message : "the server refused it"}`;
-  else if (expiredAlone) errorText = `Couldn't save: ${view.error ? view.error.message : "it expired"}`;
+  // Cancel while the file waits or goes up (in this tab): it then fails as
+  // "cancelled", and Retry or Remove follow.
+  const canCancel =
+    !view.terminal && view.drivenHere && view.confirmation === "unconfirmed" && (view.transfer === "queued" || view.transfer === "uploading");
+  const errorText = errorTextFor(view);
   const canForget = canRetry || needsFile || view.confirmation === "rejected" || expiredAlone;
 
-  const key = [errorText, canRetry, needsFile, expiredAlone, canForget, view.type].join("|");
+  const key = [errorText, canRetry, saveFailed, needsFile, expiredAlone, canForget, canCancel, view.type].join("|");
   if (card.extraKey === key) return;
   card.extraKey = key;
+  // A keyboard user who pressed Cancel or Retry stays on this card: on its
+  // next action, or on the card itself.
+  const hadFocus = card.root.contains(document.activeElement) && document.activeElement !== card.root;
 
   const parts = [];
   if (errorText) parts.push(h("p", { class: "card-error", "data-testid": "error", role: "alert", text: capitalize(errorText) }));
   if (needsFile || expiredAlone) {
-    const word = kindWord(view);
+    const kind = kindWord(view);
     const input = h("input", { class: "visually-hidden", type: "file", accept: view.type || "image/*,video/*" });
     input.addEventListener("change", () => {
       const files = Array.from(input.files || []);
@@ -580,41 +677,33 @@ function fillExtra(card, view) {
       h(
         "div",
         { class: "pick-again-box" },
-        h("p", { text: needsFile ? `Please pick this ${word} again` : `Pick this ${word} again to upload it` }),
-        h(
-          "p",
-          { class: "pick-again-help" },
-          needsFile ? "This browser no longer has the file, so it can't finish the upload by itself." : "Its upload link ran out before it was saved.",
-        ),
-        h("label", { class: "button button--primary button--small", "data-testid": "pick-again" }, input, `Pick the ${word}`),
+        h("p", { text: t(needsFile ? `guest.pickAgain.${kind}` : `guest.pickAgainExpired.${kind}`) }),
+        h("p", { class: "pick-again-help" }, t(needsFile ? "guest.pickAgain.help" : "guest.pickAgainExpired.help")),
+        h("label", { class: "button button--primary button--small", "data-testid": "pick-again" }, input, t(`guest.pickAgain.button.${kind}`)),
       ),
     );
   }
   card.slot.replaceChildren(...parts);
 
   const actions = [];
+  if (canCancel) {
+    actions.push(actionButton("cancel", "", t("guest.action.cancel"), t("guest.action.cancelEffect"), () => uploader.cancel(view.id)));
+  }
+  // PAUSE/RESUME (issue 17): a transfer in progress gets "Pause" and a paused
+  // one "Resume" (t("guest.action.pause"/"pauseEffect"/"resume"/
+  // "resumeEffect"); with multipart the stored parts stay stored). They wait
+  // for the client library's uploader.pause(id) / uploader.resume(id) and a
+  // view field that tells a guest's pause apart from today's `paused`
+  // (waiting to be back online). Add them here, beside Cancel, then.
   if (canRetry) {
-    const button = h("button", { class: "button button--primary button--small", type: "button", "data-testid": "retry" }, "Retry");
-    button.addEventListener("click", async () => {
-      button.disabled = true;
-      try {
-        await uploader.retry(view.id);
-      } catch (err) {
-        console.warn("retry failed", err);
-      }
-      button.disabled = false;
-    });
-    actions.push(button);
+    const effect = saveFailed ? t("guest.action.retrySaveEffect") : t("guest.action.retryEffect");
+    actions.push(actionButton("retry", "primary", t(saveFailed ? "guest.action.retrySave" : "guest.action.retry"), effect, () => uploader.retry(view.id)));
   }
   if (canForget) {
-    const button = h("button", { class: "button button--quiet button--small", type: "button", "data-testid": "forget" }, "Remove");
-    button.addEventListener("click", () => {
-      button.disabled = true;
-      forget(view.id);
-    });
-    actions.push(button);
+    actions.push(actionButton("forget", "quiet", t("guest.action.remove"), t("guest.action.removeEffect"), () => forget(view.id)));
   }
   card.actions.replaceChildren(...actions);
+  if (hadFocus && !card.root.contains(document.activeElement)) (actions[0] || card.root).focus();
 }
 
 function thumbnail(src, type, view) {
@@ -629,7 +718,7 @@ function thumbnail(src, type, view) {
     video.muted = true;
     video.src = src.startsWith("blob:") ? `${src}#t=0.1` : src;
     fallback(video);
-    return [video, h("span", { class: "kind", text: "Video" })];
+    return [video, h("span", { class: "kind", text: t("common.video") })];
   }
   const img = h("img", { alt: "", loading: "lazy", decoding: "async", src });
   fallback(img);
@@ -642,7 +731,63 @@ function updateSummary() {
   const title = $("uploads-title");
   title.hidden = shown.length === 0;
   const saved = shown.filter((a) => a.confirmation === "confirmed").length;
-  title.textContent = shown.length ? `Your uploads · ${saved} of ${shown.length} saved` : "Your uploads";
+  title.textContent = shown.length ? t("guest.uploadsSaved", { saved, total: shown.length }) : t("guest.uploads");
+}
+
+// --------------------------------------------------------- announcing ----
+
+/**
+ * Says what became of an attempt, politely and at milestones only: the
+ * upload started, each quarter of it, saved, failed, needs the file, and
+ * the host's decision. A file that jumps past several quarters at once is
+ * said once, at the highest. The first view of an attempt (a restore after
+ * a reload, or a file just picked) only sets where it stands.
+ */
+function announce(view) {
+  const before = spoken.get(view.id);
+  const now = milestoneOf(view);
+  spoken.set(view.id, now);
+  if (!before) return;
+  const name = view.fileName;
+  if (now.transfer === "failed" && before.transfer !== "failed") {
+    say(t("guest.say.failed", { name, reason: capitalize(errorTextFor(view)) }));
+  } else if (now.confirmation === "failed" && before.confirmation !== "failed") {
+    say(t("guest.say.saveFailed", { name, reason: capitalize(errorTextFor(view)) }));
+  } else if (now.transfer === "needs_file" && before.transfer !== "needs_file") {
+    say(t("guest.say.needsFile", { name }));
+  } else if ((now.confirmation === "rejected" || now.confirmation === "expired") && now.confirmation !== before.confirmation) {
+    if (!view.replacedBy) say(t("guest.say.rejected", { name }));
+  } else if (now.confirmation === "confirmed" && before.confirmation !== "confirmed") {
+    say(t("guest.say.saved", { name }));
+  } else if (now.quarter > before.quarter && now.quarter < 100) {
+    // All of it sent is not said: "saved" follows at once.
+    say(now.quarter === 0 ? t("guest.say.started", { name }) : t("guest.say.progress", { name, percent: formatPercent(now.quarter) }));
+  }
+  if (now.moderation !== before.moderation && before.moderation !== "unknown") {
+    if (now.moderation === "approved") say(t("guest.say.approved", { name }));
+    if (now.moderation === "rejected") say(t("guest.say.notAccepted", { name }));
+  }
+}
+
+/** Where an attempt stands, as far as announcements go. */
+function milestoneOf(view) {
+  let quarter = -1;
+  if (view.transfer === "uploading") {
+    const total = view.bytesTotal || view.size || 0;
+    const pct = total > 0 ? (Math.min(view.bytesSent || 0, total) / total) * 100 : 0;
+    quarter = Math.min(75, Math.floor(pct / 25) * 25);
+  } else if (view.transfer === "uploaded") {
+    quarter = 100;
+  }
+  return { quarter, transfer: view.transfer, confirmation: view.confirmation, moderation: view.moderation };
+}
+
+/** Adds a line to the polite log region (the oldest lines go). */
+function say(text) {
+  const log = $("announcer");
+  if (!log) return;
+  log.append(h("p", { text }));
+  while (log.children.length > ANNOUNCER_LINES) log.firstElementChild.remove();
 }
 
 /** Once a second: the "Retrying in N s" countdowns, and the summary. */

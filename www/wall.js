@@ -5,6 +5,7 @@
 // no longer in it.
 
 import { h, params, apiBase, showMessage, code, problemOf, isVideo } from "./common.js";
+import { t, translatePage } from "./i18n.js";
 
 const POLL_MS = 3_000;
 const PAGE_SIZE = 100;
@@ -22,22 +23,26 @@ let cursor = null;
 const seen = new Set();
 let failures = 0;
 
+translatePage();
+document.title = t("wall.docTitle");
+
 if (!event || !guestCode) {
-  const missing = [!event && "event", !guestCode && "code"].filter(Boolean).join(" and ");
+  const missing = [!event && "event", !guestCode && "code"].filter(Boolean).join(", ");
+  const [before, after] = t("common.looksLike").split("{link}");
   app.classList.add("page");
   showMessage(
     app,
-    "Please use the wall link",
-    `This page needs the wall link of the event (it is missing the ${missing}).`,
-    h("span", {}, "It looks like ", code(`${location.origin}/wall.html?event=…&code=…`), "."),
-    "Ask the host for it.",
+    t("wall.missing.title"),
+    t("wall.missing.text", { missing }),
+    h("span", {}, before, code(`${location.origin}/wall.html?event=…&code=…`), after),
+    t("wall.missing.ask"),
   );
   document.body.dataset.error = "missing_params";
 } else {
   $("loading").remove();
   $("wall-page").hidden = false;
-  $("title").textContent = `${event} · photo wall`;
-  document.title = `${event} · photo wall`;
+  $("title").textContent = t("wall.docTitleEvent", { event });
+  document.title = t("wall.docTitleEvent", { event });
   poll(true);
   setTimeout(resync, resyncMs);
 }
@@ -92,14 +97,14 @@ async function poll(first = false) {
     if (items.length >= PAGE_SIZE) again = 0;
   } catch (err) {
     if (err && (err.status === 401 || err.status === 403 || err.status === 404)) {
-      const what = err.status === 404 ? `There is no event called “${event}” on this server.` : "The code in this link does not open this event's wall.";
+      const what = err.status === 404 ? t("wall.bad.notFound", { event }) : t("wall.bad.code");
       app.classList.add("page");
-      showMessage(app, "This wall link doesn't work", what, "Ask the host for the wall link. Details: " + err.message);
+      showMessage(app, t("wall.bad.title"), what, t("wall.bad.details", { message: err.message }));
       document.body.dataset.error = err.code || "auth";
       return;
     }
     failures += 1;
-    $("status").textContent = "Reconnecting…";
+    $("status").textContent = t("wall.reconnecting");
     again = Math.min(30_000, POLL_MS * 2 ** Math.min(failures, 4));
   }
   if (first) document.body.dataset.ready = "1";
@@ -111,10 +116,10 @@ function add(item) {
   seen.add(item.id);
   let media;
   if (isVideo(item.content_type)) {
-    media = h("video", { src: item.url, autoplay: true, loop: true, playsinline: true, preload: "metadata", "aria-label": "Video" });
+    media = h("video", { src: item.url, autoplay: true, loop: true, playsinline: true, preload: "metadata", "aria-label": t("common.video") });
     media.muted = true;
   } else {
-    media = h("img", { src: item.url, alt: "Photo", decoding: "async" });
+    media = h("img", { src: item.url, alt: t("common.photo"), decoding: "async" });
   }
   media.addEventListener("error", () => li.remove(), { once: true });
   const li = h("li", { class: "wall-item", "data-testid": "wall-item", dataset: { id: item.id, approvedAt: item.approved_at || "" } }, media);
@@ -125,5 +130,5 @@ function add(item) {
 
 function updateStatus() {
   const n = seen.size;
-  $("status").textContent = n === 0 ? "Live" : `${n} ${n === 1 ? "photo" : "photos"} · live`;
+  $("status").textContent = n === 0 ? t("wall.live") : t("wall.count", { count: n });
 }

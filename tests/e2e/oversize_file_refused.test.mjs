@@ -21,7 +21,7 @@ test("an oversize photo is refused in the page with no request sent", async () =
   const refusal = await page.waitForSelector("[data-testid='refusal']");
   const text = await refusal.textContent();
   assert.match(text, /huge\.png/);
-  assert.match(text, /500 KB/, "the message names the limit");
+  assert.match(text, /500 kB/, "the message names the limit");
   assert.equal((await attempts(page)).length, 0, "nothing was recorded");
 
   // A photo within the limit goes all the way through; by then the only

@@ -36,7 +36,9 @@ fn main() -> ExitCode {
         Some("test") => run::test(&args[1..]),
         Some("bench") => run::bench(&args[1..]),
         Some("soak") => run::soak(&args[1..]),
-        Some("setup") => setup::ensure_all(true).and_then(|()| engines::ensure_engines("setup").map(drop)),
+        Some("setup") => setup::ensure_all(true)
+            .and_then(|()| engines::ensure_engines("setup").map(drop))
+            .and_then(|()| setup::ensure_npm_packages()),
         _ => return usage(),
     };
     match result {

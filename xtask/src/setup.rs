@@ -208,6 +208,17 @@ pub fn ensure_npm(dir: &Path) -> Result {
     sh(Command::new("npm").args([verb, "--no-audit", "--no-fund", "--loglevel=error"]).current_dir(dir))
 }
 
+/// The npm packages of the test suites (e2e: playwright-core, axe-core,
+/// jsqr, qrcode-generator), the example app, the benchmarks and the package
+/// build, for `cargo xtask setup`. Each test layer also installs its own
+/// before it runs, from the lock file (`ensure_npm`).
+pub fn ensure_npm_packages() -> Result {
+    for dir in ["tests/e2e", "examples/vite", "bench", "xtask/minify"] {
+        ensure_npm(&root().join(dir))?;
+    }
+    Ok(())
+}
+
 /// Everything the test suite needs.
 pub fn ensure_all(browsers: bool) -> Result {
     extend_path();

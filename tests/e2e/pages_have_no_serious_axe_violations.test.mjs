@@ -1,0 +1,94 @@
+// axe-core, injected into the three pages in the states people see them
+// in, finds no serious or critical violation (WCAG 2.x A/AA and best
+// practices): the guest page with cards saved, uploading and cancelled,
+// and offline; the host page with waiting items, its QR code and a reject
+// form open, and asking for the guest code; the wall with photos, and empty.
+import { test, after, before } from "node:test";
+import assert from "node:assert/strict";
+import { createRequire } from "node:module";
+import { startServer, createEvent, hostMedia, guestUrl, hostUrl, wallUrl, photos, until } from "./harness.mjs";
+import { launch, openGuest, pick, cards, attempts } from "./pages.mjs";
+
+const AXE = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
+
+let server, browser;
+before(async () => { server = await startServer("axe"); browser = await launch(); });
+after(async () => { await browser?.close(); await server?.stop(); });
+
+/** Runs axe on the page as it is; fails on serious or critical violations. */
+async function assertNoSeriousViolations(page, state) {
+  if (!(await page.evaluate(() => typeof window.axe === "object"))) await page.addScriptTag({ path: AXE });
+  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
+  assert.ok(result.passes.length > 10, `axe checked the ${state}`);
+  const serious = result.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  const report = serious.map((v) => `${v.id} (${v.impact}): ${v.help}\n    ${v.nodes.map((n) => n.target.join(" ")).join("\n    ")}`).join("\n  ");
+  assert.deepEqual(serious.map((v) => v.id), [], `${state}:\n  ${report}`);
+  return result;
+}
+
+test("guest, host and wall pages have no serious or critical axe violations", async () => {
+  const ev = await createEvent(server);
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const guest = await openGuest(context, guestUrl(server, ev));
+  await assertNoSeriousViolations(guest, "guest page, empty");
+
+  // One saved, then on a slow uplink one uploading and one cancelled.
+  await pick(guest, photos(1, 60_000, "saved"));
+  await until("the first photo to be saved", async () => (await cards(guest)).some((c) => c.confirmation === "Saved"), 30_000);
+  const cdp = await context.newCDPSession(guest);
+  await cdp.send("Network.enable");
+  await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 20, downloadThroughput: -1, uploadThroughput: 60_000 });
+  await pick(guest, photos(2, 700_000, "slow"));
+  await until("both slow photos to be uploading", async () => (await attempts(guest)).filter((a) => a.transfer === "uploading").length === 2, 30_000, 50);
+  await guest.click("[data-testid='card'][data-filename='slow-1.png'] [data-testid='cancel']");
+  await guest.waitForSelector("[data-testid='card'][data-filename='slow-1.png'] [data-testid='retry']");
+  const states = (await attempts(guest)).map((a) => a.transfer).sort();
+  assert.deepEqual(states, ["failed", "uploaded", "uploading"], "saved, cancelled and uploading cards");
+  await assertNoSeriousViolations(guest, "guest page with cards saved, uploading and cancelled");
+
+  await context.setOffline(true);
+  await guest.waitForSelector("[data-testid='offline-banner']", { state: "visible" });
+  await assertNoSeriousViolations(guest, "guest page offline");
+  await context.setOffline(false);
+  await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+  await until("the second slow photo to be saved", async () => (await hostMedia(server, ev)).length === 2, 30_000);
+
+  // The host: waiting items, the guest link as a QR code, a reject form.
+  const host = await context.newPage();
+  await host.goto(`${hostUrl(server, ev)}&code=${ev.guest_code}`);
+  await until("2 waiting items", async () => (await host.$$("[data-testid='pending-item']")).length === 2);
+  await host.waitForSelector("[data-testid='qr'] svg");
+  await assertNoSeriousViolations(host, "host page with waiting items and the QR code");
+  await host.click("[data-testid='pending-item'] [data-testid='reject']");
+  await host.waitForSelector("[data-testid='reject-reason']");
+  await host.click("[data-testid='filter-all']");
+  await assertNoSeriousViolations(host, "host page, all items, a reject form open");
+  const asking = await context.newPage();
+  await asking.goto(hostUrl(server, ev));
+  await asking.waitForSelector("[data-testid='guest-code-input']");
+  await asking.fill("[data-testid='guest-code-input']", "not-the-code");
+  await asking.click("[data-testid='guest-code-show']");
+  await asking.waitForFunction(() => document.querySelector("[data-testid='guest-code-error']")?.textContent.includes("doesn't open"));
+  await assertNoSeriousViolations(asking, "host page asking for the guest code, after a wrong one");
+
+  // The wall, with photos and empty.
+  for (const m of await hostMedia(server, ev)) {
+    const res = await fetch(`${server.base}/v1/media/${m.id}/moderation`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ev.host_token}`, "content-type": "application/json" },
+      body: JSON.stringify({ decision: "approve" }),
+    });
+    assert.equal(res.status, 200);
+  }
+  const wall = await context.newPage();
+  await wall.goto(wallUrl(server, ev));
+  await until("2 photos on the wall", async () => (await wall.$$("[data-testid='wall-item'] img")).length === 2, 20_000);
+  await wall.waitForFunction(() => [...document.querySelectorAll("[data-testid='wall-item'] img")].every((i) => i.complete && i.naturalWidth > 0));
+  await assertNoSeriousViolations(wall, "wall with photos");
+  const quiet = await createEvent(server);
+  const emptyWall = await context.newPage();
+  await emptyWall.goto(wallUrl(server, quiet));
+  await emptyWall.waitForSelector("body[data-ready='1']");
+  await assertNoSeriousViolations(emptyWall, "empty wall");
+  await context.close();
+});

@@ -591,6 +591,7 @@ function noteFor(view) {
     const s = Math.max(0, Math.ceil((view.nextRetryAt - Date.now()) / 1000));
     return t("guest.note.retryingIn", { when: inSeconds(s), reason: shortReason(view.error) });
   }
+  if (view.paused) return t("guest.note.paused");
   if (navigator.onLine === false) return t("guest.note.offline");
   if (!view.drivenHere) return t("guest.note.otherTab");
   if (view.error) return t("guest.note.tryingAgain", { reason: shortReason(view.error) });
@@ -653,10 +654,14 @@ function fillExtra(card, view) {
   // "cancelled", and Retry or Remove follow.
   const canCancel =
     !view.terminal && view.drivenHere && view.confirmation === "unconfirmed" && (view.transfer === "queued" || view.transfer === "uploading");
+  // Pause while it waits or goes up; a paused one (even after a reload)
+  // resumes from what the server already holds.
+  const canPause = canCancel && !view.paused;
+  const canResume = !view.terminal && view.paused;
   const errorText = errorTextFor(view);
   const canForget = canRetry || needsFile || view.confirmation === "rejected" || expiredAlone;
 
-  const key = [errorText, canRetry, saveFailed, needsFile, expiredAlone, canForget, canCancel, view.type].join("|");
+  const key = [errorText, canRetry, saveFailed, needsFile, expiredAlone, canForget, canCancel, canPause, canResume, view.type].join("|");
   if (card.extraKey === key) return;
   card.extraKey = key;
   // A keyboard user who pressed Cancel or Retry stays on this card: on its
@@ -689,12 +694,12 @@ function fillExtra(card, view) {
   if (canCancel) {
     actions.push(actionButton("cancel", "", t("guest.action.cancel"), t("guest.action.cancelEffect"), () => uploader.cancel(view.id)));
   }
-  // PAUSE/RESUME (issue 17): a transfer in progress gets "Pause" and a paused
-  // one "Resume" (t("guest.action.pause"/"pauseEffect"/"resume"/
-  // "resumeEffect"); with multipart the stored parts stay stored). They wait
-  // for the client library's uploader.pause(id) / uploader.resume(id) and a
-  // view field that tells a guest's pause apart from today's `paused`
-  // (waiting to be back online). Add them here, beside Cancel, then.
+  if (canPause) {
+    actions.push(actionButton("pause", "", t("guest.action.pause"), t("guest.action.pauseEffect"), () => uploader.pause(view.id)));
+  }
+  if (canResume) {
+    actions.push(actionButton("resume", "primary", t("guest.action.resume"), t("guest.action.resumeEffect"), () => uploader.resume(view.id)));
+  }
   if (canRetry) {
     const effect = saveFailed ? t("guest.action.retrySaveEffect") : t("guest.action.retryEffect");
     actions.push(actionButton("retry", "primary", t(saveFailed ? "guest.action.retrySave" : "guest.action.retry"), effect, () => uploader.retry(view.id)));

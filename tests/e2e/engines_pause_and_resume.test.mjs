@@ -1,7 +1,7 @@
-// The guest pauses a transfer part-way (uploader.pause): the PUT is
-// aborted and nothing is stored, the pause survives a reload (the restored
-// page asks the server and still sends nothing), and Resume stores the file
-// once. One 12 MB file over a 1 MB/s uplink (the throttling proxy), so the
+// The guest pauses a transfer part-way (the card's Pause button, which
+// calls uploader.pause): the PUT is aborted and nothing is stored, the pause
+// survives a reload (the restored page asks the server and still sends
+// nothing), and Resume stores the file once. One 12 MB file over a 1 MB/s uplink (the throttling proxy), so the
 // transfer is still under way when it is paused, in each engine.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -34,7 +34,8 @@ for (const engine of ["chromium", "firefox", "webkit"]) {
         return list.length === 1 && list[0].transfer === "uploading" && list[0].bytesSent > 0 && list;
       }, 30_000, 50);
 
-      assert.equal(await page.evaluate((id) => window.uploader.pause(id), started.id), true);
+      // The guest presses the card's Pause button.
+      await page.evaluate(() => document.querySelector("[data-testid='card'] [data-testid='pause']").click());
       const paused = await untilPausedAndIdle(page, "the pause to abort the transfer");
       assert.equal(paused.retries, 0, "an abort by the guest is not a failure");
       assert.equal((await hostMedia(server, ev)).length, 0);
@@ -46,7 +47,8 @@ for (const engine of ["chromium", "firefox", "webkit"]) {
       assert.equal((await hostMedia(server, ev)).length, 0, "nothing stored while paused");
 
       proxy.setRate(null);
-      assert.equal(await page.evaluate((id) => window.uploader.resume(id), started.id), true);
+      await until("the card to offer Resume", () => page.evaluate(() => !!document.querySelector("[data-testid='card'] [data-testid='resume']")), 10_000, 100);
+      await page.evaluate(() => document.querySelector("[data-testid='card'] [data-testid='resume']").click());
       await untilAllSaved(page, 1);
       assert.equal((await hostMedia(server, ev)).length, 1, "stored once");
       const [done] = await attempts(page);

@@ -85,6 +85,7 @@ export default {
   "guest.moderation.rejected": "Von den Gastgebern nicht angenommen",
   "guest.note.retryingIn": "Neuer Versuch {when} ({reason})",
   "guest.note.offline": "Pausiert: geht weiter, sobald du wieder online bist.",
+  "guest.note.paused": "Pausiert: nichts wird gesendet, bis du fortsetzt.",
   "guest.note.otherTab": "Wird von einem anderen Tab dieses Browsers hochgeladen.",
   "guest.note.tryingAgain": "Neuer Versuch ({reason})",
   "guest.reason.network": "Verbindung verloren",
@@ -114,8 +115,6 @@ export default {
   "guest.action.retrySaveEffect": "bittet noch einmal, die schon hochgeladene Datei zu speichern",
   "guest.action.remove": "Entfernen",
   "guest.action.removeEffect": "vergisst sie auf diesem Gerät; es wird nichts mehr gesendet",
-  // Pause and Resume wait for the client library's uploader.pause(id) and
-  // uploader.resume(id) (see www/guest.js, "PAUSE/RESUME").
   "guest.action.pause": "Pausieren",
   "guest.action.pauseEffect": "hört vorerst auf zu senden; was schon gespeichert ist, bleibt gespeichert",
   "guest.action.resume": "Fortsetzen",

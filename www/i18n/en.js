@@ -88,6 +88,7 @@ export default {
   "guest.moderation.rejected": "Not accepted by the host",
   "guest.note.retryingIn": "Retrying {when} ({reason})",
   "guest.note.offline": "Paused: continues when you're back online.",
+  "guest.note.paused": "Paused: nothing is sent until you resume.",
   "guest.note.otherTab": "Being uploaded by another tab of this browser.",
   "guest.note.tryingAgain": "Trying again ({reason})",
   "guest.reason.network": "connection lost",
@@ -117,8 +118,6 @@ export default {
   "guest.action.retrySaveEffect": "asks again to save the file already uploaded",
   "guest.action.remove": "Remove",
   "guest.action.removeEffect": "forgets it on this device; nothing more is sent",
-  // Pause and Resume wait for the client library's uploader.pause(id) and
-  // uploader.resume(id) (see www/guest.js, "PAUSE/RESUME").
   "guest.action.pause": "Pause",
   "guest.action.pauseEffect": "stops sending for now; what is already stored stays stored",
   "guest.action.resume": "Resume",

@@ -85,6 +85,7 @@ export default {
   "guest.moderation.rejected": "No aceptada por los anfitriones",
   "guest.note.retryingIn": "Nuevo intento {when} ({reason})",
   "guest.note.offline": "En pausa: sigue cuando vuelvas a tener conexión.",
+  "guest.note.paused": "En pausa: no se envía nada hasta que lo reanudes.",
   "guest.note.otherTab": "La está subiendo otra pestaña de este navegador.",
   "guest.note.tryingAgain": "Intentándolo de nuevo ({reason})",
   "guest.reason.network": "conexión perdida",
@@ -114,8 +115,6 @@ export default {
   "guest.action.retrySaveEffect": "pide otra vez que se guarde el archivo ya subido",
   "guest.action.remove": "Quitar",
   "guest.action.removeEffect": "lo olvida en este dispositivo; no se envía nada más",
-  // Pause and Resume wait for the client library's uploader.pause(id) and
-  // uploader.resume(id) (see www/guest.js, "PAUSE/RESUME").
   "guest.action.pause": "Pausar",
   "guest.action.pauseEffect": "deja de enviar por ahora; lo ya guardado sigue guardado",
   "guest.action.resume": "Reanudar",

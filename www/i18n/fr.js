@@ -85,6 +85,7 @@ export default {
   "guest.moderation.rejected": "Non accepté par les hôtes",
   "guest.note.retryingIn": "Nouvel essai {when} ({reason})",
   "guest.note.offline": "En pause : reprend dès que vous êtes de nouveau en ligne.",
+  "guest.note.paused": "En pause : rien n'est envoyé tant que vous ne reprenez pas.",
   "guest.note.otherTab": "Envoyé par un autre onglet de ce navigateur.",
   "guest.note.tryingAgain": "Nouvel essai ({reason})",
   "guest.reason.network": "connexion perdue",
@@ -114,8 +115,6 @@ export default {
   "guest.action.retrySaveEffect": "demande à nouveau d’enregistrer le fichier déjà envoyé",
   "guest.action.remove": "Retirer",
   "guest.action.removeEffect": "l’oublie sur cet appareil ; plus rien n’est envoyé",
-  // Pause and Resume wait for the client library's uploader.pause(id) and
-  // uploader.resume(id) (see www/guest.js, "PAUSE/RESUME").
   "guest.action.pause": "Mettre en pause",
   "guest.action.pauseEffect": "arrête d’envoyer pour l’instant ; ce qui est déjà enregistré le reste",
   "guest.action.resume": "Reprendre",

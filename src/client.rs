@@ -513,6 +513,14 @@ impl Client {
                     )
                 }
             }
+            Command::HashFile { id, size } => {
+                // The whole file (it goes up in one PUT), by WebCrypto in JS.
+                let result = match self.blob_for(&id).await {
+                    Some(blob) => crate::env::sha256_hex(&blob, 0, size).await.map_err(Failure::Unexpected),
+                    None => Err(Failure::Unexpected("the file's bytes are not available".into())),
+                };
+                (id, Outcome::FileHashed(result))
+            }
             Command::HashPart { id, number, start, end } => {
                 // Only this part's bytes are read, by WebCrypto in JS.
                 let result = match self.blob_for(&id).await {

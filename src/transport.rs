@@ -99,8 +99,24 @@ pub fn http_failure(status: u16, status_text: &str, body: &str, retry_after: Opt
     let retry_after_ms = retry_after.and_then(|v| parse_retry_after(&v, now()));
     match problem {
         Some(p) => Failure::Http { status, code: Some(p.code), message: p.detail, retry_after_ms },
+        // An S3-compatible store answers in XML: a digest it refused is the
+        // protocol's `checksum_mismatch`; anything else keeps its status.
+        None if s3_digest_refused(body) => Failure::Http {
+            status,
+            code: Some(upload_once_core::ErrorCode::ChecksumMismatch.as_str().to_owned()),
+            message: "the bytes sent are not the ones the upload was authorized for (did the file change?)".to_owned(),
+            retry_after_ms,
+        },
         None => Failure::Http { status, code: None, message: status_text.to_owned(), retry_after_ms },
     }
+}
+
+/// Whether an S3 error body says the bytes did not match their signed
+/// SHA-256 (`BadDigest`, `XAmzContentChecksumMismatch`, `XAmzContentSHA256Mismatch`).
+fn s3_digest_refused(body: &str) -> bool {
+    ["<Code>BadDigest</Code>", "<Code>XAmzContentChecksumMismatch</Code>", "<Code>XAmzContentSHA256Mismatch</Code>"]
+        .iter()
+        .any(|code| body.contains(code))
 }
 
 /// [`Api`] over HTTP with gloo-net.

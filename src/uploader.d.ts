@@ -52,6 +52,8 @@ export interface MediaInfo {
   url: string;
   /** For a file stored in parts: SHA-256 over the parts' digests, then `-` and the part count. */
   composite_sha256?: string;
+  /** This attempt's bytes were already stored in the event: the media is the one stored before (see `AttemptView.duplicateOf`). */
+  duplicate?: boolean;
 }
 
 /** One attempt: one file the guest picked. */
@@ -92,6 +94,8 @@ export interface AttemptView {
   paused: boolean;
   /** Waiting for the browser to come back online. */
   offline: boolean;
+  /** The same photo (the same bytes) was already shared in this event, by this guest or another (within the event's `dedup` scope): it was not sent again, and `media` is that media record. */
+  duplicateOf: string | null;
   /** A large file goes up in parts: how many the server holds (`null` for a single upload). */
   partsDone: number | null;
   /** A large file goes up in parts: how many there are (`null` for a single upload). */

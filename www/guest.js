@@ -526,7 +526,8 @@ function fillCard(card, view) {
       setState(card.transfer, view.partCount ? t("guest.transfer.uploadingParts", { percent, ...parts }) : t("guest.transfer.uploading", { percent }), "active");
       break;
     case "uploaded":
-      setState(card.transfer, t("guest.transfer.uploaded"), "ok");
+      // The same photo was already shared here: nothing was sent.
+      setState(card.transfer, t(view.duplicateOf ? "guest.transfer.alreadyShared" : "guest.transfer.uploaded"), "ok");
       break;
     case "needs_file":
       setState(card.transfer, t(isVideo(view.type) ? "guest.transfer.needsVideo" : "guest.transfer.needsPhoto"), "wait");

@@ -556,6 +556,26 @@ impl AttemptRecord {
         }
     }
 
+    /// The file's SHA-256, computed before the first authorize: sent with
+    /// it, it lets the server find the same photo already stored (and binds
+    /// the signed PUT to these bytes). False when it is too late (the
+    /// server has seen the attempt) or already known.
+    pub fn set_content_hash(&mut self, sha256: String, now: UnixMillis) -> bool {
+        if self.sha256.is_some() || self.step != Step::Authorize || self.object_key.is_some() {
+            return false;
+        }
+        self.sha256 = Some(sha256);
+        self.touch(now);
+        true
+    }
+
+    /// Whether its bytes were already stored in the event (the same photo,
+    /// from this guest or another): confirmed without a transfer, pointing
+    /// to the existing media.
+    pub fn is_duplicate(&self) -> bool {
+        self.media.as_ref().is_some_and(|m| m.duplicate)
+    }
+
     /// The user asked to try again. Only a failed (or cancelled) attempt
     /// moves; an active one is left alone, so a double click does nothing
     /// twice. Returns whether anything changed.
@@ -861,7 +881,7 @@ impl AttemptRecord {
     pub fn handle_confirm(&mut self, result: Result<Media, Failure>, env: &Env<'_>) -> Effect {
         match result {
             Ok(media) => {
-                self.confirmed(MediaSummary::from(&media), env.now);
+                self.confirmed(MediaSummary::for_attempt(&media, self.id), env.now);
                 Effect::None
             }
             Err(failure) => self.on_failure(Operation::Confirm, failure, env),
@@ -872,7 +892,7 @@ impl AttemptRecord {
     /// so the attempt is confirmed after all (never a hidden duplicate).
     pub fn adopt_confirmation(&mut self, media: Media, env: &Env<'_>) {
         if self.confirmation != Confirmation::Confirmed && self.has_failed() {
-            self.confirmed(MediaSummary::from(&media), env.now);
+            self.confirmed(MediaSummary::for_attempt(&media, self.id), env.now);
         }
     }
 

@@ -541,8 +541,17 @@ impl Page {
         }
     }
 
+    /// What the server says about its event that the page acts on: files
+    /// up to its multipart threshold are hashed whole before authorize.
+    fn learn_event(&mut self, event: &EventInfo) {
+        if let Some(threshold) = event.multipart_threshold {
+            self.sched.set_hash_limit(threshold);
+        }
+    }
+
     /// A session read from storage, or joined before the page started.
     pub fn set_session(&mut self, session: Session) {
+        self.learn_event(&session.event);
         self.session = Some(session);
     }
 
@@ -1183,6 +1192,7 @@ impl Page {
                 for command in waiting {
                     self.effects.push_back(Effect::Send { command, token: session.token.clone() });
                 }
+                self.learn_event(&session.event);
                 self.session = Some(session);
                 self.session_error = None;
                 self.effects.push_back(Effect::SessionChanged);

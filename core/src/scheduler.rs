@@ -26,6 +26,10 @@ use crate::attempt::{Action, AttemptRecord, Confirmation, Effect, Env, Moderatio
 use crate::multipart::{DEFAULT_PARALLELISM, PartAction, PartFailure, Pipeline};
 use crate::retry::{Failure, RetryPolicy};
 use crate::time::UnixMillis;
+/// Files up to this size are hashed whole before authorize when the server
+/// does not say its multipart threshold (the reference server's default).
+pub const DEFAULT_HASH_LIMIT: u64 = 32 << 20;
+
 use crate::wire::{
     AttemptResponse, AttemptStatus, AuthorizeRequest, ConfirmRequest, MAX_STATUS_IDS, Media, PartsRequest,
     PartsResponse, StatusResponse, UploadInstruction,
@@ -64,6 +68,16 @@ pub enum Command {
     Status {
         /// Attempt ids.
         ids: Vec<Uuid>,
+    },
+    /// Hash the whole file (SHA-256, hex) before its first authorize, so the
+    /// server can find the same photo already stored: local work, not a
+    /// request. Only files that go up in one PUT (at most the server's
+    /// multipart threshold), one file at a time.
+    HashFile {
+        /// Attempt id.
+        id: Uuid,
+        /// The file's size.
+        size: u64,
     },
     /// Hash bytes `[start, end)` of a multipart attempt's file (SHA-256,
     /// hex): local work, not a request.
@@ -108,6 +122,7 @@ impl Command {
             | Command::Renew { id }
             | Command::Confirm { id, .. }
             | Command::HashPart { id, .. }
+            | Command::HashFile { id, .. }
             | Command::SignParts { id, .. }
             | Command::UploadPart { id, .. } => Some(*id),
             Command::Status { .. } => None,
@@ -117,7 +132,7 @@ impl Command {
     /// Whether it goes over the network (and takes one of the page's
     /// request slots). Hashing a part is local work.
     pub fn is_request(&self) -> bool {
-        !matches!(self, Command::HashPart { .. })
+        !matches!(self, Command::HashPart { .. } | Command::HashFile { .. })
     }
 }
 
@@ -140,6 +155,9 @@ pub enum Outcome {
         /// The hash.
         result: Result<String, Failure>,
     },
+    /// Result of `HashFile`: the file's SHA-256, or why it could not be
+    /// computed (the attempt then goes on without one).
+    FileHashed(Result<String, Failure>),
     /// Result of `SignParts`.
     PartsSigned(Result<PartsResponse, Failure>),
     /// Result of `UploadPart`.
@@ -161,6 +179,7 @@ impl Outcome {
             Command::Renew { .. } => Some(Outcome::Renew(Err(failure))),
             Command::Confirm { .. } => Some(Outcome::Confirm(Err(failure))),
             Command::HashPart { number, .. } => Some(Outcome::PartHashed { number: *number, result: Err(failure) }),
+            Command::HashFile { .. } => Some(Outcome::FileHashed(Err(failure))),
             Command::SignParts { .. } => Some(Outcome::PartsSigned(Err(failure))),
             Command::UploadPart { number, .. } => Some(Outcome::PartSent { number: *number, result: Err(failure) }),
             Command::Status { .. } => None,
@@ -180,6 +199,10 @@ struct Entry {
     dirty: bool,
     /// To be asked about by the next status batch (a refresh).
     refresh_due: bool,
+    /// Its whole-file hash is being computed (memory only).
+    hashing: bool,
+    /// Its whole-file hash could not be computed: it goes without.
+    hash_failed: bool,
     /// The parts of a multipart attempt on their way (memory only).
     pipeline: Pipeline,
 }
@@ -257,6 +280,9 @@ pub struct Scheduler {
     concurrency: usize,
     /// Parts of one multipart file sent at once.
     part_parallelism: usize,
+    /// Files up to this size are hashed whole before authorize (the
+    /// server's multipart threshold).
+    hash_limit: u64,
     online: bool,
     active: usize,
     dirty: Vec<Uuid>,
@@ -270,10 +296,17 @@ impl Scheduler {
             policy,
             concurrency: concurrency.max(1),
             part_parallelism: DEFAULT_PARALLELISM,
+            hash_limit: DEFAULT_HASH_LIMIT,
             online: true,
             active: 0,
             dirty: Vec::new(),
         }
+    }
+
+    /// Files up to `bytes` are hashed whole before authorize (the server's
+    /// multipart threshold: larger ones go up in parts, each hashed).
+    pub fn set_hash_limit(&mut self, bytes: u64) {
+        self.hash_limit = bytes;
     }
 
     /// Sends at most `parallelism` parts of one multipart file at once
@@ -329,7 +362,7 @@ impl Scheduler {
     /// nothing is in flight.
     pub fn is_idle(&self) -> bool {
         self.active == 0
-            && !self.entries.iter().any(|e| e.refresh_due)
+            && !self.entries.iter().any(|e| e.refresh_due || e.hashing)
             && self.entries.iter().all(|e| {
                 !e.owned
                         || e.record.is_terminal()
@@ -349,8 +382,20 @@ impl Scheduler {
             self.entries.get(&id).map_or((false, false, false, false, Pipeline::default()), |e| {
                 (e.busy, e.busy_alone, e.dirty, e.refresh_due, e.pipeline.clone())
             });
-        let entry =
-            Entry { record, has_blob, owned, persisted_revision, busy, busy_alone, dirty, refresh_due, pipeline };
+        let (hashing, hash_failed) = self.entries.get(&id).map_or((false, false), |e| (e.hashing, e.hash_failed));
+        let entry = Entry {
+            record,
+            has_blob,
+            owned,
+            persisted_revision,
+            busy,
+            busy_alone,
+            dirty,
+            refresh_due,
+            hashing,
+            hash_failed,
+            pipeline,
+        };
         let needs_write = !entry.persisted();
         self.entries.insert(entry);
         if needs_write {
@@ -529,6 +574,25 @@ impl Scheduler {
         if matches!(outcome, Outcome::PartHashed { .. } | Outcome::PartsSigned(_) | Outcome::PartSent { .. }) {
             return self.handle_part(id, outcome, now, entropy);
         }
+        if let Outcome::FileHashed(result) = outcome {
+            let Some(e) = self.entries.get_mut(id) else {
+                return;
+            };
+            e.hashing = false;
+            match result {
+                // Stored with the record before the authorize that carries it.
+                Ok(sha256) => {
+                    if e.record.set_content_hash(sha256, now) {
+                        self.mark_dirty(*id);
+                    }
+                }
+                // No WebCrypto, or the bytes could not be read: the upload
+                // goes on without a content identity (if the bytes are gone,
+                // the PUT finds out and the attempt waits for the file).
+                Err(_) => e.hash_failed = true,
+            }
+            return;
+        }
         let Some(e) = self.entries.get_mut(id) else {
             return;
         };
@@ -565,7 +629,10 @@ impl Scheduler {
             Outcome::Upload(r) => e.record.handle_upload(r, &env),
             Outcome::Renew(r) => e.record.handle_renew(r, &env),
             Outcome::Confirm(r) => e.record.handle_confirm(r, &env),
-            Outcome::PartHashed { .. } | Outcome::PartsSigned(_) | Outcome::PartSent { .. } => Effect::None,
+            Outcome::PartHashed { .. }
+            | Outcome::PartsSigned(_)
+            | Outcome::PartSent { .. }
+            | Outcome::FileHashed(_) => Effect::None,
         };
         let changed = e.record.revision != revision;
         if changed {
@@ -726,11 +793,14 @@ impl Scheduler {
             }
         }
         let keys: Vec<Uuid> = self.entries.iter().map(|e| e.record.id).collect();
+        // One whole file is hashed at a time (its bytes are in memory meanwhile).
+        let hashing = self.entries.iter().any(|e| e.hashing);
+        let hash_limit = self.hash_limit;
         for id in keys {
             let network = self.active < self.concurrency;
             let parallelism = self.part_parallelism;
             let e = self.entries.get_mut(&id).expect("ordered ids have entries");
-            if !e.owned || e.busy || !e.persisted() || e.record.is_terminal() {
+            if !e.owned || e.busy || e.hashing || !e.persisted() || e.record.is_terminal() {
                 continue;
             }
             let revision = e.record.revision;
@@ -758,6 +828,23 @@ impl Scheduler {
                     self.active += 1;
                 }
                 return Some(command);
+            }
+            if let Action::Authorize(request) = &action {
+                // The content identity first: the file's SHA-256 goes with the
+                // first authorize (then the server finds the same photo
+                // already stored, and binds the PUT to these bytes).
+                let wants_hash = request.sha256.is_none()
+                    && e.has_blob
+                    && !e.hash_failed
+                    && e.record.object_key.is_none()
+                    && request.size <= hash_limit;
+                if wants_hash {
+                    if hashing {
+                        continue;
+                    }
+                    e.hashing = true;
+                    return Some(Command::HashFile { id, size: request.size });
+                }
             }
             if !network || e.pipeline.is_busy() {
                 // A multipart attempt checks with the server only once its

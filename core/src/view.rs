@@ -42,6 +42,10 @@ pub struct AttemptView {
     pub moderation: ModerationView,
     /// The media record, once confirmed.
     pub media: Option<MediaSummary>,
+    /// The media this photo already was in the event (the same bytes,
+    /// shared before by this guest or another): it was not sent again, and
+    /// `media` is that one.
+    pub duplicate_of: Option<Uuid>,
     /// The last error.
     pub error: Option<AttemptError>,
     /// Consecutive retryable failures so far.
@@ -121,6 +125,7 @@ impl AttemptView {
             confirmation: a.confirmation,
             moderation: a.moderation,
             media: a.media.clone(),
+            duplicate_of: a.media.as_ref().filter(|m| m.duplicate).map(|m| m.id),
             error: a.error.clone(),
             retries: a.retries,
             next_retry_at: a.next_retry_at,

@@ -13,6 +13,7 @@ fn persisted(n: u128) -> upload_once_core::attempt::AttemptRecord {
 
 fn scheduler_with(concurrency: usize, records: u128) -> Scheduler {
     let mut s = Scheduler::new(RetryPolicy::default(), concurrency);
+    s.set_hash_limit(0); // whole-file hashing: its own tests
     for n in 1..=records {
         let r = persisted(n);
         let rev = r.revision;
@@ -42,6 +43,7 @@ fn polling_stops_at_the_limit_and_resumes_when_a_slot_frees() {
 #[test]
 fn attempts_are_started_in_the_order_the_guest_added_them() {
     let mut s = Scheduler::new(RetryPolicy::default(), 10);
+    s.set_hash_limit(0); // whole-file hashing: its own tests
     // Insert out of order; created_at decides.
     for (n, created) in [(3u128, T0 + 30), (1, T0 + 10), (2, T0 + 20)] {
         let mut r = record(n, 10);
@@ -63,6 +65,7 @@ fn a_zero_limit_still_lets_one_request_through() {
 #[test]
 fn status_checks_take_a_slot_too() {
     let mut s = Scheduler::new(RetryPolicy::default(), 1);
+    s.set_hash_limit(0); // whole-file hashing: its own tests
     for n in 1..=3 {
         let mut r = record(n, 10);
         if n != 2 {
@@ -79,6 +82,7 @@ fn status_checks_take_a_slot_too() {
 #[test]
 fn attempts_owned_by_another_tab_are_not_driven() {
     let mut s = Scheduler::new(RetryPolicy::default(), 4);
+    s.set_hash_limit(0); // whole-file hashing: its own tests
     let r = record(1, 10);
     let (id, rev) = (r.id, r.revision);
     s.insert(r, true, false, rev);
@@ -115,6 +119,7 @@ fn forgetting_an_attempt_in_flight_gives_its_slot_back() {
     let busy = *busy;
     sim.forget(busy);
     assert!(sim.scheduler().record(&busy).is_none(), "the guest forgot it mid-request");
+    sim.persist_all(); // the other one's content hash is stored first
     assert!(
         matches!(sim.poll_all().as_slice(), [Command::Authorize { id, .. }] if *id == other),
         "the slot is free for the next attempt"

@@ -56,7 +56,8 @@ fn the_requests_carry_the_records_id_and_file_parameters() {
                 (request.filename.as_str(), request.size, request.content_type.as_str()),
                 ("clip.mp4", 12_345, "video/mp4")
             );
-            assert_eq!(request.sha256, None);
+            // The file's SHA-256, computed before the first byte leaves.
+            assert_eq!(request.sha256, Some(fake_sha("clip.mp4", 0)));
         }
         other => panic!("first command should authorize, got {other:?}"),
     }
@@ -70,6 +71,7 @@ fn the_requests_carry_the_records_id_and_file_parameters() {
     match commands[2] {
         Command::Confirm { request, .. } => {
             assert_eq!((request.size, request.content_type.as_str()), (12_345, "video/mp4"));
+            assert_eq!(request.sha256, Some(fake_sha("clip.mp4", 0)), "the same hash as authorized");
         }
         other => panic!("third command should confirm, got {other:?}"),
     }

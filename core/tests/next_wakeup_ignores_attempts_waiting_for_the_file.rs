@@ -33,6 +33,8 @@ fn a_needs_file_attempt_with_a_stale_backoff_does_not_pull_the_wakeup_into_the_p
     let b_id = b.id;
 
     let mut s = Scheduler::new(policy, 4);
+
+    s.set_hash_limit(0); // whole-file hashing: its own tests
     for r in [a, b] {
         let (rev, has_blob) = (r.revision, r.id != a_id);
         s.insert(r, has_blob, true, rev);

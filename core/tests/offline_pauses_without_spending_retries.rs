@@ -12,6 +12,7 @@ use upload_once_core::scheduler::{Command, Outcome, Scheduler};
 #[test]
 fn nothing_is_polled_while_offline() {
     let mut s = Scheduler::new(RetryPolicy::default(), 4);
+    s.set_hash_limit(0); // whole-file hashing: its own tests
     let r = record(1, 10);
     let rev = r.revision;
     s.insert(r, true, true, rev);
@@ -61,6 +62,7 @@ fn only_network_failures_are_excused_while_offline() {
 fn requests_in_flight_when_the_link_drops_spend_no_retries() {
     let policy = RetryPolicy { base_ms: 1000, cap_ms: 30_000, max_retries: 0 };
     let mut s = Scheduler::new(policy, 4);
+    s.set_hash_limit(0); // whole-file hashing: its own tests
     let mut rng = TestRng::new(1);
     let mut ids = Vec::new();
     for n in 1..=4 {

@@ -12,6 +12,7 @@ use upload_once_core::scheduler::{Command, Outcome, Scheduler};
 #[test]
 fn a_new_attempt_waits_until_it_is_stored() {
     let mut s = Scheduler::new(RetryPolicy::default(), 4);
+    s.set_hash_limit(0); // whole-file hashing: its own tests
     let r = record(1, 10);
     let id = r.id;
     s.insert(r, true, true, 0);
@@ -30,6 +31,7 @@ fn every_change_must_be_stored_before_the_next_request() {
     let mut server = FakeServer::new(ServerConfig::default());
     let mut rng = TestRng::new(2);
     let mut s = Scheduler::new(RetryPolicy::default(), 4);
+    s.set_hash_limit(0); // whole-file hashing: its own tests
     let r = record(1, 10);
     let id = r.id;
     s.insert(r, true, true, 1);
@@ -48,6 +50,7 @@ fn every_change_must_be_stored_before_the_next_request() {
 #[test]
 fn stored_revisions_never_go_backwards() {
     let mut s = Scheduler::new(RetryPolicy::default(), 4);
+    s.set_hash_limit(0); // whole-file hashing: its own tests
     let r = record(1, 10);
     let id = r.id;
     s.insert(r, true, true, 0);
@@ -59,6 +62,7 @@ fn stored_revisions_never_go_backwards() {
 #[test]
 fn status_checks_wait_for_storage_too() {
     let mut s = Scheduler::new(RetryPolicy::default(), 4);
+    s.set_hash_limit(0); // whole-file hashing: its own tests
     let mut r = record(1, 10);
     let stored = r.revision;
     r.restore(T0);
@@ -74,6 +78,7 @@ fn status_checks_wait_for_storage_too() {
 #[test]
 fn dirty_records_are_listed_once_in_change_order() {
     let mut s = Scheduler::new(RetryPolicy::default(), 4);
+    s.set_hash_limit(0); // whole-file hashing: its own tests
     let (a, b) = (record(1, 10), record(2, 10));
     let (ida, idb) = (a.id, b.id);
     s.insert(b, true, true, 0);
@@ -117,6 +122,7 @@ fn a_record_changed_by_poll_is_reported_dirty_so_the_caller_does_not_sleep() {
     // Authorized, but without a URL (e.g. restored after the URL was
     // dropped): the next poll turns the upload into a renew.
     let mut s = Scheduler::new(RetryPolicy::default(), 4);
+    s.set_hash_limit(0); // whole-file hashing: its own tests
     let mut r = record(1, 10);
     r.step = Step::Upload;
     r.object_key = Some("uploads/1".into());

@@ -24,6 +24,7 @@ use upload_once_core::restrictions::Restrictions;
 use upload_once_core::retry::{Failure, RetryPolicy};
 use upload_once_core::scheduler::{Command, Outcome, Scheduler};
 use upload_once_core::time::{UnixMillis, format_rfc3339};
+pub use upload_once_core::wire::Dedup;
 use upload_once_core::wire::{
     AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, EventInfo, MAX_STATUS_IDS, Media,
     MediaSummary, Moderation, ModerationPolicy, MultipartPlan, PartsRequest, PartsResponse, Rejection, SignedPart,
@@ -119,6 +120,9 @@ pub struct ServerConfig {
     /// least one attempt TTL ahead, as the reference server does); `None`:
     /// forever, and every join hands out [`SESSION`].
     pub session_ttl_ms: Option<i64>,
+    /// Where the same bytes are stored once (the simulation's default is
+    /// `none`: most tests are not about it).
+    pub dedup: Dedup,
 }
 
 impl Default for ServerConfig {
@@ -131,6 +135,7 @@ impl Default for ServerConfig {
             multipart_threshold: u64::MAX,
             part_size: 5,
             session_ttl_ms: None,
+            dedup: Dedup::None,
         }
     }
 }
@@ -168,6 +173,9 @@ pub struct ServerAttempt {
 pub struct StoredObject {
     pub size: u64,
     pub content_type: String,
+    /// The content key of the stored bytes: the file's (stand-in) SHA-256,
+    /// or the composite of its parts'.
+    pub content: String,
 }
 
 /// A problem answer with a stable code.
@@ -195,6 +203,10 @@ pub struct FakeServer {
     keys: BTreeMap<String, Uuid>,
     /// Guest sessions: token → when it lapses (server clock).
     pub sessions: BTreeMap<String, UnixMillis>,
+    /// The content index: (scope, content key) → media.
+    pub content_index: BTreeMap<(String, String), Uuid>,
+    /// Uploads not stored because their bytes already were.
+    pub deduplicated: u64,
     joins: u32,
 }
 
@@ -253,6 +265,7 @@ impl FakeServer {
         token: &str,
         now: UnixMillis,
     ) -> Result<AttemptResponse, Failure> {
+        let existed = self.attempts.contains_key(&request.id);
         let result = self.authorize(request, now);
         if result.is_ok() {
             if let Some(a) = self.attempts.get_mut(&request.id) {
@@ -262,8 +275,30 @@ impl FakeServer {
             if let Some(lapses) = self.sessions.get_mut(token) {
                 *lapses = (*lapses).max(at_least);
             }
+            // The same bytes already confirmed in scope: confirmed at once,
+            // pointing to that media; nothing is transferred.
+            if let (false, Some(sha256)) = (existed, &request.sha256) {
+                let found =
+                    self.scope_of(request.id).and_then(|scope| self.content_index.get(&(scope, sha256.clone())));
+                if let Some(media_id) = found.copied() {
+                    let a = self.attempts.get_mut(&request.id).expect("just made");
+                    a.state = AttemptState::Confirmed;
+                    a.media_id = Some(media_id);
+                    self.deduplicated += 1;
+                    return Ok(self.response(request.id, now));
+                }
+            }
         }
         result
+    }
+
+    /// Where attempt `id`'s bytes are looked for (`None`: not at all).
+    fn scope_of(&self, id: Uuid) -> Option<String> {
+        match self.config.dedup {
+            Dedup::None => None,
+            Dedup::Guest => self.attempts.get(&id).map(|a| a.session.clone()),
+            Dedup::Event => Some(String::new()),
+        }
     }
 
     /// `POST /v1/attempts/status` under session `token`: another session's
@@ -324,7 +359,7 @@ impl FakeServer {
                 None => Upload::Put(self.sign(&a.object_key, &a.request.content_type, now)),
             }),
             expires_at: format_rfc3339(a.expires_at),
-            media: a.media_id.map(|m| MediaSummary::from(self.media_row(m))),
+            media: a.media_id.map(|m| MediaSummary::for_attempt(self.media_row(m), id)),
             rejection: a.rejection.clone(),
         }
     }
@@ -461,6 +496,7 @@ impl FakeServer {
         object_key: &str,
         size: u64,
         content_type: &str,
+        content: Option<&str>,
         url_expires_at: UnixMillis,
         now: UnixMillis,
     ) -> Result<(), Failure> {
@@ -492,16 +528,37 @@ impl FakeServer {
         if content_type != attempt.request.content_type {
             return Err(problem(400, ErrorCode::ContentTypeMismatch, "content type differs from the signed one"));
         }
-        self.objects.insert(object_key.to_owned(), StoredObject { size, content_type: content_type.to_owned() });
+        // `None`: the bytes authorized.
+        let content = content.map(str::to_owned).or_else(|| attempt.request.sha256.clone()).unwrap_or_default();
+        if attempt.request.sha256.as_ref().is_some_and(|signed| *signed != content) {
+            // The store hashes what it writes: other bytes than the ones
+            // authorized are refused, and nothing is kept.
+            return Err(problem(422, ErrorCode::ChecksumMismatch, "the bytes are not the ones authorized"));
+        }
+        self.objects
+            .insert(object_key.to_owned(), StoredObject { size, content_type: content_type.to_owned(), content });
         *self.puts_stored.entry(object_key.to_owned()).or_default() += 1;
         Ok(())
     }
 
     /// The PUT, with key and expiry read back from the signed URL.
+    /// The PUT of the authorized bytes to a signed URL.
     pub fn put_signed(&mut self, instruction: &UploadInstruction, size: u64, now: UnixMillis) -> Result<(), Failure> {
+        self.put_content(instruction, size, None, now)
+    }
+
+    /// The PUT of bytes whose SHA-256 is `content` (`None`: the ones
+    /// authorized) to a signed URL.
+    pub fn put_content(
+        &mut self,
+        instruction: &UploadInstruction,
+        size: u64,
+        content: Option<&str>,
+        now: UnixMillis,
+    ) -> Result<(), Failure> {
         let (key, expires) = parse_signed_url(&instruction.url).expect("a URL this server signed");
         let content_type = instruction.headers.get("content-type").cloned().unwrap_or_default();
-        self.put(&key, size, &content_type, expires, now)
+        self.put(&key, size, &content_type, content, expires, now)
     }
 
     /// `POST /v1/attempts/{id}/confirm`: create-or-return the one media row.
@@ -534,8 +591,11 @@ impl FakeServer {
             let size = attempt.parts.values().map(|p| p.size).sum();
             let key = attempt.object_key.clone();
             let content_type = attempt.request.content_type.clone();
+            // The composite: over the parts' digests, in order.
+            let digests: String = attempt.parts.values().map(|p| p.sha256.clone().unwrap_or_default()).collect();
+            let content = format!("{}-{}", fake_sha(&digests, 0), plan.part_count);
             self.attempts.get_mut(&id).expect("present").parts.clear();
-            self.objects.insert(key, StoredObject { size, content_type });
+            self.objects.insert(key, StoredObject { size, content_type, content });
         }
         let attempt = &self.attempts[&id];
         let Some(object) = self.objects.get(&attempt.object_key).cloned() else {
@@ -558,7 +618,24 @@ impl FakeServer {
             a.rejection = Some(Rejection { code: code.as_str().to_owned(), reason: reason.to_owned() });
             return Err(problem(422, code, reason));
         }
+        // The same bytes already stored in scope: this object goes, and the
+        // attempt points to that media.
+        let scope = self.scope_of(id);
+        if let Some(media_id) =
+            scope.clone().and_then(|s| self.content_index.get(&(s, object.content.clone()))).copied()
+        {
+            let a = self.attempts.get_mut(&id).expect("present");
+            a.state = AttemptState::Confirmed;
+            a.media_id = Some(media_id);
+            let key = a.object_key.clone();
+            self.objects.remove(&key);
+            self.deduplicated += 1;
+            return Ok(self.media_row(media_id).clone());
+        }
         let media_id = Uuid::from_u128(0xFEED_0000_0000_0000_0000_0000_0000_0000 | (self.media.len() as u128 + 1));
+        if let Some(scope) = scope {
+            self.content_index.insert((scope, object.content.clone()), media_id);
+        }
         let a = self.attempts.get_mut(&id).expect("present");
         let media = Media {
             id: media_id,
@@ -569,7 +646,7 @@ impl FakeServer {
             size: object.size,
             content_type: object.content_type.clone(),
             sha256: a.request.sha256.clone(),
-            composite_sha256: None,
+            composite_sha256: a.plan.as_ref().map(|_| object.content.clone()),
             moderation: self.config.moderation,
             moderation_reason: None,
             url: format!("https://media.test/{}", a.object_key),
@@ -611,7 +688,7 @@ impl FakeServer {
             },
             AttemptState::Confirmed => AttemptStatus::Confirmed {
                 id,
-                media: MediaSummary::from(self.media_row(a.media_id.expect("confirmed"))),
+                media: MediaSummary::for_attempt(self.media_row(a.media_id.expect("confirmed")), id),
             },
             AttemptState::Expired => AttemptStatus::Expired { id },
             AttemptState::Rejected => {
@@ -673,7 +750,10 @@ impl FakeServer {
 
     /// Puts an object in storage behind the protocol's back.
     pub fn plant_object(&mut self, key: &str, size: u64, content_type: &str) {
-        self.objects.insert(key.to_owned(), StoredObject { size, content_type: content_type.to_owned() });
+        self.objects.insert(
+            key.to_owned(),
+            StoredObject { size, content_type: content_type.to_owned(), content: String::new() },
+        );
     }
 
     /// The host moderates a media record.
@@ -718,6 +798,7 @@ impl ReqKind {
             Command::Status { .. } => ReqKind::Status,
             Command::SignParts { .. } => ReqKind::SignParts,
             Command::UploadPart { .. } | Command::HashPart { .. } => ReqKind::UploadPart,
+            Command::HashFile { .. } => ReqKind::Upload,
         }
     }
 }
@@ -980,6 +1061,8 @@ pub struct Stats {
     pub session_changes: usize,
     /// Parts hashed.
     pub hashes: usize,
+    /// Whole files hashed before authorize.
+    pub file_hashes: usize,
     /// The most parts of one file on the wire at once.
     pub max_parts_in_flight: usize,
 }
@@ -1130,7 +1213,8 @@ impl Sim {
         };
         let mut tab = sim.new_tab();
         // The first visit joins at open.
-        tab.page.set_session(Session { token: SESSION.to_owned(), event: event_info() });
+        let event = sim.event_info();
+        tab.page.set_session(Session { token: SESSION.to_owned(), event });
         sim.tabs.push(tab);
         sim
     }
@@ -1172,6 +1256,33 @@ impl Sim {
             done: Vec::new(),
             storage_errors: Vec::new(),
         }
+    }
+
+    /// The event as the fake server describes it to a joining page (with
+    /// its multipart threshold, when it has one).
+    pub fn event_info(&self) -> EventInfo {
+        let threshold = self.config.server.multipart_threshold;
+        EventInfo {
+            dedup: self.config.server.dedup,
+            multipart_threshold: (threshold != u64::MAX).then_some(threshold),
+            ..event_info()
+        }
+    }
+
+    /// The guest clears the site's data (or picks the photo on another
+    /// device): every page goes, with IndexedDB and the stored session; a
+    /// new page joins the event afresh.
+    pub fn clear_site_data(&mut self) {
+        while self.tabs.len() > 1 {
+            self.close_tab(1);
+        }
+        let old = self.tabs.remove(0);
+        self.drop_tab(old, 0.0);
+        self.db.clear();
+        self.kept.clear();
+        let mut tab = self.new_tab();
+        tab.page.join_now();
+        self.tabs.insert(0, tab);
     }
 
     /// The guest's page.
@@ -1368,7 +1479,7 @@ impl Sim {
         let kept: Vec<Uuid> = self.kept.iter().copied().collect();
         tab.page.open(records.clone(), &kept);
         // The session is stored: no join.
-        tab.page.set_session(Session { token: self.session_token.clone(), event: event_info() });
+        tab.page.set_session(Session { token: self.session_token.clone(), event: self.event_info() });
         tab.page.restore(records, &kept);
         tab
     }
@@ -1537,7 +1648,7 @@ impl Sim {
                         let token = self.server.join(self.now);
                         // Kept in IndexedDB for the next page.
                         self.session_token = token.clone();
-                        Ok(Session { token, event: event_info() })
+                        Ok(Session { token, event: self.event_info() })
                     }
                 };
                 self.tabs[i].inbox.push_back(Input::Joined(answer));
@@ -1581,7 +1692,11 @@ impl Sim {
                 "{command:?} sent by a tab that does not hold the attempt's lock"
             );
         }
-        if let Command::Upload { id, .. } | Command::UploadPart { id, .. } | Command::HashPart { id, .. } = &command {
+        if let Command::Upload { id, .. }
+        | Command::UploadPart { id, .. }
+        | Command::HashPart { id, .. }
+        | Command::HashFile { id, .. } = &command
+        {
             // The driver reads the bytes before the PUT (memory, then the
             // kept copy): without them nothing is sent.
             let blob_key = self.db.get(id).map(|r| r.blob_key);
@@ -1595,12 +1710,25 @@ impl Sim {
                         },
                         token,
                     },
+                    Command::HashFile { .. } => Input::Outcome {
+                        id: *id,
+                        outcome: Outcome::FileHashed(Err(Failure::Unexpected("no bytes".into()))),
+                        token,
+                    },
                     Command::UploadPart { number, .. } => Input::FileUnavailable { id: *id, part: Some(*number) },
                     _ => Input::FileUnavailable { id: *id, part: None },
                 };
                 self.tabs[i].inbox.push_back(input);
                 return;
             }
+        }
+        if let Command::HashFile { id, .. } = &command {
+            // Local work, answered at once.
+            self.stats.file_hashes += 1;
+            let content = self.file_of(*id).content.clone();
+            let outcome = Outcome::FileHashed(Ok(fake_sha(&content, 0)));
+            self.tabs[i].inbox.push_back(Input::Outcome { id: *id, outcome, token });
+            return;
         }
         if let Command::HashPart { id, number, .. } = &command {
             // Local work, answered at once.
@@ -1695,8 +1823,9 @@ impl Sim {
             }
             Command::Upload { id, instruction } => {
                 let blob_key = self.db.get(id).map(|r| r.blob_key).expect("an uploaded attempt is stored");
-                let size = self.file(blob_key).size;
-                Reply::Outcome(Outcome::Upload(self.server.put_signed(instruction, size, now)))
+                let file = self.file(blob_key);
+                let (size, content) = (file.size, fake_sha(&file.content, 0));
+                Reply::Outcome(Outcome::Upload(self.server.put_content(instruction, size, Some(&content), now)))
             }
             Command::Renew { id } => Reply::Outcome(Outcome::Renew(self.server.renew(*id, now))),
             Command::Confirm { id, request } => {
@@ -1711,7 +1840,7 @@ impl Sim {
                 let result = self.server.put_part(instruction, end - start, &fake_sha(&content, *number), now);
                 Reply::Outcome(Outcome::PartSent { number: *number, result })
             }
-            Command::HashPart { .. } => panic!("hashing is not a request"),
+            Command::HashPart { .. } | Command::HashFile { .. } => panic!("hashing is not a request"),
         }
     }
 

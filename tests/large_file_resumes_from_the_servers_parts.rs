@@ -24,7 +24,11 @@ wasm_bindgen_test_configure!(run_in_browser);
 const MIB: usize = 1 << 20;
 /// The reference server's defaults: files over 32 MiB go up in 8 MiB parts.
 const PART: usize = 8 * MIB;
-const SIZE: usize = 200 * MIB;
+/// Large enough for ten parts; small enough that the three files one test
+/// makes stay within what headless Chromium keeps of Blobs in memory (with
+/// 200 MiB files, reads of the later ones failed: "the requested file could
+/// not be read").
+const SIZE: usize = 80 * MIB;
 const PARTS: u32 = SIZE.div_ceil(PART) as u32;
 
 /// Records every `bytesSent` the app is told of, for one attempt.
@@ -52,14 +56,14 @@ async fn a_large_file_cut_mid_transfer_goes_on_after_a_reload_from_the_servers_p
     let event = create_event(1 << 30, "none").await;
     let db = unique("db");
     let mut opts = options(&event, &db);
-    opts.keep_file_max_bytes = 256 * MIB as u64;
+    opts.keep_file_max_bytes = 128 * MIB as u64;
     let kept_here = blobs_can_be_kept().await;
     let faults = Rc::new(Faults::default());
     let first = open(opts.clone(), &faults).await;
     let video = big_file("party.mp4", "video/mp4", SIZE, 7.0, 1);
     first.add(vec![video.clone()]).await.unwrap();
     let id = only_record(&first).id;
-    wait_for("a few parts stored", 60_000.0, || faults.parts_stored(id).len() >= 6).await;
+    wait_for("a few parts stored", 60_000.0, || faults.parts_stored(id).len() >= 3).await;
     // The page goes away with parts on the wire.
     first.close();
     let stored_before = faults.parts_stored(id);
@@ -103,14 +107,14 @@ async fn a_large_file_cut_mid_transfer_goes_on_after_a_reload_from_the_servers_p
 async fn a_large_file_not_kept_goes_on_once_picked_again_and_another_file_is_never_spliced_in() {
     let event = create_event(1 << 30, "none").await;
     let db = unique("db");
-    // The default cap: a 200 MiB file is not kept for a reload.
+    // The default cap (64 MiB): this file is not kept for a reload.
     let opts = options(&event, &db);
     let faults = Rc::new(Faults::default());
     let first = open(opts.clone(), &faults).await;
     let video = big_file("clip.mp4", "video/mp4", SIZE, 9.0, 2);
     first.add(vec![video.clone()]).await.unwrap();
     let id = only_record(&first).id;
-    wait_for("a few parts stored", 60_000.0, || faults.parts_stored(id).len() >= 4).await;
+    wait_for("a few parts stored", 60_000.0, || faults.parts_stored(id).len() >= 3).await;
     first.close();
     let stored_before = faults.parts_stored(id);
 
@@ -129,8 +133,8 @@ async fn a_large_file_not_kept_goes_on_once_picked_again_and_another_file_is_nev
     let added = second.add(vec![video]).await.unwrap();
     assert!(matches!(added[0], Added::Reattached(same) if same == id), "{:?}", added[0]);
     settle(&second).await;
-    assert_eq!(second.record(&id).unwrap().confirmation, Confirmation::Confirmed);
-    assert_eq!(second.record(&other).unwrap().confirmation, Confirmation::Confirmed);
+    assert_eq!(second.record(&id).unwrap().confirmation, Confirmation::Confirmed, "{:?}", second.record(&id));
+    assert_eq!(second.record(&other).unwrap().confirmation, Confirmation::Confirmed, "{:?}", second.record(&other));
     let after = again.parts_stored(id);
     assert!(after.iter().all(|n| !stored_before.contains(n)), "no stored part sent again");
     assert!((after.len() as u32) < PARTS, "it went on, it did not start over");

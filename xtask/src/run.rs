@@ -44,6 +44,9 @@ pub fn build_package(target: &str, out: &str) -> Result {
         ))?;
     if target == "web" {
         minify_glue(&root().join(out))?;
+        // Brotli and gzip copies beside the package and the pages, which the
+        // reference server sends as they are (docs/benchmarks.md, first load).
+        precompress(&[&root().join(out), &root().join("www")])?;
     }
     // Real package metadata beside the generated code.
     crate::run::write_package_json(&root().join(out))
@@ -68,6 +71,14 @@ fn minify_glue(pkg: &Path) -> Result {
         std::fs::remove_dir_all(&snippets).map_err(|e| format!("{}: {e}", snippets.display()))?;
     }
     Ok(())
+}
+
+/// Writes `.br` and `.gz` copies beside the files of `dirs` (only where a
+/// copy is missing or older than its file).
+pub fn precompress(dirs: &[&Path]) -> Result {
+    let tools = root().join("xtask/minify");
+    ensure_npm(&tools)?;
+    sh(Command::new("node").arg(tools.join("precompress.mjs")).args(dirs))
 }
 
 /// Writes the npm package.json (name, description, license, repository,

@@ -3,6 +3,7 @@
 //! `#[utoipa::path]` (method and path), and listed once, in [`api`]: the
 //! router and the OpenAPI document both come from that list.
 
+pub mod assets;
 pub mod attempts;
 pub mod events;
 pub mod extract;
@@ -19,7 +20,6 @@ use axum::routing::{get, post};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::services::ServeDir;
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use tracing::Level;
 use upload_once_core::ErrorCode;
@@ -168,21 +168,11 @@ pub fn app(state: AppState) -> Router {
     let (api, doc) = api(&state).split_for_parts();
     let api = api.route("/openapi.json", openapi(crate::openapi::finish(doc)));
 
-    let mut router = api.method_not_allowed_fallback(method_not_allowed);
+    let router = api.method_not_allowed_fallback(method_not_allowed);
     let config = &state.config;
-    if let Some(pkg) = config.pkg_dir.clone().or_else(|| Some("pkg".into()).filter(|p: &std::path::PathBuf| p.is_dir()))
-    {
-        router = router.nest_service("/pkg", ServeDir::new(pkg));
-    }
+    let pkg = config.pkg_dir.clone().or_else(|| Some("pkg".into()).filter(|p: &std::path::PathBuf| p.is_dir()));
     let www = config.www_dir.clone().or_else(|| Some("www".into()).filter(|p: &std::path::PathBuf| p.is_dir()));
-    router = match www {
-        Some(www) => router.fallback_service(
-            ServeDir::new(www)
-                .call_fallback_on_method_not_allowed(true)
-                .not_found_service(axum::routing::any(route_not_found)),
-        ),
-        None => router.fallback(route_not_found),
-    };
+    let router = assets::mount(router, pkg, www, axum::routing::any(route_not_found));
     let request_id = HeaderName::from_static(crate::logs::REQUEST_ID);
     router
         .layer(cors(&config.allowed_origins))

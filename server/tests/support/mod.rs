@@ -157,6 +157,10 @@ pub struct Options {
     pub multipart_threshold: Option<u64>,
     /// `--part-size`.
     pub part_size: Option<u64>,
+    /// `--www-dir` (none by default).
+    pub www_dir: Option<std::path::PathBuf>,
+    /// `--pkg-dir` (none by default).
+    pub pkg_dir: Option<std::path::PathBuf>,
 }
 
 pub fn now_ms() -> i64 {
@@ -177,8 +181,8 @@ impl TestServer {
         config.data_dir = dir.path().to_owned();
         config.admin_token = Some(ADMIN.to_owned());
         config.allowed_origins = options.allowed_origins;
-        config.www_dir = Some(dir.path().join("no-www"));
-        config.pkg_dir = Some(dir.path().join("no-pkg"));
+        config.www_dir = Some(options.www_dir.unwrap_or_else(|| dir.path().join("no-www")));
+        config.pkg_dir = Some(options.pkg_dir.unwrap_or_else(|| dir.path().join("no-pkg")));
         if let Some(ttl) = options.url_ttl {
             config.url_ttl = ttl;
         }

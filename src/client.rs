@@ -54,6 +54,12 @@ pub struct Options {
     pub keep_file_max_bytes: u64,
     /// At most this many bytes of files are kept in total (default 512 MiB).
     pub keep_files_total_bytes: u64,
+    /// A file that goes up in one PUT is hashed whole (SHA-256) before its
+    /// first byte leaves when it is at most this big (default 64 MiB; never
+    /// above the server's multipart threshold): the server then finds the
+    /// same photo already shared, and refuses bytes that changed since the
+    /// pick. 0 turns it off. The file is read into memory once to hash it.
+    pub hash_file_max_bytes: u64,
     /// Retry policy.
     pub retry: RetryPolicy,
     /// The IndexedDB database name (default `upload-once`).
@@ -71,6 +77,7 @@ impl Options {
             restrictions: Restrictions::default(),
             keep_file_max_bytes: 64 << 20,
             keep_files_total_bytes: 512 << 20,
+            hash_file_max_bytes: upload_once_core::scheduler::DEFAULT_HASH_LIMIT,
             retry: RetryPolicy::default(),
             db_name: "upload-once".to_owned(),
         }
@@ -111,6 +118,7 @@ impl Options {
             restrictions: self.restrictions.clone(),
             keep_file_max_bytes: self.keep_file_max_bytes,
             keep_files_total_bytes: self.keep_files_total_bytes,
+            hash_file_max_bytes: self.hash_file_max_bytes,
         }
     }
 }

@@ -31,6 +31,7 @@ struct UploaderOptions {
     allowed_types: Option<Vec<String>>,
     keep_file_max_bytes: Option<u64>,
     keep_files_total_bytes: Option<u64>,
+    hash_file_max_bytes: Option<u64>,
     retry: Option<RetryOptions>,
     db_name: Option<String>,
 }
@@ -58,6 +59,7 @@ pub fn parse_options(value: JsValue) -> Result<Options, Error> {
         Restrictions { max_file_bytes: o.max_file_bytes, allowed_types: o.allowed_types.unwrap_or_default() };
     options.keep_file_max_bytes = o.keep_file_max_bytes.unwrap_or(options.keep_file_max_bytes);
     options.keep_files_total_bytes = o.keep_files_total_bytes.unwrap_or(options.keep_files_total_bytes);
+    options.hash_file_max_bytes = o.hash_file_max_bytes.unwrap_or(options.hash_file_max_bytes);
     if let Some(r) = o.retry {
         let d = RetryPolicy::default();
         options.retry = RetryPolicy {

@@ -134,6 +134,8 @@ export interface UploaderOptions {
   keepFileMaxBytes?: number;
   /** At most this many bytes of files are kept in total (default 512 MiB). */
   keepFilesTotalBytes?: number;
+  /** A file that goes up in one PUT is hashed whole (SHA-256) before its first byte leaves when it is at most this big (default 64 MiB, never above the server's multipart threshold): the same photo already shared in the event is then not sent again, and bytes changed since the pick are refused. 0 turns it off. */
+  hashFileMaxBytes?: number;
   retry?: RetryOptions;
   /** IndexedDB database name (default "upload-once"). */
   dbName?: string;

@@ -68,6 +68,10 @@ pub struct PageConfig {
     pub keep_file_max_bytes: u64,
     /// At most this many bytes of files are kept in total.
     pub keep_files_total_bytes: u64,
+    /// A file that goes up in one PUT is hashed whole (SHA-256, its content
+    /// identity) before its first authorize when it is at most this big (and
+    /// at most the server's multipart threshold); 0: never.
+    pub hash_file_max_bytes: u64,
 }
 
 /// A guest session: the token requests carry, and the event it joined.
@@ -372,7 +376,8 @@ pub struct Page {
 impl Page {
     /// A page with no attempts yet.
     pub fn new(config: PageConfig) -> Page {
-        let sched = Scheduler::new(config.policy, config.concurrency);
+        let mut sched = Scheduler::new(config.policy, config.concurrency);
+        sched.set_hash_limit(config.hash_file_max_bytes);
         Page {
             config,
             sched,
@@ -545,7 +550,7 @@ impl Page {
     /// up to its multipart threshold are hashed whole before authorize.
     fn learn_event(&mut self, event: &EventInfo) {
         if let Some(threshold) = event.multipart_threshold {
-            self.sched.set_hash_limit(threshold);
+            self.sched.set_hash_limit(threshold.min(self.config.hash_file_max_bytes));
         }
     }
 

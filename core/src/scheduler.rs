@@ -26,9 +26,11 @@ use crate::attempt::{Action, AttemptRecord, Confirmation, Effect, Env, Moderatio
 use crate::multipart::{DEFAULT_PARALLELISM, PartAction, PartFailure, Pipeline};
 use crate::retry::{Failure, RetryPolicy};
 use crate::time::UnixMillis;
-/// Files up to this size are hashed whole before authorize when the server
-/// does not say its multipart threshold (the reference server's default).
-pub const DEFAULT_HASH_LIMIT: u64 = 32 << 20;
+/// Files up to this size are hashed whole before authorize by default (each
+/// is read into memory once for WebCrypto, which has no streaming digest);
+/// never above the server's multipart threshold (32 MiB by default), where
+/// files go up in parts, each hashed on its own.
+pub const DEFAULT_HASH_LIMIT: u64 = 64 << 20;
 
 use crate::wire::{
     AttemptResponse, AttemptStatus, AuthorizeRequest, ConfirmRequest, MAX_STATUS_IDS, Media, PartsRequest,

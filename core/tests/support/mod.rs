@@ -1240,6 +1240,7 @@ impl Sim {
             restrictions: Restrictions::default(),
             keep_file_max_bytes: self.config.keep_file_max_bytes,
             keep_files_total_bytes: self.config.keep_files_total_bytes,
+            hash_file_max_bytes: upload_once_core::scheduler::DEFAULT_HASH_LIMIT,
         }
     }
 

@@ -12,6 +12,7 @@
 //! | `UPLOAD_ONCE_TEST_S3_SERVER_BIN` | the test S3 server binary, for tests that start and stop a store of their own |
 #![allow(dead_code)]
 
+pub mod limits;
 pub mod multipart;
 
 use std::sync::Arc;

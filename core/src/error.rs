@@ -124,6 +124,23 @@ error_codes! {
     /// The request body ended before the signed length.
     IncompleteBody = "incomplete_body", 400;
 
+    // --- quotas and limits ---------------------------------------------------
+    /// The session has as many unconfirmed attempts as the server allows;
+    /// confirm them (or let them expire) before starting more.
+    TooManyUnconfirmed = "too_many_unconfirmed", 403;
+    /// The session's attempts already add up to the bytes the server allows
+    /// one session.
+    SessionBytesExceeded = "session_bytes_exceeded", 403;
+    /// The event opened as many guest sessions in the last hour as the server
+    /// allows.
+    TooManySessions = "too_many_sessions", 403;
+    /// The event's attempts already add up to the bytes the server allows one
+    /// event.
+    EventBytesExceeded = "event_bytes_exceeded", 403;
+    /// The request took longer than the server allows: a JSON request as a
+    /// whole, or a storage PUT whose body stopped arriving (retryable).
+    RequestTimeout = "request_timeout", 408;
+
     // --- server health -------------------------------------------------------
     /// Too many requests; honour `Retry-After`.
     RateLimited = "rate_limited", 429;
@@ -161,6 +178,7 @@ impl ErrorCode {
         matches!(
             self,
             ErrorCode::RateLimited
+                | ErrorCode::RequestTimeout
                 | ErrorCode::ObjectStoreUnavailable
                 | ErrorCode::DatabaseUnavailable
                 | ErrorCode::Internal

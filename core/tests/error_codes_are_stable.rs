@@ -51,6 +51,11 @@ fn protocol_codes_have_their_documented_statuses() {
         (ErrorCode::UrlExpired, 403),
         (ErrorCode::ObjectExists, 412),
         (ErrorCode::RateLimited, 429),
+        (ErrorCode::RequestTimeout, 408),
+        (ErrorCode::TooManyUnconfirmed, 403),
+        (ErrorCode::SessionBytesExceeded, 403),
+        (ErrorCode::TooManySessions, 403),
+        (ErrorCode::EventBytesExceeded, 403),
         (ErrorCode::TooManyIds, 422),
         (ErrorCode::SizeMismatch, 422),
     ];
@@ -62,10 +67,17 @@ fn protocol_codes_have_their_documented_statuses() {
 #[test]
 fn only_transient_codes_are_retryable() {
     let retryable: BTreeSet<&str> = ErrorCode::ALL.iter().filter(|c| c.is_retryable()).map(|c| c.as_str()).collect();
-    let want: BTreeSet<&str> =
-        ["rate_limited", "object_store_unavailable", "database_unavailable", "internal", "network", "object_missing"]
-            .into_iter()
-            .collect();
+    let want: BTreeSet<&str> = [
+        "rate_limited",
+        "request_timeout",
+        "object_store_unavailable",
+        "database_unavailable",
+        "internal",
+        "network",
+        "object_missing",
+    ]
+    .into_iter()
+    .collect();
     assert_eq!(retryable, want);
 }
 

@@ -238,6 +238,11 @@ pub struct Config {
     /// Test-only hooks (`POST /v1/admin/test-hooks`). Never in production.
     #[arg(long, env = "UPLOAD_ONCE_TEST_HOOKS", hide = true)]
     pub test_hooks: bool,
+
+    /// Quotas, rate limits, timeouts, the concurrency limit and the
+    /// shutdown deadline ([`crate::limits`]).
+    #[command(flatten)]
+    pub limits: crate::limits::LimitsConfig,
 }
 
 impl Config {
@@ -272,6 +277,7 @@ impl Config {
                 return Err(Error::Config("--signing-key must be hex of at least 32 bytes (64 hex digits)".into()));
             }
         }
+        self.limits.validate()?;
         for origin in &self.allowed_origins {
             if !is_valid_origin(origin) {
                 return Err(Error::Config(format!(

@@ -16,6 +16,7 @@
 pub mod clock;
 pub mod config;
 pub mod error;
+pub mod limits;
 pub mod logs;
 pub mod metrics;
 pub mod multipart;
@@ -23,6 +24,7 @@ pub mod openapi;
 pub mod ops;
 pub mod routes;
 pub mod secrets;
+pub mod shutdown;
 pub mod state;
 pub mod storage;
 pub mod store;
@@ -131,7 +133,19 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
     let records = open_records(&database_url).await?;
     let admin_token: Arc<str> = config.admin_token.clone().unwrap_or_else(new_token).into();
     let ops = Arc::new(ops::Ops::default());
-    Ok(AppState { config: Arc::new(config), records, objects, signer, clock, admin_token, test_hooks, ops, metrics })
+    let limits = Arc::new(limits::Limits::new(config.limits.clone())?);
+    Ok(AppState {
+        config: Arc::new(config),
+        records,
+        objects,
+        signer,
+        clock,
+        admin_token,
+        test_hooks,
+        ops,
+        metrics,
+        limits,
+    })
 }
 
 /// Creates the demo event if it is missing (or gives it a fresh host
@@ -165,23 +179,8 @@ pub async fn ensure_demo_event(state: &AppState, slug: &str) -> Result<()> {
     Ok(())
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            s.recv().await;
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! { _ = ctrl_c => {}, _ = terminate => {} }
-    tracing::info!("shutting down");
-}
-
-/// Runs the server until SIGINT or SIGTERM.
+/// Runs the server until SIGINT or SIGTERM, then stops gracefully
+/// ([`shutdown::serve`]).
 pub async fn run(config: Config) -> Result<()> {
     let print_admin = config.admin_token.is_none();
     let sweep_interval = config.sweep_interval;
@@ -197,6 +196,10 @@ pub async fn run(config: Config) -> Result<()> {
     sweeper::spawn(state.clone(), sweep_interval);
     let listener = tokio::net::TcpListener::bind(listen).await?;
     println!("upload-once-server listening on {} (public URL {})", listener.local_addr()?, state.config.public_base());
-    axum::serve(listener, routes::app(state)).with_graceful_shutdown(shutdown_signal()).await?;
+    shutdown::serve(listener, state, async {
+        shutdown::signal().await;
+        tracing::info!("shutdown signal received");
+    })
+    .await;
     Ok(())
 }

@@ -34,6 +34,8 @@ pub struct AppState {
     pub ops: Arc<crate::ops::Ops>,
     /// Counters and histograms (`GET /metrics`).
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// Quotas, rate limits and timeouts.
+    pub limits: Arc<crate::limits::Limits>,
 }
 
 impl AppState {

@@ -130,6 +130,11 @@ async fn the_part_size_grows_so_a_huge_file_has_at_most_ten_thousand_parts() {
     let server = TestServer::start_with(Options {
         multipart_threshold: Some(32 * MIB),
         part_size: Some(8 * MIB),
+        // A session and an event may hold a file this large.
+        configure: Some(Box::new(|c| {
+            c.limits.max_bytes_per_session = 1 << 40;
+            c.limits.max_bytes_per_event = 1 << 40;
+        })),
         ..Default::default()
     })
     .await;

@@ -1,6 +1,8 @@
 //! A session sees only its own attempts: another session's attempt id gets
-//! exactly the answer a never-used id gets, on every endpoint; credentials
-//! are checked with stable codes; and tokens and codes are long and random.
+//! exactly the answer a never-used id gets, on every endpoint that asks
+//! about an attempt (only authorize, which would make a second row, refuses
+//! it: `attempt_ids_are_unique_across_sessions`); credentials are checked
+//! with stable codes; and tokens and codes are long and random.
 
 mod support;
 
@@ -82,23 +84,6 @@ async fn another_sessions_attempt_looks_exactly_like_an_unknown_id() {
 }
 
 #[tokio::test]
-async fn the_same_id_in_another_session_is_a_new_attempt_not_id_reused() {
-    let server = TestServer::start().await;
-    let owner = server.guest().await;
-    let snoop = server.guest_of(&owner.event).await;
-    let id = Uuid::new_v4();
-    let a = owner.authorize(id, 5).await;
-    // Different parameters under the same id: `id_reused` would tell the
-    // snoop the id exists.
-    let r = snoop.authorize_raw(json!({"id": id, "filename": "x.jpg", "size": 9, "content_type": "image/jpeg"})).await;
-    assert_eq!(r.status(), StatusCode::CREATED);
-    let theirs: Value = r.json().await.unwrap();
-    assert_ne!(theirs["object_key"], a.object_key, "their own object");
-    assert_eq!(owner.status(&[id]).await["results"][0]["state"], "authorized");
-    assert_eq!(server.counts().await, (2, 0));
-}
-
-#[tokio::test]
 async fn credentials_are_checked_with_stable_codes() {
     let server = TestServer::start().await;
     let guest = server.guest().await;
@@ -146,10 +131,13 @@ async fn credentials_are_checked_with_stable_codes() {
     }
     assert_eq!(server.counts().await, (0, 0), "nothing was authorized without a session");
 
-    // A session stops working when it expires.
+    // An expired session authorizes nothing new (what it may still do for
+    // its own attempts: `a_lapsed_session_still_answers_for_its_own_attempts`).
     server.clock.advance(server.state.config.effective_session_ttl().as_millis() as i64);
-    let (s, p) = problem(guest.get(id).await).await;
+    let r = guest.authorize_raw(json!({"id": id, "filename": "p.png", "size": 5, "content_type": "image/png"})).await;
+    let (s, p) = problem(r).await;
     assert_eq!((s, p["code"].as_str()), (StatusCode::UNAUTHORIZED, Some("invalid_session")), "an expired session");
+    assert_eq!(server.counts().await, (0, 0));
 }
 
 #[tokio::test]

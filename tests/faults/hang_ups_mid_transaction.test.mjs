@@ -1,6 +1,6 @@
 // Hang-ups: pages that go away while the server is inside a transaction
-// (a confirm holds its attempt's row lock while it checks the object; the
-// test hook makes that check last 300 ms), many times, with two guests
+// (a confirm holds its attempt's row lock while it records the media; the
+// test hook holds it there 300 ms), many times, with two guests
 // uploading at once.
 // [every photo is stored exactly once; the database keeps taking writes:
 //  afterwards a new guest's upload is authorized and confirmed on the first try]

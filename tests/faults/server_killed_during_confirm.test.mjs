@@ -1,8 +1,8 @@
 // Moment 8: the server is killed with SIGKILL during a confirm, then
 // restarted. [zero or one row; after the client's retry, exactly one]
 //
-// The confirm is stopped inside its transaction (every object HEAD is held
-// by the server's test hooks), and the test checks that it is there before
+// The confirm is stopped inside its transaction (every confirm is held
+// there by the server's test hooks), and the test checks that it is there before
 // the kill: the proxy has forwarded it and has no answer yet, and a write
 // waits behind its lock until the server gives up on it (`/readyz` answers
 // 503 database_unavailable). Killed there, the transaction never commits:

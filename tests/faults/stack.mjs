@@ -48,12 +48,12 @@ export async function startStack(name, { serverArgs = [] } = {}) {
     },
     stop: async () => { child.kill("SIGTERM"); },
   };
-  /** Holds every object-store HEAD (inside confirm's transaction) this long. */
+  /** Holds every confirm inside its transaction (holding the attempt's row lock) this long. */
   const hold = async (ms) => {
     const res = await fetch(`${server.base}/v1/admin/test-hooks`, {
       method: "POST",
       headers: { authorization: `Bearer ${server.admin}`, "content-type": "application/json" },
-      body: JSON.stringify({ head_delay_ms: ms }),
+      body: JSON.stringify({ confirm_hold_ms: ms }),
     });
     if (!res.ok) throw new Error(`test hooks: ${res.status}`);
   };

@@ -3,8 +3,8 @@
 // [either confirmed with its object kept, or expired with no row — never a row without its object]
 //
 // Here the confirm gets in first: it passes its expiry check before the
-// attempt's 5 s are up, then its object HEAD is held (the server's test
-// hooks) inside its transaction while the expiry passes. The sweep is sent
+// attempt's 5 s are up, then it is held (the server's test hooks) inside
+// its transaction, where it would assemble parts, while the expiry passes. The sweep is sent
 // then, and the test checks that the fault happened as described: the
 // confirm is still at the server when the sweep is sent and is answered
 // only after it; the attempt was due for sweeping. The sweeper waits for
@@ -18,7 +18,7 @@ import { createEvent } from "../e2e/harness.mjs";
 import { launch, openGuest, pick } from "../e2e/pages.mjs";
 import { startStack, untilSettled, rowsByAttempt, photos, until, nonEmpty } from "./stack.mjs";
 
-// The confirm is held HOLD_MS from its HEAD, which comes a moment after the
+// The confirm is held HOLD_MS after its expiry check, a moment after the
 // authorize: past the attempt's TTL, and then less than the 5 s a write
 // (the sweeper's) waits for a lock before it gives up.
 const TTL_S = 5;

@@ -19,7 +19,7 @@ use upload_once_core::wire::{
 };
 use uuid::Uuid;
 
-use super::extract::{ApiJson, ApiPath, event, require_session};
+use super::extract::{ApiJson, ApiPath, Session, event, lapsed_session};
 use crate::error::{Error, Result};
 use crate::metrics::ConfirmOutcome;
 use crate::multipart::{
@@ -27,7 +27,7 @@ use crate::multipart::{
 };
 use crate::secrets::new_object_key;
 use crate::state::AppState;
-use crate::storage::{ObjectMeta, PartGrant, PutGrant};
+use crate::storage::{ListedPart, ObjectMeta, PartGrant, PutGrant};
 use crate::store::{AttemptLock, AttemptRow, MediaRow, NewAttempt, NewMedia, SessionRow};
 
 /// The attempt as `authorize` and `renew` answer it while it is
@@ -94,14 +94,18 @@ fn is_expired(state: &AppState, a: &AttemptRow) -> bool {
     ))]
 pub async fn authorize(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    Session(session): Session,
     ApiPath(slug): ApiPath<String>,
     ApiJson(req): ApiJson<AuthorizeRequest>,
 ) -> Result<(StatusCode, Json<AttemptResponse>)> {
-    let session = require_session(&state, &headers).await?;
     let event = event(&state, &slug).await?;
     if session.event_id != event.id {
         return Err(Error::problem(ErrorCode::Forbidden, "this session belongs to another event"));
+    }
+    // A lapsed session may repeat an authorize of its own (create-or-return
+    // returns it); only a new attempt needs a live session.
+    if !session.is_live(state.now()) && state.records.attempt(session.id, req.id).await?.is_none() {
+        return Err(lapsed_session());
     }
     // Everything is checked before anything is stored.
     check_filename(&req.filename)?;
@@ -132,6 +136,7 @@ pub async fn authorize(
             expires_at: now + state.attempt_ttl_ms(),
             // Fixed now: a later change of the flags never alters it.
             plan: PartPlan::for_size(req.size, state.config.multipart_threshold, state.config.part_size),
+            quotas: state.limits.config.attempt_quotas(),
         })
         .await?;
     if row.filename != req.filename
@@ -170,10 +175,9 @@ pub async fn authorize(
     ))]
 pub async fn renew(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    Session(session): Session,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<AttemptResponse>> {
-    let session = require_session(&state, &headers).await?;
     let row = state.records.attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
     if is_expired(&state, &row) {
         return Err(expired_error());
@@ -257,11 +261,10 @@ async fn open_upload(state: &AppState, lock: &mut dyn AttemptLock, parts: &[(u32
     ))]
 pub async fn sign_parts(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    Session(session): Session,
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(req): ApiJson<PartsRequest>,
 ) -> Result<Json<PartsResponse>> {
-    let session = require_session(&state, &headers).await?;
     // Everything is checked on a plain read first: a refused request locks
     // and stores nothing.
     let row = state.records.attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
@@ -390,10 +393,9 @@ pub async fn statuses(state: &AppState, session: &SessionRow, ids: &[Uuid]) -> R
     ))]
 pub async fn status(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    Session(session): Session,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<AttemptStatus>> {
-    let session = require_session(&state, &headers).await?;
     let mut all = statuses(&state, &session, &[id]).await?;
     Ok(Json(all.pop().unwrap_or(AttemptStatus::NotFound { id })))
 }
@@ -408,10 +410,9 @@ pub async fn status(
     ))]
 pub async fn status_batch(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    Session(session): Session,
     ApiJson(req): ApiJson<StatusRequest>,
 ) -> Result<Json<StatusResponse>> {
-    let session = require_session(&state, &headers).await?;
     if req.ids.len() > MAX_STATUS_IDS {
         return Err(Error::problem(ErrorCode::TooManyIds, format!("at most {MAX_STATUS_IDS} ids per request")));
     }
@@ -446,38 +447,81 @@ fn mismatch(
     None
 }
 
-/// A multipart attempt's object, assembled from the parts the store holds
-/// (under the attempt's row lock), with its composite checksum when every
-/// part's digest is known. An object already assembled (a complete whose
-/// answer, or whose confirm's commit, was lost) is taken as it is.
-/// `Ok(None)` while a part is missing or of the wrong length: the
-/// `object_missing` answer, with nothing changed.
-async fn assembled(
+/// What the object store holds for an attempt, as seen before its row
+/// lock is taken.
+enum Seen {
+    /// The object is stored (for a multipart attempt: already assembled).
+    Object(ObjectMeta),
+    /// Every part is stored at its exact length, not assembled yet: these
+    /// are the parts to assemble, as the store listed them.
+    Parts(Vec<ListedPart>),
+    /// Not everything is stored yet.
+    Missing,
+}
+
+/// Asks the store what it holds for `a` — a HEAD, and for a multipart
+/// attempt not yet assembled, its parts' list (the store's own, never the
+/// client's) — without holding anything in the database.
+async fn look(state: &AppState, a: &AttemptRow) -> Result<Seen> {
+    if let Some(object) = state.objects.head(&a.object_key).await? {
+        return Ok(Seen::Object(object));
+    }
+    let (Some(plan), Some(upload_id)) = (&a.plan, &a.upload_id) else { return Ok(Seen::Missing) };
+    let listed = state.objects.list_parts(&a.object_key, upload_id).await?.unwrap_or_default();
+    // Which parts are there, at which lengths; their digests are added under
+    // the lock, as recorded then.
+    Ok(match parts_to_complete(plan, a.size, &listed) {
+        Ok(parts) => Seen::Parts(parts),
+        Err(_) => Seen::Missing,
+    })
+}
+
+/// The object a confirm compares and records, with its composite checksum
+/// (multipart, when every part's digest is known); `None` when something
+/// is still missing (`409 object_missing`, nothing changed). Called under
+/// the attempt's row lock, with what was seen before it: the attempt is
+/// still authorized and not due, so nothing seen has gone (an object or a
+/// part is only deleted once its attempt is expired or rejected, which
+/// needs this lock). Only assembling parts, a change, is done here.
+async fn stored_object(
     state: &AppState,
     lock: &mut dyn AttemptLock,
     a: &AttemptRow,
-    plan: &PartPlan,
+    seen: Seen,
 ) -> Result<Option<(ObjectMeta, Option<String>)>> {
+    let Some(plan) = a.plan else {
+        return Ok(match seen {
+            Seen::Object(object) => Some((object, None)),
+            Seen::Parts(_) | Seen::Missing => None,
+        });
+    };
     let recorded = lock.part_digests().await?;
-    if let Some(object) = state.objects.head(&a.object_key).await? {
-        let signed = composite_sha256(
-            (1..=plan.part_count).map(|n| recorded.iter().find(|d| d.number == n).and_then(|d| d.sha256.as_deref())),
-        );
-        let composite = object.composite_sha256.clone().or(signed);
-        return Ok(Some((object, composite)));
+    match seen {
+        Seen::Missing => Ok(None),
+        Seen::Object(object) => {
+            // Assembled by an earlier confirm whose answer (or commit) was lost.
+            let signed = composite_sha256(
+                (1..=plan.part_count)
+                    .map(|n| recorded.iter().find(|d| d.number == n).and_then(|d| d.sha256.as_deref())),
+            );
+            let composite = object.composite_sha256.clone().or(signed);
+            Ok(Some((object, composite)))
+        }
+        Seen::Parts(parts) => {
+            let upload_id = a.upload_id.as_deref().ok_or_else(|| Error::ObjectStore("no upload to complete".into()))?;
+            // Digests the store does not list: the ones recorded, read under the lock.
+            let parts = with_digests(parts, &recorded);
+            state.objects.complete_multipart(&a.object_key, upload_id, &parts).await?;
+            let object = state
+                .objects
+                .head(&a.object_key)
+                .await?
+                .ok_or_else(|| Error::ObjectStore("the store completed the upload but holds no object".into()))?;
+            let composite =
+                object.composite_sha256.clone().or(composite_sha256(parts.iter().map(|p| p.sha256.as_deref())));
+            Ok(Some((object, composite)))
+        }
     }
-    let Some(upload_id) = &a.upload_id else { return Ok(None) };
-    // The store's own list decides, never the client's.
-    let listed = state.objects.list_parts(&a.object_key, upload_id).await?.unwrap_or_default();
-    let Ok(parts) = parts_to_complete(plan, a.size, &with_digests(listed, &recorded)) else { return Ok(None) };
-    state.objects.complete_multipart(&a.object_key, upload_id, &parts).await?;
-    let object = state
-        .objects
-        .head(&a.object_key)
-        .await?
-        .ok_or_else(|| Error::ObjectStore("the store completed the upload but holds no object".into()))?;
-    let composite = object.composite_sha256.clone().or(composite_sha256(parts.iter().map(|p| p.sha256.as_deref())));
-    Ok(Some((object, composite)))
 }
 
 /// Confirms an attempt: create-or-return its media record, in one
@@ -500,6 +544,14 @@ pub async fn confirm_attempt(
     result.map(|(media, _)| media)
 }
 
+/// Whether a confirm of `a` (as read, not locked) will compare it with what
+/// the store holds: it is authorized, not due, and the claim matches.
+fn will_look(state: &AppState, a: &AttemptRow, claimed_type: &str, req: &ConfirmRequest) -> bool {
+    a.state == AttemptState::Authorized
+        && state.now() < a.expires_at
+        && mismatch(a, "the confirmed file", req.size, claimed_type, req.sha256.as_deref()).is_none()
+}
+
 async fn confirm_under_lock(
     state: &AppState,
     session: &SessionRow,
@@ -509,6 +561,12 @@ async fn confirm_under_lock(
     // Read before the lock: inside it, only the locked transaction may touch
     // the database.
     let event = state.records.event_by_id(session.event_id).await?.ok_or_else(|| Error::not_found("attempt"))?;
+    let claimed_type = normalize_content_type(&req.content_type);
+    // The store is asked before the row lock is taken, so a slow store holds
+    // no database lock (SQLite's write lock) and no pooled connection while
+    // it answers; the lock then re-checks the attempt.
+    let seen = state.records.attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
+    let mut seen = if will_look(state, &seen, &claimed_type, req) { Some(look(state, &seen).await?) } else { None };
     let mut lock = state.records.lock_attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
     let a = lock.attempt().clone();
     match a.state {
@@ -531,15 +589,25 @@ async fn confirm_under_lock(
         lock.expire().await?;
         return Err(expired_error());
     }
-    let claimed_type = normalize_content_type(&req.content_type);
     if let Some((code, reason)) = mismatch(&a, "the confirmed file", req.size, &claimed_type, req.sha256.as_deref()) {
         lock.reject(code.as_str(), &reason).await?;
         return Err(Error::problem(code, reason));
     }
-    let stored = match a.plan {
-        None => state.objects.head(&a.object_key).await.map(|head| head.map(|object| (object, None))),
-        Some(plan) => assembled(state, lock.as_mut(), &a, &plan).await,
-    };
+    if seen.is_none() {
+        // Not looked at before the lock (the clock moved back?): look now.
+        match look(state, &a).await {
+            Ok(now) => seen = Some(now),
+            Err(e) => {
+                let _ = lock.release().await;
+                return Err(e);
+            }
+        }
+    }
+    if let Some(hooks) = &state.test_hooks {
+        // Where a confirm holds its lock the longest (assembling parts).
+        hooks.hold_confirm().await;
+    }
+    let stored = stored_object(state, lock.as_mut(), &a, seen.unwrap_or(Seen::Missing)).await;
     let (object, composite) = match stored {
         Ok(Some(stored)) => stored,
         Ok(None) => {
@@ -609,11 +677,11 @@ async fn confirm_under_lock(
     ))]
 pub async fn confirm(
     State(state): State<AppState>,
+    Session(session): Session,
     headers: HeaderMap,
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(req): ApiJson<ConfirmRequest>,
 ) -> Result<Json<Media>> {
-    let session = require_session(&state, &headers).await?;
     let key = headers
         .get("idempotency-key")
         .ok_or_else(|| Error::problem(ErrorCode::IdempotencyKeyMissing, "send Idempotency-Key: <attempt id>"))?;

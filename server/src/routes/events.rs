@@ -11,9 +11,8 @@ use upload_once_core::wire::{
     CreateEventRequest, CreateEventResponse, CreateSessionRequest, EventInfo, MediaListResponse, Moderation,
     ModerationRequest, Problem, SessionResponse, WallResponse,
 };
-use uuid::Uuid;
 
-use super::extract::{ApiJson, ApiPath, ApiQuery, bearer, event, require_admin, require_host};
+use super::extract::{Admin, ApiJson, ApiPath, ApiQuery, HostOfEvent, HostOfMedia, bearer, event};
 use crate::error::{Error, Result};
 use crate::secrets::{constant_time_eq, new_guest_code, new_token, token_hash};
 use crate::state::AppState;
@@ -103,10 +102,9 @@ pub async fn create_event_row(state: &AppState, req: &CreateEventRequest) -> Res
     ))]
 pub async fn create_event(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    _admin: Admin,
     ApiJson(req): ApiJson<CreateEventRequest>,
 ) -> Result<(StatusCode, Json<CreateEventResponse>)> {
-    require_admin(&state, &headers)?;
     let (_, response) = create_event_row(&state, &req).await?;
     Ok((StatusCode::CREATED, Json(response)))
 }
@@ -117,8 +115,9 @@ pub async fn create_event(
     request_body = CreateSessionRequest,
     responses(
         (status = 201, body = SessionResponse),
-        (status = 403, body = Problem, content_type = "application/problem+json", description = "wrong_guest_code"),
+        (status = 403, body = Problem, content_type = "application/problem+json", description = "wrong_guest_code; too_many_sessions: the event opened as many sessions in the last hour as the server allows"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 429, body = Problem, content_type = "application/problem+json", description = "rate_limited (Retry-After)"),
     ))]
 pub async fn create_session(
     State(state): State<AppState>,
@@ -132,7 +131,8 @@ pub async fn create_session(
     let token = new_token();
     let now = state.now();
     let expires_at = now + state.config.effective_session_ttl().as_millis() as i64;
-    state.records.create_session(event.id, &token_hash(&token), now, expires_at).await?;
+    let max_per_hour = state.limits.config.max_sessions_per_event_per_hour;
+    state.records.create_session(event.id, &token_hash(&token), now, expires_at, max_per_hour).await?;
     Ok((
         StatusCode::CREATED,
         Json(SessionResponse {
@@ -161,12 +161,9 @@ pub struct MediaQuery {
     ))]
 pub async fn list_media(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    ApiPath(slug): ApiPath<String>,
+    HostOfEvent(event): HostOfEvent,
     ApiQuery(query): ApiQuery<MediaQuery>,
 ) -> Result<Json<MediaListResponse>> {
-    let event = event(&state, &slug).await?;
-    require_host(&headers, &event)?;
     let rows = state.records.list_media(event.id, query.moderation).await?;
     Ok(Json(MediaListResponse { media: rows.iter().map(|m| state.media_json(m)).collect(), deduplicated: 0 }))
 }
@@ -184,18 +181,10 @@ pub async fn list_media(
     ))]
 pub async fn moderate(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    ApiPath(id): ApiPath<Uuid>,
+    HostOfMedia { media, event }: HostOfMedia,
     ApiJson(req): ApiJson<ModerationRequest>,
 ) -> Result<Json<upload_once_core::wire::Media>> {
-    let token = bearer(&headers)
-        .ok_or_else(|| Error::problem(ErrorCode::Unauthorized, "send Authorization: Bearer <host token>"))?;
-    let media = state.records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
-    let event = state.records.event_by_id(media.event_id).await?.ok_or_else(|| Error::not_found("media"))?;
-    if !constant_time_eq(&token_hash(token), &event.host_token_hash) {
-        // Guests and other events' hosts alike.
-        return Err(Error::problem(ErrorCode::Forbidden, "only this event's host may moderate its media"));
-    }
+    let id = media.id;
     let reason = req.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
     if reason.is_some_and(|r| r.chars().count() > MAX_REASON_CHARS) {
         return Err(Error::problem(ErrorCode::MalformedRequest, "reason must be at most 500 characters"));

@@ -11,7 +11,7 @@ use upload_once_core::ErrorCode;
 use crate::error::{Error, Result};
 use crate::secrets::{constant_time_eq, token_hash};
 use crate::state::AppState;
-use crate::store::{EventRow, SessionRow};
+use crate::store::{EventRow, MediaRow, SessionRow};
 
 /// A JSON body; malformed input becomes a 4xx problem.
 pub struct ApiJson<T>(pub T);
@@ -102,12 +102,90 @@ pub fn require_admin(state: &AppState, headers: &HeaderMap) -> Result<()> {
     }
 }
 
-/// Requires a live guest session.
+/// Requires a guest session the server knows, live or lapsed: a lapsed
+/// session still asks about, renews and confirms its own attempts; only a
+/// new authorization needs it live ([`SessionRow::is_live`]).
 pub async fn require_session(state: &AppState, headers: &HeaderMap) -> Result<SessionRow> {
     let token = bearer(headers).ok_or_else(missing_bearer)?;
-    state.records.session_by_token_hash(&token_hash(token), state.now()).await?.ok_or_else(|| {
-        Error::problem(ErrorCode::InvalidSession, "the guest session is unknown or has expired; join the event again")
-    })
+    state
+        .records
+        .session_by_token_hash(&token_hash(token))
+        .await?
+        .ok_or_else(|| Error::problem(ErrorCode::InvalidSession, "the guest session is unknown; join the event again"))
+}
+
+/// `401 invalid_session` for a lapsed session asking for something new.
+pub fn lapsed_session() -> Error {
+    Error::problem(ErrorCode::InvalidSession, "the guest session has expired; join the event again for new uploads")
+}
+
+// Credentials are extractors that run before the path, the query and the
+// body are read: a request without a valid credential is refused (401, 403)
+// before anything it sent is parsed or validated.
+
+/// The admin token.
+pub struct Admin;
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        require_admin(state, &parts.headers).map(|()| Admin)
+    }
+}
+
+/// A guest session the server knows, live or lapsed ([`require_session`]).
+pub struct Session(pub SessionRow);
+
+impl FromRequestParts<AppState> for Session {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        require_session(state, &parts.headers).await.map(Session)
+    }
+}
+
+/// The host of the event named by the path's `{slug}` (looked up first: an
+/// unknown event is `404` whatever the token).
+pub struct HostOfEvent(pub EventRow);
+
+impl FromRequestParts<AppState> for HostOfEvent {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        let ApiPath(slug) = ApiPath::<String>::from_request_parts(parts, state).await?;
+        let event = event(state, &slug).await?;
+        require_host(&parts.headers, &event)?;
+        Ok(HostOfEvent(event))
+    }
+}
+
+/// The host of the event of the media the path's `{id}` names: no token is
+/// `401`; an unknown media `404`; a token that is not that event's host
+/// token (a guest's, another event's host's) `403`.
+pub struct HostOfMedia {
+    /// The media record.
+    pub media: MediaRow,
+    /// Its event.
+    pub event: EventRow,
+}
+
+impl FromRequestParts<AppState> for HostOfMedia {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        let token = bearer(&parts.headers)
+            .ok_or_else(|| Error::problem(ErrorCode::Unauthorized, "send Authorization: Bearer <host token>"))?
+            .to_owned();
+        let ApiPath(id) = ApiPath::<uuid::Uuid>::from_request_parts(parts, state).await?;
+        let media = state.records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
+        let event = state.records.event_by_id(media.event_id).await?.ok_or_else(|| Error::not_found("media"))?;
+        if !constant_time_eq(&token_hash(&token), &event.host_token_hash) {
+            // Guests and other events' hosts alike.
+            return Err(Error::problem(ErrorCode::Forbidden, "only this event's host may moderate its media"));
+        }
+        Ok(HostOfMedia { media, event })
+    }
 }
 
 /// Requires the host token of `event`.

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -89,15 +89,15 @@ pub async fn admin_sweep(State(state): State<AppState>, headers: HeaderMap) -> R
 }
 
 /// `POST /v1/admin/test-hooks` (admin, only with `--test-hooks`).
-pub async fn admin_test_hooks(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    extract::ApiJson(request): extract::ApiJson<crate::test_hooks::TestHooksRequest>,
-) -> Result<&'static str> {
-    let Some(hooks) = &state.test_hooks else {
+/// Without the flag the route is not there; with it, the admin token is
+/// checked before the body is read.
+pub async fn admin_test_hooks(State(state): State<AppState>, request: axum::extract::Request) -> Result<&'static str> {
+    let Some(hooks) = state.test_hooks.clone() else {
         return Err(crate::error::Error::problem(ErrorCode::RouteNotFound, "no such route"));
     };
-    extract::require_admin(&state, &headers)?;
+    extract::require_admin(&state, request.headers())?;
+    let extract::ApiJson(request) =
+        extract::ApiJson::<crate::test_hooks::TestHooksRequest>::from_request(request, &state).await?;
     hooks.set(&request);
     Ok("ok")
 }
@@ -175,6 +175,9 @@ pub fn app(state: AppState) -> Router {
     let router = assets::mount(router, pkg, www, axum::routing::any(route_not_found));
     let request_id = HeaderName::from_static(crate::logs::REQUEST_ID);
     router
+        // Quotas and limits per request (inside CORS, so a 429 carries the
+        // grant a browser needs to read its Retry-After).
+        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::limits::admit))
         .layer(cors(&config.allowed_origins))
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(axum::middleware::from_fn_with_state(state.clone(), crate::metrics::count_requests))

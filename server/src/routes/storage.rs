@@ -23,6 +23,7 @@ use crate::storage::local::{Commit, LocalObjectStore, SignedQuery, SignedTarget}
     responses(
         (status = 200, description = "Stored (or the same bytes were already stored); ETag is the SHA-256"),
         (status = 400, body = Problem, content_type = "application/problem+json", description = "length_mismatch, content_type_mismatch, incomplete_body, invalid_query"),
+        (status = 408, body = Problem, content_type = "application/problem+json", description = "request_timeout: no byte of the body arrived for --put-idle-timeout (retryable)"),
         (status = 422, body = Problem, content_type = "application/problem+json", description = "checksum_mismatch: the bytes do not have the signed SHA-256"),
         (status = 403, body = Problem, content_type = "application/problem+json", description = "url_expired (a part's URL also when it expires before its last byte), bad_signature"),
         (status = 409, body = Problem, content_type = "application/problem+json", description = "already_confirmed: a confirmed object never changes"),
@@ -75,7 +76,10 @@ pub async fn put_object(
     };
     // Cheap refusal before reading any bytes; checked again at commit.
     attempt_allows_upload().await?;
-    let received = store.receive(body.into_data_stream(), query.len).await?;
+    // A body that stops arriving is cut, and its temporary file removed.
+    let idle = state.limits.config.put_idle_timeout;
+    let (body, stalled) = crate::limits::IdleBody::new(body.into_data_stream(), idle);
+    let received = store.receive(body, query.len).await.map_err(|e| stalled.explain(e, idle))?;
     if received.size != query.len {
         return Err(Error::problem(
             ErrorCode::IncompleteBody,

@@ -23,6 +23,10 @@ const MIGRATION_LOCK: i64 = 0x7570_6c6f_6164_2d6f;
 /// PostgreSQL.
 const WALL_LOCK: i64 = MIGRATION_LOCK + 1;
 
+/// The first key of the two-key advisory locks that serialise quota checks
+/// per event on PostgreSQL (a key space apart from the one-key locks above).
+const EVENT_LOCK_CLASS: i32 = 0x7570_6c6f; // "uplo"
+
 /// SQLite's schema, embedded and checksummed (`server/migrations/sqlite/`).
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("migrations/sqlite");
 /// PostgreSQL's schema (`server/migrations/postgres/`), same versions.
@@ -89,6 +93,23 @@ impl Dialect {
     pub(crate) async fn lock_wall(self, conn: &mut AnyConnection) -> Result<()> {
         if self == Dialect::Postgres {
             sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(WALL_LOCK).execute(conn).await?;
+        }
+        Ok(())
+    }
+
+    /// Makes the transaction on `conn` the only one adding sessions or
+    /// attempts to this event until it ends, so quotas are counted and kept
+    /// in one step. PostgreSQL takes a transaction-scoped advisory lock (two
+    /// keys: this class, the event); SQLite's write lock already does this.
+    pub(crate) async fn lock_event(self, conn: &mut AnyConnection, event_id: i64) -> Result<()> {
+        if self == Dialect::Postgres {
+            // Events whose ids agree in their low 31 bits share a lock: they
+            // only wait for each other, never count wrong.
+            sqlx::query("SELECT pg_advisory_xact_lock($1, $2)")
+                .bind(EVENT_LOCK_CLASS)
+                .bind((event_id & 0x7fff_ffff) as i32)
+                .execute(conn)
+                .await?;
         }
         Ok(())
     }

@@ -9,6 +9,7 @@
 
 pub mod dialect;
 pub mod migrate;
+mod quota;
 pub mod sql;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -54,8 +55,16 @@ pub struct SessionRow {
     pub id: i64,
     /// The event it belongs to.
     pub event_id: i64,
-    /// When it stops working.
+    /// When it stops opening new attempts (its own existing attempts are
+    /// still answered after).
     pub expires_at: UnixMillis,
+}
+
+impl SessionRow {
+    /// Whether the session may still authorize new attempts.
+    pub fn is_live(&self, now: UnixMillis) -> bool {
+        now < self.expires_at
+    }
 }
 
 /// An attempt as stored.
@@ -124,6 +133,9 @@ pub struct NewAttempt {
     pub expires_at: UnixMillis,
     /// How the file goes up in parts; `None` for one PUT.
     pub plan: Option<PartPlan>,
+    /// What the session and the event may hold, checked in the same
+    /// transaction as the insert.
+    pub quotas: crate::limits::AttemptQuotas,
 }
 
 /// A media record as stored.
@@ -271,24 +283,31 @@ pub trait RecordStore: Send + Sync + 'static {
     /// Replaces an event's host token (the demo start prints a fresh one).
     async fn set_host_token_hash(&self, event_id: i64, hash: &str) -> Result<()>;
 
-    /// Creates a guest session.
+    /// Creates a guest session, unless the event opened
+    /// `max_per_hour` sessions in the hour before `now` (`403
+    /// too_many_sessions`; counted and inserted in one transaction).
     async fn create_session(
         &self,
         event_id: i64,
         token_hash: &str,
         now: UnixMillis,
         expires_at: UnixMillis,
+        max_per_hour: u64,
     ) -> Result<SessionRow>;
 
     /// Moves a session's expiry to at least `until`.
     async fn extend_session(&self, session_id: i64, until: UnixMillis) -> Result<()>;
 
-    /// A live session by token hash.
-    async fn session_by_token_hash(&self, hash: &str, now: UnixMillis) -> Result<Option<SessionRow>>;
+    /// A session by token hash, live or lapsed (its `expires_at` says
+    /// which).
+    async fn session_by_token_hash(&self, hash: &str) -> Result<Option<SessionRow>>;
 
     /// Creates the attempt, or returns the one this session already has with
-    /// that id (create-or-return, one statement). The bool is true when it
-    /// was created.
+    /// that id (create-or-return). The bool is true when it was created.
+    /// Attempt ids are unique across sessions: an id another session has is
+    /// `422 id_reused`, and nothing is stored. A new attempt must fit in its
+    /// quotas (`403 too_many_unconfirmed`, `session_bytes_exceeded`,
+    /// `event_bytes_exceeded`), counted in the transaction that inserts it.
     async fn authorize(&self, attempt: NewAttempt) -> Result<(AttemptRow, bool)>;
 
     /// One attempt of a session.

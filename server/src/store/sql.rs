@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 use sqlx::any::{AnyArguments, AnyRow};
 use sqlx::query::Query;
-use sqlx::{Any, AnyPool, Connection, Executor, Row, Transaction};
+use sqlx::{Any, AnyConnection, AnyPool, Connection, Executor, Row, Transaction};
 use upload_once_core::ErrorCode;
 use upload_once_core::time::UnixMillis;
 use upload_once_core::wire::{AttemptState, Moderation, ModerationDecision};
@@ -127,6 +127,29 @@ fn placeholders(first: usize, count: usize) -> String {
 
 fn is_unique_violation(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
+}
+
+const HOUR_MS: i64 = 3_600_000;
+
+/// The attempt with this id, the session's own first (databases made before
+/// ids were unique may hold one id in two sessions; each keeps its own).
+async fn attempt_with_id(conn: &mut AnyConnection, id: Uuid, session_id: i64) -> Result<Option<AttemptRow>> {
+    let sql = format!(
+        "SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.id = $1
+         ORDER BY CASE WHEN a.session_id = $2 THEN 0 ELSE 1 END, a.row_id LIMIT 1"
+    );
+    let row = sqlx::query(&sql).bind(id.to_string()).bind(session_id).fetch_optional(conn).await?;
+    row.as_ref().map(attempt_from_row).transpose()
+}
+
+/// The attempt if it is this session's; `422 id_reused` if another
+/// session has the id.
+fn own_attempt(row: AttemptRow, session_id: i64) -> Result<AttemptRow> {
+    if row.session_id == session_id {
+        Ok(row)
+    } else {
+        Err(Error::problem(ErrorCode::IdReused, "this attempt id is already in use; mint a new id for a new file"))
+    }
 }
 
 /// Which attempt a lock is for.
@@ -435,7 +458,19 @@ impl RecordStore for SqlStore {
         token_hash: &str,
         now: UnixMillis,
         expires_at: UnixMillis,
+        max_per_hour: u64,
     ) -> Result<SessionRow> {
+        let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
+        self.dialect.lock_event(&mut tx, event_id).await?;
+        let opened: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM sessions WHERE event_id = $1 AND created_at > $2")
+            .bind(event_id)
+            .bind(now - HOUR_MS)
+            .fetch_one(&mut *tx)
+            .await?;
+        if let Some(refusal) = crate::limits::session_refusal(opened as u64, max_per_hour) {
+            tx.rollback().await?;
+            return Err(refusal);
+        }
         let row = sqlx::query(
             "INSERT INTO sessions (event_id, token_hash, created_at, expires_at) VALUES ($1, $2, $3, $4) RETURNING id",
         )
@@ -443,9 +478,11 @@ impl RecordStore for SqlStore {
         .bind(token_hash)
         .bind(now)
         .bind(expires_at)
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *tx)
         .await?;
-        Ok(SessionRow { id: row.try_get(0)?, event_id, expires_at })
+        let id = row.try_get(0)?;
+        tx.commit().await?;
+        Ok(SessionRow { id, event_id, expires_at })
     }
 
     async fn extend_session(&self, session_id: i64, until: UnixMillis) -> Result<()> {
@@ -459,13 +496,11 @@ impl RecordStore for SqlStore {
         Ok(())
     }
 
-    async fn session_by_token_hash(&self, hash: &str, now: UnixMillis) -> Result<Option<SessionRow>> {
-        let row =
-            sqlx::query("SELECT id, event_id, expires_at FROM sessions WHERE token_hash = $1 AND expires_at > $2")
-                .bind(hash)
-                .bind(now)
-                .fetch_optional(&self.pool)
-                .await?;
+    async fn session_by_token_hash(&self, hash: &str) -> Result<Option<SessionRow>> {
+        let row = sqlx::query("SELECT id, event_id, expires_at FROM sessions WHERE token_hash = $1")
+            .bind(hash)
+            .fetch_optional(&self.pool)
+            .await?;
         row.map(|r| {
             Ok(SessionRow {
                 id: r.try_get("id")?,
@@ -477,10 +512,27 @@ impl RecordStore for SqlStore {
     }
 
     async fn authorize(&self, a: NewAttempt) -> Result<(AttemptRow, bool)> {
+        // One transaction: nothing else adds to this event's quotas until it
+        // ends (SQLite's write lock; PostgreSQL's per-event advisory lock).
+        let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
+        self.dialect.lock_event(&mut tx, a.event_id).await?;
+        // Create-or-return is per id, across sessions: the session's own
+        // attempt is returned; another session's is never a second row.
+        if let Some(row) = attempt_with_id(&mut tx, a.id, a.session_id).await? {
+            tx.rollback().await?;
+            return own_attempt(row, a.session_id).map(|row| (row, false));
+        }
+        let usage = super::quota::usage(&mut tx, a.session_id, a.event_id, a.created_at).await?;
+        if let Some(refusal) = crate::limits::attempt_refusal(usage, &a.quotas, a.size) {
+            tx.rollback().await?;
+            return Err(refusal);
+        }
+        // The unique index on the id holds even against an insert of the
+        // same id for another event (not serialised by the event's lock).
         let inserted = sqlx::query(
             "INSERT INTO attempts (id, session_id, event_id, filename, size, content_type, sha256, object_key, state, created_at, expires_at, part_size, part_count)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'authorized', $9, $10, $11, $12)
-             ON CONFLICT (session_id, id) DO NOTHING",
+             ON CONFLICT DO NOTHING",
         )
         .bind(a.id.to_string())
         .bind(a.session_id)
@@ -494,10 +546,11 @@ impl RecordStore for SqlStore {
         .bind(a.expires_at)
         .bind(a.plan.map(|p| p.part_size as i64))
         .bind(a.plan.map(|p| i64::from(p.part_count)))
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
-        let row = self.attempt(a.session_id, a.id).await?.ok_or_else(|| Error::not_found("attempt"))?;
-        Ok((row, inserted.rows_affected() == 1))
+        let row = attempt_with_id(&mut tx, a.id, a.session_id).await?.ok_or_else(|| Error::not_found("attempt"))?;
+        tx.commit().await?;
+        own_attempt(row, a.session_id).map(|row| (row, inserted.rows_affected() == 1))
     }
 
     async fn attempt(&self, session_id: i64, id: Uuid) -> Result<Option<AttemptRow>> {

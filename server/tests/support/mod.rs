@@ -12,6 +12,7 @@
 //! | `UPLOAD_ONCE_TEST_S3_SERVER_BIN` | the test S3 server binary, for tests that start and stop a store of their own |
 #![allow(dead_code)]
 
+pub mod limits;
 pub mod multipart;
 
 use std::sync::Arc;
@@ -31,7 +32,7 @@ use upload_once_server::storage::{ListedPart, ObjectBody, ObjectMeta, ObjectStor
 use upload_once_server::store::{
     AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, PartDigest, RecordStore, SessionRow, SweepBacklog,
 };
-use upload_once_server::{Result, build_state, routes};
+use upload_once_server::{Result, build_state};
 use uuid::Uuid;
 
 pub const ADMIN: &str = "test-admin-token";
@@ -161,6 +162,11 @@ pub struct Options {
     pub www_dir: Option<std::path::PathBuf>,
     /// `--pkg-dir` (none by default).
     pub pkg_dir: Option<std::path::PathBuf>,
+    /// Any other setting (quotas, rate limits, timeouts).
+    pub configure: Option<Box<dyn FnOnce(&mut Config) + Send>>,
+    /// Stops the server gracefully when it resolves (else it runs until
+    /// dropped).
+    pub shutdown: Option<tokio::sync::oneshot::Receiver<()>>,
 }
 
 pub fn now_ms() -> i64 {
@@ -199,6 +205,9 @@ impl TestServer {
             config.part_size = part_size;
         }
         config.signing_key = options.signing_key.map(Secret);
+        if let Some(configure) = options.configure {
+            configure(&mut config);
+        }
         config.public_url = options.public_url;
         let database_url = match (options.database_url, std::env::var("UPLOAD_ONCE_TEST_PG_ADMIN_URL")) {
             (Some(url), _) => Some(url),
@@ -236,10 +245,13 @@ impl TestServer {
         if let Some(wrap) = options.wrap_records {
             state.records = wrap(state.records.clone());
         }
-        let app = routes::app(state.clone());
-        let task = tokio::spawn(async move {
-            axum::serve(listener, app).await.unwrap();
-        });
+        let shutdown = options.shutdown;
+        let task = tokio::spawn(upload_once_server::shutdown::serve(listener, state.clone(), async move {
+            match shutdown {
+                Some(signal) => drop(signal.await),
+                None => std::future::pending().await,
+            }
+        }));
         TestServer {
             base: format!("http://{addr}"),
             state,
@@ -250,6 +262,11 @@ impl TestServer {
             _dir: dir,
             task,
         }
+    }
+
+    /// Whether the server stopped (after a graceful shutdown).
+    pub fn stopped(&self) -> bool {
+        self.task.is_finished()
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -554,14 +571,15 @@ impl RecordStore for ObservedRecords {
         token_hash: &str,
         now: UnixMillis,
         expires_at: UnixMillis,
+        max_per_hour: u64,
     ) -> Result<SessionRow> {
-        self.inner.create_session(event_id, token_hash, now, expires_at).await
+        self.inner.create_session(event_id, token_hash, now, expires_at, max_per_hour).await
     }
     async fn extend_session(&self, session_id: i64, until: UnixMillis) -> Result<()> {
         self.inner.extend_session(session_id, until).await
     }
-    async fn session_by_token_hash(&self, hash: &str, now: UnixMillis) -> Result<Option<SessionRow>> {
-        self.inner.session_by_token_hash(hash, now).await
+    async fn session_by_token_hash(&self, hash: &str) -> Result<Option<SessionRow>> {
+        self.inner.session_by_token_hash(hash).await
     }
     async fn authorize(&self, attempt: NewAttempt) -> Result<(AttemptRow, bool)> {
         self.inner.authorize(attempt).await

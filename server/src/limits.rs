@@ -1,0 +1,747 @@
+//! What the server allows one client, one session and one event, so that a
+//! stranger holding the printed guest code cannot fill the disk, the
+//! database or the request slots:
+//!
+//! - **quotas**, checked before anything is stored: unconfirmed attempts
+//!   and bytes per session, sessions per event per hour, bytes per event
+//!   (each a `403` with its own code; the store checks them in the same
+//!   transaction as the insert, so concurrent requests cannot overshoot);
+//! - **rate limits** per client address on opening sessions, authorizing
+//!   (and renewing, signing parts), confirming, asking the status and
+//!   reading the wall (`429 rate_limited` with `Retry-After`); the address
+//!   is the peer's, or what `X-Forwarded-For` says when the peer is a
+//!   trusted proxy;
+//! - **timeouts and a concurrency limit**: a whole-request limit on the
+//!   JSON API (`408 request_timeout`), an idle timeout on a storage PUT's
+//!   body ([`IdleBody`]), and a cap on the handlers running at once
+//!   (`429 rate_limited`). The header-read timeout and graceful shutdown are
+//!   in [`crate::shutdown`].
+//!
+//! [`admit`] is the one middleware that applies the per-request limits; its
+//! answers are problem+json like every other error.
+
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::num::NonZeroU32;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::extract::{ConnectInfo, MatchedPath, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use bytes::Bytes;
+use futures_util::Stream;
+use governor::clock::{Clock as _, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota};
+use upload_once_core::ErrorCode;
+
+use crate::config::{parse_bytes, parse_duration};
+use crate::error::{Error, Result, problem_response};
+use crate::state::AppState;
+
+/// How much of something per how long: `600/min`, `10/s`, `100/h`, or
+/// `50/10m` (any duration). A client may use the whole count at once, and
+/// gets it back evenly over the period.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rate {
+    /// How many.
+    pub count: NonZeroU32,
+    /// Per how long.
+    pub per: Duration,
+}
+
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}s", self.count, self.per.as_secs_f64())
+    }
+}
+
+impl Rate {
+    /// The GCRA quota: a burst of `count`, one back every `per / count`.
+    /// `None` when that interval rounds to nothing.
+    pub fn quota(&self) -> Option<Quota> {
+        let interval = self.per / self.count.get();
+        Quota::with_period(interval).map(|q| q.allow_burst(self.count))
+    }
+}
+
+/// Parses a rate: `N/s`, `N/min`, `N/h` (also `sec`, `second`, `m`,
+/// `minute`, `hour`, `d`, `day`) or `N/<duration>` such as `50/10m`. N is a
+/// whole number greater than 0.
+pub fn parse_rate(text: &str) -> std::result::Result<Rate, String> {
+    let text = text.trim();
+    let Some((count, per)) = text.split_once('/') else {
+        return Err(format!("`{text}` is not a rate like 600/min, 10/s or 100/h"));
+    };
+    let count = count
+        .trim()
+        .parse::<u32>()
+        .ok()
+        .and_then(NonZeroU32::new)
+        .ok_or_else(|| format!("`{text}`: the count must be a whole number greater than 0"))?;
+    let per = match per.trim() {
+        "s" | "sec" | "second" => Duration::from_secs(1),
+        "m" | "min" | "minute" => Duration::from_secs(60),
+        "h" | "hour" => Duration::from_secs(3600),
+        "d" | "day" => Duration::from_secs(86_400),
+        other => parse_duration(other)?,
+    };
+    if per.is_zero() {
+        return Err(format!("`{text}`: the period must be longer than 0"));
+    }
+    let rate = Rate { count, per };
+    if rate.quota().is_none() {
+        return Err(format!("`{text}` is more than one request per nanosecond"));
+    }
+    Ok(rate)
+}
+
+/// Parses a count that must be at least 1.
+pub fn parse_positive_count(text: &str) -> std::result::Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(0) => Err("must be greater than 0 (there is no `0` for unlimited: give a large number)".into()),
+        Ok(n) => Ok(n),
+        Err(_) if text.trim().starts_with('-') => {
+            Err(format!("`{text}` is negative: give a whole number greater than 0"))
+        }
+        Err(_) => Err(format!("`{text}` is not a whole number greater than 0")),
+    }
+}
+
+/// Parses a size (see [`parse_bytes`]) that must be at least one byte.
+pub fn parse_positive_bytes(text: &str) -> std::result::Result<u64, String> {
+    if text.trim().starts_with('-') {
+        return Err(format!("`{text}` is negative: give a size greater than 0, like 20GiB"));
+    }
+    match parse_bytes(text)? {
+        0 => Err("must be greater than 0 (there is no `0` for unlimited: give a large size)".into()),
+        n => Ok(n),
+    }
+}
+
+/// A network whose addresses are trusted proxies: `10.0.0.0/8`,
+/// `192.168.1.10`, `fd00::/8`, `::1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProxyNet {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+impl ProxyNet {
+    /// Whether `ip` is in this network.
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        match (self.addr, canonical(ip)) {
+            (IpAddr::V4(net), IpAddr::V4(ip)) => {
+                let mask = u32::MAX.checked_shl(32 - u32::from(self.prefix)).unwrap_or(0);
+                u32::from(net) & mask == u32::from(ip) & mask
+            }
+            (IpAddr::V6(net), IpAddr::V6(ip)) => {
+                let mask = u128::MAX.checked_shl(128 - u32::from(self.prefix)).unwrap_or(0);
+                u128::from(net) & mask == u128::from(ip) & mask
+            }
+            _ => false,
+        }
+    }
+}
+
+impl std::str::FromStr for ProxyNet {
+    type Err = String;
+    fn from_str(text: &str) -> std::result::Result<ProxyNet, String> {
+        let text = text.trim();
+        let bad = || format!("`{text}` is not an address or network like 10.0.0.0/8, 192.168.1.10 or fd00::/8");
+        let (addr, prefix) = match text.split_once('/') {
+            Some((addr, prefix)) => (addr, Some(prefix.parse::<u8>().map_err(|_| bad())?)),
+            None => (text, None),
+        };
+        let addr = canonical(addr.parse::<IpAddr>().map_err(|_| bad())?);
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = prefix.unwrap_or(max);
+        if prefix > max {
+            return Err(bad());
+        }
+        Ok(ProxyNet { addr, prefix })
+    }
+}
+
+/// An IPv4 address mapped into IPv6 is the IPv4 address.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// The key a client's requests are counted under: its IPv4 address, or
+/// its IPv6 /64 (one host is given a whole /64 and could otherwise rotate
+/// through it).
+pub fn rate_key(ip: IpAddr) -> IpAddr {
+    match canonical(ip) {
+        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & (u128::MAX << 64))),
+        v4 => v4,
+    }
+}
+
+/// One hop of `X-Forwarded-For`: an address, perhaps with a port
+/// (`203.0.113.7:51234`, `[2001:db8::1]:443`).
+fn forwarded_hop(hop: &str) -> Option<IpAddr> {
+    let hop = hop.trim();
+    if let Ok(ip) = hop.parse::<IpAddr>() {
+        return Some(ip);
+    }
+    if let Ok(addr) = hop.parse::<SocketAddr>() {
+        return Some(addr.ip());
+    }
+    hop.strip_prefix('[').and_then(|h| h.strip_suffix(']')).and_then(|h| h.parse().ok())
+}
+
+/// The client's address: the peer's, unless the peer is a trusted proxy;
+/// then `X-Forwarded-For` is read from the right (the hop the proxy
+/// appended) leftwards, past every trusted proxy, to the first address that
+/// is not one. An entry that is not an address stops the walk at the last
+/// address believed. Without trusted proxies the header is never read.
+pub fn client_address(peer: IpAddr, headers: &HeaderMap, trusted: &[ProxyNet]) -> IpAddr {
+    let is_trusted = |ip: IpAddr| trusted.iter().any(|net| net.contains(ip));
+    let mut client = canonical(peer);
+    if !is_trusted(client) {
+        return client;
+    }
+    let hops: Vec<&str> =
+        headers.get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).collect();
+    for hop in hops.into_iter().rev() {
+        let Some(ip) = forwarded_hop(hop).map(canonical) else { return client };
+        client = ip;
+        if !is_trusted(ip) {
+            return ip;
+        }
+    }
+    client
+}
+
+/// The limits' settings (flags and `UPLOAD_ONCE_*` variables). Every
+/// number must be greater than 0: there is no "unlimited", give a large
+/// value instead.
+#[derive(Clone, Debug, clap::Args)]
+pub struct LimitsConfig {
+    /// Unconfirmed attempts one guest session may have at once (authorized,
+    /// not confirmed, not expired); past it, authorize answers `403
+    /// too_many_unconfirmed`.
+    #[arg(long, env = "UPLOAD_ONCE_MAX_UNCONFIRMED_PER_SESSION", default_value = "200", value_parser = parse_positive_count)]
+    pub max_unconfirmed_per_session: u64,
+
+    /// Bytes one guest session may have authorized (its confirmed attempts
+    /// and its live unconfirmed ones): `403 session_bytes_exceeded`.
+    #[arg(long, env = "UPLOAD_ONCE_MAX_BYTES_PER_SESSION", default_value = "50GiB", value_parser = parse_positive_bytes)]
+    pub max_bytes_per_session: u64,
+
+    /// Guest sessions one event may open per hour (a sliding hour):
+    /// `403 too_many_sessions`.
+    #[arg(long, env = "UPLOAD_ONCE_MAX_SESSIONS_PER_EVENT_PER_HOUR", default_value = "1000", value_parser = parse_positive_count)]
+    pub max_sessions_per_event_per_hour: u64,
+
+    /// Bytes one event may hold (its confirmed attempts and its live
+    /// unconfirmed ones): `403 event_bytes_exceeded`.
+    #[arg(long, env = "UPLOAD_ONCE_MAX_BYTES_PER_EVENT", default_value = "1024GiB", value_parser = parse_positive_bytes)]
+    pub max_bytes_per_event: u64,
+
+    /// Sessions one client address may open (`POST /v1/events/{slug}/sessions`).
+    #[arg(long, env = "UPLOAD_ONCE_RATE_SESSIONS", default_value = "600/min", value_parser = parse_rate)]
+    pub rate_sessions: Rate,
+
+    /// Authorizations one client address may ask for (authorize, renew,
+    /// signing parts).
+    #[arg(long, env = "UPLOAD_ONCE_RATE_AUTHORIZE", default_value = "6000/min", value_parser = parse_rate)]
+    pub rate_authorize: Rate,
+
+    /// Confirms one client address may send.
+    #[arg(long, env = "UPLOAD_ONCE_RATE_CONFIRM", default_value = "6000/min", value_parser = parse_rate)]
+    pub rate_confirm: Rate,
+
+    /// Status requests one client address may send (`GET /v1/attempts/{id}`,
+    /// `POST /v1/attempts/status`).
+    #[arg(long, env = "UPLOAD_ONCE_RATE_STATUS", default_value = "6000/min", value_parser = parse_rate)]
+    pub rate_status: Rate,
+
+    /// Wall pages one client address may read.
+    #[arg(long, env = "UPLOAD_ONCE_RATE_WALL", default_value = "12000/min", value_parser = parse_rate)]
+    pub rate_wall: Rate,
+
+    /// A proxy (address or network) whose `X-Forwarded-For` is believed
+    /// (repeatable, or comma-separated in the environment). Without one,
+    /// the client address is the connection's peer.
+    #[arg(long = "trusted-proxy", env = "UPLOAD_ONCE_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<ProxyNet>,
+
+    /// How long a client may take to send a request's headers (also how
+    /// long an idle keep-alive connection stays open).
+    #[arg(long, env = "UPLOAD_ONCE_HEADER_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub header_timeout: Duration,
+
+    /// How long a JSON API request may take as a whole, body included:
+    /// `408 request_timeout` (work already started still runs to its end).
+    #[arg(long, env = "UPLOAD_ONCE_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+
+    /// How long a storage PUT's body may send nothing before it is cut
+    /// (`408 request_timeout`; its temporary file is removed).
+    #[arg(long, env = "UPLOAD_ONCE_PUT_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
+    pub put_idle_timeout: Duration,
+
+    /// Requests handled at once; past it, `429 rate_limited` with
+    /// `Retry-After: 1` (health, readiness and metrics are never refused).
+    #[arg(long, env = "UPLOAD_ONCE_MAX_REQUESTS_IN_FLIGHT", default_value = "1024", value_parser = parse_positive_count)]
+    pub max_requests_in_flight: u64,
+
+    /// On SIGTERM or Ctrl-C: how long requests in flight (a confirm, an
+    /// upload) may take to finish before the server gives up on them and
+    /// exits.
+    #[arg(long, env = "UPLOAD_ONCE_SHUTDOWN_TIMEOUT", default_value = "25s", value_parser = parse_duration)]
+    pub shutdown_timeout: Duration,
+}
+
+impl LimitsConfig {
+    /// Refuses values no flag parser would give (a configuration built in
+    /// code): zero counts, sizes and durations.
+    pub fn validate(&self) -> Result<()> {
+        let counts = [
+            ("--max-unconfirmed-per-session", self.max_unconfirmed_per_session),
+            ("--max-bytes-per-session", self.max_bytes_per_session),
+            ("--max-sessions-per-event-per-hour", self.max_sessions_per_event_per_hour),
+            ("--max-bytes-per-event", self.max_bytes_per_event),
+            ("--max-requests-in-flight", self.max_requests_in_flight),
+        ];
+        for (flag, value) in counts {
+            if value == 0 {
+                return Err(Error::Config(format!(
+                    "{flag} must be greater than 0 (there is no `0` for unlimited: give a large value)"
+                )));
+            }
+        }
+        let durations = [
+            ("--header-timeout", self.header_timeout),
+            ("--request-timeout", self.request_timeout),
+            ("--put-idle-timeout", self.put_idle_timeout),
+            ("--shutdown-timeout", self.shutdown_timeout),
+        ];
+        for (flag, value) in durations {
+            if value.is_zero() {
+                return Err(Error::Config(format!("{flag} must be longer than 0")));
+            }
+        }
+        let rates = [
+            ("--rate-sessions", self.rate_sessions),
+            ("--rate-authorize", self.rate_authorize),
+            ("--rate-confirm", self.rate_confirm),
+            ("--rate-status", self.rate_status),
+            ("--rate-wall", self.rate_wall),
+        ];
+        for (flag, rate) in rates {
+            if rate.per.is_zero() || rate.quota().is_none() {
+                return Err(Error::Config(format!("{flag} ({rate}) must be a count per a period longer than 0")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The quotas an authorize is checked against.
+    pub fn attempt_quotas(&self) -> AttemptQuotas {
+        AttemptQuotas {
+            max_unconfirmed: self.max_unconfirmed_per_session,
+            max_session_bytes: self.max_bytes_per_session,
+            max_event_bytes: self.max_bytes_per_event,
+        }
+    }
+}
+
+/// The quotas a new attempt must fit in (checked by the store, in the
+/// transaction that inserts it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttemptQuotas {
+    /// Unconfirmed attempts per session.
+    pub max_unconfirmed: u64,
+    /// Bytes per session.
+    pub max_session_bytes: u64,
+    /// Bytes per event.
+    pub max_event_bytes: u64,
+}
+
+impl AttemptQuotas {
+    /// No quota at all (tools and tests that store attempts directly).
+    pub const NONE: AttemptQuotas =
+        AttemptQuotas { max_unconfirmed: u64::MAX, max_session_bytes: u64::MAX, max_event_bytes: u64::MAX };
+}
+
+/// What a session and its event hold now, as counted for the quotas.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QuotaUsage {
+    /// The session's authorized, unexpired attempts.
+    pub unconfirmed: u64,
+    /// Bytes of the session's confirmed and live unconfirmed attempts.
+    pub session_bytes: u64,
+    /// Bytes of the event's confirmed and live unconfirmed attempts.
+    pub event_bytes: u64,
+}
+
+/// Why one more attempt of `size` bytes does not fit, if it does not.
+pub fn attempt_refusal(usage: QuotaUsage, quotas: &AttemptQuotas, size: u64) -> Option<Error> {
+    if usage.unconfirmed >= quotas.max_unconfirmed {
+        return Some(Error::problem(
+            ErrorCode::TooManyUnconfirmed,
+            format!(
+                "this session already has {} attempts that are not confirmed (at most {}); confirm them, or wait for them to expire, before starting more",
+                usage.unconfirmed, quotas.max_unconfirmed
+            ),
+        ));
+    }
+    if usage.session_bytes.saturating_add(size) > quotas.max_session_bytes {
+        return Some(Error::problem(
+            ErrorCode::SessionBytesExceeded,
+            format!(
+                "this file would bring this session to {} bytes; a session may have at most {}",
+                usage.session_bytes.saturating_add(size),
+                quotas.max_session_bytes
+            ),
+        ));
+    }
+    if usage.event_bytes.saturating_add(size) > quotas.max_event_bytes {
+        return Some(Error::problem(
+            ErrorCode::EventBytesExceeded,
+            format!(
+                "this file would bring the event to {} bytes; an event may hold at most {}",
+                usage.event_bytes.saturating_add(size),
+                quotas.max_event_bytes
+            ),
+        ));
+    }
+    None
+}
+
+/// Why one more session of an event does not fit, if it does not.
+pub fn session_refusal(opened_last_hour: u64, max_per_hour: u64) -> Option<Error> {
+    (opened_last_hour >= max_per_hour).then(|| {
+        Error::problem(
+            ErrorCode::TooManySessions,
+            format!(
+                "this event opened {opened_last_hour} guest sessions in the last hour, the most it may; try again later"
+            ),
+        )
+    })
+}
+
+/// The kinds of request that are rate-limited, each at its own rate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RateClass {
+    /// Opening a guest session.
+    Sessions,
+    /// Authorize, renew, signing parts.
+    Authorize,
+    /// Confirm.
+    Confirm,
+    /// Status, one or many.
+    Status,
+    /// The wall.
+    Wall,
+}
+
+/// How a request is admitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Admission {
+    /// Never refused, never timed: health, readiness, metrics, the OpenAPI
+    /// document, pages.
+    Free,
+    /// Counted against the concurrency limit; timed as a whole when a JSON
+    /// request (not the storage PUT, whose body has its idle timeout).
+    Counted { timed: bool, class: Option<RateClass> },
+}
+
+fn admission(method: &Method, route: Option<&str>) -> Admission {
+    let Some(route) = route else { return Admission::Free };
+    let class = match (method.as_str(), route) {
+        ("POST", "/v1/events/{slug}/sessions") => Some(RateClass::Sessions),
+        ("POST", "/v1/events/{slug}/attempts" | "/v1/attempts/{id}/renew" | "/v1/attempts/{id}/parts") => {
+            Some(RateClass::Authorize)
+        }
+        ("POST", "/v1/attempts/{id}/confirm") => Some(RateClass::Confirm),
+        ("POST", "/v1/attempts/status") | ("GET", "/v1/attempts/{id}") => Some(RateClass::Status),
+        ("GET", "/v1/events/{slug}/wall") => Some(RateClass::Wall),
+        (_, "/healthz" | "/readyz" | "/metrics" | "/openapi.json") => return Admission::Free,
+        _ => None,
+    };
+    let timed = !route.starts_with("/storage/");
+    Admission::Counted { timed, class }
+}
+
+/// The limits in force: the settings and each class's rate limiter.
+pub struct Limits {
+    /// The settings.
+    pub config: LimitsConfig,
+    sessions: DefaultKeyedRateLimiter<IpAddr>,
+    authorize: DefaultKeyedRateLimiter<IpAddr>,
+    confirm: DefaultKeyedRateLimiter<IpAddr>,
+    status: DefaultKeyedRateLimiter<IpAddr>,
+    wall: DefaultKeyedRateLimiter<IpAddr>,
+    warned_no_peer: AtomicBool,
+}
+
+impl std::fmt::Debug for Limits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Limits").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl Limits {
+    /// The limiters for these settings (validated first).
+    pub fn new(config: LimitsConfig) -> Result<Limits> {
+        config.validate()?;
+        let limiter = |rate: Rate| {
+            rate.quota().map(DefaultKeyedRateLimiter::keyed).ok_or_else(|| Error::Config(format!("bad rate {rate}")))
+        };
+        Ok(Limits {
+            sessions: limiter(config.rate_sessions)?,
+            authorize: limiter(config.rate_authorize)?,
+            confirm: limiter(config.rate_confirm)?,
+            status: limiter(config.rate_status)?,
+            wall: limiter(config.rate_wall)?,
+            config,
+            warned_no_peer: AtomicBool::new(false),
+        })
+    }
+
+    fn limiter(&self, class: RateClass) -> &DefaultKeyedRateLimiter<IpAddr> {
+        match class {
+            RateClass::Sessions => &self.sessions,
+            RateClass::Authorize => &self.authorize,
+            RateClass::Confirm => &self.confirm,
+            RateClass::Status => &self.status,
+            RateClass::Wall => &self.wall,
+        }
+    }
+
+    /// Counts one request of `class` from `client`: how long it must wait
+    /// when it is over its rate.
+    pub fn check(&self, class: RateClass, client: IpAddr) -> std::result::Result<(), Duration> {
+        let limiter = self.limiter(class);
+        limiter
+            .check_key(&rate_key(client))
+            .map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
+    }
+
+    /// Forgets clients whose rate is back to full, so the limiters' memory
+    /// follows the clients of the last period, not of all time.
+    pub fn forget_idle_clients(&self) {
+        for limiter in [&self.sessions, &self.authorize, &self.confirm, &self.status, &self.wall] {
+            limiter.retain_recent();
+            limiter.shrink_to_fit();
+        }
+    }
+
+    fn client(&self, request: &Request) -> Option<IpAddr> {
+        let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+        match peer {
+            Some(peer) => Some(client_address(peer, request.headers(), &self.config.trusted_proxies)),
+            None => {
+                if !self.warned_no_peer.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        "requests carry no peer address: rate limits are not applied (serve with upload_once_server::shutdown::serve)"
+                    );
+                }
+                None
+            }
+        }
+    }
+}
+
+/// A `429 rate_limited` answer that says when to come back (whole seconds,
+/// rounded up, at least 1).
+fn rate_limited(detail: &str, wait: Duration) -> Response {
+    let mut response = problem_response(ErrorCode::RateLimited, detail.to_owned());
+    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+    response
+}
+
+/// Middleware: the per-request limits, in order — the concurrency limit,
+/// the client's rate for the route's class, then the whole-request time
+/// limit of a JSON request. It runs outside the handler's own task
+/// ([`crate::ops::run_to_completion`]), so a request answered `408` here
+/// still finishes the work it started.
+pub async fn admit(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let route = request.extensions().get::<MatchedPath>().map(|m| m.as_str().to_owned());
+    let Admission::Counted { timed, class } = admission(request.method(), route.as_deref()) else {
+        return next.run(request).await;
+    };
+    let limits = &state.limits;
+    if state.ops.requests_in_flight() >= limits.config.max_requests_in_flight {
+        return rate_limited(
+            "the server is handling as many requests as it may; try again in a moment",
+            Duration::ZERO,
+        );
+    }
+    if let (Some(class), Some(client)) = (class, limits.client(&request)) {
+        if let Err(wait) = limits.check(class, client) {
+            tracing::debug!(?class, %client, "rate limited");
+            return rate_limited("too many requests of this kind from this address; try again after Retry-After", wait);
+        }
+    }
+    if !timed {
+        return next.run(request).await;
+    }
+    let limit = limits.config.request_timeout;
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => problem_response(
+            ErrorCode::RequestTimeout,
+            format!("the request took longer than {} s; anything it started still finishes", limit.as_secs_f64()),
+        ),
+    }
+}
+
+/// A request body that fails once nothing has arrived for a while, so a
+/// stalled upload gives up its temporary file (and its request slot).
+/// [`IdleBody::stalled`] tells the handler the cut was this timeout, not a
+/// broken connection.
+pub struct IdleBody<S> {
+    inner: S,
+    idle: Duration,
+    timer: Pin<Box<tokio::time::Sleep>>,
+    stalled: Arc<AtomicBool>,
+}
+
+/// Whether an [`IdleBody`] was cut for sending nothing.
+#[derive(Clone, Debug, Default)]
+pub struct Stalled(Arc<AtomicBool>);
+
+impl Stalled {
+    /// Whether the body was cut for sending nothing.
+    pub fn happened(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// The error to answer with: `408 request_timeout` when the body
+    /// stalled, else `error` as it is.
+    pub fn explain(&self, error: Error, idle: Duration) -> Error {
+        if self.happened() {
+            Error::problem(
+                ErrorCode::RequestTimeout,
+                format!("no byte of the body arrived for {} s; the upload was cut, send it again", idle.as_secs_f64()),
+            )
+        } else {
+            error
+        }
+    }
+}
+
+impl<S> IdleBody<S> {
+    /// Wraps `inner`, cutting it after `idle` without a chunk.
+    pub fn new(inner: S, idle: Duration) -> (IdleBody<S>, Stalled) {
+        let stalled = Arc::new(AtomicBool::new(false));
+        let timer = Box::pin(tokio::time::sleep(idle));
+        (IdleBody { inner, idle, timer, stalled: stalled.clone() }, Stalled(stalled))
+    }
+}
+
+impl<S, E> Stream for IdleBody<S>
+where
+    S: Stream<Item = std::result::Result<Bytes, E>> + Unpin,
+    E: std::fmt::Display,
+{
+    type Item = std::result::Result<Bytes, String>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_next(cx) {
+            Poll::Ready(item) => {
+                let deadline = tokio::time::Instant::now() + this.idle;
+                this.timer.as_mut().reset(deadline);
+                Poll::Ready(item.map(|chunk| chunk.map_err(|e| e.to_string())))
+            }
+            Poll::Pending => match this.timer.as_mut().poll(cx) {
+                Poll::Ready(()) => {
+                    this.stalled.store(true, Ordering::SeqCst);
+                    Poll::Ready(Some(Err(format!("nothing arrived for {} s", this.idle.as_secs_f64()))))
+                }
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(values: &[&str]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for v in values {
+            h.append("x-forwarded-for", HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn forwarded_for_is_read_only_from_trusted_proxies_and_only_past_them() {
+        let trusted: Vec<ProxyNet> = vec!["10.0.0.0/8".parse().unwrap(), "::1".parse().unwrap()];
+        let h = headers(&["198.51.100.1, 203.0.113.7"]);
+        // An untrusted peer's header is ignored.
+        assert_eq!(client_address(ip("192.0.2.9"), &h, &trusted), ip("192.0.2.9"));
+        // A trusted peer: the rightmost hop it appended.
+        assert_eq!(client_address(ip("10.1.2.3"), &h, &trusted), ip("203.0.113.7"));
+        // Past a chain of trusted proxies, in several header lines, with ports.
+        let h = headers(&["198.51.100.1", "203.0.113.7:5555, 10.9.9.9"]);
+        assert_eq!(client_address(ip("10.1.2.3"), &h, &trusted), ip("203.0.113.7"));
+        // Everything trusted: the leftmost.
+        let h = headers(&["10.0.0.5, 10.0.0.6"]);
+        assert_eq!(client_address(ip("10.1.2.3"), &h, &trusted), ip("10.0.0.5"));
+        // Garbage stops the walk at the last address believed.
+        let h = headers(&["203.0.113.7, not-an-address"]);
+        assert_eq!(client_address(ip("10.1.2.3"), &h, &trusted), ip("10.1.2.3"));
+        // No header: the proxy itself.
+        assert_eq!(client_address(ip("::1"), &HeaderMap::new(), &trusted), ip("::1"));
+        // IPv4 mapped into IPv6 is IPv4.
+        assert_eq!(
+            client_address(ip("::ffff:10.1.2.3"), &headers(&["[2001:db8::1]:443"]), &trusted),
+            ip("2001:db8::1")
+        );
+        // No trusted proxy: never read.
+        assert_eq!(client_address(ip("10.1.2.3"), &headers(&["203.0.113.7"]), &[]), ip("10.1.2.3"));
+    }
+
+    #[test]
+    fn ipv6_clients_are_counted_per_64() {
+        assert_eq!(rate_key(ip("2001:db8:1:2:aaaa::1")), ip("2001:db8:1:2::"));
+        assert_eq!(rate_key(ip("2001:db8:1:2:bbbb::9")), rate_key(ip("2001:db8:1:2:aaaa::1")));
+        assert_ne!(rate_key(ip("2001:db8:1:3::1")), rate_key(ip("2001:db8:1:2::1")));
+        assert_eq!(rate_key(ip("203.0.113.7")), ip("203.0.113.7"));
+    }
+
+    #[test]
+    fn rates_and_quotas_parse_or_say_why_not() {
+        assert_eq!(
+            parse_rate("600/min").unwrap(),
+            Rate { count: NonZeroU32::new(600).unwrap(), per: Duration::from_secs(60) }
+        );
+        assert_eq!(parse_rate("10/s").unwrap().per, Duration::from_secs(1));
+        assert_eq!(parse_rate("50/10m").unwrap().per, Duration::from_secs(600));
+        for bad in ["0/min", "-5/min", "ten/min", "600", "600/", "5/0s", "5/fortnight", "4000000000/1ns"] {
+            assert!(parse_rate(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_positive_count("200"), Ok(200));
+        assert!(parse_positive_count("0").unwrap_err().contains("greater than 0"));
+        assert!(parse_positive_count("-3").unwrap_err().contains("negative"));
+        assert_eq!(parse_positive_bytes("2GiB"), Ok(2 << 30));
+        assert!(parse_positive_bytes("0").is_err());
+        assert!(parse_positive_bytes("-1GiB").unwrap_err().contains("negative"));
+        for bad in ["10.0.0.0/33", "::/129", "example.com", "10.0.0/8", ""] {
+            assert!(bad.parse::<ProxyNet>().is_err(), "{bad}");
+        }
+        let net: ProxyNet = "192.168.0.0/16".parse().unwrap();
+        assert!(net.contains(ip("192.168.44.1")) && !net.contains(ip("192.169.0.1")));
+        assert!("0.0.0.0/0".parse::<ProxyNet>().unwrap().contains(ip("8.8.8.8")));
+    }
+}

@@ -1,0 +1,39 @@
+//! What a session and its event hold, as the quotas count it
+//! ([`crate::limits`]): read inside the transaction that then inserts, so
+//! the count and the insert are one step.
+
+use sqlx::{AnyConnection, Row};
+use upload_once_core::time::UnixMillis;
+
+use crate::error::Result;
+use crate::limits::QuotaUsage;
+
+/// The session's unconfirmed attempts and bytes, and the event's bytes, at
+/// `now`. Bytes count what is confirmed or may still be (authorized and not
+/// expired); a rejected or expired attempt holds nothing.
+pub(crate) async fn usage(
+    conn: &mut AnyConnection,
+    session_id: i64,
+    event_id: i64,
+    now: UnixMillis,
+) -> Result<QuotaUsage> {
+    let row = sqlx::query(
+        "SELECT
+            (SELECT COUNT(*) FROM attempts
+              WHERE session_id = $1 AND state = 'authorized' AND expires_at > $3) AS unconfirmed,
+            (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM attempts
+              WHERE session_id = $1 AND (state = 'confirmed' OR (state = 'authorized' AND expires_at > $3))) AS session_bytes,
+            (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM attempts
+              WHERE event_id = $2 AND (state = 'confirmed' OR (state = 'authorized' AND expires_at > $3))) AS event_bytes",
+    )
+    .bind(session_id)
+    .bind(event_id)
+    .bind(now)
+    .fetch_one(conn)
+    .await?;
+    Ok(QuotaUsage {
+        unconfirmed: row.try_get::<i64, _>("unconfirmed")? as u64,
+        session_bytes: row.try_get::<i64, _>("session_bytes")? as u64,
+        event_bytes: row.try_get::<i64, _>("event_bytes")? as u64,
+    })
+}

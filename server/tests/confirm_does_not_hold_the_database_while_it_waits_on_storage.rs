@@ -1,0 +1,140 @@
+//! Confirm asks the object store before it takes the attempt's row lock
+//! (and re-checks the attempt under it), so a slow bucket holds no database
+//! lock and no pooled connection: with more confirms waiting on storage
+//! than the pool has connections, guests of other events still authorize,
+//! upload and confirm — on SQLite, whose write lock is the whole database's,
+//! and on PostgreSQL, whose pool would otherwise be drained.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use reqwest::StatusCode;
+use support::{Options, TestServer, until};
+use upload_once_core::wire::UploadInstruction;
+use upload_once_server::Result;
+use upload_once_server::storage::{ListedPart, ObjectBody, ObjectMeta, ObjectStore, PartGrant, PutGrant};
+use uuid::Uuid;
+
+/// More than either pool holds (SQLite 8, PostgreSQL 16).
+const HELD: usize = 20;
+const SLOW_EVENT: &str = "slow-bucket-event";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn other_events_confirm_while_confirms_wait_on_a_slow_store() {
+    let entered = Arc::new(AtomicUsize::new(0));
+    let release = Arc::new(tokio::sync::Semaphore::new(0));
+    let (e2, r2) = (entered.clone(), release.clone());
+    let server = TestServer::start_with(Options {
+        wrap_objects: Some(Box::new(move |inner| {
+            Arc::new(SlowFor { inner, prefix: format!("{SLOW_EVENT}/"), entered: e2, release: r2 })
+                as Arc<dyn ObjectStore>
+        })),
+        ..Default::default()
+    })
+    .await;
+    let slow = server.create_event(SLOW_EVENT, 1_000_000, &["image/*"], "required").await;
+    let slow = server.guest_of(&slow).await;
+    let mut ids = Vec::new();
+    for _ in 0..HELD {
+        let id = Uuid::new_v4();
+        let a = slow.authorize(id, 4).await;
+        assert_eq!(server.put(a.put().unwrap(), b"slow".to_vec()).await.status(), StatusCode::OK);
+        ids.push(id);
+    }
+
+    // Every one of the slow event's confirms waits on the store.
+    let confirms: Vec<_> = ids
+        .iter()
+        .map(|id| {
+            let (http, url, session, id) =
+                (server.http.clone(), server.url(&format!("/v1/attempts/{id}/confirm")), slow.session.clone(), *id);
+            tokio::spawn(async move {
+                http.post(url)
+                    .bearer_auth(session)
+                    .header("Idempotency-Key", id.to_string())
+                    .json(&serde_json::json!({"size": 4, "content_type": "image/png"}))
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+            })
+        })
+        .collect();
+    until("the slow confirms to be at the server, one at the store", Duration::from_secs(30), || {
+        server.state.ops.requests_in_flight() >= HELD as u64 && entered.load(Ordering::SeqCst) >= 1
+    })
+    .await;
+
+    // Meanwhile guests of other events go all the way, several at once.
+    let others = futures_util::future::join_all((0..4).map(|_| server.another_event_still_uploads())).await;
+    assert_eq!(others.len(), 4);
+    until("every slow confirm to wait on the store", Duration::from_secs(30), || {
+        entered.load(Ordering::SeqCst) == HELD
+    })
+    .await;
+    assert!(confirms.iter().all(|c| !c.is_finished()), "the slow confirms were still waiting all along");
+
+    release.add_permits(HELD);
+    for confirm in confirms {
+        assert_eq!(confirm.await.unwrap(), StatusCode::OK);
+    }
+    let status = slow.status(&ids).await;
+    assert!(status["results"].as_array().unwrap().iter().all(|r| r["state"] == "confirmed"));
+    assert_eq!(server.counts().await.1, HELD as u64 + 4, "each confirmed once");
+}
+
+/// An object store whose HEADs of one event's keys wait until released.
+struct SlowFor {
+    inner: Arc<dyn ObjectStore>,
+    prefix: String,
+    entered: Arc<AtomicUsize>,
+    release: Arc<tokio::sync::Semaphore>,
+}
+
+#[async_trait]
+impl ObjectStore for SlowFor {
+    fn presign_put(&self, grant: &PutGrant<'_>) -> UploadInstruction {
+        self.inner.presign_put(grant)
+    }
+    async fn create_multipart(&self, key: &str, content_type: &str) -> Result<String> {
+        self.inner.create_multipart(key, content_type).await
+    }
+    fn presign_part(&self, grant: &PartGrant<'_>) -> UploadInstruction {
+        self.inner.presign_part(grant)
+    }
+    async fn list_parts(&self, key: &str, upload_id: &str) -> Result<Option<Vec<ListedPart>>> {
+        self.inner.list_parts(key, upload_id).await
+    }
+    async fn complete_multipart(&self, key: &str, upload_id: &str, parts: &[ListedPart]) -> Result<()> {
+        self.inner.complete_multipart(key, upload_id, parts).await
+    }
+    async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<()> {
+        self.inner.abort_multipart(key, upload_id).await
+    }
+    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {
+        if key.starts_with(&self.prefix) {
+            self.entered.fetch_add(1, Ordering::SeqCst);
+            self.release.acquire().await.unwrap().forget();
+        }
+        self.inner.head(key).await
+    }
+    async fn get(&self, key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {
+        self.inner.get(key).await
+    }
+    async fn delete(&self, key: &str) -> Result<()> {
+        self.inner.delete(key).await
+    }
+    async fn list(&self) -> Result<Vec<String>> {
+        self.inner.list().await
+    }
+    async fn probe(&self) -> Result<()> {
+        self.inner.probe().await
+    }
+    fn as_local(&self) -> Option<&upload_once_server::storage::local::LocalObjectStore> {
+        self.inner.as_local()
+    }
+}

@@ -12,6 +12,7 @@
 //! | `UPLOAD_ONCE_TEST_S3_SERVER_BIN` | the test S3 server binary, for tests that start and stop a store of their own |
 #![allow(dead_code)]
 
+pub mod dedup;
 pub mod multipart;
 
 use std::sync::Arc;
@@ -29,7 +30,8 @@ use upload_once_server::config::{Config, Secret, StorageKind};
 use upload_once_server::state::AppState;
 use upload_once_server::storage::{ListedPart, ObjectBody, ObjectMeta, ObjectStore, PartGrant, PutGrant};
 use upload_once_server::store::{
-    AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, PartDigest, RecordStore, SessionRow, SweepBacklog,
+    AttemptLock, AttemptRow, EventRow, IndexEntry, MediaRow, NewAttempt, PartDigest, RecordStore, SessionRow,
+    SweepBacklog,
 };
 use upload_once_server::{Result, build_state, routes};
 use uuid::Uuid;
@@ -613,6 +615,15 @@ impl RecordStore for ObservedRecords {
     }
     async fn counts(&self) -> Result<(u64, u64)> {
         self.inner.counts().await
+    }
+    async fn authorize_duplicate(&self, attempt: &NewAttempt, entry: &IndexEntry) -> Result<Option<AttemptRow>> {
+        self.inner.authorize_duplicate(attempt, entry).await
+    }
+    async fn deduplicated(&self, event_id: i64) -> Result<u64> {
+        self.inner.deduplicated(event_id).await
+    }
+    async fn duplicate_objects(&self, now: UnixMillis, limit: u32) -> Result<Vec<AttemptRow>> {
+        self.inner.duplicate_objects(now, limit).await
     }
 }
 

@@ -1,0 +1,86 @@
+//! The content identity in the tests: events with a chosen dedup scope,
+//! attempts authorized with their file's SHA-256 (as the browser client
+//! does for a file below the multipart threshold), and what the host sees.
+
+use reqwest::{Method, Response, StatusCode};
+use serde_json::{Value, json};
+use upload_once_core::wire::{AttemptResponse, CreateEventResponse, Media, MediaListResponse};
+use upload_once_server::secrets::sha256_hex;
+use uuid::Uuid;
+
+use super::{ADMIN, Guest, TestServer};
+
+impl TestServer {
+    /// A fresh event with this `dedup` value (moderation required).
+    pub async fn scoped_event(&self, dedup: &str, max: u64, types: &[&str]) -> CreateEventResponse {
+        let slug = format!("dd-{}", &Uuid::new_v4().simple().to_string()[..12]);
+        let r = self
+            .call(
+                Method::POST,
+                "/v1/events",
+                Some(ADMIN),
+                Some(json!({"slug": slug, "title": "Dedup", "max_file_bytes": max, "allowed_types": types,
+                            "moderation": "required", "dedup": dedup})),
+            )
+            .await;
+        assert_eq!(r.status(), StatusCode::CREATED, "create event with dedup {dedup}");
+        r.json().await.unwrap()
+    }
+
+    /// A guest of a fresh event (1 MB images) with this `dedup` value.
+    pub async fn guest_in_scope(&self, dedup: &str) -> Guest<'_> {
+        let event = self.scoped_event(dedup, 1_000_000, &["image/*", "video/mp4"]).await;
+        self.guest_of(&event).await
+    }
+
+    /// The host's media list of an event.
+    pub async fn host_list(&self, event: &CreateEventResponse) -> MediaListResponse {
+        let path = format!("/v1/events/{}/media", event.event.slug);
+        let r = self.call(Method::GET, &path, Some(&event.host_token), None).await;
+        assert_eq!(r.status(), StatusCode::OK, "host list");
+        r.json().await.unwrap()
+    }
+}
+
+impl Guest<'_> {
+    /// Authorizes `bytes` as `photo.png` with their SHA-256.
+    pub async fn authorize_hashed(&self, id: Uuid, bytes: &[u8]) -> Response {
+        self.authorize_raw(json!({"id": id, "filename": "photo.png", "size": bytes.len(),
+                                  "content_type": "image/png", "sha256": sha256_hex(bytes)}))
+            .await
+    }
+
+    /// Authorize (with the SHA-256), PUT when the answer asks for the bytes,
+    /// confirm: the media the attempt ends with, and whether its bytes were
+    /// sent.
+    pub async fn upload_hashed(&self, bytes: &[u8]) -> (Uuid, Media, bool) {
+        let id = Uuid::new_v4();
+        let r = self.authorize_hashed(id, bytes).await;
+        assert_eq!(r.status(), StatusCode::CREATED, "authorize");
+        let a: AttemptResponse = r.json().await.unwrap();
+        let sent = match a.put() {
+            Some(put) => {
+                let r = self.server.put(put, bytes.to_vec()).await;
+                assert_eq!(r.status(), StatusCode::OK, "PUT: {}", r.text().await.unwrap_or_default());
+                true
+            }
+            None => false,
+        };
+        let r = self.confirm_hashed(id, bytes).await;
+        assert_eq!(r.status(), StatusCode::OK, "confirm");
+        (id, r.json().await.unwrap(), sent)
+    }
+
+    /// Confirms `bytes` as `photo.png`, claiming their SHA-256.
+    pub async fn confirm_hashed(&self, id: Uuid, bytes: &[u8]) -> Response {
+        self.confirm_raw(id, json!({"size": bytes.len(), "content_type": "image/png", "sha256": sha256_hex(bytes)}))
+            .await
+    }
+
+    /// The status of one attempt, as JSON.
+    pub async fn status_json(&self, id: Uuid) -> Value {
+        let r = self.get(id).await;
+        assert_eq!(r.status(), StatusCode::OK);
+        r.json().await.unwrap()
+    }
+}

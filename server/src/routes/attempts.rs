@@ -82,7 +82,7 @@ fn is_expired(state: &AppState, a: &AttemptRow) -> bool {
     request_body = AuthorizeRequest,
     security(("session" = [])),
     responses(
-        (status = 201, body = AttemptResponse, description = "Authorized now: a signed URL, or (above the multipart threshold) the plan of parts"),
+        (status = 201, body = AttemptResponse, description = "Authorized now: a signed URL, or (above the multipart threshold) the plan of parts; or, when its sha256 is already stored in the event's dedup scope, confirmed at once as a duplicate of that media (no upload)"),
         (status = 200, body = AttemptResponse, description = "The same id and parameters again: the same attempt, a fresh URL (or the same plan)"),
         (status = 400, body = Problem, content_type = "application/problem+json", description = "malformed_request, invalid_id"),
         (status = 401, body = Problem, content_type = "application/problem+json", description = "unauthorized, invalid_session"),
@@ -602,7 +602,7 @@ async fn confirm_under_lock(
     request_body = ConfirmRequest,
     security(("session" = [])),
     responses(
-        (status = 200, body = Media, description = "The media record; a repeat returns the same record"),
+        (status = 200, body = Media, description = "The media record; a repeat returns the same record. When the stored bytes were already in the event's dedup scope, the record another attempt created (its attempt_id is not this one)"),
         (status = 400, body = Problem, content_type = "application/problem+json", description = "idempotency_key_missing, idempotency_key_mismatch"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 409, body = Problem, content_type = "application/problem+json", description = "object_missing (retryable): the object, or a part of it, is not stored yet"),

@@ -156,7 +156,7 @@ pub struct MediaQuery {
     params(("slug" = String, Path, description = "Event slug"), MediaQuery),
     security(("host" = [])),
     responses(
-        (status = 200, body = MediaListResponse),
+        (status = 200, body = MediaListResponse, description = "The event's media, and how many uploads were deduplicated"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
     ))]

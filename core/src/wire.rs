@@ -79,9 +79,19 @@ pub struct CreateEventRequest {
     pub allowed_types: Vec<String>,
     /// Whether the host approves media before the wall shows it.
     pub moderation: ModerationPolicy,
-    /// Where the same bytes are stored only once (default `event`).
-    #[serde(default)]
+    /// Where the same bytes are stored only once (default `event`; `null`
+    /// reads as left out).
+    #[serde(default, deserialize_with = "null_as_default")]
     pub dedup: Dedup,
+}
+
+/// An optional field sent as `null` reads as if it were left out.
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 /// The public description of an event.

@@ -15,6 +15,7 @@
 
 pub mod clock;
 pub mod config;
+pub mod dedup;
 pub mod error;
 pub mod limits;
 pub mod logs;

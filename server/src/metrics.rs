@@ -5,7 +5,7 @@
 //! | metric | type | labels | source |
 //! | --- | --- | --- | --- |
 //! | `upload_once_http_requests_total` | counter | `route` (the matched route, `unmatched` for none), `method`, `status` | [`count_requests`], every answered request |
-//! | `upload_once_confirms_total` | counter | `outcome`: `created`, `replayed`, `rejected`, `expired`, `object_missing` | confirm ([`ConfirmOutcome`]) |
+//! | `upload_once_confirms_total` | counter | `outcome`: `created`, `deduplicated`, `replayed`, `rejected`, `expired`, `object_missing` | confirm ([`ConfirmOutcome`]) |
 //! | `upload_once_object_store_request_duration_seconds` | histogram | `operation`: `head`, `get`, `delete`, `list`, `probe`, `create_multipart`, `list_parts`, `complete_multipart`, `abort_multipart` | [`MeasuredObjects`] |
 //! | `upload_once_object_store_errors_total` | counter | `operation` | [`MeasuredObjects`] |
 //! | `upload_once_client_hangups_total` | counter | — | [`crate::ops::Ops::hangups`] |
@@ -75,6 +75,9 @@ const OPERATIONS: [&str; 9] = [
 pub enum ConfirmOutcome {
     /// `200`: the media record was created now.
     Created,
+    /// `200`: the bytes were already stored in the event's dedup scope; the
+    /// attempt was confirmed as a duplicate of that media.
+    Deduplicated,
     /// `200`: the attempt was already confirmed; its record was returned.
     Replayed,
     /// `422`: a mismatch rejected the attempt, now or earlier.
@@ -87,8 +90,9 @@ pub enum ConfirmOutcome {
 
 impl ConfirmOutcome {
     /// Every outcome.
-    pub const ALL: [ConfirmOutcome; 5] = [
+    pub const ALL: [ConfirmOutcome; 6] = [
         ConfirmOutcome::Created,
+        ConfirmOutcome::Deduplicated,
         ConfirmOutcome::Replayed,
         ConfirmOutcome::Rejected,
         ConfirmOutcome::Expired,
@@ -99,6 +103,7 @@ impl ConfirmOutcome {
     pub fn as_str(self) -> &'static str {
         match self {
             ConfirmOutcome::Created => "created",
+            ConfirmOutcome::Deduplicated => "deduplicated",
             ConfirmOutcome::Replayed => "replayed",
             ConfirmOutcome::Rejected => "rejected",
             ConfirmOutcome::Expired => "expired",

@@ -10,7 +10,7 @@ use crate::clock::Clock;
 use crate::config::Config;
 use crate::secrets::Signer;
 use crate::storage::ObjectStore;
-use crate::store::{MediaRow, RecordStore};
+use crate::store::{AttemptRow, MediaRow, RecordStore};
 use upload_once_core::time::format_rfc3339;
 
 /// The shared state of the server.
@@ -97,15 +97,16 @@ impl AppState {
         }
     }
 
-    /// The guest's view of a media record.
-    pub fn media_summary(&self, m: &MediaRow) -> MediaSummary {
+    /// What the guest of attempt `a` sees of its media record: a duplicate
+    /// when another attempt stored it ([`crate::dedup`]).
+    pub fn media_summary(&self, m: &MediaRow, a: &AttemptRow) -> MediaSummary {
         MediaSummary {
             id: m.id,
             moderation: m.moderation,
             reason: m.moderation_reason.clone(),
             url: self.media_url(m.id),
             composite_sha256: m.composite_sha256.clone(),
-            duplicate: false,
+            duplicate: crate::dedup::is_duplicate(m, a),
         }
     }
 

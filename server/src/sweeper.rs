@@ -65,6 +65,7 @@ pub async fn sweep_once(state: &AppState) -> Result<SweepReport> {
         state.records.mark_object_deleted(a.row_id).await?;
         report.objects_deleted += 1;
     }
+    report.objects_deleted += crate::dedup::sweep(state, BATCH).await?;
     Ok(report)
 }
 

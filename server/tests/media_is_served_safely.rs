@@ -46,8 +46,9 @@ async fn active_content_is_served_as_a_sandboxed_download() {
         ("text/javascript", "x.js", b"alert(1)"),
         ("application/pdf", "x.pdf", b"%PDF-1.4 /JS (alert(1))"),
         ("text/plain", "x.txt", b"<script>alert(1)</script>"),
-        // Claims to be an image, but is not one the browser may render inline.
-        ("image/x-icon", "x.ico", b"<script>alert(1)</script>"),
+        // Claims to be an image, but is not one the browser may render inline
+        // (other bytes than the text's: the same bytes would be its media).
+        ("image/x-icon", "x.ico", b"<script>alert(2)</script>"),
     ];
     for (content_type, filename, bytes) in risky {
         let media = upload_as(&guest, content_type, filename, bytes).await;

@@ -9,6 +9,7 @@ mod support;
 use sha2::{Digest, Sha384};
 use sqlx::{AnyConnection, Connection};
 use support::{fresh_database_url, is_postgres};
+use upload_once_core::wire::Dedup;
 use upload_once_server::store::RecordStore;
 use upload_once_server::store::sql::SqlStore;
 
@@ -20,6 +21,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (1, "init", include_str!("../migrations/postgres/0001_init.sql")),
             (2, "readiness", include_str!("../migrations/postgres/0002_readiness.sql")),
             (3, "multipart", include_str!("../migrations/postgres/0003_multipart.sql")),
+            (4, "dedup", include_str!("../migrations/postgres/0004_dedup.sql")),
             (20, "attempt ids unique", include_str!("../migrations/postgres/0020_attempt_ids_unique.sql")),
         ]
     } else {
@@ -27,6 +29,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (1, "init", include_str!("../migrations/sqlite/0001_init.sql")),
             (2, "readiness", include_str!("../migrations/sqlite/0002_readiness.sql")),
             (3, "multipart", include_str!("../migrations/sqlite/0003_multipart.sql")),
+            (4, "dedup", include_str!("../migrations/sqlite/0004_dedup.sql")),
             (20, "attempt ids unique", include_str!("../migrations/sqlite/0020_attempt_ids_unique.sql")),
         ]
     }
@@ -113,6 +116,7 @@ async fn a_database_made_by_the_hand_rolled_migrations_is_bridged_and_keeps_its_
     let store = SqlStore::open(&url).await.expect("a legacy database opens");
     let event = store.event_by_slug("legacy").await.unwrap().expect("the legacy event is still there");
     assert_eq!(event.title, "Made before sqlx");
+    assert_eq!(event.dedup, Dedup::None, "an event made before the content index keeps every upload");
     assert_eq!(
         applied(&url).await,
         every_file_applied(),

@@ -50,7 +50,7 @@ fn attempt_response(state: &AppState, a: &AttemptRow, media: Option<&MediaRow>) 
         object_key: a.object_key.clone(),
         upload,
         expires_at: format_rfc3339(a.expires_at),
-        media: media.map(|m| state.media_summary(m)),
+        media: media.map(|m| state.media_summary(m, a)),
         rejection: rejection(a),
     }
 }
@@ -82,7 +82,7 @@ fn is_expired(state: &AppState, a: &AttemptRow) -> bool {
     request_body = AuthorizeRequest,
     security(("session" = [])),
     responses(
-        (status = 201, body = AttemptResponse, description = "Authorized now: a signed URL, or (above the multipart threshold) the plan of parts"),
+        (status = 201, body = AttemptResponse, description = "Authorized now: a signed URL, or (above the multipart threshold) the plan of parts; or, when its sha256 is already stored in the event's dedup scope, confirmed at once as a duplicate of that media (no upload)"),
         (status = 200, body = AttemptResponse, description = "The same id and parameters again: the same attempt, a fresh URL (or the same plan)"),
         (status = 400, body = Problem, content_type = "application/problem+json", description = "malformed_request, invalid_id"),
         (status = 401, body = Problem, content_type = "application/problem+json", description = "unauthorized, invalid_session"),
@@ -121,24 +121,27 @@ pub async fn authorize(
     limits.check(req.size, &content_type)?;
 
     let now = state.now();
-    let (row, created) = state
-        .records
-        .authorize(NewAttempt {
-            id: req.id,
-            session_id: session.id,
-            event_id: event.id,
-            filename: req.filename.clone(),
-            size: req.size,
-            content_type: content_type.clone(),
-            sha256: req.sha256.clone(),
-            object_key: new_object_key(&event.slug),
-            created_at: now,
-            expires_at: now + state.attempt_ttl_ms(),
-            // Fixed now: a later change of the flags never alters it.
-            plan: PartPlan::for_size(req.size, state.config.multipart_threshold, state.config.part_size),
-            quotas: state.limits.config.attempt_quotas(),
-        })
-        .await?;
+    let attempt = NewAttempt {
+        id: req.id,
+        session_id: session.id,
+        event_id: event.id,
+        filename: req.filename.clone(),
+        size: req.size,
+        content_type: content_type.clone(),
+        sha256: req.sha256.clone(),
+        object_key: new_object_key(&event.slug),
+        created_at: now,
+        expires_at: now + state.attempt_ttl_ms(),
+        // Fixed now: a later change of the flags never alters it.
+        plan: PartPlan::for_size(req.size, state.config.multipart_threshold, state.config.part_size),
+        quotas: state.limits.config.attempt_quotas(),
+    };
+    // The same bytes already stored in the event's dedup scope: confirmed at
+    // once, nothing to transfer.
+    let (row, created) = match crate::dedup::authorize(&state, &event, &attempt).await? {
+        Some(duplicate) => (duplicate, true),
+        None => state.records.authorize(attempt).await?,
+    };
     if row.filename != req.filename
         || row.size != req.size
         || row.content_type != content_type
@@ -369,8 +372,8 @@ pub async fn statuses(state: &AppState, session: &SessionRow, ids: &[Uuid]) -> R
                         parts,
                     }
                 }
-                AttemptState::Confirmed => match media.iter().find(|m| m.attempt_row_id == a.row_id) {
-                    Some(m) => AttemptStatus::Confirmed { id: *id, media: state.media_summary(m) },
+                AttemptState::Confirmed => match media.iter().find(|m| a.media_id == Some(m.id)) {
+                    Some(m) => AttemptStatus::Confirmed { id: *id, media: state.media_summary(m, a) },
                     None => AttemptStatus::NotFound { id: *id },
                 },
                 AttemptState::Rejected => {
@@ -641,21 +644,21 @@ async fn confirm_under_lock(
         ModerationPolicy::Required => Moderation::Pending,
         ModerationPolicy::None => Moderation::Approved,
     };
-    let media = lock
-        .confirm(NewMedia {
-            id: Uuid::new_v4(),
-            size: object.size,
-            content_type: object.content_type,
-            // A single PUT is bound to the authorized SHA-256 (the store
-            // refused other bytes); an object assembled from parts only
-            // has the one its store computed, if any.
-            sha256: if a.plan.is_some() { object.sha256 } else { a.sha256.clone().or(object.sha256) },
-            composite_sha256: composite,
-            moderation,
-            created_at: state.now(),
-        })
-        .await?;
-    Ok((media, ConfirmOutcome::Created))
+    // The key the store verified: a single PUT's SHA-256, or the composite.
+    let content_key = if a.plan.is_some() { composite.clone() } else { object.sha256.clone() };
+    let new_media = NewMedia {
+        id: Uuid::new_v4(),
+        size: object.size,
+        content_type: object.content_type,
+        // A single PUT is bound to the authorized SHA-256 (the store
+        // refused other bytes); an object assembled from parts only
+        // has the one its store computed, if any.
+        sha256: if a.plan.is_some() { object.sha256 } else { a.sha256.clone().or(object.sha256) },
+        composite_sha256: composite,
+        moderation,
+        created_at: state.now(),
+    };
+    crate::dedup::confirm(state, &event, lock, new_media, content_key.as_deref()).await
 }
 
 /// `POST /v1/attempts/{id}/confirm`
@@ -667,7 +670,7 @@ async fn confirm_under_lock(
     request_body = ConfirmRequest,
     security(("session" = [])),
     responses(
-        (status = 200, body = Media, description = "The media record; a repeat returns the same record"),
+        (status = 200, body = Media, description = "The media record; a repeat returns the same record. When the stored bytes were already in the event's dedup scope, the record another attempt created (its attempt_id is not this one)"),
         (status = 400, body = Problem, content_type = "application/problem+json", description = "idempotency_key_missing, idempotency_key_mismatch"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 409, body = Problem, content_type = "application/problem+json", description = "object_missing (retryable): the object, or a part of it, is not stored yet"),

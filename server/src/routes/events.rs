@@ -23,17 +23,17 @@ const MAX_REASON_CHARS: usize = 500;
 /// The most wall items one page returns.
 const WALL_PAGE: u32 = 100;
 
-/// The public description of an event.
-pub fn event_info(e: &EventRow) -> EventInfo {
+/// The public description of an event, with the server's multipart
+/// threshold (the client hashes smaller files whole before authorize).
+pub fn event_info(state: &AppState, e: &EventRow) -> EventInfo {
     EventInfo {
         slug: e.slug.clone(),
         title: e.title.clone(),
         max_file_bytes: e.max_file_bytes,
         allowed_types: e.allowed_types.clone(),
         moderation: e.moderation,
-        // Not stored yet: issue 19 (content identity) brings both.
-        dedup: upload_once_core::wire::Dedup::None,
-        multipart_threshold: None,
+        dedup: e.dedup,
+        multipart_threshold: Some(state.config.multipart_threshold),
     }
 }
 
@@ -79,13 +79,14 @@ pub async fn create_event_row(state: &AppState, req: &CreateEventRequest) -> Res
             max_file_bytes: req.max_file_bytes,
             allowed_types: req.allowed_types.iter().map(|p| p.trim().to_ascii_lowercase()).collect(),
             moderation: req.moderation,
+            dedup: req.dedup,
             guest_code: guest_code.clone(),
             host_token_hash: token_hash(&host_token),
             wall_token_hash: token_hash(&wall_token),
             created_at: state.now(),
         })
         .await?;
-    let response = CreateEventResponse { event: event_info(&row), guest_code, host_token, wall_token };
+    let response = CreateEventResponse { event: event_info(state, &row), guest_code, host_token, wall_token };
     Ok((row, response))
 }
 
@@ -138,7 +139,7 @@ pub async fn create_session(
         Json(SessionResponse {
             session_token: token,
             expires_at: format_rfc3339(expires_at),
-            event: event_info(&event),
+            event: event_info(&state, &event),
         }),
     ))
 }
@@ -155,7 +156,7 @@ pub struct MediaQuery {
     params(("slug" = String, Path, description = "Event slug"), MediaQuery),
     security(("host" = [])),
     responses(
-        (status = 200, body = MediaListResponse),
+        (status = 200, body = MediaListResponse, description = "The event's media, and how many uploads were deduplicated"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
     ))]
@@ -165,7 +166,8 @@ pub async fn list_media(
     ApiQuery(query): ApiQuery<MediaQuery>,
 ) -> Result<Json<MediaListResponse>> {
     let rows = state.records.list_media(event.id, query.moderation).await?;
-    Ok(Json(MediaListResponse { media: rows.iter().map(|m| state.media_json(m)).collect(), deduplicated: 0 }))
+    let deduplicated = state.records.deduplicated(event.id).await?;
+    Ok(Json(MediaListResponse { media: rows.iter().map(|m| state.media_json(m)).collect(), deduplicated }))
 }
 
 /// `POST /v1/media/{id}/moderation`

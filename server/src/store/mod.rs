@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use upload_once_core::time::UnixMillis;
-use upload_once_core::wire::{AttemptState, Moderation, ModerationDecision, ModerationPolicy};
+use upload_once_core::wire::{AttemptState, Dedup, Moderation, ModerationDecision, ModerationPolicy};
 use uuid::Uuid;
 
 use crate::error::Result;
@@ -38,6 +38,8 @@ pub struct EventRow {
     pub allowed_types: Vec<String>,
     /// Moderation policy.
     pub moderation: ModerationPolicy,
+    /// Where the same bytes are stored once ([`crate::dedup`]).
+    pub dedup: Dedup,
     /// The guest code (shared in links, so kept in clear).
     pub guest_code: String,
     /// SHA-256 of the host token.
@@ -98,7 +100,8 @@ pub struct AttemptRow {
     pub created_at: UnixMillis,
     /// Expiry time unless confirmed.
     pub expires_at: UnixMillis,
-    /// The media record, when confirmed.
+    /// The media record, when confirmed: the one it created, or (a
+    /// duplicate) the one another attempt stored.
     pub media_id: Option<Uuid>,
     /// How the file goes up in parts, fixed at authorize; `None` for one
     /// PUT.
@@ -245,6 +248,13 @@ pub trait AttemptLock: Send {
     /// Creates the media record, marks the attempt confirmed, commits.
     async fn confirm(self: Box<Self>, media: NewMedia) -> Result<MediaRow>;
 
+    /// Creates the media record and indexes it under `entry`, or, when that
+    /// scope already holds these bytes, confirms the attempt as a duplicate
+    /// of the media indexed there (no media record of its own); commits.
+    /// Create-or-return in this one transaction: two attempts of the same
+    /// bytes make one media. The bool is true for a duplicate.
+    async fn confirm_indexed(self: Box<Self>, media: NewMedia, entry: &IndexEntry) -> Result<(MediaRow, bool)>;
+
     /// Marks the attempt rejected, commits.
     async fn reject(self: Box<Self>, code: &str, reason: &str) -> Result<()>;
 
@@ -365,6 +375,34 @@ pub trait RecordStore: Send + Sync + 'static {
 
     /// Counts, for tests and checkers: (attempts, media).
     async fn counts(&self) -> Result<(u64, u64)>;
+
+    // --- the content index (crate::dedup) ---------------------------------
+
+    /// Creates the attempt already confirmed, as a duplicate of the media
+    /// indexed under `entry`, in one statement; `None` when nothing is
+    /// indexed there, or when the session already has an attempt with that
+    /// id (then [`RecordStore::authorize`] returns it).
+    async fn authorize_duplicate(&self, attempt: &NewAttempt, entry: &IndexEntry) -> Result<Option<AttemptRow>>;
+
+    /// How many of an event's attempts were confirmed as duplicates.
+    async fn deduplicated(&self, event_id: i64) -> Result<u64>;
+
+    /// Attempts confirmed as duplicates whose object is not deleted yet and
+    /// past their expiry (no URL of theirs works any more).
+    async fn duplicate_objects(&self, now: UnixMillis, limit: u32) -> Result<Vec<AttemptRow>>;
+}
+
+/// Where a confirmed attempt's bytes are indexed: the content key in its
+/// event's dedup scope (see [`crate::dedup`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexEntry {
+    /// The event.
+    pub event_id: i64,
+    /// 0 for the whole event (`event`), else the guest session (`guest`).
+    pub scope_id: i64,
+    /// The SHA-256 the store verified (one PUT) or the composite checksum
+    /// (parts), lowercase hex.
+    pub content_key: String,
 }
 
 /// The pool's rule for a connection that comes back (its `after_release`
@@ -398,4 +436,13 @@ pub fn policy_to_db(policy: ModerationPolicy) -> &'static str {
 /// Parses a moderation policy from the database.
 pub fn policy_from_db(text: &str) -> ModerationPolicy {
     if text == "none" { ModerationPolicy::None } else { ModerationPolicy::Required }
+}
+
+/// The stable text of a dedup scope in the database.
+pub fn dedup_from_db(text: &str) -> Dedup {
+    match text {
+        "event" => Dedup::Event,
+        "guest" => Dedup::Guest,
+        _ => Dedup::None,
+    }
 }

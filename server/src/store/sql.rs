@@ -25,21 +25,24 @@ use uuid::Uuid;
 
 use super::dialect::{Dialect, dialect_of};
 use super::{
-    AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, NewMedia, PartDigest, RecordStore, SessionRow,
-    SweepBacklog, keep_released_connection, moderation_from_db, policy_from_db, policy_to_db,
+    AttemptLock, AttemptRow, EventRow, IndexEntry, MediaRow, NewAttempt, NewMedia, PartDigest, RecordStore, SessionRow,
+    SweepBacklog, dedup_from_db, keep_released_connection, moderation_from_db, policy_from_db, policy_to_db,
 };
 use crate::error::{Error, Result};
 use crate::multipart::PartPlan;
 
+mod content_index;
+
 const ATTEMPT_COLUMNS: &str = "a.row_id, a.id, a.session_id, a.event_id, a.filename, a.size, a.content_type, a.sha256, \
-     a.object_key, a.state, a.reject_code, a.reject_reason, a.created_at, a.expires_at, m.id AS media_id, \
+     a.object_key, a.state, a.reject_code, a.reject_reason, a.created_at, a.expires_at, \
+     COALESCE(m.id, a.duplicate_of) AS media_id, \
      a.part_size, a.part_count, a.upload_id";
 const ATTEMPT_FROM: &str = "attempts a LEFT JOIN media m ON m.attempt_row_id = a.row_id";
 const MEDIA_COLUMNS: &str = "m.id, m.attempt_row_id, a.id AS attempt_id, m.event_id, e.slug, m.object_key, a.filename, \
      m.size, m.content_type, m.sha256, m.composite_sha256, m.moderation, m.moderation_reason, m.wall_seq, m.created_at, m.moderated_at";
 const MEDIA_FROM: &str = "media m JOIN attempts a ON a.row_id = m.attempt_row_id JOIN events e ON e.id = m.event_id";
 const EVENT_COLUMNS: &str = "id, slug, title, max_file_bytes, allowed_types, moderation, guest_code, host_token_hash, \
-     wall_token_hash, created_at";
+     wall_token_hash, created_at, dedup";
 
 fn uuid_col(row: &AnyRow, name: &str) -> Result<Uuid> {
     let text: String = row.try_get(name)?;
@@ -113,6 +116,7 @@ fn event_from_row(row: &AnyRow) -> Result<EventRow> {
         max_file_bytes: row.try_get::<i64, _>("max_file_bytes")? as u64,
         allowed_types: serde_json::from_str(&allowed).unwrap_or_default(),
         moderation: policy_from_db(&moderation),
+        dedup: dedup_from_db(&row.try_get::<String, _>("dedup")?),
         guest_code: row.try_get("guest_code")?,
         host_token_hash: row.try_get("host_token_hash")?,
         wall_token_hash: row.try_get("wall_token_hash")?,
@@ -254,8 +258,11 @@ struct SqlAttemptLock {
 }
 
 impl SqlAttemptLock {
+    /// The media record the attempt created, or the one it duplicates.
     async fn media_of_attempt(&mut self) -> Result<MediaRow> {
-        let sql = format!("SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.attempt_row_id = $1");
+        let sql = format!(
+            "SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.attempt_row_id = $1 OR m.id = (SELECT d.duplicate_of FROM attempts d WHERE d.row_id = $1)"
+        );
         let row = sqlx::query(&sql).bind(self.attempt.row_id).fetch_one(&mut *self.tx).await?;
         media_from_row(&row)
     }
@@ -357,6 +364,10 @@ impl AttemptLock for SqlAttemptLock {
         Ok(row)
     }
 
+    async fn confirm_indexed(self: Box<Self>, media: NewMedia, entry: &IndexEntry) -> Result<(MediaRow, bool)> {
+        self.confirm_in_index(media, entry).await
+    }
+
     async fn reject(mut self: Box<Self>, code: &str, reason: &str) -> Result<()> {
         sqlx::query(
             "UPDATE attempts SET state = 'rejected', reject_code = $1, reject_reason = $2 WHERE row_id = $3 AND state = 'authorized'",
@@ -408,8 +419,8 @@ impl RecordStore for SqlStore {
 
     async fn create_event(&self, e: EventRow) -> Result<EventRow> {
         let result = sqlx::query(
-            "INSERT INTO events (slug, title, max_file_bytes, allowed_types, moderation, guest_code, host_token_hash, wall_token_hash, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+            "INSERT INTO events (slug, title, max_file_bytes, allowed_types, moderation, guest_code, host_token_hash, wall_token_hash, created_at, dedup)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
         )
         .bind(e.slug.clone())
         .bind(e.title.clone())
@@ -420,6 +431,7 @@ impl RecordStore for SqlStore {
         .bind(e.host_token_hash.clone())
         .bind(e.wall_token_hash.clone())
         .bind(e.created_at)
+        .bind(e.dedup.as_str())
         .fetch_one(&self.pool)
         .await;
         match result {
@@ -653,8 +665,10 @@ impl RecordStore for SqlStore {
         if attempt_row_ids.is_empty() {
             return Ok(Vec::new());
         }
+        // The records they created, and those they are duplicates of.
         let sql = format!(
-            "SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.attempt_row_id IN ({})",
+            "SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.attempt_row_id IN ({0})
+                OR m.id IN (SELECT d.duplicate_of FROM attempts d WHERE d.row_id IN ({0}))",
             placeholders(1, attempt_row_ids.len())
         );
         let mut query = sqlx::query(&sql);
@@ -738,5 +752,17 @@ impl RecordStore for SqlStore {
         let attempts: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM attempts").fetch_one(&self.pool).await?;
         let media: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM media").fetch_one(&self.pool).await?;
         Ok((attempts as u64, media as u64))
+    }
+
+    async fn authorize_duplicate(&self, attempt: &NewAttempt, entry: &IndexEntry) -> Result<Option<AttemptRow>> {
+        self.authorize_as_duplicate(attempt, entry).await
+    }
+
+    async fn deduplicated(&self, event_id: i64) -> Result<u64> {
+        self.count_deduplicated(event_id).await
+    }
+
+    async fn duplicate_objects(&self, now: UnixMillis, limit: u32) -> Result<Vec<AttemptRow>> {
+        self.duplicates_with_objects(now, limit).await
     }
 }

@@ -13,6 +13,7 @@
 #![allow(dead_code)]
 
 pub mod limits;
+pub mod dedup;
 pub mod multipart;
 
 use std::sync::Arc;
@@ -30,7 +31,8 @@ use upload_once_server::config::{Config, Secret, StorageKind};
 use upload_once_server::state::AppState;
 use upload_once_server::storage::{ListedPart, ObjectBody, ObjectMeta, ObjectStore, PartGrant, PutGrant};
 use upload_once_server::store::{
-    AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, PartDigest, RecordStore, SessionRow, SweepBacklog,
+    AttemptLock, AttemptRow, EventRow, IndexEntry, MediaRow, NewAttempt, PartDigest, RecordStore, SessionRow,
+    SweepBacklog,
 };
 use upload_once_server::{Result, build_state};
 use uuid::Uuid;
@@ -635,6 +637,15 @@ impl RecordStore for ObservedRecords {
     }
     async fn counts(&self) -> Result<(u64, u64)> {
         self.inner.counts().await
+    }
+    async fn authorize_duplicate(&self, attempt: &NewAttempt, entry: &IndexEntry) -> Result<Option<AttemptRow>> {
+        self.inner.authorize_duplicate(attempt, entry).await
+    }
+    async fn deduplicated(&self, event_id: i64) -> Result<u64> {
+        self.inner.deduplicated(event_id).await
+    }
+    async fn duplicate_objects(&self, now: UnixMillis, limit: u32) -> Result<Vec<AttemptRow>> {
+        self.inner.duplicate_objects(now, limit).await
     }
 }
 

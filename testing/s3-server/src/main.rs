@@ -4,10 +4,11 @@
 //! over `s3s-fs` (objects as files, `If-None-Match: *`,
 //! `x-amz-checksum-sha256`), with two things added: CORS, which s3s-fs does
 //! not answer, so a browser page on an allowed origin can PUT through a
-//! presigned URL and read the ETag; and multipart uploads that behave like
-//! S3's where s3s-fs's do not (`store.rs`: part checksums verified,
-//! `NoSuchUpload`, parts listed with their ETags and checksums, page by
-//! page, no part filed after an abort).
+//! presigned URL and read the ETag; and checksums and multipart uploads
+//! that behave like S3's where s3s-fs's do not (`store.rs`: an object's or a
+//! part's checksum verified before anything is filed, `NoSuchUpload`, parts
+//! listed with their ETags and checksums, page by page, no part filed after
+//! an abort).
 //!
 //! Test-only: never deploy it. Known gaps of s3s-fs 0.14.1 are listed in
 //! docs/deploy.md ("The loopback test store").

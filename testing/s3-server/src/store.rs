@@ -1,6 +1,10 @@
-//! s3s-fs with its multipart uploads made to behave like S3's, where the
-//! reference server relies on S3's behaviour:
+//! s3s-fs with its checksums and multipart uploads made to behave like
+//! S3's, where the reference server relies on S3's behaviour:
 //!
+//! - `PutObject` verifies `x-amz-checksum-sha256` against the body before
+//!   the object is filed (`400 BadDigest`, nothing stored); s3s-fs moves the
+//!   body into place first and compares after, so a refused PUT left its
+//!   bytes under the key.
 //! - `UploadPart` verifies `x-amz-checksum-sha256` against the body before
 //!   the part is stored (`400 BadDigest`); s3s-fs ignores it.
 //! - An upload that was never made, or is completed or aborted, is `404
@@ -206,6 +210,20 @@ impl S3 for Store {
         Ok(response)
     }
 
+    async fn put_object(&self, mut req: S3Request<PutObjectInput>) -> S3Result<S3Response<PutObjectOutput>> {
+        let Some(sent) = req.input.checksum_sha256.clone() else { return self.fs.put_object(req).await };
+        let mut body = req.input.body.take().ok_or_else(|| s3_error!(IncompleteBody))?;
+        let mut bytes = Vec::new();
+        while let Some(chunk) = body.next().await {
+            bytes.extend_from_slice(&chunk.map_err(|_| s3_error!(IncompleteBody))?);
+        }
+        if STANDARD.encode(Sha256::digest(&bytes)) != sent {
+            return Err(s3_error!(BadDigest, "The sha256 you specified did not match the calculated checksum."));
+        }
+        req.input.body = Some(StreamingBlob::from(s3s::Body::from(bytes)));
+        self.fs.put_object(req).await
+    }
+
     // --- s3s-fs as it is ---------------------------------------------------
 
     async fn create_multipart_upload(
@@ -273,7 +291,4 @@ impl S3 for Store {
         self.fs.list_objects_v2(req).await
     }
 
-    async fn put_object(&self, req: S3Request<PutObjectInput>) -> S3Result<S3Response<PutObjectOutput>> {
-        self.fs.put_object(req).await
-    }
 }

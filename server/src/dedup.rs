@@ -1,0 +1,141 @@
+//! The same photo is stored once per scope: the content identity beside
+//! the attempt id (issue 19, docs/protocol.md §3.14).
+//!
+//! An event's `dedup` setting decides where the server looks for the same
+//! bytes already stored: nowhere (`none`), in the same guest session
+//! (`guest`) or anywhere in the event (`event`, the default for new
+//! events). The record store keeps a content index per scope (content key →
+//! media, unique), written in the transaction that creates the media.
+//!
+//! The content key is what the store verified, never a claim alone: the
+//! SHA-256 of a single PUT's object (the embedded store computes it while
+//! it writes; S3 verifies the `x-amz-checksum-sha256` the URL was signed
+//! with), or the composite checksum of a multipart object (the parts'
+//! digests, each verified by the store).
+//!
+//! Three hooks, each called from one place:
+//! - [`authorize`]: an authorize whose `sha256` is indexed in scope creates
+//!   the attempt already confirmed, as a duplicate of that media: no upload
+//!   instruction, no object, nothing to sweep.
+//! - [`confirm`]: the media record is created and indexed, or, when the
+//!   scope already has those bytes (a race, or a multipart file whose
+//!   composite is only known now), the attempt becomes a duplicate and its
+//!   object is deleted.
+//! - [`sweep`]: a duplicate's object is deleted again once no URL of its
+//!   attempt can work (S3 cannot refuse a presigned PUT that arrives late).
+
+use upload_once_core::wire::Dedup;
+
+use crate::error::Result;
+use crate::metrics::ConfirmOutcome;
+use crate::state::AppState;
+use crate::store::{AttemptLock, AttemptRow, EventRow, IndexEntry, MediaRow, NewAttempt, NewMedia};
+
+/// Where an attempt of `session_id` indexes `content_key` in `event`, or
+/// `None` when the event keeps every upload (or there is no key).
+pub fn entry(event: &EventRow, session_id: i64, content_key: Option<&str>) -> Option<IndexEntry> {
+    let scope_id = match event.dedup {
+        Dedup::None => return None,
+        Dedup::Guest => session_id,
+        Dedup::Event => 0,
+    };
+    Some(IndexEntry { event_id: event.id, scope_id, content_key: content_key?.to_owned() })
+}
+
+/// Whether attempt `a` sees media `m` as a duplicate: another attempt
+/// stored it.
+pub fn is_duplicate(m: &MediaRow, a: &AttemptRow) -> bool {
+    m.attempt_row_id != a.row_id
+}
+
+/// The authorize hook: when `attempt.sha256` is indexed in its scope, the
+/// attempt is created confirmed, pointing to that media (create-or-return,
+/// one statement). `None`: authorize as usual.
+pub async fn authorize(state: &AppState, event: &EventRow, attempt: &NewAttempt) -> Result<Option<AttemptRow>> {
+    let Some(entry) = entry(event, attempt.session_id, attempt.sha256.as_deref()) else { return Ok(None) };
+    state.records.authorize_duplicate(attempt, &entry).await
+}
+
+/// The confirm hook, under the attempt's row lock: creates the media record
+/// (indexed under `content_key` when the event deduplicates), or confirms
+/// the attempt as a duplicate of the media already holding these bytes and
+/// deletes its object.
+pub async fn confirm(
+    state: &AppState,
+    event: &EventRow,
+    lock: Box<dyn AttemptLock>,
+    media: NewMedia,
+    content_key: Option<&str>,
+) -> Result<(MediaRow, ConfirmOutcome)> {
+    let a = lock.attempt().clone();
+    let Some(entry) = entry(event, a.session_id, content_key) else {
+        return Ok((lock.confirm(media).await?, ConfirmOutcome::Created));
+    };
+    let (media, duplicate) = lock.confirm_indexed(media, &entry).await?;
+    if !duplicate {
+        return Ok((media, ConfirmOutcome::Created));
+    }
+    // Committed: nothing of this attempt is kept. A failure here leaves the
+    // object to the sweeper.
+    if let Err(e) = state.objects.delete(&a.object_key).await {
+        tracing::warn!(key = %a.object_key, "a duplicate's object could not be deleted yet: {e}");
+    }
+    Ok((media, ConfirmOutcome::Deduplicated))
+}
+
+/// The sweeper's pass over duplicates found at confirm: once an attempt is
+/// past its expiry (no URL of it works), its object (and multipart upload)
+/// is deleted for good and recorded so. How many.
+pub async fn sweep(state: &AppState, limit: u32) -> Result<u64> {
+    let mut deleted = 0;
+    for a in state.records.duplicate_objects(state.now(), limit).await? {
+        if let Some(upload_id) = &a.upload_id {
+            if let Err(e) = state.objects.abort_multipart(&a.object_key, upload_id).await {
+                tracing::warn!(key = %a.object_key, "sweep: could not abort a duplicate's upload: {e}");
+                continue;
+            }
+        }
+        if let Err(e) = state.objects.delete(&a.object_key).await {
+            tracing::warn!(key = %a.object_key, "sweep: could not delete a duplicate's object: {e}");
+            continue;
+        }
+        state.records.mark_object_deleted(a.row_id).await?;
+        deleted += 1;
+    }
+    Ok(deleted)
+}
+
+#[cfg(test)]
+mod tests {
+    use upload_once_core::wire::ModerationPolicy;
+
+    use super::*;
+
+    fn event(dedup: Dedup) -> EventRow {
+        EventRow {
+            id: 7,
+            slug: "party".into(),
+            title: "Party".into(),
+            max_file_bytes: 1,
+            allowed_types: vec!["image/*".into()],
+            moderation: ModerationPolicy::Required,
+            dedup,
+            guest_code: String::new(),
+            host_token_hash: String::new(),
+            wall_token_hash: String::new(),
+            created_at: 0,
+        }
+    }
+
+    #[test]
+    fn the_scope_is_the_events_choice() {
+        let key = Some("ab");
+        assert_eq!(entry(&event(Dedup::None), 3, key), None, "none: every upload is kept");
+        let guest = entry(&event(Dedup::Guest), 3, key).unwrap();
+        assert_eq!((guest.event_id, guest.scope_id, guest.content_key.as_str()), (7, 3, "ab"), "guest: the session");
+        let everyone = entry(&event(Dedup::Event), 3, key).unwrap();
+        assert_eq!(everyone.scope_id, 0, "event: one scope for every session");
+        assert_eq!(entry(&event(Dedup::Event), 4, key), Some(everyone), "another session, the same scope");
+        assert_eq!(entry(&event(Dedup::Event), 3, None), None, "no verified key, no index");
+    }
+}

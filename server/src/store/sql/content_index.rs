@@ -1,0 +1,130 @@
+//! The content index in SQL: content key → media, unique per (event,
+//! scope, key) (`content_index`, migration 4), and attempts confirmed as
+//! duplicates (`attempts.duplicate_of`). See [`crate::dedup`] for what the
+//! server does with it.
+//!
+//! Create-or-return, never read-then-insert: the confirm that creates a
+//! media record claims its key in the same transaction
+//! (`INSERT … ON CONFLICT DO NOTHING`), before the record exists (the
+//! reference is checked at commit). A second confirm of the same bytes
+//! waits for the first's row (PostgreSQL's unique index; SQLite's write
+//! lock), finds it, and becomes a duplicate of its media.
+
+use upload_once_core::time::UnixMillis;
+
+use super::{ATTEMPT_COLUMNS, ATTEMPT_FROM, SqlAttemptLock, SqlStore, attempt_from_row};
+use crate::error::Result;
+use crate::store::{AttemptLock, AttemptRow, IndexEntry, MediaRow, NewAttempt, NewMedia};
+
+impl SqlAttemptLock {
+    /// [`AttemptLock::confirm_indexed`].
+    pub(super) async fn confirm_in_index(
+        mut self: Box<Self>,
+        media: NewMedia,
+        entry: &IndexEntry,
+    ) -> Result<(MediaRow, bool)> {
+        let claimed = sqlx::query(
+            "INSERT INTO content_index (event_id, scope_id, content_key, media_id) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (event_id, scope_id, content_key) DO NOTHING",
+        )
+        .bind(entry.event_id)
+        .bind(entry.scope_id)
+        .bind(entry.content_key.clone())
+        .bind(media.id.to_string())
+        .execute(&mut *self.tx)
+        .await?;
+        if claimed.rows_affected() == 1 {
+            // The key is this attempt's: its media record, in this transaction.
+            return Ok((AttemptLock::confirm(self, media).await?, false));
+        }
+        let existing: String = sqlx::query_scalar(
+            "SELECT media_id FROM content_index WHERE event_id = $1 AND scope_id = $2 AND content_key = $3",
+        )
+        .bind(entry.event_id)
+        .bind(entry.scope_id)
+        .bind(entry.content_key.clone())
+        .fetch_one(&mut *self.tx)
+        .await?;
+        sqlx::query(
+            "UPDATE attempts SET state = 'confirmed', duplicate_of = $1 WHERE row_id = $2 AND state = 'authorized'",
+        )
+        .bind(existing)
+        .bind(self.attempt.row_id)
+        .execute(&mut *self.tx)
+        .await?;
+        let row = self.media_of_attempt().await?;
+        self.tx.commit().await?;
+        Ok((row, true))
+    }
+}
+
+impl SqlStore {
+    /// [`crate::store::RecordStore::authorize_duplicate`]: one statement,
+    /// which inserts the attempt only when the index holds the key.
+    pub(super) async fn authorize_as_duplicate(
+        &self,
+        a: &NewAttempt,
+        entry: &IndexEntry,
+    ) -> Result<Option<AttemptRow>> {
+        // Nothing will be stored for it: its object is already "deleted". An
+        // id already taken (this session's retry, or another session's id)
+        // inserts nothing: the usual authorize answers it.
+        let inserted = sqlx::query(
+            "INSERT INTO attempts (id, session_id, event_id, filename, size, content_type, sha256, object_key, state,
+                                   created_at, expires_at, part_size, part_count, duplicate_of, object_deleted)
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, 'confirmed', $9, $10, $11, $12, ci.media_id, TRUE
+             FROM content_index ci WHERE ci.event_id = $13 AND ci.scope_id = $14 AND ci.content_key = $15
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(a.id.to_string())
+        .bind(a.session_id)
+        .bind(a.event_id)
+        .bind(a.filename.clone())
+        .bind(a.size as i64)
+        .bind(a.content_type.clone())
+        .bind(a.sha256.clone())
+        .bind(a.object_key.clone())
+        .bind(a.created_at)
+        .bind(a.expires_at)
+        .bind(a.plan.map(|p| p.part_size as i64))
+        .bind(a.plan.map(|p| i64::from(p.part_count)))
+        .bind(entry.event_id)
+        .bind(entry.scope_id)
+        .bind(entry.content_key.clone())
+        .execute(&self.pool)
+        .await?;
+        if inserted.rows_affected() == 0 {
+            return Ok(None);
+        }
+        let sql = format!("SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.session_id = $1 AND a.id = $2");
+        let row = sqlx::query(&sql).bind(a.session_id).bind(a.id.to_string()).fetch_one(&self.pool).await?;
+        attempt_from_row(&row).map(Some)
+    }
+
+    /// [`crate::store::RecordStore::deduplicated`].
+    pub(super) async fn count_deduplicated(&self, event_id: i64) -> Result<u64> {
+        let n: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM attempts WHERE event_id = $1 AND duplicate_of IS NOT NULL")
+                .bind(event_id)
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(n as u64)
+    }
+
+    /// [`crate::store::RecordStore::duplicate_objects`].
+    pub(super) async fn duplicates_with_objects(&self, now: UnixMillis, limit: u32) -> Result<Vec<AttemptRow>> {
+        let sql = format!(
+            "SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM}
+             WHERE a.duplicate_of IS NOT NULL AND a.object_deleted = FALSE AND a.expires_at <= $1
+             ORDER BY a.row_id LIMIT $2"
+        );
+        sqlx::query(&sql)
+            .bind(now)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(attempt_from_row)
+            .collect()
+    }
+}

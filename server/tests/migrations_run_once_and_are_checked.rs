@@ -20,12 +20,14 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (1, "init", include_str!("../migrations/postgres/0001_init.sql")),
             (2, "readiness", include_str!("../migrations/postgres/0002_readiness.sql")),
             (3, "multipart", include_str!("../migrations/postgres/0003_multipart.sql")),
+            (10, "renditions", include_str!("../migrations/postgres/0010_renditions.sql")),
         ]
     } else {
         vec![
             (1, "init", include_str!("../migrations/sqlite/0001_init.sql")),
             (2, "readiness", include_str!("../migrations/sqlite/0002_readiness.sql")),
             (3, "multipart", include_str!("../migrations/sqlite/0003_multipart.sql")),
+            (10, "renditions", include_str!("../migrations/sqlite/0010_renditions.sql")),
         ]
     }
 }

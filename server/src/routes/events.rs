@@ -168,7 +168,7 @@ pub async fn list_media(
     let event = event(&state, &slug).await?;
     require_host(&headers, &event)?;
     let rows = state.records.list_media(event.id, query.moderation).await?;
-    Ok(Json(MediaListResponse { media: rows.iter().map(|m| state.media_json(m)).collect(), deduplicated: 0 }))
+    Ok(Json(MediaListResponse { media: super::media::host_media(&state, &rows).await?, deduplicated: 0 }))
 }
 
 /// `POST /v1/media/{id}/moderation`
@@ -177,7 +177,7 @@ pub async fn list_media(
     request_body = ModerationRequest,
     security(("host" = [])),
     responses(
-        (status = 200, body = upload_once_core::wire::Media),
+        (status = 200, body = upload_once_core::wire::HostMedia),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
@@ -187,7 +187,7 @@ pub async fn moderate(
     headers: HeaderMap,
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(req): ApiJson<ModerationRequest>,
-) -> Result<Json<upload_once_core::wire::Media>> {
+) -> Result<Json<upload_once_core::wire::HostMedia>> {
     let token = bearer(&headers)
         .ok_or_else(|| Error::problem(ErrorCode::Unauthorized, "send Authorization: Bearer <host token>"))?;
     let media = state.records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
@@ -205,7 +205,8 @@ pub async fn moderate(
         .moderate(event.id, id, req.decision, reason, state.now())
         .await?
         .ok_or_else(|| Error::not_found("media"))?;
-    Ok(Json(state.media_json(&row)))
+    super::media::moderated(&state, &row);
+    Ok(Json(super::media::host_media(&state, std::slice::from_ref(&row)).await?.remove(0)))
 }
 
 /// Query of the wall.
@@ -218,11 +219,13 @@ pub struct WallQuery {
     pub code: Option<String>,
 }
 
-fn encode_cursor(seq: i64) -> String {
+/// The opaque wall cursor of a wall position.
+pub(crate) fn encode_cursor(seq: i64) -> String {
     format!("w{seq:x}")
 }
 
-fn decode_cursor(cursor: &str) -> Result<i64> {
+/// The wall position of a cursor this server issued.
+pub(crate) fn decode_cursor(cursor: &str) -> Result<i64> {
     cursor
         .strip_prefix('w')
         .and_then(|hex| i64::from_str_radix(hex, 16).ok())
@@ -230,7 +233,8 @@ fn decode_cursor(cursor: &str) -> Result<i64> {
         .ok_or_else(|| Error::problem(ErrorCode::InvalidQuery, "`after` is not a cursor this server issued"))
 }
 
-fn may_see_wall(headers: &HeaderMap, query: &WallQuery, event: &EventRow) -> Result<()> {
+/// Whether the request may read the event's wall (§3.11's credentials).
+pub(crate) fn may_see_wall(headers: &HeaderMap, query: &WallQuery, event: &EventRow) -> Result<()> {
     if let Some(token) = bearer(headers) {
         let hash = token_hash(token);
         if constant_time_eq(&hash, &event.wall_token_hash) || constant_time_eq(&hash, &event.host_token_hash) {
@@ -269,8 +273,5 @@ pub async fn wall(
     let after = query.after.as_deref().map(decode_cursor).transpose()?.unwrap_or(0);
     let rows = state.records.wall(event.id, after, WALL_PAGE).await?;
     let next = rows.last().and_then(|m| m.wall_seq).unwrap_or(after);
-    Ok(Json(WallResponse {
-        items: rows.iter().map(|m| state.wall_item(m)).collect(),
-        next_cursor: encode_cursor(next),
-    }))
+    Ok(Json(WallResponse { items: super::media::wall_items(&state, &rows).await?, next_cursor: encode_cursor(next) }))
 }

@@ -404,6 +404,25 @@ mod tests {
         }
     }
 
+    /// ZIP64 records (forced on a small archive, which the format allows)
+    /// are read back by Info-ZIP's `unzip`, CRCs and all.
+    #[tokio::test]
+    async fn unzip_reads_the_zip64_records() {
+        let entries = vec![
+            Entry { name: "eins.jpg".into(), size: 5, modified: 1_700_000_000_000 },
+            Entry { name: "zwei – ü.mp4".into(), size: 4, modified: 1_700_000_000_000 },
+        ];
+        let bytes = written(entries, vec![b"hello".to_vec(), b"welt".to_vec()], Options { force_zip64: true }).await;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("zip64.zip");
+        std::fs::write(&path, bytes).unwrap();
+        let out = std::process::Command::new("unzip").arg("-t").arg(&path).output().expect("unzip");
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && said.contains("No errors detected"), "{said}");
+        let out = std::process::Command::new("unzip").arg("-p").arg(&path).arg("eins.jpg").output().unwrap();
+        assert_eq!(out.stdout, b"hello");
+    }
+
     #[tokio::test]
     async fn an_entry_of_another_size_than_recorded_fails_the_stream() {
         let entries = vec![Entry { name: "a".into(), size: 4, modified: 0 }];

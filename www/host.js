@@ -11,10 +11,14 @@
 //   (BroadcastChannel); every tab also re-reads the list every 5 s
 //   (`?refresh_ms=`), which covers hosts on other devices.
 // - The guest link as a QR code (SVG, from the vendored qrcode-generator)
-//   and as a printable card (style.css, @media print). The host link does
-//   not carry the guest code unless it has `&code=`; otherwise the host
-//   pastes the guest link or code once (kept in this browser), checked
-//   against the wall endpoint, which answers `wrong_guest_code` for a wrong one.
+//   and as a printable card (style.css, @media print). The guest code comes
+//   from the server (GET /v1/events/{slug}/invite, with the host token). A
+//   server too old for that answers 404: then the code comes from `&code=`
+//   in the host link, or the host pastes the guest link or code once (kept
+//   in this browser), checked against the wall endpoint, which answers
+//   `wrong_guest_code` for a wrong one.
+// - The originals, as one ZIP: every approved one, or every one (a link
+//   the host token asks for, POST /v1/events/{slug}/archive).
 
 import { h, params, apiBase, showMessage, code, problemOf, isVideo, isImage, icon, ICONS } from "./common.js";
 import { t, translatePage, formatBytes, timeAgo } from "./i18n.js";
@@ -93,6 +97,9 @@ function start() {
     });
   }
   setUpInvite();
+  for (const which of ["approved", "all"]) {
+    $(`download-${which}`).addEventListener("click", () => download(which));
+  }
   render();
   load().then(() => {
     document.body.dataset.ready = "1";
@@ -601,7 +608,45 @@ function codeFrom(text) {
   }
 }
 
-function setUpInvite() {
+/** Downloads the originals (`approved` or `all`) as one ZIP. */
+async function download(which) {
+  const error = $("download-error");
+  error.hidden = true;
+  try {
+    const response = await fetch(`${base}/v1/events/${encodeURIComponent(event)}/archive`, {
+      method: "POST",
+      headers: headers({ "Content-Type": "application/json" }),
+      body: JSON.stringify({ media: which }),
+    });
+    if (!response.ok) throw await problemOf(response);
+    const { url } = await response.json();
+    // An attachment: the browser downloads it and the page stays.
+    const link = h("a", { href: url, download: "", hidden: true });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    document.body.dataset.download = which;
+  } catch (err) {
+    error.textContent = t("host.download.failed", { message: err && err.message ? err.message : String(err) });
+    error.hidden = false;
+  }
+}
+
+/** The guest code, from the server; on a server too old to say, from the link or the host. */
+async function setUpInvite() {
+  try {
+    const response = await fetch(`${base}/v1/events/${encodeURIComponent(event)}/invite`, { headers: headers(), cache: "no-store" });
+    if (response.ok) {
+      const body = await response.json();
+      if (body && typeof body.guest_code === "string") return showInvite(body.guest_code, { fromServer: true });
+    } else {
+      const err = await problemOf(response);
+      // Only an older server (no such route) falls back to pasting.
+      if (err.code !== "route_not_found") return;
+    }
+  } catch {
+    // No answer now: the list's own errors say so; try what this browser kept.
+  }
   let saved = null;
   try {
     saved = localStorage.getItem(GUEST_CODE_KEY);
@@ -661,7 +706,7 @@ function showCodeForm(message = "") {
  * code from the link or from this browser is checked first (a wrong one
  * brings back the form).
  */
-async function showInvite(guestCode, { check = false, focus = false } = {}) {
+async function showInvite(guestCode, { check = false, focus = false, fromServer = false } = {}) {
   if (check) {
     try {
       if (!(await checkGuestCode(guestCode))) {
@@ -712,7 +757,7 @@ async function showInvite(guestCode, { check = false, focus = false } = {}) {
       { class: "invite-details" },
       h("p", { class: "invite-text", text: t("host.invite.text") }),
       h("p", {}, anchor),
-      h("div", { class: "invite-actions" }, copy, print, change),
+      h("div", { class: "invite-actions" }, copy, print, ...(fromServer ? [] : [change])),
     ),
   );
   $("print-card-qr").replaceChildren(qrSvg(link, t("host.invite.qrLabel")));

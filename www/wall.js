@@ -1,8 +1,14 @@
-// The wall: approved photos and videos, newest first, polled every 3 s.
-// The cursor only brings new approvals; a photo the host takes off the wall
-// afterwards is not signalled through it, so every 15 s (`?resync_ms=`) the
-// wall reads the whole approved set again from the start and drops what is
-// no longer in it.
+// The wall: approved photos and videos, newest first, live.
+// After the first read, the wall listens to the server's live feed
+// (Server-Sent Events, GET /v1/events/{slug}/wall/live): a new approval
+// shows within a second, a take-down at once. While the feed is not open
+// (an old server, a proxy that cuts it, `?live=0`), the wall polls with its
+// cursor every 3 s, as before. The cursor only brings new approvals; a photo
+// taken off the wall on another server is not signalled through it, so
+// every 15 s (`?resync_ms=`) the wall reads the whole approved set again
+// from the start and drops what is no longer in it. Photos are the server's
+// display renditions (no metadata); a rendition still being made is asked
+// for again.
 
 import { h, params, apiBase, showMessage, code, problemOf, isVideo } from "./common.js";
 import { t, translatePage } from "./i18n.js";
@@ -18,10 +24,15 @@ const event = p.get("event");
 const guestCode = p.get("code");
 const base = apiBase(p);
 const resyncMs = Math.max(1_000, Number(p.get("resync_ms")) || 15_000);
+const liveWanted = p.get("live") !== "0" && "EventSource" in window;
+/** Tries of an image that did not load (a rendition still being made). */
+const IMAGE_TRIES = 3;
 
 let cursor = null;
 const seen = new Set();
 let failures = 0;
+/** The live feed, once opened. */
+let live = null;
 
 translatePage();
 document.title = t("wall.docTitle");
@@ -85,8 +96,49 @@ async function resync() {
   setTimeout(resync, resyncMs);
 }
 
+/** Whether the live feed is open (then there is nothing to poll for). */
+function isLive() {
+  return live !== null && live.readyState === EventSource.OPEN;
+}
+
+/** Listens to the live feed from the cursor on; polling covers its gaps. */
+function listen() {
+  const url = new URL(`${base}/v1/events/${encodeURIComponent(event)}/wall/live`);
+  url.searchParams.set("code", guestCode);
+  if (cursor) url.searchParams.set("after", cursor);
+  live = new EventSource(url);
+  live.addEventListener("open", () => {
+    document.body.dataset.live = "1";
+    failures = 0;
+    updateStatus();
+  });
+  live.addEventListener("error", () => {
+    // It comes back by itself (with the last event's id) unless the server
+    // refused it; meanwhile the poll runs.
+    delete document.body.dataset.live;
+  });
+  live.addEventListener("items", (e) => {
+    const body = JSON.parse(e.data);
+    for (const item of body.items || []) add(item);
+    if (typeof body.next_cursor === "string") cursor = body.next_cursor;
+    updateStatus();
+  });
+  live.addEventListener("removed", (e) => {
+    const { id } = JSON.parse(e.data);
+    const li = $("wall").querySelector(`[data-id="${CSS.escape(String(id))}"]`);
+    if (li) li.remove();
+    seen.delete(id);
+    $("empty").hidden = $("wall").children.length > 0;
+    updateStatus();
+  });
+}
+
 async function poll(first = false) {
   let again = POLL_MS;
+  if (isLive()) {
+    setTimeout(poll, again);
+    return;
+  }
   try {
     const { items, next } = await fetchPage(cursor);
     for (const item of items) add(item);
@@ -107,7 +159,10 @@ async function poll(first = false) {
     $("status").textContent = t("wall.reconnecting");
     again = Math.min(30_000, POLL_MS * 2 ** Math.min(failures, 4));
   }
-  if (first) document.body.dataset.ready = "1";
+  if (first) {
+    document.body.dataset.ready = "1";
+    if (liveWanted && !document.body.dataset.error) listen();
+  }
   setTimeout(poll, again);
 }
 
@@ -121,7 +176,16 @@ function add(item) {
   } else {
     media = h("img", { src: item.url, alt: t("common.photo"), decoding: "async" });
   }
-  media.addEventListener("error", () => li.remove(), { once: true });
+  let tries = 1;
+  media.addEventListener("error", () => {
+    // A photo's rendition may still be in the making: ask again later.
+    if (media.tagName === "IMG" && tries < IMAGE_TRIES) {
+      tries += 1;
+      setTimeout(() => { media.src = `${item.url}&try=${tries}`; }, 3_000);
+      return;
+    }
+    li.remove();
+  });
   const li = h("li", { class: "wall-item", "data-testid": "wall-item", dataset: { id: item.id, approvedAt: item.approved_at || "" } }, media);
   // Newest first: items arrive in approval order.
   $("wall").prepend(li);

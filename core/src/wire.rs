@@ -694,12 +694,32 @@ pub struct ModerationRequest {
     pub reason: Option<String>,
 }
 
+/// A media record as its event's host sees it (the media list, a
+/// moderation answer): the record, whose `url` is the display rendition as
+/// everyone's is, and the original's URL, which only hosts get.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostMedia {
+    /// The record.
+    #[serde(flatten)]
+    pub media: Media,
+    /// The original bytes, as uploaded, with their metadata (location,
+    /// camera): for the host alone.
+    pub original_url: String,
+    /// How far its display renditions are: `pending`, `ready`, or
+    /// `placeholder` (there is none: the URLs serve a placeholder image).
+    pub preview: String,
+    /// Why there is only the placeholder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview_reason: Option<String>,
+}
+
 /// `GET /v1/events/{slug}/media` answer (host).
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MediaListResponse {
     /// Media records, oldest first.
-    pub media: Vec<Media>,
+    pub media: Vec<HostMedia>,
     /// Uploads that were not stored because their bytes already were (in
     /// the event's dedup scope).
     #[serde(default)]
@@ -712,9 +732,16 @@ pub struct MediaListResponse {
 pub struct WallItem {
     /// Media id.
     pub id: Uuid,
-    /// Where the bytes can be read.
+    /// The display rendition (a photo about 1,600 px on its long edge, with
+    /// no metadata; a video as uploaded; else a placeholder image).
     pub url: String,
-    /// Content type.
+    /// The thumbnail (about 400 px; a placeholder image for a video).
+    #[serde(default)]
+    pub thumb_url: String,
+    /// When `url` serves a placeholder image: why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placeholder: Option<String>,
+    /// Content type of the original (`video/…` plays from `url`).
     pub content_type: String,
     /// When it was approved.
     pub approved_at: String,

@@ -173,6 +173,11 @@ pub struct Config {
     #[arg(long, env = "UPLOAD_ONCE_PART_SIZE", default_value = "8MiB", value_parser = parse_bytes)]
     pub part_size: u64,
 
+    /// How many photos are made into display renditions at once (decoding
+    /// takes a core and up to 256 MiB each).
+    #[arg(long, env = "UPLOAD_ONCE_RENDITION_WORKERS", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub rendition_workers: u16,
+
     /// Create this event at startup (if missing) and print its guest, host
     /// and wall links.
     #[arg(long, env = "UPLOAD_ONCE_DEMO_EVENT")]
@@ -294,6 +299,11 @@ impl Config {
             Some(url) => url.trim_end_matches('/').to_owned(),
             None => format!("http://{}", self.listen),
         }
+    }
+
+    /// How the renditions and the live walls are tuned.
+    pub fn media_settings(&self) -> crate::media::MediaSettings {
+        crate::media::MediaSettings { workers: usize::from(self.rendition_workers), ..Default::default() }
     }
 
     /// The session lifetime actually used: at least the attempt TTL.

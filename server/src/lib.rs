@@ -19,6 +19,7 @@ pub mod dedup;
 pub mod error;
 pub mod limits;
 pub mod logs;
+pub mod media;
 pub mod metrics;
 pub mod multipart;
 pub mod openapi;
@@ -131,7 +132,9 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
         .database_url
         .clone()
         .unwrap_or_else(|| format!("sqlite://{}", config.data_dir.join("upload-once.db").display()));
-    let records = open_records(&database_url).await?;
+    let sql = SqlStore::open(&database_url).await?;
+    let media = media::MediaServices::new(sql.pool().clone(), config.media_settings());
+    let records: Arc<dyn RecordStore> = Arc::new(sql);
     let admin_token: Arc<str> = config.admin_token.clone().unwrap_or_else(new_token).into();
     let ops = Arc::new(ops::Ops::default());
     let limits = Arc::new(limits::Limits::new(config.limits.clone())?);
@@ -146,6 +149,7 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
         ops,
         metrics,
         limits,
+        media,
     })
 }
 
@@ -195,6 +199,8 @@ pub async fn run(config: Config) -> Result<()> {
         ensure_demo_event(&state, &slug).await?;
     }
     sweeper::spawn(state.clone(), sweep_interval);
+    // Renditions are made as long as the server runs.
+    let _workers = media::jobs::spawn(&state);
     let listener = tokio::net::TcpListener::bind(listen).await?;
     println!("upload-once-server listening on {} (public URL {})", listener.local_addr()?, state.config.public_base());
     shutdown::serve(listener, state, async {

@@ -6,13 +6,15 @@
 //! | --- | --- | --- | --- |
 //! | `upload_once_http_requests_total` | counter | `route` (the matched route, `unmatched` for none), `method`, `status` | [`count_requests`], every answered request |
 //! | `upload_once_confirms_total` | counter | `outcome`: `created`, `deduplicated`, `replayed`, `rejected`, `expired`, `object_missing` | confirm ([`ConfirmOutcome`]) |
-//! | `upload_once_object_store_request_duration_seconds` | histogram | `operation`: `head`, `get`, `delete`, `list`, `probe`, `create_multipart`, `list_parts`, `complete_multipart`, `abort_multipart` | [`MeasuredObjects`] |
+//! | `upload_once_object_store_request_duration_seconds` | histogram | `operation`: `head`, `get` (whole or a range), `put` (renditions), `delete`, `list`, `probe`, `create_multipart`, `list_parts`, `complete_multipart`, `abort_multipart` | [`MeasuredObjects`] |
 //! | `upload_once_object_store_errors_total` | counter | `operation` | [`MeasuredObjects`] |
 //! | `upload_once_client_hangups_total` | counter | — | [`crate::ops::Ops::hangups`] |
 //! | `upload_once_requests_in_flight` | gauge | — | [`crate::ops::Ops::requests_in_flight`] |
 //! | `upload_once_database_dirty_connections_discarded_total` | counter | — | [`crate::store::RecordStore::dirty_connections_discarded`] |
 //! | `upload_once_sweep_backlog_expired_attempts` | gauge | — | [`crate::store::RecordStore::sweep_backlog`], at each scrape |
 //! | `upload_once_sweep_backlog_dead_objects` | gauge | — | the same |
+//! | `upload_once_media_answers_total` | counter | `answer`: `full`, `partial`, `unsatisfiable`, `redirect`, `placeholder` | [`crate::media::MediaServices::count`], the media URLs |
+//! | `upload_once_live_walls` | gauge | — | walls listening to their live feed now |
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -35,7 +37,8 @@ use upload_once_core::wire::UploadInstruction;
 use crate::error::{Error, Result};
 use crate::ops::LOCK_WAIT;
 use crate::state::AppState;
-use crate::storage::{ListedPart, ObjectBody, ObjectMeta, ObjectStore, PartGrant, PutGrant};
+use crate::storage::{GetAnswer, ListedPart, ObjectBody, ObjectMeta, ObjectStore, PartGrant, PutGrant};
+use upload_once_core::time::UnixMillis;
 
 /// The media type of the OpenMetrics text format.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -58,9 +61,10 @@ struct OperationLabels {
 }
 
 /// The object store's operations, as labelled.
-const OPERATIONS: [&str; 9] = [
+const OPERATIONS: [&str; 10] = [
     "head",
     "get",
+    "put",
     "delete",
     "list",
     "probe",
@@ -250,6 +254,7 @@ pub async fn serve(State(state): State<AppState>) -> Response {
         Ok(Err(e)) => tracing::debug!("metrics: the sweep backlog is left out: {e}"),
         Err(_) => tracing::debug!("metrics: the sweep backlog is left out: the database did not answer in time"),
     }
+    state.media.register_metrics(&mut live);
     let mut text = String::new();
     let encoded = encode_registry(&mut text, &state.metrics.registry)
         .and_then(|()| encode_registry(&mut text, &live))
@@ -311,6 +316,18 @@ impl ObjectStore for MeasuredObjects {
 
     async fn get(&self, key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {
         self.measure("get", self.inner.get(key)).await
+    }
+
+    async fn get_range(&self, key: &str, first: u64, last: u64) -> Result<Option<(ObjectMeta, ObjectBody)>> {
+        self.measure("get", self.inner.get_range(key, first, last)).await
+    }
+
+    async fn put(&self, key: &str, content_type: &str, bytes: bytes::Bytes) -> Result<ObjectMeta> {
+        self.measure("put", self.inner.put(key, content_type, bytes)).await
+    }
+
+    fn presign_get(&self, key: &str, expires_at: UnixMillis, answer: &GetAnswer<'_>) -> Option<String> {
+        self.inner.presign_get(key, expires_at, answer)
     }
 
     async fn delete(&self, key: &str) -> Result<()> {

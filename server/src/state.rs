@@ -36,6 +36,8 @@ pub struct AppState {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Quotas, rate limits and timeouts.
     pub limits: Arc<crate::limits::Limits>,
+    /// Renditions, live walls (issue 17).
+    pub media: Arc<crate::media::MediaServices>,
 }
 
 impl AppState {
@@ -60,22 +62,31 @@ impl AppState {
         (self.now() + self.url_ttl_ms()).min(attempt_expires_at)
     }
 
-    fn media_message(id: Uuid) -> String {
-        format!("GET\n{id}")
+    /// The URL everyone is given for a media record: its display rendition
+    /// (guests at confirm and in status, the wall, the host's list alike).
+    /// The same signature opens its thumbnail (`/thumb`).
+    pub fn media_url(&self, id: Uuid) -> String {
+        self.rendition_url(id, crate::media::Size::Display)
     }
 
-    /// The capability URL that serves a media record's bytes.
-    pub fn media_url(&self, id: Uuid) -> String {
+    /// The URL of one rendition of a media record.
+    pub fn rendition_url(&self, id: Uuid, size: crate::media::Size) -> String {
         format!(
-            "{}/v1/media/{id}/content?sig={}",
+            "{}/v1/media/{id}/{}?sig={}",
             self.config.public_base(),
-            self.signer.sign(&Self::media_message(id))
+            size.as_str(),
+            crate::media::sign_rendition(&self.signer, id)
         )
     }
 
-    /// Checks a media URL signature.
-    pub fn verify_media_sig(&self, id: Uuid, sig: &str) -> bool {
-        self.signer.verify(&Self::media_message(id), sig)
+    /// The URL of a media record's original bytes, metadata and all: only
+    /// its event's host is given it.
+    pub fn original_url(&self, id: Uuid) -> String {
+        format!(
+            "{}/v1/media/{id}/content?sig={}",
+            self.config.public_base(),
+            crate::media::sign_original(&self.signer, id)
+        )
     }
 
     /// A media record as the protocol shows it.
@@ -110,11 +121,14 @@ impl AppState {
         }
     }
 
-    /// A wall entry.
+    /// A wall entry (its `placeholder` reason is filled from the rendition
+    /// job, [`crate::routes::media::wall_items`]).
     pub fn wall_item(&self, m: &MediaRow) -> WallItem {
         WallItem {
             id: m.id,
             url: self.media_url(m.id),
+            thumb_url: self.rendition_url(m.id, crate::media::Size::Thumb),
+            placeholder: None,
             content_type: m.content_type.clone(),
             approved_at: format_rfc3339(m.moderated_at.unwrap_or(m.created_at)),
         }

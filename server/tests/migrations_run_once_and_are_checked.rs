@@ -22,6 +22,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (2, "readiness", include_str!("../migrations/postgres/0002_readiness.sql")),
             (3, "multipart", include_str!("../migrations/postgres/0003_multipart.sql")),
             (4, "dedup", include_str!("../migrations/postgres/0004_dedup.sql")),
+            (10, "renditions", include_str!("../migrations/postgres/0010_renditions.sql")),
             (20, "attempt ids unique", include_str!("../migrations/postgres/0020_attempt_ids_unique.sql")),
         ]
     } else {
@@ -30,6 +31,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (2, "readiness", include_str!("../migrations/sqlite/0002_readiness.sql")),
             (3, "multipart", include_str!("../migrations/sqlite/0003_multipart.sql")),
             (4, "dedup", include_str!("../migrations/sqlite/0004_dedup.sql")),
+            (10, "renditions", include_str!("../migrations/sqlite/0010_renditions.sql")),
             (20, "attempt ids unique", include_str!("../migrations/sqlite/0020_attempt_ids_unique.sql")),
         ]
     }

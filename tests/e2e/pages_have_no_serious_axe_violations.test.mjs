@@ -63,7 +63,9 @@ test("guest, host and wall pages have no serious or critical axe violations", as
   await host.waitForSelector("[data-testid='reject-reason']");
   await host.click("[data-testid='filter-all']");
   await assertNoSeriousViolations(host, "host page, all items, a reject form open");
+  // A server too old to tell the host the guest code: the page asks for it.
   const asking = await context.newPage();
+  await asking.route("**/invite", (route) => route.fulfill({ status: 404, contentType: "application/problem+json", body: JSON.stringify({ type: "urn:upload-once:route_not_found", title: "Not Found", status: 404, code: "route_not_found", retryable: false }) }));
   await asking.goto(hostUrl(server, ev));
   await asking.waitForSelector("[data-testid='guest-code-input']");
   await asking.fill("[data-testid='guest-code-input']", "not-the-code");

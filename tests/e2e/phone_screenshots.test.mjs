@@ -56,7 +56,7 @@ test("every page and state at 360 and 1280 px, none scrolling sideways", async (
   // Offline: the banner, every card waiting.
   await context.setOffline(true);
   await guest.waitForSelector("[data-testid='offline-banner']", { state: "visible" });
-  await until("every attempt paused", async () => (await attempts(guest)).every((a) => a.paused && a.transfer !== "uploading"), 30_000, 50);
+  await until("every attempt offline", async () => (await attempts(guest)).every((a) => a.offline && a.transfer !== "uploading"), 30_000, 50);
   await shoot(guest, "guest-offline");
   await context.setOffline(false);
   await slow(cdp, null);

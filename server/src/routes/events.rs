@@ -167,7 +167,7 @@ pub async fn list_media(
 ) -> Result<Json<MediaListResponse>> {
     let rows = state.records.list_media(event.id, query.moderation).await?;
     let deduplicated = state.records.deduplicated(event.id).await?;
-    Ok(Json(MediaListResponse { media: rows.iter().map(|m| state.media_json(m)).collect(), deduplicated }))
+    Ok(Json(MediaListResponse { media: super::media::host_media(&state, &rows).await?, deduplicated }))
 }
 
 /// `POST /v1/media/{id}/moderation`
@@ -176,7 +176,7 @@ pub async fn list_media(
     request_body = ModerationRequest,
     security(("host" = [])),
     responses(
-        (status = 200, body = upload_once_core::wire::Media),
+        (status = 200, body = upload_once_core::wire::HostMedia),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
@@ -185,7 +185,7 @@ pub async fn moderate(
     State(state): State<AppState>,
     HostOfMedia { media, event }: HostOfMedia,
     ApiJson(req): ApiJson<ModerationRequest>,
-) -> Result<Json<upload_once_core::wire::Media>> {
+) -> Result<Json<upload_once_core::wire::HostMedia>> {
     let id = media.id;
     let reason = req.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
     if reason.is_some_and(|r| r.chars().count() > MAX_REASON_CHARS) {
@@ -196,7 +196,8 @@ pub async fn moderate(
         .moderate(event.id, id, req.decision, reason, state.now())
         .await?
         .ok_or_else(|| Error::not_found("media"))?;
-    Ok(Json(state.media_json(&row)))
+    super::media::moderated(&state, &row);
+    Ok(Json(super::media::host_media(&state, std::slice::from_ref(&row)).await?.remove(0)))
 }
 
 /// Query of the wall.
@@ -209,11 +210,13 @@ pub struct WallQuery {
     pub code: Option<String>,
 }
 
-fn encode_cursor(seq: i64) -> String {
+/// The opaque wall cursor of a wall position.
+pub(crate) fn encode_cursor(seq: i64) -> String {
     format!("w{seq:x}")
 }
 
-fn decode_cursor(cursor: &str) -> Result<i64> {
+/// The wall position of a cursor this server issued.
+pub(crate) fn decode_cursor(cursor: &str) -> Result<i64> {
     cursor
         .strip_prefix('w')
         .and_then(|hex| i64::from_str_radix(hex, 16).ok())
@@ -221,7 +224,8 @@ fn decode_cursor(cursor: &str) -> Result<i64> {
         .ok_or_else(|| Error::problem(ErrorCode::InvalidQuery, "`after` is not a cursor this server issued"))
 }
 
-fn may_see_wall(headers: &HeaderMap, query: &WallQuery, event: &EventRow) -> Result<()> {
+/// Whether the request may read the event's wall (§3.11's credentials).
+pub(crate) fn may_see_wall(headers: &HeaderMap, query: &WallQuery, event: &EventRow) -> Result<()> {
     if let Some(token) = bearer(headers) {
         let hash = token_hash(token);
         if constant_time_eq(&hash, &event.wall_token_hash) || constant_time_eq(&hash, &event.host_token_hash) {
@@ -260,8 +264,5 @@ pub async fn wall(
     let after = query.after.as_deref().map(decode_cursor).transpose()?.unwrap_or(0);
     let rows = state.records.wall(event.id, after, WALL_PAGE).await?;
     let next = rows.last().and_then(|m| m.wall_seq).unwrap_or(after);
-    Ok(Json(WallResponse {
-        items: rows.iter().map(|m| state.wall_item(m)).collect(),
-        next_cursor: encode_cursor(next),
-    }))
+    Ok(Json(WallResponse { items: super::media::wall_items(&state, &rows).await?, next_cursor: encode_cursor(next) }))
 }

@@ -7,6 +7,7 @@ pub mod assets;
 pub mod attempts;
 pub mod events;
 pub mod extract;
+pub mod media;
 pub mod storage;
 
 use std::time::Duration;
@@ -151,7 +152,13 @@ pub fn api(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(attempts::renew))
         .routes(routes!(attempts::sign_parts))
         .routes(routes!(events::moderate))
-        .routes(routes!(storage::media_content))
+        .routes(routes!(media::original))
+        .routes(routes!(media::display))
+        .routes(routes!(media::thumb))
+        .routes(routes!(media::wall_live))
+        .routes(routes!(media::invite))
+        .routes(routes!(media::archive_link))
+        .routes(routes!(media::archive))
         .routes(routes!(admin_sweep))
         .route("/v1/admin/test-hooks", post(admin_test_hooks))
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))

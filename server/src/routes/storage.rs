@@ -1,14 +1,13 @@
-//! The embedded store's signed PUT endpoint, and media read-back.
+//! The embedded store's signed PUT endpoint (media are read back through
+//! [`super::media`]).
 
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
 use upload_once_core::ErrorCode;
 use upload_once_core::restrictions::normalize_content_type;
 use upload_once_core::wire::{AttemptState, Problem};
-use uuid::Uuid;
 
 use super::extract::{ApiPath, ApiQuery};
 use crate::error::{Error, Result};
@@ -110,70 +109,6 @@ pub async fn put_object(
     let mut response = StatusCode::OK.into_response();
     if let Ok(etag) = HeaderValue::from_str(&format!("\"{sha256}\"")) {
         response.headers_mut().insert(header::ETAG, etag);
-    }
-    Ok(response)
-}
-
-/// Content types a browser may render inline from this origin. Anything
-/// else (HTML, SVG, scripts, unknown) is sent as a download.
-const INLINE_TYPES: &[&str] = &[
-    "image/jpeg",
-    "image/png",
-    "image/gif",
-    "image/webp",
-    "image/avif",
-    "image/heic",
-    "image/heif",
-    "image/bmp",
-    "video/mp4",
-    "video/webm",
-    "video/quicktime",
-    "video/ogg",
-];
-
-/// Query of a media read.
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-pub struct MediaContentQuery {
-    /// The signature from the media URL.
-    pub sig: String,
-}
-
-/// `GET /v1/media/{id}/content`: the bytes of a media record, served so
-/// that nothing uploaded can run script on this origin.
-#[utoipa::path(get, path = "/v1/media/{id}/content", tag = "wall",
-    params(("id" = Uuid, Path, description = "Media id"), MediaContentQuery),
-    responses(
-        (status = 200, description = "The bytes: allow-listed image/video types inline, anything else as an attachment; always nosniff and a sandboxing CSP"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
-    ))]
-pub async fn media_content(
-    State(state): State<AppState>,
-    ApiPath(id): ApiPath<Uuid>,
-    ApiQuery(query): ApiQuery<MediaContentQuery>,
-) -> Result<Response> {
-    if !state.verify_media_sig(id, &query.sig) {
-        return Err(Error::not_found("media"));
-    }
-    let media = state.records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
-    let (meta, stream) = state.objects.get(&media.object_key).await?.ok_or_else(|| Error::not_found("media"))?;
-    let inline = INLINE_TYPES.contains(&media.content_type.as_str());
-    let content_type = if inline { media.content_type.as_str() } else { "application/octet-stream" };
-    let mut response = Response::new(Body::from_stream(stream));
-    let h = response.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_str(content_type).unwrap_or(HeaderValue::from_static("application/octet-stream")),
-    );
-    h.insert(header::CONTENT_LENGTH, HeaderValue::from(meta.size));
-    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
-    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("default-src 'none'; sandbox"));
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, max-age=86400"));
-    h.insert("cross-origin-resource-policy", HeaderValue::from_static("cross-origin"));
-    if let Ok(etag) = HeaderValue::from_str(&meta.etag) {
-        h.insert(header::ETAG, etag);
-    }
-    if !inline {
-        h.insert(header::CONTENT_DISPOSITION, HeaderValue::from_static("attachment"));
     }
     Ok(response)
 }

@@ -87,6 +87,18 @@ pub struct ListedPart {
     pub etag: String,
 }
 
+/// How a store that serves a browser directly ([`ObjectStore::presign_get`])
+/// must answer: the headers the server would have sent itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GetAnswer<'a> {
+    /// `Content-Type` of the answer.
+    pub content_type: &'a str,
+    /// `Content-Disposition`, when not inline.
+    pub disposition: Option<&'a str>,
+    /// `Cache-Control`.
+    pub cache_control: &'a str,
+}
+
 /// Where the bytes live.
 #[async_trait]
 pub trait ObjectStore: Send + Sync + 'static {
@@ -117,6 +129,21 @@ pub trait ObjectStore: Send + Sync + 'static {
 
     /// The object's metadata and bytes.
     async fn get(&self, key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>>;
+
+    /// The object's metadata and its bytes `first..=last` (both within the
+    /// object: the caller checks the range against the size it read with
+    /// [`ObjectStore::head`]); `None` if it is not stored.
+    async fn get_range(&self, key: &str, first: u64, last: u64) -> Result<Option<(ObjectMeta, ObjectBody)>>;
+
+    /// Stores the server's own bytes under `key` (a photo's renditions),
+    /// replacing what is there: every reader sees the old object or the new
+    /// one, whole.
+    async fn put(&self, key: &str, content_type: &str, bytes: Bytes) -> Result<ObjectMeta>;
+
+    /// A URL a browser can read the object from directly (ranges included),
+    /// answered with `answer`'s headers, valid until `expires_at`; `None`
+    /// when this server serves the bytes itself (the embedded store).
+    fn presign_get(&self, key: &str, expires_at: UnixMillis, answer: &GetAnswer<'_>) -> Option<String>;
 
     /// Deletes the object (absent is fine).
     async fn delete(&self, key: &str) -> Result<()>;

@@ -138,6 +138,20 @@ impl ObjectStore for HeadGate {
     async fn get(&self, key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {
         self.inner.get(key).await
     }
+    async fn get_range(&self, key: &str, first: u64, last: u64) -> Result<Option<(ObjectMeta, ObjectBody)>> {
+        self.inner.get_range(key, first, last).await
+    }
+    async fn put(&self, key: &str, content_type: &str, bytes: bytes::Bytes) -> Result<ObjectMeta> {
+        self.inner.put(key, content_type, bytes).await
+    }
+    fn presign_get(
+        &self,
+        key: &str,
+        expires_at: upload_once_core::time::UnixMillis,
+        answer: &upload_once_server::storage::GetAnswer<'_>,
+    ) -> Option<String> {
+        self.inner.presign_get(key, expires_at, answer)
+    }
     async fn delete(&self, key: &str) -> Result<()> {
         self.inner.delete(key).await
     }

@@ -1,0 +1,450 @@
+//! Rendition jobs: one row per media record in `rendition_jobs`, made by a
+//! scan for media without one (every [`MediaSettings::scan_interval`], and
+//! at once when a rendition is asked for), and run by a bounded pool of
+//! workers ([`MediaSettings::workers`]), off the request path.
+//!
+//! A worker *claims* a job with one `UPDATE … RETURNING`: it becomes
+//! `running` with a lease (`due_at`), renewed while the worker works. A job
+//! whose worker died (a crash, a kill, a lost instance) is claimed again
+//! once its lease has run out; `tries` counts the claims and fences a late
+//! finish of an earlier one. A job ends `done` (both renditions stored) or
+//! `placeholder` (with the reason: not a photo, not decodable, too large,
+//! or [`MAX_TRIES`] claims that each failed to reach the stores). A failure
+//! to reach a store puts the job back in the queue for later.
+//!
+//! [`MediaSettings::scan_interval`]: super::MediaSettings::scan_interval
+//! [`MediaSettings::workers`]: super::MediaSettings::workers
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use sqlx::{AnyPool, Row};
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
+use upload_once_core::time::UnixMillis;
+use uuid::Uuid;
+
+use super::Size;
+use super::renditions::{self, MAX_SOURCE_BYTES, RENDITION_TYPE};
+use crate::error::Result;
+use crate::state::AppState;
+
+/// Claims of one job before it is given the placeholder.
+pub const MAX_TRIES: i64 = 5;
+/// Media scanned for a missing job at once.
+const SCAN_BATCH: i64 = 500;
+
+/// Where a job stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobState {
+    /// Waiting for a worker (or for its retry time).
+    Queued,
+    /// A worker has it (until its lease runs out).
+    Running,
+    /// Both renditions are stored.
+    Done,
+    /// There is no rendition; the placeholder stands for it, with a reason.
+    Placeholder,
+}
+
+impl JobState {
+    fn parse(text: &str) -> JobState {
+        match text {
+            "running" => JobState::Running,
+            "done" => JobState::Done,
+            "placeholder" => JobState::Placeholder,
+            _ => JobState::Queued,
+        }
+    }
+
+    /// The word the API uses: `pending`, `ready` or `placeholder`.
+    pub fn as_api(self) -> &'static str {
+        match self {
+            JobState::Queued | JobState::Running => "pending",
+            JobState::Done => "ready",
+            JobState::Placeholder => "placeholder",
+        }
+    }
+}
+
+/// A job as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobRow {
+    /// The media record.
+    pub media_id: Uuid,
+    /// Its state.
+    pub state: JobState,
+    /// How many times it was claimed.
+    pub tries: i64,
+    /// Why there is no rendition (placeholder), or the last failure.
+    pub reason: Option<String>,
+    /// The display rendition's size, once done.
+    pub width: Option<i64>,
+    /// The display rendition's height, once done.
+    pub height: Option<i64>,
+}
+
+/// A job a worker holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Claimed {
+    /// The media record.
+    pub media_id: Uuid,
+    /// The claim's number (fences a finish by an earlier claim).
+    pub tries: i64,
+}
+
+fn job_from_row(row: &sqlx::any::AnyRow) -> Result<JobRow> {
+    let id: String = row.try_get("media_id")?;
+    let state: String = row.try_get("state")?;
+    Ok(JobRow {
+        media_id: Uuid::parse_str(&id).map_err(|e| crate::Error::Database(sqlx::Error::Decode(Box::new(e))))?,
+        state: JobState::parse(&state),
+        tries: row.try_get("tries")?,
+        reason: row.try_get("reason")?,
+        width: row.try_get("width")?,
+        height: row.try_get("height")?,
+    })
+}
+
+/// The media features' own reads and writes (the job table; the wall's
+/// newest position), over the records' pool, in SQL both databases take.
+#[derive(Clone, Debug)]
+pub struct MediaDb {
+    pool: AnyPool,
+}
+
+impl MediaDb {
+    /// Over this pool.
+    pub fn new(pool: AnyPool) -> MediaDb {
+        MediaDb { pool }
+    }
+
+    /// Makes a queued job for each media record that has none (at most
+    /// [`SCAN_BATCH`]); how many were made.
+    pub async fn enqueue_missing(&self, now: UnixMillis) -> Result<u64> {
+        let done = sqlx::query(
+            "INSERT INTO rendition_jobs (media_id, state, tries, due_at, created_at)
+             SELECT m.id, 'queued', 0, $1, $1 FROM media m
+             WHERE NOT EXISTS (SELECT 1 FROM rendition_jobs j WHERE j.media_id = m.id)
+             ORDER BY m.created_at LIMIT $2
+             ON CONFLICT (media_id) DO NOTHING",
+        )
+        .bind(now)
+        .bind(SCAN_BATCH)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// Makes the job of one media record if it has none.
+    pub async fn enqueue(&self, media_id: Uuid, now: UnixMillis) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO rendition_jobs (media_id, state, tries, due_at, created_at)
+             SELECT m.id, 'queued', 0, $2, $2 FROM media m WHERE m.id = $1
+             ON CONFLICT (media_id) DO NOTHING",
+        )
+        .bind(media_id.to_string())
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Takes the job due first (queued and due, or running with its lease
+    /// run out) for `lease`.
+    pub async fn claim(&self, now: UnixMillis, lease: Duration) -> Result<Option<Claimed>> {
+        let row = sqlx::query(
+            "UPDATE rendition_jobs SET state = 'running', tries = tries + 1, due_at = $1
+             WHERE media_id = (SELECT media_id FROM rendition_jobs
+                               WHERE state IN ('queued', 'running') AND due_at <= $2
+                               ORDER BY due_at LIMIT 1)
+               AND state IN ('queued', 'running') AND due_at <= $2
+             RETURNING media_id, tries",
+        )
+        .bind(now + lease.as_millis() as i64)
+        .bind(now)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let id: String = row.try_get("media_id")?;
+        Ok(Uuid::parse_str(&id).ok().map(|media_id| Claimed { media_id, tries: row.try_get("tries").unwrap_or(0) }))
+    }
+
+    /// Moves a held job's lease to `until`; false when the claim is no
+    /// longer this worker's.
+    pub async fn renew(&self, job: Claimed, until: UnixMillis) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE rendition_jobs SET due_at = $1 WHERE media_id = $2 AND state = 'running' AND tries = $3",
+        )
+        .bind(until)
+        .bind(job.media_id.to_string())
+        .bind(job.tries)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Ends a held job: `done` with the display size, or `placeholder` with
+    /// the reason.
+    pub async fn finish(&self, job: Claimed, outcome: &Result<(u32, u32), String>, now: UnixMillis) -> Result<()> {
+        let (state, reason, size) = match outcome {
+            Ok(size) => ("done", None, Some(*size)),
+            Err(reason) => ("placeholder", Some(reason.as_str()), None),
+        };
+        sqlx::query(
+            "UPDATE rendition_jobs SET state = $1, reason = $2, width = $3, height = $4, finished_at = $5
+             WHERE media_id = $6 AND state = 'running' AND tries = $7",
+        )
+        .bind(state)
+        .bind(reason)
+        .bind(size.map(|s| i64::from(s.0)))
+        .bind(size.map(|s| i64::from(s.1)))
+        .bind(now)
+        .bind(job.media_id.to_string())
+        .bind(job.tries)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Puts a held job back in the queue, due at `at`, with the failure.
+    pub async fn retry_later(&self, job: Claimed, at: UnixMillis, reason: &str) -> Result<()> {
+        sqlx::query(
+            "UPDATE rendition_jobs SET state = 'queued', due_at = $1, reason = $2
+             WHERE media_id = $3 AND state = 'running' AND tries = $4",
+        )
+        .bind(at)
+        .bind(reason)
+        .bind(job.media_id.to_string())
+        .bind(job.tries)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The jobs of these media records (those that have one).
+    pub async fn jobs(&self, ids: &[Uuid]) -> Result<Vec<JobRow>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list = (1..=ids.len()).map(|n| format!("${n}")).collect::<Vec<_>>().join(", ");
+        let sql = format!(
+            "SELECT media_id, state, tries, reason, width, height FROM rendition_jobs WHERE media_id IN ({list})"
+        );
+        let mut query = sqlx::query(&sql);
+        for id in ids {
+            query = query.bind(id.to_string());
+        }
+        query.fetch_all(&self.pool).await?.iter().map(job_from_row).collect()
+    }
+
+    /// The job of one media record.
+    pub async fn job(&self, id: Uuid) -> Result<Option<JobRow>> {
+        Ok(self.jobs(&[id]).await?.pop())
+    }
+
+    /// The newest wall position of an event (0 when nothing was approved).
+    pub async fn max_wall_seq(&self, event_id: i64) -> Result<i64> {
+        let max: Option<i64> = sqlx::query_scalar("SELECT MAX(wall_seq) FROM media WHERE event_id = $1")
+            .bind(event_id)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(max.unwrap_or(0))
+    }
+}
+
+/// Wake-ups between the handlers and the workers on one instance.
+#[derive(Debug)]
+pub struct JobEvents {
+    wake: Notify,
+    finished: watch::Sender<u64>,
+}
+
+impl Default for JobEvents {
+    fn default() -> Self {
+        JobEvents { wake: Notify::new(), finished: watch::Sender::new(0) }
+    }
+}
+
+impl JobEvents {
+    /// Wakes the scanner and the idle workers (new media, a job asked for).
+    pub fn wake(&self) {
+        self.wake.notify_waiters();
+    }
+
+    /// Tells waiting requests that a job ended.
+    fn finished(&self) {
+        self.finished.send_modify(|n| *n += 1);
+    }
+
+    /// A receiver that changes whenever a job ends on this instance.
+    pub fn watch_finished(&self) -> watch::Receiver<u64> {
+        self.finished.subscribe()
+    }
+}
+
+/// The running workers and scanner; dropping it stops them (tests).
+#[derive(Debug)]
+pub struct Workers {
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Workers {
+    /// Stops every task at once, wherever it is (what a crash does).
+    pub fn abort(&mut self) {
+        for task in self.tasks.drain(..) {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        self.abort();
+    }
+}
+
+/// Starts the scanner and the workers over `state`.
+pub fn spawn(state: &AppState) -> Workers {
+    let mut tasks = vec![tokio::spawn(scanner(state.clone()))];
+    for n in 0..state.media.settings.workers.max(1) {
+        tasks.push(tokio::spawn(worker(state.clone(), n)));
+    }
+    Workers { tasks }
+}
+
+/// Waits until woken or `interval` has passed.
+async fn idle(state: &AppState, interval: Duration) {
+    let _ = tokio::time::timeout(interval, state.media.events.wake.notified()).await;
+}
+
+async fn scanner(state: AppState) {
+    loop {
+        match state.media.db.enqueue_missing(state.now()).await {
+            Ok(0) => idle(&state, state.media.settings.scan_interval).await,
+            Ok(_) => state.media.events.wake(),
+            Err(e) => {
+                tracing::warn!("rendition jobs: the scan for new media failed: {e}");
+                idle(&state, state.media.settings.scan_interval).await;
+            }
+        }
+    }
+}
+
+async fn worker(state: AppState, n: usize) {
+    let settings = &state.media.settings;
+    loop {
+        match state.media.db.claim(state.now(), settings.lease).await {
+            Ok(Some(job)) => run(&state, job).await,
+            Ok(None) => idle(&state, settings.scan_interval).await,
+            Err(e) => {
+                tracing::warn!(worker = n, "rendition jobs: could not claim a job: {e}");
+                idle(&state, settings.scan_interval).await;
+            }
+        }
+    }
+}
+
+/// Why a job did not make its renditions.
+enum Failure {
+    /// For good: the placeholder, with this reason.
+    Placeholder(String),
+    /// A store did not answer: again later.
+    Transient(String),
+}
+
+impl From<crate::Error> for Failure {
+    fn from(e: crate::Error) -> Self {
+        Failure::Transient(e.to_string())
+    }
+}
+
+/// Runs one held job to its end (or back into the queue).
+async fn run(state: &AppState, job: Claimed) {
+    let lease = state.media.settings.lease;
+    // The lease is renewed by the same task that renders, so that nothing
+    // renews it once the worker is gone.
+    let heartbeat = async {
+        loop {
+            tokio::time::sleep(lease / 3).await;
+            match state.media.db.renew(job, state.now() + lease.as_millis() as i64).await {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(e) => tracing::warn!(media = %job.media_id, "rendition job: the lease could not be renewed: {e}"),
+            }
+        }
+    };
+    let outcome = tokio::select! {
+        outcome = render(state, job.media_id) => outcome,
+        () = heartbeat => Err(Failure::Transient("another worker took the job".into())),
+    };
+    let now = state.now();
+    let written = match outcome {
+        Ok(size) => state.media.db.finish(job, &Ok(size), now).await,
+        Err(Failure::Placeholder(reason)) => {
+            tracing::info!(media = %job.media_id, "rendition job: a placeholder: {reason}");
+            state.media.db.finish(job, &Err(reason), now).await
+        }
+        Err(Failure::Transient(reason)) if job.tries >= MAX_TRIES => {
+            let reason = format!("no rendition after {} tries: {reason}", job.tries);
+            tracing::warn!(media = %job.media_id, "rendition job: {reason}");
+            state.media.db.finish(job, &Err(reason), now).await
+        }
+        Err(Failure::Transient(reason)) => {
+            let backoff = 1_000 * (1i64 << job.tries.clamp(0, 6));
+            tracing::warn!(media = %job.media_id, "rendition job: tried again in {backoff} ms: {reason}");
+            state.media.db.retry_later(job, now + backoff, &reason).await
+        }
+    };
+    if let Err(e) = written {
+        // The lease runs out and another claim does it again.
+        tracing::warn!(media = %job.media_id, "rendition job: its end could not be recorded: {e}");
+    }
+    state.media.events.finished();
+}
+
+/// Why a content type gets the placeholder.
+pub fn reason_for_type(content_type: &str) -> String {
+    if content_type.starts_with("video/") {
+        "a video: it is served as uploaded, and no still is made of it".to_owned()
+    } else if content_type.starts_with("image/") {
+        format!("{content_type} photos cannot be decoded by this server")
+    } else {
+        format!("{content_type} is not a photo")
+    }
+}
+
+/// Reads the original and stores both renditions; the display size.
+async fn render(state: &AppState, media_id: Uuid) -> std::result::Result<(u32, u32), Failure> {
+    let Some(media) = state.records.media(media_id).await? else {
+        return Err(Failure::Placeholder("the media record is gone".into()));
+    };
+    let Some(format) = renditions::decodable(&media.content_type) else {
+        return Err(Failure::Placeholder(reason_for_type(&media.content_type)));
+    };
+    if media.size > MAX_SOURCE_BYTES {
+        return Err(Failure::Placeholder(format!(
+            "{} bytes is more than the {MAX_SOURCE_BYTES} bytes a photo is decoded from",
+            media.size
+        )));
+    }
+    let Some((_, mut body)) = state.objects.get(&media.object_key).await? else {
+        return Err(Failure::Transient("the original is not in the object store".into()));
+    };
+    let mut bytes = Vec::with_capacity(media.size as usize);
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| Failure::Transient(format!("reading the original: {e}")))?;
+        if (bytes.len() + chunk.len()) as u64 > MAX_SOURCE_BYTES {
+            return Err(Failure::Placeholder("the original is larger than its record says".into()));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    let made = tokio::task::spawn_blocking(move || renditions::make(&bytes, format))
+        .await
+        .map_err(|e| Failure::Placeholder(format!("the decoder failed: {e}")))?
+        .map_err(Failure::Placeholder)?;
+    for (size, bytes) in [(Size::Thumb, made.thumb), (Size::Display, made.display)] {
+        state.objects.put(&size.key(&media.object_key), RENDITION_TYPE, bytes.into()).await?;
+    }
+    Ok((made.width, made.height))
+}

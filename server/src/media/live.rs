@@ -1,0 +1,153 @@
+//! The wall's live feed: one watcher per event that has listeners, however
+//! many walls listen. It reads what was approved after its position
+//! (`records.wall`, the cursor query) when this instance approves something
+//! (the moderation handler pokes it) or, for approvals on other instances,
+//! every [`MediaSettings::live_poll`]; and it broadcasts each new page,
+//! rendered once, to every wall of the event. A take-down on this instance
+//! is broadcast too; one on another instance reaches the walls through
+//! their periodic re-read.
+//!
+//! A listener never misses an item: it subscribes before it reads what it
+//! has not seen, and a page whose start lies past the listener's position
+//! (it subscribed while the watcher started, or fell behind and lost
+//! pages) makes it read the gap from the database itself.
+//!
+//! [`MediaSettings::live_poll`]: super::MediaSettings::live_poll
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{Notify, broadcast};
+use uuid::Uuid;
+
+use crate::state::AppState;
+
+/// Pages a slow listener may fall behind before it reads the gap itself.
+const BACKLOG: usize = 64;
+
+/// What the watcher tells every wall of an event.
+#[derive(Clone, Debug)]
+pub enum Change {
+    /// Newly approved media: the wall positions from `from` (exclusive) to
+    /// `to`, each item with its position and its JSON.
+    Approved {
+        /// The watcher's position before this page.
+        from: i64,
+        /// The position of the last item.
+        to: i64,
+        /// (position, the item as JSON).
+        items: Vec<(i64, String)>,
+    },
+    /// The host took this media off the wall.
+    Removed(Uuid),
+}
+
+struct Feed {
+    changes: broadcast::Sender<Arc<Change>>,
+    poke: Notify,
+}
+
+/// Every event's feed on this instance.
+#[derive(Default)]
+pub struct LiveHub {
+    feeds: Mutex<HashMap<i64, Arc<Feed>>>,
+}
+
+impl LiveHub {
+    /// Listens to an event's changes, starting its watcher if it has none.
+    pub fn subscribe(&self, state: &AppState, event_id: i64) -> broadcast::Receiver<Arc<Change>> {
+        let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(feed) = feeds.get(&event_id) {
+            return feed.changes.subscribe();
+        }
+        let (changes, receiver) = broadcast::channel(BACKLOG);
+        let feed = Arc::new(Feed { changes, poke: Notify::new() });
+        feeds.insert(event_id, feed.clone());
+        tokio::spawn(watch(state.clone(), event_id, feed));
+        receiver
+    }
+
+    /// Something changed on an event's wall (an approval on this instance).
+    pub fn poke(&self, event_id: i64) {
+        if let Some(feed) = self.feeds.lock().unwrap_or_else(|e| e.into_inner()).get(&event_id) {
+            feed.poke.notify_one();
+        }
+    }
+
+    /// The host took a media record off an event's wall.
+    pub fn removed(&self, event_id: i64, media_id: Uuid) {
+        if let Some(feed) = self.feeds.lock().unwrap_or_else(|e| e.into_inner()).get(&event_id) {
+            let _ = feed.changes.send(Arc::new(Change::Removed(media_id)));
+        }
+    }
+
+    /// Walls listening now, over all events (the metrics).
+    pub fn listeners(&self) -> usize {
+        self.feeds.lock().unwrap_or_else(|e| e.into_inner()).values().map(|f| f.changes.receiver_count()).sum()
+    }
+
+    /// Ends a feed nobody listens to any more; false if someone subscribed
+    /// meanwhile.
+    fn close_if_unused(&self, event_id: i64, feed: &Arc<Feed>) -> bool {
+        let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
+        if feed.changes.receiver_count() > 0 {
+            return false;
+        }
+        if feeds.get(&event_id).is_some_and(|f| Arc::ptr_eq(f, feed)) {
+            feeds.remove(&event_id);
+        }
+        true
+    }
+}
+
+/// Renders media rows as wall items, one JSON each.
+pub async fn render(state: &AppState, rows: &[crate::store::MediaRow]) -> crate::Result<Vec<(i64, String)>> {
+    let items = crate::routes::media::wall_items(state, rows).await?;
+    Ok(rows
+        .iter()
+        .zip(items)
+        .map(|(row, item)| (row.wall_seq.unwrap_or(0), serde_json::to_string(&item).unwrap_or_default()))
+        .collect())
+}
+
+async fn watch(state: AppState, event_id: i64, feed: Arc<Feed>) {
+    let poll = state.media.settings.live_poll;
+    let mut position = loop {
+        match state.media.db.max_wall_seq(event_id).await {
+            Ok(seq) => break seq,
+            Err(e) => {
+                tracing::warn!(event_id, "live wall: could not read the wall's position: {e}");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    };
+    loop {
+        let _ = tokio::time::timeout(poll, feed.poke.notified()).await;
+        if feed.changes.receiver_count() == 0 && state.media.live.close_if_unused(event_id, &feed) {
+            return;
+        }
+        loop {
+            let rows = match state.records.wall(event_id, position, 100).await {
+                Ok(rows) => rows,
+                Err(e) => {
+                    tracing::debug!(event_id, "live wall: could not read the wall: {e}");
+                    break;
+                }
+            };
+            let Some(to) = rows.last().and_then(|m| m.wall_seq) else { break };
+            let items = match render(&state, &rows).await {
+                Ok(items) => items,
+                Err(e) => {
+                    tracing::debug!(event_id, "live wall: could not read the renditions: {e}");
+                    break;
+                }
+            };
+            let _ = feed.changes.send(Arc::new(Change::Approved { from: position, to, items }));
+            position = to;
+            if rows.len() < 100 {
+                break;
+            }
+        }
+    }
+}

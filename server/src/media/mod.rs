@@ -1,0 +1,221 @@
+//! What the server does with stored media, beyond storing it once (issue
+//! 17):
+//!
+//! - [`renditions`]: a photo's display renditions (a thumbnail of about
+//!   400 px and a display size of about 1,600 px on the long edge), decoded
+//!   upright (the EXIF orientation applied) and written with no metadata, so
+//!   the wall and the guests never see an original (its GPS position, its
+//!   camera); a file that cannot be decoded gets a placeholder and a reason.
+//! - [`jobs`]: the job table that makes them off the request path, in a
+//!   bounded pool of workers, and survives a restart (a job whose worker
+//!   died is picked up again when its lease runs out).
+//! - [`range`]: HTTP Range requests on the media URLs (a video on a phone
+//!   seeks with them).
+//! - [`live`]: the wall's Server-Sent Events, one database read per event
+//!   however many walls listen.
+//! - [`zip`]: the host's download of every original as one streamed ZIP.
+//!
+//! The handlers are in [`crate::routes::media`].
+
+pub mod jobs;
+pub mod live;
+pub mod range;
+pub mod renditions;
+pub mod zip;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+
+use sqlx::AnyPool;
+use uuid::Uuid;
+
+use crate::secrets::Signer;
+
+/// The rendition sizes a media record has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Size {
+    /// About 400 px on the long edge.
+    Thumb,
+    /// About 1,600 px on the long edge.
+    Display,
+}
+
+impl Size {
+    /// The path segment (`/v1/media/{id}/thumb`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Size::Thumb => "thumb",
+            Size::Display => "display",
+        }
+    }
+
+    /// The longest edge of this size, in pixels.
+    pub fn edge(self) -> u32 {
+        match self {
+            Size::Thumb => renditions::THUMB_EDGE,
+            Size::Display => renditions::DISPLAY_EDGE,
+        }
+    }
+
+    /// Where this rendition of the object `object_key` is stored.
+    pub fn key(self, object_key: &str) -> String {
+        format!("{object_key}-{}", self.as_str())
+    }
+}
+
+/// How the media features are tuned (the server's flags).
+#[derive(Clone, Debug)]
+pub struct MediaSettings {
+    /// Rendition workers (at least one).
+    pub workers: usize,
+    /// How often the workers look for new media and due jobs when nothing
+    /// woke them.
+    pub scan_interval: Duration,
+    /// How long a job is a worker's before another may take it (renewed
+    /// while the worker runs).
+    pub lease: Duration,
+    /// How long a rendition request waits for a job still running.
+    pub wait: Duration,
+    /// How often a wall's live feed reads the database when nothing on this
+    /// instance told it of a change (approvals on other instances).
+    pub live_poll: Duration,
+}
+
+impl Default for MediaSettings {
+    fn default() -> Self {
+        MediaSettings {
+            workers: 2,
+            scan_interval: Duration::from_secs(1),
+            lease: Duration::from_secs(30),
+            wait: Duration::from_secs(20),
+            live_poll: Duration::from_millis(500),
+        }
+    }
+}
+
+/// What the media features share: the job table, the workers' wake-up, the
+/// live hub.
+pub struct MediaServices {
+    /// The rendition jobs and the wall's own reads.
+    pub db: jobs::MediaDb,
+    /// Wakes the workers, and tells waiting requests a job ended.
+    pub events: jobs::JobEvents,
+    /// The walls' live feeds.
+    pub live: live::LiveHub,
+    /// Tuning.
+    pub settings: MediaSettings,
+    answers: [AtomicU64; Answer::ALL.len()],
+}
+
+/// How a media URL was answered (the metrics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// `200`, the whole body.
+    Full,
+    /// `206`, one range.
+    Partial,
+    /// `416`.
+    Unsatisfiable,
+    /// `307` to the store's own URL (S3).
+    Redirect,
+    /// `200`, the placeholder image.
+    Placeholder,
+}
+
+impl Answer {
+    /// Every kind.
+    pub const ALL: [Answer; 5] =
+        [Answer::Full, Answer::Partial, Answer::Unsatisfiable, Answer::Redirect, Answer::Placeholder];
+
+    /// The `answer` label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Answer::Full => "full",
+            Answer::Partial => "partial",
+            Answer::Unsatisfiable => "unsatisfiable",
+            Answer::Redirect => "redirect",
+            Answer::Placeholder => "placeholder",
+        }
+    }
+}
+
+impl std::fmt::Debug for MediaServices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MediaServices").field("settings", &self.settings).finish()
+    }
+}
+
+impl MediaServices {
+    /// The services over the records' database pool.
+    pub fn new(pool: AnyPool, settings: MediaSettings) -> Arc<MediaServices> {
+        Arc::new(MediaServices {
+            db: jobs::MediaDb::new(pool),
+            events: jobs::JobEvents::default(),
+            live: live::LiveHub::default(),
+            settings,
+            answers: Default::default(),
+        })
+    }
+
+    /// Counts one media answer.
+    pub fn count(&self, answer: Answer) {
+        self.answers[answer as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Media answers of one kind so far.
+    pub fn answers(&self, answer: Answer) -> u64 {
+        self.answers[answer as usize].load(Ordering::Relaxed)
+    }
+
+    /// Adds the media metrics to a scrape: `upload_once_media_answers_total`
+    /// by `answer`, and `upload_once_live_walls` (walls listening now).
+    pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        for answer in Answer::ALL {
+            registry.sub_registry_with_label(("answer".into(), answer.as_str().into())).register(
+                "media_answers",
+                "Media URLs answered, by how: full, partial (206), unsatisfiable (416), redirect (S3), placeholder",
+                ConstCounter::new(self.answers(answer)),
+            );
+        }
+        registry.register(
+            "live_walls",
+            "Walls listening to their live feed (Server-Sent Events) on this instance",
+            ConstGauge::new(self.live.listeners() as i64),
+        );
+    }
+}
+
+/// The message a rendition URL signs: one signature opens every size of
+/// one media record, and nothing else.
+fn rendition_message(id: Uuid) -> String {
+    format!("RENDITION\n{id}")
+}
+
+/// The message an original's URL signs (host answers and the ZIP only).
+fn original_message(id: Uuid) -> String {
+    format!("ORIGINAL\n{id}")
+}
+
+/// Signs a rendition URL's `sig`.
+pub fn sign_rendition(signer: &Signer, id: Uuid) -> String {
+    signer.sign(&rendition_message(id))
+}
+
+/// Checks a rendition URL's `sig`.
+pub fn verify_rendition(signer: &Signer, id: Uuid, sig: &str) -> bool {
+    signer.verify(&rendition_message(id), sig)
+}
+
+/// Signs an original's URL `sig`.
+pub fn sign_original(signer: &Signer, id: Uuid) -> String {
+    signer.sign(&original_message(id))
+}
+
+/// Checks an original's URL `sig`.
+pub fn verify_original(signer: &Signer, id: Uuid, sig: &str) -> bool {
+    signer.verify(&original_message(id), sig)
+}

@@ -1,0 +1,625 @@
+//! Media read-back (renditions for everyone, originals for the host, with
+//! Range), the wall's live feed, the host's ZIP download and the host's
+//! invitation data (issue 17). The machinery is in [`crate::media`].
+
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast;
+use upload_once_core::ErrorCode;
+use upload_once_core::time::format_rfc3339;
+use upload_once_core::wire::{EventInfo, HostMedia, Moderation, Problem, WallItem};
+use uuid::Uuid;
+
+use super::events::{WallQuery, decode_cursor, encode_cursor, event_info, may_see_wall};
+use super::extract::{ApiJson, ApiPath, ApiQuery, event, require_host};
+use crate::error::{Error, Result};
+use crate::media::jobs::{JobRow, JobState};
+use crate::media::live::Change;
+use crate::media::range::{self, RangeAnswer};
+use crate::media::renditions::{self, PLACEHOLDER_TYPE, RENDITION_TYPE};
+use crate::media::{Size, zip};
+use crate::state::AppState;
+use crate::storage::GetAnswer;
+use crate::store::MediaRow;
+
+/// Content types a browser may render inline from this origin. Anything
+/// else (HTML, SVG, scripts, unknown) is sent as a download.
+const INLINE_TYPES: &[&str] = &[
+    "image/jpeg",
+    "image/png",
+    "image/gif",
+    "image/webp",
+    "image/avif",
+    "image/heic",
+    "image/heif",
+    "image/bmp",
+    "video/mp4",
+    "video/webm",
+    "video/quicktime",
+    "video/ogg",
+];
+
+const CACHE: &str = "private, max-age=86400";
+/// How long an S3 URL a media URL redirects to works.
+const REDIRECT_TTL_MS: i64 = 60 * 60 * 1000;
+/// How long a ZIP download link works.
+const ARCHIVE_LINK_TTL_MS: i64 = 15 * 60 * 1000;
+
+/// Query of a media read.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct MediaContentQuery {
+    /// The signature from the media URL.
+    pub sig: String,
+}
+
+/// The headers every media answer carries, so that nothing uploaded can run
+/// script on this origin.
+fn safe_headers(h: &mut HeaderMap) {
+    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("default-src 'none'; sandbox"));
+    h.insert("cross-origin-resource-policy", HeaderValue::from_static("cross-origin"));
+}
+
+/// Counts one media answer for `GET /metrics`.
+fn counted(state: &AppState, kind: crate::media::Answer, response: Response) -> Response {
+    state.media.count(kind);
+    response
+}
+
+/// Serves one stored object as `content_type` (`attachment` when not
+/// inline): a redirect to the store's own URL when it has one (S3), else
+/// the bytes, or the one range asked for.
+async fn serve_object(
+    state: &AppState,
+    key: &str,
+    content_type: &str,
+    inline: bool,
+    request: &HeaderMap,
+) -> Result<Response> {
+    use crate::media::Answer;
+    let disposition = (!inline).then_some("attachment");
+    let answer = GetAnswer { content_type, disposition, cache_control: CACHE };
+    if let Some(url) = state.objects.presign_get(key, state.now() + REDIRECT_TTL_MS, &answer) {
+        let mut response = StatusCode::TEMPORARY_REDIRECT.into_response();
+        let h = response.headers_mut();
+        if let Ok(location) = HeaderValue::from_str(&url) {
+            h.insert(header::LOCATION, location);
+        }
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+        safe_headers(h);
+        return Ok(counted(state, Answer::Redirect, response));
+    }
+    let Some(meta) = state.objects.head(key).await? else { return Err(Error::not_found("media")) };
+    let text = |name: header::HeaderName| request.get(name).and_then(|v| v.to_str().ok());
+    let wanted = range::answer(text(header::RANGE), text(header::IF_RANGE), meta.size, &meta.etag);
+    let (status, first, last, kind) = match wanted {
+        RangeAnswer::Full => (StatusCode::OK, 0, meta.size.saturating_sub(1), Answer::Full),
+        RangeAnswer::Partial { first, last } => (StatusCode::PARTIAL_CONTENT, first, last, Answer::Partial),
+        RangeAnswer::Unsatisfiable => {
+            let mut response = StatusCode::RANGE_NOT_SATISFIABLE.into_response();
+            let h = response.headers_mut();
+            if let Ok(v) = HeaderValue::from_str(&format!("bytes */{}", meta.size)) {
+                h.insert(header::CONTENT_RANGE, v);
+            }
+            h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+            safe_headers(h);
+            return Ok(counted(state, Answer::Unsatisfiable, response));
+        }
+    };
+    let body = if meta.size == 0 {
+        None
+    } else if status == StatusCode::OK {
+        state.objects.get(key).await?.map(|(_, body)| body)
+    } else {
+        state.objects.get_range(key, first, last).await?.map(|(_, body)| body)
+    };
+    let (body, length) = match body {
+        Some(body) => (Body::from_stream(body), last - first + 1),
+        None if meta.size == 0 => (Body::empty(), 0),
+        None => return Err(Error::not_found("media")),
+    };
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_str(content_type).unwrap_or(HeaderValue::from_static("application/octet-stream")),
+    );
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+    h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    if status == StatusCode::PARTIAL_CONTENT {
+        if let Ok(v) = HeaderValue::from_str(&format!("bytes {first}-{last}/{}", meta.size)) {
+            h.insert(header::CONTENT_RANGE, v);
+        }
+    }
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static(CACHE));
+    safe_headers(h);
+    if let Ok(etag) = HeaderValue::from_str(&meta.etag) {
+        h.insert(header::ETAG, etag);
+    }
+    if let Some(disposition) = disposition {
+        h.insert(header::CONTENT_DISPOSITION, HeaderValue::from_static(disposition));
+    }
+    Ok(counted(state, kind, response))
+}
+
+/// The type an original is served as, and whether inline.
+fn served_type(content_type: &str) -> (&str, bool) {
+    if INLINE_TYPES.contains(&content_type) { (content_type, true) } else { ("application/octet-stream", false) }
+}
+
+/// `GET /v1/media/{id}/content`: the original bytes, as uploaded (with
+/// their metadata), for the host. Range requests are answered.
+#[utoipa::path(get, path = "/v1/media/{id}/content", tag = "hosts",
+    params(("id" = Uuid, Path, description = "Media id"), MediaContentQuery),
+    responses(
+        (status = 200, description = "The original bytes: allow-listed image/video types inline, anything else as an attachment; always nosniff and a sandboxing CSP; Accept-Ranges: bytes"),
+        (status = 206, description = "The one byte range asked for (Content-Range)"),
+        (status = 307, description = "S3 storage: the bucket's presigned URL, which answers ranges itself"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 416, description = "The range starts past the end (Content-Range: bytes */size); no body"),
+    ))]
+pub async fn original(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiQuery(query): ApiQuery<MediaContentQuery>,
+    headers: HeaderMap,
+) -> Result<Response> {
+    if !crate::media::verify_original(&state.signer, id, &query.sig) {
+        return Err(Error::not_found("media"));
+    }
+    let media = state.records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
+    let (content_type, inline) = served_type(&media.content_type);
+    serve_object(&state, &media.object_key, content_type, inline, &headers).await
+}
+
+/// Waits (at most the configured wait) for a media record's rendition job
+/// to end, making the job if the scan has not yet; `None` if it is still
+/// running.
+async fn finished_job(state: &AppState, id: Uuid) -> Result<Option<JobRow>> {
+    let deadline = tokio::time::Instant::now() + state.media.settings.wait;
+    let mut finished = state.media.events.watch_finished();
+    loop {
+        match state.media.db.job(id).await? {
+            Some(job) if matches!(job.state, JobState::Done | JobState::Placeholder) => return Ok(Some(job)),
+            Some(_) => {}
+            None => {
+                state.media.db.enqueue(id, state.now()).await?;
+                state.media.events.wake();
+            }
+        }
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return Ok(None);
+        }
+        // This instance's workers say when a job ends; another instance's
+        // are read from the database.
+        let _ = tokio::time::timeout((deadline - now).min(Duration::from_millis(250)), finished.changed()).await;
+    }
+}
+
+/// The placeholder image, with the reason in `X-Placeholder-Reason`.
+fn placeholder(state: &AppState, reason: &str) -> Response {
+    let mut response = Response::new(Body::from(renditions::placeholder()));
+    let h = response.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(PLACEHOLDER_TYPE));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static(CACHE));
+    let printable: String = reason.chars().map(|c| if c.is_ascii_graphic() || c == ' ' { c } else { '?' }).collect();
+    if let Ok(v) = HeaderValue::from_str(&printable) {
+        h.insert("x-placeholder-reason", v);
+    }
+    safe_headers(h);
+    counted(state, crate::media::Answer::Placeholder, response)
+}
+
+async fn rendition(state: AppState, id: Uuid, sig: &str, size: Size, headers: &HeaderMap) -> Result<Response> {
+    if !crate::media::verify_rendition(&state.signer, id, sig) {
+        return Err(Error::not_found("media"));
+    }
+    let media = state.records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
+    // A video plays as uploaded (ranges and all); it has no still.
+    if size == Size::Display && media.content_type.starts_with("video/") {
+        let (content_type, inline) = served_type(&media.content_type);
+        return serve_object(&state, &media.object_key, content_type, inline, headers).await;
+    }
+    let Some(job) = finished_job(&state, id).await? else {
+        return Err(Error::problem(
+            ErrorCode::ObjectStoreUnavailable,
+            "the rendition is still being made; ask again in a moment",
+        ));
+    };
+    match job.state {
+        JobState::Done => serve_object(&state, &size.key(&media.object_key), RENDITION_TYPE, true, headers).await,
+        _ => Ok(placeholder(&state, job.reason.as_deref().unwrap_or("no rendition"))),
+    }
+}
+
+/// `GET /v1/media/{id}/display`: the display rendition, what the wall, the
+/// guests and the host's list show.
+#[utoipa::path(get, path = "/v1/media/{id}/display", tag = "wall",
+    params(("id" = Uuid, Path, description = "Media id"), MediaContentQuery),
+    responses(
+        (status = 200, description = "A photo: JPEG, at most 1,600 px on its long edge, upright, with no metadata. A video: the video as uploaded (Range answered). Anything else: a placeholder PNG, the reason in X-Placeholder-Reason"),
+        (status = 206, description = "A video: the one byte range asked for"),
+        (status = 307, description = "S3 storage: the bucket's presigned URL"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 416, description = "The range starts past the end; no body"),
+        (status = 503, body = Problem, content_type = "application/problem+json", description = "object_store_unavailable: the rendition is still being made (Retry-After)"),
+    ))]
+pub async fn display(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiQuery(query): ApiQuery<MediaContentQuery>,
+    headers: HeaderMap,
+) -> Result<Response> {
+    rendition(state, id, &query.sig, Size::Display, &headers).await
+}
+
+/// `GET /v1/media/{id}/thumb`: the thumbnail (same signature as the
+/// display rendition's URL).
+#[utoipa::path(get, path = "/v1/media/{id}/thumb", tag = "wall",
+    params(("id" = Uuid, Path, description = "Media id"), MediaContentQuery),
+    responses(
+        (status = 200, description = "A photo: JPEG, at most 400 px on its long edge, upright, with no metadata. Anything else (a video too): a placeholder PNG, the reason in X-Placeholder-Reason"),
+        (status = 307, description = "S3 storage: the bucket's presigned URL"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json", description = "object_store_unavailable: the rendition is still being made (Retry-After)"),
+    ))]
+pub async fn thumb(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiQuery(query): ApiQuery<MediaContentQuery>,
+    headers: HeaderMap,
+) -> Result<Response> {
+    rendition(state, id, &query.sig, Size::Thumb, &headers).await
+}
+
+/// The rendition jobs of these rows, by media id.
+async fn jobs_of(state: &AppState, rows: &[MediaRow]) -> Result<HashMap<Uuid, JobRow>> {
+    let ids: Vec<Uuid> = rows.iter().map(|m| m.id).collect();
+    let mut jobs = HashMap::new();
+    for chunk in ids.chunks(500) {
+        jobs.extend(state.media.db.jobs(chunk).await?.into_iter().map(|j| (j.media_id, j)));
+    }
+    Ok(jobs)
+}
+
+/// Wall items of these rows, each with the reason when its `url` serves
+/// the placeholder.
+pub async fn wall_items(state: &AppState, rows: &[MediaRow]) -> Result<Vec<WallItem>> {
+    let jobs = jobs_of(state, rows).await?;
+    Ok(rows
+        .iter()
+        .map(|m| {
+            let mut item = state.wall_item(m);
+            if !m.content_type.starts_with("video/") {
+                item.placeholder = jobs
+                    .get(&m.id)
+                    .filter(|j| j.state == JobState::Placeholder)
+                    .map(|j| j.reason.clone().unwrap_or_else(|| crate::media::jobs::reason_for_type(&m.content_type)));
+            }
+            item
+        })
+        .collect())
+}
+
+/// Media records as their host sees them: with the original's URL and how
+/// far the renditions are.
+pub async fn host_media(state: &AppState, rows: &[MediaRow]) -> Result<Vec<HostMedia>> {
+    let jobs = jobs_of(state, rows).await?;
+    Ok(rows
+        .iter()
+        .map(|m| {
+            let job = jobs.get(&m.id);
+            HostMedia {
+                media: state.media_json(m),
+                original_url: state.original_url(m.id),
+                preview: job.map_or("pending", |j| j.state.as_api()).to_owned(),
+                preview_reason: job.filter(|j| j.state == JobState::Placeholder).and_then(|j| j.reason.clone()),
+            }
+        })
+        .collect())
+}
+
+/// A host decision was taken on this instance: the walls hear of it now.
+pub fn moderated(state: &AppState, row: &MediaRow) {
+    match row.moderation {
+        Moderation::Approved => state.media.live.poke(row.event_id),
+        Moderation::Rejected => state.media.live.removed(row.event_id, row.id),
+        Moderation::Pending => {}
+    }
+}
+
+/// One step of a live wall's stream.
+struct Listener {
+    state: AppState,
+    event_id: i64,
+    /// The last wall position this wall has.
+    cursor: i64,
+    changes: broadcast::Receiver<Arc<Change>>,
+    pending: VecDeque<Event>,
+    /// What the wall has not seen must be read from the database first.
+    catch_up: bool,
+}
+
+impl Listener {
+    fn items_event(&self, items: &[&str]) -> Event {
+        let data = format!("{{\"items\":[{}],\"next_cursor\":\"{}\"}}", items.join(","), encode_cursor(self.cursor));
+        Event::default().event("items").id(encode_cursor(self.cursor)).data(data)
+    }
+
+    /// Reads every approval after the cursor, page by page.
+    async fn read_gap(&mut self) -> Result<()> {
+        loop {
+            let rows = self.state.records.wall(self.event_id, self.cursor, 100).await?;
+            let Some(last) = rows.last().and_then(|m| m.wall_seq) else { return Ok(()) };
+            let rendered = crate::media::live::render(&self.state, &rows).await?;
+            self.cursor = last;
+            let items: Vec<&str> = rendered.iter().map(|(_, json)| json.as_str()).collect();
+            let event = self.items_event(&items);
+            self.pending.push_back(event);
+            if rows.len() < 100 {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The next event for the wall; `None` ends the stream (the wall's
+    /// EventSource comes back with its Last-Event-ID).
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Some(event);
+            }
+            if self.catch_up {
+                if let Err(e) = self.read_gap().await {
+                    tracing::debug!(event_id = self.event_id, "live wall: a listener could not read the wall: {e}");
+                    return None;
+                }
+                self.catch_up = false;
+                continue;
+            }
+            match self.changes.recv().await {
+                Ok(change) => match change.as_ref() {
+                    Change::Approved { from, .. } if *from > self.cursor => self.catch_up = true,
+                    Change::Approved { to, items, .. } => {
+                        let fresh: Vec<&str> =
+                            items.iter().filter(|(seq, _)| *seq > self.cursor).map(|(_, json)| json.as_str()).collect();
+                        self.cursor = self.cursor.max(*to);
+                        if !fresh.is_empty() {
+                            let event = self.items_event(&fresh);
+                            self.pending.push_back(event);
+                        }
+                    }
+                    Change::Removed(id) => {
+                        self.pending.push_back(Event::default().event("removed").data(format!("{{\"id\":\"{id}\"}}")))
+                    }
+                },
+                Err(broadcast::error::RecvError::Lagged(_)) => self.catch_up = true,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+}
+
+/// `GET /v1/events/{slug}/wall/live`: the wall as Server-Sent Events.
+#[utoipa::path(get, path = "/v1/events/{slug}/wall/live", tag = "wall",
+    params(("slug" = String, Path, description = "Event slug"), WallQuery,
+        ("Last-Event-ID" = Option<String>, Header, description = "The id of the last event received (a cursor); it wins over `after`")),
+    security((), ("wall" = []), ("host" = [])),
+    responses(
+        (status = 200, content_type = "text/event-stream", description = "`items` events (data: a WallResponse page; id: its cursor) for everything approved after the cursor, then as it is approved; `removed` events (data: {\"id\"}) when the host takes media off; a comment every 15 s"),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn wall_live(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiPath(slug): ApiPath<String>,
+    ApiQuery(query): ApiQuery<WallQuery>,
+) -> Result<Response> {
+    let event = event(&state, &slug).await?;
+    may_see_wall(&headers, &query, &event)?;
+    let last_id = headers.get("last-event-id").and_then(|v| v.to_str().ok()).filter(|v| !v.trim().is_empty());
+    let cursor = match last_id.or(query.after.as_deref()) {
+        Some(cursor) => decode_cursor(cursor.trim())?,
+        None => 0,
+    };
+    // Subscribed before anything is read: nothing approved from now on is
+    // missed.
+    let changes = state.media.live.subscribe(&state, event.id);
+    let listener = Listener { state, event_id: event.id, cursor, changes, pending: VecDeque::new(), catch_up: true };
+    let stream = futures_util::stream::unfold(listener, |mut l| async move {
+        l.next().await.map(|event| (Ok::<_, Infallible>(event), l))
+    });
+    let mut response = Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))).into_response();
+    let h = response.headers_mut();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // Proxies that buffer (nginx) pass each event on at once.
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    Ok(response)
+}
+
+/// `GET /v1/events/{slug}/invite` answer.
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct InviteResponse {
+    /// The event.
+    pub event: EventInfo,
+    /// The guest code (shared in guest links and on the wall).
+    pub guest_code: String,
+}
+
+/// `GET /v1/events/{slug}/invite`: what the host needs to invite guests.
+#[utoipa::path(get, path = "/v1/events/{slug}/invite", tag = "hosts",
+    params(("slug" = String, Path, description = "Event slug")),
+    security(("host" = [])),
+    responses(
+        (status = 200, body = InviteResponse),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn invite(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiPath(slug): ApiPath<String>,
+) -> Result<Json<InviteResponse>> {
+    let event = event(&state, &slug).await?;
+    require_host(&headers, &event)?;
+    Ok(Json(InviteResponse { event: event_info(&state, &event), guest_code: event.guest_code.clone() }))
+}
+
+/// Which originals a ZIP holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ArchiveSelection {
+    /// Every approved original.
+    #[default]
+    Approved,
+    /// Every original, whatever the host decided.
+    All,
+}
+
+impl ArchiveSelection {
+    fn as_str(self) -> &'static str {
+        match self {
+            ArchiveSelection::Approved => "approved",
+            ArchiveSelection::All => "all",
+        }
+    }
+}
+
+/// `POST /v1/events/{slug}/archive` body.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+pub struct ArchiveRequest {
+    /// `approved` (the default) or `all`.
+    #[serde(default)]
+    pub media: ArchiveSelection,
+}
+
+/// `POST /v1/events/{slug}/archive` answer.
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ArchiveLink {
+    /// The download (a capability: no header needed, so a plain link works).
+    pub url: String,
+    /// When the link stops working (a download under way goes on).
+    pub expires_at: String,
+}
+
+/// Query of a ZIP download.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct ArchiveQuery {
+    /// `approved` or `all`.
+    pub media: ArchiveSelection,
+    /// Expiry, Unix seconds.
+    pub exp: i64,
+    /// HMAC signature.
+    pub sig: String,
+}
+
+fn archive_message(slug: &str, media: ArchiveSelection, exp: i64) -> String {
+    format!("ARCHIVE\n{slug}\n{}\n{exp}", media.as_str())
+}
+
+/// `POST /v1/events/{slug}/archive`: a link to download the originals as
+/// one ZIP.
+#[utoipa::path(post, path = "/v1/events/{slug}/archive", tag = "hosts",
+    params(("slug" = String, Path, description = "Event slug")),
+    request_body = ArchiveRequest,
+    security(("host" = [])),
+    responses(
+        (status = 200, body = ArchiveLink),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn archive_link(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiPath(slug): ApiPath<String>,
+    ApiJson(request): ApiJson<ArchiveRequest>,
+) -> Result<Json<ArchiveLink>> {
+    let event = event(&state, &slug).await?;
+    require_host(&headers, &event)?;
+    let exp = (state.now() + ARCHIVE_LINK_TTL_MS).div_euclid(1000);
+    let sig = state.signer.sign(&archive_message(&event.slug, request.media, exp));
+    Ok(Json(ArchiveLink {
+        url: format!(
+            "{}/v1/events/{}/archive.zip?media={}&exp={exp}&sig={sig}",
+            state.config.public_base(),
+            event.slug,
+            request.media.as_str()
+        ),
+        expires_at: format_rfc3339(exp * 1000),
+    }))
+}
+
+/// `GET /v1/events/{slug}/archive.zip`: the originals, as one ZIP streamed
+/// as it is read.
+#[utoipa::path(get, path = "/v1/events/{slug}/archive.zip", tag = "hosts",
+    params(("slug" = String, Path, description = "Event slug"), ArchiveQuery),
+    responses(
+        (status = 200, content_type = "application/zip", description = "Every original (approved, or all), oldest first, each under its original filename made unique; stored, with ZIP64 where needed; Content-Length exact"),
+        (status = 403, body = Problem, content_type = "application/problem+json", description = "url_expired, bad_signature"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn archive(
+    State(state): State<AppState>,
+    ApiPath(slug): ApiPath<String>,
+    ApiQuery(query): ApiQuery<ArchiveQuery>,
+) -> Result<Response> {
+    let event = event(&state, &slug).await?;
+    if !state.signer.verify(&archive_message(&event.slug, query.media, query.exp), &query.sig) {
+        return Err(Error::problem(ErrorCode::BadSignature, "the download link's signature does not match"));
+    }
+    if query.exp.saturating_mul(1000) <= state.now() {
+        return Err(Error::problem(ErrorCode::UrlExpired, "the download link has expired; ask for a new one"));
+    }
+    let filter = match query.media {
+        ArchiveSelection::Approved => Some(Moderation::Approved),
+        ArchiveSelection::All => None,
+    };
+    let rows = state.records.list_media(event.id, filter).await?;
+    let names = zip::unique_names(rows.iter().map(|m| m.filename.as_str()));
+    let entries: Vec<zip::Entry> =
+        rows.iter().zip(names).map(|(m, name)| zip::Entry { name, size: m.size, modified: m.created_at }).collect();
+    let options = zip::Options::default();
+    let length = zip::archive_size(&entries, options);
+    let keys: Vec<String> = rows.iter().map(|m| m.object_key.clone()).collect();
+    let objects = state.objects.clone();
+    let open: zip::Open = Box::new(move |n| {
+        let objects = objects.clone();
+        let key = keys[n].clone();
+        Box::pin(async move {
+            match objects.get(&key).await {
+                Ok(Some((_, body))) => Ok(body),
+                Ok(None) => Err(std::io::Error::other(format!("{key} is not in the object store"))),
+                Err(e) => Err(std::io::Error::other(e.to_string())),
+            }
+        })
+    });
+    let mut response = Response::new(Body::from_stream(zip::archive(entries, open, options)));
+    let h = response.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/zip"));
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+    let filename = format!("{}-{}.zip", event.slug, query.media.as_str());
+    if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{filename}\"")) {
+        h.insert(header::CONTENT_DISPOSITION, v);
+    }
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    safe_headers(h);
+    Ok(response)
+}

@@ -1,0 +1,80 @@
+//! A phone photo shown on the wall or to guests is a rendition: decoded
+//! upright (its EXIF orientation applied), scaled to fit, and written with
+//! no metadata at all, so its GPS position never leaves the server. The
+//! original, metadata and all, goes to the host alone.
+
+mod support;
+
+use reqwest::StatusCode;
+use support::TestServer;
+use support::media::{
+    BLUE, GREEN, RED, WHITE, has_exif, host_list, near, open_event, quadrants, upload_as, wall, with_exif,
+};
+use upload_once_server::media::jobs;
+
+#[tokio::test]
+async fn a_rotated_photo_with_a_location_reaches_the_wall_upright_and_without_exif() {
+    let server = TestServer::start().await;
+    let _workers = jobs::spawn(&server.state);
+    let guest = open_event(&server).await;
+    // Stored landscape, 64×32, with "rotate 90° clockwise to show" (6).
+    let original = with_exif(quadrants(64, 32), 6);
+    assert!(has_exif(&original), "the fixture carries its EXIF block");
+    let media = upload_as(&guest, "image/jpeg", "IMG_0001.JPG", &original).await;
+
+    // The guest's own answer points at the rendition, not the original.
+    assert!(media.url.contains("/display?"), "{}", media.url);
+    let page = wall(&guest).await;
+    let item = &page["items"][0];
+    assert_eq!(item["id"], media.id.to_string());
+    assert_eq!(item["url"], media.url);
+    for (url, edge) in [(item["url"].as_str().unwrap(), 64), (item["thumb_url"].as_str().unwrap(), 64)] {
+        let r = server.http.get(url).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{url}");
+        assert_eq!(r.headers()["content-type"], "image/jpeg");
+        let bytes = r.bytes().await.unwrap();
+        assert!(!has_exif(&bytes), "{url}: no EXIF block, no GPS rationals");
+        let shown = image::load_from_memory(&bytes).unwrap().to_rgb8();
+        // Upright: 32 wide, 64 tall (the small photo is not scaled up).
+        assert_eq!((shown.width(), shown.height()), (32, edge), "{url}");
+        // Turned clockwise: the stored bottom-left (green) is now top-left,
+        // the stored top-left (red) top-right, and so on.
+        let at = |x: u32, y: u32| shown.get_pixel(x, y).0;
+        assert!(near(at(8, 16), GREEN), "top-left {:?}", at(8, 16));
+        assert!(near(at(24, 16), RED), "top-right {:?}", at(24, 16));
+        assert!(near(at(8, 48), WHITE), "bottom-left {:?}", at(8, 48));
+        assert!(near(at(24, 48), BLUE), "bottom-right {:?}", at(24, 48));
+    }
+
+    // The host alone gets the original, byte for byte, EXIF and all.
+    let listed = host_list(&guest).await;
+    assert_eq!(listed[0]["url"], media.url, "the host's list shows the rendition too");
+    assert_eq!(listed[0]["preview"], "ready");
+    let original_url = listed[0]["original_url"].as_str().unwrap();
+    assert!(original_url.contains("/content?"), "{original_url}");
+    let r = server.http.get(original_url).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.bytes().await.unwrap().as_ref(), original.as_slice());
+    // And the rendition's signature does not open it.
+    let display_sig = media.url.split_once("sig=").unwrap().1;
+    let forged = format!("{}/v1/media/{}/content?sig={display_sig}", server.base, media.id);
+    assert_eq!(server.http.get(forged).send().await.unwrap().status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_large_photo_is_scaled_to_the_display_and_thumbnail_sizes() {
+    let server = TestServer::start().await;
+    let _workers = jobs::spawn(&server.state);
+    let guest = open_event(&server).await;
+    let original = support::media::encoded(quadrants(2400, 1800), image::ImageFormat::Png);
+    upload_as(&guest, "image/png", "big.png", &original).await;
+    let item = &wall(&guest).await["items"][0];
+    for (url, size) in
+        [(item["url"].as_str().unwrap(), (1600, 1200)), (item["thumb_url"].as_str().unwrap(), (400, 300))]
+    {
+        let r = server.http.get(url).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        let shown = image::load_from_memory(&r.bytes().await.unwrap()).unwrap();
+        assert_eq!((shown.width(), shown.height()), size, "{url}");
+    }
+}

@@ -1,0 +1,125 @@
+//! Renditions are made off the request path by workers claiming jobs from
+//! a table: a server that dies while a worker holds a job leaves it
+//! `running`, and the next server takes it up once its lease has run out
+//! and finishes it.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use reqwest::StatusCode;
+use support::media::{open_event, quadrants, upload_as, with_exif};
+use support::{Options, TestServer};
+use tokio::sync::Notify;
+use upload_once_core::time::UnixMillis;
+use upload_once_core::wire::UploadInstruction;
+use upload_once_server::Result;
+use upload_once_server::media::jobs::{self, JobState};
+use upload_once_server::storage::{GetAnswer, ListedPart, ObjectBody, ObjectMeta, ObjectStore, PartGrant, PutGrant};
+
+/// An object store whose reads of whole objects never end once `held`:
+/// a worker reading an original stops there, as if the server died.
+struct HeldReads {
+    inner: Arc<dyn ObjectStore>,
+    entered: Arc<Notify>,
+}
+
+#[async_trait]
+impl ObjectStore for HeldReads {
+    fn presign_put(&self, grant: &PutGrant<'_>) -> UploadInstruction {
+        self.inner.presign_put(grant)
+    }
+    async fn create_multipart(&self, key: &str, content_type: &str) -> Result<String> {
+        self.inner.create_multipart(key, content_type).await
+    }
+    fn presign_part(&self, grant: &PartGrant<'_>) -> UploadInstruction {
+        self.inner.presign_part(grant)
+    }
+    async fn list_parts(&self, key: &str, upload_id: &str) -> Result<Option<Vec<ListedPart>>> {
+        self.inner.list_parts(key, upload_id).await
+    }
+    async fn complete_multipart(&self, key: &str, upload_id: &str, parts: &[ListedPart]) -> Result<()> {
+        self.inner.complete_multipart(key, upload_id, parts).await
+    }
+    async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<()> {
+        self.inner.abort_multipart(key, upload_id).await
+    }
+    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {
+        self.inner.head(key).await
+    }
+    async fn get(&self, _key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {
+        self.entered.notify_one();
+        std::future::pending().await
+    }
+    async fn get_range(&self, key: &str, first: u64, last: u64) -> Result<Option<(ObjectMeta, ObjectBody)>> {
+        self.inner.get_range(key, first, last).await
+    }
+    async fn put(&self, key: &str, content_type: &str, bytes: bytes::Bytes) -> Result<ObjectMeta> {
+        self.inner.put(key, content_type, bytes).await
+    }
+    fn presign_get(&self, key: &str, expires_at: UnixMillis, answer: &GetAnswer<'_>) -> Option<String> {
+        self.inner.presign_get(key, expires_at, answer)
+    }
+    async fn delete(&self, key: &str) -> Result<()> {
+        self.inner.delete(key).await
+    }
+    async fn list(&self) -> Result<Vec<String>> {
+        self.inner.list().await
+    }
+    async fn probe(&self) -> Result<()> {
+        self.inner.probe().await
+    }
+    fn as_local(&self) -> Option<&upload_once_server::storage::local::LocalObjectStore> {
+        self.inner.as_local()
+    }
+}
+
+#[tokio::test]
+async fn a_job_left_running_by_a_dead_server_is_finished_by_the_next_one() {
+    let entered = Arc::new(Notify::new());
+    let store: Arc<Mutex<Option<Arc<dyn ObjectStore>>>> = Arc::default();
+    let first = TestServer::start_with(Options {
+        wrap_objects: Some(Box::new({
+            let (entered, store) = (entered.clone(), store.clone());
+            move |inner| {
+                *store.lock().unwrap() = Some(inner.clone());
+                Arc::new(HeldReads { inner, entered })
+            }
+        })),
+        ..Options::default()
+    })
+    .await;
+    let guest = open_event(&first).await;
+    let media = upload_as(&guest, "image/jpeg", "IMG_0003.JPG", &with_exif(quadrants(64, 32), 6)).await;
+
+    let mut workers = jobs::spawn(&first.state);
+    entered.notified().await;
+    let job = first.state.media.db.job(media.id).await.unwrap().unwrap();
+    assert_eq!((job.state, job.tries), (JobState::Running, 1), "the worker holds the job");
+    // The server dies with the job in its hands.
+    workers.abort();
+
+    // The next server, on the same records and the same objects.
+    let store = store.lock().unwrap().clone().unwrap();
+    let next = TestServer::start_with(Options {
+        database_url: first.database_url.clone(),
+        wrap_objects: Some(Box::new(move |_| store)),
+        ..Options::default()
+    })
+    .await;
+    let _workers = jobs::spawn(&next.state);
+    // The dead worker's lease still holds: the job is not taken yet.
+    let claim = next.state.media.db.claim(next.state.now(), next.state.media.settings.lease).await.unwrap();
+    assert_eq!(claim, None, "a job under a live lease is nobody else's");
+    next.clock.advance(next.state.media.settings.lease.as_millis() as i64 + 1_000);
+
+    // Asking for the rendition waits for the job, now finished.
+    let r = next.http.get(next.state.media_url(media.id)).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["content-type"], "image/jpeg");
+    let shown = image::load_from_memory(&r.bytes().await.unwrap()).unwrap();
+    assert_eq!((shown.width(), shown.height()), (32, 64), "upright");
+    let job = next.state.media.db.job(media.id).await.unwrap().unwrap();
+    assert_eq!((job.state, job.tries), (JobState::Done, 2), "finished by the second claim");
+}

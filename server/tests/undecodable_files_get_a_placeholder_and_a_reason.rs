@@ -1,0 +1,69 @@
+//! A file the server cannot make a rendition of (a corrupt JPEG, a HEIC
+//! photo, a video's still) is shown as a placeholder image, with the reason
+//! on the wall item, in the host's list and in a header: never a 5xx.
+
+mod support;
+
+use reqwest::StatusCode;
+use support::TestServer;
+use support::media::{host_list, open_event, upload_as, wall};
+use upload_once_server::media::jobs;
+
+#[tokio::test]
+async fn a_corrupt_jpeg_a_heic_photo_and_a_video_get_the_placeholder_with_a_reason() {
+    let server = TestServer::start().await;
+    let _workers = jobs::spawn(&server.state);
+    let guest = open_event(&server).await;
+    // A JPEG that starts right and then is noise.
+    let mut corrupt = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00\xff\xdb".to_vec();
+    corrupt.extend((0..2000u32).map(|i| (i * 7919 % 251) as u8));
+    let cases = [
+        ("image/jpeg", "broken.jpg", corrupt, "not a readable"),
+        ("image/heic", "IMG_0002.HEIC", b"\0\0\0\x18ftypheic\0\0\0\0mif1heic".to_vec(), "cannot be decoded"),
+        ("video/mp4", "clip.mp4", b"\0\0\0\x18ftypmp42\0\0\0\0mp42isom".to_vec(), "a video"),
+    ];
+    let mut ids = Vec::new();
+    for (content_type, name, bytes, _) in &cases {
+        ids.push(upload_as(&guest, content_type, name, bytes).await.id);
+    }
+    let page = wall(&guest).await;
+    let items = page["items"].as_array().unwrap();
+    for ((content_type, _, bytes, reason), id) in cases.iter().zip(&ids) {
+        let item = items.iter().find(|i| i["id"] == id.to_string()).unwrap();
+        // The thumbnail of each is the placeholder, with its reason.
+        let r = server.http.get(item["thumb_url"].as_str().unwrap()).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{content_type}");
+        assert_eq!(r.headers()["content-type"], "image/png", "{content_type}");
+        let header = r.headers()["x-placeholder-reason"].to_str().unwrap().to_owned();
+        assert!(header.contains(reason), "{content_type}: {header}");
+        let png = r.bytes().await.unwrap();
+        assert_eq!(image::guess_format(&png).unwrap(), image::ImageFormat::Png);
+        // Read once the job has ended (the thumbnail's answer waited for it).
+        let item = &wall(&guest).await["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["id"] == id.to_string())
+            .cloned()
+            .unwrap();
+        if content_type.starts_with("video/") {
+            // A video plays as uploaded: its display URL is the video.
+            assert!(item.get("placeholder").is_none(), "{item}");
+            let r = server.http.get(item["url"].as_str().unwrap()).send().await.unwrap();
+            assert_eq!(r.status(), StatusCode::OK);
+            assert_eq!(r.headers()["content-type"], "video/mp4");
+            assert_eq!(r.bytes().await.unwrap().as_ref(), bytes.as_slice());
+        } else {
+            let on_wall = item["placeholder"].as_str().unwrap_or_default();
+            assert!(on_wall.contains(reason), "{content_type}: {on_wall}");
+            let r = server.http.get(item["url"].as_str().unwrap()).send().await.unwrap();
+            assert_eq!(r.status(), StatusCode::OK, "{content_type}");
+            assert_eq!(r.headers()["content-type"], "image/png");
+        }
+    }
+    // The host sees why too.
+    for entry in host_list(&guest).await {
+        assert_eq!(entry["preview"], "placeholder", "{entry}");
+        assert!(!entry["preview_reason"].as_str().unwrap_or_default().is_empty(), "{entry}");
+    }
+}

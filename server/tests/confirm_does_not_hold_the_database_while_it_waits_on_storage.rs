@@ -39,10 +39,11 @@ async fn other_events_confirm_while_confirms_wait_on_a_slow_store() {
     let slow = server.create_event(SLOW_EVENT, 1_000_000, &["image/*"], "required").await;
     let slow = server.guest_of(&slow).await;
     let mut ids = Vec::new();
-    for _ in 0..HELD {
+    for i in 0..HELD {
         let id = Uuid::new_v4();
         let a = slow.authorize(id, 4).await;
-        assert_eq!(server.put(a.put().unwrap(), b"slow".to_vec()).await.status(), StatusCode::OK);
+        // Each its own photo (the same bytes would be one media: dedup).
+        assert_eq!(server.put(a.put().unwrap(), format!("s{i:03}").into_bytes()).await.status(), StatusCode::OK);
         ids.push(id);
     }
 

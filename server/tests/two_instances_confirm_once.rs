@@ -109,9 +109,15 @@ async fn two_instances_confirm_each_attempt_exactly_once_and_share_media_urls() 
     assert_eq!(a.stored_keys().await.len(), ATTEMPTS, "one object per attempt");
 
     // A media URL made by one instance works on the other (shared signing
-    // key); the load balancer's address is swapped for each instance's.
+    // key); the load balancer's address is swapped for each instance's. The
+    // host's original is read (the display URL waits for its rendition).
+    let listed = support::media::host_list(&guest_a).await;
     for (id, bytes) in &ids {
         let url = urls_of[id].iter().next().unwrap();
+        assert!(url.starts_with(PUBLIC_URL), "{url}");
+        let media_id = &media_of[id].iter().next().unwrap();
+        let listed = listed.iter().find(|m| m["id"].as_str() == Some(media_id.as_str())).unwrap();
+        let url = listed["original_url"].as_str().unwrap();
         assert!(url.starts_with(PUBLIC_URL), "{url}");
         for server in instances {
             let r = server.http.get(url.replacen(PUBLIC_URL, &server.base, 1)).send().await.unwrap();

@@ -71,20 +71,23 @@ test("a guest picks, cancels, retries and uploads with the keyboard only", async
   await opened.setFiles(photos(2, 400_000));
   await until("two cards, each with Cancel", async () => (await page.$$("[data-testid='card'] [data-testid='cancel']")).length === 2, 10_000, 50);
 
-  // Tab order: the picker, then each card's Cancel, in the order the cards
-  // show (top to bottom).
+  // Tab order: the picker, then each card's Cancel and Pause, in the order
+  // the cards show (top to bottom).
   const shown = await page.$$eval("[data-testid='card']", (els) => els.map((e) => e.dataset.filename));
   assert.deepEqual([...shown].sort(), ["photo-1.png", "photo-2.png"]);
   const order = [];
-  for (let i = 0; i < 2; i++) {
+  for (let i = 0; i < 4; i++) {
     await page.keyboard.press("Tab");
     order.push(await focused(page));
     assertVisibleRing(await focusRing(page), order.at(-1));
   }
-  assert.deepEqual(order, shown.map((name) => `cancel@${name}`));
+  assert.deepEqual(order, shown.flatMap((name) => [`cancel@${name}`, `pause@${name}`]));
   const name = shown[1];
   const card = `[data-testid='card'][data-filename='${name}']`;
   assert.match(await page.textContent(`${card} [data-testid='cancel']`), /Cancel.*the file won't be uploaded/);
+  // Back to its Cancel.
+  await page.keyboard.press("Shift+Tab");
+  assert.equal(await focused(page), `cancel@${name}`);
 
   // Enter on its Cancel: it stops, and the focus stays on its card, on Retry.
   await page.keyboard.press("Enter");

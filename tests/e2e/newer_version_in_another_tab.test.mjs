@@ -28,6 +28,18 @@ test("records that cannot be saved show a banner and hold the upload", async () 
   await context.setOffline(true);
   await pick(page, photos(1));
   await until("the attempt to be recorded", async () => (await attempts(page)).length === 1, 10_000);
+  // Its content hash is written with the record before its first authorize:
+  // that write is on disk before the other tab takes the database.
+  await until("the record stored with its SHA-256", () => other.evaluate(() => new Promise((resolve, reject) => {
+    const request = indexedDB.open("upload-once");
+    request.onsuccess = () => {
+      const db = request.result;
+      const get = db.transaction("attempts").objectStore("attempts").getAll();
+      get.onsuccess = () => { db.close(); resolve(get.result.length === 1 && typeof get.result[0].sha256 === "string"); };
+      get.onerror = () => { db.close(); reject(get.error); };
+    };
+    request.onerror = () => reject(request.error);
+  })), 10_000, 50);
 
   // The other tab opens the database at a newer version; the guest page's
   // connection makes way.

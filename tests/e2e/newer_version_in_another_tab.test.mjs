@@ -24,12 +24,17 @@ test("records that cannot be saved show a banner and hold the upload", async () 
   await other.goto(`${server.base}/healthz`);
   assert.equal(await page.isVisible("[data-testid='storage-banner']"), false);
 
-  // Offline, the photo is recorded but nothing is sent.
-  await context.setOffline(true);
+  // The authorize is held at the network until the test lets it go.
+  let open;
+  const gate = new Promise((resolve) => { open = resolve; });
+  await page.route((url) => /\/v1\/events\/[^/]+\/attempts$/.test(url.pathname), async (route) => {
+    if (route.request().method() === "POST") await gate;
+    await route.continue();
+  });
   await pick(page, photos(1));
   await until("the attempt to be recorded", async () => (await attempts(page)).length === 1, 10_000);
-  // Its content hash is written with the record before its first authorize:
-  // that write is on disk before the other tab takes the database.
+  // Its content hash is written with the record before its first authorize
+  // leaves: that write is on disk before the other tab takes the database.
   await until("the record stored with its SHA-256", () => other.evaluate(() => new Promise((resolve, reject) => {
     const request = indexedDB.open("upload-once");
     request.onsuccess = () => {
@@ -50,9 +55,10 @@ test("records that cannot be saved show a banner and hold the upload", async () 
   }));
   assert.equal(version, 1000);
 
-  // Back online: the server authorizes, but that state cannot be saved here.
+  // The authorize goes through: the server authorizes, but that state cannot
+  // be saved here.
   const authorized = page.waitForResponse((r) => r.request().method() === "POST" && /\/v1\/events\/[^/]+\/attempts$/.test(new URL(r.url()).pathname));
-  await context.setOffline(false);
+  open();
   assert.equal((await authorized).status(), 201, "the server authorized the attempt");
   await page.waitForSelector("[data-testid='storage-banner']", { state: "visible", timeout: 15_000 });
   assert.match(await page.textContent("[data-testid='storage-banner']"), /reload this page/);

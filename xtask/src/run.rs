@@ -13,9 +13,10 @@ use crate::setup::{Result, ensure_all, ensure_chromium, ensure_npm, extend_path,
 pub const LAYERS: &[&str] = &["core", "server", "browser", "e2e", "faults", "size", "bench"];
 
 /// The package budget: `.wasm` + JS glue, gzip -9. The build fails past it.
-/// The size measured once every JS value went through serde-wasm-bindgen
-/// (131,186 bytes, docs/package-size.md), plus 2 KiB.
-pub const PACKAGE_BUDGET_BYTES: u64 = 131_186 + 2 * 1024;
+/// The size measured with multipart transfer, pause and resume, attempts
+/// that outlive their session and content hashing in the client (151,929
+/// bytes, docs/package-size.md), plus 2 KiB.
+pub const PACKAGE_BUDGET_BYTES: u64 = 151_929 + 2 * 1024;
 
 /// Builds the npm package into `out` for a wasm-pack target.
 pub fn build_package(target: &str, out: &str) -> Result {

@@ -27,8 +27,8 @@ const want = (name) => ONLY.length === 0 || ONLY.includes(name);
 
 const MiB = 1 << 20;
 const P = QUICK
-  ? { rounds: 1, warmup: 0, transfer: 4 * MiB, memory: 16 * MiB, add: 20, restore: 40 }
-  : { rounds: 5, warmup: 1, transfer: 256 * MiB, memory: 1024 * MiB, add: 500, restore: 1000 };
+  ? { rounds: 1, warmup: 0, transfer: 4 * MiB, memory: 16 * MiB, add: 20, restore: 40, firstload: 1, hashFiles: 4, hashBytes: 1 * MiB, hashRounds: 1, multipart: 40 * MiB, multipartRounds: 1 }
+  : { rounds: 5, warmup: 1, transfer: 256 * MiB, memory: 1024 * MiB, add: 500, restore: 1000, firstload: 5, hashFiles: 30, hashBytes: 4 * MiB, hashRounds: 9, multipart: 1024 * MiB, multipartRounds: 3 };
 // Loopback transfers of 256 MiB vary by ±10 % from round to round: more rounds.
 const TRANSFER_ROUNDS = QUICK ? P.rounds : 9;
 
@@ -38,8 +38,12 @@ const median = (xs) => {
 };
 const fmt = (x, d = 1) => Number(x).toFixed(d);
 
-async function startServer() {
-  const dataDir = join(ROOT, "target/bench-data", `${process.pid}-${Date.now()}`);
+/**
+ * Starts a reference server on a fresh data dir, serving `www` (the bench
+ * pages by default) and pkg/. `extra`: more command-line arguments.
+ */
+async function startServer({ extra = [], www = join(ROOT, "bench/www") } = {}) {
+  const dataDir = join(ROOT, "target/bench-data", `${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2, 6)}`);
   rmSync(dataDir, { recursive: true, force: true });
   mkdirSync(dataDir, { recursive: true });
   const admin = `bench-${Math.random().toString(36).slice(2)}`;
@@ -47,7 +51,7 @@ async function startServer() {
   // tried if another process took that one first.
   const { child, port } = await spawnOnFreePort("the bench server", (port) => spawn(SERVER_BIN, [
     "--listen", `127.0.0.1:${port}`, "--data-dir", dataDir, "--admin-token", admin,
-    "--www-dir", join(ROOT, "bench/www"), "--pkg-dir", join(ROOT, "pkg"),
+    "--www-dir", www, "--pkg-dir", join(ROOT, "pkg"), ...extra,
   ], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, RUST_LOG: "warn" } }), (out, port) => out.includes(`listening on 127.0.0.1:${port} `));
   child.stdout.resume();
   child.stderr.pipe(process.stderr);
@@ -140,6 +144,73 @@ function peerSize(entry) {
   return gz(out);
 }
 
+/** DevTools' "Slow 4G" preset (Chrome 120 and later) and its CPU throttling for a mid-range phone. */
+const SLOW_4G = { offline: false, latency: 562.5, downloadThroughput: 180000, uploadThroughput: 84375, connectionType: "cellular4g" };
+const SLOW_CPU = 4;
+const CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"];
+
+/**
+ * Bundles the Uppy peer (bench/peers/uppy.js) into bench/www/uppy.bundle.js
+ * for the first-load page (bench/www/uppy.html), as its size is measured
+ * (esbuild --bundle --minify), and writes brotli/gzip copies beside the bench
+ * pages, as `cargo xtask` does for www/ and pkg/: the server sends them as they are.
+ */
+function buildUppyPage() {
+  execFileSync(join(ROOT, "bench/node_modules/.bin/esbuild"), [join(ROOT, "bench/peers/uppy.js"), "--bundle", "--minify", "--format=esm",
+    `--outfile=${join(ROOT, "bench/www/uppy.bundle.js")}`, "--log-level=error"]);
+  execFileSync("node", [join(ROOT, "xtask/minify/precompress.mjs"), join(ROOT, "bench/www")], { stdio: ["ignore", "ignore", "inherit"] });
+}
+
+/**
+ * Opens `url` in a new Chromium profile (its own HTTP cache and compiled-code
+ * cache; an incognito context has no code cache) and times navigation start →
+ * the page's `upload-once:usable` mark: a first visit with the cache disabled,
+ * then, cache enabled, two visits that fill the HTTP cache and let Chromium
+ * make its code cache (scripts and wasm compiled on an earlier visit), then
+ * the measured repeat visit (a new navigation to the same link).
+ */
+async function firstLoad(url, slow) {
+  const dir = join(ROOT, "target/bench-profiles", `${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2, 6)}`);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const context = await chromium.launchPersistentContext(dir, { executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  try {
+    const page = context.pages()[0] ?? await context.newPage();
+    // An error in the page fails the run at once.
+    let failed;
+    const failure = new Promise((_, reject) => { failed = reject; });
+    failure.catch(() => {});
+    page.on("pageerror", (e) => failed(e));
+    const cdp = await context.newCDPSession(page);
+    await cdp.send("Network.enable");
+    if (slow) {
+      await cdp.send("Network.emulateNetworkConditions", SLOW_4G);
+      await cdp.send("Emulation.setCPUThrottlingRate", { rate: SLOW_CPU });
+    }
+    const visit = async () => {
+      await page.goto(url, { waitUntil: "commit", timeout: 120_000 });
+      const mark = await Promise.race([failure, page.waitForFunction(() => {
+        const m = performance.getEntriesByName("upload-once:usable")[0];
+        return m ? m.startTime : (document.body && document.body.dataset.error ? -1 : 0);
+      }, null, { polling: 50, timeout: 120_000 })]);
+      const ms = await mark.jsonValue();
+      if (ms < 0) throw new Error(`${url}: the page says ${await page.evaluate(() => document.body.dataset.error)}`);
+      return ms;
+    };
+    await cdp.send("Network.setCacheDisabled", { cacheDisabled: true });
+    const first = await visit();
+    await cdp.send("Network.setCacheDisabled", { cacheDisabled: false });
+    await visit();
+    await visit();
+    const repeat = await visit();
+    return { first, repeat };
+  } finally {
+    await context.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 let browserVersion = "";
 function machine() {
   const cpu = cpus()[0]?.model ?? "unknown CPU";
@@ -147,7 +218,11 @@ function machine() {
 }
 
 async function main() {
-  const server = await startServer();
+  if (want("firstload")) buildUppyPage();
+  // The transfer and memory scenarios time one PUT of the whole file (256 MiB,
+  // 1 GiB): the server sends files above its multipart threshold (32 MiB by
+  // default) in parts, so this one is told to send everything in one PUT.
+  const server = await startServer({ extra: ["--multipart-threshold", "8GiB"] });
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
@@ -163,6 +238,38 @@ async function main() {
     const ev = await createEvent(server);
     const session = await joinEvent(server, ev);
     const ctx = { event: ev.event.slug, code: ev.guest_code };
+
+    // --- first load: the guest page vs a page with Uppy, Slow 4G and loopback -
+    if (want("firstload")) {
+      // The guest page is www/index.html: a server of the real pages, built
+      // alike (the same binary, the same package), beside the bench server
+      // that serves the Uppy page (bench/www/uppy.html).
+      const pages = await startServer({ www: join(ROOT, "www") });
+      try {
+        const gev = await createEvent(pages);
+        const urls = {
+          guest: `${pages.base}/?event=${gev.event.slug}&code=${gev.guest_code}`,
+          uppy: `${server.base}/uppy.html`,
+        };
+        const runs = [];
+        for (const slow of [true, false]) for (const which of ["guest", "uppy"]) runs.push({ slow, which });
+        const got = Object.fromEntries(runs.map(({ slow, which }) => [`${which}-${slow ? "slow" : "fast"}`, { first: [], repeat: [] }]));
+        for (let r = 0; r < P.firstload; r++) {
+          // Interleaved, in an order that turns each round.
+          for (let i = 0; i < runs.length; i++) {
+            const { slow, which } = runs[(i + r) % runs.length];
+            const x = await firstLoad(urls[which], slow);
+            const key = `${which}-${slow ? "slow" : "fast"}`;
+            got[key].first.push(x.first);
+            got[key].repeat.push(x.repeat);
+          }
+        }
+        results.firstload = Object.fromEntries(Object.entries(got).map(([k, v]) => [k, { first: median(v.first), repeat: median(v.repeat), firsts: v.first, repeats: v.repeat }]));
+        console.log("firstload", JSON.stringify(results.firstload));
+      } finally {
+        await pages.stop();
+      }
+    }
 
     // --- transfer: upload-once vs a bare XHR PUT, interleaved ------------------
     if (want("transfer")) {
@@ -184,6 +291,38 @@ async function main() {
     console.log("transfer", results.transfer);
     }
 
+    // --- multipart: a big file in parts vs in one PUT, both upload-once ------
+    if (want("multipart")) {
+      // A server with the default multipart threshold (32 MiB), beside the
+      // bench server (one PUT for any size); the same page on each.
+      const mp = await startServer();
+      try {
+        const mpPage = await browser.newPage();
+        mpPage.on("pageerror", (e) => console.error("page error:", e));
+        await mpPage.goto(`${mp.base}/index.html`);
+        await mpPage.waitForSelector("body[data-ready='1']");
+        const mev = await createEvent(mp);
+        const mctx = { event: mev.event.slug, code: mev.guest_code };
+        await page.evaluate((n) => window.makeBlob(n), P.multipart);
+        await mpPage.evaluate((n) => window.makeBlob(n), P.multipart);
+        const parts = [], single = [];
+        for (let r = 0; r < P.warmup + P.multipartRounds; r++) {
+          const order = r % 2 ? ["single", "parts"] : ["parts", "single"];
+          for (const which of order) {
+            const ms = which === "parts"
+              ? await mpPage.evaluate((c) => window.transferUploadOnce(c), mctx)
+              : await page.evaluate((c) => window.transferUploadOnce(c), ctx);
+            if (r >= P.warmup) (which === "parts" ? parts : single).push(ms);
+          }
+        }
+        await mpPage.close();
+        results.multipart = { bytes: P.multipart, parts: median(parts), single: median(single), ratio: median(single) / median(parts) };
+        console.log("multipart", results.multipart);
+      } finally {
+        await mp.stop();
+      }
+    }
+
     // --- memory: a big file through upload-once vs a bare XHR ---------------
     if (want("memory")) {
     const mem = await page.evaluate((c) => window.memoryDuringUpload(c), { ...ctx, bytes: P.memory });
@@ -203,6 +342,23 @@ async function main() {
     }
     results.add = { n: P.add, ms: median(add), perFile: median(add) / P.add, bare: median(addBare), ratio: median(addBare) / median(add) };
     console.log("add", results.add);
+    }
+
+    // --- hashing: whole-file SHA-256 before the PUT vs none, interleaved ------
+    if (want("hashing")) {
+      const on = [], off = [];
+      for (let r = 0; r < P.warmup + P.hashRounds; r++) {
+        const order = r % 2 ? [false, true] : [true, false];
+        for (const hash of order) {
+          const x = await page.evaluate((c) => window.hashRound(c), { ...ctx, n: P.hashFiles, bytes: P.hashBytes, hash });
+          if (x.hashed !== hash) throw new Error(`hashing ${hash ? "on" : "off"}, but the files were ${x.hashed ? "" : "not "}hashed`);
+          if (r >= P.warmup) (hash ? on : off).push(x.ms);
+        }
+      }
+      const speedBytes = QUICK ? 8 * MiB : 64 * MiB;
+      const speed = { bytes: speedBytes, ...await page.evaluate((c) => window.sha256Throughput(c), { bytes: speedBytes, reps: QUICK ? 1 : 5 }) };
+      results.hashing = { n: P.hashFiles, bytes: P.hashBytes, on: median(on), off: median(off), ratio: median(on) / median(off), speed };
+      console.log("hashing", results.hashing);
     }
 
     // --- restore: n attempts the server knows as confirmed -------------------
@@ -247,7 +403,12 @@ function verdict(ok) {
 
 function report(r, s) {
   const KiB = 1024;
-  const t = r.transfer, m = r.memory, a = r.add, re = r.restore, z = r.size;
+  const t = r.transfer, m = r.memory, a = r.add, re = r.restore, z = r.size, f = r.firstload, h = r.hashing, mp = r.multipart;
+  const ms = (x) => `${fmt(x, 0)} ms`;
+  const load = (cond, visit, target) => {
+    const g = f[`guest-${cond}`][visit], u = f[`uppy-${cond}`][visit];
+    return `| first load, ${cond === "slow" ? "Slow 4G + 4× CPU slowdown" : "loopback, no throttling"}: navigation → pick button usable, ${visit === "first" ? "first visit (cache disabled)" : "repeat visit (HTTP and code caches warm)"} (median of ${P.firstload}) | guest page: ${ms(g)} | Uppy page (@uppy/core + aws-s3 + golden-retriever, constructed): ${ms(u)} | ${fmt(u / g, 2)} | ${target ? `≤ ${fmt(target / 1000, 1)} s: ${verdict(g <= target)}` : "—"} |`;
+  };
   const lines = [
     "# Benchmarks",
     "",
@@ -262,7 +423,14 @@ function report(r, s) {
     `| memory, ${fmt(m.bytes / MiB, 0)} MiB upload: JS heap growth (peak) | ${fmt(m.heapGrowth / MiB, 2)} MiB | bare XHR: ${fmt(m.bareHeapGrowth / MiB, 2)} MiB | — | ≤ 32 MiB: ${verdict(m.heapGrowth <= 32 * MiB)} |`,
     `| add() of ${a.n} small files, until all durably recorded | ${fmt(a.ms, 0)} ms (${fmt(a.perFile, 3)} ms/file) | bare IndexedDB put, one strict transaction: ${fmt(a.bare, 0)} ms | ${fmt(a.ratio, 2)} | ≤ 2 ms/file: ${verdict(a.perFile <= 2)} |`,
     `| restore ${re.n} attempts confirmed elsewhere: open → all shown confirmed | ${fmt(re.ms, 0)} ms, ${re.trips} status round trips | bare status fetches (500 ids each): ${fmt(re.bare, 0)} ms | ${fmt(re.ratio, 2)} | ≤ 1 s: ${verdict(re.ms <= 1000)}; ≤ 3 round trips: ${verdict(re.trips <= 3)} |`,
-    `| package: .wasm + JS glue, gzip -9 | ${fmt(z.ours.total / KiB, 1)} KiB (wasm ${fmt(z.ours.wasm / KiB, 1)}, JS ${fmt((z.ours.js + z.ours.glue) / KiB, 1)}) | tus-js-client 4.3.1: ${fmt(z.tus / KiB, 1)} KiB; @uppy/core + aws-s3 + golden-retriever: ${fmt(z.uppy / KiB, 1)} KiB (esbuild --bundle --minify) | ${fmt(z.uppy / z.ours.total, 2)} (vs Uppy) | ≤ 64 KiB: ${verdict(z.ours.total <= 64 * KiB)} |`,
+    load("slow", "first", 1500),
+    load("slow", "repeat", 500),
+    load("fast", "first"),
+    load("fast", "repeat"),
+    `| hashing: add() of ${h.n} new files of ${fmt(h.bytes / MiB, 0)} MiB → all confirmed, each hashed whole (SHA-256) before its PUT (median of ${P.hashRounds}) | ${ms(h.on)} | the same with \`hashFileMaxBytes: 0\` (no hashing), same run: ${ms(h.off)} | ${fmt(h.off / h.on, 3)} | hashing ÷ no hashing ≤ 1.05: ${fmt(h.ratio, 3)}, ${verdict(h.ratio <= 1.05)} |`,
+    `| SHA-256 in the page (WebCrypto), the library's hash path: \`blob.slice().arrayBuffer()\` then \`digest\` | ${fmt(h.speed.blob, 0)} MiB/s (${fmt(h.speed.bytes / MiB, 0)} MiB Blob); ${fmt(h.speed.file4, 0)} MiB/s (4 MiB File) | \`crypto.subtle.digest\` of a ${fmt(h.speed.bytes / MiB, 0)} MiB ArrayBuffer: ${fmt(h.speed.digest, 0)} MiB/s | ${fmt(h.speed.blob / h.speed.digest, 2)} | — |`,
+    `| multipart: ${fmt(mp.bytes / MiB, 0)} MiB, add() → confirmed, in 8 MiB parts (server's default 32 MiB threshold) (median of ${P.multipartRounds}) | ${ms(mp.parts)} (${fmt(mp.bytes / MiB / (mp.parts / 1000), 0)} MiB/s) | upload-once in one PUT (a server with an 8 GiB threshold), same Blob: ${ms(mp.single)} | ${fmt(mp.ratio, 3)} | ≥ 0.95: ${verdict(mp.ratio >= 0.95)} |`,
+    `| package: .wasm + JS glue, gzip -9 | ${fmt(z.ours.total / KiB, 1)} KiB (wasm ${fmt(z.ours.wasm / KiB, 1)}, JS ${fmt((z.ours.js + z.ours.glue) / KiB, 1)}) | tus-js-client 4.3.1: ${fmt(z.tus / KiB, 1)} KiB; @uppy/core + aws-s3 + golden-retriever: ${fmt(z.uppy / KiB, 1)} KiB (esbuild --bundle --minify) | ${fmt(z.uppy / z.ours.total, 2)} (vs Uppy) | none now (was ≤ 64 KiB): the size budget is the measured size + 2 KiB; what users feel is the time to a usable page (first load, above) |`,
   ];
   if (s) {
     lines.push(
@@ -275,9 +443,12 @@ function report(r, s) {
     "## How each figure is taken",
     "",
     "- **Transfer**: one Blob, sent as a new `File` each round. upload-once: from `add()` to the attempt shown `confirmed` (durable record, authorize, the XHR PUT straight from the Blob, confirm). Baseline: a bare `XMLHttpRequest` PUT of the same Blob to a signed URL of the same reference server (the same sink). The file is larger than `keepFileMaxBytes` (64 MiB), so it is not copied into IndexedDB while it uploads. On loopback the PUT itself takes only about 1 s, so upload-once's fixed cost around it weighs: timed from its change events on 2026-11-30, the strict IndexedDB commit and the authorize before the first byte took 10–35 ms and the confirm after the last byte 30–80 ms (the server commits to SQLite with fsync), 5–10 % of the transfer. Over five runs that day the ratio was 0.96 to 1.04, and 0.88 once, with the disk nearly full: the PUT's own time varies more than that cost. Over a real uplink, where 256 MiB takes minutes, the cost disappears.",
+    "- **Multipart**: the same Blob through upload-once, from `add()` to `confirmed`, on two reference servers of the same build in the same run: one with the default 32 MiB multipart threshold (the file goes up in 8 MiB parts, each part's URL signed and its SHA-256 taken by the client) and the bench server, whose 8 GiB threshold sends it in one PUT (as in the transfer row). Rounds interleave the two; ratio = one PUT ÷ in parts.",
     "- **Memory**: `WebAssembly.Memory.buffer.byteLength` and `performance.memory.usedJSHeapSize` (Chromium with `--enable-precise-memory-info`) sampled every 20 ms during the upload; the growth is the peak minus the value before. The bytes go from the Blob to the network by XHR; they never pass through wasm memory and there is no per-chunk copy.",
     "- **Add**: `await uploader.add(files)` resolves once every new attempt is committed to IndexedDB with strict durability (one transaction for the batch). Baseline: the same number of small records put with one strict transaction, without the library.",
     "- **Restore**: the IndexedDB of a fresh page holds n attempts left mid-confirm, which the server already confirmed. Timed from `Uploader.open` until every attempt is shown confirmed; the status requests are counted. Baseline: the status requests alone.",
+    "- **First load**: the guest page (`www/index.html` with a real event's guest link, `/?event=…&code=…`) and a minimal page that constructs Uppy with aws-s3 and golden-retriever (`bench/www/uppy.html`, the bundle of the package-size row), both served by the reference server (built alike, precompressed brotli copies, the same cache headers: pages and their scripts `no-cache`, the upload-once package under a versioned `immutable` path). Each round opens each page in a new Chromium profile (an incognito context keeps no compiled-code cache) and times navigation start → the page's `upload-once:usable` performance mark (the guest page sets it when its pick button works; the Uppy page once Uppy is constructed with its plugins): a first visit with the cache disabled (`Network.setCacheDisabled`), then two visits that fill the HTTP cache and let Chromium keep compiled scripts and wasm, then the measured repeat visit (a new navigation to the same link: what was cached `no-cache` is revalidated, one round trip each). Slow 4G is DevTools' preset through CDP (`Network.emulateNetworkConditions`: 562.5 ms latency, 180,000 B/s down, 84,375 B/s up) with `Emulation.setCPUThrottlingRate` 4; loopback is the same without either. Rounds interleave the pages and the conditions.",
+    "- **Hashing**: each round, n files of new random bytes (the server stores the same bytes once per event: no file is ever a duplicate, which the run checks) are given to `add()` of a fresh `Uploader`, timed until all are `confirmed`; with whole-file hashing (the default: a file going up in one PUT, at most 64 MiB, is hashed with WebCrypto before its first byte leaves) or with `hashFileMaxBytes: 0`, interleaved. The run checks from the stored records that the files were hashed, or not. The files are small enough to be kept in IndexedDB as well (`keepFileMaxBytes`), in both. The SHA-256 throughput is timed in the same page.",
     "- **Package size**: the `--target web` build (release profile: opt-level z, LTO, one codegen unit, panic abort, wasm-opt -Oz): `.wasm` + `upload_once.js` (wasm-bindgen's glue and the package's own glue snippet, bundled and minified by esbuild as the package ships), gzip -9. Peers are bundled from npm with esbuild the same way (`--bundle --minify`) and gzipped alike. Where the bytes go, what was done and what 64 KiB would take: [package-size.md](package-size.md).",
     "- **Server**: `bench/loadgen` (Rust) against the reference server built with `--profile fast`, SQLite in its data dir.",
     "",

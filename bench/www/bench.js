@@ -199,3 +199,79 @@ window.memoryDuringBareXhr = async ({ url, headers }) => {
   clearInterval(timer);
   return { heapGrowth: heapPeak - heapBefore };
 };
+
+/** `n` files of `bytes` fresh random bytes each (the server stores the same bytes once per event). */
+function randomFiles(n, bytes, prefix) {
+  const files = [];
+  for (let i = 0; i < n; i++) {
+    const b = new Uint8Array(bytes);
+    for (let o = 0; o < bytes; o += 65536) crypto.getRandomValues(b.subarray(o, Math.min(bytes, o + 65536)));
+    files.push(new File([b], `${prefix}-${i}.png`, { type: "image/png", lastModified: Date.now() + i }));
+  }
+  return files;
+}
+
+/** Reads the stored record of attempt `id` (to see whether its SHA-256 was taken). */
+async function storedRecord(dbName, id) {
+  const idb = await new Promise((resolve, reject) => {
+    const r = indexedDB.open(dbName);
+    r.onsuccess = () => resolve(r.result);
+    r.onerror = () => reject(r.error);
+  });
+  const record = await new Promise((resolve, reject) => {
+    const get = idb.transaction("attempts").objectStore("attempts").get(id);
+    get.onsuccess = () => resolve(get.result);
+    get.onerror = () => reject(get.error);
+  });
+  idb.close();
+  return record;
+}
+
+/**
+ * add() of `n` new files of `bytes` each → all confirmed, with whole-file
+ * hashing (the default) or without (`hashFileMaxBytes: 0`). Also says
+ * whether the files were hashed (the stored record holds the SHA-256).
+ */
+window.hashRound = async ({ event, code, n, bytes, hash }) => {
+  const files = randomFiles(n, bytes, hash ? "hashed" : "plain");
+  const dbName = `bench-h-${Date.now()}-${Math.random()}`;
+  const uploader = await Uploader.open({ apiBase: api, event, guestCode: code, dbName, ...(hash ? {} : { hashFileMaxBytes: 0 }) });
+  const t0 = performance.now();
+  const outcomes = await uploader.add(files);
+  const list = await waitFor(uploader, (l) => l.length === n && l.every((a) => a.confirmation === "confirmed"));
+  const ms = performance.now() - t0;
+  uploader.close();
+  if (!outcomes.every((o) => o.ok && o.status === "new")) throw new Error("add refused files or found them already shared");
+  if (list.some((a) => a.duplicateOf)) throw new Error("a file was found already shared: the bytes must be new each round");
+  const record = await storedRecord(dbName, list[0].id);
+  indexedDB.deleteDatabase(dbName);
+  return { ms, hashed: Boolean(record && record.sha256) };
+};
+
+/**
+ * SHA-256 throughput of WebCrypto in this page, in MiB/s (median of `reps`):
+ * `digest` of an ArrayBuffer already in memory (the reference), and the
+ * library's hash path, `blob.slice().arrayBuffer()` then `digest`, for a
+ * Blob of `bytes` and for a 4 MiB File.
+ */
+window.sha256Throughput = async ({ bytes, reps }) => {
+  const buf = new Uint8Array(bytes);
+  for (let o = 0; o < bytes; o += 65536) crypto.getRandomValues(buf.subarray(o, Math.min(bytes, o + 65536)));
+  const big = new Blob([buf]);
+  const small = randomFiles(1, 4 << 20, "t")[0];
+  const med = (xs) => xs.sort((a, b) => a - b)[xs.length >> 1];
+  const time = async (f, size) => {
+    const ms = [];
+    for (let i = 0; i < reps; i++) {
+      const t0 = performance.now();
+      await f();
+      ms.push(performance.now() - t0);
+    }
+    return size / (1 << 20) / (med(ms) / 1000);
+  };
+  return {
+    digest: await time(() => crypto.subtle.digest("SHA-256", buf), bytes),
+    blob: await time(async () => crypto.subtle.digest("SHA-256", await big.slice(0, bytes).arrayBuffer()), bytes),
+    file4: await time(async () => crypto.subtle.digest("SHA-256", await small.slice(0, small.size).arrayBuffer()), small.size),
+  };
+};

@@ -69,7 +69,13 @@ pub async fn host_media(event: &CreateEventResponse) -> Vec<Value> {
 
 /// A `File` made in the page.
 pub fn file(name: &str, content_type: &str, size: usize, last_modified: f64) -> File {
-    let bytes: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+    // The bytes begin with the name and the time: two files that differ in
+    // either are two photos (the server keeps one media per content), while
+    // the same file made twice has the same bytes.
+    let mut bytes: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+    let identity = format!("{name}\0{last_modified}");
+    let n = identity.len().min(size);
+    bytes[..n].copy_from_slice(&identity.as_bytes()[..n]);
     let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes.as_slice()));
     let options = web_sys::FilePropertyBag::new();
     options.set_type(content_type);

@@ -140,7 +140,9 @@ export async function until(what, fn, ms = 20_000, every = 100) {
 /**
  * Starts the reference server with a fresh data directory, serving the
  * guest/host/wall pages and the built package (or `pkgDir`). Resolves once
- * it listens (it says so) and /healthz is 200.
+ * it listens (it says so) and /healthz is 200. `extraArgs`: more flags, or a
+ * function of the port that makes them (for flags that name the server's
+ * own origin).
  */
 export async function startServer(name, extraArgs = [], { pkgDir = join(ROOT, "pkg") } = {}) {
   mkdirSync(join(TARGET, "test-data"), { recursive: true });
@@ -149,7 +151,7 @@ export async function startServer(name, extraArgs = [], { pkgDir = join(ROOT, "p
   const start = (port) => {
     const args = [
       "--listen", `127.0.0.1:${port}`, "--data-dir", dataDir, "--admin-token", admin,
-      "--www-dir", join(ROOT, "www"), "--pkg-dir", pkgDir, ...extraArgs,
+      "--www-dir", join(ROOT, "www"), "--pkg-dir", pkgDir, ...(typeof extraArgs === "function" ? extraArgs(port) : extraArgs),
     ];
     const child = spawn(SERVER_BIN, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, RUST_LOG: "warn" } });
     child.log = "";
@@ -217,8 +219,12 @@ export async function hostMedia(server, ev, moderation) {
 export function guestUrl(server, ev) {
   return `${server.base}/?event=${ev.event.slug}&code=${ev.guest_code}`;
 }
-export function hostUrl(server, ev) {
-  return `${server.base}/host.html?event=${ev.event.slug}&token=${encodeURIComponent(ev.host_token)}`;
+/**
+ * The host link: the token in the fragment (never sent to the server).
+ * `query`: more of the query, e.g. `&code=…` (it must come before the `#`).
+ */
+export function hostUrl(server, ev, query = "") {
+  return `${server.base}/host.html?event=${ev.event.slug}${query}#token=${encodeURIComponent(ev.host_token)}`;
 }
 export function wallUrl(server, ev) {
   return `${server.base}/wall.html?event=${ev.event.slug}&code=${ev.guest_code}`;
@@ -275,7 +281,10 @@ export function photo(seed, bytes = 200_000, width = 320, height = 240) {
 
 /** `setInputFiles` payloads for n photos. */
 export function photos(n, bytes = 200_000, prefix = "photo") {
-  return Array.from({ length: n }, (_, i) => ({ name: `${prefix}-${i + 1}.png`, mimeType: "image/png", buffer: photo(i + 1, bytes) }));
+  // Another prefix, other pictures: the server keeps one media per content
+  // within an event, so two guests' photos must differ to be two photos.
+  const base = prefix === "photo" ? 0 : ([...prefix].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7) % 100_000) * 1000;
+  return Array.from({ length: n }, (_, i) => ({ name: `${prefix}-${i + 1}.png`, mimeType: "image/png", buffer: photo(base + i + 1, bytes) }));
 }
 
 // --- static server for the Vite example -----------------------------------

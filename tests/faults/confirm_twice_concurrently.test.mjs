@@ -48,7 +48,12 @@ test("a double click on Retry retries once", async () => {
   await page.evaluate((id) => window.uploader.cancel(id), a.id);
   const retry = await page.waitForSelector(`[data-testid='card'][data-id='${a.id}'] [data-testid='retry']`);
   await retry.click({ clickCount: 2, delay: 10 });
-  const [done] = await untilSettled(page, 1);
+  // The retry takes the attempt's lock again before it moves: until then it
+  // still shows cancelled.
+  const [done] = await until("the retried attempt to settle", async () => {
+    const list = await attempts(page);
+    return list.length === 1 && list[0].terminal && list[0].error?.code !== "cancelled" && list;
+  }, 60_000, 100);
   assert.equal(done.id, a.id, "the same attempt");
   assert.equal(done.confirmation, "confirmed");
   const { media } = await rowsByAttempt(stack.server, ev);

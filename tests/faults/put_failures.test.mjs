@@ -20,7 +20,8 @@ function storedObjects(dir) {
       if (e.name.startsWith(".")) continue;
       const p = join(d, e.name);
       if (e.isDirectory()) walk(p);
-      else if (!e.name.endsWith(".meta")) out.push(p);
+      // Not the renditions the server makes of a photo (`<key>-display`, `<key>-thumb`).
+      else if (!e.name.endsWith(".meta") && !/-(display|thumb)$/.test(e.name)) out.push(p);
     }
   };
   walk(join(dir, "objects"));

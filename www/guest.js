@@ -67,9 +67,16 @@ async function main() {
     return;
   }
 
+  const api = apiBase(p);
+  if (api.refused) {
+    showMessage(app, t("common.api.title"), t("common.api.text", { origin: api.refused }), t("common.api.ask"));
+    document.body.dataset.error = "api_not_allowed";
+    return;
+  }
+
   await init();
   try {
-    uploader = await Uploader.open({ apiBase: apiBase(p), event, guestCode, concurrency: 3 });
+    uploader = await Uploader.open({ apiBase: api.base, event, guestCode, concurrency: 3 });
   } catch (err) {
     explainOpenError(err, event);
     return;
@@ -631,8 +638,11 @@ function actionButton(testid, tone, verb, effect, onClick) {
   // Busy while it runs, but not `disabled`: a disabled button drops the
   // keyboard focus, which then could not move on to the card's next action.
   let busy = false;
-  button.addEventListener("click", async () => {
-    if (busy) return;
+  button.addEventListener("click", async (event) => {
+    // The second click of a double click is not a second press: the card's
+    // buttons change under the pointer (Retry becomes Cancel), so it would
+    // undo the first.
+    if (busy || event.detail > 1) return;
     busy = true;
     button.setAttribute("aria-disabled", "true");
     try {

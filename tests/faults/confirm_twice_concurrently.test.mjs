@@ -49,7 +49,8 @@ test("a double click on Retry retries once", async () => {
   const retry = await page.waitForSelector(`[data-testid='card'][data-id='${a.id}'] [data-testid='retry']`);
   await retry.click({ clickCount: 2, delay: 10 });
   // The retry takes the attempt's lock again before it moves: until then it
-  // still shows cancelled.
+  // still shows cancelled. (The second click lands on the button that
+  // replaced Retry — Cancel — and must not press it.)
   const [done] = await until("the retried attempt to settle", async () => {
     const list = await attempts(page);
     return list.length === 1 && list[0].terminal && list[0].error?.code !== "cancelled" && list;

@@ -146,6 +146,13 @@ pub struct Config {
     #[arg(long = "allowed-origin", env = "UPLOAD_ONCE_ALLOWED_ORIGINS", value_delimiter = ',')]
     pub allowed_origins: Vec<String>,
 
+    /// An origin other than their own that the pages (`www/`) may be
+    /// pointed at with `?api=` (repeatable, or comma-separated in the
+    /// environment). The server writes them into each page and into its
+    /// Content-Security-Policy; `?api=` naming any other origin is refused.
+    #[arg(long = "page-api-origin", env = "UPLOAD_ONCE_PAGE_API_ORIGINS", value_delimiter = ',')]
+    pub page_api_origins: Vec<String>,
+
     /// Lifetime of a signed upload URL. Must be shorter than the attempt TTL.
     #[arg(long, env = "UPLOAD_ONCE_URL_TTL", default_value = "15m", value_parser = parse_duration)]
     pub url_ttl: Duration,
@@ -287,6 +294,13 @@ impl Config {
             if !is_valid_origin(origin) {
                 return Err(Error::Config(format!(
                     "--allowed-origin `{origin}` must look like https://example.com (scheme, host, optional port, no path)"
+                )));
+            }
+        }
+        for origin in &self.page_api_origins {
+            if !is_valid_origin(origin) {
+                return Err(Error::Config(format!(
+                    "--page-api-origin `{origin}` must look like https://api.example.com (scheme, host, optional port, no path)"
                 )));
             }
         }

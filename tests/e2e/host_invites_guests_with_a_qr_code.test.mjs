@@ -8,10 +8,13 @@
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
+import { readFileSync } from "node:fs";
 import { startServer, createEvent, guestUrl, hostUrl, screenshotPath } from "./harness.mjs";
 import { launch } from "./pages.mjs";
 
-const JSQR = createRequire(import.meta.url).resolve("jsqr/dist/jsQR.js");
+// Evaluated through the DevTools protocol rather than added as a <script>,
+// which the page's Content-Security-Policy refuses.
+const JSQR = readFileSync(createRequire(import.meta.url).resolve("jsqr/dist/jsQR.js"), "utf8");
 
 let server, browser;
 before(async () => { server = await startServer("host-invite"); browser = await launch(); });
@@ -19,7 +22,7 @@ after(async () => { await browser?.close(); await server?.stop(); });
 
 /** Reads the QR code drawn by the SVG at `selector` (rendered into a canvas). */
 async function readQr(page, selector) {
-  if (!(await page.evaluate(() => typeof window.jsQR === "function"))) await page.addScriptTag({ path: JSQR });
+  if (!(await page.evaluate(() => typeof window.jsQR === "function"))) await page.evaluate(JSQR);
   return page.evaluate(async (sel) => {
     const svg = document.querySelector(sel);
     const img = new Image();

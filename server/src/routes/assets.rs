@@ -16,22 +16,44 @@
 //!   `modulepreload` of it and a `preload` of the `.wasm` (CORS mode, so
 //!   wasm-bindgen's `fetch` in `init` takes that response): the `.wasm`
 //!   starts downloading with the HTML, not after the JS has run.
+//! - **Under a Content-Security-Policy.** Every page of the server (each
+//!   `*.html` at the top of `www/` that carries one of the placeholders
+//!   below, and `/` for `index.html`) is sent with the policy of
+//!   [`PagePolicy::content_security_policy`]: scripts from this origin only
+//!   (plus the exact hash of the guest page's import map, the one inline
+//!   script), `'wasm-unsafe-eval'` to compile the `.wasm`, requests and media
+//!   to this origin, the public URL's and the bucket's, no plugins, no
+//!   `<base>`, no framing; and `Referrer-Policy: no-referrer` (the host's
+//!   link carries its token, the guest's the guest code). Each page's
+//!   `<!-- upload-once:api-origins -->` becomes a `<meta
+//!   name="upload-once-api-origins">` listing `--page-api-origin`: the only
+//!   origins besides their own the pages let `?api=` name. Pages are
+//!   rendered per request, so they go out uncompressed.
 
 use std::path::{Path, PathBuf};
 
 use axum::Router;
 use axum::body::Body;
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use base64::Engine as _;
 use sha2::{Digest, Sha256};
 use tower_http::services::ServeDir;
 use tower_http::set_header::SetResponseHeaderLayer;
 
+use crate::config::{Config, S3UrlStyle, StorageKind};
 use crate::state::AppState;
 
 /// Where the guest page asks for its preloads.
 pub const PRELOAD_PLACEHOLDER: &str = "<!-- upload-once:preload -->";
+
+/// Where a page asks for the origins `?api=` may name besides its own.
+pub const API_ORIGINS_PLACEHOLDER: &str = "<!-- upload-once:api-origins -->";
+
+/// The `<meta name>` the pages read the allowed API origins from.
+pub const API_ORIGINS_META: &str = "upload-once-api-origins";
 
 /// The package's entry points.
 const PKG_JS: &str = "upload_once.js";
@@ -92,36 +114,190 @@ fn static_files(dir: PathBuf) -> ServeDir {
     ServeDir::new(dir).precompressed_br().precompressed_gzip().call_fallback_on_method_not_allowed(true)
 }
 
+/// The guest page's import map for package `version`: it points the
+/// package's entry at the versioned copy.
+pub fn import_map(version: &str) -> String {
+    format!(r#"{{"imports":{{"/pkg/{PKG_JS}":"/pkg/v/{version}/{PKG_JS}"}}}}"#)
+}
+
+/// The CSP source that allows the inline script whose text is exactly
+/// `text`: `'sha256-<base64>'`.
+pub fn script_hash(text: &str) -> String {
+    format!("'sha256-{}'", base64::engine::general_purpose::STANDARD.encode(Sha256::digest(text.as_bytes())))
+}
+
 /// The guest page with its preloads for package `version`.
 pub fn guest_page(html: &str, version: Option<&str>) -> String {
     let preload = match version {
         Some(v) => format!(
-            r#"<script type="importmap">{{"imports":{{"/pkg/{PKG_JS}":"/pkg/v/{v}/{PKG_JS}"}}}}</script>
+            r#"<script type="importmap">{map}</script>
   <link rel="modulepreload" href="/pkg/v/{v}/{PKG_JS}">
-  <link rel="preload" href="/pkg/v/{v}/{PKG_WASM}" as="fetch" type="application/wasm" crossorigin>"#
+  <link rel="preload" href="/pkg/v/{v}/{PKG_WASM}" as="fetch" type="application/wasm" crossorigin>"#,
+            map = import_map(v)
         ),
         None => String::new(),
     };
     html.replacen(PRELOAD_PLACEHOLDER, &preload, 1)
 }
 
-async fn serve_guest_page(www: PathBuf, version: Option<String>, headers: HeaderMap) -> Response {
-    let Ok(html) = tokio::fs::read_to_string(www.join("index.html")).await else {
+/// The origin (`scheme://host[:port]`) of a URL, `None` for anything
+/// without one.
+fn origin_of(url: &url::Url) -> Option<String> {
+    let origin = url.origin();
+    origin.is_tuple().then(|| origin.ascii_serialization())
+}
+
+/// What the pages may reach besides their own origin.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PagePolicy {
+    /// Where signed upload URLs and media URLs point: the public URL's
+    /// origin, and with S3 storage the bucket's (uploads go there, media
+    /// URLs redirect there).
+    pub storage_origins: Vec<String>,
+    /// The origins `?api=` may name (`--page-api-origin`).
+    pub api_origins: Vec<String>,
+}
+
+impl PagePolicy {
+    /// The policy of a configuration.
+    pub fn from_config(config: &Config) -> PagePolicy {
+        let mut storage = Vec::new();
+        if let Some(origin) = url::Url::parse(&config.public_base()).ok().as_ref().and_then(origin_of) {
+            storage.push(origin);
+        }
+        if config.storage == StorageKind::S3 {
+            if let Some(mut endpoint) = config.s3_endpoint.as_deref().and_then(|e| url::Url::parse(e).ok()) {
+                // As rusty-s3 forms a virtual-hosted bucket's URLs.
+                if config.s3_url_style == S3UrlStyle::VirtualHost {
+                    let host = format!(
+                        "{}.{}",
+                        config.s3_bucket.as_deref().unwrap_or_default(),
+                        endpoint.host_str().unwrap_or_default()
+                    );
+                    if endpoint.set_host(Some(&host)).is_err() {
+                        tracing::warn!(host, "the bucket's host is not a valid host: left out of the pages' policy");
+                    }
+                }
+                storage.extend(origin_of(&endpoint));
+            }
+        }
+        storage.dedup();
+        PagePolicy { storage_origins: storage, api_origins: config.page_api_origins.clone() }
+    }
+
+    /// The `Content-Security-Policy` of a page whose inline scripts (an
+    /// import map) are exactly `inline_scripts`.
+    ///
+    /// Styles come from `style.css` alone: the pages set no `style`
+    /// attribute (a style set from script through the CSSOM, such as a
+    /// progress bar's width, is not governed by the policy).
+    pub fn content_security_policy(&self, inline_scripts: &[&str]) -> String {
+        let mut others: Vec<&str> = Vec::new();
+        for origin in self.storage_origins.iter().chain(&self.api_origins) {
+            if !others.contains(&origin.as_str()) {
+                others.push(origin);
+            }
+        }
+        let others: String = others.iter().map(|o| format!(" {o}")).collect();
+        let hashes: String = inline_scripts.iter().map(|s| format!(" {}", script_hash(s))).collect();
+        [
+            "default-src 'none'".to_owned(),
+            // `'wasm-unsafe-eval'` compiles the package's `.wasm`; it allows
+            // no `eval` of JavaScript.
+            format!("script-src 'self' 'wasm-unsafe-eval'{hashes}"),
+            "style-src 'self'".to_owned(),
+            // blob: previews of picked files, data: the favicon; the
+            // bucket's presigned media reads.
+            format!("img-src 'self' blob: data:{others}"),
+            format!("media-src 'self' blob: data:{others}"),
+            // The API (`?api=`), signed upload URLs, the live wall.
+            format!("connect-src 'self'{others}"),
+            "form-action 'self'".to_owned(),
+            "object-src 'none'".to_owned(),
+            "base-uri 'none'".to_owned(),
+            "frame-ancestors 'none'".to_owned(),
+        ]
+        .join("; ")
+    }
+}
+
+/// A page as it is sent: the HTML with its placeholders filled, and its
+/// `Content-Security-Policy`.
+pub struct Page {
+    /// The HTML.
+    pub html: String,
+    /// The policy, with the hash of the import map the HTML carries.
+    pub csp: String,
+}
+
+/// Fills a page's placeholders (the guest page's preloads for package
+/// `version`, the allowed API origins) and makes its policy.
+pub fn render_page(html: &str, version: Option<&str>, policy: &PagePolicy) -> Page {
+    let mut inline = Vec::new();
+    let map = version.map(import_map);
+    let mut html = if html.contains(PRELOAD_PLACEHOLDER) {
+        inline.extend(map.as_deref());
+        guest_page(html, version)
+    } else {
+        html.to_owned()
+    };
+    let meta = if policy.api_origins.is_empty() {
+        String::new()
+    } else {
+        // Origins are checked at start (scheme, host, port): nothing to escape.
+        format!(r#"<meta name="{API_ORIGINS_META}" content="{}">"#, policy.api_origins.join(" "))
+    };
+    html = html.replacen(API_ORIGINS_PLACEHOLDER, &meta, 1);
+    let csp = policy.content_security_policy(&inline);
+    Page { html, csp }
+}
+
+async fn serve_page(state: AppState, file: PathBuf, version: Option<String>, headers: HeaderMap) -> Response {
+    let Ok(html) = tokio::fs::read_to_string(&file).await else {
         return StatusCode::NOT_FOUND.into_response();
     };
-    let page = guest_page(&html, version.as_deref());
-    let etag = format!("\"{}\"", hex::encode(&Sha256::digest(page.as_bytes())[..8]));
+    let page = render_page(&html, version.as_deref(), &PagePolicy::from_config(&state.config));
+    let mut hash = Sha256::new();
+    hash.update(page.html.as_bytes());
+    hash.update(page.csp.as_bytes());
+    let etag = format!("\"{}\"", hex::encode(&hash.finalize()[..8]));
     let mut response = if headers.get(header::IF_NONE_MATCH).is_some_and(|v| v.as_bytes() == etag.as_bytes()) {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], Body::from(page)).into_response()
+        ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], Body::from(page.html)).into_response()
     };
     let h = response.headers_mut();
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static(REVALIDATE));
     if let Ok(v) = HeaderValue::from_str(&etag) {
         h.insert(header::ETAG, v);
     }
+    if let Ok(v) = HeaderValue::from_str(&page.csp) {
+        h.insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     response
+}
+
+/// The server's pages in `www`, by name: its top-level `*.html` files that
+/// ask to be filled in (a placeholder). Any other file, a page of one's own
+/// included, goes out as it is.
+fn pages(www: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(www) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter(|e| e.path().is_file())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".html") && n.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)))
+        .filter(|n| {
+            std::fs::read_to_string(www.join(n))
+                .is_ok_and(|html| html.contains(PRELOAD_PLACEHOLDER) || html.contains(API_ORIGINS_PLACEHOLDER))
+        })
+        .collect();
+    names.sort();
+    names
 }
 
 /// Adds the package (`/pkg/`, `/pkg/v/<version>/`) and the pages to
@@ -156,10 +332,17 @@ pub fn mount(
     match www.filter(|p| p.is_dir()) {
         Some(www) => {
             drop_stale_copies(&www);
-            let (page_www, page_version) = (www.clone(), version.clone());
-            let guest =
-                get(move |headers: HeaderMap| serve_guest_page(page_www.clone(), page_version.clone(), headers));
-            router.route("/", guest.clone()).route("/index.html", guest).fallback_service(
+            for name in pages(&www) {
+                let (file, page_version) = (www.join(&name), version.clone());
+                let page = get(move |State(state): State<AppState>, headers: HeaderMap| {
+                    serve_page(state, file.clone(), page_version.clone(), headers)
+                });
+                if name == "index.html" {
+                    router = router.route("/", page.clone());
+                }
+                router = router.route(&format!("/{name}"), page);
+            }
+            router.fallback_service(
                 tower::ServiceBuilder::new()
                     .layer(cache(REVALIDATE))
                     .layer(vary())

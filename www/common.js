@@ -69,10 +69,33 @@ export function params() {
   return { get };
 }
 
-/** The API base: `?api=` when given, else this page's origin. */
+/**
+ * The origins besides this page's that `?api=` may name: the server lists
+ * them (`--page-api-origin`) in `<meta name="upload-once-api-origins">`.
+ */
+function allowedApiOrigins() {
+  const meta = document.querySelector('meta[name="upload-once-api-origins"]');
+  return new Set(((meta && meta.content) || "").split(/[\s,]+/).filter(Boolean));
+}
+
+/**
+ * The API base: this page's origin, or `?api=` when it names this origin
+ * or one the server allows. `{ base }`, or `{ refused }` (the origin `?api=`
+ * named) when it names any other: then the page says so and sends nothing,
+ * so a link cannot send a guest's photos or a host's token elsewhere.
+ */
 export function apiBase(p) {
   const api = p.get("api");
-  return (api || location.origin).replace(/\/+$/, "");
+  if (!api) return { base: location.origin };
+  let url;
+  try {
+    url = new URL(api, location.href);
+  } catch {
+    return { refused: api };
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") return { refused: api };
+  if (url.origin !== location.origin && !allowedApiOrigins().has(url.origin)) return { refused: url.origin };
+  return { base: `${url.origin}${url.pathname}`.replace(/\/+$/, "") };
 }
 
 /**

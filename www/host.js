@@ -31,10 +31,11 @@ const BULK_CONCURRENCY = 3;
 const app = document.getElementById("app");
 const $ = (id) => document.getElementById(id);
 
+const token = hostToken();
 const p = params();
 const event = p.get("event");
-const token = p.get("token");
-const base = apiBase(p);
+const api = apiBase(p);
+const base = api.base;
 const refreshMs = Math.max(1_000, Number(p.get("refresh_ms")) || 5_000);
 const GUEST_CODE_KEY = `upload-once-host-guest-code:${event}`;
 
@@ -67,12 +68,37 @@ if (!event || !token) {
     app,
     t("host.missing.title"),
     t("host.missing.text", { missing }),
-    h("span", {}, before, code(`${location.origin}/host.html?event=…&token=…`), after),
+    h("span", {}, before, code(`${location.origin}/host.html?event=…#token=…`), after),
     t("host.missing.private"),
   );
   document.body.dataset.error = "missing_params";
+} else if (api.refused) {
+  showMessage(app, t("common.api.title"), t("common.api.text", { origin: api.refused }), t("common.api.ask"));
+  document.body.dataset.error = "api_not_allowed";
 } else {
   start();
+}
+
+/**
+ * The host token, from the link's fragment (`host.html?event=…#token=…`):
+ * a browser never sends the fragment, so the token stays out of the
+ * server's and any proxy's logs and out of Referer headers. An older link's
+ * `?token=` still works: it is moved into the fragment at once
+ * (`history.replaceState`), so the address bar, a bookmark or a reload
+ * carry it there from now on.
+ */
+function hostToken() {
+  const url = new URL(location.href);
+  const fragment = new URLSearchParams(url.hash.slice(1));
+  const old = url.searchParams.get("token");
+  if (old !== null) {
+    url.searchParams.delete("token");
+    if (!(fragment.get("token") || "").trim()) fragment.set("token", old);
+    url.hash = fragment.toString();
+    history.replaceState(history.state, "", url);
+  }
+  const value = fragment.get("token");
+  return value && value.trim() ? value.trim() : null;
 }
 
 function start() {
@@ -87,6 +113,10 @@ function start() {
   $("approve-selected").addEventListener("click", () => approveMany(selectedApprovable()));
   $("approve-all").addEventListener("click", () => approveMany(all().filter((m) => m.moderation === "pending").map((m) => m.id)));
   document.addEventListener("keydown", onKey);
+  // Another host link pasted into this tab may change only the fragment: start again with its token.
+  window.addEventListener("hashchange", () => {
+    if (hostToken() !== token) location.reload();
+  });
   if (channel) {
     channel.addEventListener("message", (e) => {
       const m = e.data && e.data.media;

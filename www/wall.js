@@ -22,7 +22,8 @@ const $ = (id) => document.getElementById(id);
 const p = params();
 const event = p.get("event");
 const guestCode = p.get("code");
-const base = apiBase(p);
+const api = apiBase(p);
+const base = api.base;
 const resyncMs = Math.max(1_000, Number(p.get("resync_ms")) || 15_000);
 const liveWanted = p.get("live") !== "0" && "EventSource" in window;
 /** Tries of an image that did not load (a rendition still being made). */
@@ -49,6 +50,10 @@ if (!event || !guestCode) {
     t("wall.missing.ask"),
   );
   document.body.dataset.error = "missing_params";
+} else if (api.refused) {
+  app.classList.add("page");
+  showMessage(app, t("common.api.title"), t("common.api.text", { origin: api.refused }), t("common.api.ask"));
+  document.body.dataset.error = "api_not_allowed";
 } else {
   $("loading").remove();
   $("wall-page").hidden = false;

@@ -179,7 +179,8 @@ pub async fn ensure_demo_event(state: &AppState, slug: &str) -> Result<()> {
     let code = &event.guest_code;
     println!("Demo event `{slug}` is ready.");
     println!("  Guest page: {base}/?event={slug}&code={code}");
-    println!("  Host page:  {base}/host.html?event={slug}&token={host_token}");
+    // The token goes in the fragment: never sent to a server, never in a Referer.
+    println!("  Host page:  {base}/host.html?event={slug}#token={host_token}");
     println!("  Wall:       {base}/wall.html?event={slug}&code={code}");
     Ok(())
 }

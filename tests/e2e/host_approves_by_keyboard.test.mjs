@@ -45,7 +45,7 @@ test("a host moves, approves and rejects with the keyboard only", async () => {
   await untilAllSaved(guest, 3);
 
   const host = await context.newPage();
-  await host.goto(`${hostUrl(server, ev)}&code=${ev.guest_code}`);
+  await host.goto(hostUrl(server, ev, `&code=${ev.guest_code}`));
   await until("3 waiting items and the QR code", async () => (await host.$$("[data-testid='pending-item']")).length === 3 && (await host.$("[data-testid='qr'] svg")), 20_000);
   // Waiting items show oldest first; these came together, so read the order shown.
   const shown = await host.$$eval("[data-testid='pending-item'] strong", (els) => els.map((e) => e.textContent));

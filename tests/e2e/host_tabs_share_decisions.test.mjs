@@ -21,7 +21,7 @@ test("a decision in one host tab shows in the other without a re-read", async ()
   await pick(guest, photos(2, 30_000));
   await untilAllSaved(guest, 2);
 
-  const url = `${hostUrl(server, ev)}&refresh_ms=600000`;
+  const url = hostUrl(server, ev, "&refresh_ms=600000");
   const [a, b] = [await context.newPage(), await context.newPage()];
   const reads = { a: 0, b: 0 };
   a.on("request", (r) => { if (r.method() === "GET" && r.url().endsWith("/media")) reads.a += 1; });

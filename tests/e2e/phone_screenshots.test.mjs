@@ -67,7 +67,7 @@ test("every page and state at 360 and 1280 px, none scrolling sideways", async (
   await untilAllSaved(guest, 9);
 
   const host = await context.newPage();
-  await host.goto(`${hostUrl(server, ev)}&code=${ev.guest_code}`);
+  await host.goto(hostUrl(server, ev, `&code=${ev.guest_code}`));
   await until("9 waiting items and the QR code", async () => (await host.$$("[data-testid='pending-item']")).length === 9 && (await host.$("[data-testid='qr'] svg")), 20_000);
   // The previews in view have loaded (the rest load lazily, as they scroll in).
   await host.waitForFunction(() => [...document.querySelectorAll(".media-preview img")].filter((i) => i.getBoundingClientRect().top < innerHeight).every((i) => i.complete && i.naturalWidth > 0));

@@ -30,9 +30,13 @@ test("a confirm killed inside its transaction leaves no row; the client's retry 
   await pick(page, photos(1, 30_000));
   const [held] = await until("the confirm to be at the server", async () => nonEmpty((await stack.proxy.inFlight()).filter(isConfirm)), 30_000, 20);
 
-  // Inside its transaction: a write waits for the confirm's lock, then gives up.
-  const ready = await fetch(`${stack.server.base}/readyz`);
-  assert.equal(ready.status, 503, "a write waits behind the held confirm");
+  // Inside its transaction: a write waits for the confirm's lock, then gives
+  // up. (The confirm asks the store before it takes the lock: a write that
+  // comes in just before that still goes through, so ask until one waits.)
+  const ready = await until("a write to wait behind the held confirm", async () => {
+    const r = await fetch(`${stack.server.base}/readyz`);
+    return r.status === 503 ? r : (await r.body?.cancel(), null);
+  }, 20_000, 50);
   assert.equal((await ready.json()).code, "database_unavailable");
   const inFlight = await stack.proxy.inFlight();
   assert.deepEqual(inFlight.map((r) => `${r.method} ${r.path}`), [`POST ${held.path}`], "only the held confirm is at the server");

@@ -78,7 +78,7 @@ export function untilReady(page) {
 export function attempts(page) {
   return page.evaluate(() => window.uploader.list().map((a) => ({
     id: a.id, fileName: a.fileName, transfer: a.transfer, confirmation: a.confirmation,
-    bytesSent: a.bytesSent, bytesTotal: a.bytesTotal, error: a.error, retries: a.retries, paused: a.paused, offline: a.offline, terminal: a.terminal,
+    bytesSent: a.bytesSent, bytesTotal: a.bytesTotal, error: a.error, retries: a.retries, paused: a.paused, offline: a.offline, terminal: a.terminal, duplicateOf: a.duplicateOf,
   })));
 }
 

@@ -209,7 +209,8 @@ async function main() {
     const lost = picked.filter((name) => !perFile.has(name)).length;
     const duplicates = [...perFile.values()].reduce((n, c) => n + Math.max(0, c - 1), 0);
     const objects = new Set(objectFiles(stack.server.dataDir));
-    const referenced = new Set(media.map((m) => m.object_key));
+    // A media's object, and the renditions the server makes of it.
+    const referenced = new Set(media.flatMap((m) => [m.object_key, `${m.object_key}-display`, `${m.object_key}-thumb`]));
     const unreferenced = [...objects].filter((k) => !referenced.has(k));
     const missing = media.filter((m) => !objects.has(m.object_key) || statSync(join(stack.server.dataDir, "objects", m.object_key)).size !== m.size);
     // Parts of large files are assembled into their object at confirm and

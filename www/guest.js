@@ -88,8 +88,10 @@ async function main() {
   // A first visit joins the event in the background: the title and limits
   // arrive with it, and a wrong guest code is said as soon as it is known
   // (the page is then only that message).
+  let refused = false;
   uploader.onSessionChange((info, error) => {
     if (!error) return showEventInfo(info);
+    refused = true;
     stopRendering();
     explainOpenError(error, event);
   });
@@ -102,6 +104,8 @@ async function main() {
   // The pick button works from here (cargo xtask bench times navigation to it).
   performance.mark("upload-once:usable");
   const restored = await uploader.restore();
+  // The join was refused meanwhile: the page is that message alone.
+  if (refused) return;
   for (const view of restored) render(view);
   // list() is the full truth (restore() answers with the same records).
   for (const view of uploader.list()) render(view);

@@ -364,8 +364,10 @@ fn layer_faults() -> Result {
         "soak.mjs",
         "--uploads",
         "30",
+        // Faults and reloads for three minutes (with two CPU hogs it does
+        // not settle earlier), then the quiet network and the checker.
         "--minutes",
-        "5",
+        "3",
         "--seed",
         "1",
         "--reload-every",

@@ -124,6 +124,11 @@ error_codes! {
     /// The request body ended before the signed length.
     IncompleteBody = "incomplete_body", 400;
 
+    // --- media -----------------------------------------------------------------
+    /// The host took this media down (rejected it): its public links answer
+    /// this until it is approved again; the host still sees it.
+    Removed = "removed", 410;
+
     // --- quotas and limits ---------------------------------------------------
     /// The session has as many unconfirmed attempts as the server allows;
     /// confirm them (or let them expire) before starting more.

@@ -88,3 +88,15 @@ fn errors_display_code_and_message() {
     let boxed: Box<dyn std::error::Error> = Box::new(e);
     assert!(boxed.to_string().starts_with("needs_file"));
 }
+
+/// The TypeScript union the package ships names every code, and nothing
+/// else: a code added to the enum without it fails here.
+#[test]
+fn the_typescript_union_names_every_code() {
+    let dts = include_str!("../../src/uploader.d.ts");
+    let start = dts.find("export type UploadErrorCode =").expect("the union");
+    let union = &dts[start..start + dts[start..].find(';').expect("its end")];
+    let named: BTreeSet<&str> = union.split('"').skip(1).step_by(2).collect();
+    let codes: BTreeSet<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+    assert_eq!(named, codes);
+}

@@ -60,6 +60,20 @@ const ARCHIVE_LINK_TTL_MS: i64 = 15 * 60 * 1000;
 pub struct MediaContentQuery {
     /// The signature from the media URL.
     pub sig: String,
+    /// The host's signature (`HostMedia.url` of a rejected media): shows
+    /// what the host took down, to the host alone.
+    pub host: Option<String>,
+}
+
+/// `410 removed` for a rejected media's public links: the host took it
+/// down. Its host's links (signed for the original) still show it, so the
+/// decision can be reversed.
+fn taken_down(state: &AppState, media: &MediaRow, host: Option<&str>) -> Result<()> {
+    let for_host = host.is_some_and(|sig| crate::media::verify_original(&state.signer, media.id, sig));
+    if media.moderation == Moderation::Rejected && !for_host {
+        return Err(Error::problem(ErrorCode::Removed, "the host took this down"));
+    }
+    Ok(())
 }
 
 /// The headers every media answer carries, so that nothing uploaded can run
@@ -223,11 +237,18 @@ fn placeholder(state: &AppState, reason: &str) -> Response {
     counted(state, crate::media::Answer::Placeholder, response)
 }
 
-async fn rendition(state: AppState, id: Uuid, sig: &str, size: Size, headers: &HeaderMap) -> Result<Response> {
-    if !crate::media::verify_rendition(&state.signer, id, sig) {
+async fn rendition(
+    state: AppState,
+    id: Uuid,
+    query: &MediaContentQuery,
+    size: Size,
+    headers: &HeaderMap,
+) -> Result<Response> {
+    if !crate::media::verify_rendition(&state.signer, id, &query.sig) {
         return Err(Error::not_found("media"));
     }
     let media = state.records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
+    taken_down(&state, &media, query.host.as_deref())?;
     // A video plays as uploaded (ranges and all); it has no still.
     if size == Size::Display && media.content_type.starts_with("video/") {
         let (content_type, inline) = served_type(&media.content_type);
@@ -254,6 +275,7 @@ async fn rendition(state: AppState, id: Uuid, sig: &str, size: Size, headers: &H
         (status = 206, description = "A video: the one byte range asked for"),
         (status = 307, description = "S3 storage: the bucket's presigned URL"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 410, body = Problem, content_type = "application/problem+json", description = "removed: the host rejected this media (the host's own link, with `host=`, still answers)"),
         (status = 416, description = "The range starts past the end; no body"),
         (status = 503, body = Problem, content_type = "application/problem+json", description = "object_store_unavailable: the rendition is still being made (Retry-After)"),
     ))]
@@ -263,7 +285,7 @@ pub async fn display(
     ApiQuery(query): ApiQuery<MediaContentQuery>,
     headers: HeaderMap,
 ) -> Result<Response> {
-    rendition(state, id, &query.sig, Size::Display, &headers).await
+    rendition(state, id, &query, Size::Display, &headers).await
 }
 
 /// `GET /v1/media/{id}/thumb`: the thumbnail (same signature as the
@@ -274,6 +296,7 @@ pub async fn display(
         (status = 200, description = "A photo: JPEG, at most 400 px on its long edge, upright, with no metadata. Anything else (a video too): a placeholder PNG, the reason in X-Placeholder-Reason"),
         (status = 307, description = "S3 storage: the bucket's presigned URL"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 410, body = Problem, content_type = "application/problem+json", description = "removed: the host rejected this media (the host's own link, with `host=`, still answers)"),
         (status = 503, body = Problem, content_type = "application/problem+json", description = "object_store_unavailable: the rendition is still being made (Retry-After)"),
     ))]
 pub async fn thumb(
@@ -282,7 +305,7 @@ pub async fn thumb(
     ApiQuery(query): ApiQuery<MediaContentQuery>,
     headers: HeaderMap,
 ) -> Result<Response> {
-    rendition(state, id, &query.sig, Size::Thumb, &headers).await
+    rendition(state, id, &query, Size::Thumb, &headers).await
 }
 
 /// The rendition jobs of these rows, by media id.
@@ -322,8 +345,13 @@ pub async fn host_media(state: &AppState, rows: &[MediaRow]) -> Result<Vec<HostM
         .iter()
         .map(|m| {
             let job = jobs.get(&m.id);
+            let mut media = state.media_json(m);
+            if m.moderation == Moderation::Rejected {
+                // Taken down for everyone else; the host still sees it.
+                media.url = format!("{}&host={}", media.url, crate::media::sign_original(&state.signer, m.id));
+            }
             HostMedia {
-                media: state.media_json(m),
+                media,
                 original_url: state.original_url(m.id),
                 preview: job.map_or("pending", |j| j.state.as_api()).to_owned(),
                 preview_reason: job.filter(|j| j.state == JobState::Placeholder).and_then(|j| j.reason.clone()),

@@ -1,0 +1,72 @@
+//! A media the host rejects is taken down: its public links (display,
+//! thumbnail; a video's display plays the original) answer `410 removed`
+//! for anyone who has them, while the host still sees it through the links
+//! in the host's list; approved again, the public links work again.
+
+mod support;
+
+use image::{ImageFormat, Rgb, RgbImage};
+use reqwest::StatusCode;
+use support::media::{host_list, moderate, open_event, upload_as};
+use support::{TestServer, problem};
+
+async fn status(server: &TestServer, url: &str) -> StatusCode {
+    let r = server.http.get(url).send().await.unwrap();
+    let status = r.status();
+    if status == StatusCode::GONE {
+        let (_, p) = problem(r).await;
+        assert_eq!(p["code"], "removed");
+    }
+    status
+}
+
+#[tokio::test]
+async fn public_links_of_a_rejected_media_answer_410_and_the_host_still_sees_it() {
+    let server = TestServer::start().await;
+    let _workers = upload_once_server::media::jobs::spawn(&server.state);
+    let guest = open_event(&server).await;
+    let photo = support::media::encoded(RgbImage::from_pixel(64, 48, Rgb([200, 40, 40])), ImageFormat::Png);
+    let media = upload_as(&guest, "image/png", "party.png", &photo).await;
+    let video = upload_as(&guest, "video/mp4", "clip.mp4", b"\x00\x00\x00\x18ftypmp42 not a real video").await;
+    let thumb = media.url.replacen("/display?", "/thumb?", 1);
+    assert!(thumb.contains("/thumb?"), "{thumb}");
+
+    // Before: everyone's links answer (once the renditions are made: `503`
+    // until then).
+    for url in [&media.url, &thumb, &video.url] {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut got = status(&server, url).await;
+        while got == StatusCode::SERVICE_UNAVAILABLE && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            got = status(&server, url).await;
+        }
+        assert_eq!(got, StatusCode::OK, "{url}");
+    }
+
+    moderate(&guest, media.id, "reject").await;
+    moderate(&guest, video.id, "reject").await;
+    for url in [&media.url, &thumb, &video.url] {
+        assert_eq!(status(&server, url).await, StatusCode::GONE, "taken down: {url}");
+    }
+    // A host signature for another media does not open this one.
+    let listed = host_list(&guest).await;
+    let host_url =
+        |id: uuid::Uuid| listed.iter().find(|m| m["id"] == id.to_string()).unwrap()["url"].as_str().unwrap().to_owned();
+    let (host_photo, host_video) = (host_url(media.id), host_url(video.id));
+    assert!(host_photo.contains("&host="), "{host_photo}");
+    let forged = format!("{}&host={}", media.url, host_video.rsplit("&host=").next().unwrap());
+    assert_eq!(status(&server, &forged).await, StatusCode::GONE);
+    // The host still sees both, and their originals.
+    for url in [&host_photo, &host_video] {
+        assert_eq!(status(&server, url).await, StatusCode::OK, "the host's {url}");
+    }
+    let original = listed.iter().find(|m| m["id"] == media.id.to_string()).unwrap()["original_url"].as_str().unwrap();
+    assert_eq!(status(&server, original).await, StatusCode::OK);
+
+    // Approved again: the public links work again.
+    moderate(&guest, media.id, "approve").await;
+    for url in [&media.url, &thumb] {
+        assert_eq!(status(&server, url).await, StatusCode::OK, "back: {url}");
+    }
+    assert_eq!(status(&server, &video.url).await, StatusCode::GONE, "the video is still down");
+}

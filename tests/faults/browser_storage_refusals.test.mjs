@@ -5,7 +5,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createEvent } from "../e2e/harness.mjs";
 import { launch, openGuest, pick } from "../e2e/pages.mjs";
-import { startStack, attempts, untilSettled } from "./stack.mjs";
+import { startStack, attempts, untilSettled, until } from "./stack.mjs";
 
 let stack, browser;
 before(async () => { stack = await startStack("m11"); browser = await launch(); });
@@ -22,6 +22,9 @@ test("quota exceeded on add: quota_exceeded, nothing recorded, no request", asyn
   await cdp.send("Storage.overrideQuotaForOrigin", { origin: stack.base, quotaSize: 120_000 });
   await page.goto(stack.guestUrl(ev));
   await page.waitForSelector("body[data-ready='1']");
+  // A first visit joins the event in the background: that request is the
+  // page's own, before anything is picked.
+  await until("the session to be joined", () => page.evaluate(() => window.uploader.event !== null), 20_000, 50);
   await stack.proxy.reset();
   const outcome = await page.evaluate(async (n) => {
     const list = Array.from({ length: n }, (_, i) => new File([new Uint8Array(100)], `q-${i}.png`, { type: "image/png", lastModified: i }));

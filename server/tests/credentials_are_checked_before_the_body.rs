@@ -52,6 +52,22 @@ async fn strangers_get_401_or_403_whatever_they_send() {
             "create event, a guest's token",
         )
         .await;
+        // The host API: the ZIP link of an event.
+        let archive = format!("/v1/events/{slug}/archive");
+        refused(
+            send(&server, Method::POST, &archive, None, body).await,
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            &archive,
+        )
+        .await;
+        refused(
+            send(&server, Method::POST, &archive, Some(&guest.session), body).await,
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            &archive,
+        )
+        .await;
         // The guest API.
         for path in [
             format!("/v1/events/{slug}/attempts"),

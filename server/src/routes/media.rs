@@ -21,7 +21,7 @@ use upload_once_core::wire::{EventInfo, HostMedia, Moderation, Problem, WallItem
 use uuid::Uuid;
 
 use super::events::{WallQuery, decode_cursor, encode_cursor, event_info, may_see_wall};
-use super::extract::{ApiJson, ApiPath, ApiQuery, event, require_host};
+use super::extract::{ApiJson, ApiPath, ApiQuery, HostOfEvent, event};
 use crate::error::{Error, Result};
 use crate::media::jobs::{JobRow, JobState};
 use crate::media::live::Change;
@@ -500,13 +500,7 @@ pub struct InviteResponse {
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn invite(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    ApiPath(slug): ApiPath<String>,
-) -> Result<Json<InviteResponse>> {
-    let event = event(&state, &slug).await?;
-    require_host(&headers, &event)?;
+pub async fn invite(State(state): State<AppState>, HostOfEvent(event): HostOfEvent) -> Result<Json<InviteResponse>> {
     Ok(Json(InviteResponse { event: event_info(&state, &event), guest_code: event.guest_code.clone() }))
 }
 
@@ -576,12 +570,9 @@ fn archive_message(slug: &str, media: ArchiveSelection, exp: i64) -> String {
     ))]
 pub async fn archive_link(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    ApiPath(slug): ApiPath<String>,
+    HostOfEvent(event): HostOfEvent,
     ApiJson(request): ApiJson<ArchiveRequest>,
 ) -> Result<Json<ArchiveLink>> {
-    let event = event(&state, &slug).await?;
-    require_host(&headers, &event)?;
     let exp = (state.now() + ARCHIVE_LINK_TTL_MS).div_euclid(1000);
     let sig = state.signer.sign(&archive_message(&event.slug, request.media, exp));
     Ok(Json(ArchiveLink {

@@ -76,6 +76,10 @@ async function call(method, path, token, body, extra = {}) {
 try {
   const ev = await call("POST", "/v1/events", admin, {
     slug: "bench-wall", title: "Live walls", max_file_bytes: 1_000_000, allowed_types: ["image/*"], moderation: "required",
+    // Every photo below has the same bytes: without this they would be one
+    // media (the event's default dedup scope) and every wall would get one
+    // item, not APPROVALS.
+    dedup: "none",
   });
   const { session_token: session } = await call("POST", "/v1/events/bench-wall/sessions", null, { guest_code: ev.guest_code });
   // A 1×1 PNG: the feed, not the renditions, is measured.
@@ -87,6 +91,7 @@ try {
     await fetch(a.upload.url, { method: "PUT", headers: a.upload.headers, body: png });
     media.push(await call("POST", `/v1/attempts/${id}/confirm`, session, { size: png.length, content_type: "image/png" }, { "idempotency-key": id }));
   }
+  if (new Set(media.map((m) => m.id)).size !== APPROVALS) throw new Error("the photos were not distinct media");
   await sleep(2_000);
   const idle = usage(child.pid);
 

@@ -513,12 +513,20 @@ impl Client {
                     let Some(blob) = blob else {
                         return Input::FileUnavailable { id, part: None };
                     };
-                    (
-                        id,
-                        Outcome::Upload(
-                            self.0.transport.put(id, None, &blob, &instruction, self.progress_fn(id, None)).await,
-                        ),
-                    )
+                    // A file changed on disk since the pick is not even started
+                    // (WebKit would send the headers, then nothing, until the
+                    // server's idle timeout).
+                    let sent = if crate::env::is_readable(&blob).await {
+                        self.0.transport.put(id, None, &blob, &instruction, self.progress_fn(id, None)).await
+                    } else {
+                        Err(Failure::FileChanged)
+                    };
+                    let sha256 = self.page().record(&id).and_then(|r| r.sha256.clone());
+                    let sent = match sent {
+                        Err(failure) => Err(file_changed_or(failure, &blob, sha256.as_deref()).await),
+                        ok => ok,
+                    };
+                    (id, Outcome::Upload(sent))
                 }
             }
             Command::HashFile { id, size } => {
@@ -548,11 +556,16 @@ impl Client {
                     };
                     // A slice of the Blob: the browser streams it, nothing is copied.
                     let slice = blob.slice_with_f64_and_f64(start as f64, end as f64).unwrap_or(blob);
-                    let result = self
-                        .0
-                        .transport
-                        .put(id, Some(number), &slice, &instruction, self.progress_fn(id, Some(number)))
-                        .await;
+                    let result = if crate::env::is_readable(&slice).await {
+                        let progress = self.progress_fn(id, Some(number));
+                        self.0.transport.put(id, Some(number), &slice, &instruction, progress).await
+                    } else {
+                        Err(Failure::FileChanged)
+                    };
+                    let result = match result {
+                        Err(failure) => Err(file_changed_or(failure, &slice, None).await),
+                        ok => ok,
+                    };
                     (id, Outcome::PartSent { number, result })
                 }
             }
@@ -837,4 +850,29 @@ impl Client {
         }
         self.0.signal.raise();
     }
+}
+
+/// What a failed PUT of `blob` is reported as: `FileChanged` when the file
+/// changed on the guest's device since it was picked, else `failure` as it
+/// is. The browser refuses to read a picked file whose bytes changed
+/// (Chromium, WebKit: the PUT dies as a network error) or reads the new
+/// bytes, which the store refuses as `checksum_mismatch`; then the file is
+/// hashed again and compared with the hash taken at the pick (a mismatch on
+/// the way, the file unchanged, stays `checksum_mismatch`).
+async fn file_changed_or(failure: Failure, blob: &Blob, sha256_at_pick: Option<&str>) -> Failure {
+    let mismatch = matches!(&failure, Failure::Http { code: Some(code), .. }
+        if code == upload_once_core::ErrorCode::ChecksumMismatch.as_str());
+    if !(mismatch || failure == Failure::Network) {
+        return failure;
+    }
+    if !crate::env::is_readable(blob).await {
+        return Failure::FileChanged;
+    }
+    if let (true, Some(expected)) = (mismatch, sha256_at_pick) {
+        let now = crate::env::sha256_hex(blob, 0, blob.size() as u64).await;
+        if now.as_deref().map_or(true, |h| !h.is_empty() && h != expected) {
+            return Failure::FileChanged;
+        }
+    }
+    failure
 }

@@ -32,6 +32,15 @@ extern "C" {
     fn sha256_hex_js(blob: &web_sys::Blob, start: f64, end: f64) -> Promise;
     #[wasm_bindgen(js_name = storageRoom)]
     fn storage_room_js() -> Promise;
+    #[wasm_bindgen(js_name = isReadable)]
+    fn is_readable_js(blob: &web_sys::Blob) -> Promise;
+}
+
+/// Whether the browser still reads this Blob (a picked file that changed
+/// on disk since is refused).
+pub async fn is_readable(blob: &web_sys::Blob) -> bool {
+    let read = wasm_bindgen_futures::JsFuture::from(is_readable_js(blob)).await;
+    read.ok().and_then(|v| v.as_bool()).unwrap_or(true)
 }
 
 /// Bytes this site may still store, from `navigator.storage.estimate()`;

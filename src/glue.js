@@ -169,6 +169,18 @@ export async function sha256Hex(blob, start, end) {
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+// Whether the browser still reads this file: a File picked from disk whose
+// bytes changed (or that was removed) since the pick is refused
+// (NotReadableError) by Chromium and WebKit.
+export async function isReadable(blob) {
+  try {
+    await blob.slice(0, Math.min(1, blob.size)).arrayBuffer();
+    return true;
+  } catch (_) {
+    return false;
+  }
+}
+
 // What this site may still store, from navigator.storage.estimate() (quota
 // minus usage), or null where the browser does not say.
 export async function storageRoom() {

@@ -18,7 +18,7 @@ export type UploadErrorCode =
   | "object_exists" | "incomplete_body" | "removed" | "too_many_unconfirmed" | "session_bytes_exceeded"
   | "too_many_sessions" | "event_bytes_exceeded" | "request_timeout" | "rate_limited" | "object_store_unavailable"
   | "database_unavailable"
-  | "internal" | "network" | "storage_unavailable" | "quota_exceeded" | "needs_file" | "cancelled"
+  | "internal" | "network" | "storage_unavailable" | "quota_exceeded" | "needs_file" | "file_changed" | "cancelled"
   | "retries_exhausted" | "invalid_options" | "unexpected_response" | "closed";
 
 /** Every error the uploader throws or reports. `code` is stable; `message` is for people. */

@@ -617,7 +617,9 @@ function errorTextFor(view) {
   const expiredAlone = view.confirmation === "expired" && !view.replacedBy;
   const message = view.error ? view.error.message : "";
   if (view.transfer === "failed" && view.error) {
-    return view.error.code === "cancelled" ? t("guest.error.cancelled") : t("guest.error.upload", { message });
+    if (view.error.code === "cancelled") return t("guest.error.cancelled");
+    if (view.error.code === "file_changed") return t("guest.error.fileChanged");
+    return t("guest.error.upload", { message });
   }
   if (view.confirmation === "failed" && view.error) return t("guest.error.save", { message });
   if (view.confirmation === "rejected") return t("guest.error.rejected", { message: message || t("guest.error.refusedByServer") });
@@ -664,7 +666,9 @@ function fillExtra(card, view) {
   // A failure shows on its own axis: the upload, or the saving after it.
   const transferFailed = view.transfer === "failed" && view.confirmation === "unconfirmed";
   const saveFailed = view.confirmation === "failed";
-  const canRetry = transferFailed || saveFailed;
+  // A file that changed on the device since it was picked cannot be sent
+  // as it was: the guest picks it again (Remove, then the picker).
+  const canRetry = (transferFailed && !(view.error && view.error.code === "file_changed")) || saveFailed;
   const expiredAlone = view.confirmation === "expired" && !view.replacedBy;
   const needsFile = view.transfer === "needs_file";
   // Cancel while the file waits or goes up (in this tab): it then fails as

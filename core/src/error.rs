@@ -165,6 +165,11 @@ error_codes! {
     QuotaExceeded = "quota_exceeded", 0;
     /// The file's bytes are not held any more: the guest must pick it again.
     NeedsFile = "needs_file", 0;
+    /// The file's bytes changed (or it was removed) on the guest's device
+    /// after it was picked: the browser would not read it any more, or read
+    /// bytes other than those hashed at the pick. Terminal: the guest picks
+    /// the file again, which starts a new attempt.
+    FileChanged = "file_changed", 0;
     /// The user cancelled the attempt.
     Cancelled = "cancelled", 0;
     /// A retryable failure repeated more often than the retry policy allows.

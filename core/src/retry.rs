@@ -22,6 +22,10 @@ pub enum Failure {
     },
     /// A success status with a body the client cannot read.
     Unexpected(String),
+    /// The file changed on the guest's device after it was picked (found
+    /// when its bytes were to be sent): nothing was stored, and sending it
+    /// again cannot help.
+    FileChanged,
 }
 
 impl Failure {
@@ -41,6 +45,7 @@ impl Failure {
                 _ => format!("http_{status}"),
             },
             Failure::Unexpected(_) => ErrorCode::UnexpectedResponse.as_str().to_owned(),
+            Failure::FileChanged => ErrorCode::FileChanged.as_str().to_owned(),
         }
     }
 
@@ -51,6 +56,9 @@ impl Failure {
             Failure::Http { message, status, .. } if message.is_empty() => format!("the server answered {status}"),
             Failure::Http { message, .. } => message.clone(),
             Failure::Unexpected(message) => message.clone(),
+            Failure::FileChanged => {
+                "the file changed on this device after it was picked, so it was not uploaded; pick it again".to_owned()
+            }
         }
     }
 
@@ -107,6 +115,7 @@ pub fn classify(op: Operation, failure: &Failure) -> Disposition {
         Failure::Unexpected(_) => {
             return if op == Operation::Status { Retry { min_delay_ms: 0 } } else { Check };
         }
+        Failure::FileChanged => return Fail,
         Failure::Http { status, retry_after_ms, .. } => (*status, retry_after_ms.unwrap_or(0)),
     };
     match (op, status) {

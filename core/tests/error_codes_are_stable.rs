@@ -25,6 +25,7 @@ fn client_only_codes_have_no_http_status() {
         "storage_unavailable",
         "quota_exceeded",
         "needs_file",
+        "file_changed",
         "cancelled",
         "retries_exhausted",
         "invalid_options",

@@ -36,6 +36,9 @@ fn table() -> Vec<(Operation, Failure, Disposition, &'static str)> {
         (RENEW, Failure::Network, r0, "renew has no lasting effect"),
         (CONFIRM, Failure::Network, r0, "confirm is create-or-return: repeat with the same id"),
         (Status, Failure::Network, r0, "a read: repeat"),
+        // The file changed on the device since the pick: sending it again
+        // cannot help, and nothing was stored.
+        (Upload, Failure::FileChanged, Fail, "the guest must pick the file again"),
         // A garbled success.
         (Authorize, Failure::Unexpected("bad json".into()), Check, "it may have taken effect"),
         (Upload, Failure::Unexpected("bad json".into()), Check, "it may have taken effect"),
@@ -153,4 +156,12 @@ fn failure_codes_and_messages_for_people() {
     assert_eq!(http(503, None).message(), "the server answered 503", "an empty message gets a fallback");
     assert_eq!(Failure::http(400, None, "bad").message(), "bad");
     assert!(!Failure::Network.message().is_empty());
+}
+
+#[test]
+fn a_file_changed_since_the_pick_is_reported_with_its_own_code() {
+    assert_eq!(Failure::FileChanged.code(), ErrorCode::FileChanged.as_str());
+    assert_eq!(ErrorCode::FileChanged.as_str(), "file_changed");
+    assert!(!ErrorCode::FileChanged.is_retryable());
+    assert!(Failure::FileChanged.message().contains("pick it again"));
 }

@@ -52,6 +52,8 @@ enum Selector {
     NoAnswer,
     /// "2xx, unreadable".
     Unreadable,
+    /// "The file changed on the device".
+    FileChanged,
     /// A status (or class) and codes.
     Http(Statuses, Codes),
     /// "Anything else": every failure no other row covers.
@@ -137,6 +139,9 @@ fn parse_selector(label: &str) -> Result<Selector, String> {
     if label.eq_ignore_ascii_case("2xx, unreadable") {
         return Ok(Selector::Unreadable);
     }
+    if label.eq_ignore_ascii_case("the file changed on the device") {
+        return Ok(Selector::FileChanged);
+    }
     if label.starts_with("Anything else") {
         return Ok(Selector::Else);
     }
@@ -214,7 +219,7 @@ fn classification_table(doc: &str) -> Result<Vec<Row>, String> {
 fn failures() -> Vec<Failure> {
     let mut codes: Vec<Option<String>> = vec![None, Some(UNKNOWN_CODE.to_owned())];
     codes.extend(ErrorCode::ALL.iter().map(|c| Some(c.as_str().to_owned())));
-    let mut all = vec![Failure::Network, Failure::Unexpected("not the JSON it should be".into())];
+    let mut all = vec![Failure::Network, Failure::Unexpected("not the JSON it should be".into()), Failure::FileChanged];
     for status in 300..=599u16 {
         for code in &codes {
             all.push(Failure::Http { status, code: code.clone(), message: String::new(), retry_after_ms: None });
@@ -233,6 +238,12 @@ fn row_for<'a>(rows: &'a [Row], failure: &Failure) -> Result<&'a Row, String> {
         }
         Failure::Unexpected(_) => {
             return single(rows.iter().filter(|r| r.selector == Selector::Unreadable), "an unreadable 2xx");
+        }
+        Failure::FileChanged => {
+            return single(
+                rows.iter().filter(|r| r.selector == Selector::FileChanged),
+                "a file changed since the pick",
+            );
         }
         Failure::Http { status, code, .. } => (*status, code.as_deref()),
     };
@@ -279,6 +290,7 @@ fn describe(failure: &Failure) -> String {
     match failure {
         Failure::Network => "no answer".into(),
         Failure::Unexpected(_) => "an unreadable 2xx".into(),
+        Failure::FileChanged => "a file changed since the pick".into(),
         Failure::Http { status, code, retry_after_ms, .. } => format!(
             "{status} {}{}",
             code.as_deref().map_or("without a problem body".to_owned(), |c| format!("`{c}`")),

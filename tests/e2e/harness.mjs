@@ -184,6 +184,19 @@ export async function startServer(name, extraArgs = [], { pkgDir = join(ROOT, "p
     }
     await server.waitHealthy();
   };
+  /** Kills the server (SIGKILL) and leaves it down: nothing answers on its port until `up`. */
+  server.down = async () => {
+    server.child.kill("SIGKILL");
+    await new Promise((r) => server.child.once("exit", r));
+  };
+  /** Starts the server again after `down`, on the same data and port. */
+  server.up = async () => {
+    server.child = start(server.port);
+    if (!(await untilListening(server.child, what, (out) => listening(out, server.port)))) {
+      throw new Error(`${what}: another process took port ${server.port} while the server was down`);
+    }
+    await server.waitHealthy();
+  };
   server.stop = async () => {
     if (server.child.exitCode === null) {
       server.child.kill("SIGTERM");

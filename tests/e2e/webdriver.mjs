@@ -66,11 +66,13 @@ export async function startWebKit({ persistent = true } = {}) {
     reload: () => s("POST", "/refresh", {}),
     /** Runs `fn(...args)` in the page (a promise is awaited) and answers its JSON value. */
     evaluate: (fn, ...args) => s("POST", "/execute/sync", { script: `return (${fn}).apply(null, arguments);`, args }),
-    /** Picks files in a file input: real files on disk, as a person would. */
+    /** Picks files in a file input: real files on disk, as a person would (payloads, or paths). */
     async setInputFiles(selector, payloads) {
       // The same payload picked again is the same file on disk (same
       // name, size and modification time), as when a guest re-picks a photo.
+      // A path is picked as it is (a test may change that file afterwards).
       const paths = payloads.map((f) => {
+        if (typeof f === "string") return f;
         const dir = join(files, createHash("sha256").update(f.buffer).digest("hex").slice(0, 16));
         const path = join(dir, f.name);
         if (!existsSync(path)) {

@@ -98,6 +98,7 @@ export default {
   "guest.reason.server": "Serverproblem",
   "guest.error.upload": "Konnte nicht hochgeladen werden: {message}",
   "guest.error.cancelled": "Du hast diesen Upload abgebrochen: Die Datei wurde nicht hochgeladen.",
+  "guest.error.fileChanged": "Diese Datei hat sich auf deinem Gerät geändert, nachdem du sie ausgewählt hast, und wurde nicht hochgeladen. Wähle sie erneut aus, um sie so hochzuladen, wie sie jetzt ist.",
   "guest.error.save": "Hochgeladen, aber konnte nicht gespeichert werden: {message}",
   "guest.error.rejected": "Konnte nicht gespeichert werden: {message}",
   "guest.error.refusedByServer": "der Server hat sie abgelehnt",

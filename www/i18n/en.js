@@ -101,6 +101,7 @@ export default {
   "guest.reason.server": "server problem",
   "guest.error.upload": "Couldn't upload: {message}",
   "guest.error.cancelled": "You cancelled this upload: the file was not uploaded.",
+  "guest.error.fileChanged": "This file changed on your device after you picked it, so it was not uploaded. Pick it again to upload it as it is now.",
   "guest.error.save": "Uploaded, but couldn't save it: {message}",
   "guest.error.rejected": "Couldn't save: {message}",
   "guest.error.refusedByServer": "the server refused it",

@@ -98,6 +98,7 @@ export default {
   "guest.reason.server": "problema del servidor",
   "guest.error.upload": "No se pudo subir: {message}",
   "guest.error.cancelled": "Cancelaste esta subida: el archivo no se ha subido.",
+  "guest.error.fileChanged": "Este archivo cambió en tu dispositivo después de elegirlo, así que no se ha subido. Vuelve a elegirlo para subirlo tal como está ahora.",
   "guest.error.save": "Subida, pero no se pudo guardar: {message}",
   "guest.error.rejected": "No se pudo guardar: {message}",
   "guest.error.refusedByServer": "el servidor la rechazó",

@@ -98,6 +98,7 @@ export default {
   "guest.reason.server": "problème de serveur",
   "guest.error.upload": "Envoi impossible : {message}",
   "guest.error.cancelled": "Vous avez annulé cet envoi : le fichier n’a pas été envoyé.",
+  "guest.error.fileChanged": "Ce fichier a changé sur votre appareil après que vous l’avez choisi : il n’a pas été envoyé. Choisissez-le à nouveau pour l’envoyer tel qu’il est maintenant.",
   "guest.error.save": "Envoyé, mais impossible de l’enregistrer : {message}",
   "guest.error.rejected": "Enregistrement impossible : {message}",
   "guest.error.refusedByServer": "le serveur l’a refusé",

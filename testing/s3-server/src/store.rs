@@ -290,5 +290,4 @@ impl S3 for Store {
     async fn list_objects_v2(&self, req: S3Request<ListObjectsV2Input>) -> S3Result<S3Response<ListObjectsV2Output>> {
         self.fs.list_objects_v2(req).await
     }
-
 }

@@ -795,8 +795,16 @@ impl Scheduler {
             }
         }
         let keys: Vec<Uuid> = self.entries.iter().map(|e| e.record.id).collect();
-        // One whole file is hashed at a time (its bytes are in memory meanwhile).
-        let hashing = self.entries.iter().any(|e| e.hashing);
+        // Whole files are hashed while others are on the wire, as many at
+        // once as may be sent at once (the browser hashes off the main
+        // thread), as long as the bytes in memory for them stay within
+        // `hash_limit` (one file of any size may always be hashed).
+        let (hashing_files, hashing_bytes) = self
+            .entries
+            .iter()
+            .filter(|e| e.hashing)
+            .fold((0usize, 0u64), |(n, bytes), e| (n + 1, bytes + e.record.file.size));
+        let hash_slots = self.concurrency.max(1);
         let hash_limit = self.hash_limit;
         for id in keys {
             let network = self.active < self.concurrency;
@@ -841,7 +849,7 @@ impl Scheduler {
                     && e.record.object_key.is_none()
                     && request.size <= hash_limit;
                 if wants_hash {
-                    if hashing {
+                    if hashing_files >= hash_slots || (hashing_files > 0 && hashing_bytes + request.size > hash_limit) {
                         continue;
                     }
                     e.hashing = true;

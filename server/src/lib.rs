@@ -150,6 +150,7 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
         metrics,
         limits,
         media,
+        assemblies: Default::default(),
     })
 }
 

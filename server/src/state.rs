@@ -38,6 +38,8 @@ pub struct AppState {
     pub limits: Arc<crate::limits::Limits>,
     /// Renditions, live walls (issue 17).
     pub media: Arc<crate::media::MediaServices>,
+    /// Multipart uploads being assembled by this instance.
+    pub assemblies: Arc<crate::multipart::Assemblies>,
 }
 
 impl AppState {

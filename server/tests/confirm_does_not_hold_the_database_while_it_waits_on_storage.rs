@@ -3,7 +3,9 @@
 //! lock and no pooled connection: with more confirms waiting on storage
 //! than the pool has connections, guests of other events still authorize,
 //! upload and confirm — on SQLite, whose write lock is the whole database's,
-//! and on PostgreSQL, whose pool would otherwise be drained.
+//! and on PostgreSQL, whose pool would otherwise be drained. A large file's
+//! parts are assembled the same way, before the lock: while the store
+//! assembles one, other guests confirm.
 
 mod support;
 
@@ -13,6 +15,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use reqwest::StatusCode;
+use support::multipart::{FILE, file, plan};
 use support::{Options, TestServer, until};
 use upload_once_core::wire::UploadInstruction;
 use upload_once_server::Result;
@@ -30,7 +33,7 @@ async fn other_events_confirm_while_confirms_wait_on_a_slow_store() {
     let (e2, r2) = (entered.clone(), release.clone());
     let server = TestServer::start_with(Options {
         wrap_objects: Some(Box::new(move |inner| {
-            Arc::new(SlowFor { inner, prefix: format!("{SLOW_EVENT}/"), entered: e2, release: r2 })
+            Arc::new(SlowFor { inner, prefix: format!("{SLOW_EVENT}/"), on: Held::Head, entered: e2, release: r2 })
                 as Arc<dyn ObjectStore>
         })),
         ..Default::default()
@@ -88,12 +91,81 @@ async fn other_events_confirm_while_confirms_wait_on_a_slow_store() {
     assert_eq!(server.counts().await.1, HELD as u64 + 4, "each confirmed once");
 }
 
-/// An object store whose HEADs of one event's keys wait until released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn other_guests_confirm_while_the_store_assembles_a_large_file() {
+    let entered = Arc::new(AtomicUsize::new(0));
+    let release = Arc::new(tokio::sync::Semaphore::new(0));
+    let (e2, r2) = (entered.clone(), release.clone());
+    let server = TestServer::start_with(Options {
+        wrap_objects: Some(Box::new(move |inner| {
+            Arc::new(SlowFor { inner, prefix: String::new(), on: Held::Complete, entered: e2, release: r2 })
+                as Arc<dyn ObjectStore>
+        })),
+        ..support::multipart::options()
+    })
+    .await;
+    let guest = server.big_guest().await;
+    let bytes = file(FILE, 31);
+    let id = Uuid::new_v4();
+    let authorized = guest.authorize_video(id, FILE).await;
+    let plan = plan(&authorized);
+    guest.send_parts(id, &bytes, &plan, &[1, 2, 3]).await;
+    let confirm = {
+        let (http, url, session) =
+            (server.http.clone(), server.url(&format!("/v1/attempts/{id}/confirm")), guest.session.clone());
+        tokio::spawn(async move {
+            http.post(url)
+                .bearer_auth(session)
+                .header("Idempotency-Key", id.to_string())
+                .json(&serde_json::json!({"size": FILE, "content_type": "video/mp4"}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+        })
+    };
+    until("the store to be assembling the large file", Duration::from_secs(30), || {
+        entered.load(Ordering::SeqCst) == 1
+    })
+    .await;
+
+    // Meanwhile guests of other events go all the way (on SQLite an
+    // assembly under the attempt's row lock would hold the database's one
+    // write lock, and they would wait for it).
+    futures_util::future::join_all((0..3).map(|_| server.another_event_still_uploads())).await;
+    assert!(!confirm.is_finished(), "the large file's confirm was still waiting on the store");
+
+    release.add_permits(1);
+    assert_eq!(confirm.await.unwrap(), StatusCode::OK);
+    assert_eq!(guest.status_of(id).await["state"], "confirmed");
+    assert!(server.object_bytes(&authorized.object_key).await == bytes);
+    assert_eq!(server.counts().await.1, 4, "each confirmed once");
+}
+
+/// Which store call waits until released.
+#[derive(Clone, Copy, PartialEq)]
+enum Held {
+    Head,
+    Complete,
+}
+
+/// An object store whose HEADs (or multipart completes) of keys under
+/// `prefix` wait until released.
 struct SlowFor {
     inner: Arc<dyn ObjectStore>,
     prefix: String,
+    on: Held,
     entered: Arc<AtomicUsize>,
     release: Arc<tokio::sync::Semaphore>,
+}
+
+impl SlowFor {
+    async fn hold(&self, call: Held, key: &str) {
+        if call == self.on && key.starts_with(&self.prefix) {
+            self.entered.fetch_add(1, Ordering::SeqCst);
+            self.release.acquire().await.unwrap().forget();
+        }
+    }
 }
 
 #[async_trait]
@@ -111,16 +183,14 @@ impl ObjectStore for SlowFor {
         self.inner.list_parts(key, upload_id).await
     }
     async fn complete_multipart(&self, key: &str, upload_id: &str, parts: &[ListedPart]) -> Result<()> {
+        self.hold(Held::Complete, key).await;
         self.inner.complete_multipart(key, upload_id, parts).await
     }
     async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<()> {
         self.inner.abort_multipart(key, upload_id).await
     }
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {
-        if key.starts_with(&self.prefix) {
-            self.entered.fetch_add(1, Ordering::SeqCst);
-            self.release.acquire().await.unwrap().forget();
-        }
+        self.hold(Held::Head, key).await;
         self.inner.head(key).await
     }
     async fn get(&self, key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {

@@ -27,7 +27,7 @@ use crate::multipart::{
 };
 use crate::secrets::new_object_key;
 use crate::state::AppState;
-use crate::storage::{ListedPart, ObjectMeta, PartGrant, PutGrant};
+use crate::storage::{ObjectMeta, PartGrant, PutGrant};
 use crate::store::{AttemptLock, AttemptRow, MediaRow, NewAttempt, NewMedia, SessionRow};
 
 /// The attempt as `authorize` and `renew` answer it while it is
@@ -453,30 +453,49 @@ fn mismatch(
 /// What the object store holds for an attempt, as seen before its row
 /// lock is taken.
 enum Seen {
-    /// The object is stored (for a multipart attempt: already assembled).
+    /// The object is stored (for a multipart attempt: assembled, by this
+    /// confirm or an earlier one whose answer was lost).
     Object(ObjectMeta),
-    /// Every part is stored at its exact length, not assembled yet: these
-    /// are the parts to assemble, as the store listed them.
-    Parts(Vec<ListedPart>),
     /// Not everything is stored yet.
     Missing,
 }
 
 /// Asks the store what it holds for `a` — a HEAD, and for a multipart
 /// attempt not yet assembled, its parts' list (the store's own, never the
-/// client's) — without holding anything in the database.
+/// client's) — and assembles a multipart object whose every part is stored,
+/// all without holding anything in the database: a slow store (assembling
+/// a large object takes a while) stalls no other writer. Confirms of one
+/// attempt racing each other assemble it once on this instance. Assembling
+/// is safe outside the lock: a part or an upload is only removed once its
+/// attempt is over (expired or rejected, under the lock), the store aborts
+/// the upload before it deletes the object, and an upload aborted during
+/// the assembly is not completed (the local store checks under its own
+/// lock; S3 refuses to complete an aborted upload); the row lock then
+/// re-checks the attempt.
 async fn look(state: &AppState, a: &AttemptRow) -> Result<Seen> {
     if let Some(object) = state.objects.head(&a.object_key).await? {
         return Ok(Seen::Object(object));
     }
     let (Some(plan), Some(upload_id)) = (&a.plan, &a.upload_id) else { return Ok(Seen::Missing) };
+    let gate = state.assemblies.gate(&a.object_key);
+    let _assembling = gate.lock().await;
+    // Assembled by a racing confirm while this one waited.
+    if let Some(object) = state.objects.head(&a.object_key).await? {
+        return Ok(Seen::Object(object));
+    }
     let listed = state.objects.list_parts(&a.object_key, upload_id).await?.unwrap_or_default();
-    // Which parts are there, at which lengths; their digests are added under
-    // the lock, as recorded then.
-    Ok(match parts_to_complete(plan, a.size, &listed) {
-        Ok(parts) => Seen::Parts(parts),
-        Err(_) => Seen::Missing,
-    })
+    let Ok(parts) = parts_to_complete(plan, a.size, &listed) else { return Ok(Seen::Missing) };
+    // Digests the store does not list: the ones recorded when their URLs
+    // were signed (a part's digest never changes once its URL is signed).
+    let recorded = state.records.part_digests(&[a.row_id]).await?;
+    let parts = with_digests(parts, &recorded);
+    state.objects.complete_multipart(&a.object_key, upload_id, &parts).await?;
+    let object = state
+        .objects
+        .head(&a.object_key)
+        .await?
+        .ok_or_else(|| Error::ObjectStore("the store completed the upload but holds no object".into()))?;
+    Ok(Seen::Object(object))
 }
 
 /// The object a confirm compares and records, with its composite checksum
@@ -485,46 +504,21 @@ async fn look(state: &AppState, a: &AttemptRow) -> Result<Seen> {
 /// the attempt's row lock, with what was seen before it: the attempt is
 /// still authorized and not due, so nothing seen has gone (an object or a
 /// part is only deleted once its attempt is expired or rejected, which
-/// needs this lock). Only assembling parts, a change, is done here.
+/// needs this lock).
 async fn stored_object(
-    state: &AppState,
     lock: &mut dyn AttemptLock,
     a: &AttemptRow,
     seen: Seen,
 ) -> Result<Option<(ObjectMeta, Option<String>)>> {
-    let Some(plan) = a.plan else {
-        return Ok(match seen {
-            Seen::Object(object) => Some((object, None)),
-            Seen::Parts(_) | Seen::Missing => None,
-        });
-    };
+    let Seen::Object(object) = seen else { return Ok(None) };
+    let Some(plan) = a.plan else { return Ok(Some((object, None))) };
+    // The store's composite, else the one of the digests recorded.
     let recorded = lock.part_digests().await?;
-    match seen {
-        Seen::Missing => Ok(None),
-        Seen::Object(object) => {
-            // Assembled by an earlier confirm whose answer (or commit) was lost.
-            let signed = composite_sha256(
-                (1..=plan.part_count)
-                    .map(|n| recorded.iter().find(|d| d.number == n).and_then(|d| d.sha256.as_deref())),
-            );
-            let composite = object.composite_sha256.clone().or(signed);
-            Ok(Some((object, composite)))
-        }
-        Seen::Parts(parts) => {
-            let upload_id = a.upload_id.as_deref().ok_or_else(|| Error::ObjectStore("no upload to complete".into()))?;
-            // Digests the store does not list: the ones recorded, read under the lock.
-            let parts = with_digests(parts, &recorded);
-            state.objects.complete_multipart(&a.object_key, upload_id, &parts).await?;
-            let object = state
-                .objects
-                .head(&a.object_key)
-                .await?
-                .ok_or_else(|| Error::ObjectStore("the store completed the upload but holds no object".into()))?;
-            let composite =
-                object.composite_sha256.clone().or(composite_sha256(parts.iter().map(|p| p.sha256.as_deref())));
-            Ok(Some((object, composite)))
-        }
-    }
+    let signed = composite_sha256(
+        (1..=plan.part_count).map(|n| recorded.iter().find(|d| d.number == n).and_then(|d| d.sha256.as_deref())),
+    );
+    let composite = object.composite_sha256.clone().or(signed);
+    Ok(Some((object, composite)))
 }
 
 /// Confirms an attempt: create-or-return its media record, in one
@@ -607,10 +601,10 @@ async fn confirm_under_lock(
         }
     }
     if let Some(hooks) = &state.test_hooks {
-        // Where a confirm holds its lock the longest (assembling parts).
+        // Inside the transaction, holding the attempt's row lock.
         hooks.hold_confirm().await;
     }
-    let stored = stored_object(state, lock.as_mut(), &a, seen.unwrap_or(Seen::Missing)).await;
+    let stored = stored_object(lock.as_mut(), &a, seen.unwrap_or(Seen::Missing)).await;
     let (object, composite) = match stored {
         Ok(Some(stored)) => stored,
         Ok(None) => {

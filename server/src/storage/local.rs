@@ -632,6 +632,12 @@ impl ObjectStore for LocalObjectStore {
                     composite_sha256: crate::multipart::composite_sha256(digests.iter().map(|d| Some(d.as_str()))),
                 };
                 let _guard = self.commit_lock.lock().await;
+                // Aborted while it was being assembled (its attempt is over,
+                // and its object may be deleted already): not completed.
+                // Assembled meanwhile by another complete: that one stands.
+                if self.read_meta(key).await?.is_none() && !tokio::fs::try_exists(dir.join("upload.json")).await? {
+                    return Err(Error::ObjectStore(format!("upload {upload_id} for {key} was aborted")));
+                }
                 self.commit_locked(key, meta, received).await?;
                 absent_is_fine(tokio::fs::remove_dir_all(&dir).await)?;
             } else {

@@ -433,45 +433,69 @@ impl LocalObjectStore {
         Ok(Some(parts))
     }
 
-    /// Streams the parts in order into one temporary file, checking each
-    /// against the store's record of it; the file, and the parts' digests.
+    /// Copies the parts in order into one temporary file; the file, and
+    /// the parts' digests. Each part is checked against the store's record
+    /// of it (its length, and the SHA-256 computed and fsynced with it when
+    /// it was received); the copy is the kernel's (`copy_file_range`, no
+    /// bytes through this process), while another thread reads the parts
+    /// again for the whole object's SHA-256, so assembling costs about one
+    /// pass over the bytes.
     async fn assemble(&self, dir: &Path, parts: &[ListedPart]) -> Result<(Received, Vec<String>)> {
-        use tokio::io::AsyncReadExt;
+        let mut digests = Vec::with_capacity(parts.len());
+        let mut paths = Vec::with_capacity(parts.len());
+        for part in parts {
+            let recorded = self.read_part_meta(dir, part.number).await?;
+            let path = dir.join(part.number.to_string());
+            let on_disk = tokio::fs::metadata(&path).await?.len();
+            match recorded {
+                Some(r) if r.size == part.size && on_disk == part.size => digests.push(r.sha256),
+                _ => {
+                    return Err(Error::ObjectStore(format!(
+                        "part {} no longer holds the bytes it was stored with",
+                        part.number
+                    )));
+                }
+            }
+            paths.push(path);
+        }
         let mut name = [0u8; 16];
         random_bytes(&mut name);
         let path = self.root.join(".tmp").join(hex::encode(name));
-        let mut out = tokio::fs::File::create(&path).await?;
-        let mut received = Received { path, size: 0, sha256: String::new() };
-        let mut whole = Sha256::new();
-        let mut digests = Vec::with_capacity(parts.len());
-        let mut buf = vec![0u8; 1 << 20];
-        for part in parts {
-            let recorded = self.read_part_meta(dir, part.number).await?;
-            let mut file = tokio::fs::File::open(dir.join(part.number.to_string())).await?;
-            let mut hasher = Sha256::new();
-            let mut size = 0u64;
-            loop {
-                let n = file.read(&mut buf).await?;
-                if n == 0 {
-                    break;
+        let mut received = Received { path: path.clone(), size: 0, sha256: String::new() };
+        let sources = paths.clone();
+        let copy = tokio::task::spawn_blocking(move || -> io::Result<u64> {
+            let mut out = std::fs::File::create(&path)?;
+            let mut size = 0;
+            for source in &sources {
+                size += io::copy(&mut std::fs::File::open(source)?, &mut out)?;
+            }
+            out.sync_all()?;
+            Ok(size)
+        });
+        let hash = tokio::task::spawn_blocking(move || -> io::Result<String> {
+            use std::io::Read;
+            let mut whole = Sha256::new();
+            let mut buf = vec![0u8; 4 << 20];
+            for source in &paths {
+                let mut file = std::fs::File::open(source)?;
+                loop {
+                    let n = file.read(&mut buf)?;
+                    if n == 0 {
+                        break;
+                    }
+                    whole.update(&buf[..n]);
                 }
-                hasher.update(&buf[..n]);
-                whole.update(&buf[..n]);
-                out.write_all(&buf[..n]).await?;
-                size += n as u64;
             }
-            let sha256 = hex::encode(hasher.finalize());
-            if size != part.size || recorded.is_none_or(|r| r.sha256 != sha256 || r.size != size) {
-                return Err(Error::ObjectStore(format!(
-                    "part {} no longer holds the bytes it was stored with",
-                    part.number
-                )));
-            }
-            received.size += size;
-            digests.push(sha256);
+            Ok(hex::encode(whole.finalize()))
+        });
+        let (copied, hashed) = tokio::join!(copy, hash);
+        let joined = |e: tokio::task::JoinError| Error::Io(io::Error::other(e));
+        received.size = copied.map_err(joined)??;
+        received.sha256 = hashed.map_err(joined)??;
+        let expected: u64 = parts.iter().map(|p| p.size).sum();
+        if received.size != expected {
+            return Err(Error::ObjectStore(format!("assembled {} bytes where {expected} were listed", received.size)));
         }
-        out.sync_all().await?;
-        received.sha256 = hex::encode(whole.finalize());
         Ok((received, digests))
     }
 

@@ -124,10 +124,8 @@ async fn other_guests_confirm_while_the_store_assembles_a_large_file() {
                 .status()
         })
     };
-    until("the store to be assembling the large file", Duration::from_secs(30), || {
-        entered.load(Ordering::SeqCst) == 1
-    })
-    .await;
+    until("the store to be assembling the large file", Duration::from_secs(30), || entered.load(Ordering::SeqCst) == 1)
+        .await;
 
     // Meanwhile guests of other events go all the way (on SQLite an
     // assembly under the attempt's row lock would hold the database's one

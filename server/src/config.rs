@@ -169,6 +169,12 @@ pub struct Config {
     #[arg(long, env = "UPLOAD_ONCE_SWEEP_INTERVAL", default_value = "60s", value_parser = parse_duration)]
     pub sweep_interval: Duration,
 
+    /// How long a media the host rejected keeps its objects (original and
+    /// renditions) while it stays rejected; the sweeper deletes them after.
+    /// Approved again before that, nothing is deleted.
+    #[arg(long, env = "UPLOAD_ONCE_REJECTED_RETENTION", default_value = "30d", value_parser = parse_duration)]
+    pub rejected_retention: Duration,
+
     /// Files larger than this go up in parts (multipart); smaller ones in
     /// one PUT. Bytes, or with a unit: `32MiB`.
     #[arg(long, env = "UPLOAD_ONCE_MULTIPART_THRESHOLD", default_value = "32MiB", value_parser = parse_bytes)]
@@ -267,6 +273,11 @@ impl Config {
     pub fn validate(&self) -> Result<()> {
         if self.url_ttl.is_zero() || self.attempt_ttl.is_zero() {
             return Err(Error::Config("--url-ttl and --attempt-ttl must be positive".into()));
+        }
+        if self.rejected_retention.is_zero() {
+            return Err(Error::Config(
+                "--rejected-retention must be positive: the host needs time to reverse a rejection".into(),
+            ));
         }
         if self.url_ttl >= self.attempt_ttl {
             return Err(Error::Config(format!(

@@ -69,9 +69,22 @@ pub struct MediaContentQuery {
 /// down. Its host's links (signed for the original) still show it, so the
 /// decision can be reversed.
 fn taken_down(state: &AppState, media: &MediaRow, host: Option<&str>) -> Result<()> {
+    removed(media)?;
     let for_host = host.is_some_and(|sig| crate::media::verify_original(&state.signer, media.id, sig));
     if media.moderation == Moderation::Rejected && !for_host {
         return Err(Error::problem(ErrorCode::Removed, "the host took this down"));
+    }
+    Ok(())
+}
+
+/// `410 removed` for everyone, its host too, once a rejected media's
+/// objects are deleted after the retention.
+pub(crate) fn removed(media: &MediaRow) -> Result<()> {
+    if media.removed {
+        return Err(Error::problem(
+            ErrorCode::Removed,
+            "the host took this down and it was deleted after the retention",
+        ));
     }
     Ok(())
 }
@@ -194,6 +207,7 @@ pub async fn original(
         return Err(Error::not_found("media"));
     }
     let media = state.records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
+    removed(&media)?;
     let (content_type, inline) = served_type(&media.content_type);
     serve_object(&state, &media.object_key, content_type, inline, &headers).await
 }
@@ -611,7 +625,9 @@ pub async fn archive(
         ArchiveSelection::Approved => Some(Moderation::Approved),
         ArchiveSelection::All => None,
     };
-    let rows = state.records.list_media(event.id, filter).await?;
+    let mut rows = state.records.list_media(event.id, filter).await?;
+    // Deleted after the retention: nothing left to put in.
+    rows.retain(|m| !m.removed);
     let names = zip::unique_names(rows.iter().map(|m| m.filename.as_str()));
     let entries: Vec<zip::Entry> =
         rows.iter().zip(names).map(|(m, name)| zip::Entry { name, size: m.size, modified: m.created_at }).collect();

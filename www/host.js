@@ -19,6 +19,10 @@
 //   `wrong_guest_code` for a wrong one.
 // - The originals, as one ZIP: every approved one, or every one (a link
 //   the host token asks for, POST /v1/events/{slug}/archive).
+// - Keeping the event safe: a new guest code, wall token or host link
+//   (POST /v1/events/{slug}/rotate; the old one stops working at once, a
+//   new host token goes into this page's fragment), and deleting the event
+//   with everything in it (DELETE /v1/events/{slug}). Each asks first.
 
 import { h, params, apiBase, showMessage, code, problemOf, isVideo, isImage, icon, ICONS } from "./common.js";
 import { t, translatePage, formatBytes, timeAgo } from "./i18n.js";
@@ -31,7 +35,7 @@ const BULK_CONCURRENCY = 3;
 const app = document.getElementById("app");
 const $ = (id) => document.getElementById(id);
 
-const token = hostToken();
+let token = hostToken();
 const p = params();
 const event = p.get("event");
 const api = apiBase(p);
@@ -130,6 +134,10 @@ function start() {
   for (const which of ["approved", "all"]) {
     $(`download-${which}`).addEventListener("click", () => download(which));
   }
+  for (const what of ["guest_code", "wall_token", "host_token"]) {
+    $(`rotate-${what}`).addEventListener("click", () => rotate(what));
+  }
+  $("delete-event").addEventListener("click", deleteEvent);
   render();
   load().then(() => {
     document.body.dataset.ready = "1";
@@ -659,6 +667,70 @@ async function download(which) {
   } catch (err) {
     error.textContent = t("host.download.failed", { message: err && err.message ? err.message : String(err) });
     error.hidden = false;
+  }
+}
+
+// ------------------------------------------------------------- safety ----
+
+function safetyFailed(err) {
+  const error = $("safety-error");
+  error.textContent = t("host.safety.failed", { message: err && err.message ? err.message : String(err) });
+  error.hidden = false;
+}
+
+/** Replaces the guest code, the wall token or the host token, after asking. */
+async function rotate(what) {
+  if (!window.confirm(t(`host.safety.confirm.${what}`))) return;
+  const result = $("safety-result");
+  $("safety-error").hidden = true;
+  result.hidden = true;
+  try {
+    const response = await fetch(`${base}/v1/events/${encodeURIComponent(event)}/rotate`, {
+      method: "POST",
+      headers: headers({ "Content-Type": "application/json" }),
+      body: JSON.stringify({ what }),
+    });
+    if (!response.ok) throw await problemOf(response);
+    const body = await response.json();
+    if (what === "guest_code") {
+      try {
+        localStorage.removeItem(GUEST_CODE_KEY);
+      } catch {
+        // nothing kept
+      }
+      showInvite(body.guest_code, { fromServer: true });
+      result.textContent = t("host.safety.done.guest_code");
+    } else if (what === "wall_token") {
+      result.replaceChildren(t("host.safety.done.wall_token"), " ", code(body.wall_token));
+    } else {
+      // From now on this page (and its address, to bookmark) uses the new token.
+      token = body.host_token;
+      const url = new URL(location.href);
+      const fragment = new URLSearchParams(url.hash.slice(1));
+      fragment.set("token", token);
+      url.hash = fragment.toString();
+      history.replaceState(history.state, "", url);
+      result.replaceChildren(t("host.safety.done.host_token"), " ", code(url.toString()));
+    }
+    result.hidden = false;
+    document.body.dataset.rotated = what;
+  } catch (err) {
+    safetyFailed(err);
+  }
+}
+
+/** Deletes the event with every photo, video and guest session, after asking. */
+async function deleteEvent() {
+  if (!window.confirm(t("host.safety.confirm.delete", { event }))) return;
+  $("safety-error").hidden = true;
+  try {
+    const response = await fetch(`${base}/v1/events/${encodeURIComponent(event)}`, { method: "DELETE", headers: headers() });
+    if (!response.ok) throw await problemOf(response);
+    stopped = true;
+    showMessage(app, t("host.safety.deleted.title"), t("host.safety.deleted.text", { event }));
+    document.body.dataset.deleted = "yes";
+  } catch (err) {
+    safetyFailed(err);
   }
 }
 

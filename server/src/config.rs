@@ -169,6 +169,12 @@ pub struct Config {
     #[arg(long, env = "UPLOAD_ONCE_SWEEP_INTERVAL", default_value = "60s", value_parser = parse_duration)]
     pub sweep_interval: Duration,
 
+    /// How long a media the host rejected keeps its objects (original and
+    /// renditions) while it stays rejected; the sweeper deletes them after.
+    /// Approved again before that, nothing is deleted.
+    #[arg(long, env = "UPLOAD_ONCE_REJECTED_RETENTION", default_value = "30d", value_parser = parse_duration)]
+    pub rejected_retention: Duration,
+
     /// Files larger than this go up in parts (multipart); smaller ones in
     /// one PUT. Bytes, or with a unit: `32MiB`.
     #[arg(long, env = "UPLOAD_ONCE_MULTIPART_THRESHOLD", default_value = "32MiB", value_parser = parse_bytes)]
@@ -232,6 +238,32 @@ pub struct Config {
     #[arg(long, env = "UPLOAD_ONCE_SIGNING_KEY", hide_env_values = true)]
     pub signing_key: Option<Secret>,
 
+    /// The id media links name the signing key by (`kid`): 1-32 of
+    /// `A-Z a-z 0-9 _ -`. Default: derived from the key (the same on every
+    /// instance sharing it).
+    #[arg(long, env = "UPLOAD_ONCE_SIGNING_KEY_ID")]
+    pub signing_key_id: Option<String>,
+
+    /// A key that signed before the current one, still accepted so that the
+    /// links and upload URLs it signed keep working until they expire:
+    /// `<id>:<hex>`, or the hex alone (its id derived, as for the current
+    /// key). Repeatable, or comma-separated in the environment. To rotate:
+    /// make the old key a previous key and give a new `--signing-key`; drop
+    /// the previous key once `--media-url-ttl` has passed.
+    #[arg(
+        long = "previous-signing-key",
+        env = "UPLOAD_ONCE_PREVIOUS_SIGNING_KEYS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub previous_signing_keys: Vec<Secret>,
+
+    /// How long a media link (display, thumbnail, original) works; links are
+    /// handed out afresh with every status, wall page and host list, rounded
+    /// up to a quarter of this (at most a day) so that browsers' caches hold.
+    #[arg(long, env = "UPLOAD_ONCE_MEDIA_URL_TTL", default_value = "7d", value_parser = parse_duration)]
+    pub media_url_ttl: Duration,
+
     /// Serve the web pages from this directory (default: `www` if present).
     #[arg(long, env = "UPLOAD_ONCE_WWW_DIR")]
     pub www_dir: Option<PathBuf>,
@@ -268,6 +300,11 @@ impl Config {
         if self.url_ttl.is_zero() || self.attempt_ttl.is_zero() {
             return Err(Error::Config("--url-ttl and --attempt-ttl must be positive".into()));
         }
+        if self.rejected_retention.is_zero() {
+            return Err(Error::Config(
+                "--rejected-retention must be positive: the host needs time to reverse a rejection".into(),
+            ));
+        }
         if self.url_ttl >= self.attempt_ttl {
             return Err(Error::Config(format!(
                 "--url-ttl ({:?}) must be shorter than --attempt-ttl ({:?}): a signed URL must never outlive its attempt",
@@ -288,6 +325,22 @@ impl Config {
             if hex::decode(&key.0).map_or(true, |k| k.len() < 32) {
                 return Err(Error::Config("--signing-key must be hex of at least 32 bytes (64 hex digits)".into()));
             }
+        }
+        if self.media_url_ttl.as_secs() < 60 {
+            return Err(Error::Config("--media-url-ttl must be at least a minute".into()));
+        }
+        if let Some(id) = &self.signing_key_id {
+            if !crate::secrets::is_valid_key_id(id) {
+                return Err(Error::Config("--signing-key-id must be 1-32 of A-Z a-z 0-9 _ -".into()));
+            }
+        }
+        let mut ids = Vec::new();
+        for key in &self.previous_signing_keys {
+            let (id, _) = parse_previous_key(&key.0)?;
+            if ids.contains(&id) || self.signing_key_id.as_ref() == Some(&id) {
+                return Err(Error::Config(format!("--previous-signing-key: the key id `{id}` is given twice")));
+            }
+            ids.push(id);
         }
         self.limits.validate()?;
         for origin in &self.allowed_origins {
@@ -324,4 +377,21 @@ impl Config {
     pub fn effective_session_ttl(&self) -> Duration {
         self.session_ttl.max(self.attempt_ttl)
     }
+}
+
+/// Parses a `--previous-signing-key`: `<id>:<hex>`, or the hex alone (its
+/// id derived from the key).
+pub fn parse_previous_key(text: &str) -> Result<(String, Vec<u8>)> {
+    let (id, hex_key) = match text.split_once(':') {
+        Some((id, key)) => (Some(id.trim()), key.trim()),
+        None => (None, text.trim()),
+    };
+    let key = hex::decode(hex_key).ok().filter(|k| k.len() >= 32).ok_or_else(|| {
+        Error::Config("--previous-signing-key must be <id>:<hex> or <hex>, the key at least 32 bytes".into())
+    })?;
+    let id = id.map(str::to_owned).unwrap_or_else(|| crate::secrets::derived_key_id(&key));
+    if !crate::secrets::is_valid_key_id(&id) {
+        return Err(Error::Config(format!("--previous-signing-key: `{id}` is not a key id (1-32 of A-Z a-z 0-9 _ -)")));
+    }
+    Ok((id, key))
 }

@@ -83,6 +83,19 @@ pub fn signing_key(config: &Config) -> Result<Vec<u8>> {
     }
 }
 
+/// The signer: the signing key under its id (`--signing-key-id`, else
+/// derived), and the previous keys that still verify.
+pub fn signer(config: &Config) -> Result<Signer> {
+    let key = signing_key(config)?;
+    let id = config.signing_key_id.clone().unwrap_or_else(|| crate::secrets::derived_key_id(&key));
+    let previous = config
+        .previous_signing_keys
+        .iter()
+        .map(|k| crate::config::parse_previous_key(&k.0))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Signer::with_keys((id, key), previous))
+}
+
 /// Opens the record store named by a database URL.
 pub async fn open_records(url: &str) -> Result<Arc<dyn RecordStore>> {
     Ok(Arc::new(SqlStore::open(url).await?))
@@ -117,7 +130,7 @@ pub fn open_objects(config: &Config, signer: &Signer, clock: Arc<dyn Clock>) -> 
 pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppState> {
     config.validate()?;
     std::fs::create_dir_all(&config.data_dir)?;
-    let signer = Signer::new(signing_key(&config)?);
+    let signer = signer(&config)?;
     let metrics = Arc::new(metrics::Metrics::new());
     let mut objects: Arc<dyn ObjectStore> = Arc::new(metrics::MeasuredObjects {
         inner: open_objects(&config, &signer, clock.clone())?,

@@ -54,10 +54,20 @@ pub fn constant_time_eq(a: &str, b: &str) -> bool {
     a.as_bytes().ct_eq(b.as_bytes()).into()
 }
 
-/// HMAC-SHA256 signer with the server's secret key.
+/// One signing key and its id (the `kid` of media URLs).
+#[derive(Clone)]
+struct SigningKey {
+    id: String,
+    key: Vec<u8>,
+}
+
+/// HMAC-SHA256 signer: the server's current secret key, which signs, and
+/// the previous ones, which still verify (so the key can be rotated without
+/// breaking the links and upload URLs already handed out).
 #[derive(Clone)]
 pub struct Signer {
-    key: Vec<u8>,
+    current: std::sync::Arc<SigningKey>,
+    previous: std::sync::Arc<[SigningKey]>,
 }
 
 impl std::fmt::Debug for Signer {
@@ -66,30 +76,75 @@ impl std::fmt::Debug for Signer {
     }
 }
 
+/// The id a key goes by when none is configured: the first 8 hex digits of
+/// an HMAC of a fixed text under the key (the same on every instance, and
+/// telling nothing of the key).
+pub fn derived_key_id(key: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC accepts any key length");
+    mac.update(b"upload-once key id");
+    hex::encode(mac.finalize().into_bytes())[..8].to_owned()
+}
+
+/// Whether `id` can name a signing key: 1-32 of `A-Z a-z 0-9 _ -`.
+pub fn is_valid_key_id(id: &str) -> bool {
+    (1..=32).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
 impl Signer {
-    /// A signer with this secret key.
+    /// A signer with this secret key alone, under its derived id.
     pub fn new(key: Vec<u8>) -> Self {
-        Signer { key }
+        let id = derived_key_id(&key);
+        Signer::with_keys((id, key), Vec::new())
     }
 
-    fn mac(&self) -> Hmac<Sha256> {
-        Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC accepts any key length")
+    /// A signer with a current key and previous ones, each with its id.
+    pub fn with_keys(current: (String, Vec<u8>), previous: Vec<(String, Vec<u8>)>) -> Self {
+        let key = |(id, key): (String, Vec<u8>)| SigningKey { id, key };
+        Signer { current: std::sync::Arc::new(key(current)), previous: previous.into_iter().map(key).collect() }
     }
 
-    /// The hex signature of `message`.
+    /// The id of the key that signs.
+    pub fn key_id(&self) -> &str {
+        &self.current.id
+    }
+
+    fn keys(&self) -> impl Iterator<Item = &SigningKey> {
+        std::iter::once(self.current.as_ref()).chain(self.previous.iter())
+    }
+
+    fn mac(key: &[u8]) -> Hmac<Sha256> {
+        Hmac::<Sha256>::new_from_slice(key).expect("HMAC accepts any key length")
+    }
+
+    /// The hex signature of `message`, by the current key.
     pub fn sign(&self, message: &str) -> String {
-        let mut mac = self.mac();
+        let mut mac = Self::mac(&self.current.key);
         mac.update(message.as_bytes());
         hex::encode(mac.finalize().into_bytes())
     }
 
-    /// Checks a hex signature of `message` in constant time.
+    /// Checks a hex signature of `message` by any of the keys (current
+    /// first), each in constant time.
     pub fn verify(&self, message: &str, signature_hex: &str) -> bool {
         let Ok(sig) = hex::decode(signature_hex) else {
             return false;
         };
-        let mut mac = self.mac();
+        self.keys().any(|k| {
+            let mut mac = Self::mac(&k.key);
+            mac.update(message.as_bytes());
+            mac.verify_slice(&sig).is_ok()
+        })
+    }
+
+    /// Checks a hex signature of `message` by the key named `key_id`;
+    /// `None` when no key of this server has that id.
+    pub fn verify_with(&self, key_id: &str, message: &str, signature_hex: &str) -> Option<bool> {
+        let key = self.keys().find(|k| constant_time_eq(&k.id, key_id))?;
+        let Ok(sig) = hex::decode(signature_hex) else {
+            return Some(false);
+        };
+        let mut mac = Self::mac(&key.key);
         mac.update(message.as_bytes());
-        mac.verify_slice(&sig).is_ok()
+        Some(mac.verify_slice(&sig).is_ok())
     }
 }

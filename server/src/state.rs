@@ -64,6 +64,17 @@ impl AppState {
         (self.now() + self.url_ttl_ms()).min(attempt_expires_at)
     }
 
+    /// When a media link made now expires (Unix seconds): `--media-url-ttl`
+    /// from now, rounded up to a step of a quarter of it (at most a day), so
+    /// that the same link is handed out for a while and browsers' caches
+    /// keep working.
+    pub fn media_link_expiry(&self) -> i64 {
+        let ttl = self.config.media_url_ttl.as_secs().max(1) as i64;
+        let step = (ttl / 4).clamp(1, 86_400);
+        let at = self.now().div_euclid(1000) + ttl;
+        (at.div_euclid(step) + 1) * step
+    }
+
     /// The URL everyone is given for a media record: its display rendition
     /// (guests at confirm and in status, the wall, the host's list alike).
     /// The same signature opens its thumbnail (`/thumb`).
@@ -73,21 +84,34 @@ impl AppState {
 
     /// The URL of one rendition of a media record.
     pub fn rendition_url(&self, id: Uuid, size: crate::media::Size) -> String {
+        self.rendition_url_until(id, size, self.media_link_expiry())
+    }
+
+    /// The URL of one rendition of a media record, working until `exp`
+    /// (Unix seconds): `?sig=…&exp=…&kid=…`.
+    pub fn rendition_url_until(&self, id: Uuid, size: crate::media::Size, exp: i64) -> String {
         format!(
-            "{}/v1/media/{id}/{}?sig={}",
+            "{}/v1/media/{id}/{}?sig={}&exp={exp}&kid={}",
             self.config.public_base(),
             size.as_str(),
-            crate::media::sign_rendition(&self.signer, id)
+            crate::media::sign_rendition(&self.signer, id, exp),
+            self.signer.key_id()
         )
     }
 
     /// The URL of a media record's original bytes, metadata and all: only
     /// its event's host is given it.
     pub fn original_url(&self, id: Uuid) -> String {
+        self.original_url_until(id, self.media_link_expiry())
+    }
+
+    /// The URL of a media record's original, working until `exp`.
+    pub fn original_url_until(&self, id: Uuid, exp: i64) -> String {
         format!(
-            "{}/v1/media/{id}/content?sig={}",
+            "{}/v1/media/{id}/content?sig={}&exp={exp}&kid={}",
             self.config.public_base(),
-            crate::media::sign_original(&self.signer, id)
+            crate::media::sign_original(&self.signer, id, exp),
+            self.signer.key_id()
         )
     }
 

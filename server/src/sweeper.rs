@@ -8,6 +8,13 @@
 //! the sweeper leaves its object alone. Objects are deleted only after the
 //! attempt is durably `expired` (or `rejected`), and a confirm of such an
 //! attempt answers 410 — so there is never a media row without its object.
+//!
+//! Takedowns (issue 15): a media the host rejected, and left rejected for
+//! `--rejected-retention`, is first marked removed (no approval brings it
+//! back after that, and its links answer `410 removed` for everyone, its host
+//! too), then its original and renditions are deleted. An event its host
+//! deleted whose objects could not all be deleted at once is finished here:
+//! its objects, then its rows.
 
 use std::time::Duration;
 
@@ -28,6 +35,12 @@ pub struct SweepReport {
     /// Objects of expired or rejected attempts removed (or found already
     /// absent), their multipart uploads aborted.
     pub objects_deleted: u64,
+    /// Media rejected past the retention, marked removed.
+    pub media_removed: u64,
+    /// Removed media whose original and renditions were deleted.
+    pub media_objects_deleted: u64,
+    /// Deleted events whose objects and rows were removed.
+    pub events_purged: u64,
 }
 
 /// One sweep: expire what is due, then delete dead objects.
@@ -66,7 +79,49 @@ pub async fn sweep_once(state: &AppState) -> Result<SweepReport> {
         report.objects_deleted += 1;
     }
     report.objects_deleted += crate::dedup::sweep(state, BATCH).await?;
+    let cutoff = now.saturating_sub(state.config.rejected_retention.as_millis() as i64);
+    report.media_removed = state.records.remove_rejected(cutoff, now).await?;
+    for m in state.records.removed_media_with_objects(BATCH).await? {
+        if let Err(e) = delete_media_objects(state, &m.object_key).await {
+            tracing::warn!(key = %m.object_key, "sweep: could not delete a removed media's objects: {e}");
+            continue;
+        }
+        state.records.mark_media_objects_deleted(m.id).await?;
+        report.media_objects_deleted += 1;
+    }
+    for event_id in state.records.deleted_events(EVENT_BATCH).await? {
+        match purge_event(state, event_id).await {
+            Ok(()) => report.events_purged += 1,
+            Err(e) => tracing::warn!(event_id, "sweep: could not finish deleting an event: {e}"),
+        }
+    }
     Ok(report)
+}
+
+/// How many deleted events one pass finishes at most.
+const EVENT_BATCH: u32 = 10;
+
+/// Deletes the object under `key` and its renditions (absent is fine).
+pub async fn delete_media_objects(state: &AppState, key: &str) -> Result<()> {
+    use crate::media::Size;
+    for key in [Size::Thumb.key(key), Size::Display.key(key), key.to_owned()] {
+        state.objects.delete(&key).await?;
+    }
+    Ok(())
+}
+
+/// Deletes everything of an event already marked deleted: every attempt's
+/// object and renditions (its multipart upload aborted first), then every
+/// row, in one transaction. Stops at the first object the store will not
+/// delete (the rows stay, so the next pass tries again).
+pub async fn purge_event(state: &AppState, event_id: i64) -> Result<()> {
+    for a in state.records.event_attempts(event_id).await? {
+        if let Some(upload_id) = &a.upload_id {
+            state.objects.abort_multipart(&a.object_key, upload_id).await?;
+        }
+        delete_media_objects(state, &a.object_key).await?;
+    }
+    state.records.purge_event_rows(event_id).await
 }
 
 /// Runs the sweeper every `interval` until the process ends.
@@ -77,8 +132,18 @@ pub fn spawn(state: AppState, interval: Duration) -> tokio::task::JoinHandle<()>
         loop {
             ticker.tick().await;
             match sweep_once(&state).await {
-                Ok(r) if r.expired + r.objects_deleted > 0 => {
-                    tracing::info!(expired = r.expired, objects_deleted = r.objects_deleted, "sweep")
+                Ok(r)
+                    if r.expired + r.objects_deleted + r.media_removed + r.media_objects_deleted + r.events_purged
+                        > 0 =>
+                {
+                    tracing::info!(
+                        expired = r.expired,
+                        objects_deleted = r.objects_deleted,
+                        media_removed = r.media_removed,
+                        media_objects_deleted = r.media_objects_deleted,
+                        events_purged = r.events_purged,
+                        "sweep"
+                    )
                 }
                 Ok(_) => {}
                 Err(e) => tracing::warn!("sweep failed: {e}"),

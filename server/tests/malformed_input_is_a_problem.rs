@@ -270,6 +270,26 @@ async fn every_malformed_request_is_a_4xx_problem_and_the_server_keeps_working()
         case("media content: not a UUID", Method::GET, "/v1/media/xyz/content?sig=00", 400, "invalid_id"),
         case("media content: no sig", Method::GET, format!("/v1/media/{}/content", media.id), 400, "invalid_query"),
         case(
+            "media display: exp not a number",
+            Method::GET,
+            format!("/v1/media/{}/display?sig=00&exp=soon&kid=k", media.id),
+            400,
+            "invalid_query",
+        ),
+        case(
+            "media display: a key id the server has no key for",
+            Method::GET,
+            format!("/v1/media/{}/display?sig=00&exp=99999999999&kid=unknown", media.id),
+            404,
+            "not_found",
+        ),
+        case("rotate: not a credential", Method::POST, format!("/v1/events/{slug}/rotate"), 400, "malformed_request")
+            .bearer(&host)
+            .value(json!({"what": "admin_token"})),
+        case("rotate: no body", Method::POST, format!("/v1/events/{slug}/rotate"), 415, "unsupported_media_type")
+            .bearer(&host),
+        case("delete: no such event", Method::DELETE, "/v1/events/no-such-event", 404, "not_found").bearer(&host),
+        case(
             "wall: cursor not ours",
             Method::GET,
             format!("/v1/events/{slug}/wall?code={code}&after=zzz"),

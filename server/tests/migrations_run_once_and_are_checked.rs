@@ -24,6 +24,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (4, "dedup", include_str!("../migrations/postgres/0004_dedup.sql")),
             (10, "renditions", include_str!("../migrations/postgres/0010_renditions.sql")),
             (20, "attempt ids unique", include_str!("../migrations/postgres/0020_attempt_ids_unique.sql")),
+            (40, "takedowns", include_str!("../migrations/postgres/0040_takedowns.sql")),
         ]
     } else {
         vec![
@@ -33,6 +34,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (4, "dedup", include_str!("../migrations/sqlite/0004_dedup.sql")),
             (10, "renditions", include_str!("../migrations/sqlite/0010_renditions.sql")),
             (20, "attempt ids unique", include_str!("../migrations/sqlite/0020_attempt_ids_unique.sql")),
+            (40, "takedowns", include_str!("../migrations/sqlite/0040_takedowns.sql")),
         ]
     }
 }

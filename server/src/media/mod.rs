@@ -33,6 +33,8 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use sqlx::AnyPool;
 use uuid::Uuid;
 
+use upload_once_core::time::UnixMillis;
+
 use crate::secrets::Signer;
 
 /// The rendition sizes a media record has.
@@ -190,32 +192,87 @@ impl MediaServices {
 }
 
 /// The message a rendition URL signs: one signature opens every size of
-/// one media record, and nothing else.
-fn rendition_message(id: Uuid) -> String {
-    format!("RENDITION\n{id}")
+/// one media record until `exp` (Unix seconds), and nothing else.
+fn rendition_message(id: Uuid, exp: i64) -> String {
+    format!("RENDITION\n{id}\n{exp}")
 }
 
 /// The message an original's URL signs (host answers and the ZIP only).
-fn original_message(id: Uuid) -> String {
-    format!("ORIGINAL\n{id}")
+fn original_message(id: Uuid, exp: i64) -> String {
+    format!("ORIGINAL\n{id}\n{exp}")
 }
 
-/// Signs a rendition URL's `sig`.
-pub fn sign_rendition(signer: &Signer, id: Uuid) -> String {
-    signer.sign(&rendition_message(id))
+/// Signs a rendition URL's `sig` (by the current key, [`Signer::key_id`]).
+pub fn sign_rendition(signer: &Signer, id: Uuid, exp: i64) -> String {
+    signer.sign(&rendition_message(id, exp))
 }
 
-/// Checks a rendition URL's `sig`.
-pub fn verify_rendition(signer: &Signer, id: Uuid, sig: &str) -> bool {
-    signer.verify(&rendition_message(id), sig)
+/// Signs an original's URL `sig` (by the current key).
+pub fn sign_original(signer: &Signer, id: Uuid, exp: i64) -> String {
+    signer.sign(&original_message(id, exp))
 }
 
-/// Signs an original's URL `sig`.
-pub fn sign_original(signer: &Signer, id: Uuid) -> String {
-    signer.sign(&original_message(id))
+/// What a media link says of itself: its signature, and (links made since
+/// they expire) its expiry and the id of the key that signed it.
+#[derive(Clone, Copy, Debug)]
+pub struct Link<'a> {
+    /// `sig`.
+    pub sig: &'a str,
+    /// `exp`, Unix seconds.
+    pub exp: Option<i64>,
+    /// `kid`.
+    pub kid: Option<&'a str>,
 }
 
-/// Checks an original's URL `sig`.
-pub fn verify_original(signer: &Signer, id: Uuid, sig: &str) -> bool {
-    signer.verify(&original_message(id), sig)
+/// Why a media link does not open its media.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkError {
+    /// Not a link this server signed (or signed by a key it no longer
+    /// has): answered like an unknown media.
+    Invalid,
+    /// Signed, but past its expiry (or from before links expired).
+    Expired,
+}
+
+fn check(
+    signer: &Signer,
+    link: Link<'_>,
+    now: UnixMillis,
+    message: fn(Uuid, i64) -> String,
+    id: Uuid,
+) -> std::result::Result<(), LinkError> {
+    let (Some(exp), Some(kid)) = (link.exp, link.kid) else {
+        // Links made before they carried an expiry were signed over the id
+        // alone: they are recognised, and have expired.
+        let legacy = message(id, 0);
+        let legacy = legacy.strip_suffix("\n0").unwrap_or(&legacy);
+        return Err(if signer.verify(legacy, link.sig) { LinkError::Expired } else { LinkError::Invalid });
+    };
+    if signer.verify_with(kid, &message(id, exp), link.sig) != Some(true) {
+        return Err(LinkError::Invalid);
+    }
+    if exp.saturating_mul(1000) <= now {
+        return Err(LinkError::Expired);
+    }
+    Ok(())
+}
+
+/// Checks a rendition link: signed by a key of this server's, not expired.
+pub fn check_rendition(
+    signer: &Signer,
+    id: Uuid,
+    link: Link<'_>,
+    now: UnixMillis,
+) -> std::result::Result<(), LinkError> {
+    check(signer, link, now, rendition_message, id)
+}
+
+/// Checks an original's link.
+pub fn check_original(
+    signer: &Signer,
+    id: Uuid,
+    link: Link<'_>,
+    now: UnixMillis,
+) -> std::result::Result<(), LinkError> {
+    check(signer, link, now, original_message, id)
 }

@@ -4,6 +4,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
+use serde::Serialize;
 use upload_once_core::ErrorCode;
 use upload_once_core::restrictions::is_valid_type_pattern;
 use upload_once_core::time::format_rfc3339;
@@ -16,7 +17,7 @@ use super::extract::{Admin, ApiJson, ApiPath, ApiQuery, HostOfEvent, HostOfMedia
 use crate::error::{Error, Result};
 use crate::secrets::{constant_time_eq, new_guest_code, new_token, token_hash};
 use crate::state::AppState;
-use crate::store::EventRow;
+use crate::store::{Credential, EventRow};
 
 /// The longest moderation reason kept.
 const MAX_REASON_CHARS: usize = 500;
@@ -180,6 +181,7 @@ pub async fn list_media(
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 410, body = Problem, content_type = "application/problem+json", description = "removed: rejected past the retention, its objects deleted; no decision brings it back"),
     ))]
 pub async fn moderate(
     State(state): State<AppState>,
@@ -187,6 +189,7 @@ pub async fn moderate(
     ApiJson(req): ApiJson<ModerationRequest>,
 ) -> Result<Json<upload_once_core::wire::HostMedia>> {
     let id = media.id;
+    super::media::removed(&media)?;
     let reason = req.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
     if reason.is_some_and(|r| r.chars().count() > MAX_REASON_CHARS) {
         return Err(Error::problem(ErrorCode::MalformedRequest, "reason must be at most 500 characters"));
@@ -265,4 +268,84 @@ pub async fn wall(
     let rows = state.records.wall(event.id, after, WALL_PAGE).await?;
     let next = rows.last().and_then(|m| m.wall_seq).unwrap_or(after);
     Ok(Json(WallResponse { items: super::media::wall_items(&state, &rows).await?, next_cursor: encode_cursor(next) }))
+}
+
+/// `POST /v1/events/{slug}/rotate` body.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct RotateRequest {
+    /// `guest_code`, `wall_token` or `host_token`.
+    pub what: Credential,
+}
+
+/// `POST /v1/events/{slug}/rotate` answer: the one new credential.
+#[derive(Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct RotateResponse {
+    /// The new guest code (for `guest_code`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_code: Option<String>,
+    /// The new wall token (for `wall_token`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_token: Option<String>,
+    /// The new host token (for `host_token`): the old one no longer works,
+    /// this one is the host's from now on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_token: Option<String>,
+}
+
+/// `POST /v1/events/{slug}/rotate`: replaces one credential of the event.
+/// The old value stops working with the next request (a wall already
+/// streaming keeps its stream until it reconnects). Guests who joined with
+/// the old code keep their sessions and their uploads; new guests need the
+/// new code.
+#[utoipa::path(post, path = "/v1/events/{slug}/rotate", tag = "hosts",
+    params(("slug" = String, Path, description = "Event slug")),
+    request_body = RotateRequest,
+    security(("host" = [])),
+    responses(
+        (status = 200, body = RotateResponse, description = "The new credential (only the one rotated)"),
+        (status = 400, body = Problem, content_type = "application/problem+json", description = "malformed_request: `what` is not guest_code, wall_token or host_token"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn rotate(
+    State(state): State<AppState>,
+    HostOfEvent(event): HostOfEvent,
+    ApiJson(req): ApiJson<RotateRequest>,
+) -> Result<Json<RotateResponse>> {
+    let mut response = RotateResponse::default();
+    let stored = match req.what {
+        Credential::GuestCode => response.guest_code.insert(new_guest_code()).clone(),
+        Credential::WallToken => token_hash(response.wall_token.insert(new_token())),
+        Credential::HostToken => token_hash(response.host_token.insert(new_token())),
+    };
+    state.records.rotate_credential(event.id, req.what, &stored).await?;
+    Ok(Json(response))
+}
+
+/// `DELETE /v1/events/{slug}`: deletes the event, all its rows and all its
+/// objects (originals, renditions, unfinished multipart uploads). Its
+/// credentials stop working at once: the event is not found, its guest
+/// sessions are unknown.
+#[utoipa::path(delete, path = "/v1/events/{slug}", tag = "hosts",
+    params(("slug" = String, Path, description = "Event slug")),
+    security(("host" = [])),
+    responses(
+        (status = 204, description = "Deleted, rows and objects"),
+        (status = 202, description = "Deleted for everyone; some objects could not be deleted now and the sweeper finishes them"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn delete_event(State(state): State<AppState>, HostOfEvent(event): HostOfEvent) -> Result<StatusCode> {
+    if !state.records.mark_event_deleted(event.id, state.now()).await? {
+        return Err(Error::not_found("event"));
+    }
+    match crate::sweeper::purge_event(&state, event.id).await {
+        Ok(()) => Ok(StatusCode::NO_CONTENT),
+        Err(e) => {
+            tracing::warn!(event_id = event.id, "delete event: left to the sweeper: {e}");
+            Ok(StatusCode::ACCEPTED)
+        }
+    }
 }

@@ -55,23 +55,62 @@ const REDIRECT_TTL_MS: i64 = 60 * 60 * 1000;
 /// How long a ZIP download link works.
 const ARCHIVE_LINK_TTL_MS: i64 = 15 * 60 * 1000;
 
-/// Query of a media read.
+/// Query of a media read: as the server wrote it into the link.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 pub struct MediaContentQuery {
     /// The signature from the media URL.
     pub sig: String,
+    /// When the link stops working, Unix seconds.
+    pub exp: Option<i64>,
+    /// The id of the key that signed the link.
+    pub kid: Option<String>,
     /// The host's signature (`HostMedia.url` of a rejected media): shows
     /// what the host took down, to the host alone.
     pub host: Option<String>,
 }
 
+impl MediaContentQuery {
+    fn link(&self) -> crate::media::Link<'_> {
+        crate::media::Link { sig: &self.sig, exp: self.exp, kid: self.kid.as_deref() }
+    }
+}
+
+/// A link that does not open its media: `404 not_found` when this server
+/// did not sign it (or no longer has the key that did), `403 url_expired`
+/// past its expiry.
+fn link_refused(e: crate::media::LinkError) -> Error {
+    match e {
+        crate::media::LinkError::Invalid => Error::not_found("media"),
+        crate::media::LinkError::Expired => Error::problem(
+            ErrorCode::UrlExpired,
+            "this media link has expired; the status, the wall and the host's list hand out fresh ones",
+        ),
+    }
+}
+
 /// `410 removed` for a rejected media's public links: the host took it
 /// down. Its host's links (signed for the original) still show it, so the
 /// decision can be reversed.
-fn taken_down(state: &AppState, media: &MediaRow, host: Option<&str>) -> Result<()> {
-    let for_host = host.is_some_and(|sig| crate::media::verify_original(&state.signer, media.id, sig));
+fn taken_down(state: &AppState, media: &MediaRow, query: &MediaContentQuery) -> Result<()> {
+    removed(media)?;
+    let for_host = query.host.as_deref().is_some_and(|sig| {
+        let link = crate::media::Link { sig, ..query.link() };
+        crate::media::check_original(&state.signer, media.id, link, state.now()).is_ok()
+    });
     if media.moderation == Moderation::Rejected && !for_host {
         return Err(Error::problem(ErrorCode::Removed, "the host took this down"));
+    }
+    Ok(())
+}
+
+/// `410 removed` for everyone, its host too, once a rejected media's
+/// objects are deleted after the retention.
+pub(crate) fn removed(media: &MediaRow) -> Result<()> {
+    if media.removed {
+        return Err(Error::problem(
+            ErrorCode::Removed,
+            "the host took this down and it was deleted after the retention",
+        ));
     }
     Ok(())
 }
@@ -181,7 +220,9 @@ fn served_type(content_type: &str) -> (&str, bool) {
         (status = 200, description = "The original bytes: allow-listed image/video types inline, anything else as an attachment; always nosniff and a sandboxing CSP; Accept-Ranges: bytes"),
         (status = 206, description = "The one byte range asked for (Content-Range)"),
         (status = 307, description = "S3 storage: the bucket's presigned URL, which answers ranges itself"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json", description = "url_expired: the link is past its `exp` (links made before links expired, too); a fresh one comes with the status, the wall, the host's list"),
+        (status = 404, body = Problem, content_type = "application/problem+json", description = "not a link this server signed, or signed by a key it no longer has (`kid`); or no such media"),
+        (status = 410, body = Problem, content_type = "application/problem+json", description = "removed: rejected past the retention, its objects deleted"),
         (status = 416, description = "The range starts past the end (Content-Range: bytes */size); no body"),
     ))]
 pub async fn original(
@@ -190,10 +231,9 @@ pub async fn original(
     ApiQuery(query): ApiQuery<MediaContentQuery>,
     headers: HeaderMap,
 ) -> Result<Response> {
-    if !crate::media::verify_original(&state.signer, id, &query.sig) {
-        return Err(Error::not_found("media"));
-    }
+    crate::media::check_original(&state.signer, id, query.link(), state.now()).map_err(link_refused)?;
     let media = state.records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
+    removed(&media)?;
     let (content_type, inline) = served_type(&media.content_type);
     serve_object(&state, &media.object_key, content_type, inline, &headers).await
 }
@@ -244,11 +284,9 @@ async fn rendition(
     size: Size,
     headers: &HeaderMap,
 ) -> Result<Response> {
-    if !crate::media::verify_rendition(&state.signer, id, &query.sig) {
-        return Err(Error::not_found("media"));
-    }
+    crate::media::check_rendition(&state.signer, id, query.link(), state.now()).map_err(link_refused)?;
     let media = state.records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
-    taken_down(&state, &media, query.host.as_deref())?;
+    taken_down(&state, &media, query)?;
     // A video plays as uploaded (ranges and all); it has no still.
     if size == Size::Display && media.content_type.starts_with("video/") {
         let (content_type, inline) = served_type(&media.content_type);
@@ -274,7 +312,8 @@ async fn rendition(
         (status = 200, description = "A photo: JPEG, at most 1,600 px on its long edge, upright, with no metadata. A video: the video as uploaded (Range answered). Anything else: a placeholder PNG, the reason in X-Placeholder-Reason"),
         (status = 206, description = "A video: the one byte range asked for"),
         (status = 307, description = "S3 storage: the bucket's presigned URL"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json", description = "url_expired: the link is past its `exp` (links made before links expired, too); a fresh one comes with the status, the wall, the host's list"),
+        (status = 404, body = Problem, content_type = "application/problem+json", description = "not a link this server signed, or signed by a key it no longer has (`kid`); or no such media"),
         (status = 410, body = Problem, content_type = "application/problem+json", description = "removed: the host rejected this media (the host's own link, with `host=`, still answers)"),
         (status = 416, description = "The range starts past the end; no body"),
         (status = 503, body = Problem, content_type = "application/problem+json", description = "object_store_unavailable: the rendition is still being made (Retry-After)"),
@@ -295,7 +334,8 @@ pub async fn display(
     responses(
         (status = 200, description = "A photo: JPEG, at most 400 px on its long edge, upright, with no metadata. Anything else (a video too): a placeholder PNG, the reason in X-Placeholder-Reason"),
         (status = 307, description = "S3 storage: the bucket's presigned URL"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json", description = "url_expired: the link is past its `exp` (links made before links expired, too); a fresh one comes with the status, the wall, the host's list"),
+        (status = 404, body = Problem, content_type = "application/problem+json", description = "not a link this server signed, or signed by a key it no longer has (`kid`); or no such media"),
         (status = 410, body = Problem, content_type = "application/problem+json", description = "removed: the host rejected this media (the host's own link, with `host=`, still answers)"),
         (status = 503, body = Problem, content_type = "application/problem+json", description = "object_store_unavailable: the rendition is still being made (Retry-After)"),
     ))]
@@ -341,18 +381,22 @@ pub async fn wall_items(state: &AppState, rows: &[MediaRow]) -> Result<Vec<WallI
 /// far the renditions are.
 pub async fn host_media(state: &AppState, rows: &[MediaRow]) -> Result<Vec<HostMedia>> {
     let jobs = jobs_of(state, rows).await?;
+    // One expiry for every link of the answer (the `host=` signature is
+    // checked against the URL's own `exp`).
+    let exp = state.media_link_expiry();
     Ok(rows
         .iter()
         .map(|m| {
             let job = jobs.get(&m.id);
             let mut media = state.media_json(m);
+            media.url = state.rendition_url_until(m.id, Size::Display, exp);
             if m.moderation == Moderation::Rejected {
                 // Taken down for everyone else; the host still sees it.
-                media.url = format!("{}&host={}", media.url, crate::media::sign_original(&state.signer, m.id));
+                media.url = format!("{}&host={}", media.url, crate::media::sign_original(&state.signer, m.id, exp));
             }
             HostMedia {
                 media,
-                original_url: state.original_url(m.id),
+                original_url: state.original_url_until(m.id, exp),
                 preview: job.map_or("pending", |j| j.state.as_api()).to_owned(),
                 preview_reason: job.filter(|j| j.state == JobState::Placeholder).and_then(|j| j.reason.clone()),
             }
@@ -611,7 +655,9 @@ pub async fn archive(
         ArchiveSelection::Approved => Some(Moderation::Approved),
         ArchiveSelection::All => None,
     };
-    let rows = state.records.list_media(event.id, filter).await?;
+    let mut rows = state.records.list_media(event.id, filter).await?;
+    // Deleted after the retention: nothing left to put in.
+    rows.retain(|m| !m.removed);
     let names = zip::unique_names(rows.iter().map(|m| m.filename.as_str()));
     let entries: Vec<zip::Entry> =
         rows.iter().zip(names).map(|(m, name)| zip::Entry { name, size: m.size, modified: m.created_at }).collect();

@@ -119,7 +119,7 @@ fn cors(origins: &[String]) -> CorsLayer {
     let origins: Vec<HeaderValue> = origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()).collect();
     CorsLayer::new()
         .allow_origin(AllowOrigin::list(origins))
-        .allow_methods([Method::GET, Method::POST, Method::PUT, Method::OPTIONS])
+        .allow_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE, Method::OPTIONS])
         .allow_headers([
             header::AUTHORIZATION,
             header::CONTENT_TYPE,
@@ -142,6 +142,8 @@ pub fn api(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(healthz))
         .routes(routes!(readyz))
         .routes(routes!(events::create_event))
+        .routes(routes!(events::delete_event))
+        .routes(routes!(events::rotate))
         .routes(routes!(events::create_session))
         .routes(routes!(attempts::authorize))
         .routes(routes!(events::list_media))

@@ -177,6 +177,12 @@ pub struct MediaRow {
     pub created_at: UnixMillis,
     /// Time of the last moderation decision.
     pub moderated_at: Option<UnixMillis>,
+    /// When the host rejected it, while it stays rejected (the retention
+    /// runs from here).
+    pub rejected_at: Option<UnixMillis>,
+    /// Rejected past the retention: its objects are (being) deleted, and no
+    /// approval brings it back.
+    pub removed: bool,
 }
 
 /// A media record to create at confirm.
@@ -197,6 +203,18 @@ pub struct NewMedia {
     pub moderation: Moderation,
     /// Now.
     pub created_at: UnixMillis,
+}
+
+/// Which credential of an event the host rotates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Credential {
+    /// The guest code (printed on cards, in guest links and on the wall).
+    GuestCode,
+    /// The wall's bearer token.
+    WallToken,
+    /// The host's own bearer token.
+    HostToken,
 }
 
 /// What the sweeper has still to do.
@@ -292,6 +310,39 @@ pub trait RecordStore: Send + Sync + 'static {
 
     /// Replaces an event's host token (the demo start prints a fresh one).
     async fn set_host_token_hash(&self, event_id: i64, hash: &str) -> Result<()>;
+
+    /// Replaces one credential of an event: the guest code in clear, a
+    /// token by its hash. The old one stops working with the next request.
+    async fn rotate_credential(&self, event_id: i64, credential: Credential, value: &str) -> Result<()>;
+
+    /// Marks an event deleted: from now on it is not found, by slug or id,
+    /// and its guest sessions are unknown. Its rows stay until
+    /// [`RecordStore::purge_event_rows`]; `false` if it was already deleted.
+    async fn mark_event_deleted(&self, event_id: i64, now: UnixMillis) -> Result<bool>;
+
+    /// Events marked deleted whose rows are still there (the sweeper
+    /// finishes them).
+    async fn deleted_events(&self, limit: u32) -> Result<Vec<i64>>;
+
+    /// Every attempt of an event, whatever its state (its objects are to be
+    /// deleted).
+    async fn event_attempts(&self, event_id: i64) -> Result<Vec<AttemptRow>>;
+
+    /// Deletes every row of a deleted event (sessions, attempts, media, part
+    /// digests, index entries, rendition jobs) and the event, in one
+    /// transaction.
+    async fn purge_event_rows(&self, event_id: i64) -> Result<()>;
+
+    /// Marks removed every media rejected at or before `cutoff` and still
+    /// rejected; how many.
+    async fn remove_rejected(&self, cutoff: UnixMillis, now: UnixMillis) -> Result<u64>;
+
+    /// Removed media whose objects are not deleted yet.
+    async fn removed_media_with_objects(&self, limit: u32) -> Result<Vec<MediaRow>>;
+
+    /// Records that a removed media's objects (original and renditions) are
+    /// deleted.
+    async fn mark_media_objects_deleted(&self, id: Uuid) -> Result<()>;
 
     /// Creates a guest session, unless the event opened
     /// `max_per_hour` sessions in the hour before `now` (`403

@@ -25,8 +25,9 @@ use uuid::Uuid;
 
 use super::dialect::{Dialect, dialect_of};
 use super::{
-    AttemptLock, AttemptRow, EventRow, IndexEntry, MediaRow, NewAttempt, NewMedia, PartDigest, RecordStore, SessionRow,
-    SweepBacklog, dedup_from_db, keep_released_connection, moderation_from_db, policy_from_db, policy_to_db,
+    AttemptLock, AttemptRow, Credential, EventRow, IndexEntry, MediaRow, NewAttempt, NewMedia, PartDigest, RecordStore,
+    SessionRow, SweepBacklog, dedup_from_db, keep_released_connection, moderation_from_db, policy_from_db,
+    policy_to_db,
 };
 use crate::error::{Error, Result};
 use crate::multipart::PartPlan;
@@ -39,7 +40,8 @@ const ATTEMPT_COLUMNS: &str = "a.row_id, a.id, a.session_id, a.event_id, a.filen
      a.part_size, a.part_count, a.upload_id";
 const ATTEMPT_FROM: &str = "attempts a LEFT JOIN media m ON m.attempt_row_id = a.row_id";
 const MEDIA_COLUMNS: &str = "m.id, m.attempt_row_id, a.id AS attempt_id, m.event_id, e.slug, m.object_key, a.filename, \
-     m.size, m.content_type, m.sha256, m.composite_sha256, m.moderation, m.moderation_reason, m.wall_seq, m.created_at, m.moderated_at";
+     m.size, m.content_type, m.sha256, m.composite_sha256, m.moderation, m.moderation_reason, m.wall_seq, m.created_at, m.moderated_at, \
+     m.rejected_at, m.removed_at";
 const MEDIA_FROM: &str = "media m JOIN attempts a ON a.row_id = m.attempt_row_id JOIN events e ON e.id = m.event_id";
 const EVENT_COLUMNS: &str = "id, slug, title, max_file_bytes, allowed_types, moderation, guest_code, host_token_hash, \
      wall_token_hash, created_at, dedup";
@@ -103,6 +105,8 @@ fn media_from_row(row: &AnyRow) -> Result<MediaRow> {
         wall_seq: row.try_get("wall_seq")?,
         created_at: row.try_get("created_at")?,
         moderated_at: row.try_get("moderated_at")?,
+        rejected_at: row.try_get("rejected_at")?,
+        removed: row.try_get::<Option<i64>, _>("removed_at")?.is_some(),
     })
 }
 
@@ -444,13 +448,13 @@ impl RecordStore for SqlStore {
     }
 
     async fn event_by_slug(&self, slug: &str) -> Result<Option<EventRow>> {
-        let sql = format!("SELECT {EVENT_COLUMNS} FROM events WHERE slug = $1");
+        let sql = format!("SELECT {EVENT_COLUMNS} FROM events WHERE slug = $1 AND deleted_at IS NULL");
         let row = sqlx::query(&sql).bind(slug).fetch_optional(&self.pool).await?;
         row.as_ref().map(event_from_row).transpose()
     }
 
     async fn event_by_id(&self, id: i64) -> Result<Option<EventRow>> {
-        let sql = format!("SELECT {EVENT_COLUMNS} FROM events WHERE id = $1");
+        let sql = format!("SELECT {EVENT_COLUMNS} FROM events WHERE id = $1 AND deleted_at IS NULL");
         let row = sqlx::query(&sql).bind(id).fetch_optional(&self.pool).await?;
         row.as_ref().map(event_from_row).transpose()
     }
@@ -509,10 +513,14 @@ impl RecordStore for SqlStore {
     }
 
     async fn session_by_token_hash(&self, hash: &str) -> Result<Option<SessionRow>> {
-        let row = sqlx::query("SELECT id, event_id, expires_at FROM sessions WHERE token_hash = $1")
-            .bind(hash)
-            .fetch_optional(&self.pool)
-            .await?;
+        // A deleted event's sessions are unknown.
+        let row = sqlx::query(
+            "SELECT s.id, s.event_id, s.expires_at FROM sessions s JOIN events e ON e.id = s.event_id
+             WHERE s.token_hash = $1 AND e.deleted_at IS NULL",
+        )
+        .bind(hash)
+        .fetch_optional(&self.pool)
+        .await?;
         row.map(|r| {
             Ok(SessionRow {
                 id: r.try_get("id")?,
@@ -703,17 +711,18 @@ impl RecordStore for SqlStore {
                     moderation_reason = CASE WHEN moderation = 'approved' THEN moderation_reason ELSE $1 END,
                     moderated_at = CASE WHEN moderation = 'approved' THEN moderated_at ELSE $2 END,
                     wall_seq = CASE WHEN moderation = 'approved' THEN wall_seq ELSE {} END,
-                    moderation = 'approved'
-                 WHERE id = $3 AND event_id = $4",
+                    moderation = 'approved',
+                    rejected_at = NULL
+                 WHERE id = $3 AND event_id = $4 AND removed_at IS NULL",
                 self.dialect.next_wall_seq()
             ),
             // The wall position is kept (hidden by the state), so positions
-            // only grow and a wall cursor never skips an item.
-            ModerationDecision::Reject => {
-                "UPDATE media SET moderation = 'rejected', moderation_reason = $1, moderated_at = $2
-                 WHERE id = $3 AND event_id = $4"
-                    .to_owned()
-            }
+            // only grow and a wall cursor never skips an item. The retention
+            // runs from the first of consecutive rejections.
+            ModerationDecision::Reject => "UPDATE media SET moderation = 'rejected', moderation_reason = $1, moderated_at = $2,
+                    rejected_at = CASE WHEN moderation = 'rejected' AND rejected_at IS NOT NULL THEN rejected_at ELSE $2 END
+                 WHERE id = $3 AND event_id = $4 AND removed_at IS NULL"
+                .to_owned(),
         };
         let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
         if decision == ModerationDecision::Approve {
@@ -752,6 +761,89 @@ impl RecordStore for SqlStore {
         let attempts: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM attempts").fetch_one(&self.pool).await?;
         let media: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM media").fetch_one(&self.pool).await?;
         Ok((attempts as u64, media as u64))
+    }
+
+    async fn rotate_credential(&self, event_id: i64, credential: Credential, value: &str) -> Result<()> {
+        let column = match credential {
+            Credential::GuestCode => "guest_code",
+            Credential::WallToken => "wall_token_hash",
+            Credential::HostToken => "host_token_hash",
+        };
+        sqlx::query(&format!("UPDATE events SET {column} = $1 WHERE id = $2"))
+            .bind(value)
+            .bind(event_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn mark_event_deleted(&self, event_id: i64, now: UnixMillis) -> Result<bool> {
+        let updated = sqlx::query("UPDATE events SET deleted_at = $1 WHERE id = $2 AND deleted_at IS NULL")
+            .bind(now)
+            .bind(event_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(updated.rows_affected() == 1)
+    }
+
+    async fn deleted_events(&self, limit: u32) -> Result<Vec<i64>> {
+        Ok(sqlx::query_scalar("SELECT id FROM events WHERE deleted_at IS NOT NULL ORDER BY id LIMIT $1")
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    async fn event_attempts(&self, event_id: i64) -> Result<Vec<AttemptRow>> {
+        let sql = format!("SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.event_id = $1 ORDER BY a.row_id");
+        sqlx::query(&sql).bind(event_id).fetch_all(&self.pool).await?.iter().map(attempt_from_row).collect()
+    }
+
+    async fn purge_event_rows(&self, event_id: i64) -> Result<()> {
+        let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
+        // Nothing of the event's is added meanwhile (its quotas' lock).
+        self.dialect.lock_event(&mut tx, event_id).await?;
+        for statement in [
+            "DELETE FROM rendition_jobs WHERE media_id IN (SELECT id FROM media WHERE event_id = $1)",
+            "DELETE FROM content_index WHERE event_id = $1",
+            "DELETE FROM part_digests WHERE attempt_row_id IN (SELECT row_id FROM attempts WHERE event_id = $1)",
+            "UPDATE attempts SET duplicate_of = NULL WHERE event_id = $1 AND duplicate_of IS NOT NULL",
+            "DELETE FROM media WHERE event_id = $1",
+            "DELETE FROM attempts WHERE event_id = $1",
+            "DELETE FROM sessions WHERE event_id = $1",
+            "DELETE FROM events WHERE id = $1 AND deleted_at IS NOT NULL",
+        ] {
+            sqlx::query(statement).bind(event_id).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn remove_rejected(&self, cutoff: UnixMillis, now: UnixMillis) -> Result<u64> {
+        let updated = sqlx::query(
+            "UPDATE media SET removed_at = $1
+             WHERE moderation = 'rejected' AND rejected_at <= $2 AND removed_at IS NULL",
+        )
+        .bind(now)
+        .bind(cutoff)
+        .execute(&self.pool)
+        .await?;
+        Ok(updated.rows_affected())
+    }
+
+    async fn removed_media_with_objects(&self, limit: u32) -> Result<Vec<MediaRow>> {
+        let sql = format!(
+            "SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM}
+             WHERE m.removed_at IS NOT NULL AND m.objects_deleted = FALSE ORDER BY m.removed_at, m.id LIMIT $1"
+        );
+        sqlx::query(&sql).bind(i64::from(limit)).fetch_all(&self.pool).await?.iter().map(media_from_row).collect()
+    }
+
+    async fn mark_media_objects_deleted(&self, id: Uuid) -> Result<()> {
+        sqlx::query("UPDATE media SET objects_deleted = TRUE WHERE id = $1")
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 
     async fn authorize_duplicate(&self, attempt: &NewAttempt, entry: &IndexEntry) -> Result<Option<AttemptRow>> {

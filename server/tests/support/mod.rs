@@ -582,6 +582,35 @@ impl RecordStore for ObservedRecords {
     async fn set_host_token_hash(&self, event_id: i64, hash: &str) -> Result<()> {
         self.inner.set_host_token_hash(event_id, hash).await
     }
+    async fn rotate_credential(
+        &self,
+        event_id: i64,
+        credential: upload_once_server::store::Credential,
+        value: &str,
+    ) -> Result<()> {
+        self.inner.rotate_credential(event_id, credential, value).await
+    }
+    async fn mark_event_deleted(&self, event_id: i64, now: UnixMillis) -> Result<bool> {
+        self.inner.mark_event_deleted(event_id, now).await
+    }
+    async fn deleted_events(&self, limit: u32) -> Result<Vec<i64>> {
+        self.inner.deleted_events(limit).await
+    }
+    async fn event_attempts(&self, event_id: i64) -> Result<Vec<AttemptRow>> {
+        self.inner.event_attempts(event_id).await
+    }
+    async fn purge_event_rows(&self, event_id: i64) -> Result<()> {
+        self.inner.purge_event_rows(event_id).await
+    }
+    async fn remove_rejected(&self, cutoff: UnixMillis, now: UnixMillis) -> Result<u64> {
+        self.inner.remove_rejected(cutoff, now).await
+    }
+    async fn removed_media_with_objects(&self, limit: u32) -> Result<Vec<MediaRow>> {
+        self.inner.removed_media_with_objects(limit).await
+    }
+    async fn mark_media_objects_deleted(&self, id: Uuid) -> Result<()> {
+        self.inner.mark_media_objects_deleted(id).await
+    }
     async fn create_session(
         &self,
         event_id: i64,

@@ -114,6 +114,16 @@ async fn a_media_left_rejected_loses_its_objects_after_the_retention_and_one_app
     assert!(!bytes.windows(8).any(|w| w == b"left.png"), "the removed media is not in the ZIP");
     assert!(bytes.windows(8).any(|w| w == b"back.png"));
 
+    // The same photo shared again is a photo of its own, stored again: a
+    // removed media no longer stands for its bytes in the event (it would
+    // be confirmed as a duplicate of a media whose objects are gone).
+    // (Another guest: the first one's session lapsed in those 30 days.)
+    let other = server.guest_of(&guest.event).await;
+    let again = upload_as(&other, "image/png", "left-again.png", &photo(200)).await;
+    assert_ne!(again.id, left.id, "not the removed media");
+    assert_ne!(again.attempt_id, left.attempt_id, "its own attempt's record, not a duplicate's");
+    assert_eq!(server.http.get(&server.state.original_url(again.id)).send().await.unwrap().status(), StatusCode::OK);
+
     // Rejected again, `back`'s retention starts over from the new decision.
     moderate(&guest, back.id, "reject").await;
     server.clock.advance(29 * DAY_MS);

@@ -819,14 +819,22 @@ impl RecordStore for SqlStore {
     }
 
     async fn remove_rejected(&self, cutoff: UnixMillis, now: UnixMillis) -> Result<u64> {
+        // One transaction: a removed media stops standing for its bytes in
+        // the event's content index at once (the same photo shared again is
+        // stored again, not confirmed as a duplicate of what is gone).
+        let mut tx = self.pool.begin().await?;
         let updated = sqlx::query(
             "UPDATE media SET removed_at = $1
              WHERE moderation = 'rejected' AND rejected_at <= $2 AND removed_at IS NULL",
         )
         .bind(now)
         .bind(cutoff)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
+        sqlx::query("DELETE FROM content_index WHERE media_id IN (SELECT id FROM media WHERE removed_at IS NOT NULL)")
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
         Ok(updated.rows_affected())
     }
 

@@ -175,6 +175,15 @@ pub struct Config {
     #[arg(long, env = "UPLOAD_ONCE_REJECTED_RETENTION", default_value = "30d", value_parser = parse_duration)]
     pub rejected_retention: Duration,
 
+    /// How long the record of an attempt that ended without a media
+    /// (expired, or rejected) is kept after its expiry, and a lapsed guest
+    /// session with no attempt left after it lapsed: the sweeper then
+    /// deletes them (a status then answers 404). Attempts that made a media
+    /// are kept with it, and so are their sessions; events are kept until
+    /// their host deletes them.
+    #[arg(long, env = "UPLOAD_ONCE_RECORD_RETENTION", default_value = "30d", value_parser = parse_duration)]
+    pub record_retention: Duration,
+
     /// Files larger than this go up in parts (multipart); smaller ones in
     /// one PUT. Bytes, or with a unit: `32MiB`.
     #[arg(long, env = "UPLOAD_ONCE_MULTIPART_THRESHOLD", default_value = "32MiB", value_parser = parse_bytes)]
@@ -299,6 +308,11 @@ impl Config {
     pub fn validate(&self) -> Result<()> {
         if self.url_ttl.is_zero() || self.attempt_ttl.is_zero() {
             return Err(Error::Config("--url-ttl and --attempt-ttl must be positive".into()));
+        }
+        if self.record_retention.is_zero() {
+            return Err(Error::Config(
+                "--record-retention must be positive: a guest's page may still ask about an attempt that ended".into(),
+            ));
         }
         if self.rejected_retention.is_zero() {
             return Err(Error::Config(

@@ -41,6 +41,12 @@ pub struct SweepReport {
     pub media_objects_deleted: u64,
     /// Deleted events whose objects and rows were removed.
     pub events_purged: u64,
+    /// Records of attempts that ended without a media, deleted after the
+    /// record retention.
+    pub attempts_forgotten: u64,
+    /// Lapsed guest sessions with no attempt left, deleted after the record
+    /// retention.
+    pub sessions_forgotten: u64,
 }
 
 /// One sweep: expire what is due, then delete dead objects.
@@ -89,6 +95,8 @@ pub async fn sweep_once(state: &AppState) -> Result<SweepReport> {
         state.records.mark_media_objects_deleted(m.id).await?;
         report.media_objects_deleted += 1;
     }
+    let cutoff = now.saturating_sub(state.config.record_retention.as_millis() as i64);
+    (report.attempts_forgotten, report.sessions_forgotten) = state.records.forget_ended(cutoff, BATCH).await?;
     for event_id in state.records.deleted_events(EVENT_BATCH).await? {
         match purge_event(state, event_id).await {
             Ok(()) => report.events_purged += 1,
@@ -133,7 +141,13 @@ pub fn spawn(state: AppState, interval: Duration) -> tokio::task::JoinHandle<()>
             ticker.tick().await;
             match sweep_once(&state).await {
                 Ok(r)
-                    if r.expired + r.objects_deleted + r.media_removed + r.media_objects_deleted + r.events_purged
+                    if r.expired
+                        + r.objects_deleted
+                        + r.media_removed
+                        + r.media_objects_deleted
+                        + r.events_purged
+                        + r.attempts_forgotten
+                        + r.sessions_forgotten
                         > 0 =>
                 {
                     tracing::info!(
@@ -142,6 +156,8 @@ pub fn spawn(state: AppState, interval: Duration) -> tokio::task::JoinHandle<()>
                         media_removed = r.media_removed,
                         media_objects_deleted = r.media_objects_deleted,
                         events_purged = r.events_purged,
+                        attempts_forgotten = r.attempts_forgotten,
+                        sessions_forgotten = r.sessions_forgotten,
                         "sweep"
                     )
                 }

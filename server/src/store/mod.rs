@@ -333,6 +333,13 @@ pub trait RecordStore: Send + Sync + 'static {
     /// transaction.
     async fn purge_event_rows(&self, event_id: i64) -> Result<()>;
 
+    /// Deletes, `limit` at most of each, the records of attempts that
+    /// ended without a media (expired or rejected, their object deleted)
+    /// and expired before `cutoff`, with their part digests; then guest
+    /// sessions that lapsed before `cutoff` and have no attempt left. How
+    /// many attempts, and how many sessions.
+    async fn forget_ended(&self, cutoff: UnixMillis, limit: u32) -> Result<(u64, u64)>;
+
     /// Marks removed every media rejected at or before `cutoff` and still
     /// rejected; how many.
     async fn remove_rejected(&self, cutoff: UnixMillis, now: UnixMillis) -> Result<u64>;

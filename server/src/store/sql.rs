@@ -818,11 +818,43 @@ impl RecordStore for SqlStore {
         Ok(())
     }
 
+    async fn forget_ended(&self, cutoff: UnixMillis, limit: u32) -> Result<(u64, u64)> {
+        const ENDED: &str = "SELECT a.row_id FROM attempts a
+             WHERE a.state IN ('expired', 'rejected') AND a.object_deleted = TRUE AND a.expires_at < $1
+               AND NOT EXISTS (SELECT 1 FROM media m WHERE m.attempt_row_id = a.row_id)
+             ORDER BY a.row_id LIMIT $2";
+        let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
+        sqlx::query(&format!("DELETE FROM part_digests WHERE attempt_row_id IN ({ENDED})"))
+            .bind(cutoff)
+            .bind(i64::from(limit))
+            .execute(&mut *tx)
+            .await?;
+        let attempts = sqlx::query(&format!("DELETE FROM attempts WHERE row_id IN ({ENDED})"))
+            .bind(cutoff)
+            .bind(i64::from(limit))
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        let sessions = sqlx::query(
+            "DELETE FROM sessions WHERE id IN (
+                 SELECT s.id FROM sessions s
+                 WHERE s.expires_at < $1 AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.session_id = s.id)
+                 ORDER BY s.id LIMIT $2)",
+        )
+        .bind(cutoff)
+        .bind(i64::from(limit))
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        tx.commit().await?;
+        Ok((attempts, sessions))
+    }
+
     async fn remove_rejected(&self, cutoff: UnixMillis, now: UnixMillis) -> Result<u64> {
         // One transaction: a removed media stops standing for its bytes in
         // the event's content index at once (the same photo shared again is
         // stored again, not confirmed as a duplicate of what is gone).
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
         let updated = sqlx::query(
             "UPDATE media SET removed_at = $1
              WHERE moderation = 'rejected' AND rejected_at <= $2 AND removed_at IS NULL",

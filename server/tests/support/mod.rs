@@ -605,6 +605,9 @@ impl RecordStore for ObservedRecords {
     async fn remove_rejected(&self, cutoff: UnixMillis, now: UnixMillis) -> Result<u64> {
         self.inner.remove_rejected(cutoff, now).await
     }
+    async fn forget_ended(&self, cutoff: UnixMillis, limit: u32) -> Result<(u64, u64)> {
+        self.inner.forget_ended(cutoff, limit).await
+    }
     async fn removed_media_with_objects(&self, limit: u32) -> Result<Vec<MediaRow>> {
         self.inner.removed_media_with_objects(limit).await
     }

@@ -454,8 +454,10 @@ fn mismatch(
 /// lock is taken.
 enum Seen {
     /// The object is stored (for a multipart attempt: assembled, by this
-    /// confirm or an earlier one whose answer was lost).
-    Object(ObjectMeta),
+    /// confirm or an earlier one whose answer was lost); when this confirm
+    /// assembled it, the composite checksum of the parts it assembled (the
+    /// store's listed digests, else the recorded ones).
+    Object(ObjectMeta, Option<String>),
     /// Not everything is stored yet.
     Missing,
 }
@@ -474,14 +476,14 @@ enum Seen {
 /// re-checks the attempt.
 async fn look(state: &AppState, a: &AttemptRow) -> Result<Seen> {
     if let Some(object) = state.objects.head(&a.object_key).await? {
-        return Ok(Seen::Object(object));
+        return Ok(Seen::Object(object, None));
     }
     let (Some(plan), Some(upload_id)) = (&a.plan, &a.upload_id) else { return Ok(Seen::Missing) };
     let gate = state.assemblies.gate(&a.object_key);
     let _assembling = gate.lock().await;
     // Assembled by a racing confirm while this one waited.
     if let Some(object) = state.objects.head(&a.object_key).await? {
-        return Ok(Seen::Object(object));
+        return Ok(Seen::Object(object, None));
     }
     let listed = state.objects.list_parts(&a.object_key, upload_id).await?.unwrap_or_default();
     let Ok(parts) = parts_to_complete(plan, a.size, &listed) else { return Ok(Seen::Missing) };
@@ -495,7 +497,8 @@ async fn look(state: &AppState, a: &AttemptRow) -> Result<Seen> {
         .head(&a.object_key)
         .await?
         .ok_or_else(|| Error::ObjectStore("the store completed the upload but holds no object".into()))?;
-    Ok(Seen::Object(object))
+    let composite = composite_sha256(parts.iter().map(|p| p.sha256.as_deref()));
+    Ok(Seen::Object(object, composite))
 }
 
 /// The object a confirm compares and records, with its composite checksum
@@ -510,15 +513,18 @@ async fn stored_object(
     a: &AttemptRow,
     seen: Seen,
 ) -> Result<Option<(ObjectMeta, Option<String>)>> {
-    let Seen::Object(object) = seen else { return Ok(None) };
+    let Seen::Object(object, assembled) = seen else { return Ok(None) };
     let Some(plan) = a.plan else { return Ok(Some((object, None))) };
-    // The store's composite, else the one of the digests recorded.
+    if let Some(composite) = object.composite_sha256.clone().or(assembled) {
+        return Ok(Some((object, Some(composite))));
+    }
+    // Assembled by an earlier confirm whose answer was lost, on a store
+    // that keeps no composite: the one of the digests recorded.
     let recorded = lock.part_digests().await?;
     let signed = composite_sha256(
         (1..=plan.part_count).map(|n| recorded.iter().find(|d| d.number == n).and_then(|d| d.sha256.as_deref())),
     );
-    let composite = object.composite_sha256.clone().or(signed);
-    Ok(Some((object, composite)))
+    Ok(Some((object, signed)))
 }
 
 /// Confirms an attempt: create-or-return its media record, in one

@@ -111,12 +111,24 @@ async function main() {
   for (const view of uploader.list()) render(view);
   updateSummary();
   document.body.dataset.ready = "1";
+  registerServiceWorker();
 
   setInterval(() => uploader.refresh(), REFRESH_MS);
   document.addEventListener("visibilitychange", () => {
     if (document.visibilityState === "visible") uploader.refresh();
   });
   setInterval(tick, 1000);
+}
+
+/**
+ * Registers the service worker that keeps this page and the package for the
+ * next visit (www/sw.js): only now, so its download and its caching never
+ * compete with the page's own start. A browser without service workers, or
+ * a server without `/sw.js`, loads the page from the network each time.
+ */
+function registerServiceWorker() {
+  if (!("serviceWorker" in navigator)) return;
+  navigator.serviceWorker.register("/sw.js", { scope: "/" }).catch((err) => console.warn("no service worker:", err));
 }
 
 function explainOpenError(err, event) {

@@ -139,19 +139,19 @@ export async function until(what, fn, ms = 20_000, every = 100) {
 
 /**
  * Starts the reference server with a fresh data directory, serving the
- * guest/host/wall pages and the built package (or `pkgDir`). Resolves once
+ * guest/host/wall pages (or those of `wwwDir`) and the built package (or `pkgDir`). Resolves once
  * it listens (it says so) and /healthz is 200. `extraArgs`: more flags, or a
  * function of the port that makes them (for flags that name the server's
  * own origin).
  */
-export async function startServer(name, extraArgs = [], { pkgDir = join(ROOT, "pkg") } = {}) {
+export async function startServer(name, extraArgs = [], { pkgDir = join(ROOT, "pkg"), wwwDir = join(ROOT, "www") } = {}) {
   mkdirSync(join(TARGET, "test-data"), { recursive: true });
   const dataDir = mkdtempSync(join(TARGET, "test-data", `e2e-${name}-`));
   const admin = `e2e-admin-${Math.random().toString(36).slice(2)}`;
   const start = (port) => {
     const args = [
       "--listen", `127.0.0.1:${port}`, "--data-dir", dataDir, "--admin-token", admin,
-      "--www-dir", join(ROOT, "www"), "--pkg-dir", pkgDir, ...(typeof extraArgs === "function" ? extraArgs(port) : extraArgs),
+      "--www-dir", wwwDir, "--pkg-dir", pkgDir, ...(typeof extraArgs === "function" ? extraArgs(port) : extraArgs),
     ];
     const child = spawn(SERVER_BIN, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, RUST_LOG: "warn" } });
     child.log = "";

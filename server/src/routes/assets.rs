@@ -29,6 +29,15 @@
 //!   name="upload-once-api-origins">` listing `--page-api-origin`: the only
 //!   origins besides their own the pages let `?api=` name. Pages are
 //!   rendered per request, so they go out uncompressed.
+//! - **Cached for repeat visits by a service worker.** `www/sw.js` goes out
+//!   at `/sw.js` (scope `/`, the guest page's) with its `"upload-once:build"`
+//!   placeholder replaced by the build it caches: `version`, a hash of every
+//!   file of `www/`, the guest page as it is rendered and the package's
+//!   version, and `pkg`, the package's version. A deploy that changes any of
+//!   them changes the worker, which then replaces its cache. It is sent
+//!   `no-cache` (with an `ETag`), so the browser's update check on each
+//!   visit is one revalidation, and with a policy of its own (`connect-src
+//!   'self'`: it fetches from this origin only).
 
 use std::path::{Path, PathBuf};
 
@@ -54,6 +63,16 @@ pub const API_ORIGINS_PLACEHOLDER: &str = "<!-- upload-once:api-origins -->";
 
 /// The `<meta name>` the pages read the allowed API origins from.
 pub const API_ORIGINS_META: &str = "upload-once-api-origins";
+
+/// Where the service worker asks for its build: a JavaScript string literal.
+pub const BUILD_PLACEHOLDER: &str = "\"upload-once:build\"";
+
+/// The service worker's file in `www/`, served at `/sw.js`.
+pub const SERVICE_WORKER: &str = "sw.js";
+
+/// The `Content-Security-Policy` of the service worker's script: it only
+/// fetches the guest page's files from this origin.
+pub const SERVICE_WORKER_POLICY: &str = "default-src 'none'; connect-src 'self'";
 
 /// The package's entry points.
 const PKG_JS: &str = "upload_once.js";
@@ -212,6 +231,9 @@ impl PagePolicy {
             format!("media-src 'self' blob: data:{others}"),
             // The API (`?api=`), signed upload URLs, the live wall.
             format!("connect-src 'self'{others}"),
+            // The guest page's service worker, `/sw.js` (without it the
+            // worker would fall back to `script-src`).
+            "worker-src 'self'".to_owned(),
             "form-action 'self'".to_owned(),
             "object-src 'none'".to_owned(),
             "base-uri 'none'".to_owned(),
@@ -279,6 +301,85 @@ async fn serve_page(state: AppState, file: PathBuf, version: Option<String>, hea
     response
 }
 
+/// The files of `dir` and its folders, by their path under it (`under`),
+/// without the precompressed copies.
+fn site_files(dir: &Path, under: &str, found: &mut Vec<(String, PathBuf)>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let (path, name) = (entry.path(), entry.file_name().to_string_lossy().into_owned());
+        if path.is_dir() {
+            site_files(&path, &format!("{under}{name}/"), found);
+        } else if !(name.ends_with(".br") || name.ends_with(".gz")) {
+            found.push((format!("{under}{name}"), path));
+        }
+    }
+}
+
+/// The version of what the service worker caches: a hash of every file of
+/// `www` (by path and content), of the guest page as it is sent (`guest`:
+/// its HTML and policy, which depend on the configuration) and of the
+/// package's version.
+pub fn site_version(www: &Path, guest: Option<&Page>, package: Option<&str>) -> String {
+    let mut files = Vec::new();
+    site_files(www, "", &mut files);
+    files.sort();
+    let mut hash = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        hash.update((bytes.len() as u64).to_le_bytes());
+        hash.update(bytes);
+    };
+    field(package.unwrap_or_default().as_bytes());
+    if let Some(page) = guest {
+        field(page.html.as_bytes());
+        field(page.csp.as_bytes());
+    }
+    for (name, path) in files {
+        field(name.as_bytes());
+        field(&std::fs::read(path).unwrap_or_default());
+    }
+    hex::encode(&hash.finalize()[..8])
+}
+
+/// The service worker `sw` (the text of `www/sw.js`) with its build filled
+/// in: the site's `version` and the package's.
+pub fn service_worker(sw: &str, version: &str, package: Option<&str>) -> String {
+    let package = package.map_or_else(|| "null".to_owned(), |p| format!("\"{p}\""));
+    sw.replacen(BUILD_PLACEHOLDER, &format!(r#"{{"version":"{version}","pkg":{package}}}"#), 1)
+}
+
+async fn serve_service_worker(state: AppState, www: PathBuf, package: Option<String>, headers: HeaderMap) -> Response {
+    let policy = PagePolicy::from_config(&state.config);
+    // A few small files, read on each visit's update check.
+    let built = tokio::task::spawn_blocking(move || {
+        let sw = std::fs::read_to_string(www.join(SERVICE_WORKER)).ok()?;
+        let guest = std::fs::read_to_string(www.join("index.html"))
+            .ok()
+            .map(|html| render_page(&html, package.as_deref(), &policy));
+        let version = site_version(&www, guest.as_ref(), package.as_deref());
+        Some(service_worker(&sw, &version, package.as_deref()))
+    })
+    .await;
+    let Ok(Some(body)) = built else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let etag = format!("\"{}\"", hex::encode(&Sha256::digest(body.as_bytes())[..8]));
+    let mut response = if headers.get(header::IF_NONE_MATCH).is_some_and(|v| v.as_bytes() == etag.as_bytes()) {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], Body::from(body)).into_response()
+    };
+    let h = response.headers_mut();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static(REVALIDATE));
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        h.insert(header::ETAG, v);
+    }
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(SERVICE_WORKER_POLICY));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response
+}
+
 /// The server's pages in `www`, by name: its top-level `*.html` files that
 /// ask to be filled in (a placeholder). Any other file, a page of one's own
 /// included, goes out as it is.
@@ -341,6 +442,15 @@ pub fn mount(
                     router = router.route("/", page.clone());
                 }
                 router = router.route(&format!("/{name}"), page);
+            }
+            if www.join(SERVICE_WORKER).is_file() {
+                let (dir, package) = (www.clone(), version.clone());
+                router = router.route(
+                    &format!("/{SERVICE_WORKER}"),
+                    get(move |State(state): State<AppState>, headers: HeaderMap| {
+                        serve_service_worker(state, dir.clone(), package.clone(), headers)
+                    }),
+                );
             }
             router.fallback_service(
                 tower::ServiceBuilder::new()

@@ -1,0 +1,103 @@
+// The guest page's service worker: a repeat visit needs no network before
+// the uploader is usable.
+//
+// - **Cache-first for the guest page's shell**: the page (`/`,
+//   `/index.html`, whatever its query), its scripts, the stylesheet, every
+//   language's strings, and the package at its versioned path
+//   (`/pkg/v/<version>/upload_once.js` and `.wasm`). All of it is fetched
+//   into one cache when the worker installs, and answered from there, for
+//   the guest page only (the host page and the wall share `common.js`,
+//   `i18n.js` and `style.css`, and always get them from the network, as
+//   they get their own scripts).
+// - **Network-only for everything else**: the API (`/v1/…`), signed upload
+//   URLs, media and storage URLs, other origins, the host page and the
+//   wall, and any request but a GET (uploads are PUTs): the worker does not
+//   answer them (no `respondWith`), so the browser sends them as if it were
+//   not there, and nothing of theirs is ever cached.
+// - **One cache per build.** The server fills in `BUILD` as it sends this
+//   file (server/src/routes/assets.rs): `version`, a hash of everything the
+//   cache could hold (every file of `www/`, the guest page as the server
+//   renders it, the package), and `pkg`, the package's version. A new deploy
+//   changes this file, so the browser installs the new worker on the next
+//   visit; it fills its own cache, takes over at once (`skipWaiting`) and
+//   deletes every older one. The visit after that gets the new build.
+// - Served by anything else (the placeholder left as it is), it caches
+//   nothing, answers nothing and deletes what an earlier build cached.
+//
+// The guest page registers it once the uploader is ready (www/guest.js).
+// docs/pages.md, "Repeat visits".
+
+const BUILD = "upload-once:build";
+
+const PREFIX = "upload-once-shell-";
+const BUILT = typeof BUILD === "object" && BUILD !== null && typeof BUILD.version === "string";
+const CACHE = BUILT ? `${PREFIX}${BUILD.version}` : null;
+
+/** The guest page's navigations, by path: answered with the cached "/". */
+const GUEST_PAGES = ["/", "/index.html"];
+
+/** Everything the guest page loads before its uploader is ready. */
+const SHELL = [
+  "/",
+  "/guest.js",
+  "/common.js",
+  "/i18n.js",
+  "/i18n/en.js",
+  "/i18n/de.js",
+  "/i18n/fr.js",
+  "/i18n/es.js",
+  "/style.css",
+  ...(BUILT && BUILD.pkg ? ["upload_once.js", "upload_once_bg.wasm"].map((f) => `/pkg/v/${BUILD.pkg}/${f}`) : []),
+];
+const CACHED = new Set(SHELL);
+
+self.addEventListener("install", (event) => {
+  if (!BUILT) return;
+  event.waitUntil(
+    (async () => {
+      const cache = await caches.open(CACHE);
+      // The HTTP cache's copies when they are fresh (the versioned package
+      // is immutable; the rest is revalidated: `no-cache`).
+      await cache.addAll(SHELL);
+      // A new build takes over at once: a page already open keeps what it
+      // loaded; the next visit gets the new build.
+      await self.skipWaiting();
+    })(),
+  );
+});
+
+self.addEventListener("activate", (event) => {
+  event.waitUntil(
+    (async () => {
+      for (const name of await caches.keys()) {
+        if (name.startsWith(PREFIX) && name !== CACHE) await caches.delete(name);
+      }
+    })(),
+  );
+});
+
+self.addEventListener("fetch", (event) => {
+  const request = event.request;
+  if (!BUILT || request.method !== "GET") return;
+  const url = new URL(request.url);
+  if (url.origin !== self.location.origin) return;
+  if (request.mode === "navigate") {
+    if (GUEST_PAGES.includes(url.pathname)) event.respondWith(cached(request, "/"));
+    return;
+  }
+  if (url.search || !CACHED.has(url.pathname)) return;
+  event.respondWith(forGuest(event, url.pathname));
+});
+
+/** The cached copy of `key`, else the network's answer to `request`. */
+async function cached(request, key) {
+  const cache = await caches.open(CACHE);
+  return (await cache.match(key, { ignoreVary: true })) ?? fetch(request);
+}
+
+/** A shell file: from the cache for the guest page, from the network for the others. */
+async function forGuest(event, key) {
+  const client = event.clientId ? await self.clients.get(event.clientId) : null;
+  const guest = client && GUEST_PAGES.includes(new URL(client.url).pathname);
+  return guest ? cached(event.request, key) : fetch(event.request);
+}

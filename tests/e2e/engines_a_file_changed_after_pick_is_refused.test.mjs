@@ -28,33 +28,29 @@ function filesUnder(dir, prefix = "") {
     e.isDirectory() ? filesUnder(join(dir, e.name), `${prefix}${e.name}/`) : [`${prefix}${e.name}`]);
 }
 
-/** Whether the page has joined the event (its session is stored in IndexedDB). */
-function joined(page) {
-  return page.evaluate(() => new Promise((resolve, reject) => {
+/** Everything in object store `store` of the page's IndexedDB: its values, or with `keys` its keys. */
+function idbAll(page, store, keys = false) {
+  return page.evaluate((store, keys) => new Promise((resolve, reject) => {
     const request = indexedDB.open("upload-once");
     request.onsuccess = () => {
       const db = request.result;
-      const get = db.transaction("meta").objectStore("meta").getAllKeys();
-      get.onsuccess = () => { db.close(); resolve(get.result.some((k) => String(k).startsWith("session:"))); };
+      const objects = db.transaction(store).objectStore(store);
+      const get = keys ? objects.getAllKeys() : objects.getAll();
+      get.onsuccess = () => { db.close(); resolve(get.result); };
       get.onerror = () => { db.close(); reject(get.error); };
     };
     request.onerror = () => reject(request.error);
-  }));
+  }), store, keys);
 }
 
+/** Whether the page has joined the event (its session is stored in IndexedDB). */
+const joined = async (page) => (await idbAll(page, "meta", true)).some((k) => String(k).startsWith("session:"));
+
 /** Whether the page's IndexedDB record of its one attempt carries the SHA-256 taken at the pick. */
-function recordHasHash(page) {
-  return page.evaluate(() => new Promise((resolve, reject) => {
-    const request = indexedDB.open("upload-once");
-    request.onsuccess = () => {
-      const db = request.result;
-      const get = db.transaction("attempts").objectStore("attempts").getAll();
-      get.onsuccess = () => { db.close(); resolve(get.result.length === 1 && typeof get.result[0].sha256 === "string"); };
-      get.onerror = () => { db.close(); reject(get.error); };
-    };
-    request.onerror = () => reject(request.error);
-  }));
-}
+const recordHasHash = async (page) => {
+  const records = await idbAll(page, "attempts");
+  return records.length === 1 && typeof records[0].sha256 === "string";
+};
 
 for (const engine of ["chromium", "firefox", "webkit"]) {
   test(`${engine}: a photo changed on disk after it was picked is refused with file_changed, and nothing is stored`, { skip: skipUnless(engine) }, async () => {

@@ -515,16 +515,18 @@ impl Client {
                     };
                     // A file changed on disk since the pick is not even started
                     // (WebKit would send the headers, then nothing, until the
-                    // server's idle timeout).
-                    let sent = if crate::env::is_readable(&blob).await {
+                    // server's idle timeout). Only a picked file can change: a
+                    // copy kept in IndexedDB is the browser's own.
+                    let picked = self.is_picked(&id);
+                    let sent = if !picked || crate::env::is_readable(&blob).await {
                         self.0.transport.put(id, None, &blob, &instruction, self.progress_fn(id, None)).await
                     } else {
                         Err(Failure::FileChanged)
                     };
                     let sha256 = self.page().record(&id).and_then(|r| r.sha256.clone());
                     let sent = match sent {
-                        Err(failure) => Err(file_changed_or(failure, &blob, sha256.as_deref()).await),
-                        ok => ok,
+                        Err(failure) if picked => Err(file_changed_or(failure, &blob, sha256.as_deref()).await),
+                        other => other,
                     };
                     (id, Outcome::Upload(sent))
                 }
@@ -556,15 +558,16 @@ impl Client {
                     };
                     // A slice of the Blob: the browser streams it, nothing is copied.
                     let slice = blob.slice_with_f64_and_f64(start as f64, end as f64).unwrap_or(blob);
-                    let result = if crate::env::is_readable(&slice).await {
+                    let picked = self.is_picked(&id);
+                    let result = if !picked || crate::env::is_readable(&slice).await {
                         let progress = self.progress_fn(id, Some(number));
                         self.0.transport.put(id, Some(number), &slice, &instruction, progress).await
                     } else {
                         Err(Failure::FileChanged)
                     };
                     let result = match result {
-                        Err(failure) => Err(file_changed_or(failure, &slice, None).await),
-                        ok => ok,
+                        Err(failure) if picked => Err(file_changed_or(failure, &slice, None).await),
+                        other => other,
                     };
                     (id, Outcome::PartSent { number, result })
                 }
@@ -586,6 +589,12 @@ impl Client {
     /// show a thumbnail after a reload).
     pub async fn file(&self, id: &Uuid) -> Option<Blob> {
         self.blob_for(id).await
+    }
+
+    /// Whether the attempt's bytes are the file the guest picked in this
+    /// page (which can change on disk), not a copy kept in IndexedDB.
+    fn is_picked(&self, id: &Uuid) -> bool {
+        self.page().record(id).is_some_and(|r| self.0.files.borrow().contains_key(&r.blob_key))
     }
 
     async fn blob_for(&self, id: &Uuid) -> Option<Blob> {
@@ -852,23 +861,24 @@ impl Client {
     }
 }
 
-/// What a failed PUT of `blob` is reported as: `FileChanged` when the file
-/// changed on the guest's device since it was picked, else `failure` as it
-/// is. The browser refuses to read a picked file whose bytes changed
-/// (Chromium, WebKit: the PUT dies as a network error) or reads the new
-/// bytes, which the store refuses as `checksum_mismatch`; then the file is
-/// hashed again and compared with the hash taken at the pick (a mismatch on
-/// the way, the file unchanged, stays `checksum_mismatch`).
+/// What a failed PUT of a picked file is reported as: `FileChanged` when the
+/// store refused its bytes as `checksum_mismatch` (a browser that reads the
+/// new bytes of a changed file, as Firefox does) and the file no longer
+/// reads, or no longer hashes to its hash at the pick; else `failure` as it
+/// is (a mismatch on the way, the file unchanged, stays `checksum_mismatch`).
+/// A network error is left alone: a reload aborts every upload, and a
+/// changed file is found by the check before the next PUT (Chromium and
+/// WebKit refuse to read it).
 async fn file_changed_or(failure: Failure, blob: &Blob, sha256_at_pick: Option<&str>) -> Failure {
     let mismatch = matches!(&failure, Failure::Http { code: Some(code), .. }
         if code == upload_once_core::ErrorCode::ChecksumMismatch.as_str());
-    if !(mismatch || failure == Failure::Network) {
+    if !mismatch {
         return failure;
     }
     if !crate::env::is_readable(blob).await {
         return Failure::FileChanged;
     }
-    if let (true, Some(expected)) = (mismatch, sha256_at_pick) {
+    if let Some(expected) = sha256_at_pick {
         let now = crate::env::sha256_hex(blob, 0, blob.size() as u64).await;
         if now.as_deref().map_or(true, |h| !h.is_empty() && h != expected) {
             return Failure::FileChanged;

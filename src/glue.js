@@ -170,14 +170,20 @@ export async function sha256Hex(blob, start, end) {
 }
 
 // Whether the browser still reads this file: a File picked from disk whose
-// bytes changed (or that was removed) since the pick is refused
-// (NotReadableError) by Chromium and WebKit.
+// bytes changed (or that was removed) since the pick is refused by Chromium
+// (NotReadableError) and WebKit. While the page is going away (a reload, a
+// navigation) reads fail for that reason alone: then it counts as readable.
+let leaving = false;
+if (typeof addEventListener === "function") {
+  addEventListener("pagehide", () => { leaving = true; });
+  addEventListener("pageshow", () => { leaving = false; });
+}
 export async function isReadable(blob) {
   try {
     await blob.slice(0, Math.min(1, blob.size)).arrayBuffer();
     return true;
   } catch (_) {
-    return false;
+    return leaving;
   }
 }
 

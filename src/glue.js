@@ -172,19 +172,26 @@ export async function sha256Hex(blob, start, end) {
 // Whether the browser still reads this file: a File picked from disk whose
 // bytes changed (or that was removed) since the pick is refused by Chromium
 // (NotReadableError) and WebKit. While the page is going away (a reload, a
-// navigation) reads fail for that reason alone: then it counts as readable.
+// navigation) reads fail for that reason alone, and WebKit fails them before
+// `pagehide`: a file is only unreadable if it still is half a second later
+// (a page going away is gone by then, and answers nothing).
 let leaving = false;
 if (typeof addEventListener === "function") {
   addEventListener("pagehide", () => { leaving = true; });
   addEventListener("pageshow", () => { leaving = false; });
 }
-export async function isReadable(blob) {
+async function readsNow(blob) {
   try {
     await blob.slice(0, Math.min(1, blob.size)).arrayBuffer();
     return true;
   } catch (_) {
-    return leaving;
+    return false;
   }
+}
+export async function isReadable(blob) {
+  if (await readsNow(blob)) return true;
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  return leaving || (await readsNow(blob));
 }
 
 // What this site may still store, from navigator.storage.estimate() (quota

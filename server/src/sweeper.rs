@@ -35,6 +35,10 @@ pub struct SweepReport {
     /// Objects of expired or rejected attempts removed (or found already
     /// absent), their multipart uploads aborted.
     pub objects_deleted: u64,
+    /// Objects (or multipart uploads) the store refused to delete (abort)
+    /// this pass: each is tried again on the next one, and held up nothing
+    /// else.
+    pub objects_refused: u64,
     /// Media rejected past the retention, marked removed.
     pub media_removed: u64,
     /// Removed media whose original and renditions were deleted.
@@ -74,11 +78,13 @@ pub async fn sweep_once(state: &AppState) -> Result<SweepReport> {
         if let Some(upload_id) = &a.upload_id {
             if let Err(e) = state.objects.abort_multipart(&a.object_key, upload_id).await {
                 tracing::warn!(key = %a.object_key, "sweep: could not abort the multipart upload: {e}");
+                report.objects_refused += 1;
                 continue;
             }
         }
         if let Err(e) = state.objects.delete(&a.object_key).await {
             tracing::warn!(key = %a.object_key, "sweep: could not delete the object: {e}");
+            report.objects_refused += 1;
             continue;
         }
         state.records.mark_object_deleted(a.row_id).await?;
@@ -90,6 +96,7 @@ pub async fn sweep_once(state: &AppState) -> Result<SweepReport> {
     for m in state.records.removed_media_with_objects(BATCH).await? {
         if let Err(e) = delete_media_objects(state, &m.object_key).await {
             tracing::warn!(key = %m.object_key, "sweep: could not delete a removed media's objects: {e}");
+            report.objects_refused += 1;
             continue;
         }
         state.records.mark_media_objects_deleted(m.id).await?;
@@ -148,6 +155,7 @@ pub fn spawn(state: AppState, interval: Duration) -> tokio::task::JoinHandle<()>
                         + r.events_purged
                         + r.attempts_forgotten
                         + r.sessions_forgotten
+                        + r.objects_refused
                         > 0 =>
                 {
                     tracing::info!(
@@ -156,6 +164,7 @@ pub fn spawn(state: AppState, interval: Duration) -> tokio::task::JoinHandle<()>
                         media_removed = r.media_removed,
                         media_objects_deleted = r.media_objects_deleted,
                         events_purged = r.events_purged,
+                        objects_refused = r.objects_refused,
                         attempts_forgotten = r.attempts_forgotten,
                         sessions_forgotten = r.sessions_forgotten,
                         "sweep"

@@ -172,6 +172,7 @@ async fn an_upload_the_store_will_not_abort_does_not_hold_up_the_others() {
     server.clock.advance(HOUR + 1);
     let report = sweep_once(&server.state).await.unwrap();
     assert_eq!((report.expired, report.objects_deleted), (2, 1), "both expired, one upload aborted");
+    assert_eq!(report.objects_refused, 1, "the sweep reports the upload the store refused to abort");
     assert!(!server.upload_is_open(&key, &upload_id).await, "the other upload was aborted");
     assert!(server.upload_is_open(&stuck_key, &stuck).await, "the refused one is still there");
     let backlog = server.state.records.sweep_backlog(server.state.now()).await.unwrap();
@@ -180,6 +181,7 @@ async fn an_upload_the_store_will_not_abort_does_not_hold_up_the_others() {
     *faults.refuse_abort.lock().unwrap() = None;
     let report = sweep_once(&server.state).await.unwrap();
     assert_eq!(report.objects_deleted, 1, "aborted on the next pass");
+    assert_eq!(report.objects_refused, 0);
     assert!(!server.upload_is_open(&stuck_key, &stuck).await);
     assert_eq!(server.open_local_uploads().await, Vec::<String>::new());
     assert_eq!(server.state.records.sweep_backlog(server.state.now()).await.unwrap().dead_objects, 0);

@@ -53,20 +53,7 @@ async fn other_events_confirm_while_confirms_wait_on_a_slow_store() {
     // Every one of the slow event's confirms waits on the store.
     let confirms: Vec<_> = ids
         .iter()
-        .map(|id| {
-            let (http, url, session, id) =
-                (server.http.clone(), server.url(&format!("/v1/attempts/{id}/confirm")), slow.session.clone(), *id);
-            tokio::spawn(async move {
-                http.post(url)
-                    .bearer_auth(session)
-                    .header("Idempotency-Key", id.to_string())
-                    .json(&serde_json::json!({"size": 4, "content_type": "image/png"}))
-                    .send()
-                    .await
-                    .unwrap()
-                    .status()
-            })
-        })
+        .map(|id| slow.spawn_confirm(*id, serde_json::json!({"size": 4, "content_type": "image/png"})))
         .collect();
     until("the slow confirms to be at the server, one at the store", Duration::from_secs(30), || {
         server.state.ops.requests_in_flight() >= HELD as u64 && entered.load(Ordering::SeqCst) >= 1
@@ -84,7 +71,7 @@ async fn other_events_confirm_while_confirms_wait_on_a_slow_store() {
 
     release.add_permits(HELD);
     for confirm in confirms {
-        assert_eq!(confirm.await.unwrap(), StatusCode::OK);
+        assert_eq!(confirm.await.unwrap().unwrap().status(), StatusCode::OK);
     }
     let status = slow.status(&ids).await;
     assert!(status["results"].as_array().unwrap().iter().all(|r| r["state"] == "confirmed"));
@@ -110,20 +97,7 @@ async fn other_guests_confirm_while_the_store_assembles_a_large_file() {
     let authorized = guest.authorize_video(id, FILE).await;
     let plan = plan(&authorized);
     guest.send_parts(id, &bytes, &plan, &[1, 2, 3]).await;
-    let confirm = {
-        let (http, url, session) =
-            (server.http.clone(), server.url(&format!("/v1/attempts/{id}/confirm")), guest.session.clone());
-        tokio::spawn(async move {
-            http.post(url)
-                .bearer_auth(session)
-                .header("Idempotency-Key", id.to_string())
-                .json(&serde_json::json!({"size": FILE, "content_type": "video/mp4"}))
-                .send()
-                .await
-                .unwrap()
-                .status()
-        })
-    };
+    let confirm = guest.spawn_confirm(id, serde_json::json!({"size": FILE, "content_type": "video/mp4"}));
     until("the store to be assembling the large file", Duration::from_secs(30), || entered.load(Ordering::SeqCst) == 1)
         .await;
 
@@ -134,7 +108,7 @@ async fn other_guests_confirm_while_the_store_assembles_a_large_file() {
     assert!(!confirm.is_finished(), "the large file's confirm was still waiting on the store");
 
     release.add_permits(1);
-    assert_eq!(confirm.await.unwrap(), StatusCode::OK);
+    assert_eq!(confirm.await.unwrap().unwrap().status(), StatusCode::OK);
     assert_eq!(guest.status_of(id).await["state"], "confirmed");
     assert!(server.object_bytes(&authorized.object_key).await == bytes);
     assert_eq!(server.counts().await.1, 4, "each confirmed once");

@@ -37,21 +37,12 @@ async fn confirm_in_flight(
     server: &TestServer,
     entered: &tokio::sync::Notify,
     release: &tokio::sync::Semaphore,
-) -> tokio::task::JoinHandle<Result<StatusCode, reqwest::Error>> {
+) -> tokio::task::JoinHandle<reqwest::Result<reqwest::Response>> {
     let guest = server.guest().await;
     let id = Uuid::new_v4();
     let a = guest.authorize(id, 5).await;
     assert_eq!(server.put(a.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
-    let (http, url, session) = (server.http.clone(), server.url(&format!("/v1/attempts/{id}/confirm")), guest.session);
-    let confirm = tokio::spawn(async move {
-        http.post(url)
-            .bearer_auth(session)
-            .header("Idempotency-Key", id.to_string())
-            .json(&serde_json::json!({"size": 5, "content_type": "image/png"}))
-            .send()
-            .await
-            .map(|r| r.status())
-    });
+    let confirm = guest.spawn_confirm(id, serde_json::json!({"size": 5, "content_type": "image/png"}));
     entered.notified().await;
     // Nothing else may pass the gate.
     assert_eq!(release.available_permits(), 0);
@@ -71,7 +62,7 @@ async fn a_confirm_in_flight_finishes_and_new_connections_are_refused() {
     assert!(!confirm.is_finished());
 
     release.add_permits(1);
-    assert_eq!(confirm.await.unwrap().unwrap(), StatusCode::OK, "the confirm in flight finished and answered");
+    assert_eq!(confirm.await.unwrap().unwrap().status(), StatusCode::OK, "the confirm in flight finished and answered");
     until("the server to stop", Duration::from_secs(10), || server.stopped()).await;
     assert_eq!(server.counts().await.1, 1, "its media stored");
 }

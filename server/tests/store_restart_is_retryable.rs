@@ -151,23 +151,11 @@ async fn a_store_stopped_mid_confirm_is_503_and_the_retry_succeeds() {
 
     // The confirm stops inside its transaction, just before the HEAD; the
     // store goes down; the confirm goes on.
-    let confirm = {
-        let (http, url, session) =
-            (server.http.clone(), server.url(&format!("/v1/attempts/{id}/confirm")), guest.session.clone());
-        tokio::spawn(async move {
-            http.post(url)
-                .bearer_auth(session)
-                .header("Idempotency-Key", id.to_string())
-                .json(&serde_json::json!({"size": 5, "content_type": "image/png"}))
-                .send()
-                .await
-                .unwrap()
-        })
-    };
+    let confirm = guest.spawn_confirm(id, serde_json::json!({"size": 5, "content_type": "image/png"}));
     entered.notified().await;
     store.down();
     release.add_permits(1);
-    assert_unavailable(confirm.await.unwrap(), "confirm while the store restarts").await;
+    assert_unavailable(confirm.await.unwrap().unwrap(), "confirm while the store restarts").await;
     assert_eq!(server.counts().await.1, 0, "no media row without its object");
 
     // Everything that needs the store says so, the same way.

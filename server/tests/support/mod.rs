@@ -424,6 +424,20 @@ impl Guest<'_> {
         r.json().await.unwrap()
     }
 
+    /// `confirm_raw` on a task of its own (a test holds the confirm inside
+    /// the server meanwhile); the request's outcome, a dropped connection
+    /// included.
+    pub fn spawn_confirm(&self, id: Uuid, body: Value) -> tokio::task::JoinHandle<reqwest::Result<Response>> {
+        let request = self
+            .server
+            .http
+            .post(self.server.url(&format!("/v1/attempts/{id}/confirm")))
+            .bearer_auth(&self.session)
+            .header("Idempotency-Key", id.to_string())
+            .json(&body);
+        tokio::spawn(request.send())
+    }
+
     pub async fn confirm_raw(&self, id: Uuid, body: Value) -> Response {
         self.server
             .http

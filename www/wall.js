@@ -6,7 +6,9 @@
 // cursor every 3 s, as before. The cursor only brings new approvals; a photo
 // taken off the wall on another server is not signalled through it, so
 // every 15 s (`?resync_ms=`) the wall reads the whole approved set again
-// from the start and drops what is no longer in it. Photos are the server's
+// from the start and drops what is no longer in it. A `revoked` event (the
+// host rotated the code, or deleted the event) closes the feed; the next
+// poll is refused and says so. Photos are the server's
 // display renditions (no metadata); a rendition still being made is asked
 // for again.
 
@@ -127,6 +129,12 @@ function listen() {
     for (const item of body.items || []) add(item);
     if (typeof body.next_cursor === "string") cursor = body.next_cursor;
     updateStatus();
+  });
+  live.addEventListener("revoked", () => {
+    // The host rotated this wall's code or deleted the event: the feed is
+    // over, and the next poll shows why.
+    live.close();
+    delete document.body.dataset.live;
   });
   live.addEventListener("removed", (e) => {
     const { id } = JSON.parse(e.data);

@@ -14,7 +14,10 @@
 //! back after that, and its links answer `410 removed` for everyone, its host
 //! too), then its original and renditions are deleted. An event its host
 //! deleted whose objects could not all be deleted at once is finished here:
-//! its objects, then its rows.
+//! its objects, then its rows. Once its last signed URL has expired, each
+//! of its objects is deleted once more (a PUT through a URL handed out
+//! before the deletion, straight to S3, or a rendition worker that was
+//! already running, may have written one since).
 
 use std::time::Duration;
 
@@ -45,6 +48,9 @@ pub struct SweepReport {
     pub media_objects_deleted: u64,
     /// Deleted events whose objects and rows were removed.
     pub events_purged: u64,
+    /// Objects of deleted events deleted once more after their last signed
+    /// URL expired (a late PUT, a late rendition), or found absent.
+    pub late_objects_deleted: u64,
     /// Records of attempts that ended without a media, deleted after the
     /// record retention.
     pub attempts_forgotten: u64,
@@ -110,6 +116,9 @@ pub async fn sweep_once(state: &AppState) -> Result<SweepReport> {
             Err(e) => tracing::warn!(event_id, "sweep: could not finish deleting an event: {e}"),
         }
     }
+    let (late, refused) = late_deletes(state).await?;
+    report.late_objects_deleted = late;
+    report.objects_refused += refused;
     Ok(report)
 }
 
@@ -136,7 +145,33 @@ pub async fn purge_event(state: &AppState, event_id: i64) -> Result<()> {
         }
         delete_media_objects(state, &a.object_key).await?;
     }
-    state.records.purge_event_rows(event_id).await
+    state.records.purge_event_rows(event_id, late_delete_at(state)).await
+}
+
+/// When the objects of an event deleted now are deleted once more: after
+/// the last signed URL handed out for them has expired (`--url-ttl`), and a
+/// minute more for a PUT still arriving.
+fn late_delete_at(state: &AppState) -> upload_once_core::time::UnixMillis {
+    state.now() + state.url_ttl_ms() + 60_000
+}
+
+/// The late deletes due now: each object (and its renditions) deleted once
+/// more, unless its key belongs to an attempt again; how many were done and
+/// how many the store refused.
+async fn late_deletes(state: &AppState) -> Result<(u64, u64)> {
+    let (mut done, mut refused) = (0, 0);
+    for key in state.records.due_late_deletes(state.now(), BATCH).await? {
+        if state.records.attempt_by_object_key(&key).await?.is_none() {
+            if let Err(e) = delete_media_objects(state, &key).await {
+                tracing::warn!(key = %key, "sweep: could not delete a deleted event's late object: {e}");
+                refused += 1;
+                continue;
+            }
+        }
+        state.records.forget_late_delete(&key).await?;
+        done += 1;
+    }
+    Ok((done, refused))
 }
 
 /// Runs the sweeper every `interval` until the process ends.
@@ -153,6 +188,7 @@ pub fn spawn(state: AppState, interval: Duration) -> tokio::task::JoinHandle<()>
                         + r.media_removed
                         + r.media_objects_deleted
                         + r.events_purged
+                        + r.late_objects_deleted
                         + r.attempts_forgotten
                         + r.sessions_forgotten
                         + r.objects_refused
@@ -164,6 +200,7 @@ pub fn spawn(state: AppState, interval: Duration) -> tokio::task::JoinHandle<()>
                         media_removed = r.media_removed,
                         media_objects_deleted = r.media_objects_deleted,
                         events_purged = r.events_purged,
+                        late_objects_deleted = r.late_objects_deleted,
                         objects_refused = r.objects_refused,
                         attempts_forgotten = r.attempts_forgotten,
                         sessions_forgotten = r.sessions_forgotten,

@@ -154,3 +154,76 @@ async fn deleting_an_event_removes_all_its_rows_and_objects_and_leaves_other_eve
     // The slug is free again.
     server.create_event(&slug, 1_000, &["image/*"], "none").await;
 }
+
+/// A PUT through a URL signed before the event was deleted: the embedded
+/// store refuses it (the attempt is gone); a bucket cannot refuse a
+/// presigned PUT by the attempt's state and takes it, and once every URL
+/// signed for the event has expired the sweeper deletes that object too.
+#[tokio::test]
+async fn a_put_signed_before_the_deletion_leaves_nothing_behind() {
+    let server = TestServer::start().await;
+    let guest = server.guest().await;
+    let slug = guest.slug().to_owned();
+    let a = guest.authorize(Uuid::new_v4(), 4).await;
+    let r = server.call(Method::DELETE, &format!("/v1/events/{slug}"), Some(&guest.event.host_token), None).await;
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+
+    let r = server.put(a.put().unwrap(), vec![1, 2, 3, 4]).await;
+    if support::is_s3() {
+        assert_eq!(r.status(), StatusCode::OK, "the bucket takes a PUT its URL allows");
+        assert_eq!(keys_of(&server.stored_keys().await, &slug), vec![a.object_key.clone()]);
+        // Not before the URL has expired: it could still be used again.
+        server.sweep().await;
+        assert_eq!(keys_of(&server.stored_keys().await, &slug), vec![a.object_key.clone()]);
+    } else {
+        let (status, p) = problem(r).await;
+        assert_eq!((status, p["code"].as_str()), (StatusCode::GONE, Some("expired")));
+    }
+    server.clock.advance(server.state.url_ttl_ms() + 60_000);
+    let report = upload_once_server::sweeper::sweep_once(&server.state).await.unwrap();
+    assert_eq!(report.late_objects_deleted, 1, "{report:?}");
+    assert_eq!(keys_of(&server.stored_keys().await, &slug), Vec::<String>::new(), "objects left");
+    // Done once: the next pass has nothing left to do.
+    let report = upload_once_server::sweeper::sweep_once(&server.state).await.unwrap();
+    assert_eq!(report.late_objects_deleted, 0, "{report:?}");
+}
+
+/// A rendition worker that is writing while the event is deleted leaves
+/// nothing behind: it finds its media gone after its writes and deletes
+/// them.
+#[tokio::test]
+async fn a_rendition_made_during_the_deletion_leaves_nothing_behind() {
+    let entered = std::sync::Arc::new(tokio::sync::Notify::new());
+    let release = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let (e2, r2) = (entered.clone(), release.clone());
+    let server = TestServer::start_with(support::Options {
+        wrap_objects: Some(Box::new(move |inner| {
+            std::sync::Arc::new(support::GatedObjects {
+                inner,
+                entered: e2,
+                release: r2,
+                puts_ending_with: Some("-thumb"),
+            })
+        })),
+        ..Default::default()
+    })
+    .await;
+    let _workers = upload_once_server::media::jobs::spawn(&server.state);
+    let guest = server.guest().await;
+    let slug = guest.slug().to_owned();
+    let photo = support::media::encoded(
+        image::RgbImage::from_pixel(32, 24, image::Rgb([200, 10, 10])),
+        image::ImageFormat::Png,
+    );
+    guest.upload(photo).await;
+    // The worker has made the renditions and is about to write them.
+    tokio::time::timeout(Duration::from_secs(30), entered.notified()).await.expect("a rendition being written");
+    let mut finished = server.state.media.events.watch_finished();
+    let r = server.call(Method::DELETE, &format!("/v1/events/{slug}"), Some(&guest.event.host_token), None).await;
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    assert_eq!(keys_of(&server.stored_keys().await, &slug), Vec::<String>::new(), "the deletion took what was there");
+
+    release.add_permits(1);
+    tokio::time::timeout(Duration::from_secs(30), finished.changed()).await.expect("the job ends").unwrap();
+    assert_eq!(keys_of(&server.stored_keys().await, &slug), Vec::<String>::new(), "the late renditions are deleted");
+}

@@ -22,7 +22,7 @@ async fn gated(
     let (e2, r2) = (entered.clone(), release.clone());
     let (stop, stopped) = tokio::sync::oneshot::channel();
     let server = TestServer::start_with(Options {
-        wrap_objects: Some(Box::new(move |inner| Arc::new(GatedObjects { inner, entered: e2, release: r2 }))),
+        wrap_objects: Some(Box::new(move |inner| Arc::new(GatedObjects::heads(inner, e2, r2)))),
         configure: Some(Box::new(move |c| c.limits.shutdown_timeout = shutdown_timeout)),
         shutdown: Some(stopped),
         ..Default::default()

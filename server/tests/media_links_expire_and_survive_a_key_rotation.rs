@@ -12,6 +12,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use support::media::{host_list, open_event, upload_as};
 use support::{Options, TestServer, problem};
+use upload_once_server::clock::Clock;
 use upload_once_server::config::{Config, Secret};
 
 const DAY_MS: i64 = 86_400_000;
@@ -165,4 +166,42 @@ async fn key_flags_are_checked() {
     }
     let twice = format!("old:{K1},old:{K2}");
     assert!(parse(&["--previous-signing-key", &twice]).is_err(), "one id twice");
+}
+
+/// With S3 storage a media link answers with a redirect to a presigned URL
+/// of the bucket: that URL works an hour at most, and never past the link's
+/// own `exp`, so a link that stopped working does not live on as the bucket
+/// URL it redirected to. (The embedded store serves the bytes itself and
+/// checks `exp` on every request: there is no second URL to outlive it.)
+#[tokio::test]
+async fn a_bucket_url_never_outlives_the_link_that_redirected_to_it() {
+    if !support::is_s3() {
+        return;
+    }
+    let server = TestServer::start_with(Options {
+        configure: Some(Box::new(|c: &mut Config| c.media_url_ttl = std::time::Duration::from_secs(60))),
+        ..Options::default()
+    })
+    .await;
+    let guest = open_event(&server).await;
+    let media = upload_as(&guest, "video/mp4", "clip.mp4", VIDEO).await;
+    let exp: i64 = param(&media.url, "exp").parse().unwrap();
+    let no_redirects = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let bucket_url_lifetime = |now_ms: i64| {
+        let url = media.url.clone();
+        let client = no_redirects.clone();
+        async move {
+            let r = client.get(&url).send().await.unwrap();
+            assert_eq!(r.status(), StatusCode::TEMPORARY_REDIRECT);
+            let location = r.headers()["location"].to_str().unwrap().to_owned();
+            let lifetime: i64 = param(&location, "X-Amz-Expires").parse().unwrap();
+            assert!(lifetime <= exp - now_ms.div_euclid(1000), "{lifetime} s past the link's exp {exp}: {location}");
+            lifetime
+        }
+    };
+    let first = bucket_url_lifetime(server.clock.now()).await;
+    assert!(first > 0 && first <= 75, "a minute's link, rounded up to a quarter: {first}");
+    server.clock.advance(30_000);
+    let later = bucket_url_lifetime(server.clock.now()).await;
+    assert!(later < first, "{later} s after 30 s, {first} s before");
 }

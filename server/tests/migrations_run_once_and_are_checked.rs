@@ -25,6 +25,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (10, "renditions", include_str!("../migrations/postgres/0010_renditions.sql")),
             (20, "attempt ids unique", include_str!("../migrations/postgres/0020_attempt_ids_unique.sql")),
             (40, "takedowns", include_str!("../migrations/postgres/0040_takedowns.sql")),
+            (41, "late deletes", include_str!("../migrations/postgres/0041_late_deletes.sql")),
         ]
     } else {
         vec![
@@ -35,6 +36,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (10, "renditions", include_str!("../migrations/sqlite/0010_renditions.sql")),
             (20, "attempt ids unique", include_str!("../migrations/sqlite/0020_attempt_ids_unique.sql")),
             (40, "takedowns", include_str!("../migrations/sqlite/0040_takedowns.sql")),
+            (41, "late deletes", include_str!("../migrations/sqlite/0041_late_deletes.sql")),
         ]
     }
 }

@@ -160,7 +160,7 @@ async fn hangups_requests_in_flight_and_dirty_connections_are_reported() {
     let (e2, r2) = (entered.clone(), release.clone());
     let server = TestServer::start_with(Options {
         records: Some(Arc::new(store.clone())),
-        wrap_objects: Some(Box::new(move |inner| Arc::new(GatedObjects { inner, entered: e2, release: r2 }))),
+        wrap_objects: Some(Box::new(move |inner| Arc::new(GatedObjects::heads(inner, e2, r2)))),
         ..Default::default()
     })
     .await;

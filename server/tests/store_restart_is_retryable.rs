@@ -140,7 +140,7 @@ async fn a_store_stopped_mid_confirm_is_503_and_the_retry_succeeds() {
     let (e2, r2) = (entered.clone(), release.clone());
     let server = TestServer::start_with(Options {
         s3_endpoint: Some(store.endpoint()),
-        wrap_objects: Some(Box::new(move |inner| Arc::new(GatedObjects { inner, entered: e2, release: r2 }))),
+        wrap_objects: Some(Box::new(move |inner| Arc::new(GatedObjects::heads(inner, e2, r2)))),
         ..Default::default()
     })
     .await;

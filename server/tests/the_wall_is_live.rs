@@ -37,6 +37,16 @@ impl Listening {
         if let Some(id) = last_event_id {
             request = request.header("last-event-id", id);
         }
+        Listening::opened(request).await
+    }
+
+    /// A wall that opens the stream with a wall (or host) token.
+    async fn open_with_token(server: &TestServer, slug: &str, token: &str) -> Listening {
+        let url = server.url(&format!("/v1/events/{slug}/wall/live"));
+        Listening::opened(server.http.get(url).bearer_auth(token).header("accept", "text/event-stream")).await
+    }
+
+    async fn opened(request: reqwest::RequestBuilder) -> Listening {
         let r = request.send().await.unwrap();
         assert_eq!(r.status(), StatusCode::OK);
         assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
@@ -71,6 +81,31 @@ impl Listening {
         })
         .await
         .expect("an event within 10 s")
+    }
+}
+
+impl Listening {
+    /// The server ends the stream (after what it sent), within 10 s (a
+    /// bound on a hang).
+    async fn ends(&mut self) {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while let Some(chunk) = self.body.next().await {
+                let chunk = chunk.expect("the stream ends cleanly");
+                let text = std::str::from_utf8(&chunk).unwrap();
+                assert!(text.trim().is_empty() || text.starts_with(':'), "nothing but comments after the end: {text}");
+            }
+        })
+        .await
+        .expect("the stream ends within 10 s");
+    }
+
+    /// A last `revoked` event with this problem code, then the end.
+    async fn revoked(&mut self, code: &str) {
+        let sse = self.next().await;
+        assert_eq!(sse.event, "revoked", "{sse:?}");
+        let p: Value = serde_json::from_str(&sse.data).unwrap();
+        assert_eq!(p["code"], code, "{p}");
+        self.ends().await;
     }
 }
 
@@ -150,4 +185,74 @@ async fn the_live_wall_takes_the_walls_credentials() {
     let r =
         server.http.get(server.url(&format!("{path}?after=nonsense&code={}", event.guest_code))).send().await.unwrap();
     assert_eq!(problem(r).await.1["code"], "invalid_query");
+}
+
+/// A rotated credential or a deleted event ends the streams it no longer
+/// opens (a last `revoked` event, then the end), and only those: a wall
+/// whose credential still holds goes on receiving.
+#[tokio::test]
+async fn a_rotation_or_a_deletion_ends_the_walls_it_no_longer_opens() {
+    let server = TestServer::start().await;
+    let event = server.create_event("rotating-party", 1_000_000, &["image/*"], "required").await;
+    let slug = event.event.slug.clone();
+    let guest = server.guest_of(&event).await;
+    let mut by_code = Listening::open(&guest, None).await;
+    let mut by_token = Listening::open_with_token(&server, &slug, &event.wall_token).await;
+    let mut by_host = Listening::open_with_token(&server, &slug, &event.host_token).await;
+
+    let rotate = async |what: &str| {
+        let path = format!("/v1/events/{slug}/rotate");
+        let r =
+            server.call(reqwest::Method::POST, &path, Some(&event.host_token), Some(serde_json::json!({"what": what})));
+        let r = r.await;
+        assert_eq!(r.status(), StatusCode::OK);
+        r.json::<Value>().await.unwrap()
+    };
+
+    // The wall token: its wall ends; the others go on.
+    rotate("wall_token").await;
+    by_token.revoked("forbidden").await;
+    let id = photo(&guest, 5).await;
+    moderate(&guest, id, "approve").await;
+    assert_eq!(ids(&by_code.next().await), vec![id.to_string()]);
+    assert_eq!(ids(&by_host.next().await), vec![id.to_string()]);
+    let r = server.http.get(server.url(&format!("/v1/events/{slug}/wall/live"))).bearer_auth(&event.wall_token);
+    assert_eq!(problem(r.send().await.unwrap()).await.1["code"], "forbidden", "the reconnection is refused too");
+
+    // The guest code: the wall opened with it ends.
+    let code = rotate("guest_code").await["guest_code"].as_str().unwrap().to_owned();
+    by_code.revoked("wrong_guest_code").await;
+    let mut with_new_code = event.clone();
+    with_new_code.guest_code = code;
+    let fresh = Guest { server: &server, event: with_new_code, session: guest.session.clone() };
+    let mut by_new_code = Listening::open(&fresh, None).await;
+    assert_eq!(ids(&by_new_code.next().await), vec![id.to_string()], "the new code opens the wall");
+
+    // Deleting the event ends every wall.
+    let r = server.call(reqwest::Method::DELETE, &format!("/v1/events/{slug}"), Some(&event.host_token), None).await;
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    by_host.revoked("not_found").await;
+    by_new_code.revoked("not_found").await;
+}
+
+/// A rotation on another instance ends the walls streaming from this one
+/// (within the watcher's credential check, 5 s).
+#[tokio::test]
+async fn a_rotation_on_another_instance_ends_the_walls_it_no_longer_opens() {
+    let server = TestServer::start().await;
+    let other =
+        TestServer::start_with(Options { database_url: server.database_url.clone(), ..Options::default() }).await;
+    let event = server.create_event("rotated-elsewhere", 1_000_000, &["image/*"], "required").await;
+    let slug = event.event.slug.clone();
+    let mut wall = Listening::open_with_token(&server, &slug, &event.wall_token).await;
+    let r = other
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/events/{slug}/rotate"),
+            Some(&event.host_token),
+            Some(serde_json::json!({"what": "wall_token"})),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    wall.revoked("forbidden").await;
 }

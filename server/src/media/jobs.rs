@@ -446,5 +446,23 @@ async fn render(state: &AppState, media_id: Uuid) -> std::result::Result<(u32, u
     for (size, bytes) in [(Size::Thumb, made.thumb), (Size::Display, made.display)] {
         state.objects.put(&size.key(&media.object_key), RENDITION_TYPE, bytes.into()).await?;
     }
-    Ok((made.width, made.height))
+    // The media may have gone while this worker rendered: its event deleted,
+    // or the media removed after a takedown. Whoever deleted its objects did
+    // so after marking it gone, and this check comes after the writes, so
+    // either that delete saw the renditions or this check sees it gone and
+    // deletes them: none is left behind.
+    if still_wanted(state, media_id).await? {
+        return Ok((made.width, made.height));
+    }
+    for size in [Size::Thumb, Size::Display] {
+        state.objects.delete(&size.key(&media.object_key)).await?;
+    }
+    Err(Failure::Placeholder("the media was deleted while its renditions were made".into()))
+}
+
+/// Whether a media is still there to be shown: its record is, it was not
+/// removed after a takedown, and its event is not deleted.
+async fn still_wanted(state: &AppState, media_id: Uuid) -> crate::Result<bool> {
+    let Some(media) = state.records.media(media_id).await? else { return Ok(false) };
+    Ok(!media.removed && state.records.event_by_id(media.event_id).await?.is_some())
 }

@@ -7,6 +7,10 @@
 //! is broadcast too; one on another instance reaches the walls through
 //! their periodic re-read.
 //!
+//! A rotated credential or a deleted event ends every wall stream it no
+//! longer opens: at once for a change on this instance, within
+//! `CREDENTIALS_CHECK` (5 s) for one on another.
+//!
 //! A listener never misses an item: it subscribes before it reads what it
 //! has not seen, and a page whose start lies past the listener's position
 //! (it subscribed while the watcher started, or fell behind and lost
@@ -41,6 +45,20 @@ pub enum Change {
     },
     /// The host took this media off the wall.
     Removed(Uuid),
+    /// The event's credentials changed (a rotation) or the event was
+    /// deleted: every wall checks its own credential again, and a wall it
+    /// no longer opens is ended.
+    Credentials,
+}
+
+/// How often the watcher reads its event's credentials, for a rotation or
+/// a deletion on another instance (one on this instance is told at once).
+const CREDENTIALS_CHECK: Duration = Duration::from_secs(5);
+
+/// What a wall's credential is checked against: the event's guest code and
+/// token hashes; `None` once the event is deleted.
+fn credentials(event: Option<&crate::store::EventRow>) -> Option<(String, String, String)> {
+    event.map(|e| (e.guest_code.clone(), e.wall_token_hash.clone(), e.host_token_hash.clone()))
 }
 
 struct Feed {
@@ -79,6 +97,14 @@ impl LiveHub {
     pub fn removed(&self, event_id: i64, media_id: Uuid) {
         if let Some(feed) = self.feeds.lock().unwrap_or_else(|e| e.into_inner()).get(&event_id) {
             let _ = feed.changes.send(Arc::new(Change::Removed(media_id)));
+        }
+    }
+
+    /// The event's credentials changed (rotated, or the event deleted) on
+    /// this instance: its walls check theirs again now.
+    pub fn credentials_changed(&self, event_id: i64) {
+        if let Some(feed) = self.feeds.lock().unwrap_or_else(|e| e.into_inner()).get(&event_id) {
+            let _ = feed.changes.send(Arc::new(Change::Credentials));
         }
     }
 
@@ -122,10 +148,28 @@ async fn watch(state: AppState, event_id: i64, feed: Arc<Feed>) {
             }
         }
     };
+    let mut known = match state.records.event_by_id(event_id).await {
+        Ok(event) => Some(credentials(event.as_ref())),
+        Err(_) => None,
+    };
+    let mut next_check = tokio::time::Instant::now() + CREDENTIALS_CHECK;
     loop {
         let _ = tokio::time::timeout(poll, feed.poke.notified()).await;
         if feed.changes.receiver_count() == 0 && state.media.live.close_if_unused(event_id, &feed) {
             return;
+        }
+        if tokio::time::Instant::now() >= next_check {
+            next_check = tokio::time::Instant::now() + CREDENTIALS_CHECK;
+            match state.records.event_by_id(event_id).await {
+                Ok(event) => {
+                    let now = credentials(event.as_ref());
+                    if known.as_ref().is_some_and(|k| *k != now) {
+                        let _ = feed.changes.send(Arc::new(Change::Credentials));
+                    }
+                    known = Some(now);
+                }
+                Err(e) => tracing::debug!(event_id, "live wall: could not read the event's credentials: {e}"),
+            }
         }
         loop {
             let rows = match state.records.wall(event_id, position, 100).await {

@@ -293,8 +293,8 @@ pub struct RotateResponse {
 }
 
 /// `POST /v1/events/{slug}/rotate`: replaces one credential of the event.
-/// The old value stops working with the next request (a wall already
-/// streaming keeps its stream until it reconnects). Guests who joined with
+/// The old value stops working with the next request, and a wall streaming
+/// with it gets a last `revoked` event and the end of its stream. Guests who joined with
 /// the old code keep their sessions and their uploads; new guests need the
 /// new code.
 #[utoipa::path(post, path = "/v1/events/{slug}/rotate", tag = "hosts",
@@ -320,6 +320,7 @@ pub async fn rotate(
         Credential::HostToken => token_hash(response.host_token.insert(new_token())),
     };
     state.records.rotate_credential(event.id, req.what, &stored).await?;
+    state.media.live.credentials_changed(event.id);
     Ok(Json(response))
 }
 
@@ -341,6 +342,7 @@ pub async fn delete_event(State(state): State<AppState>, HostOfEvent(event): Hos
     if !state.records.mark_event_deleted(event.id, state.now()).await? {
         return Err(Error::not_found("event"));
     }
+    state.media.live.credentials_changed(event.id);
     match crate::sweeper::purge_event(&state, event.id).await {
         Ok(()) => Ok(StatusCode::NO_CONTENT),
         Err(e) => {

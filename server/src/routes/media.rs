@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 use upload_once_core::ErrorCode;
-use upload_once_core::time::format_rfc3339;
+use upload_once_core::time::{UnixMillis, format_rfc3339};
 use upload_once_core::wire::{EventInfo, HostMedia, Moderation, Problem, WallItem};
 use uuid::Uuid;
 
@@ -129,20 +129,29 @@ fn counted(state: &AppState, kind: crate::media::Answer, response: Response) -> 
     response
 }
 
+/// Until when the store's URL a media link redirects to may work: an hour
+/// at most, and never past the link's own expiry (a link that stopped
+/// working must not live on as the URL it redirected to).
+fn redirect_until(state: &AppState, query: &MediaContentQuery) -> UnixMillis {
+    let now = state.now();
+    let cap = now + REDIRECT_TTL_MS;
+    query.exp.map_or(now, |exp| exp.saturating_mul(1000)).min(cap)
+}
+
 /// Serves one stored object as `content_type` (`attachment` when not
-/// inline): a redirect to the store's own URL when it has one (S3), else
-/// the bytes, or the one range asked for.
+/// inline): a redirect to the store's own URL, working until `until`, when
+/// it has one (S3), else the bytes, or the one range asked for.
 async fn serve_object(
     state: &AppState,
     key: &str,
-    content_type: &str,
-    inline: bool,
+    (content_type, inline): (&str, bool),
+    until: UnixMillis,
     request: &HeaderMap,
 ) -> Result<Response> {
     use crate::media::Answer;
     let disposition = (!inline).then_some("attachment");
     let answer = GetAnswer { content_type, disposition, cache_control: CACHE };
-    if let Some(url) = state.objects.presign_get(key, state.now() + REDIRECT_TTL_MS, &answer) {
+    if let Some(url) = state.objects.presign_get(key, until, &answer) {
         let mut response = StatusCode::TEMPORARY_REDIRECT.into_response();
         let h = response.headers_mut();
         if let Ok(location) = HeaderValue::from_str(&url) {
@@ -234,8 +243,8 @@ pub async fn original(
     crate::media::check_original(&state.signer, id, query.link(), state.now()).map_err(link_refused)?;
     let media = state.records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
     removed(&media)?;
-    let (content_type, inline) = served_type(&media.content_type);
-    serve_object(&state, &media.object_key, content_type, inline, &headers).await
+    serve_object(&state, &media.object_key, served_type(&media.content_type), redirect_until(&state, &query), &headers)
+        .await
 }
 
 /// Waits (at most the configured wait) for a media record's rendition job
@@ -289,8 +298,8 @@ async fn rendition(
     taken_down(&state, &media, query)?;
     // A video plays as uploaded (ranges and all); it has no still.
     if size == Size::Display && media.content_type.starts_with("video/") {
-        let (content_type, inline) = served_type(&media.content_type);
-        return serve_object(&state, &media.object_key, content_type, inline, headers).await;
+        let served = served_type(&media.content_type);
+        return serve_object(&state, &media.object_key, served, redirect_until(&state, query), headers).await;
     }
     let Some(job) = finished_job(&state, id).await? else {
         return Err(Error::problem(
@@ -299,7 +308,10 @@ async fn rendition(
         ));
     };
     match job.state {
-        JobState::Done => serve_object(&state, &size.key(&media.object_key), RENDITION_TYPE, true, headers).await,
+        JobState::Done => {
+            let key = size.key(&media.object_key);
+            serve_object(&state, &key, (RENDITION_TYPE, true), redirect_until(&state, query), headers).await
+        }
         _ => Ok(placeholder(&state, job.reason.as_deref().unwrap_or("no rendition"))),
     }
 }
@@ -423,6 +435,13 @@ struct Listener {
     pending: VecDeque<Event>,
     /// What the wall has not seen must be read from the database first.
     catch_up: bool,
+    /// The credential the wall opened the stream with (checked again when
+    /// the event's change).
+    headers: HeaderMap,
+    query: WallQuery,
+    /// The credential no longer opens the wall: the stream ends once
+    /// `pending` is sent.
+    ending: bool,
 }
 
 impl Listener {
@@ -447,12 +466,33 @@ impl Listener {
         }
     }
 
+    /// Whether the wall's credential still opens it, after the event's
+    /// credentials changed: `Ok(None)` if it does, the answer a new request
+    /// with it would get if not.
+    async fn refused(&self) -> Result<Option<Problem>> {
+        let refusal = match self.state.records.event_by_id(self.event_id).await? {
+            None => Error::not_found("event"),
+            Some(event) => match may_see_wall(&self.headers, &self.query, &event) {
+                Ok(()) => return Ok(None),
+                Err(e) => e,
+            },
+        };
+        let (code, detail) = match refusal {
+            Error::Problem { code, detail } => (code, detail),
+            other => (other.code(), other.to_string()),
+        };
+        Ok(Some(crate::error::problem_body(code, detail)))
+    }
+
     /// The next event for the wall; `None` ends the stream (the wall's
     /// EventSource comes back with its Last-Event-ID).
     async fn next(&mut self) -> Option<Event> {
         loop {
             if let Some(event) = self.pending.pop_front() {
                 return Some(event);
+            }
+            if self.ending {
+                return None;
             }
             if self.catch_up {
                 if let Err(e) = self.read_gap().await {
@@ -477,6 +517,22 @@ impl Listener {
                     Change::Removed(id) => {
                         self.pending.push_back(Event::default().event("removed").data(format!("{{\"id\":\"{id}\"}}")))
                     }
+                    Change::Credentials => match self.refused().await {
+                        Ok(None) => {}
+                        // A last `revoked` event (the problem a new request
+                        // would get), then the end of the stream; the
+                        // EventSource's reconnection is refused the same way.
+                        Ok(Some(problem)) => {
+                            let data = serde_json::to_string(&problem).unwrap_or_default();
+                            self.pending.push_back(Event::default().event("revoked").data(data));
+                            self.ending = true;
+                        }
+                        // Checked again by the reconnection.
+                        Err(e) => {
+                            tracing::debug!(event_id = self.event_id, "live wall: could not check a credential: {e}");
+                            return None;
+                        }
+                    },
                 },
                 Err(broadcast::error::RecvError::Lagged(_)) => self.catch_up = true,
                 Err(broadcast::error::RecvError::Closed) => return None,
@@ -491,7 +547,7 @@ impl Listener {
         ("Last-Event-ID" = Option<String>, Header, description = "The id of the last event received (a cursor); it wins over `after`")),
     security((), ("wall" = []), ("host" = [])),
     responses(
-        (status = 200, content_type = "text/event-stream", description = "`items` events (data: a WallResponse page; id: its cursor) for everything approved after the cursor, then as it is approved; `removed` events (data: {\"id\"}) when the host takes media off; a comment every 15 s"),
+        (status = 200, content_type = "text/event-stream", description = "`items` events (data: a WallResponse page; id: its cursor) for everything approved after the cursor, then as it is approved; `removed` events (data: {\"id\"}) when the host takes media off; a `revoked` event (data: a Problem) and the end of the stream when a rotation or the event's deletion means the credential no longer opens the wall; a comment every 15 s"),
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
@@ -513,7 +569,23 @@ pub async fn wall_live(
     // Subscribed before anything is read: nothing approved from now on is
     // missed.
     let changes = state.media.live.subscribe(&state, event.id);
-    let listener = Listener { state, event_id: event.id, cursor, changes, pending: VecDeque::new(), catch_up: true };
+    let mut credential = HeaderMap::new();
+    for name in [header::AUTHORIZATION, header::HeaderName::from_static("x-guest-code")] {
+        if let Some(value) = headers.get(&name) {
+            credential.insert(name, value.clone());
+        }
+    }
+    let listener = Listener {
+        state,
+        event_id: event.id,
+        cursor,
+        changes,
+        pending: VecDeque::new(),
+        catch_up: true,
+        headers: credential,
+        query,
+        ending: false,
+    };
     let stream = futures_util::stream::unfold(listener, |mut l| async move {
         l.next().await.map(|event| (Ok::<_, Infallible>(event), l))
     });

@@ -330,8 +330,18 @@ pub trait RecordStore: Send + Sync + 'static {
 
     /// Deletes every row of a deleted event (sessions, attempts, media, part
     /// digests, index entries, rendition jobs) and the event, in one
-    /// transaction.
-    async fn purge_event_rows(&self, event_id: i64) -> Result<()>;
+    /// transaction, which also keeps each attempt's object key for one more
+    /// delete at `late_delete_at` ([`RecordStore::due_late_deletes`]).
+    async fn purge_event_rows(&self, event_id: i64, late_delete_at: UnixMillis) -> Result<()>;
+
+    /// Object keys of deleted events due for their late delete at `now`
+    /// (`limit` at most): a signed URL handed out before the event was
+    /// deleted may have landed an object since, or a rendition worker
+    /// written one.
+    async fn due_late_deletes(&self, now: UnixMillis, limit: u32) -> Result<Vec<String>>;
+
+    /// Forgets a late delete once done.
+    async fn forget_late_delete(&self, object_key: &str) -> Result<()>;
 
     /// Deletes, `limit` at most of each, the records of attempts that
     /// ended without a media (expired or rejected, their object deleted)

@@ -798,10 +798,19 @@ impl RecordStore for SqlStore {
         sqlx::query(&sql).bind(event_id).fetch_all(&self.pool).await?.iter().map(attempt_from_row).collect()
     }
 
-    async fn purge_event_rows(&self, event_id: i64) -> Result<()> {
+    async fn purge_event_rows(&self, event_id: i64, late_delete_at: UnixMillis) -> Result<()> {
         let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
         // Nothing of the event's is added meanwhile (its quotas' lock).
         self.dialect.lock_event(&mut tx, event_id).await?;
+        sqlx::query(
+            "INSERT INTO late_deletes (object_key, not_before)
+             SELECT object_key, $2 FROM attempts WHERE event_id = $1
+             ON CONFLICT (object_key) DO NOTHING",
+        )
+        .bind(event_id)
+        .bind(late_delete_at)
+        .execute(&mut *tx)
+        .await?;
         for statement in [
             "DELETE FROM rendition_jobs WHERE media_id IN (SELECT id FROM media WHERE event_id = $1)",
             "DELETE FROM content_index WHERE event_id = $1",
@@ -815,6 +824,21 @@ impl RecordStore for SqlStore {
             sqlx::query(statement).bind(event_id).execute(&mut *tx).await?;
         }
         tx.commit().await?;
+        Ok(())
+    }
+
+    async fn due_late_deletes(&self, now: UnixMillis, limit: u32) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar(
+            "SELECT object_key FROM late_deletes WHERE not_before <= $1 ORDER BY not_before, object_key LIMIT $2",
+        )
+        .bind(now)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    async fn forget_late_delete(&self, object_key: &str) -> Result<()> {
+        sqlx::query("DELETE FROM late_deletes WHERE object_key = $1").bind(object_key).execute(&self.pool).await?;
         Ok(())
     }
 

@@ -494,12 +494,32 @@ pub async fn problem(r: Response) -> (StatusCode, Value) {
     (status, v)
 }
 
-/// An object store wrapper whose `head` waits until released: holds a
-/// confirm inside its transaction.
+/// An object store wrapper whose `head` (holds a confirm inside its
+/// transaction), or whose `put` of keys ending with a suffix (holds a
+/// rendition worker before it writes), waits until released.
 pub struct GatedObjects {
     pub inner: Arc<dyn ObjectStore>,
     pub entered: Arc<tokio::sync::Notify>,
     pub release: Arc<tokio::sync::Semaphore>,
+    /// `None`: heads wait; `Some(suffix)`: puts of keys ending with it.
+    pub puts_ending_with: Option<&'static str>,
+}
+
+impl GatedObjects {
+    /// Every `head` waits for a permit.
+    pub fn heads(
+        inner: Arc<dyn ObjectStore>,
+        entered: Arc<tokio::sync::Notify>,
+        release: Arc<tokio::sync::Semaphore>,
+    ) -> GatedObjects {
+        GatedObjects { inner, entered, release, puts_ending_with: None }
+    }
+
+    async fn wait(&self) {
+        self.entered.notify_one();
+        let permit = self.release.acquire().await.unwrap();
+        permit.forget();
+    }
 }
 
 #[async_trait]
@@ -523,9 +543,9 @@ impl ObjectStore for GatedObjects {
         self.inner.abort_multipart(key, upload_id).await
     }
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {
-        self.entered.notify_one();
-        let permit = self.release.acquire().await.unwrap();
-        permit.forget();
+        if self.puts_ending_with.is_none() {
+            self.wait().await;
+        }
         self.inner.head(key).await
     }
     async fn get(&self, key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {
@@ -535,6 +555,9 @@ impl ObjectStore for GatedObjects {
         self.inner.get_range(key, first, last).await
     }
     async fn put(&self, key: &str, content_type: &str, bytes: bytes::Bytes) -> Result<ObjectMeta> {
+        if self.puts_ending_with.is_some_and(|suffix| key.ends_with(suffix)) {
+            self.wait().await;
+        }
         self.inner.put(key, content_type, bytes).await
     }
     fn presign_get(
@@ -613,8 +636,14 @@ impl RecordStore for ObservedRecords {
     async fn event_attempts(&self, event_id: i64) -> Result<Vec<AttemptRow>> {
         self.inner.event_attempts(event_id).await
     }
-    async fn purge_event_rows(&self, event_id: i64) -> Result<()> {
-        self.inner.purge_event_rows(event_id).await
+    async fn purge_event_rows(&self, event_id: i64, late_delete_at: UnixMillis) -> Result<()> {
+        self.inner.purge_event_rows(event_id, late_delete_at).await
+    }
+    async fn due_late_deletes(&self, now: UnixMillis, limit: u32) -> Result<Vec<String>> {
+        self.inner.due_late_deletes(now, limit).await
+    }
+    async fn forget_late_delete(&self, object_key: &str) -> Result<()> {
+        self.inner.forget_late_delete(object_key).await
     }
     async fn remove_rejected(&self, cutoff: UnixMillis, now: UnixMillis) -> Result<u64> {
         self.inner.remove_rejected(cutoff, now).await

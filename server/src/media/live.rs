@@ -152,6 +152,10 @@ async fn watch(state: AppState, event_id: i64, feed: Arc<Feed>) {
         Ok(event) => Some(credentials(event.as_ref())),
         Err(_) => None,
     };
+    // Walls that subscribed before this read checked their credential
+    // before it: one that changed in between is not a change from `known`,
+    // so they check theirs again now.
+    let _ = feed.changes.send(Arc::new(Change::Credentials));
     let mut next_check = tokio::time::Instant::now() + CREDENTIALS_CHECK;
     loop {
         let _ = tokio::time::timeout(poll, feed.poke.notified()).await;

@@ -442,6 +442,8 @@ struct Listener {
     /// The credential no longer opens the wall: the stream ends once
     /// `pending` is sent.
     ending: bool,
+    /// The credential is to be checked again before anything else.
+    check_credentials: bool,
 }
 
 impl Listener {
@@ -484,6 +486,27 @@ impl Listener {
         Ok(Some(crate::error::problem_body(code, detail)))
     }
 
+    /// Checks the stream's credential again: if it no longer opens the
+    /// wall, queues a last `revoked` event (the problem a new request would
+    /// get) and ends the stream after it; the EventSource's reconnection is
+    /// refused the same way. `Err` when it could not be checked (the stream
+    /// ends, and the reconnection checks it).
+    async fn credential_refused(&mut self) -> std::result::Result<(), ()> {
+        match self.refused().await {
+            Ok(None) => Ok(()),
+            Ok(Some(problem)) => {
+                let data = serde_json::to_string(&problem).unwrap_or_default();
+                self.pending.push_back(Event::default().event("revoked").data(data));
+                self.ending = true;
+                Ok(())
+            }
+            Err(e) => {
+                tracing::debug!(event_id = self.event_id, "live wall: could not check a credential: {e}");
+                Err(())
+            }
+        }
+    }
+
     /// The next event for the wall; `None` ends the stream (the wall's
     /// EventSource comes back with its Last-Event-ID).
     async fn next(&mut self) -> Option<Event> {
@@ -493,6 +516,15 @@ impl Listener {
             }
             if self.ending {
                 return None;
+            }
+            if self.check_credentials {
+                // The stream's credential was checked before it subscribed:
+                // a change in between reached no feed it listens to.
+                self.check_credentials = false;
+                if self.credential_refused().await.is_err() {
+                    return None;
+                }
+                continue;
             }
             if self.catch_up {
                 if let Err(e) = self.read_gap().await {
@@ -517,22 +549,11 @@ impl Listener {
                     Change::Removed(id) => {
                         self.pending.push_back(Event::default().event("removed").data(format!("{{\"id\":\"{id}\"}}")))
                     }
-                    Change::Credentials => match self.refused().await {
-                        Ok(None) => {}
-                        // A last `revoked` event (the problem a new request
-                        // would get), then the end of the stream; the
-                        // EventSource's reconnection is refused the same way.
-                        Ok(Some(problem)) => {
-                            let data = serde_json::to_string(&problem).unwrap_or_default();
-                            self.pending.push_back(Event::default().event("revoked").data(data));
-                            self.ending = true;
-                        }
-                        // Checked again by the reconnection.
-                        Err(e) => {
-                            tracing::debug!(event_id = self.event_id, "live wall: could not check a credential: {e}");
+                    Change::Credentials => {
+                        if self.credential_refused().await.is_err() {
                             return None;
                         }
-                    },
+                    }
                 },
                 Err(broadcast::error::RecvError::Lagged(_)) => self.catch_up = true,
                 Err(broadcast::error::RecvError::Closed) => return None,
@@ -585,6 +606,7 @@ pub async fn wall_live(
         headers: credential,
         query,
         ending: false,
+        check_credentials: true,
     };
     let stream = futures_util::stream::unfold(listener, |mut l| async move {
         l.next().await.map(|event| (Ok::<_, Infallible>(event), l))

@@ -3,7 +3,7 @@
 //! an event that stores the same bytes once, whether they are hashed before
 //! authorize, hashed only by the store, or go up in parts.
 
-mod support;
+use crate::support;
 
 use reqwest::StatusCode;
 use serde_json::json;

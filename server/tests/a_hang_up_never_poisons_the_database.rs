@@ -3,7 +3,7 @@
 //! and a connection that comes back inside a transaction is closed, never
 //! handed to the next request.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

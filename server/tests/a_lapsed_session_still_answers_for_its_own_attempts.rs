@@ -5,7 +5,7 @@
 //! new and sees nothing of other sessions. A token the server does not know
 //! stays `401 invalid_session`.
 
-mod support;
+use crate::support;
 
 use reqwest::{Method, StatusCode};
 use serde_json::json;

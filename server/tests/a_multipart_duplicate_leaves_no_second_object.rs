@@ -5,7 +5,7 @@
 //! deletes the new object and answers the existing media; the store then
 //! holds one object and no part or upload of the duplicate.
 
-mod support;
+use crate::support;
 
 use reqwest::StatusCode;
 use support::TestServer;

@@ -4,7 +4,7 @@
 //! before, which may hold one id in two sessions, keep both rows, each
 //! readable and confirmable by its own session.
 
-mod support;
+use crate::support;
 
 use reqwest::StatusCode;
 use serde_json::json;

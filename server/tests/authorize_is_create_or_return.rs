@@ -3,7 +3,7 @@
 //! else is refused before a single row is stored, and the object key is
 //! always the server's own.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

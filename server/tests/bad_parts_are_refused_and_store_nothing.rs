@@ -10,7 +10,7 @@
 //! object's; a request refused by its headers may get a closed connection
 //! instead of an answer (S3 does that too). Either way, nothing is stored.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! be durations, sizes sizes, parts at least S3's smallest — and a guest
 //! session lasts at least as long as the attempts made in it.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

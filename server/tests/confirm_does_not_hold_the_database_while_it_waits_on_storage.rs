@@ -7,7 +7,7 @@
 //! parts are assembled the same way, before the lock: while the store
 //! assembles one, other guests confirm.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

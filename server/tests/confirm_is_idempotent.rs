@@ -1,7 +1,7 @@
 //! Confirm is create-or-return: however many times and however
 //! concurrently it is called, one attempt makes one media record.
 
-mod support;
+use crate::support;
 
 use reqwest::StatusCode;
 use support::{TestServer, problem};

@@ -3,7 +3,7 @@
 //! becomes `rejected` with that reason, no media record is made, and a later
 //! correct confirm does not undo it.
 
-mod support;
+use crate::support;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};

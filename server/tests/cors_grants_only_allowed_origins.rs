@@ -2,7 +2,7 @@
 //! the preflights of the API calls and of the storage PUT, the headers they
 //! send, the ETag they read — and grants nothing to any other origin.
 
-mod support;
+use crate::support;
 
 use reqwest::{Method, StatusCode};
 use support::{Options, TestServer};

@@ -2,7 +2,7 @@
 //! path, query or body is parsed: a stranger learns nothing of what an
 //! endpoint expects from its validation errors, and nothing is stored.
 
-mod support;
+use crate::support;
 
 use reqwest::{Method, StatusCode};
 use serde_json::Value;

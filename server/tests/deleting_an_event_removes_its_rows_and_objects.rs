@@ -5,7 +5,7 @@
 //! guest code, wall and guest sessions stop working at once; another event
 //! is untouched and its guests still upload.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -6,7 +6,7 @@
 //! `already_confirmed`; status, confirm and a repeated authorize answer the
 //! same media, with that media's moderation.
 
-mod support;
+use crate::support;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};

@@ -6,7 +6,7 @@
 //! so does its session. Until its record goes, a status still answers
 //! `expired`; after, `not_found`. Time is the server's manual clock.
 
-mod support;
+use crate::support;
 
 use reqwest::StatusCode;
 use sqlx::{AnyConnection, Connection};

@@ -4,7 +4,7 @@
 //! so a client cannot dodge its limit by sending the header itself, nor by
 //! prepending addresses to the one its proxy appends.
 
-mod support;
+use crate::support;
 
 use reqwest::StatusCode;
 use support::limits::with_limits;

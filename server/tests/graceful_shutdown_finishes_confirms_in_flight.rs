@@ -3,7 +3,7 @@
 //! request still running at `--shutdown-timeout` is given up: the server
 //! stops without answering it, and what it had not committed is not stored.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! into one object, byte for byte, with one media record carrying the
 //! composite checksum. Smaller files keep the single PUT.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

@@ -2,7 +2,7 @@
 //! with a stable code — never a 5xx, a plain-text error or a hung server —
 //! and it leaves the server working.
 
-mod support;
+use crate::support;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};

@@ -6,7 +6,7 @@
 //! their URL redirects to the bucket, presigned with the same type and
 //! disposition.)
 
-mod support;
+use crate::support;
 
 use reqwest::StatusCode;
 use serde_json::Value;

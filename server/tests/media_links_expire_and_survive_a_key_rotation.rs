@@ -6,7 +6,7 @@
 //! signing key rotates without breaking the links already handed out: the
 //! old key, configured as a previous key under its id, still opens them.
 
-mod support;
+use crate::support;
 
 use reqwest::{Method, StatusCode};
 use serde_json::Value;

@@ -4,7 +4,7 @@
 //! ranges the whole body (`200`, as documented). With S3 storage the URL
 //! redirects to a presigned URL of the bucket, which answers ranges itself.
 
-mod support;
+use crate::support;
 
 use reqwest::StatusCode;
 use support::media::{host_list, open_event, upload_as};

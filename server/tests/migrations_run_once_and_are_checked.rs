@@ -4,7 +4,7 @@
 //! (`schema_migrations`) is bridged, keeping its records; instances starting
 //! together migrate once.
 
-mod support;
+use crate::support;
 
 use sha2::{Digest, Sha384};
 use sqlx::{AnyConnection, Connection};

@@ -2,7 +2,7 @@
 //! decision through status; the wall shows only approved media, in approval
 //! order, and its cursor returns each item once.
 
-mod support;
+use crate::support;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};

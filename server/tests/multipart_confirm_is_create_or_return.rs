@@ -5,7 +5,7 @@
 //! upload is completed once, one media record); a repeat after success
 //! returns the same record, and the object never changes.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};

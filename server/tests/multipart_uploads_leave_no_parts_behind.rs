@@ -7,7 +7,7 @@
 //! "Left behind" is asked of the store itself: the embedded store's
 //! `objects/.parts/` directory, S3's `ListParts` (`NoSuchUpload`).
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};

@@ -6,7 +6,7 @@
 //! `Allow`), and an operation asks for credentials exactly when the
 //! document gives it a security scheme.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 

@@ -4,7 +4,7 @@
 //! hang-ups and database connections discarded dirty. Each is checked
 //! against what the test made happen.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

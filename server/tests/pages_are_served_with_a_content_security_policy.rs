@@ -8,7 +8,7 @@
 //! themselves carry no inline script, event handler or style attribute, and
 //! get the allowed API origins in a `<meta>`.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

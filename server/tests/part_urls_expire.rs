@@ -7,7 +7,7 @@
 //! request starts, against its own clock: a part that started in time is
 //! stored, one that starts late is refused (`403 AccessDenied`).
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! no metadata at all, so its GPS position never leaves the server. The
 //! original, metadata and all, goes to the host alone.
 
-mod support;
+use crate::support;
 
 use reqwest::StatusCode;
 use support::TestServer;

@@ -3,7 +3,7 @@
 //! holds (`403 event_bytes_exceeded`) — even against a burst — while a
 //! guest of another event still uploads.
 
-mod support;
+use crate::support;
 
 use reqwest::{Method, StatusCode};
 use serde_json::json;

@@ -4,7 +4,7 @@
 //! authorizes at once — while a guest of another event still uploads. A
 //! repeat of an attempt already made is never refused by them.
 
-mod support;
+use crate::support;
 
 use reqwest::StatusCode;
 use serde_json::json;

@@ -5,7 +5,7 @@
 //! handler is never reached, so nothing is stored — while a guest of
 //! another event, from another address, still uploads.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

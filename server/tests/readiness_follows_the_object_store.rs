@@ -3,7 +3,7 @@
 //! upload directory cannot be written, or the bucket is not there. When the
 //! store is back, the server is ready again.
 
-mod support;
+use crate::support;
 
 use reqwest::StatusCode;
 use support::{Options, TestServer, create_bucket, is_s3, problem, s3_endpoint, unique_name};

@@ -3,7 +3,7 @@
 //! for anyone who has them, while the host still sees it through the links
 //! in the host's list; approved again, the public links work again.
 
-mod support;
+use crate::support;
 
 use image::{ImageFormat, Rgb, RgbImage};
 use reqwest::StatusCode;

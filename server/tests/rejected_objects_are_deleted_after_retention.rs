@@ -5,7 +5,7 @@
 //! back. A media approved again before that keeps everything; rejected
 //! again, its retention starts over. Time is the server's manual clock.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

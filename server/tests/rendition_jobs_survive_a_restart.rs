@@ -3,7 +3,7 @@
 //! `running`, and the next server takes it up once its lease has run out
 //! and finishes it.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 

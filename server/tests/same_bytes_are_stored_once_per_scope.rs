@@ -12,7 +12,7 @@
 //! transactions (at the object's HEAD) until all 8 are there, so they reach
 //! the index at the same time; SQLite's write lock lets one in at a time.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

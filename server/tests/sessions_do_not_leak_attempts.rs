@@ -4,7 +4,7 @@
 //! it: `attempt_ids_are_unique_across_sessions`); credentials are checked
 //! with stable codes; and tokens and codes are long and random.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeSet, HashSet};
 

@@ -10,7 +10,7 @@
 //! `PreconditionFailed`, 400 `BadDigest`), which the client classifies the
 //! same way (protocol §5.2).
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

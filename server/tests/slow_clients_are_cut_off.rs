@@ -5,7 +5,7 @@
 //! (`408 request_timeout`, its temporary file removed, nothing stored) —
 //! while a guest of another event still uploads.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

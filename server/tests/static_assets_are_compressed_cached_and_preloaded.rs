@@ -4,7 +4,7 @@
 //! revalidated elsewhere, and the guest page with an import map and preloads
 //! for the versioned package. A copy older than its file is never served.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};

@@ -3,7 +3,7 @@
 //! same through the batch and the single endpoint; renew hands out a fresh
 //! URL only while the attempt can still be uploaded.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -7,7 +7,7 @@
 //! by `cargo xtask test server` in every combination), over whichever
 //! database the run uses.
 
-mod support;
+use crate::support;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 //! objects, and never leaves a media row without its object — not even
 //! while a confirm is in flight.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //!
 //! Also: S3's `ListParts` is read page by page.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};

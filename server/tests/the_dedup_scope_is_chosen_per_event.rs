@@ -5,7 +5,7 @@
 //! authorize). Any other value is a `400 malformed_request` problem, and no
 //! event is made.
 
-mod support;
+use crate::support;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};

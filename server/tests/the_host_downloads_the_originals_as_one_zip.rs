@@ -3,7 +3,7 @@
 //! byte, each under its filename made unique, in an archive `unzip -t`
 //! finds valid, of the length the answer announced.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

@@ -2,7 +2,7 @@
 //! /v1/events/{slug}/invite`), so the host page can show the guest link
 //! and its QR code from the host link alone; no other credential does.
 
-mod support;
+use crate::support;
 
 use reqwest::StatusCode;
 use serde_json::Value;

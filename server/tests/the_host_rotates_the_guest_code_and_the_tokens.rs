@@ -4,7 +4,7 @@
 //! with the old code keep their sessions: an upload under way finishes and
 //! they can start new ones; only joining needs the new code.
 
-mod support;
+use crate::support;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};

@@ -5,7 +5,7 @@
 //! as JavaScript, never a stale precompressed copy, and with a policy that
 //! lets it fetch from this origin only. The pages allow it (`worker-src`).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 

@@ -5,7 +5,7 @@
 //! read. A take-down is streamed too, and a wall that comes back with its
 //! Last-Event-ID gets what it missed and nothing twice.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -10,7 +10,7 @@
 //! and passes, except where `support::backends_required()` says a missing
 //! backend is a failure (CI outside the xtask).
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -2,7 +2,7 @@
 //! photo, a video's still) is shown as a placeholder image, with the reason
 //! on the wall item, in the host's list and in a header: never a 5xx.
 
-mod support;
+use crate::support;
 
 use reqwest::StatusCode;
 use support::TestServer;

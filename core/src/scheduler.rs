@@ -11,7 +11,10 @@
 //! - **write-ahead**: an attempt issues no network command until its latest
 //!   record revision has been durably stored (the caller reports it with
 //!   [`Scheduler::mark_persisted`]), so the id a request carries is always
-//!   the id a reload finds;
+//!   the id a reload finds. Two kinds of change are stored without holding
+//!   the attempt until they are, because a reload does without them: a
+//!   part written into the ledger (the store's part list is the truth) and
+//!   the content hash (the same bytes hash the same again);
 //! - **successors are linked atomically**: an expired attempt's
 //!   `replaced_by` and its successor become dirty together; the caller
 //!   stores one `take_dirty()` batch in one transaction, so a crash never
@@ -195,6 +198,10 @@ struct Entry {
     has_blob: bool,
     owned: bool,
     persisted_revision: u64,
+    /// The revision of its last change that must be stored before it acts
+    /// (write-ahead); later changes that need not be (its content hash,
+    /// its part ledger) are stored too, but nothing waits for them.
+    strict_revision: u64,
     busy: bool,
     /// Busy with a command of its own (not a status batch): holds a slot.
     busy_alone: bool,
@@ -210,8 +217,14 @@ struct Entry {
 }
 
 impl Entry {
+    /// Every change is stored.
     fn persisted(&self) -> bool {
         self.persisted_revision >= self.record.revision
+    }
+
+    /// Every change it must not act before is stored (write-ahead).
+    fn may_act(&self) -> bool {
+        self.persisted_revision >= self.strict_revision
     }
 
     /// Busy with anything: a command of its own, a status batch, or parts.
@@ -360,6 +373,13 @@ impl Scheduler {
         self.entries.get(id).is_some_and(Entry::persisted)
     }
 
+    /// The revision of an attempt's record that must be stored before it
+    /// may act (write-ahead): its latest, but for changes stored without
+    /// holding it (a part in the ledger, the content hash).
+    pub fn required_revision(&self, id: &Uuid) -> Option<u64> {
+        self.entries.get(id).map(|e| e.strict_revision)
+    }
+
     /// Whether every owned attempt is terminal or waits for the guest, and
     /// nothing is in flight.
     pub fn is_idle(&self) -> bool {
@@ -385,11 +405,13 @@ impl Scheduler {
                 (e.busy, e.busy_alone, e.dirty, e.refresh_due, e.pipeline.clone())
             });
         let (hashing, hash_failed) = self.entries.get(&id).map_or((false, false), |e| (e.hashing, e.hash_failed));
+        let strict_revision = record.revision;
         let entry = Entry {
             record,
             has_blob,
             owned,
             persisted_revision,
+            strict_revision,
             busy,
             busy_alone,
             dirty,
@@ -534,8 +556,21 @@ impl Scheduler {
         changed
     }
 
-    /// Marks a record as needing to be stored again (a write failed).
+    /// Marks a record as needing to be stored (again, when a write
+    /// failed): it acts only once its revision of now is stored.
     pub fn mark_dirty(&mut self, id: Uuid) {
+        if let Some(e) = self.entries.get_mut(&id) {
+            e.strict_revision = e.strict_revision.max(e.record.revision);
+        }
+        self.mark_dirty_lazily(id);
+    }
+
+    /// Marks a record as needing to be stored, without holding it until it
+    /// is: for changes a reload can do without, because the server, not
+    /// the record, has the last word on them (a part the ledger lost is in
+    /// the store's part list) or the bytes give them again (the content
+    /// hash).
+    fn mark_dirty_lazily(&mut self, id: Uuid) {
         if let Some(e) = self.entries.get_mut(&id) {
             if !e.dirty {
                 e.dirty = true;
@@ -582,10 +617,13 @@ impl Scheduler {
             };
             e.hashing = false;
             match result {
-                // Stored with the record before the authorize that carries it.
+                // Stored with the record, but the authorize that carries it
+                // need not wait for that write: after a reload, a record
+                // without it hashes the same bytes again, and the same
+                // request finds the same attempt (create-or-return).
                 Ok(sha256) => {
                     if e.record.set_content_hash(sha256, now) {
-                        self.mark_dirty(*id);
+                        self.mark_dirty_lazily(*id);
                     }
                 }
                 // No WebCrypto, or the bytes could not be read: the upload
@@ -658,6 +696,8 @@ impl Scheduler {
         // A finished (cancelled) attempt's late answers only settle the
         // pipeline's books.
         let terminal = e.record.is_terminal();
+        // The revision after a part was written into the ledger.
+        let mut ledger_revision = None;
         let (failure, error) = match outcome {
             Outcome::PartHashed { number, result } => {
                 let error = result.as_ref().err().cloned();
@@ -672,6 +712,7 @@ impl Scheduler {
                 match e.pipeline.handle_sent(number, result, &policy, retries, jitter, now) {
                     Ok(Some(sha256)) if !terminal => {
                         e.record.part_stored(number, sha256_or_none(sha256), now);
+                        ledger_revision = Some(e.record.revision);
                         (None, None)
                     }
                     Ok(_) => (None, None),
@@ -695,7 +736,16 @@ impl Scheduler {
             let env = Self::env(&self.policy, self.online, e.has_blob, now, &mut FixedJitter(jitter));
             e.record.part_failed(failure, error.as_ref(), &env);
         }
-        if e.record.revision != revision {
+        if e.record.revision == revision {
+            return;
+        }
+        if ledger_revision == Some(e.record.revision) && e.record.transfer != Transfer::Uploaded {
+            // Only the ledger changed (not its last part: the confirm that
+            // follows waits for the write): the next parts need not wait
+            // for it to be written (a reload asks the store which parts it
+            // holds, and the store wins).
+            self.mark_dirty_lazily(*id);
+        } else {
             self.mark_dirty(*id);
         }
     }
@@ -810,7 +860,7 @@ impl Scheduler {
             let network = self.active < self.concurrency;
             let parallelism = self.part_parallelism;
             let e = self.entries.get_mut(&id).expect("ordered ids have entries");
-            if !e.owned || e.busy || e.hashing || !e.persisted() || e.record.is_terminal() {
+            if !e.owned || e.busy || e.hashing || !e.may_act() || e.record.is_terminal() {
                 continue;
             }
             let revision = e.record.revision;
@@ -887,7 +937,7 @@ impl Scheduler {
                 break;
             }
             let id = &e.record.id;
-            if e.is_busy() || !e.persisted() {
+            if e.is_busy() || !e.may_act() {
                 continue;
             }
             let due = e.record.next_retry_at.is_none_or(|t| t <= now);
@@ -917,7 +967,7 @@ impl Scheduler {
             .iter()
             // An attempt whose latest record is not stored yet acts once it
             // is (write-ahead): that is an input, not a time.
-            .filter(|e| e.owned && !e.busy && !e.record.is_terminal() && e.persisted())
+            .filter(|e| e.owned && !e.busy && !e.record.is_terminal() && e.may_act())
             // Waiting for the guest, not for a time.
             .filter(|e| !e.record.needs_file() || e.has_blob)
             .filter(|e| !e.record.holds_back())

@@ -8,6 +8,7 @@ use support::*;
 use upload_once_core::attempt::Step;
 use upload_once_core::retry::RetryPolicy;
 use upload_once_core::scheduler::{Command, Outcome, Scheduler};
+use upload_once_core::wire::UploadInstruction;
 
 #[test]
 fn a_new_attempt_waits_until_it_is_stored() {
@@ -132,4 +133,98 @@ fn a_record_changed_by_poll_is_reported_dirty_so_the_caller_does_not_sleep() {
     assert!(!s.has_dirty());
     assert_eq!(s.poll(T0), None, "the changed record is stored before it acts");
     assert!(s.has_dirty(), "and the caller is told to store it, then poll again");
+}
+
+/// What a page does with a part command of attempt `id`, answered at once
+/// by `server`, except the sends: those are returned, left on the wire.
+fn answer_part_work(
+    s: &mut Scheduler,
+    server: &mut FakeServer,
+    rng: &mut TestRng,
+    id: uuid::Uuid,
+) -> Vec<(u32, u64, UploadInstruction)> {
+    let mut on_wire = Vec::new();
+    while let Some(command) = s.poll(T0) {
+        match command {
+            Command::HashPart { number, .. } => {
+                s.handle(&id, Outcome::PartHashed { number, result: Ok(fake_sha("big", number)) }, T0, rng)
+            }
+            Command::SignParts { request, .. } => {
+                s.handle(&id, Outcome::PartsSigned(server.sign_parts(id, &request, T0)), T0, rng)
+            }
+            Command::UploadPart { number, start, end, instruction, .. } => {
+                on_wire.push((number, end - start, instruction))
+            }
+            other => panic!("not part work: {other:?}"),
+        }
+    }
+    on_wire
+}
+
+/// A part the store took goes into the ledger, and the ledger is written,
+/// but the next parts do not wait for that write: a reload asks the store
+/// which parts it holds, and the store wins. The last part is different:
+/// the confirm that follows waits until the record saying so is stored.
+#[test]
+fn a_part_written_into_the_ledger_does_not_hold_the_next_parts() {
+    let config = ServerConfig { multipart_threshold: 20, part_size: 5, ..ServerConfig::default() };
+    let mut server = FakeServer::new(config);
+    let mut rng = TestRng::new(3);
+    let mut s = Scheduler::new(RetryPolicy::default(), 4);
+    s.set_hash_limit(0);
+    let r = record(1, 48); // 10 parts of 5 bytes (the last of 3)
+    let id = r.id;
+    let stored = r.revision;
+    s.insert(r, true, true, stored);
+    let Some(Command::Authorize { request, .. }) = s.poll(T0) else { panic!("an authorize") };
+    s.handle(&id, Outcome::Authorize(server.authorize(&request, T0)), T0, &mut rng);
+    assert_eq!(s.poll(T0), None, "the authorized record is stored first (write-ahead)");
+    let authorized = s.record(&id).unwrap().revision;
+    s.take_dirty();
+    s.mark_persisted(&id, authorized);
+
+    let mut on_wire = answer_part_work(&mut s, &mut server, &mut rng, id);
+    assert_eq!(on_wire.len(), 3, "three parts at once");
+    let mut sent = 3;
+    while !on_wire.is_empty() {
+        let (number, size, instruction) = on_wire.remove(0);
+        let result = server.put_part(&instruction, size, &fake_sha("big", number), T0);
+        s.handle(&id, Outcome::PartSent { number, result }, T0, &mut rng);
+        let complete = s.record(&id).unwrap().multipart.as_ref().unwrap().is_complete();
+        assert!(s.take_dirty().contains(&id), "the ledger is to be written");
+        if !complete {
+            assert!(!s.is_persisted(&id), "and it is not written yet");
+        }
+        // Nothing of the ledger is stored, and yet the next part goes.
+        let more = answer_part_work(&mut s, &mut server, &mut rng, id);
+        sent += more.len();
+        if sent < 10 {
+            assert!(!more.is_empty() || !on_wire.is_empty(), "part {number} stored: the next one goes at once");
+        }
+        on_wire.extend(more);
+    }
+    assert_eq!(sent, 10);
+    assert_eq!(s.poll(T0), None, "the last part: the confirm waits for the record");
+    s.mark_persisted(&id, s.record(&id).unwrap().revision);
+    assert!(matches!(s.poll(T0), Some(Command::Confirm { .. })));
+}
+
+/// The content hash is written with the record, but the authorize that
+/// carries it does not wait for that write: after a reload, a record without
+/// it hashes the same bytes again and sends the same request.
+#[test]
+fn a_content_hash_does_not_hold_the_authorize() {
+    let mut rng = TestRng::new(4);
+    let mut s = Scheduler::new(RetryPolicy::default(), 4);
+    s.set_hash_limit(64 << 20);
+    let r = record(1, 10);
+    let id = r.id;
+    let stored = r.revision;
+    s.insert(r, true, true, stored);
+    assert!(matches!(s.poll(T0), Some(Command::HashFile { .. })));
+    s.handle(&id, Outcome::FileHashed(Ok(fake_sha("photo", 0))), T0, &mut rng);
+    assert_eq!(s.take_dirty(), vec![id], "the hash is to be written");
+    assert!(!s.is_persisted(&id));
+    let Some(Command::Authorize { request, .. }) = s.poll(T0) else { panic!("the authorize goes at once") };
+    assert_eq!(request.sha256, Some(fake_sha("photo", 0)));
 }

@@ -33,8 +33,8 @@ test("records that cannot be saved show a banner and hold the upload", async () 
   });
   await pick(page, photos(1));
   await until("the attempt to be recorded", async () => (await attempts(page)).length === 1, 10_000);
-  // Its content hash is written with the record before its first authorize
-  // leaves: that write is on disk before the other tab takes the database.
+  // Its content hash is written with the record while its first authorize
+  // is held: that write is on disk before the other tab takes the database.
   await until("the record stored with its SHA-256", () => other.evaluate(() => new Promise((resolve, reject) => {
     const request = indexedDB.open("upload-once");
     request.onsuccess = () => {

@@ -146,8 +146,11 @@ fn layer_server() -> Result {
         let started = Instant::now();
         eprintln!("\n--- server tests: {} ---", combination.name());
         let mut cmd = Command::new("cargo");
+        // Four tests at a time on two cores: most of a server test's time
+        // is spent waiting on its server, its database or its store.
         cmd.args(["test", "--no-fail-fast", "-p", "upload-once-server"])
             .current_dir(root())
+            .env("RUST_TEST_THREADS", "4")
             .env_remove("UPLOAD_ONCE_TEST_DATABASE_URL");
         for (k, v) in test_env(combination, &pg, &s3) {
             cmd.env(k, v);
@@ -217,6 +220,10 @@ fn layer_browser() -> Result {
     let mut timings = Vec::new();
     let mut probes = Vec::new();
     let mut failed = Vec::new();
+    // The wasm tests read the server's address at compile time: the
+    // PostgreSQL + S3 server below takes this one's port once it stopped,
+    // so they are not built again.
+    let first_port;
     {
         // Signed URLs live 2 s here, so the expired-URL test does not wait long.
         let server = Server::start(
@@ -231,6 +238,7 @@ fn layer_browser() -> Result {
                 "none".into(),
             ],
         )?;
+        first_port = server.port();
         // Every engine runs against the same server, so the tests are built once.
         for run in wasm_runs(&engines) {
             eprintln!("\n--- browser tests in {} ---", run.name);
@@ -276,9 +284,9 @@ fn layer_browser() -> Result {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let server = Server::start_with_env(&binary, "browser-pg-s3", &flags, &s3.credentials_env())?;
-        // The wasm tests read the server's address at compile time: this run
-        // rebuilds them for the new address.
+        let server =
+            Server::start_preferring(&binary, "browser-pg-s3", &flags, &s3.credentials_env(), Some(first_port))?;
+        // Built again only if the port was taken meanwhile.
         run_wasm_tests(&wasm_runs(&engines)[0], &server, page_port).map(|_| ())
     })();
     timings.push(format!(

@@ -153,8 +153,21 @@ impl Server {
 
     /// [`Server::start`] with extra environment variables.
     pub fn start_with_env(binary: &PathBuf, name: &str, extra: &[String], env: &[(&str, String)]) -> Result<Server> {
+        Self::start_preferring(binary, name, extra, env, None)
+    }
+
+    /// [`Server::start_with_env`] on `port` if it is free (a server stopped
+    /// before had it: what was built for its address works unchanged), else
+    /// on another free port.
+    pub fn start_preferring(
+        binary: &PathBuf,
+        name: &str,
+        extra: &[String],
+        env: &[(&str, String)],
+        port: Option<u16>,
+    ) -> Result<Server> {
         let what = format!("the server ({name})");
-        let mut server = on_free_port(&what, |port| {
+        let mut start = |port: u16| -> Result<Bound<Server>> {
             let data_dir = target_dir().join("test-data").join(format!("{name}-{port}"));
             let _ = std::fs::remove_dir_all(&data_dir);
             std::fs::create_dir_all(&data_dir).map_err(|e| e.to_string())?;
@@ -185,7 +198,21 @@ impl Server {
                     Ok(Bound::PortTaken)
                 }
             }
-        })?;
+        };
+        let preferred = match port {
+            Some(port) => match start(port)? {
+                Bound::Listening(server) => Some(server),
+                Bound::PortTaken => {
+                    eprintln!("{what}: port {port} is taken; another port");
+                    None
+                }
+            },
+            None => None,
+        };
+        let mut server = match preferred {
+            Some(server) => server,
+            None => on_free_port(&what, start)?,
+        };
         let port = server.base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("a port");
         let started = Instant::now();
         while !http_ok(port, "/healthz") {
@@ -199,6 +226,13 @@ impl Server {
             std::thread::sleep(Duration::from_millis(50));
         }
         Ok(server)
+    }
+}
+
+impl Server {
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("a port")
     }
 }
 

@@ -10,7 +10,7 @@
 //! Elsewhere the same write succeeds, and the test checks the store after it.
 #![cfg(target_arch = "wasm32")]
 
-mod common;
+use crate::common;
 
 use common::*;
 use upload_once::core::attempt::{AttemptRecord, FileInfo};
@@ -19,8 +19,6 @@ use upload_once::store::{Durability, IndexedDbStore};
 use uuid::Uuid;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::*;
-
-wasm_bindgen_test_configure!(run_in_browser);
 
 #[wasm_bindgen_test]
 async fn a_refused_write_fails_at_once_and_the_records_can_still_be_written() {

@@ -12,13 +12,11 @@
 //! Blobs are refused, so the client's fallback really runs there).
 #![cfg(target_arch = "wasm32")]
 
-mod common;
+use crate::common;
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::*;
-
-wasm_bindgen_test_configure!(run_in_browser);
 
 #[wasm_bindgen(inline_js = r#"
 const within = (ms, p) => Promise.race([p, new Promise((r) => setTimeout(() => r("timeout"), ms))]);

@@ -3,7 +3,7 @@
 //! carries on with the same attempt.
 #![cfg(target_arch = "wasm32")]
 
-mod common;
+use crate::common;
 
 use std::rc::Rc;
 
@@ -11,8 +11,6 @@ use common::*;
 use upload_once::core::attempt::Confirmation;
 use upload_once::core::retry::Failure;
 use wasm_bindgen_test::*;
-
-wasm_bindgen_test_configure!(run_in_browser);
 
 #[wasm_bindgen_test]
 async fn an_expired_url_is_renewed_and_the_upload_completes() {

@@ -7,7 +7,7 @@
 //! Where the file was kept, the attempt simply continues.
 #![cfg(target_arch = "wasm32")]
 
-mod common;
+use crate::common;
 
 use std::rc::Rc;
 
@@ -17,8 +17,6 @@ use upload_once::core::attempt::{Confirmation, Transfer};
 use upload_once::store::IndexedDbStore;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::*;
-
-wasm_bindgen_test_configure!(run_in_browser);
 
 #[wasm_bindgen_test]
 async fn uploads_complete_in_the_page_and_a_reload_asks_for_a_file_that_was_not_kept() {

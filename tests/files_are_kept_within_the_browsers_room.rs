@@ -3,15 +3,13 @@
 //! attempt says why it was not kept. The upload goes on either way.
 #![cfg(target_arch = "wasm32")]
 
-mod common;
+use crate::common;
 
 use std::rc::Rc;
 
 use common::*;
 use upload_once::core::attempt::Confirmation;
 use wasm_bindgen_test::*;
-
-wasm_bindgen_test_configure!(run_in_browser);
 
 /// Makes `navigator.storage.estimate()` report `room` bytes left (giving
 /// the page a `navigator.storage` where the engine has none, as WebKitGTK).

@@ -2,15 +2,13 @@
 //! confirmed once, and shown with its three states apart.
 #![cfg(target_arch = "wasm32")]
 
-mod common;
+use crate::common;
 
 use std::rc::Rc;
 
 use common::*;
 use upload_once::core::attempt::{Confirmation, ModerationView, Transfer};
 use wasm_bindgen_test::*;
-
-wasm_bindgen_test_configure!(run_in_browser);
 
 #[wasm_bindgen_test]
 async fn a_file_is_uploaded_and_confirmed_exactly_once() {

@@ -6,7 +6,7 @@
 //! more than the parts on the wire.
 #![cfg(target_arch = "wasm32")]
 
-mod common;
+use crate::common;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -18,8 +18,6 @@ use upload_once::core::attempt::{Confirmation, Transfer};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen_test::*;
-
-wasm_bindgen_test_configure!(run_in_browser);
 
 const MIB: usize = 1 << 20;
 /// The reference server's defaults: files over 32 MiB go up in 8 MiB parts.

@@ -4,15 +4,13 @@
 //! sending the bytes again.
 #![cfg(target_arch = "wasm32")]
 
-mod common;
+use crate::common;
 
 use std::rc::Rc;
 
 use common::*;
 use upload_once::core::attempt::{Confirmation, Transfer};
 use wasm_bindgen_test::*;
-
-wasm_bindgen_test_configure!(run_in_browser);
 
 #[wasm_bindgen_test]
 async fn restore_confirms_without_uploading_again() {

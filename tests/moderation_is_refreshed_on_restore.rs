@@ -3,7 +3,7 @@
 //! being asked to refresh.
 #![cfg(target_arch = "wasm32")]
 
-mod common;
+use crate::common;
 
 use std::rc::Rc;
 
@@ -12,8 +12,6 @@ use gloo_net::http::Request;
 use serde_json::json;
 use upload_once::core::attempt::{Confirmation, ModerationView};
 use wasm_bindgen_test::*;
-
-wasm_bindgen_test_configure!(run_in_browser);
 
 #[wasm_bindgen_test]
 async fn a_restored_page_shows_the_hosts_decision() {

@@ -3,7 +3,7 @@
 //! it to the same attempt.
 #![cfg(target_arch = "wasm32")]
 
-mod common;
+use crate::common;
 
 use std::rc::Rc;
 
@@ -11,8 +11,6 @@ use common::*;
 use upload_once::Added;
 use upload_once::core::attempt::{Confirmation, Transfer};
 use wasm_bindgen_test::*;
-
-wasm_bindgen_test_configure!(run_in_browser);
 
 #[wasm_bindgen_test]
 async fn picking_the_same_file_again_continues_the_same_attempt() {

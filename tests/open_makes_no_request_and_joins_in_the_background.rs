@@ -6,7 +6,7 @@
 //! with that code, recorded nowhere.
 #![cfg(target_arch = "wasm32")]
 
-mod common;
+use crate::common;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -19,8 +19,6 @@ use upload_once::env::Completion;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen_test::*;
-
-wasm_bindgen_test_configure!(run_in_browser);
 
 #[wasm_bindgen_test]
 async fn a_first_visit_is_usable_before_the_join_answers() {

@@ -3,15 +3,13 @@
 //! before any request is sent.
 #![cfg(target_arch = "wasm32")]
 
-mod common;
+use crate::common;
 
 use std::rc::Rc;
 
 use common::*;
 use upload_once::Added;
 use wasm_bindgen_test::*;
-
-wasm_bindgen_test_configure!(run_in_browser);
 
 #[wasm_bindgen_test]
 async fn a_too_large_file_is_refused_with_no_request_and_no_record() {

@@ -8,7 +8,7 @@
 //! until a reload.
 #![cfg(target_arch = "wasm32")]
 
-mod common;
+use crate::common;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -20,8 +20,6 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::*;
-
-wasm_bindgen_test_configure!(run_in_browser);
 
 /// Opens `name` at a newer schema version, as a newer build of the app in
 /// another tab would, and closes that connection once it is open.

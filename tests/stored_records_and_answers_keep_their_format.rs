@@ -13,8 +13,6 @@ use upload_once::store::{record_from_js, record_to_js};
 use uuid::Uuid;
 use wasm_bindgen_test::*;
 
-wasm_bindgen_test_configure!(run_in_browser);
-
 fn id(n: u8) -> Uuid {
     Uuid::from_bytes([n; 16])
 }

@@ -4,15 +4,13 @@
 //! session the other one stored.
 #![cfg(target_arch = "wasm32")]
 
-mod common;
+use crate::common;
 
 use std::rc::Rc;
 
 use common::*;
 use upload_once::core::attempt::{Confirmation, Transfer};
 use wasm_bindgen_test::*;
-
-wasm_bindgen_test_configure!(run_in_browser);
 
 #[wasm_bindgen_test]
 async fn attempts_authorized_by_two_tabs_are_all_found_after_a_reload() {

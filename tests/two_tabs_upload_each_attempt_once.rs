@@ -2,15 +2,13 @@
 //! one drive each attempt, so every attempt is uploaded once.
 #![cfg(target_arch = "wasm32")]
 
-mod common;
+use crate::common;
 
 use std::rc::Rc;
 
 use common::*;
 use upload_once::core::attempt::{Confirmation, Transfer};
 use wasm_bindgen_test::*;
-
-wasm_bindgen_test_configure!(run_in_browser);
 
 #[wasm_bindgen_test]
 async fn each_attempt_is_uploaded_once_across_two_tabs() {

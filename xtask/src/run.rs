@@ -187,7 +187,9 @@ fn run_wasm_tests(run: &WasmRun, server: &Server, page_port: u16) -> Result<Vec<
     .current_dir(root())
     .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", "wasm-bindgen-test-runner")
     .env("WASM_BINDGEN_TEST_ADDRESS", format!("127.0.0.1:{page_port}"))
-    .env("WASM_BINDGEN_TEST_TIMEOUT", "90")
+    // The runner's limit is for the whole binary: every browser test is in
+    // one (tests/browser.rs), about a minute in WebKit.
+    .env("WASM_BINDGEN_TEST_TIMEOUT", "400")
     .env("UPLOAD_ONCE_TEST_API", &server.base)
     .env("UPLOAD_ONCE_TEST_ADMIN", &server.admin)
     .stdout(std::process::Stdio::piped());

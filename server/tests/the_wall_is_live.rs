@@ -187,6 +187,15 @@ async fn the_live_wall_takes_the_walls_credentials() {
     assert_eq!(problem(r).await.1["code"], "invalid_query");
 }
 
+/// The host rotates one credential (`POST /v1/events/{slug}/rotate`) on
+/// `server`: the answer.
+async fn rotate(server: &TestServer, slug: &str, host_token: &str, what: &str) -> Value {
+    let path = format!("/v1/events/{slug}/rotate");
+    let r = server.call(reqwest::Method::POST, &path, Some(host_token), Some(serde_json::json!({"what": what}))).await;
+    assert_eq!(r.status(), StatusCode::OK, "rotate {what}");
+    r.json().await.unwrap()
+}
+
 /// A rotated credential or a deleted event ends the streams it no longer
 /// opens (a last `revoked` event, then the end), and only those: a wall
 /// whose credential still holds goes on receiving.
@@ -200,17 +209,8 @@ async fn a_rotation_or_a_deletion_ends_the_walls_it_no_longer_opens() {
     let mut by_token = Listening::open_with_token(&server, &slug, &event.wall_token).await;
     let mut by_host = Listening::open_with_token(&server, &slug, &event.host_token).await;
 
-    let rotate = async |what: &str| {
-        let path = format!("/v1/events/{slug}/rotate");
-        let r =
-            server.call(reqwest::Method::POST, &path, Some(&event.host_token), Some(serde_json::json!({"what": what})));
-        let r = r.await;
-        assert_eq!(r.status(), StatusCode::OK);
-        r.json::<Value>().await.unwrap()
-    };
-
     // The wall token: its wall ends; the others go on.
-    rotate("wall_token").await;
+    rotate(&server, &slug, &event.host_token, "wall_token").await;
     by_token.revoked("forbidden").await;
     let id = photo(&guest, 5).await;
     moderate(&guest, id, "approve").await;
@@ -220,7 +220,7 @@ async fn a_rotation_or_a_deletion_ends_the_walls_it_no_longer_opens() {
     assert_eq!(problem(r.send().await.unwrap()).await.1["code"], "forbidden", "the reconnection is refused too");
 
     // The guest code: the wall opened with it ends.
-    let code = rotate("guest_code").await["guest_code"].as_str().unwrap().to_owned();
+    let code = rotate(&server, &slug, &event.host_token, "guest_code").await["guest_code"].as_str().unwrap().to_owned();
     by_code.revoked("wrong_guest_code").await;
     let mut with_new_code = event.clone();
     with_new_code.guest_code = code;
@@ -245,14 +245,6 @@ async fn a_rotation_on_another_instance_ends_the_walls_it_no_longer_opens() {
     let event = server.create_event("rotated-elsewhere", 1_000_000, &["image/*"], "required").await;
     let slug = event.event.slug.clone();
     let mut wall = Listening::open_with_token(&server, &slug, &event.wall_token).await;
-    let r = other
-        .call(
-            reqwest::Method::POST,
-            &format!("/v1/events/{slug}/rotate"),
-            Some(&event.host_token),
-            Some(serde_json::json!({"what": "wall_token"})),
-        )
-        .await;
-    assert_eq!(r.status(), StatusCode::OK);
+    rotate(&other, &slug, &event.host_token, "wall_token").await;
     wall.revoked("forbidden").await;
 }

@@ -53,6 +53,12 @@ impl Error {
         }
     }
 
+    /// The problem body a request failing with this error is answered
+    /// with.
+    pub fn to_problem(&self) -> Problem {
+        problem_body(self.code(), self.detail())
+    }
+
     fn detail(&self) -> String {
         match self {
             Error::Problem { detail, .. } => detail.clone(),

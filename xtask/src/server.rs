@@ -167,7 +167,7 @@ impl Server {
         port: Option<u16>,
     ) -> Result<Server> {
         let what = format!("the server ({name})");
-        let mut start = |port: u16| -> Result<Bound<Server>> {
+        let start = |port: u16| -> Result<Bound<Server>> {
             let data_dir = target_dir().join("test-data").join(format!("{name}-{port}"));
             let _ = std::fs::remove_dir_all(&data_dir);
             std::fs::create_dir_all(&data_dir).map_err(|e| e.to_string())?;
@@ -213,7 +213,7 @@ impl Server {
             Some(server) => server,
             None => on_free_port(&what, start)?,
         };
-        let port = server.base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("a port");
+        let port = server.port();
         let started = Instant::now();
         while !http_ok(port, "/healthz") {
             if let Ok(Some(status)) = server.child.try_wait() {
@@ -227,9 +227,7 @@ impl Server {
         }
         Ok(server)
     }
-}
 
-impl Server {
     /// The port it listens on.
     pub fn port(&self) -> u16 {
         self.base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("a port")

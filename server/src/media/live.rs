@@ -148,32 +148,30 @@ async fn watch(state: AppState, event_id: i64, feed: Arc<Feed>) {
             }
         }
     };
-    let mut known = match state.records.event_by_id(event_id).await {
-        Ok(event) => Some(credentials(event.as_ref())),
-        Err(_) => None,
-    };
-    // Walls that subscribed before this read checked their credential
-    // before it: one that changed in between is not a change from `known`,
-    // so they check theirs again now.
-    let _ = feed.changes.send(Arc::new(Change::Credentials));
-    let mut next_check = tokio::time::Instant::now() + CREDENTIALS_CHECK;
+    // The event's credentials as last read; `None` before the first read.
+    let mut known = None;
+    let mut next_check = tokio::time::Instant::now();
     loop {
-        let _ = tokio::time::timeout(poll, feed.poke.notified()).await;
-        if feed.changes.receiver_count() == 0 && state.media.live.close_if_unused(event_id, &feed) {
-            return;
-        }
         if tokio::time::Instant::now() >= next_check {
             next_check = tokio::time::Instant::now() + CREDENTIALS_CHECK;
             match state.records.event_by_id(event_id).await {
+                // Every change makes the walls check theirs again; so does
+                // the first read: walls that subscribed before it checked
+                // their credential before it, and a change in between is no
+                // change from what it reads.
                 Ok(event) => {
-                    let now = credentials(event.as_ref());
-                    if known.as_ref().is_some_and(|k| *k != now) {
+                    let now = Some(credentials(event.as_ref()));
+                    if known != now {
                         let _ = feed.changes.send(Arc::new(Change::Credentials));
+                        known = now;
                     }
-                    known = Some(now);
                 }
                 Err(e) => tracing::debug!(event_id, "live wall: could not read the event's credentials: {e}"),
             }
+        }
+        let _ = tokio::time::timeout(poll, feed.poke.notified()).await;
+        if feed.changes.receiver_count() == 0 && state.media.live.close_if_unused(event_id, &feed) {
+            return;
         }
         loop {
             let rows = match state.records.wall(event_id, position, 100).await {

@@ -479,11 +479,7 @@ impl Listener {
                 Err(e) => e,
             },
         };
-        let (code, detail) = match refusal {
-            Error::Problem { code, detail } => (code, detail),
-            other => (other.code(), other.to_string()),
-        };
-        Ok(Some(crate::error::problem_body(code, detail)))
+        Ok(Some(refusal.to_problem()))
     }
 
     /// Checks the stream's credential again: if it no longer opens the
@@ -590,12 +586,6 @@ pub async fn wall_live(
     // Subscribed before anything is read: nothing approved from now on is
     // missed.
     let changes = state.media.live.subscribe(&state, event.id);
-    let mut credential = HeaderMap::new();
-    for name in [header::AUTHORIZATION, header::HeaderName::from_static("x-guest-code")] {
-        if let Some(value) = headers.get(&name) {
-            credential.insert(name, value.clone());
-        }
-    }
     let listener = Listener {
         state,
         event_id: event.id,
@@ -603,7 +593,7 @@ pub async fn wall_live(
         changes,
         pending: VecDeque::new(),
         catch_up: true,
-        headers: credential,
+        headers,
         query,
         ending: false,
         check_credentials: true,

@@ -13,11 +13,19 @@
 //! `<n>.meta`. A part URL binds the key, the upload, the part number, its
 //! exact length, optional SHA-256 and expiry; a part is received like an
 //! object (temporary file, hashed, fsynced, renamed into place) and is
-//! write-once too. Completing streams the parts in order into one temporary
-//! file (never the whole object in memory), checking each part against its
-//! recorded digest, and files the result like an uploaded object; aborting
-//! removes the upload's directory. Part commits, completes and aborts hold
-//! the same commit lock as objects.
+//! write-once too. Completing checks each part against its recorded length
+//! and digest and files the upload's directory, renamed, as the object: its
+//! metadata lists the parts, and a read streams them in order. No byte is
+//! copied or written again (an object in parts costs its one write, as in
+//! S3), and, as for an S3 object assembled from parts, the store knows its
+//! composite checksum, not a SHA-256 of the whole. Aborting removes the
+//! upload's directory.
+//!
+//! Locks: moving an object into place, deleting it and completing an upload
+//! hold the lock of the object's key; a part's commit holds its upload's
+//! lock shared (parts of one upload commit side by side, each under the
+//! lock of its number), a complete or an abort exclusively. Each is one of
+//! a fixed set, chosen by a hash of the key or the upload id.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -29,7 +37,7 @@ use futures_util::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, RwLock};
 use upload_once_core::ErrorCode;
 use upload_once_core::time::{UnixMillis, format_rfc3339};
 use upload_once_core::wire::UploadInstruction;
@@ -66,9 +74,15 @@ pub struct SignedQuery {
 struct MetaFile {
     size: u64,
     content_type: String,
-    sha256: String,
+    /// The whole object's SHA-256; absent for an object filed from parts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sha256: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     composite_sha256: Option<String>,
+    /// An object filed from parts: the parts' numbers and sizes, in order.
+    /// The object's path is then a directory holding each part as `<n>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    parts: Vec<(u32, u64)>,
 }
 
 /// A part's record, `<n>.meta` beside its bytes.
@@ -186,10 +200,22 @@ pub struct LocalObjectStore {
     root: PathBuf,
     public_base: String,
     signer: Signer,
-    /// Serialises moving objects and parts into place, deleting them, and
-    /// ending uploads, so a check of the attempt's state and the move happen
-    /// as one step.
-    commit_lock: Mutex<()>,
+    /// By key: moving an object into place, deleting it, completing the
+    /// upload that files it, so a check of the attempt's state and the move
+    /// happen as one step.
+    key_locks: Vec<Mutex<()>>,
+    /// By upload: shared by its parts' commits, exclusive to end it.
+    upload_locks: Vec<RwLock<()>>,
+    /// By upload and part number: one commit of a part at a time.
+    part_locks: Vec<Mutex<()>>,
+}
+
+/// How many locks of each kind (a hash picks one).
+const LOCK_STRIPES: usize = 64;
+
+fn stripe(of: impl std::hash::Hash) -> usize {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(of) as usize % LOCK_STRIPES
 }
 
 impl LocalObjectStore {
@@ -201,8 +227,22 @@ impl LocalObjectStore {
             root: root.to_owned(),
             public_base: public_base.to_owned(),
             signer,
-            commit_lock: Mutex::new(()),
+            key_locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            upload_locks: (0..LOCK_STRIPES).map(|_| RwLock::new(())).collect(),
+            part_locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
         })
+    }
+
+    fn key_lock(&self, key: &str) -> &Mutex<()> {
+        &self.key_locks[stripe(key)]
+    }
+
+    fn upload_lock(&self, upload_id: &str) -> &RwLock<()> {
+        &self.upload_locks[stripe(upload_id)]
+    }
+
+    fn part_lock(&self, upload_id: &str, number: u32) -> &Mutex<()> {
+        &self.part_locks[stripe((upload_id, number))]
     }
 
     fn message(key: &str, content_type: &str, size: u64, exp_secs: i64, sha: Option<&str>) -> String {
@@ -310,18 +350,20 @@ impl LocalObjectStore {
         let meta = MetaFile {
             size: received.size,
             content_type: content_type.to_owned(),
-            sha256: received.sha256.clone(),
+            sha256: Some(received.sha256.clone()),
             composite_sha256: None,
+            parts: Vec::new(),
         };
-        let _guard = self.commit_lock.lock().await;
+        let _guard = self.key_lock(key).lock().await;
         allow().await?;
         self.commit_locked(key, meta, received).await
     }
 
-    /// [`LocalObjectStore::commit`] with the commit lock held.
+    /// [`LocalObjectStore::commit`] with the key's lock held.
     async fn commit_locked(&self, key: &str, meta: MetaFile, received: Received) -> Result<Commit> {
         if let Some(existing) = self.read_meta(key).await? {
-            return if existing.sha256.as_deref() == Some(meta.sha256.as_str())
+            return if existing.sha256.is_some()
+                && existing.sha256 == meta.sha256
                 && existing.content_type == meta.content_type
             {
                 Ok(Commit::AlreadyStored(existing))
@@ -357,7 +399,8 @@ impl LocalObjectStore {
             return Err(no_such_upload());
         }
         let dir = self.upload_dir(upload_id);
-        let _guard = self.commit_lock.lock().await;
+        let _upload = self.upload_lock(upload_id).read().await;
+        let _part = self.part_lock(upload_id, number).lock().await;
         allow().await?;
         if !tokio::fs::try_exists(dir.join("upload.json")).await? {
             return Err(no_such_upload());
@@ -433,20 +476,14 @@ impl LocalObjectStore {
         Ok(Some(parts))
     }
 
-    /// Copies the parts in order into one temporary file; the file, and
-    /// the parts' digests. Each part is checked against the store's record
-    /// of it (its length, and the SHA-256 computed and fsynced with it when
-    /// it was received); the copy is the kernel's (`copy_file_range`, no
-    /// bytes through this process), while another thread reads the parts
-    /// again for the whole object's SHA-256, so assembling costs about one
-    /// pass over the bytes.
-    async fn assemble(&self, dir: &Path, parts: &[ListedPart]) -> Result<(Received, Vec<String>)> {
+    /// The parts' digests, in order, after checking each part against the
+    /// store's record of it (its length, and the SHA-256 computed and
+    /// fsynced with it when it was received).
+    async fn check_parts(&self, dir: &Path, parts: &[ListedPart]) -> Result<Vec<String>> {
         let mut digests = Vec::with_capacity(parts.len());
-        let mut paths = Vec::with_capacity(parts.len());
         for part in parts {
             let recorded = self.read_part_meta(dir, part.number).await?;
-            let path = dir.join(part.number.to_string());
-            let on_disk = tokio::fs::metadata(&path).await?.len();
+            let on_disk = tokio::fs::metadata(dir.join(part.number.to_string())).await?.len();
             match recorded {
                 Some(r) if r.size == part.size && on_disk == part.size => digests.push(r.sha256),
                 _ => {
@@ -456,60 +493,34 @@ impl LocalObjectStore {
                     )));
                 }
             }
-            paths.push(path);
         }
-        let mut name = [0u8; 16];
-        random_bytes(&mut name);
-        let path = self.root.join(".tmp").join(hex::encode(name));
-        let mut received = Received { path: path.clone(), size: 0, sha256: String::new() };
-        let sources = paths.clone();
-        let copy = tokio::task::spawn_blocking(move || -> io::Result<u64> {
-            let mut out = std::fs::File::create(&path)?;
-            let mut size = 0;
-            for source in &sources {
-                size += io::copy(&mut std::fs::File::open(source)?, &mut out)?;
-            }
-            out.sync_all()?;
-            Ok(size)
-        });
-        let hash = tokio::task::spawn_blocking(move || -> io::Result<String> {
-            use std::io::Read;
-            let mut whole = Sha256::new();
-            let mut buf = vec![0u8; 4 << 20];
-            for source in &paths {
-                let mut file = std::fs::File::open(source)?;
-                loop {
-                    let n = file.read(&mut buf)?;
-                    if n == 0 {
-                        break;
-                    }
-                    whole.update(&buf[..n]);
-                }
-            }
-            Ok(hex::encode(whole.finalize()))
-        });
-        let (copied, hashed) = tokio::join!(copy, hash);
-        let joined = |e: tokio::task::JoinError| Error::Io(io::Error::other(e));
-        received.size = copied.map_err(joined)??;
-        received.sha256 = hashed.map_err(joined)??;
-        let expected: u64 = parts.iter().map(|p| p.size).sum();
-        if received.size != expected {
-            return Err(Error::ObjectStore(format!("assembled {} bytes where {expected} were listed", received.size)));
-        }
-        Ok((received, digests))
+        Ok(digests)
     }
 
     fn to_meta(m: MetaFile) -> ObjectMeta {
+        // S3's ETag of an object from parts ends in `-<count>`; so does this.
+        let etag = match (&m.sha256, &m.composite_sha256) {
+            (Some(sha), _) => format!("\"{sha}\""),
+            (None, Some(composite)) => format!("\"{composite}\""),
+            (None, None) => format!("\"{}-{}\"", m.size, m.parts.len()),
+        };
         ObjectMeta {
             size: m.size,
             content_type: m.content_type,
-            etag: format!("\"{}\"", m.sha256),
-            sha256: Some(m.sha256),
+            etag,
+            sha256: m.sha256,
             composite_sha256: m.composite_sha256,
         }
     }
 
     async fn read_meta(&self, key: &str) -> Result<Option<ObjectMeta>> {
+        Ok(self.read_meta_file(key).await?.map(Self::to_meta))
+    }
+
+    /// An object's metadata, if the object is whole: a file of the recorded
+    /// size, or a directory of parts (filed by one rename, after its
+    /// metadata).
+    async fn read_meta_file(&self, key: &str) -> Result<Option<MetaFile>> {
         if !is_valid_key(key) {
             return Ok(None);
         }
@@ -525,10 +536,92 @@ impl LocalObjectStore {
         };
         let meta: MetaFile =
             serde_json::from_slice(&bytes).map_err(|e| Error::Io(io::Error::new(io::ErrorKind::InvalidData, e)))?;
-        if meta.size != object.len() {
-            return Ok(None);
+        let whole = if object.is_dir() {
+            !meta.parts.is_empty() && meta.parts.iter().map(|(_, size)| size).sum::<u64>() == meta.size
+        } else {
+            meta.parts.is_empty() && meta.size == object.len()
+        };
+        Ok(whole.then_some(meta))
+    }
+
+    /// The files an object's bytes are in, in order, each with its length:
+    /// the object's own file, or its parts.
+    fn pieces(&self, key: &str, meta: &MetaFile) -> Vec<(PathBuf, u64)> {
+        let path = self.object_path(key);
+        if meta.parts.is_empty() {
+            vec![(path, meta.size)]
+        } else {
+            meta.parts.iter().map(|(number, size)| (path.join(number.to_string()), *size)).collect()
         }
-        Ok(Some(Self::to_meta(meta)))
+    }
+
+    /// Bytes `[first, first + len)` of an object laid out in `pieces`, read
+    /// 64 KiB at a time, one piece after the other. A piece shorter than
+    /// its recorded length ends the stream with an error.
+    fn read_pieces(pieces: Vec<(PathBuf, u64)>, first: u64, len: u64) -> ObjectBody {
+        use tokio::io::{AsyncReadExt, AsyncSeekExt};
+        // The pieces that hold the range: where to start in each, how much.
+        let (mut skip, mut left) = (first, len);
+        let mut wanted = Vec::new();
+        for (path, size) in pieces {
+            if left == 0 {
+                break;
+            }
+            if skip >= size {
+                skip -= size;
+                continue;
+            }
+            let take = (size - skip).min(left);
+            wanted.push((path, skip, take));
+            left -= take;
+            skip = 0;
+        }
+        struct Reading {
+            pieces: std::vec::IntoIter<(PathBuf, u64, u64)>,
+            /// The piece being read, and how much of it is still to read.
+            file: Option<(tokio::fs::File, u64)>,
+            failed: bool,
+        }
+        async fn next_chunk(st: &mut Reading) -> Option<io::Result<Bytes>> {
+            loop {
+                if st.failed {
+                    return None;
+                }
+                let (file, left) = match &mut st.file {
+                    Some((file, left)) if *left > 0 => (file, left),
+                    _ => {
+                        let (path, offset, take) = st.pieces.next()?;
+                        let mut file = match tokio::fs::File::open(&path).await {
+                            Ok(file) => file,
+                            Err(e) => return Some(Err(e)),
+                        };
+                        if offset > 0 {
+                            if let Err(e) = file.seek(io::SeekFrom::Start(offset)).await {
+                                return Some(Err(e));
+                            }
+                        }
+                        st.file = Some((file, take));
+                        continue;
+                    }
+                };
+                let mut buf = vec![0u8; (64 * 1024).min(*left as usize)];
+                return match file.read(&mut buf).await {
+                    Ok(0) => Some(Err(io::Error::from(io::ErrorKind::UnexpectedEof))),
+                    Ok(n) => {
+                        buf.truncate(n);
+                        *left -= n as u64;
+                        Some(Ok(Bytes::from(buf)))
+                    }
+                    Err(e) => Some(Err(e)),
+                };
+            }
+        }
+        let state = Reading { pieces: wanted.into_iter(), file: None, failed: false };
+        Box::pin(futures_util::stream::unfold(state, |mut st| async move {
+            let chunk = next_chunk(&mut st).await?;
+            st.failed = chunk.is_err();
+            Some((chunk, st))
+        }))
     }
 
     /// Every stored object key (checkers and tests).
@@ -544,7 +637,14 @@ impl LocalObjectStore {
                     continue;
                 }
                 if entry.file_type().await?.is_dir() {
-                    stack.push(path);
+                    // An object filed from parts (its upload's directory).
+                    if tokio::fs::try_exists(path.join("upload.json")).await? {
+                        if let Ok(rel) = path.strip_prefix(&self.root) {
+                            keys.push(rel.to_string_lossy().replace('\\', "/"));
+                        }
+                    } else {
+                        stack.push(path);
+                    }
                 } else if !name.ends_with(".meta") {
                     if let Ok(rel) = path.strip_prefix(&self.root) {
                         keys.push(rel.to_string_lossy().replace('\\', "/"));
@@ -629,44 +729,59 @@ impl ObjectStore for LocalObjectStore {
         self.list_parts_in(upload_id).await.map_err(unavailable)
     }
 
-    /// Idempotent: an object already assembled is kept, and what is left of
-    /// its upload removed.
+    /// Idempotent: an object already filed is kept, and what is left of
+    /// its upload removed. The upload's directory becomes the object: its
+    /// metadata (listing the parts) lands first, the directory's rename is
+    /// the commit point, and no byte is copied.
     async fn complete_multipart(&self, key: &str, upload_id: &str, parts: &[ListedPart]) -> Result<()> {
         if !is_valid_key(key) || !is_valid_upload_id(upload_id) {
             return Err(Error::ObjectStore(format!("no upload {upload_id} for {key}")));
         }
         let dir = self.upload_dir(upload_id);
+        let _upload = self.upload_lock(upload_id).write().await;
+        let _key = self.key_lock(key).lock().await;
         let done = async {
-            if self.read_meta(key).await?.is_none() {
-                let record: UploadFile = match tokio::fs::read(dir.join("upload.json")).await {
-                    Ok(bytes) => serde_json::from_slice(&bytes)
-                        .map_err(|e| Error::Io(io::Error::new(io::ErrorKind::InvalidData, e)))?,
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                        return Err(Error::ObjectStore(format!("no upload {upload_id} for {key}")));
-                    }
-                    Err(e) => return Err(e.into()),
-                };
-                // The long part, outside the lock: parts are write-once, and
-                // an upload is only aborted once its attempt is over.
-                let (received, digests) = self.assemble(&dir, parts).await?;
-                let meta = MetaFile {
-                    size: received.size,
-                    content_type: record.content_type,
-                    sha256: received.sha256.clone(),
-                    composite_sha256: crate::multipart::composite_sha256(digests.iter().map(|d| Some(d.as_str()))),
-                };
-                let _guard = self.commit_lock.lock().await;
-                // Aborted while it was being assembled (its attempt is over,
-                // and its object may be deleted already): not completed.
-                // Assembled meanwhile by another complete: that one stands.
-                if self.read_meta(key).await?.is_none() && !tokio::fs::try_exists(dir.join("upload.json")).await? {
+            if self.read_meta(key).await?.is_some() {
+                // Filed before (the answer was lost): what is left goes.
+                absent_is_fine(tokio::fs::remove_dir_all(&dir).await)?;
+                sync_dir(&self.root.join(".parts")).await;
+                return Ok(());
+            }
+            let record: UploadFile = match tokio::fs::read(dir.join("upload.json")).await {
+                Ok(bytes) => serde_json::from_slice(&bytes)
+                    .map_err(|e| Error::Io(io::Error::new(io::ErrorKind::InvalidData, e)))?,
+                // Aborted (its attempt is over, and its object may be
+                // deleted already): not completed.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
                     return Err(Error::ObjectStore(format!("upload {upload_id} for {key} was aborted")));
                 }
-                self.commit_locked(key, meta, received).await?;
-                absent_is_fine(tokio::fs::remove_dir_all(&dir).await)?;
-            } else {
-                let _guard = self.commit_lock.lock().await;
-                absent_is_fine(tokio::fs::remove_dir_all(&dir).await)?;
+                Err(e) => return Err(e.into()),
+            };
+            if record.key != key {
+                return Err(Error::ObjectStore(format!("upload {upload_id} is not for {key}")));
+            }
+            let digests = self.check_parts(&dir, parts).await?;
+            let meta = MetaFile {
+                size: parts.iter().map(|p| p.size).sum(),
+                content_type: record.content_type,
+                sha256: None,
+                composite_sha256: crate::multipart::composite_sha256(digests.iter().map(|d| Some(d.as_str()))),
+                parts: parts.iter().map(|p| (p.number, p.size)).collect(),
+            };
+            let object_path = self.object_path(key);
+            if let Some(parent) = object_path.parent() {
+                tokio::fs::create_dir_all(parent).await?;
+            }
+            // A leftover of a delete cut short: no longer an object.
+            absent_is_fine(tokio::fs::remove_file(&object_path).await)?;
+            let mut name = [0u8; 16];
+            random_bytes(&mut name);
+            let meta_tmp = self.root.join(".tmp").join(format!("{}.meta", hex::encode(name)));
+            write_synced(&meta_tmp, &serde_json::to_vec(&meta).unwrap_or_default()).await?;
+            tokio::fs::rename(&meta_tmp, self.meta_path(key)).await?;
+            tokio::fs::rename(&dir, &object_path).await?;
+            if let Some(parent) = object_path.parent() {
+                sync_dir(parent).await;
             }
             sync_dir(&self.root.join(".parts")).await;
             Ok(())
@@ -679,7 +794,7 @@ impl ObjectStore for LocalObjectStore {
         if !is_valid_upload_id(upload_id) {
             return Ok(());
         }
-        let _guard = self.commit_lock.lock().await;
+        let _upload = self.upload_lock(upload_id).write().await;
         absent_is_fine(tokio::fs::remove_dir_all(self.upload_dir(upload_id)).await).map_err(unavailable)?;
         sync_dir(&self.root.join(".parts")).await;
         Ok(())
@@ -690,52 +805,24 @@ impl ObjectStore for LocalObjectStore {
     }
 
     async fn get(&self, key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        let Some(meta) = self.read_meta(key).await.map_err(unavailable)? else { return Ok(None) };
-        let file = match tokio::fs::File::open(self.object_path(key)).await {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(unavailable(e.into())),
-        };
-        let stream = futures_util::stream::unfold(file, |mut file| async move {
-            use tokio::io::AsyncReadExt;
-            let mut buf = vec![0u8; 64 * 1024];
-            match file.read(&mut buf).await {
-                Ok(0) => None,
-                Ok(n) => {
-                    buf.truncate(n);
-                    Some((Ok(Bytes::from(buf)), file))
-                }
-                Err(e) => Some((Err(e), file)),
-            }
-        });
-        Ok(Some((meta, Box::pin(stream))))
+        let Some(meta) = self.read_meta_file(key).await.map_err(unavailable)? else { return Ok(None) };
+        // Gone since its metadata was read (a delete): absent.
+        let pieces = self.pieces(key, &meta);
+        if let Err(e) = tokio::fs::metadata(&pieces[0].0).await {
+            return if e.kind() == io::ErrorKind::NotFound { Ok(None) } else { Err(unavailable(e.into())) };
+        }
+        let size = meta.size;
+        Ok(Some((Self::to_meta(meta), Self::read_pieces(pieces, 0, size))))
     }
 
     async fn get_range(&self, key: &str, first: u64, last: u64) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        use tokio::io::{AsyncReadExt, AsyncSeekExt};
-        let Some(meta) = self.read_meta(key).await.map_err(unavailable)? else { return Ok(None) };
-        let mut file = match tokio::fs::File::open(self.object_path(key)).await {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(unavailable(e.into())),
-        };
-        file.seek(io::SeekFrom::Start(first)).await.map_err(|e| unavailable(e.into()))?;
-        let left = last.saturating_add(1).saturating_sub(first);
-        let stream = futures_util::stream::unfold((file, left), |(mut file, left)| async move {
-            if left == 0 {
-                return None;
-            }
-            let mut buf = vec![0u8; (64 * 1024).min(left as usize)];
-            match file.read(&mut buf).await {
-                Ok(0) => Some((Err(io::Error::from(io::ErrorKind::UnexpectedEof)), (file, 0))),
-                Ok(n) => {
-                    buf.truncate(n);
-                    Some((Ok(Bytes::from(buf)), (file, left - n as u64)))
-                }
-                Err(e) => Some((Err(e), (file, 0))),
-            }
-        });
-        Ok(Some((meta, Box::pin(stream))))
+        let Some(meta) = self.read_meta_file(key).await.map_err(unavailable)? else { return Ok(None) };
+        let pieces = self.pieces(key, &meta);
+        if let Err(e) = tokio::fs::metadata(&pieces[0].0).await {
+            return if e.kind() == io::ErrorKind::NotFound { Ok(None) } else { Err(unavailable(e.into())) };
+        }
+        let len = last.saturating_add(1).saturating_sub(first);
+        Ok(Some((Self::to_meta(meta), Self::read_pieces(pieces, first, len))))
     }
 
     async fn put(&self, key: &str, content_type: &str, bytes: Bytes) -> Result<ObjectMeta> {
@@ -747,10 +834,11 @@ impl ObjectStore for LocalObjectStore {
         let meta = MetaFile {
             size: received.size,
             content_type: content_type.to_owned(),
-            sha256: received.sha256.clone(),
+            sha256: Some(received.sha256.clone()),
             composite_sha256: None,
+            parts: Vec::new(),
         };
-        let _guard = self.commit_lock.lock().await;
+        let _guard = self.key_lock(key).lock().await;
         // Replaced, not refused: the old object stays whole until the rename.
         let object_path = self.object_path(key);
         if let Some(parent) = object_path.parent() {
@@ -776,15 +864,24 @@ impl ObjectStore for LocalObjectStore {
         if !is_valid_key(key) {
             return Ok(());
         }
-        let _guard = self.commit_lock.lock().await;
-        for path in [self.object_path(key), self.meta_path(key)] {
-            match tokio::fs::remove_file(&path).await {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(unavailable(e.into())),
+        let _guard = self.key_lock(key).lock().await;
+        let object_path = self.object_path(key);
+        let removed = async {
+            if tokio::fs::metadata(&object_path).await.is_ok_and(|m| m.is_dir()) {
+                // An object in parts: out of its place in one rename, then
+                // removed (a power cut in between leaves it under .tmp).
+                let mut name = [0u8; 16];
+                random_bytes(&mut name);
+                let trash = self.root.join(".tmp").join(format!("deleted-{}", hex::encode(name)));
+                absent_is_fine(tokio::fs::rename(&object_path, &trash).await)?;
+                absent_is_fine(tokio::fs::remove_file(self.meta_path(key)).await)?;
+                absent_is_fine(tokio::fs::remove_dir_all(&trash).await)
+            } else {
+                absent_is_fine(tokio::fs::remove_file(&object_path).await)?;
+                absent_is_fine(tokio::fs::remove_file(self.meta_path(key)).await)
             }
-        }
-        Ok(())
+        };
+        removed.await.map_err(unavailable)
     }
 
     async fn list(&self) -> Result<Vec<String>> {

@@ -263,13 +263,16 @@ impl Pipeline {
     /// The next thing to do for `ledger`'s missing parts: hash one (at most
     /// `parallelism` parts are on their way), sign what is hashed (one
     /// request at a time), send what is signed. `network` says whether a
-    /// request may start now (the page's concurrency limit).
+    /// part's PUT may start now (the page's concurrency limit); `sign`
+    /// whether a sign request may (it may go beside a full set of PUTs, so
+    /// the next parts are signed while the current ones are on the wire,
+    /// and a slot that frees is taken at once, never after a round trip).
     pub fn poll(
         &mut self,
         ledger: &Ledger,
         size: u64,
         parallelism: usize,
-        network: bool,
+        (network, sign): (bool, bool),
         now: UnixMillis,
     ) -> Option<PartAction> {
         if self.draining {
@@ -297,7 +300,7 @@ impl Pipeline {
                 return Some(PartAction::Send { number, start, end, upload });
             }
         }
-        if network && !self.signing {
+        if sign && !self.signing {
             {
                 let batch: Vec<PartRequest> = self
                     .parts

@@ -858,6 +858,10 @@ impl Scheduler {
         let hash_limit = self.hash_limit;
         for id in keys {
             let network = self.active < self.concurrency;
+            // A sign request is small and short: it may go beside a full set
+            // of transfers (one more request than `concurrency`), so the
+            // next parts are signed before a slot frees.
+            let sign = self.active < self.concurrency + 1;
             let parallelism = self.part_parallelism;
             let e = self.entries.get_mut(&id).expect("ordered ids have entries");
             if !e.owned || e.busy || e.hashing || !e.may_act() || e.record.is_terminal() {
@@ -873,7 +877,7 @@ impl Scheduler {
             let e = self.entries.get_mut(&id).expect("present");
             if action == Action::Parts {
                 let ledger = e.record.multipart.as_ref().expect("a multipart attempt has its ledger");
-                let Some(part) = e.pipeline.poll(ledger, e.record.file.size, parallelism, network, now) else {
+                let Some(part) = e.pipeline.poll(ledger, e.record.file.size, parallelism, (network, sign), now) else {
                     continue;
                 };
                 let command = match part {

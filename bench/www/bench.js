@@ -43,6 +43,16 @@ window.makeBlob = (bytes) => {
   return blob.size;
 };
 
+/**
+ * Sends the file picked in `#pick` (a file on disk, as a guest's is) in
+ * every later round instead of an in-memory Blob: Chromium holds Blobs made
+ * in the page in memory, and reads of large ones fail part-way.
+ */
+window.usePickedFile = () => {
+  blob = document.getElementById("pick").files[0];
+  return blob.size;
+};
+
 let round = 0;
 /** Sends the Blob through upload-once, from add() until confirmed. */
 window.transferUploadOnce = async ({ event, code }) => {
@@ -73,7 +83,7 @@ window.transferBareXhr = async ({ url, headers }) => {
 
 /** Uploads `bytes` through upload-once and samples memory meanwhile. */
 window.memoryDuringUpload = async ({ event, code, bytes }) => {
-  window.makeBlob(bytes);
+  if (!blob || blob.size !== bytes) window.makeBlob(bytes);
   const uploader = await Uploader.open({ apiBase: api, event, guestCode: code, dbName: `bench-m-${Date.now()}`, keepFileMaxBytes: 0 });
   const wasmBefore = wasm.memory.buffer.byteLength;
   const heap = () => (performance.memory ? performance.memory.usedJSHeapSize : 0);

@@ -138,11 +138,13 @@ pub enum Effect {
         stale_token: Option<String>,
     },
     /// Send a request with the session's token; answer [`Input::Outcome`]
-    /// or, for a status check, [`Input::Status`].
+    /// or, for a status check, [`Input::Status`]. Hashing a file or a part
+    /// comes this way too, though it is no request (answered with
+    /// [`Input::Outcome`]; its token is empty: it needs no session).
     Send {
         /// The request.
         command: Command,
-        /// The session token to send it with.
+        /// The session token to send it with (empty for hashing).
         token: String,
     },
     /// Abort the attempt's transfer, if one runs.
@@ -1316,6 +1318,12 @@ impl Page {
             if let Command::Upload { id, .. } | Command::Confirm { id, .. } = &command {
                 self.effects.push_back(Effect::Changed(*id));
             }
+            // Hashing is the page's own work, not a request: it needs no
+            // session, so a file picked on a first visit is hashed while the
+            // join is under way (its authorize then waits for the session).
+            if !command.is_request() {
+                return Some(Effect::Send { command, token: String::new() });
+            }
             // An authorized attempt goes with its own session's token, even
             // one that lapsed (the server answers it about its attempts): no
             // join is needed to learn what became of it.
@@ -1341,6 +1349,12 @@ impl Page {
                 }
             }
         }
+    }
+
+    /// Requests that wait for the guest session (a join under way): each
+    /// holds its slot of the concurrency limit meanwhile.
+    pub fn requests_waiting_for_session(&self) -> usize {
+        self.waiting_for_session.iter().filter(|c| c.is_request()).count()
     }
 
     /// When the page next has something to do by itself (a backoff ends, a

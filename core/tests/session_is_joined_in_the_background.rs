@@ -28,6 +28,29 @@ fn files_added_before_the_join_answers_wait_for_it_then_upload() {
 }
 
 #[test]
+fn a_file_picked_before_the_join_answers_is_hashed_meanwhile() {
+    let mut sim = Sim::first_visit(SimConfig::default());
+    sim.hold_join = true;
+    let id = sim.add_jpeg(100);
+    sim.pump();
+    assert_eq!(sim.stats.joins, 1, "the join is under way");
+    assert!(sim.page().session().is_none());
+    assert_eq!(sim.stats.file_hashes, 1, "the file was hashed without waiting for the session");
+    assert!(sim.record(id).sha256.is_some(), "its content hash is in its record");
+    assert!(sim.stats.sent.is_empty(), "no request went without a session");
+    sim.answer_join();
+    sim.run_until_idle();
+    assert_eq!(sim.record(id).confirmation, Confirmation::Confirmed);
+    assert_eq!(sim.stats.file_hashes, 1, "hashed once");
+    let authorize = sim.stats.sent.iter().find_map(|s| match &s.command {
+        upload_once_core::scheduler::Command::Authorize { request, .. } => Some(request.clone()),
+        _ => None,
+    });
+    assert_eq!(authorize.and_then(|r| r.sha256), sim.record(id).sha256, "the authorize carried it");
+    sim.check_exactly_once().unwrap();
+}
+
+#[test]
 fn a_refused_guest_code_is_reported_and_files_picked_later_are_refused_with_it() {
     let mut sim = Sim::first_visit(SimConfig::default());
     sim.join_failure = Some(problem(403, ErrorCode::WrongGuestCode, "this guest code does not open this event"));

@@ -1184,6 +1184,10 @@ pub struct Sim {
     next_tab: u32,
     /// When set, the server refuses (or does not answer) every join.
     pub join_failure: Option<Failure>,
+    /// When set, a join's answer is held back (the request is under way)
+    /// until [`Sim::answer_join`].
+    pub hold_join: bool,
+    held_join: Option<(usize, Input)>,
     /// The guest session as stored in IndexedDB (the last one joined).
     pub session_token: String,
 }
@@ -1208,6 +1212,8 @@ impl Sim {
             locks: BTreeMap::new(),
             next_tab: 0,
             join_failure: None,
+            hold_join: false,
+            held_join: None,
             session_token: SESSION.to_owned(),
             config,
         };
@@ -1569,6 +1575,14 @@ impl Sim {
     /// Carries out every effect of every tab, feeding back the answers that
     /// come at once (locks, reads, kept files, the session), until nothing
     /// is left. Writes of records stay pending until [`Sim::persist`].
+    /// Delivers a join answer held back by [`Sim::hold_join`] (and stops
+    /// holding them).
+    pub fn answer_join(&mut self) {
+        self.hold_join = false;
+        let (i, answer) = self.held_join.take().expect("a join is under way");
+        self.tabs[i].inbox.push_back(answer);
+    }
+
     pub fn pump(&mut self) {
         loop {
             let mut busy = false;
@@ -1592,7 +1606,8 @@ impl Sim {
             }
         }
         for tab in &self.tabs {
-            let on_wire = self.counted_on_wire(tab);
+            // (A request waiting for the session holds its slot too.)
+            let on_wire = self.counted_on_wire(tab) + tab.page.requests_waiting_for_session();
             assert_eq!(
                 tab.page.scheduler().active(),
                 on_wire,
@@ -1652,7 +1667,11 @@ impl Sim {
                         Ok(Session { token, event: self.event_info() })
                     }
                 };
-                self.tabs[i].inbox.push_back(Input::Joined(answer));
+                if self.hold_join {
+                    self.held_join = Some((i, Input::Joined(answer)));
+                } else {
+                    self.tabs[i].inbox.push_back(Input::Joined(answer));
+                }
             }
             Effect::Send { command, token } => self.send(i, command, token),
             Effect::Abort(id) => {

@@ -162,15 +162,14 @@ export function timeoutSignal(ms) {
 // slice is read (one part of a large file, never the whole file). Resolves
 // with "" where WebCrypto is missing (a page not served over https or from
 // localhost): the part then goes without a checksum.
-// The bytes read are let go as soon as they are hashed (`transfer(0)`
-// detaches the buffer, freeing its memory at once instead of at the next
-// garbage collection), so parts read one after the other do not pile up.
+// The bytes read are left to the garbage collector: detaching them once
+// hashed (`transfer(0)`) freed them at once, but broke Chromium's in-memory
+// Blobs being stored in IndexedDB meanwhile (InvalidBlob), and reading into
+// reused buffers through `stream()` held more, not less.
 export async function sha256Hex(blob, start, end) {
   const subtle = typeof crypto !== "undefined" && crypto.subtle;
   if (!subtle) return "";
-  const bytes = await blob.slice(start, end).arrayBuffer();
-  const digest = await subtle.digest("SHA-256", bytes);
-  if (typeof bytes.transfer === "function") bytes.transfer(0);
+  const digest = await subtle.digest("SHA-256", await blob.slice(start, end).arrayBuffer());
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 

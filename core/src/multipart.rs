@@ -300,7 +300,15 @@ impl Pipeline {
                 return Some(PartAction::Send { number, start, end, upload });
             }
         }
-        if sign && !self.signing {
+        // A sign request asks for the parts hashed so far: at once when a
+        // free slot has no signed part to send, else once a full set is
+        // hashed (or no more is being hashed), so that signing ahead does
+        // not cost a request per part.
+        let hashed = count(|s| matches!(s, PartState::Hashed { .. }));
+        let signed = count(|s| matches!(s, PartState::Signed { .. }));
+        let starving = network && signed == 0 && sending < parallelism;
+        let worth_it = starving || hashed >= parallelism || hashing == 0;
+        if sign && !self.signing && worth_it {
             {
                 let batch: Vec<PartRequest> = self
                     .parts

@@ -69,15 +69,19 @@ fn three_on_the_wire() -> (Pipeline, Ledger) {
         .filter_map(|a| if let PartAction::Send { number, .. } = a { Some(*number) } else { None })
         .collect();
     assert_eq!(sent, vec![1, 2, 3]);
-    for n in 4..=6 {
+    (p, ledger)
+}
+
+fn hashed(p: &mut Pipeline, numbers: std::ops::RangeInclusive<u32>) {
+    for n in numbers {
         assert!(p.handle_hashed(n, Ok(format!("{n:064x}"))).is_none());
     }
-    (p, ledger)
 }
 
 #[test]
 fn the_next_parts_are_signed_while_every_slot_is_taken() {
     let (mut p, ledger) = three_on_the_wire();
+    hashed(&mut p, 4..=6);
     // The page's slots are all taken by the three PUTs: no PUT may start,
     // but the sign request may go beside them.
     let actions = drain(&mut p, &ledger, (false, true));
@@ -98,8 +102,37 @@ fn the_next_parts_are_signed_while_every_slot_is_taken() {
 #[test]
 fn without_a_sign_slot_nothing_is_signed() {
     let (mut p, ledger) = three_on_the_wire();
+    hashed(&mut p, 4..=6);
     // The page's limit with the sign allowance taken too (other attempts'
     // requests): the hashed parts wait.
     assert!(drain(&mut p, &ledger, (false, false)).is_empty());
     assert_eq!(p.requests_in_flight(), 3);
+}
+
+#[test]
+fn parts_signed_ahead_are_signed_together() {
+    let (mut p, ledger) = three_on_the_wire();
+    // While every slot is busy, one part hashed is not worth a request: the
+    // sign request waits for the set (a request per part cost the server a
+    // transaction per part).
+    hashed(&mut p, 4..=4);
+    assert!(drain(&mut p, &ledger, (false, true)).is_empty(), "part 4 waits for 5 and 6");
+    hashed(&mut p, 5..=6);
+    let actions = drain(&mut p, &ledger, (false, true));
+    assert!(matches!(actions.as_slice(), [PartAction::Sign(batch)] if batch.len() == 3), "{actions:?}");
+}
+
+#[test]
+fn a_free_slot_with_nothing_signed_has_what_is_hashed_signed_at_once() {
+    let ledger = ledger();
+    let mut p = Pipeline::default();
+    assert_eq!(hashes(&drain(&mut p, &ledger, (true, true))), vec![1, 2, 3]);
+    hashed(&mut p, 1..=1);
+    // Nothing is sent and nothing signed: waiting for 2 and 3 would leave
+    // the wire idle.
+    let actions = drain(&mut p, &ledger, (true, true));
+    assert!(
+        matches!(actions.as_slice(), [PartAction::Sign(batch), ..] if batch.iter().map(|r| r.number).collect::<Vec<_>>() == [1]),
+        "{actions:?}"
+    );
 }

@@ -19,7 +19,7 @@
 // orphaned:
 //   uploads N, faults F (hang-ups H), reloads R, confirmed C, lost 0, duplicates 0, orphans 0
 import { spawn } from "node:child_process";
-import { readdirSync, existsSync, statSync } from "node:fs";
+import { readdirSync, existsSync, statSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createEvent, hostMedia, photo } from "../e2e/harness.mjs";
@@ -80,6 +80,9 @@ function largeVideo(seed) {
   return bytes;
 }
 
+// The embedded store's objects, by key: a file, or a directory holding an
+// object's parts (a multipart upload's directory, `upload.json` and all,
+// filed as the object at confirm).
 function objectFiles(dataDir) {
   const root = join(dataDir, "objects");
   const out = [];
@@ -88,12 +91,22 @@ function objectFiles(dataDir) {
     for (const e of readdirSync(d, { withFileTypes: true })) {
       if (e.name.startsWith(".")) continue;
       const p = join(d, e.name);
-      if (e.isDirectory()) walk(p);
+      if (e.isDirectory() && !existsSync(join(p, "upload.json"))) walk(p);
       else if (!e.name.endsWith(".meta")) out.push(p.slice(root.length + 1));
     }
   };
   walk(root);
   return out;
+}
+
+// An object's size: its file's, or for an object in parts the size its
+// metadata records (the sum of its parts, checked by the store when filed).
+function objectSize(dataDir, key) {
+  const path = join(dataDir, "objects", key);
+  if (!statSync(path).isDirectory()) return statSync(path).size;
+  const meta = JSON.parse(readFileSync(`${path}.meta`, "utf8"));
+  const parts = (meta.parts ?? []).reduce((sum, [number, size]) => sum + (statSync(join(path, String(number))).size === size ? size : NaN), 0);
+  return parts === meta.size ? meta.size : NaN;
 }
 
 async function main() {
@@ -212,9 +225,9 @@ async function main() {
     // A media's object, and the renditions the server makes of it.
     const referenced = new Set(media.flatMap((m) => [m.object_key, `${m.object_key}-display`, `${m.object_key}-thumb`]));
     const unreferenced = [...objects].filter((k) => !referenced.has(k));
-    const missing = media.filter((m) => !objects.has(m.object_key) || statSync(join(stack.server.dataDir, "objects", m.object_key)).size !== m.size);
-    // Parts of large files are assembled into their object at confirm and
-    // never left behind.
+    const missing = media.filter((m) => !objects.has(m.object_key) || objectSize(stack.server.dataDir, m.object_key) !== m.size);
+    // Parts of large files become their object at confirm, and no upload is
+    // left open.
     const leftParts = [];
     const walkParts = (d) => {
       if (!existsSync(d)) return;

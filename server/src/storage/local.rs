@@ -313,9 +313,7 @@ impl LocalObjectStore {
         S: Stream<Item = std::result::Result<Bytes, E>> + Unpin,
         E: std::fmt::Display,
     {
-        let mut name = [0u8; 16];
-        random_bytes(&mut name);
-        let path = self.root.join(".tmp").join(hex::encode(name));
+        let path = self.tmp_path("", "");
         let mut file = tokio::fs::File::create(&path).await?;
         let mut received = Received { path, size: 0, sha256: String::new() };
         let mut hasher = Sha256::new();
@@ -624,6 +622,28 @@ impl LocalObjectStore {
         }))
     }
 
+    /// An object's bytes: all of them, or the range `[first, last]`.
+    async fn read(&self, key: &str, range: Option<(u64, u64)>) -> Result<Option<(ObjectMeta, ObjectBody)>> {
+        let Some(meta) = self.read_meta_file(key).await.map_err(unavailable)? else { return Ok(None) };
+        // Gone since its metadata was read (a delete): absent.
+        let pieces = self.pieces(key, &meta);
+        if let Err(e) = tokio::fs::metadata(&pieces[0].0).await {
+            return if e.kind() == io::ErrorKind::NotFound { Ok(None) } else { Err(unavailable(e.into())) };
+        }
+        let (first, len) = match range {
+            Some((first, last)) => (first, last.saturating_add(1).saturating_sub(first)),
+            None => (0, meta.size),
+        };
+        Ok(Some((Self::to_meta(meta), Self::read_pieces(pieces, first, len))))
+    }
+
+    /// A fresh path under `.tmp`: `prefix`, random hex, `suffix`.
+    fn tmp_path(&self, prefix: &str, suffix: &str) -> PathBuf {
+        let mut name = [0u8; 16];
+        random_bytes(&mut name);
+        self.root.join(".tmp").join(format!("{prefix}{}{suffix}", hex::encode(name)))
+    }
+
     /// Every stored object key (checkers and tests).
     pub async fn list_keys(&self) -> Result<Vec<String>> {
         let mut keys = Vec::new();
@@ -774,9 +794,7 @@ impl ObjectStore for LocalObjectStore {
             }
             // A leftover of a delete cut short: no longer an object.
             absent_is_fine(tokio::fs::remove_file(&object_path).await)?;
-            let mut name = [0u8; 16];
-            random_bytes(&mut name);
-            let meta_tmp = self.root.join(".tmp").join(format!("{}.meta", hex::encode(name)));
+            let meta_tmp = self.tmp_path("", ".meta");
             write_synced(&meta_tmp, &serde_json::to_vec(&meta).unwrap_or_default()).await?;
             tokio::fs::rename(&meta_tmp, self.meta_path(key)).await?;
             tokio::fs::rename(&dir, &object_path).await?;
@@ -805,24 +823,11 @@ impl ObjectStore for LocalObjectStore {
     }
 
     async fn get(&self, key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        let Some(meta) = self.read_meta_file(key).await.map_err(unavailable)? else { return Ok(None) };
-        // Gone since its metadata was read (a delete): absent.
-        let pieces = self.pieces(key, &meta);
-        if let Err(e) = tokio::fs::metadata(&pieces[0].0).await {
-            return if e.kind() == io::ErrorKind::NotFound { Ok(None) } else { Err(unavailable(e.into())) };
-        }
-        let size = meta.size;
-        Ok(Some((Self::to_meta(meta), Self::read_pieces(pieces, 0, size))))
+        self.read(key, None).await
     }
 
     async fn get_range(&self, key: &str, first: u64, last: u64) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        let Some(meta) = self.read_meta_file(key).await.map_err(unavailable)? else { return Ok(None) };
-        let pieces = self.pieces(key, &meta);
-        if let Err(e) = tokio::fs::metadata(&pieces[0].0).await {
-            return if e.kind() == io::ErrorKind::NotFound { Ok(None) } else { Err(unavailable(e.into())) };
-        }
-        let len = last.saturating_add(1).saturating_sub(first);
-        Ok(Some((Self::to_meta(meta), Self::read_pieces(pieces, first, len))))
+        self.read(key, Some((first, last))).await
     }
 
     async fn put(&self, key: &str, content_type: &str, bytes: Bytes) -> Result<ObjectMeta> {
@@ -870,9 +875,7 @@ impl ObjectStore for LocalObjectStore {
             if tokio::fs::metadata(&object_path).await.is_ok_and(|m| m.is_dir()) {
                 // An object in parts: out of its place in one rename, then
                 // removed (a power cut in between leaves it under .tmp).
-                let mut name = [0u8; 16];
-                random_bytes(&mut name);
-                let trash = self.root.join(".tmp").join(format!("deleted-{}", hex::encode(name)));
+                let trash = self.tmp_path("deleted-", "");
                 absent_is_fine(tokio::fs::rename(&object_path, &trash).await)?;
                 absent_is_fine(tokio::fs::remove_file(self.meta_path(key)).await)?;
                 absent_is_fine(tokio::fs::remove_dir_all(&trash).await)
@@ -891,9 +894,7 @@ impl ObjectStore for LocalObjectStore {
     /// Writes, syncs and removes a small file where uploads are received,
     /// so a full disk, a read-only mount or a missing directory shows.
     async fn probe(&self) -> Result<()> {
-        let mut name = [0u8; 16];
-        random_bytes(&mut name);
-        let path = self.root.join(".tmp").join(format!("probe-{}", hex::encode(name)));
+        let path = self.tmp_path("probe-", "");
         let written = async {
             let mut file = tokio::fs::File::create(&path).await?;
             file.write_all(b"probe").await?;

@@ -162,15 +162,110 @@ export function timeoutSignal(ms) {
 // slice is read (one part of a large file, never the whole file). Resolves
 // with "" where WebCrypto is missing (a page not served over https or from
 // localhost): the part then goes without a checksum.
-// The bytes read are left to the garbage collector: detaching them once
-// hashed (`transfer(0)`) freed them at once, but broke Chromium's in-memory
-// Blobs being stored in IndexedDB meanwhile (InvalidBlob), and reading into
-// reused buffers through `stream()` held more, not less.
+// Detaching a read's buffer once hashed (`transfer(0)`) would free it at once,
+// but broke Chromium's in-memory Blobs being stored in IndexedDB meanwhile
+// (InvalidBlob); copying a default `stream()` reader's chunks into reused
+// buffers held more, not less (its chunks are garbage too). Below: the bytes
+// are read straight into reused buffers.
 export async function sha256Hex(blob, start, end) {
   const subtle = typeof crypto !== "undefined" && crypto.subtle;
   if (!subtle) return "";
-  const digest = await subtle.digest("SHA-256", await blob.slice(start, end).arrayBuffer());
+  const slice = blob.slice(start, end);
+  const digest = byobReads && slice.size <= POOLED_MAX_BYTES && !stalledBlobs.has(blob)
+    ? await digestThroughPool(subtle, blob, slice)
+    : await subtle.digest("SHA-256", await slice.arrayBuffer());
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+// Buffers the hashed bytes are read into, reused: `blob.arrayBuffer()` makes a
+// new buffer for every part (8 MiB each, 128 for a gigabyte), garbage the
+// moment its digest is taken, and V8 collects it late, so a large upload in
+// parts grew the page's heap by 100 MiB and more. A byte stream's BYOB reader
+// reads the slice straight into a buffer of ours instead, which goes back to
+// the pool once WebCrypto has its copy of the bytes (`digest` copies its input
+// when called). The pool holds a few buffers while hashing goes on (one per
+// hash in flight: the driver hashes at most a few parts at once) and lets them
+// go when the page stops hashing for a while. Where a Blob's stream has no
+// BYOB reader, or for a slice too large to keep a buffer of, `arrayBuffer()`.
+//
+// Chromium (156) sometimes stops answering a BYOB read of a Blob made in the
+// page (bytes in memory, not a file on disk) part-way, with no error: the
+// read never settles. So a read that brings nothing for `BYOB_STALL_MS` is
+// given up, that slice is read with `arrayBuffer()`, and so is the rest of
+// that Blob (a stall costs its wait once per Blob, not per part). A picked
+// file, read from disk, has not been seen to stall.
+const POOLED_MAX_BYTES = 16 * 1024 * 1024;
+const POOL_IDLE_BUFFERS = 4;
+const POOL_RELEASE_MS = 5000;
+const BYOB_STALL_MS = 2000;
+const STALLED = Symbol("stalled");
+let byobReads = true; // false once this browser's Blob stream has no BYOB reader
+const stalledBlobs = new WeakSet();
+let idleBuffers = [];
+let releaseTimer = 0;
+
+function takeBuffer(size) {
+  clearTimeout(releaseTimer);
+  let best = -1;
+  idleBuffers.forEach((b, i) => {
+    if (b.byteLength >= size && (best < 0 || b.byteLength < idleBuffers[best].byteLength)) best = i;
+  });
+  if (best >= 0) return idleBuffers.splice(best, 1)[0];
+  // Rounded up to a MiB so that a last, shorter part or a file of about the
+  // same size reuses it.
+  return new ArrayBuffer(Math.max(1, Math.ceil(size / 1048576)) * 1048576);
+}
+
+function giveBack(buffer) {
+  // A buffer a failed read left detached (its length is 0) is not kept.
+  if (buffer && buffer.byteLength > 0) {
+    idleBuffers.push(buffer);
+    idleBuffers.sort((a, b) => b.byteLength - a.byteLength);
+    idleBuffers.length = Math.min(idleBuffers.length, POOL_IDLE_BUFFERS);
+  }
+  clearTimeout(releaseTimer);
+  releaseTimer = setTimeout(() => { idleBuffers = []; }, POOL_RELEASE_MS);
+}
+
+async function digestThroughPool(subtle, blob, slice) {
+  const size = slice.size;
+  let reader;
+  try {
+    reader = slice.stream().getReader({ mode: "byob" });
+  } catch (_) {
+    byobReads = false; // this browser's Blob stream is not a byte stream
+    return subtle.digest("SHA-256", await slice.arrayBuffer());
+  }
+  let buffer = takeBuffer(size);
+  try {
+    let filled = 0;
+    while (filled < size) {
+      const read = await readWithin(reader, new Uint8Array(buffer, filled, size - filled), BYOB_STALL_MS);
+      if (read === STALLED) {
+        stalledBlobs.add(blob);
+        reader.cancel().catch(() => {});
+        return subtle.digest("SHA-256", await slice.arrayBuffer());
+      }
+      const { value, done } = read;
+      if (value) buffer = value.buffer; // the read moved our buffer here
+      if (done) break;
+      filled += value.byteLength;
+    }
+    if (filled !== size) throw new DOMException("the file ended before its size", "NotReadableError");
+    return await subtle.digest("SHA-256", new Uint8Array(buffer, 0, size));
+  } catch (e) {
+    reader.cancel().catch(() => {});
+    throw e;
+  } finally {
+    giveBack(buffer); // not kept if a stalled or failed read still holds it
+  }
+}
+
+// One read, or `STALLED` if it brings nothing within `ms`.
+function readWithin(reader, view, ms) {
+  let timer;
+  const stalled = new Promise((resolve) => { timer = setTimeout(() => resolve(STALLED), ms); });
+  return Promise.race([reader.read(view), stalled]).finally(() => clearTimeout(timer));
 }
 
 // Whether the browser still reads this file: a File picked from disk whose

@@ -23,6 +23,7 @@ mod moderation_is_refreshed_on_restore;
 mod needs_file_after_reload_without_blob;
 mod open_makes_no_request_and_joins_in_the_background;
 mod oversize_file_is_refused_before_any_request;
+mod parts_are_hashed_through_reused_buffers;
 mod storage_error_is_reported_and_holds_the_attempt;
 mod stored_records_and_answers_keep_their_format;
 mod two_tabs_joining_at_once_share_one_session;

@@ -51,6 +51,9 @@ pub struct SweepReport {
     /// Objects of deleted events deleted once more after their last signed
     /// URL expired (a late PUT, a late rendition), or found absent.
     pub late_objects_deleted: u64,
+    /// What a crash left under the embedded store's `.tmp` (untouched for an
+    /// hour), removed.
+    pub tmp_entries_removed: u64,
     /// Records of attempts that ended without a media, deleted after the
     /// record retention.
     pub attempts_forgotten: u64,
@@ -114,6 +117,13 @@ pub async fn sweep_once(state: &AppState) -> Result<SweepReport> {
         match purge_event(state, event_id).await {
             Ok(()) => report.events_purged += 1,
             Err(e) => tracing::warn!(event_id, "sweep: could not finish deleting an event: {e}"),
+        }
+    }
+    if let Some(local) = state.objects.as_local() {
+        // Housekeeping: a disk that refuses it holds up nothing else.
+        match local.remove_abandoned_tmp(crate::storage::local::TMP_ABANDONED_AFTER).await {
+            Ok(n) => report.tmp_entries_removed = n,
+            Err(e) => tracing::warn!("sweep: could not clear what a crash left under .tmp: {e}"),
         }
     }
     let (late, refused) = late_deletes(state).await?;
@@ -192,6 +202,7 @@ pub fn spawn(state: AppState, interval: Duration) -> tokio::task::JoinHandle<()>
                         + r.attempts_forgotten
                         + r.sessions_forgotten
                         + r.objects_refused
+                        + r.tmp_entries_removed
                         > 0 =>
                 {
                     tracing::info!(
@@ -204,6 +215,7 @@ pub fn spawn(state: AppState, interval: Duration) -> tokio::task::JoinHandle<()>
                         objects_refused = r.objects_refused,
                         attempts_forgotten = r.attempts_forgotten,
                         sessions_forgotten = r.sessions_forgotten,
+                        tmp_entries_removed = r.tmp_entries_removed,
                         "sweep"
                     )
                 }

@@ -210,6 +210,33 @@ pub struct LocalObjectStore {
     part_locks: Vec<Mutex<()>>,
 }
 
+/// How long an entry under `.tmp` goes unmodified before it is taken for
+/// something a crash left there.
+pub const TMP_ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Removes each entry of `dir` (a file, or a directory with what it holds)
+/// last modified `idle` or longer ago; how many.
+fn remove_idle_entries(dir: &Path, idle: std::time::Duration) -> io::Result<u64> {
+    let now = std::time::SystemTime::now();
+    let mut removed = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let Ok(meta) = entry.metadata() else { continue }; // gone meanwhile
+        let age = meta.modified().ok().and_then(|m| now.duration_since(m).ok());
+        if age.is_none_or(|age| age < idle) {
+            continue;
+        }
+        let gone =
+            if meta.is_dir() { std::fs::remove_dir_all(entry.path()) } else { std::fs::remove_file(entry.path()) };
+        match gone {
+            Ok(()) => removed += 1,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(removed)
+}
+
 /// How many locks of each kind (a hash picks one).
 const LOCK_STRIPES: usize = 64;
 
@@ -220,9 +247,16 @@ fn stripe(of: impl std::hash::Hash) -> usize {
 
 impl LocalObjectStore {
     /// A store under `root`, signing URLs that start with `public_base`.
+    ///
+    /// What a crash left under `.tmp` long ago is removed first
+    /// ([`LocalObjectStore::remove_abandoned_tmp`]).
     pub fn open(root: &Path, public_base: &str, signer: Signer) -> Result<LocalObjectStore> {
         std::fs::create_dir_all(root.join(".tmp"))?;
         std::fs::create_dir_all(root.join(".parts"))?;
+        let removed = remove_idle_entries(&root.join(".tmp"), TMP_ABANDONED_AFTER)?;
+        if removed > 0 {
+            tracing::info!(removed, "removed what an earlier run left under {}", root.join(".tmp").display());
+        }
         Ok(LocalObjectStore {
             root: root.to_owned(),
             public_base: public_base.to_owned(),
@@ -635,6 +669,21 @@ impl LocalObjectStore {
             None => (0, meta.size),
         };
         Ok(Some((Self::to_meta(meta), Self::read_pieces(pieces, first, len))))
+    }
+
+    /// Removes what a crash or a power cut left under `.tmp` (an upload or a
+    /// part received but never named, a metadata file never renamed into
+    /// place, an object in parts moved out to be deleted): each entry not
+    /// modified for `idle` or longer. A write in progress keeps its file's
+    /// modification time fresh, and everything else under `.tmp` is renamed
+    /// away or removed by the call that made it, within that call. How many
+    /// entries were removed.
+    pub async fn remove_abandoned_tmp(&self, idle: std::time::Duration) -> Result<u64> {
+        let dir = self.root.join(".tmp");
+        tokio::task::spawn_blocking(move || remove_idle_entries(&dir, idle))
+            .await
+            .map_err(|e| Error::ObjectStore(format!("the .tmp sweep stopped: {e}")))?
+            .map_err(|e| unavailable(e.into()))
     }
 
     /// A fresh path under `.tmp`: `prefix`, random hex, `suffix`.

@@ -133,6 +133,17 @@ export async function probeBroadcastChannel() {
   return r === "timeout" ? "no-delivery" : r;
 }
 
+// Whether a Blob's stream is a byte stream with a BYOB reader (the library
+// then hashes parts into reused buffers, else with arrayBuffer()).
+export function probeBlobByob() {
+  try {
+    new Blob([new Uint8Array(1)]).stream().getReader({ mode: "byob" }).cancel();
+    return "yes";
+  } catch (e) {
+    return "no:" + errName(e);
+  }
+}
+
 // Private browsing tells: Firefox disables service workers there.
 export function serviceWorkers() {
   return "serviceWorker" in navigator && navigator.serviceWorker ? "present" : "missing";
@@ -163,6 +174,8 @@ extern "C" {
     fn probe_web_locks() -> js_sys::Promise;
     #[wasm_bindgen(js_name = probeBroadcastChannel)]
     fn probe_broadcast_channel() -> js_sys::Promise;
+    #[wasm_bindgen(js_name = probeBlobByob)]
+    fn probe_blob_byob() -> String;
     #[wasm_bindgen(js_name = serviceWorkers)]
     fn service_workers() -> String;
     #[wasm_bindgen(js_name = probePersist)]
@@ -199,7 +212,8 @@ async fn what_this_engine_does() {
     let channel = answer(probe_broadcast_channel()).await;
     let persist = answer(probe_persist()).await;
     let line = format!(
-        "engine-probe: {engine} | blob-in-idb={blob} | refused-request-handling={mixed} | durability={durability} | web-locks={locks} | broadcast-channel={channel} | persist={persist} | service-worker={} | ua={}",
+        "engine-probe: {engine} | blob-in-idb={blob} | refused-request-handling={mixed} | durability={durability} | web-locks={locks} | broadcast-channel={channel} | persist={persist} | blob-byob={} | service-worker={} | ua={}",
+        probe_blob_byob(),
         service_workers(),
         web_sys::window().unwrap().navigator().user_agent().unwrap_or_default()
     );

@@ -30,6 +30,8 @@ extern "C" {
 extern "C" {
     #[wasm_bindgen(js_name = sha256Hex)]
     fn sha256_hex_js(blob: &web_sys::Blob, start: f64, end: f64) -> Promise;
+    #[wasm_bindgen(js_name = hashReadStats)]
+    fn hash_read_stats_js() -> Vec<u32>;
     #[wasm_bindgen(js_name = storageRoom)]
     fn storage_room_js() -> Promise;
     #[wasm_bindgen(js_name = isReadable)]
@@ -55,6 +57,26 @@ pub async fn storage_room() -> Option<u64> {
 pub async fn sha256_hex(blob: &web_sys::Blob, start: u64, end: u64) -> Result<String, String> {
     let hashed = wasm_bindgen_futures::JsFuture::from(sha256_hex_js(blob, start as f64, end as f64)).await;
     hashed.map(|v| v.as_string().unwrap_or_default()).map_err(|e| js_sys::Error::from(e).message().into())
+}
+
+/// How [`sha256_hex`] has read in this page (tests and diagnostics).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HashReads {
+    /// Reads made into the page's reused buffers (a BYOB reader of the
+    /// slice's byte stream).
+    pub pooled: u32,
+    /// Of those, the ones that reused a buffer an earlier read left.
+    pub reused: u32,
+    /// Whether the page still reads that way (not once Blob streams turned
+    /// out to have no BYOB reader, or two Blobs stalled).
+    pub pooling: bool,
+}
+
+/// How [`sha256_hex`] has read in this page so far.
+pub fn hash_reads() -> HashReads {
+    let stats = hash_read_stats_js();
+    let at = |i: usize| stats.get(i).copied().unwrap_or(0);
+    HashReads { pooled: at(0), reused: at(1), pooling: at(2) == 1 }
 }
 
 /// Milliseconds since the epoch, from `Date.now()`.

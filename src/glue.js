@@ -192,15 +192,24 @@ export async function sha256Hex(blob, start, end) {
 // page (bytes in memory, not a file on disk) part-way, with no error: the
 // read never settles. So a read that brings nothing for `BYOB_STALL_MS` is
 // given up, that slice is read with `arrayBuffer()`, and so is the rest of
-// that Blob (a stall costs its wait once per Blob, not per part). A picked
-// file, read from disk, has not been seen to stall.
+// that Blob (a stall costs its wait once per Blob, not per part); after a
+// second Blob stalls in the page (a Blob read again from IndexedDB after a
+// reload is a new object), every Blob is. A picked file, read from disk, has not
+// been seen to stall.
 const POOLED_MAX_BYTES = 16 * 1024 * 1024;
 const POOL_IDLE_BUFFERS = 4;
 const POOL_RELEASE_MS = 5000;
 const BYOB_STALL_MS = 2000;
 const STALLED = Symbol("stalled");
-let byobReads = true; // false once this browser's Blob stream has no BYOB reader
+let byobReads = true; // false once Blob streams have no BYOB reader here, or two stalled
 const stalledBlobs = new WeakSet();
+let stalledCount = 0; // distinct Blobs that stalled
+// Reads made through the pool, how many of them reused a buffer, and
+// whether the page still reads through it (1) or not (0) (tests).
+const poolStats = { pooledReads: 0, reusedBuffers: 0 };
+export function hashReadStats() {
+  return [poolStats.pooledReads, poolStats.reusedBuffers, byobReads ? 1 : 0];
+}
 let idleBuffers = [];
 let releaseTimer = 0;
 
@@ -210,7 +219,10 @@ function takeBuffer(size) {
   idleBuffers.forEach((b, i) => {
     if (b.byteLength >= size && (best < 0 || b.byteLength < idleBuffers[best].byteLength)) best = i;
   });
-  if (best >= 0) return idleBuffers.splice(best, 1)[0];
+  if (best >= 0) {
+    poolStats.reusedBuffers += 1;
+    return idleBuffers.splice(best, 1)[0];
+  }
   // Rounded up to a MiB so that a last, shorter part or a file of about the
   // same size reuses it.
   return new ArrayBuffer(Math.max(1, Math.ceil(size / 1048576)) * 1048576);
@@ -229,6 +241,7 @@ function giveBack(buffer) {
 
 async function digestThroughPool(subtle, blob, slice) {
   const size = slice.size;
+  if (size === 0) return subtle.digest("SHA-256", new Uint8Array(0));
   let reader;
   try {
     reader = slice.stream().getReader({ mode: "byob" });
@@ -236,13 +249,18 @@ async function digestThroughPool(subtle, blob, slice) {
     byobReads = false; // this browser's Blob stream is not a byte stream
     return subtle.digest("SHA-256", await slice.arrayBuffer());
   }
+  poolStats.pooledReads += 1;
   let buffer = takeBuffer(size);
   try {
     let filled = 0;
     while (filled < size) {
       const read = await readWithin(reader, new Uint8Array(buffer, filled, size - filled), BYOB_STALL_MS);
       if (read === STALLED) {
-        stalledBlobs.add(blob);
+        if (!stalledBlobs.has(blob)) {
+          stalledBlobs.add(blob);
+          stalledCount += 1;
+          if (stalledCount >= 2) byobReads = false;
+        }
         reader.cancel().catch(() => {});
         return subtle.digest("SHA-256", await slice.arrayBuffer());
       }
@@ -252,6 +270,7 @@ async function digestThroughPool(subtle, blob, slice) {
       filled += value.byteLength;
     }
     if (filled !== size) throw new DOMException("the file ended before its size", "NotReadableError");
+    reader.cancel().catch(() => {}); // its bytes are all read: let the stream go now
     return await subtle.digest("SHA-256", new Uint8Array(buffer, 0, size));
   } catch (e) {
     reader.cancel().catch(() => {});

@@ -121,7 +121,10 @@ pub async fn sweep_once(state: &AppState) -> Result<SweepReport> {
     }
     if let Some(local) = state.objects.as_local() {
         // Housekeeping: a disk that refuses it holds up nothing else.
-        match local.remove_abandoned_tmp(crate::storage::local::TMP_ABANDONED_AFTER).await {
+        // A PUT's body may pause up to --put-idle-timeout: twice that, at
+        // least an hour, is long past any upload still being received.
+        let idle = crate::storage::local::TMP_ABANDONED_AFTER.max(state.config.limits.put_idle_timeout * 2);
+        match local.remove_abandoned_tmp(idle).await {
             Ok(n) => report.tmp_entries_removed = n,
             Err(e) => tracing::warn!("sweep: could not clear what a crash left under .tmp: {e}"),
         }

@@ -215,7 +215,8 @@ pub struct LocalObjectStore {
 pub const TMP_ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Removes each entry of `dir` (a file, or a directory with what it holds)
-/// last modified `idle` or longer ago; how many.
+/// last modified `idle` or longer ago; how many. An entry that cannot be
+/// removed is warned of and left for the next pass: it holds up no other.
 fn remove_idle_entries(dir: &Path, idle: std::time::Duration) -> io::Result<u64> {
     let now = std::time::SystemTime::now();
     let mut removed = 0;
@@ -231,7 +232,7 @@ fn remove_idle_entries(dir: &Path, idle: std::time::Duration) -> io::Result<u64>
         match gone {
             Ok(()) => removed += 1,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
+            Err(e) => tracing::warn!("could not remove {}: {e}", entry.path().display()),
         }
     }
     Ok(removed)
@@ -253,9 +254,14 @@ impl LocalObjectStore {
     pub fn open(root: &Path, public_base: &str, signer: Signer) -> Result<LocalObjectStore> {
         std::fs::create_dir_all(root.join(".tmp"))?;
         std::fs::create_dir_all(root.join(".parts"))?;
-        let removed = remove_idle_entries(&root.join(".tmp"), TMP_ABANDONED_AFTER)?;
-        if removed > 0 {
-            tracing::info!(removed, "removed what an earlier run left under {}", root.join(".tmp").display());
+        // Housekeeping: a leftover that cannot be removed is warned of, and
+        // keeps nothing else from starting.
+        match remove_idle_entries(&root.join(".tmp"), TMP_ABANDONED_AFTER) {
+            Ok(0) => {}
+            Ok(removed) => {
+                tracing::info!(removed, "removed what an earlier run left under {}", root.join(".tmp").display())
+            }
+            Err(e) => tracing::warn!("could not list {}: {e}", root.join(".tmp").display()),
         }
         Ok(LocalObjectStore {
             root: root.to_owned(),

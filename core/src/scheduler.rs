@@ -844,7 +844,6 @@ impl Scheduler {
                 return Some(Command::Status { ids });
             }
         }
-        let keys: Vec<Uuid> = self.entries.iter().map(|e| e.record.id).collect();
         // Whole files are hashed while others are on the wire, as many at
         // once as may be sent at once (the browser hashes off the main
         // thread), as long as the bytes in memory for them stay within
@@ -856,25 +855,32 @@ impl Scheduler {
             .fold((0usize, 0u64), |(n, bytes), e| (n + 1, bytes + e.record.file.size));
         let hash_slots = self.concurrency.max(1);
         let hash_limit = self.hash_limit;
-        for id in keys {
+        // In order, by position: nothing below adds or removes an entry (a
+        // lookup by id per entry made every poll quadratic in the attempts).
+        for i in 0..self.entries.0.len() {
             let network = self.active < self.concurrency;
             // A sign request is small and short: it may go beside a full set
             // of transfers (one more request than `concurrency`), so the
             // next parts are signed before a slot frees.
             let sign = self.active < self.concurrency + 1;
             let parallelism = self.part_parallelism;
-            let e = self.entries.get_mut(&id).expect("ordered ids have entries");
+            let e = &mut self.entries.0[i];
+            let id = e.record.id;
             if !e.owned || e.busy || e.hashing || !e.may_act() || e.record.is_terminal() {
                 continue;
             }
             let revision = e.record.revision;
             let action = e.record.poll_action(now, e.has_blob);
             if e.record.revision != revision {
-                // Write-ahead: the changed record is stored before it acts.
-                self.mark_dirty(id);
+                // Write-ahead: the changed record is stored before it acts
+                // (what `mark_dirty` does, at this position).
+                e.strict_revision = e.strict_revision.max(e.record.revision);
+                if !e.dirty {
+                    e.dirty = true;
+                    self.dirty.push(id);
+                }
                 continue;
             }
-            let e = self.entries.get_mut(&id).expect("present");
             if action == Action::Parts {
                 let ledger = e.record.multipart.as_ref().expect("a multipart attempt has its ledger");
                 let Some(part) = e.pipeline.poll(ledger, e.record.file.size, parallelism, (network, sign), now) else {

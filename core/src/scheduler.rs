@@ -217,6 +217,22 @@ struct Entry {
 }
 
 impl Entry {
+    /// Queues this record to be stored (once, in `dirty`), and holds it until
+    /// it is: see [`Scheduler::mark_dirty`].
+    fn mark_dirty(&mut self, dirty: &mut Vec<Uuid>) {
+        self.strict_revision = self.strict_revision.max(self.record.revision);
+        self.mark_dirty_lazily(dirty);
+    }
+
+    /// Queues this record to be stored without holding it: see
+    /// [`Scheduler::mark_dirty_lazily`].
+    fn mark_dirty_lazily(&mut self, dirty: &mut Vec<Uuid>) {
+        if !self.dirty {
+            self.dirty = true;
+            dirty.push(self.record.id);
+        }
+    }
+
     /// Every change is stored.
     fn persisted(&self) -> bool {
         self.persisted_revision >= self.record.revision
@@ -560,9 +576,8 @@ impl Scheduler {
     /// failed): it acts only once its revision of now is stored.
     pub fn mark_dirty(&mut self, id: Uuid) {
         if let Some(e) = self.entries.get_mut(&id) {
-            e.strict_revision = e.strict_revision.max(e.record.revision);
+            e.mark_dirty(&mut self.dirty);
         }
-        self.mark_dirty_lazily(id);
     }
 
     /// Marks a record as needing to be stored, without holding it until it
@@ -572,10 +587,7 @@ impl Scheduler {
     /// hash).
     fn mark_dirty_lazily(&mut self, id: Uuid) {
         if let Some(e) = self.entries.get_mut(&id) {
-            if !e.dirty {
-                e.dirty = true;
-                self.dirty.push(id);
-            }
+            e.mark_dirty_lazily(&mut self.dirty);
         }
     }
 
@@ -872,13 +884,8 @@ impl Scheduler {
             let revision = e.record.revision;
             let action = e.record.poll_action(now, e.has_blob);
             if e.record.revision != revision {
-                // Write-ahead: the changed record is stored before it acts
-                // (what `mark_dirty` does, at this position).
-                e.strict_revision = e.strict_revision.max(e.record.revision);
-                if !e.dirty {
-                    e.dirty = true;
-                    self.dirty.push(id);
-                }
+                // Write-ahead: the changed record is stored before it acts.
+                e.mark_dirty(&mut self.dirty);
                 continue;
             }
             if action == Action::Parts {

@@ -173,7 +173,7 @@ export async function sha256Hex(blob, start, end) {
   const slice = blob.slice(start, end);
   const digest = byobReads && slice.size <= POOLED_MAX_BYTES && !stalledBlobs.has(blob)
     ? await digestThroughPool(subtle, blob, slice)
-    : await subtle.digest("SHA-256", await slice.arrayBuffer());
+    : await digestWhole(subtle, slice);
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
@@ -247,7 +247,7 @@ async function digestThroughPool(subtle, blob, slice) {
     reader = slice.stream().getReader({ mode: "byob" });
   } catch (_) {
     byobReads = false; // this browser's Blob stream is not a byte stream
-    return subtle.digest("SHA-256", await slice.arrayBuffer());
+    return digestWhole(subtle, slice);
   }
   poolStats.pooledReads += 1;
   let buffer = takeBuffer(size);
@@ -262,7 +262,7 @@ async function digestThroughPool(subtle, blob, slice) {
           if (stalledCount >= 2) byobReads = false;
         }
         reader.cancel().catch(() => {});
-        return subtle.digest("SHA-256", await slice.arrayBuffer());
+        return digestWhole(subtle, slice);
       }
       const { value, done } = read;
       if (value) buffer = value.buffer; // the read moved our buffer here
@@ -278,6 +278,11 @@ async function digestThroughPool(subtle, blob, slice) {
   } finally {
     giveBack(buffer); // not kept if a stalled or failed read still holds it
   }
+}
+
+// The slice's digest from one new buffer of its bytes (`arrayBuffer()`).
+async function digestWhole(subtle, slice) {
+  return subtle.digest("SHA-256", await slice.arrayBuffer());
 }
 
 // One read, or `STALLED` if it brings nothing within `ms`.

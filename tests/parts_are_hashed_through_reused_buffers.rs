@@ -40,16 +40,6 @@ async fn reference_sha256(bytes: &js_sys::Uint8Array, start: u32, end: u32) -> S
     JsFuture::from(promise).await.unwrap().as_string().unwrap()
 }
 
-/// Whether this engine's Blob streams have a BYOB reader (where they do not,
-/// the library reads with `arrayBuffer()` and this file tests that path).
-fn blob_streams_have_byob_readers() -> bool {
-    let probe = js_sys::Function::new_no_args(
-        "try { new Blob([new Uint8Array(1)]).stream().getReader({ mode: 'byob' }).cancel(); return true; } \
-         catch (_) { return false; }",
-    );
-    probe.call0(&JsValue::NULL).unwrap().as_bool().unwrap_or(false)
-}
-
 /// A Blob-like object over `bytes` whose slices stream them as a byte
 /// stream (256 KiB a read, as a browser's file reads come), so the pooled
 /// path is taken wherever the engine has byte streams; `arrayBuffer()` reads
@@ -96,7 +86,9 @@ async fn every_slice_hashes_to_its_own_bytes_whatever_buffer_it_was_read_into() 
     }
 
     let after = upload_once::env::hash_reads();
-    if byte_streams_have_byob_readers() && before.pooling && after.pooling {
+    // Pooling stays on where the engine's streams have BYOB readers (and no
+    // two Blobs stalled in this page before).
+    if before.pooling && after.pooling {
         // Every non-empty slice of at most 16 MiB went through the pool: two
         // parts, two small slices, three parts at once.
         assert_eq!(after.pooled - before.pooled, 7, "{before:?} → {after:?}");
@@ -105,15 +97,6 @@ async fn every_slice_hashes_to_its_own_bytes_whatever_buffer_it_was_read_into() 
     } else {
         web_sys::console::log_1(&format!("hashing read with arrayBuffer() here: {before:?} → {after:?}").into());
     }
-}
-
-/// Whether this engine's streams can be byte streams with a BYOB reader.
-fn byte_streams_have_byob_readers() -> bool {
-    let probe = js_sys::Function::new_no_args(
-        "try { new ReadableStream({ type: 'bytes' }).getReader({ mode: 'byob' }).cancel(); return true; } \
-         catch (_) { return false; }",
-    );
-    probe.call0(&JsValue::NULL).unwrap().as_bool().unwrap_or(false)
 }
 
 /// Hashes the ranges of `blob` at once, in order.
@@ -152,6 +135,7 @@ async fn a_read_that_never_settles_ends_in_the_slices_digest_and_the_blob_is_rea
     let seen = js_sys::Reflect::get(&fixture, &"seen".into()).unwrap();
     let streams = || js_sys::Reflect::get(&seen, &"streams".into()).unwrap().as_f64().unwrap();
 
+    let pooling = upload_once::env::hash_reads().pooling;
     let first = (MIB, 3 * MIB);
     let digest: Rc<RefCell<Option<Result<String, String>>>> = Rc::default();
     let out = digest.clone();
@@ -163,7 +147,7 @@ async fn a_read_that_never_settles_ends_in_the_slices_digest_and_the_blob_is_rea
     wait_for("the stalled slice's digest", 20_000.0, || digest.borrow().is_some()).await;
     let got = digest.take().unwrap().expect("a stalled read is not an error");
     assert_eq!(got, reference_sha256(&bytes, first.0, first.1).await);
-    if blob_streams_have_byob_readers() {
+    if pooling {
         assert_eq!(streams(), 1.0, "the slice was first read through its stream");
     }
 

@@ -6,7 +6,7 @@ use crate::support;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use support::{Guest, TestServer, problem};
+use support::{Guest, TestServer, problem, unsigned};
 use uuid::Uuid;
 
 async fn list(server: &TestServer, slug: &str, token: &str, filter: Option<&str>) -> reqwest::Response {
@@ -198,18 +198,6 @@ async fn a_repeated_approve_leaves_the_wall_item_unchanged() {
     // rounded up to a step (a day here), and the minute above may cross one.
     assert_eq!(after.iter().map(unsigned).collect::<Vec<_>>(), before.iter().map(unsigned).collect::<Vec<_>>());
     assert!(before.iter().any(|item| item.to_string().contains('?')), "the items carry signed links");
-}
-
-/// `v` with every link cut at its query (where its signature and expiry are).
-fn unsigned(v: &Value) -> Value {
-    match v {
-        Value::String(s) if s.starts_with("http") || s.starts_with('/') => {
-            Value::String(s.split('?').next().unwrap_or_default().to_owned())
-        }
-        Value::Array(items) => Value::Array(items.iter().map(unsigned).collect()),
-        Value::Object(fields) => Value::Object(fields.iter().map(|(k, v)| (k.clone(), unsigned(v))).collect()),
-        other => other.clone(),
-    }
 }
 
 #[tokio::test]

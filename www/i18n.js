@@ -62,8 +62,19 @@ export const locale = chosen.locale;
 const table = chosen.table;
 document.documentElement.lang = lang;
 
-const plurals = new Intl.PluralRules(locale);
-const numbers = new Intl.NumberFormat(locale);
+/**
+ * `make()`, made on first use and kept: a page's first `Intl` formatter of
+ * a kind loads its locale data, which costs a first visit on a slow phone
+ * tens of milliseconds before its pick button works, for formats most pages
+ * need later or never.
+ */
+function lazy(make) {
+  let made;
+  return () => (made ??= make());
+}
+
+const plurals = lazy(() => new Intl.PluralRules(locale));
+const numbers = lazy(() => new Intl.NumberFormat(locale));
 
 /**
  * The string `key` in the page's language, with `{name}` filled from
@@ -75,12 +86,12 @@ export function t(key, params = {}) {
   if (value === undefined) return key;
   if (typeof value === "object") {
     const count = Number(params.count);
-    value = value[plurals.select(count)] ?? value.other;
+    value = value[plurals().select(count)] ?? value.other;
   }
   return value.replace(/\{(\w+)\}/g, (all, name) => {
     if (!(name in params)) return all;
     const v = params[name];
-    return typeof v === "number" ? numbers.format(v) : String(v);
+    return typeof v === "number" ? numbers().format(v) : String(v);
   });
 }
 
@@ -119,20 +130,20 @@ export function formatBytes(n) {
   return format.format(v);
 }
 
-const percents = new Intl.NumberFormat(locale, { style: "percent", maximumFractionDigits: 0 });
+const percents = lazy(() => new Intl.NumberFormat(locale, { style: "percent", maximumFractionDigits: 0 }));
 
 /** "42%", "42 %" (a whole percentage, 0 to 100). */
 export function formatPercent(pct) {
-  return percents.format(pct / 100);
+  return percents().format(pct / 100);
 }
 
 /** A number for the locale: "1,234", "1.234". */
 export function formatNumber(n) {
-  return numbers.format(n);
+  return numbers().format(n);
 }
 
-const relative = new Intl.RelativeTimeFormat(locale, { numeric: "auto" });
-const dateTime = new Intl.DateTimeFormat(locale, { dateStyle: "medium", timeStyle: "short" });
+const relative = lazy(() => new Intl.RelativeTimeFormat(locale, { numeric: "auto" }));
+const dateTime = lazy(() => new Intl.DateTimeFormat(locale, { dateStyle: "medium", timeStyle: "short" }));
 
 /** "just now", "5 minutes ago", "vor 5 Minuten"; a date and time past a day. */
 export function timeAgo(date) {
@@ -141,13 +152,13 @@ export function timeAgo(date) {
   const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
   if (s < 45) return t("common.justNow");
   const m = Math.round(s / 60);
-  if (m < 60) return relative.format(-m, "minute");
+  if (m < 60) return relative().format(-m, "minute");
   const hr = Math.round(m / 60);
-  if (hr < 24) return relative.format(-hr, "hour");
-  return dateTime.format(ms);
+  if (hr < 24) return relative().format(-hr, "hour");
+  return dateTime().format(ms);
 }
 
 /** "in 5 seconds", "in 5 Sekunden". */
 export function inSeconds(s) {
-  return relative.format(Math.max(0, Math.round(s)), "second");
+  return relative().format(Math.max(0, Math.round(s)), "second");
 }

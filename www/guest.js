@@ -9,7 +9,6 @@
 // said to screen readers politely, in one log region, at milestones only
 // (started, each quarter, saved, failed): see `announce`.
 
-import init, { Uploader } from "/pkg/upload_once.js";
 import { h, icon, ICONS, params, apiBase, showMessage, code, isVideo } from "./common.js";
 import { t, translatePage, formatBytes, formatPercent, inSeconds } from "./i18n.js";
 
@@ -32,8 +31,15 @@ const spoken = new Map();
 /** Lines kept in the log region; older ones are dropped. */
 const ANNOUNCER_LINES = 20;
 
-/** @type {Uploader} */
+/** @type {import("/pkg/upload_once.js").Uploader} */
 let uploader;
+/**
+ * Files picked before the uploader was open (a first visit on a slow
+ * network: the pick button works once this script has run, while the
+ * `.wasm` may still be on its way): each batch is given to `add()` once the
+ * uploader opens, in the order picked.
+ */
+const waiting = [];
 
 translatePage();
 document.title = t("guest.docTitle");
@@ -74,9 +80,19 @@ async function main() {
     return;
   }
 
-  await init();
+  // The package (its JS, preloaded with the page, then its `.wasm`) loads
+  // and the uploader opens while the page comes up: the pick button waits
+  // for neither, not even for the package's JS to be compiled and run.
+  const opening = import("/pkg/upload_once.js").then(async ({ default: init, Uploader }) => {
+    await init();
+    return Uploader.open({ apiBase: api.base, event, guestCode, concurrency: 3 });
+  });
+  setUpPage();
+  // The pick button works from here (cargo xtask bench times navigation to
+  // it); what is picked before the uploader is open waits in `waiting`.
+  performance.mark("upload-once:usable");
   try {
-    uploader = await Uploader.open({ apiBase: api.base, event, guestCode, concurrency: 3 });
+    uploader = await opening;
   } catch (err) {
     explainOpenError(err, event);
     return;
@@ -100,9 +116,10 @@ async function main() {
     return;
   }
 
-  setUpPage();
-  // The pick button works from here (cargo xtask bench times navigation to it).
-  performance.mark("upload-once:usable");
+  setUpUploader();
+  // The uploader is open: what was picked meanwhile goes to it.
+  performance.mark("upload-once:ready");
+  addWaiting();
   const restored = await uploader.restore();
   // The join was refused meanwhile: the page is that message alone.
   if (refused) return;
@@ -132,6 +149,9 @@ function registerServiceWorker() {
 }
 
 function explainOpenError(err, event) {
+  // Files picked meanwhile were neither recorded nor sent: the page is now
+  // the message alone.
+  waiting.length = 0;
   const reason = (err && err.code) || "unknown";
   document.body.dataset.error = reason;
   const message = err && err.message ? err.message : String(err);
@@ -161,13 +181,12 @@ function showEventInfo(info) {
   $("limits").textContent = t("guest.limit", { size: formatBytes(info.max_file_bytes) });
 }
 
+/** The page and its pick button, before the uploader is open. */
 function setUpPage() {
   $("loading").remove();
   $("guest").hidden = false;
   $("pick-icon").replaceWith(icon(ICONS.upload, 26));
   $("offline-icon").replaceWith(icon(ICONS.offline, 20));
-
-  showEventInfo(uploader.event);
 
   const input = $("file-input");
   input.addEventListener("change", () => {
@@ -211,6 +230,17 @@ function setUpPage() {
   window.addEventListener("online", updateOnline);
   window.addEventListener("offline", updateOnline);
   updateOnline();
+
+  // A reload or a closed tab forgets files not yet given to the uploader
+  // (nothing of them was recorded or sent): the browser asks first.
+  window.addEventListener("beforeunload", (e) => {
+    if (waiting.length) e.preventDefault();
+  });
+}
+
+/** What needs the open uploader: the event's details, storage, persistence. */
+function setUpUploader() {
+  showEventInfo(uploader.event);
 
   // Attempt records that cannot be saved (quota, a newer version of the app
   // in another tab): the uploads wait, and the guest is told why.
@@ -259,6 +289,11 @@ function watchPersistence() {
  */
 async function addFiles(files, target = null) {
   if (!files.length) return;
+  if (!uploader) {
+    waiting.push(files);
+    showWaiting();
+    return;
+  }
   let outcomes;
   try {
     outcomes = await uploader.add(files);
@@ -291,6 +326,31 @@ async function addFiles(files, target = null) {
     }
   });
   updateSummary();
+}
+
+/** Says how many picked files wait for the uploader to open (or nothing). */
+function showWaiting() {
+  const count = waiting.reduce((n, files) => n + files.length, 0);
+  let note = $("waiting");
+  if (!count) {
+    if (note) note.remove();
+    return;
+  }
+  if (!note) {
+    note = h("li", { class: "note note--info", id: "waiting", "data-testid": "waiting", role: "status" }, h("span", { class: "note-text" }));
+    $("notes").append(note);
+  }
+  note.firstChild.textContent = t("guest.waiting", { count });
+}
+
+/** Gives the files picked before the uploader opened to it, in order. */
+async function addWaiting() {
+  while (waiting.length) {
+    const files = waiting[0];
+    await addFiles(files);
+    waiting.shift();
+    showWaiting();
+  }
 }
 
 function setPreview(id, file) {

@@ -27,6 +27,7 @@ export default {
   "guest.pick": "Fotos oder Videos auswählen",
   "guest.dropHint": "oder hierher ziehen · ",
   "guest.pickSeveral": "du kannst mehrere auf einmal wählen",
+  "guest.waiting": { one: "{count} Datei gewählt: sie startet, sobald die Seite fertig geladen ist", other: "{count} Dateien gewählt: sie starten, sobald die Seite fertig geladen ist" },
   "guest.limit": "bis zu {size} pro Datei",
   "guest.uploads": "Deine Uploads",
   "guest.uploadsSaved": "Deine Uploads · {saved} von {total} gespeichert",

@@ -30,6 +30,7 @@ export default {
   "guest.pick": "Choose photos or videos",
   "guest.dropHint": "or drop them here · ",
   "guest.pickSeveral": "you can pick several at once",
+  "guest.waiting": { one: "{count} file picked: it starts as soon as the page has finished loading", other: "{count} files picked: they start as soon as the page has finished loading" },
   "guest.limit": "up to {size} each",
   "guest.uploads": "Your uploads",
   "guest.uploadsSaved": "Your uploads · {saved} of {total} saved",

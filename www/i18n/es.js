@@ -27,6 +27,7 @@ export default {
   "guest.pick": "Elegir fotos o vídeos",
   "guest.dropHint": "o suéltalos aquí · ",
   "guest.pickSeveral": "puedes elegir varios a la vez",
+  "guest.waiting": { one: "{count} archivo elegido: empieza en cuanto la página termine de cargar", other: "{count} archivos elegidos: empiezan en cuanto la página termine de cargar" },
   "guest.limit": "hasta {size} cada uno",
   "guest.uploads": "Tus subidas",
   "guest.uploadsSaved": "Tus subidas · {saved} de {total} guardadas",

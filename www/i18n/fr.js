@@ -27,6 +27,7 @@ export default {
   "guest.pick": "Choisir des photos ou des vidéos",
   "guest.dropHint": "ou déposez-les ici · ",
   "guest.pickSeveral": "vous pouvez en choisir plusieurs à la fois",
+  "guest.waiting": { one: "{count} fichier choisi : il part dès que la page a fini de se charger", other: "{count} fichiers choisis : ils partent dès que la page a fini de se charger" },
   "guest.limit": "jusqu’à {size} chacune",
   "guest.uploads": "Vos envois",
   "guest.uploadsSaved": "Vos envois · {saved} sur {total} enregistrés",

@@ -145,3 +145,31 @@ async fn a_copy_older_than_its_file_is_never_served() {
     assert_eq!(header(&r, "content-encoding"), "");
     assert_eq!(r.text().await.unwrap(), "body { color: black }");
 }
+
+/// The real guest page asks for the package after its own scripts: over
+/// HTTP/1.1 (six connections) the scripts its pick button needs take the
+/// first connections, then the `.wasm` (the long download), then the
+/// package's JS (wanted only once the `.wasm` is in).
+#[test]
+fn the_guest_page_preloads_the_package_after_its_own_scripts() {
+    let source = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../www/index.html")).unwrap();
+    let html = upload_once_server::routes::assets::guest_page(&source, Some("0123456789abcdef"));
+    assert!(!html.contains("upload-once:preload"), "{html}");
+    let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("{needle} is not in {html}"));
+    let map = at(r#"<script type="importmap">"#);
+    let wasm = at(
+        r#"<link rel="preload" href="/pkg/v/0123456789abcdef/upload_once_bg.wasm" as="fetch" type="application/wasm" crossorigin>"#,
+    );
+    let glue = at(r#"<link rel="modulepreload" href="/pkg/v/0123456789abcdef/upload_once.js">"#);
+    let own: Vec<usize> = ["guest.js", "common.js", "i18n.js", "i18n/en.js"]
+        .iter()
+        .map(|f| at(&format!(r#"<link rel="modulepreload" href="{f}">"#)))
+        .collect();
+    assert!(own.iter().all(|&o| map < o && o < wasm), "the map first, the page's scripts before the package: {html}");
+    assert!(wasm < glue, "the .wasm before the package's JS: {html}");
+    assert!(glue < at(r#"<script type="module""#), "{html}");
+    // Six requests (HTTP/1.1's connections to a host) hold the stylesheet and
+    // the scripts the pick button needs; the package comes after them.
+    let before_package = html[..wasm].matches("<link rel=\"stylesheet\"").count() + own.len();
+    assert!(before_package <= 6, "{before_package} requests before the package: {html}");
+}

@@ -15,7 +15,11 @@
 //!   that points `/pkg/upload_once.js` at the versioned copy, a
 //!   `modulepreload` of it and a `preload` of the `.wasm` (CORS mode, so
 //!   wasm-bindgen's `fetch` in `init` takes that response): the `.wasm`
-//!   starts downloading with the HTML, not after the JS has run.
+//!   starts downloading with the HTML, not after the JS has run. A page with
+//!   a `<!-- upload-once:preload-package -->` placeholder gets the package's
+//!   preloads there instead (the guest page: after its own scripts'
+//!   preloads, so its pick button, which works before the uploader is open,
+//!   waits for none of the package's bytes).
 //! - **Under a Content-Security-Policy.** Every page of the server (each
 //!   `*.html` at the top of `www/` that carries one of the placeholders
 //!   below, and `/` for `index.html`) is sent with the policy of
@@ -57,6 +61,13 @@ use crate::state::AppState;
 
 /// Where the guest page asks for its preloads.
 pub const PRELOAD_PLACEHOLDER: &str = "<!-- upload-once:preload -->";
+
+/// Where the guest page asks for the preloads of the package (its JS and
+/// `.wasm`): after the preloads of its own scripts, so that over HTTP/1.1
+/// (six connections to a host) the package takes the first connections
+/// they free, and the scripts the pick button needs do not share the line
+/// with it.
+pub const PACKAGE_PRELOAD_PLACEHOLDER: &str = "<!-- upload-once:preload-package -->";
 
 /// Where a page asks for the origins `?api=` may name besides its own.
 pub const API_ORIGINS_PLACEHOLDER: &str = "<!-- upload-once:api-origins -->";
@@ -145,18 +156,27 @@ pub fn script_hash(text: &str) -> String {
     format!("'sha256-{}'", base64::engine::general_purpose::STANDARD.encode(Sha256::digest(text.as_bytes())))
 }
 
-/// The guest page with its preloads for package `version`.
+/// The guest page with its preloads for package `version`: the import map
+/// at [`PRELOAD_PLACEHOLDER`], the package's JS and `.wasm` at
+/// [`PACKAGE_PRELOAD_PLACEHOLDER`] when the page has one (else with the
+/// import map).
 pub fn guest_page(html: &str, version: Option<&str>) -> String {
-    let preload = match version {
-        Some(v) => format!(
-            r#"<script type="importmap">{map}</script>
-  <link rel="modulepreload" href="/pkg/v/{v}/{PKG_JS}">
-  <link rel="preload" href="/pkg/v/{v}/{PKG_WASM}" as="fetch" type="application/wasm" crossorigin>"#,
-            map = import_map(v)
+    let (map, package) = match version {
+        Some(v) => (
+            format!(r#"<script type="importmap">{}</script>"#, import_map(v)),
+            format!(
+                r#"<link rel="preload" href="/pkg/v/{v}/{PKG_WASM}" as="fetch" type="application/wasm" crossorigin>
+  <link rel="modulepreload" href="/pkg/v/{v}/{PKG_JS}">"#
+            ),
         ),
-        None => String::new(),
+        None => (String::new(), String::new()),
     };
-    html.replacen(PRELOAD_PLACEHOLDER, &preload, 1)
+    if html.contains(PACKAGE_PRELOAD_PLACEHOLDER) {
+        html.replacen(PRELOAD_PLACEHOLDER, &map, 1).replacen(PACKAGE_PRELOAD_PLACEHOLDER, &package, 1)
+    } else {
+        let both = if package.is_empty() { map } else { format!("{map}\n  {package}") };
+        html.replacen(PRELOAD_PLACEHOLDER, &both, 1)
+    }
 }
 
 /// The origin (`scheme://host[:port]`) of a URL, `None` for anything

@@ -220,7 +220,13 @@ async function firstLoad(url, slow, { workers = true } = {}) {
       }, null, { polling: 50, timeout: 120_000 })]);
       const ms = await mark.jsonValue();
       if (ms < 0) throw new Error(`${url}: the page says ${await page.evaluate(() => document.body.dataset.error)}`);
-      return ms;
+      // The guest page's pick button works before its uploader is open
+      // (files picked meanwhile wait): when it opened too, the page's
+      // `upload-once:ready` mark (the Uppy page's is its usable one).
+      const ready = await Promise.race([failure, page.waitForFunction(
+        () => performance.getEntriesByName("upload-once:ready")[0]?.startTime ?? 0, null, { polling: 50, timeout: 120_000 },
+      )]);
+      return { usable: ms, ready: await ready.jsonValue() };
     };
     await cdp.send("Network.setCacheDisabled", { cacheDisabled: true });
     // What the visit waited for: the page and each resource fetched before
@@ -232,12 +238,13 @@ async function firstLoad(url, slow, { workers = true } = {}) {
       return {
         usable: at(usable),
         html: { workerStart: at(nav.workerStart), responseStart: at(nav.responseStart), end: at(nav.responseEnd), bytes: nav.transferSize },
+        marks: Object.fromEntries(performance.getEntriesByType("mark").map((m) => [m.name, at(m.startTime)])),
         resources: performance.getEntriesByType("resource").filter((r) => r.startTime < usable).map((r) => ({
           path: new URL(r.name).pathname, start: at(r.startTime), responseStart: at(r.responseStart), end: at(r.responseEnd), bytes: r.transferSize,
         })),
       };
     });
-    const first = await visit();
+    const { usable: first, ready: firstReady } = await visit();
     const firstTimeline = await timeline();
     await cdp.send("Network.setCacheDisabled", { cacheDisabled: false });
     await visit();
@@ -251,9 +258,9 @@ async function firstLoad(url, slow, { workers = true } = {}) {
         await new Promise((resolve) => worker.addEventListener("statechange", () => worker.state === "activated" && resolve()));
       }
     });
-    const repeat = await visit();
+    const { usable: repeat } = await visit();
     const controlled = await page.evaluate(() => Boolean(navigator.serviceWorker?.controller));
-    return { first, repeat, controlled, timeline: { first: firstTimeline, repeat: await timeline() } };
+    return { first, firstReady, repeat, controlled, timeline: { first: firstTimeline, repeat: await timeline() } };
   } finally {
     await context.close();
     rmSync(dir, { recursive: true, force: true });
@@ -304,7 +311,7 @@ async function main() {
         const urls = { guest, "guest-noworker": guest, uppy: `${server.base}/uppy.html` };
         const runs = [];
         for (const slow of [true, false]) for (const which of ["guest", "guest-noworker", "uppy"]) runs.push({ slow, which });
-        const got = Object.fromEntries(runs.map(({ slow, which }) => [`${which}-${slow ? "slow" : "fast"}`, { first: [], repeat: [], controlled: [] }]));
+        const got = Object.fromEntries(runs.map(({ slow, which }) => [`${which}-${slow ? "slow" : "fast"}`, { first: [], firstReady: [], repeat: [], controlled: [] }]));
         for (let r = 0; r < P.firstload; r++) {
           // Interleaved, in an order that turns each round.
           for (let i = 0; i < runs.length; i++) {
@@ -312,6 +319,7 @@ async function main() {
             const x = await firstLoad(urls[which], slow, { workers: which !== "guest-noworker" });
             const key = `${which}-${slow ? "slow" : "fast"}`;
             got[key].first.push(x.first);
+            got[key].firstReady.push(x.firstReady);
             got[key].repeat.push(x.repeat);
             got[key].controlled.push(x.controlled);
             if (which.startsWith("guest") && slow) console.log(`${which}, Slow 4G, timeline:`, JSON.stringify(x.timeline));
@@ -320,7 +328,7 @@ async function main() {
         if (!got["guest-slow"].controlled.every(Boolean) || !got["guest-fast"].controlled.every(Boolean)) {
           throw new Error(`a measured repeat visit of the guest page was not the service worker's: ${JSON.stringify(got)}`);
         }
-        results.firstload = Object.fromEntries(Object.entries(got).map(([k, v]) => [k, { first: median(v.first), repeat: median(v.repeat), firsts: v.first, repeats: v.repeat }]));
+        results.firstload = Object.fromEntries(Object.entries(got).map(([k, v]) => [k, { first: median(v.first), firstReady: median(v.firstReady), repeat: median(v.repeat), firsts: v.first, firstReadies: v.firstReady, repeats: v.repeat }]));
         console.log("firstload", JSON.stringify(results.firstload));
       } finally {
         await pages.stop();
@@ -525,6 +533,10 @@ function report(r, s) {
     const g = f[`guest-${cond}`][visit], u = f[`uppy-${cond}`][visit];
     return `| first load, ${cond === "slow" ? "Slow 4G + 4× CPU slowdown" : "loopback, no throttling"}: navigation → pick button usable, ${visit === "first" ? "first visit (cache disabled)" : "repeat visit (HTTP and code caches warm, the guest page's service worker active)"} (median of ${P.firstload}) | guest page: ${ms(g)} | Uppy page (@uppy/core + aws-s3 + golden-retriever, constructed): ${ms(u)} | ${fmt(u / g, 2)} | ${target ? `≤ ${fmt(target / 1000, 1)} s: ${verdict(g <= target)}` : "—"} |`;
   };
+  const ready = (cond) => {
+    const g = f[`guest-${cond}`].firstReady, u = f[`uppy-${cond}`].firstReady;
+    return `| first load, ${cond === "slow" ? "Slow 4G + 4× CPU slowdown" : "loopback, no throttling"}: navigation → uploader open (the guest page's \`upload-once:ready\`: its \`.wasm\` in and \`Uploader.open\` resolved; files picked before it wait for it), first visit (cache disabled) (median of ${P.firstload}) | guest page: ${ms(g)} | Uppy page (constructed): ${ms(u)} | ${fmt(u / g, 2)} | — |`;
+  };
   const noWorker = (cond) => {
     const g = f[`guest-${cond}`].repeat, n = f[`guest-noworker-${cond}`].repeat;
     return `| first load, ${cond === "slow" ? "Slow 4G + 4× CPU slowdown" : "loopback, no throttling"}: the guest page's repeat visit, service worker vs none (median of ${P.firstload}) | with www/sw.js: ${ms(g)} | the same page, service workers blocked (HTTP and code caches warm): ${ms(n)} | ${fmt(n / g, 2)} | — |`;
@@ -543,7 +555,7 @@ function report(r, s) {
     m && `| memory, ${fmt(m.bytes / MiB, 0)} MiB upload: JS heap growth (peak) | ${fmt(m.heapGrowth / MiB, 2)} MiB | bare XHR: ${fmt(m.bareHeapGrowth / MiB, 2)} MiB | — | ≤ 32 MiB: ${verdict(m.heapGrowth <= 32 * MiB)} |`,
     a && `| add() of ${a.n} small files, until all durably recorded | ${fmt(a.ms, 0)} ms (${fmt(a.perFile, 3)} ms/file) | bare IndexedDB put, one strict transaction: ${fmt(a.bare, 0)} ms | ${fmt(a.ratio, 2)} | ≤ 2 ms/file: ${verdict(a.perFile <= 2)} |`,
     re && `| restore ${re.n} attempts confirmed elsewhere: open → all shown confirmed | ${fmt(re.ms, 0)} ms, ${re.trips} status round trips | bare status fetches (500 ids each): ${fmt(re.bare, 0)} ms | ${fmt(re.ratio, 2)} | ≤ 1 s: ${verdict(re.ms <= 1000)}; ≤ 3 round trips: ${verdict(re.trips <= 3)} |`,
-    ...(f ? [load("slow", "first", 1500), load("slow", "repeat", 500), noWorker("slow"), load("fast", "first"), load("fast", "repeat"), noWorker("fast")] : []),
+    ...(f ? [load("slow", "first", 1500), ready("slow"), load("slow", "repeat", 500), noWorker("slow"), load("fast", "first"), ready("fast"), load("fast", "repeat"), noWorker("fast")] : []),
     h && `| hashing: add() of ${h.n} new files of ${fmt(h.bytes / MiB, 0)} MiB → all confirmed, each hashed whole (SHA-256) before its PUT (median of ${P.hashRounds}) | ${ms(h.on)} | the same with \`hashFileMaxBytes: 0\` (no hashing), same run: ${ms(h.off)} | ${fmt(h.off / h.on, 3)} | hashing ÷ no hashing ≤ 1.05: ${fmt(h.ratio, 3)}, ${verdict(h.ratio <= 1.05)} |`,
     h && h.uplink && `| hashing over a 100 Mbit/s uplink (CDP network emulation, 5 ms): the same ${h.n} files of ${fmt(h.bytes / MiB, 0)} MiB, add() → all confirmed (median of ${P.hashUplinkRounds}) | ${ms(h.uplink.on)} | \`hashFileMaxBytes: 0\`, same run: ${ms(h.uplink.off)} | ${fmt(h.uplink.off / h.uplink.on, 3)} | hashing ÷ no hashing ≤ 1.05: ${fmt(h.uplink.ratio, 3)}, ${verdict(h.uplink.ratio <= 1.05)} |`,
     h && `| SHA-256 in the page (WebCrypto), \`blob.slice().arrayBuffer()\` then \`digest\` (the library's path for a slice over 16 MiB, and where a Blob's stream has no BYOB reader; other slices are read into reused buffers, below) | ${fmt(h.speed.blob, 0)} MiB/s (${fmt(h.speed.bytes / MiB, 0)} MiB Blob); ${fmt(h.speed.file4, 0)} MiB/s (4 MiB File) | \`crypto.subtle.digest\` of a ${fmt(h.speed.bytes / MiB, 0)} MiB ArrayBuffer: ${fmt(h.speed.digest, 0)} MiB/s | ${fmt(h.speed.blob / h.speed.digest, 2)} | — |`,
@@ -568,7 +580,7 @@ function report(r, s) {
     "- **Memory**: `WebAssembly.Memory.buffer.byteLength` and `performance.memory.usedJSHeapSize` (Chromium with `--enable-precise-memory-info`) sampled every 20 ms during the upload; the growth is the peak minus the value before. The bytes go from the Blob to the network by XHR; they never pass through wasm memory and there is no per-chunk copy. The upload in parts is measured the same way on the multipart scenario's server: each 8 MiB part is read into one of a few reused buffers (a BYOB reader of the Blob's stream) and hashed by WebCrypto before it is sent, at most three at once; `usedJSHeapSize` counts the JS heap, and an ArrayBuffer's bytes only as far as V8 reports them as external memory to it.",
     "- **Add**: `await uploader.add(files)` resolves once every new attempt is committed to IndexedDB with strict durability (one transaction for the batch). Baseline: the same number of small records put with one strict transaction, without the library.",
     "- **Restore**: the IndexedDB of a fresh page holds n attempts left mid-confirm, which the server already confirmed. Timed from `Uploader.open` until every attempt is shown confirmed; the status requests are counted. Baseline: the status requests alone.",
-    "- **First load**: the guest page (`www/index.html` with a real event's guest link, `/?event=…&code=…`) and a minimal page that constructs Uppy with aws-s3 and golden-retriever (`bench/www/uppy.html`, the bundle of the package-size row), both served by the reference server (built alike, precompressed brotli copies, the same cache headers: pages and their scripts `no-cache`, the upload-once package under a versioned `immutable` path). Each round opens each page in a new Chromium profile (an incognito context keeps no compiled-code cache) and times navigation start → the page's `upload-once:usable` performance mark (the guest page sets it when its pick button works; the Uppy page once Uppy is constructed with its plugins): a first visit with the cache disabled (`Network.setCacheDisabled`), then two visits that fill the HTTP cache and let Chromium keep compiled scripts and wasm, then, once the guest page's service worker (www/sw.js, registered when the page is ready) is active, the measured repeat visit (a new navigation to the same link, answered by the worker from its cache with no network; the run fails if it was not). Beside it, in the same rounds, the guest page in a profile that blocks service workers: its repeat visit revalidates what was cached `no-cache` (the page, then its scripts), one round trip each. The run prints both visits' Resource Timing for the guest page under Slow 4G. Slow 4G is DevTools' preset through CDP (`Network.emulateNetworkConditions`: 562.5 ms latency, 180,000 B/s down, 84,375 B/s up) with `Emulation.setCPUThrottlingRate` 4; loopback is the same without either. Rounds interleave the pages and the conditions.",
+    "- **First load**: the guest page (`www/index.html` with a real event's guest link, `/?event=…&code=…`) and a minimal page that constructs Uppy with aws-s3 and golden-retriever (`bench/www/uppy.html`, the bundle of the package-size row), both served by the reference server (built alike, precompressed brotli copies, the same cache headers: pages and their scripts `no-cache`, the upload-once package under a versioned `immutable` path). Each round opens each page in a new Chromium profile (an incognito context keeps no compiled-code cache) and times navigation start → the page's `upload-once:usable` performance mark (the guest page sets it when its pick button works, which is before its uploader is open: files picked meanwhile wait for it; the Uppy page once Uppy is constructed with its plugins), and on the first visit also → `upload-once:ready` (the guest page's uploader open: its `.wasm` in and `Uploader.open` resolved; the Uppy page sets it with the other): a first visit with the cache disabled (`Network.setCacheDisabled`), then two visits that fill the HTTP cache and let Chromium keep compiled scripts and wasm, then, once the guest page's service worker (www/sw.js, registered when the page is ready) is active, the measured repeat visit (a new navigation to the same link, answered by the worker from its cache with no network; the run fails if it was not). Beside it, in the same rounds, the guest page in a profile that blocks service workers: its repeat visit revalidates what was cached `no-cache` (the page, then its scripts), one round trip each. The run prints both visits' Resource Timing for the guest page under Slow 4G. Slow 4G is DevTools' preset through CDP (`Network.emulateNetworkConditions`: 562.5 ms latency, 180,000 B/s down, 84,375 B/s up) with `Emulation.setCPUThrottlingRate` 4; loopback is the same without either. Rounds interleave the pages and the conditions.",
     "- **Hashing**: each round, n files of new random bytes (the server stores the same bytes once per event: no file is ever a duplicate, which the run checks) are given to `add()` of a fresh `Uploader`, timed until all are `confirmed`; with whole-file hashing (the default: a file going up in one PUT, at most 64 MiB, is hashed with WebCrypto before its first byte leaves) or with `hashFileMaxBytes: 0`, interleaved. The run checks from the stored records that the files were hashed, or not. The files are small enough to be kept in IndexedDB as well (`keepFileMaxBytes`), in both. The uplink rounds are the same, with the page's network emulated through CDP (`Network.emulateNetworkConditions`: 5 ms latency, 12,500,000 B/s up, 25,000,000 B/s down), which throttles its PUTs too. The SHA-256 throughput is timed in the same page.",
     "- **Package size**: the `--target web` build (release profile: opt-level z, LTO, one codegen unit, panic abort, wasm-opt -Oz): `.wasm` + `upload_once.js` (wasm-bindgen's glue and the package's own glue snippet, bundled and minified by esbuild as the package ships), gzip -9. Peers are bundled from npm with esbuild the same way (`--bundle --minify`) and gzipped alike. Where the bytes go, what was done and what 64 KiB would take: [package-size.md](package-size.md).",
     "- **Server**: `bench/loadgen` (Rust) against the reference server built with `--profile fast`, SQLite in its data dir.",

@@ -33,6 +33,8 @@ const P = QUICK
 // `--multipart-mib N`: the multipart scenario's file size instead (this
 // machine's Chromium has refused to read in-memory Blobs of 512 MiB or more).
 if (args.includes("--multipart-mib")) P.multipart = Number(args[args.indexOf("--multipart-mib") + 1]) * MiB;
+// `--no-uplink`: the multipart scenario on loopback only (no emulated uplink rounds).
+if (args.includes("--no-uplink")) P.multipartUplinkRounds = 0;
 // Loopback transfers of 256 MiB vary by ±10 % from round to round: more rounds.
 const TRANSFER_ROUNDS = QUICK ? P.rounds : 9;
 
@@ -393,7 +395,7 @@ async function main() {
         // page, its PUTs throttled together), with a smaller file: there the
         // wire, not the two cores, takes the time.
         const upFile = join(ROOT, "target/bench-data", `multipart-uplink-${process.pid}.bin`);
-        writeRandomFile(upFile, P.multipartUplink);
+        writeRandomFile(upFile, P.multipartUplinkRounds ? P.multipartUplink : 1);
         const cdps = [];
         for (const p of [page, mpPage]) {
           await p.setInputFiles("#pick", upFile);

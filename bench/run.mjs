@@ -494,10 +494,12 @@ async function main() {
         session: { code: ev.guest_code, token: session.session_token, expires_at: session.expires_at, event: session.event },
       });
       let statusCalls = 0;
-      const count = (req) => { if (req.url().endsWith("/v1/attempts/status")) statusCalls++; };
+      const sizes = [];
+      const count = (req) => { if (req.url().endsWith("/v1/attempts/status")) { statusCalls++; sizes.push(req.postDataJSON()?.ids?.length); } };
       page.on("request", count);
       const ms = await page.evaluate((c) => window.restoreAll(c), { db, event: ctx.event, code: ev.guest_code, n: attempts.length });
       page.off("request", count);
+      console.log(`restore round ${r}: status batches of ${sizes.join(", ")} ids`);
       const bareMs = await page.evaluate((c) => window.bareStatus(c), { token: session.session_token, ids: attempts.map((x) => x.id) });
       if (r >= P.warmup) { restore.push(ms); restoreBare.push(bareMs); trips.push(statusCalls); }
     }

@@ -536,6 +536,12 @@ impl Page {
         self.taking_over.is_empty() && !self.locks.values().any(|s| *s == LockState::Asking)
     }
 
+    /// Records are being written, or wait to be, and writing works (a
+    /// storage error does not hold anything up that it would not anyway).
+    fn writing_back(&self) -> bool {
+        self.storage_error.is_none() && (self.store_in_flight.is_some() || self.sched.has_dirty())
+    }
+
     // ----- the user's actions ----------------------------------------------
 
     /// Shows the records of earlier visits (not driven: see
@@ -1257,9 +1263,12 @@ impl Page {
             return Some(effect);
         }
         if !self.restores.is_empty() {
-            if !self.locks_settled() {
-                // Nothing is sent while a restore settles its locks, so the
-                // status checks go out in full batches.
+            if !self.locks_settled() || self.writing_back() {
+                // Nothing is sent while a restore settles its locks and
+                // writes back the records it took over (each granted lock's
+                // record is written before that attempt may act), so the
+                // status checks go out in full batches, not one for the
+                // first record written and then the rest.
                 return None;
             }
             return Some(Effect::Done(self.restores.remove(0)));

@@ -998,6 +998,10 @@ pub struct SimConfig {
     pub keep_file_max_bytes: u64,
     /// At most this many bytes of files are kept.
     pub keep_files_total_bytes: u64,
+    /// Lock answers reach a page one at a time, each followed by what the
+    /// page does next (as Web Locks' callbacks do, each its own task), not
+    /// all before the page acts.
+    pub locks_one_at_a_time: bool,
 }
 
 impl Default for SimConfig {
@@ -1014,6 +1018,7 @@ impl Default for SimConfig {
             store_failure: 0.0,
             keep_file_max_bytes: u64::MAX,
             keep_files_total_bytes: u64::MAX,
+            locks_one_at_a_time: false,
         }
     }
 }
@@ -1589,7 +1594,11 @@ impl Sim {
             for i in 0..self.tabs.len() {
                 while let Some(input) = self.tabs[i].inbox.pop_front() {
                     busy = true;
+                    let lock = matches!(input, Input::Lock { .. });
                     self.tabs[i].page.handle(input, self.now, &mut self.rng);
+                    if lock && self.config.locks_one_at_a_time {
+                        break;
+                    }
                 }
                 while let Some(effect) = self.tabs[i].page.poll_effect(self.now) {
                     busy = true;

@@ -1,0 +1,47 @@
+//! A restore asks the server about its attempts in full batches: 1000
+//! unfinished attempts take two status requests of 500, not a first one
+//! about the attempt whose record happened to be written back first and
+//! then the rest in whatever sizes the next writes left (the benchmark saw
+//! 1 + 500 + 169 + 330).
+
+mod support;
+
+use support::*;
+use upload_once_core::scheduler::Command;
+use upload_once_core::wire::MAX_STATUS_IDS;
+
+#[test]
+fn a_thousand_unfinished_attempts_are_asked_about_in_two_full_batches() {
+    // Web Locks answer one request at a time: the first attempt's lock is
+    // granted, its record written back, before the others are granted.
+    let mut sim = Sim::new(SimConfig { seed: 71, locks_one_at_a_time: true, ..SimConfig::default() });
+    // Picked offline: recorded, nothing sent.
+    sim.set_online(false);
+    let ids: Vec<_> = (0..1000).map(|i| sim.add_jpeg(100 + i)).collect();
+    sim.persist_all();
+    assert!(ids.iter().all(|id| sim.db.contains_key(id)), "every attempt is in IndexedDB");
+    sim.reload(Reload::KEEP_BLOBS);
+    sim.set_online(true);
+    let from = sim.stats.sent.len();
+    // Each taken-over record is written back (write-ahead) before it is
+    // asked about; the writes complete one at a time, as IndexedDB's do.
+    let mut rounds = 0;
+    while sim.stats.sent[from..].iter().all(|s| matches!(s.command, Command::Status { .. })) {
+        let statuses = sim.stats.sent.len() - from;
+        sim.persist();
+        sim.pump();
+        if sim.stats.sent.len() - from == statuses && !sim.has_pending_writes() {
+            break;
+        }
+        rounds += 1;
+        assert!(rounds < 100, "the restore settles");
+    }
+    let sizes: Vec<usize> = sim.stats.sent[from..]
+        .iter()
+        .filter_map(|s| match &s.command {
+            Command::Status { ids } => Some(ids.len()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sizes, vec![MAX_STATUS_IDS, MAX_STATUS_IDS], "two full batches, nothing asked twice");
+}

@@ -45,6 +45,8 @@ const GUEST_CODE_KEY = `upload-once-host-guest-code:${event}`;
 
 /** Every media record, by id (the server's latest answer, plus our decisions). */
 let media = new Map();
+/** How many uploads were a photo already here, and not stored again. */
+let deduplicated = 0;
 /**
  * Decisions this page made or heard of from another tab, by media id, with
  * when: a list read before then does not undo them.
@@ -171,6 +173,7 @@ async function load() {
     if (!response.ok) throw await problemOf(response);
     const body = await response.json();
     media = new Map((body.media || []).map((m) => [m.id, m]));
+    deduplicated = Number(body.deduplicated) || 0;
     // A decision made (here or in another tab) after this list was read
     // stands until a later list has it.
     for (const [id, d] of decided) {
@@ -249,6 +252,11 @@ function render(hint = null) {
     $(`count-${state}`).textContent = String(list.filter((m) => m.moderation === state).length);
   }
   $("count-all").textContent = String(list.length);
+  // Uploads of a photo already here (the event's dedup scope): not stored
+  // again, so not in the list; said so the counts add up for the host.
+  const dedup = $("deduplicated");
+  dedup.hidden = deduplicated === 0;
+  dedup.textContent = deduplicated ? t("host.deduplicated", { count: deduplicated }) : "";
 
   // Waiting: oldest first (a queue). Decided and all: most recent first.
   let shown = filter === "all" ? list : list.filter((m) => m.moderation === filter);

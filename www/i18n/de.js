@@ -171,6 +171,7 @@ export default {
   "host.bulk.label": "Mehrere auf einmal",
   "host.bulk.selected": "Ausgewählte freigeben ({count})",
   "host.bulk.allPending": "Alle wartenden freigeben ({count})",
+  "host.deduplicated": { one: "{count} Upload war ein Foto oder Video, das schon da ist: es wurde nicht noch einmal gespeichert", other: "{count} Uploads waren Fotos oder Videos, die schon da sind: sie wurden nicht noch einmal gespeichert" },
   "host.keys": "Tasten: j und k (oder die Pfeiltasten) wechseln zwischen den Fotos · a gibt frei · r lehnt ab · x wählt aus",
   "host.item.uploaded": "Hochgeladen {ago}",
   "host.item.reason": "Grund: {reason}",

@@ -174,6 +174,7 @@ export default {
   "host.bulk.label": "Several at once",
   "host.bulk.selected": "Approve selected ({count})",
   "host.bulk.allPending": "Approve all waiting ({count})",
+  "host.deduplicated": { one: "{count} upload was a photo or video already here: it was not stored again", other: "{count} uploads were photos or videos already here: they were not stored again" },
   "host.keys": "Keys: j and k (or the arrows) move between photos · a approves · r rejects · x selects",
   "host.item.uploaded": "Uploaded {ago}",
   "host.item.reason": "Reason: {reason}",

@@ -171,6 +171,7 @@ export default {
   "host.bulk.label": "Varias a la vez",
   "host.bulk.selected": "Aprobar las elegidas ({count})",
   "host.bulk.allPending": "Aprobar todas las que esperan ({count})",
+  "host.deduplicated": { one: "{count} envío era una foto o un vídeo que ya estaba aquí: no se guardó otra vez", other: "{count} envíos eran fotos o vídeos que ya estaban aquí: no se guardaron otra vez" },
   "host.keys": "Teclas: j y k (o las flechas) pasan de una foto a otra · a aprueba · r rechaza · x selecciona",
   "host.item.uploaded": "Subida {ago}",
   "host.item.reason": "Motivo: {reason}",

@@ -171,6 +171,7 @@ export default {
   "host.bulk.label": "Plusieurs à la fois",
   "host.bulk.selected": "Valider la sélection ({count})",
   "host.bulk.allPending": "Valider toutes celles en attente ({count})",
+  "host.deduplicated": { one: "{count} envoi était une photo ou une vidéo déjà là : elle n’a pas été enregistrée une deuxième fois", other: "{count} envois étaient des photos ou des vidéos déjà là : ils n’ont pas été enregistrés une deuxième fois" },
   "host.keys": "Touches : j et k (ou les flèches) passent d’une photo à l’autre · a valide · r refuse · x sélectionne",
   "host.item.uploaded": "Envoyée {ago}",
   "host.item.reason": "Motif : {reason}",

@@ -300,10 +300,27 @@ impl Pipeline {
                 return Some(PartAction::Send { number, start, end, upload });
             }
         }
+        // At most `parallelism` parts are sent at once. Sending holds no
+        // bytes in memory (the browser streams a Blob slice); hashing does:
+        // one part of the file is hashed at a time (its bytes alone are in
+        // memory), and at most twice `parallelism` parts are on their way,
+        // so the next parts are hashed and signed before a slot frees. The
+        // next hash starts before a sign request is considered, so that one
+        // waits for a set while more can be hashed.
+        if hashing == 0 && self.parts.len() < 2 * parallelism {
+            let next = (1..=ledger.part_count)
+                .find(|n| !ledger.is_done(*n) && self.state(*n).is_none() && !self.waiting.iter().any(|(w, _)| w == n));
+            if let Some(next) = next {
+                let (start, end) = ledger.range(next, size);
+                self.set(next, PartState::Hashing);
+                return Some(PartAction::Hash { number: next, start, end });
+            }
+        }
         // A sign request asks for the parts hashed so far: at once when a
         // free slot has no signed part to send, else once a full set is
-        // hashed (or no more is being hashed), so that signing ahead does
-        // not cost a request per part.
+        // hashed (or no more is being hashed: nothing is left to hash, or
+        // the parts on their way are as many as may be), so that signing
+        // ahead does not cost a request per part.
         let hashed = count(|s| matches!(s, PartState::Hashed { .. }));
         let signed = count(|s| matches!(s, PartState::Signed { .. }));
         let starving = network && signed == 0 && sending < parallelism;
@@ -332,19 +349,7 @@ impl Pipeline {
                 }
             }
         }
-        // At most `parallelism` parts are sent at once. Sending holds no
-        // bytes in memory (the browser streams a Blob slice); hashing does:
-        // at most `parallelism` parts are hashed at once, and at most twice
-        // that are on their way, so the next parts are ready when a slot
-        // frees.
-        if hashing >= parallelism || self.parts.len() >= 2 * parallelism {
-            return None;
-        }
-        let next = (1..=ledger.part_count)
-            .find(|n| !ledger.is_done(*n) && self.state(*n).is_none() && !self.waiting.iter().any(|(w, _)| w == n))?;
-        let (start, end) = ledger.range(next, size);
-        self.set(next, PartState::Hashing);
-        Some(PartAction::Hash { number: next, start, end })
+        None
     }
 
     /// A part's hash, or why its bytes could not be read (the file is gone:

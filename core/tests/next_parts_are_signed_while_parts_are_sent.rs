@@ -50,26 +50,65 @@ fn hashes(actions: &[PartAction]) -> Vec<u32> {
     actions.iter().filter_map(|a| if let PartAction::Hash { number, .. } = a { Some(*number) } else { None }).collect()
 }
 
-/// Three parts sent, and three more hashed beside them.
+/// Hashes the one part the pipeline asks for (parts are hashed one at a
+/// time: one part's bytes in memory per file), answering sign requests at
+/// once, until three parts are on the wire: then parts 4 and 5 are hashed.
 fn three_on_the_wire() -> (Pipeline, Ledger) {
     let ledger = ledger();
     let mut p = Pipeline::default();
     let first = drain(&mut p, &ledger, (true, true));
-    assert_eq!(hashes(&first), vec![1, 2, 3], "as many hashed at once as may be sent");
-    for n in 1..=3 {
-        assert!(p.handle_hashed(n, Ok(format!("{n:064x}"))).is_none());
+    assert_eq!(hashes(&first), vec![1], "one part hashed at a time");
+    let mut sent = Vec::new();
+    let mut actions = first;
+    for _ in 0..20 {
+        let mut hashing = Vec::new();
+        for a in &actions {
+            match a {
+                PartAction::Hash { number, .. } => hashing.push(*number),
+                PartAction::Sign(batch) => {
+                    let numbers: Vec<u32> = batch.iter().map(|r| r.number).collect();
+                    p.handle_signed(Ok(signed(&numbers)), &RetryPolicy::default(), 0, 0.5, T0);
+                }
+                PartAction::Send { number, .. } => sent.push(*number),
+            }
+        }
+        assert!(hashing.len() <= 1, "at most one part hashed at once: {actions:?}");
+        if sent.len() == 3 {
+            break;
+        }
+        for n in hashing {
+            assert!(p.handle_hashed(n, Ok(format!("{n:064x}"))).is_none());
+        }
+        actions = drain(&mut p, &ledger, (sent.len() < 3, true));
     }
-    let sign = drain(&mut p, &ledger, (true, true));
-    assert!(matches!(sign.first(), Some(PartAction::Sign(batch)) if batch.len() == 3), "{sign:?}");
-    assert_eq!(hashes(&sign), vec![4, 5, 6], "the next parts are hashed meanwhile (at most six on their way)");
-    p.handle_signed(Ok(signed(&[1, 2, 3])), &RetryPolicy::default(), 0, 0.5, T0);
-    let sends = drain(&mut p, &ledger, (true, true));
-    let sent: Vec<u32> = sends
-        .iter()
-        .filter_map(|a| if let PartAction::Send { number, .. } = a { Some(*number) } else { None })
-        .collect();
     assert_eq!(sent, vec![1, 2, 3]);
+    // Beside them part 4 is hashed, not signed (every slot is taken: it
+    // waits for a set), and part 5 is being hashed.
+    assert!(
+        matches!(actions.as_slice(), [PartAction::Send { number: 3, .. }, PartAction::Hash { number: 5, .. }]),
+        "{actions:?}"
+    );
+    assert!(p.handle_hashed(5, Ok(format!("{:064x}", 5))).is_none());
     (p, ledger)
+}
+
+/// Hashes parts one at a time, as the pipeline asks for them, while every
+/// slot is taken (no PUT may start; signing is allowed unless `sign` is
+/// false): the parts hashed.
+fn hash_ahead(p: &mut Pipeline, ledger: &Ledger, upto: u32, sign: bool) -> Vec<PartAction> {
+    let mut seen = Vec::new();
+    loop {
+        let actions = drain(p, ledger, (false, sign));
+        let hashing = hashes(&actions);
+        assert!(hashing.len() <= 1, "at most one part hashed at once: {actions:?}");
+        seen.extend(actions.iter().filter(|a| !matches!(a, PartAction::Hash { .. })).cloned());
+        match hashing.first() {
+            Some(&n) if n <= upto => {
+                assert!(p.handle_hashed(n, Ok(format!("{n:064x}"))).is_none());
+            }
+            _ => return seen,
+        }
+    }
 }
 
 fn hashed(p: &mut Pipeline, numbers: std::ops::RangeInclusive<u32>) {
@@ -81,10 +120,9 @@ fn hashed(p: &mut Pipeline, numbers: std::ops::RangeInclusive<u32>) {
 #[test]
 fn the_next_parts_are_signed_while_every_slot_is_taken() {
     let (mut p, ledger) = three_on_the_wire();
-    hashed(&mut p, 4..=6);
     // The page's slots are all taken by the three PUTs: no PUT may start,
-    // but the sign request may go beside them.
-    let actions = drain(&mut p, &ledger, (false, true));
+    // but the sign request may go beside them, once 4, 5 and 6 are hashed.
+    let actions = hash_ahead(&mut p, &ledger, 6, true);
     assert!(
         matches!(actions.as_slice(), [PartAction::Sign(batch)] if batch.iter().map(|r| r.number).collect::<Vec<_>>() == [4, 5, 6]),
         "{actions:?}"
@@ -102,10 +140,9 @@ fn the_next_parts_are_signed_while_every_slot_is_taken() {
 #[test]
 fn without_a_sign_slot_nothing_is_signed() {
     let (mut p, ledger) = three_on_the_wire();
-    hashed(&mut p, 4..=6);
     // The page's limit with the sign allowance taken too (other attempts'
     // requests): the hashed parts wait.
-    assert!(drain(&mut p, &ledger, (false, false)).is_empty());
+    assert!(hash_ahead(&mut p, &ledger, 6, false).is_empty());
     assert_eq!(p.requests_in_flight(), 3);
 }
 
@@ -114,25 +151,65 @@ fn parts_signed_ahead_are_signed_together() {
     let (mut p, ledger) = three_on_the_wire();
     // While every slot is busy, one part hashed is not worth a request: the
     // sign request waits for the set (a request per part cost the server a
-    // transaction per part).
-    hashed(&mut p, 4..=4);
-    assert!(drain(&mut p, &ledger, (false, true)).is_empty(), "part 4 waits for 5 and 6");
-    hashed(&mut p, 5..=6);
+    // transaction per part). Parts 4 and 5 are hashed: they wait for 6.
     let actions = drain(&mut p, &ledger, (false, true));
-    assert!(matches!(actions.as_slice(), [PartAction::Sign(batch)] if batch.len() == 3), "{actions:?}");
+    assert!(matches!(actions.as_slice(), [PartAction::Hash { number: 6, .. }]), "4 and 5 wait for 6: {actions:?}");
+    hashed(&mut p, 6..=6);
+    let actions = drain(&mut p, &ledger, (false, true));
+    assert!(
+        matches!(actions.as_slice(), [PartAction::Sign(batch)] if batch.iter().map(|r| r.number).collect::<Vec<_>>() == [4, 5, 6]),
+        "{actions:?}"
+    );
 }
 
 #[test]
 fn a_free_slot_with_nothing_signed_has_what_is_hashed_signed_at_once() {
     let ledger = ledger();
     let mut p = Pipeline::default();
-    assert_eq!(hashes(&drain(&mut p, &ledger, (true, true))), vec![1, 2, 3]);
+    assert_eq!(hashes(&drain(&mut p, &ledger, (true, true))), vec![1], "one part hashed at a time");
     hashed(&mut p, 1..=1);
-    // Nothing is sent and nothing signed: waiting for 2 and 3 would leave
-    // the wire idle.
+    // Waiting for 2 and 3 would leave the wire idle: 2 is hashed, and 1
+    // signed at once meanwhile.
     let actions = drain(&mut p, &ledger, (true, true));
     assert!(
-        matches!(actions.as_slice(), [PartAction::Sign(batch), ..] if batch.iter().map(|r| r.number).collect::<Vec<_>>() == [1]),
+        matches!(actions.as_slice(), [PartAction::Hash { number: 2, .. }, PartAction::Sign(batch)] if batch.iter().map(|r| r.number).collect::<Vec<_>>() == [1]),
         "{actions:?}"
     );
+}
+
+#[test]
+fn one_part_of_a_file_is_in_memory_at_a_time() {
+    // Hashing reads a part's bytes into memory; sending streams them from
+    // the file. However the answers come, the pipeline never asks for a
+    // second hash before the first is answered.
+    let mut ledger = ledger();
+    let mut p = Pipeline::default();
+    let mut hashed_parts = Vec::new();
+    let mut on_wire: Vec<u32> = Vec::new();
+    for _ in 0..200 {
+        let actions = drain(&mut p, &ledger, (on_wire.len() < PARALLELISM, true));
+        let hashing = hashes(&actions);
+        assert!(hashing.len() <= 1, "{actions:?}");
+        for a in &actions {
+            match a {
+                PartAction::Sign(batch) => {
+                    let numbers: Vec<u32> = batch.iter().map(|r| r.number).collect();
+                    p.handle_signed(Ok(signed(&numbers)), &RetryPolicy::default(), 0, 0.5, T0);
+                }
+                PartAction::Send { number, .. } => on_wire.push(*number),
+                PartAction::Hash { .. } => {}
+            }
+        }
+        if let Some(&n) = hashing.first() {
+            assert!(p.handle_hashed(n, Ok(format!("{n:064x}"))).is_none());
+            hashed_parts.push(n);
+        } else if let Some(n) = on_wire.first().copied() {
+            on_wire.remove(0);
+            let sha = p.handle_sent(n, Ok(()), &RetryPolicy::default(), 0, 0.5, T0).expect("stored");
+            ledger.mark_done(n, sha);
+        } else {
+            break;
+        }
+    }
+    assert_eq!(hashed_parts, (1..=10).collect::<Vec<u32>>(), "every part hashed once, in order");
 }

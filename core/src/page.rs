@@ -52,6 +52,11 @@ const PERSIST_RETRY_CAP_MS: i64 = 30_000;
 const PROGRESS_INTERVAL_MS: i64 = 100;
 /// Files kept in one transaction, once this page has kept one.
 const KEEP_BATCH: usize = 64;
+/// How long a restore whose locks are settled waits for the records it took
+/// over to be written back before it is done anyway (a write that never
+/// ends must not hold `restore()` for ever; the attempts still act only
+/// once written).
+const RESTORE_WRITE_WAIT_MS: i64 = 1000;
 
 /// How a page is set up.
 #[derive(Clone, Debug)]
@@ -343,6 +348,9 @@ pub struct Page {
     remote_loads: IdSet,
     /// Restores waiting for every lock to answer.
     restores: Vec<Ticket>,
+    /// When a restore stops waiting for its write-back (see
+    /// [`RESTORE_WRITE_WAIT_MS`]).
+    restore_writes_until: Option<UnixMillis>,
     /// Files held in memory, by blob key.
     held: IdSet,
     /// Files kept in IndexedDB, by blob key, with their sizes.
@@ -389,6 +397,7 @@ impl Page {
             restoring: IdMap::default(),
             remote_loads: IdSet::default(),
             restores: Vec::new(),
+            restore_writes_until: None,
             held: IdSet::default(),
             kept: IdMap::default(),
             keeping: Keeping::default(),
@@ -1263,14 +1272,21 @@ impl Page {
             return Some(effect);
         }
         if !self.restores.is_empty() {
-            if !self.locks_settled() || self.writing_back() {
-                // Nothing is sent while a restore settles its locks and
-                // writes back the records it took over (each granted lock's
-                // record is written before that attempt may act), so the
-                // status checks go out in full batches, not one for the
-                // first record written and then the rest.
+            // Nothing is sent while a restore settles its locks and writes
+            // back the records it took over (each granted lock's record is
+            // written before that attempt may act), so the status checks go
+            // out in full batches, not one for the first record written and
+            // then the rest; the write-back is waited for a second at most.
+            if !self.locks_settled() {
                 return None;
             }
+            if self.writing_back() {
+                let until = *self.restore_writes_until.get_or_insert(now.saturating_add(RESTORE_WRITE_WAIT_MS));
+                if now < until {
+                    return None;
+                }
+            }
+            self.restore_writes_until = None;
             return Some(Effect::Done(self.restores.remove(0)));
         }
         if let Some(effect) = self.poll_keep() {
@@ -1372,10 +1388,8 @@ impl Page {
         if self.closed {
             return None;
         }
-        match (self.sched.next_wakeup(), self.persist_retry_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let restore = self.restore_writes_until.filter(|_| !self.restores.is_empty());
+        [self.sched.next_wakeup(), self.persist_retry_at, restore].into_iter().flatten().min()
     }
 }
 

@@ -45,3 +45,28 @@ fn a_thousand_unfinished_attempts_are_asked_about_in_two_full_batches() {
         .collect();
     assert_eq!(sizes, vec![MAX_STATUS_IDS, MAX_STATUS_IDS], "two full batches, nothing asked twice");
 }
+
+#[test]
+fn a_write_back_that_never_ends_holds_a_restore_for_a_second_at_most() {
+    let mut sim = Sim::new(SimConfig { seed: 72, locks_one_at_a_time: true, ..SimConfig::default() });
+    sim.set_online(false);
+    for i in 0..10 {
+        sim.add_jpeg(100 + i);
+    }
+    sim.persist_all();
+    sim.reload(Reload::KEEP_BLOBS);
+    sim.set_online(true);
+    // The locks are granted and the records taken over; their write never
+    // completes (nothing calls persist).
+    sim.pump();
+    assert!(sim.has_pending_writes());
+    assert!(sim.tabs[0].done.is_empty(), "the restore waits for its write-back");
+    let deadline = sim.page().poll_timeout().expect("the page wakes up to stop waiting");
+    sim.advance(deadline - sim.now - 1);
+    sim.pump();
+    assert!(sim.tabs[0].done.is_empty(), "still within the second");
+    sim.advance(1);
+    sim.pump();
+    assert_eq!(sim.tabs[0].done.len(), 1, "the restore is done without its write-back");
+    assert!(sim.stats.sent.is_empty(), "and nothing unwritten acted");
+}

@@ -260,9 +260,10 @@ impl Pipeline {
         self.waiting.iter().map(|(_, t)| *t).min()
     }
 
-    /// The next thing to do for `ledger`'s missing parts: hash one (at most
-    /// `parallelism` parts are on their way), sign what is hashed (one
-    /// request at a time), send what is signed. `network` says whether a
+    /// The next thing to do for `ledger`'s missing parts: hash one (one at
+    /// a time, at most three times `parallelism` parts on their way), sign
+    /// what is hashed (one request at a time, a set of parts each), send
+    /// what is signed. `network` says whether a
     /// part's PUT may start now (the page's concurrency limit); `sign`
     /// whether a sign request may (it may go beside a full set of PUTs, so
     /// the next parts are signed while the current ones are on the wire,
@@ -303,28 +304,27 @@ impl Pipeline {
         // At most `parallelism` parts are sent at once. Sending holds no
         // bytes in memory (the browser streams a Blob slice); hashing does:
         // one part of the file is hashed at a time (its bytes alone are in
-        // memory), and at most twice `parallelism` parts are on their way,
-        // so the next parts are hashed and signed before a slot frees. The
-        // next hash starts before a sign request is considered, so that one
-        // waits for a set while more can be hashed.
-        if hashing == 0 && self.parts.len() < 2 * parallelism {
-            let next = (1..=ledger.part_count)
-                .find(|n| !ledger.is_done(*n) && self.state(*n).is_none() && !self.waiting.iter().any(|(w, _)| w == n));
-            if let Some(next) = next {
-                let (start, end) = ledger.range(next, size);
-                self.set(next, PartState::Hashing);
-                return Some(PartAction::Hash { number: next, start, end });
-            }
+        // memory). At most three times `parallelism` parts are on their way
+        // (a hashed part holds only its digest): a set on the wire, a set
+        // signed for the slots that free, a set hashed for the next sign
+        // request, so signing ahead goes a set at a time and never leaves a
+        // slot waiting. The next hash starts before a sign request is
+        // considered, so that one waits for a set while more can be hashed.
+        let next = (1..=ledger.part_count)
+            .find(|n| !ledger.is_done(*n) && self.state(*n).is_none() && !self.waiting.iter().any(|(w, _)| w == n));
+        if let Some(next) = next.filter(|_| hashing == 0 && self.parts.len() < 3 * parallelism) {
+            let (start, end) = ledger.range(next, size);
+            self.set(next, PartState::Hashing);
+            return Some(PartAction::Hash { number: next, start, end });
         }
         // A sign request asks for the parts hashed so far: at once when a
         // free slot has no signed part to send, else once a full set is
-        // hashed (or no more is being hashed: nothing is left to hash, or
-        // the parts on their way are as many as may be), so that signing
-        // ahead does not cost a request per part.
+        // hashed (or the last parts are: nothing is left to hash), so that
+        // signing ahead does not cost a request per part.
         let hashed = count(|s| matches!(s, PartState::Hashed { .. }));
         let signed = count(|s| matches!(s, PartState::Signed { .. }));
         let starving = network && signed == 0 && sending < parallelism;
-        let worth_it = starving || hashed >= parallelism || hashing == 0;
+        let worth_it = starving || hashed >= parallelism || (hashing == 0 && next.is_none());
         if sign && !self.signing && worth_it {
             {
                 let batch: Vec<PartRequest> = self

@@ -155,11 +155,65 @@ fn parts_signed_ahead_are_signed_together() {
     let actions = drain(&mut p, &ledger, (false, true));
     assert!(matches!(actions.as_slice(), [PartAction::Hash { number: 6, .. }]), "4 and 5 wait for 6: {actions:?}");
     hashed(&mut p, 6..=6);
+    // The set is signed; part 7 is hashed meanwhile (for the set after).
     let actions = drain(&mut p, &ledger, (false, true));
     assert!(
-        matches!(actions.as_slice(), [PartAction::Sign(batch)] if batch.iter().map(|r| r.number).collect::<Vec<_>>() == [4, 5, 6]),
+        matches!(actions.as_slice(), [PartAction::Hash { number: 7, .. }, PartAction::Sign(batch)] if batch.iter().map(|r| r.number).collect::<Vec<_>>() == [4, 5, 6]),
         "{actions:?}"
     );
+}
+
+#[test]
+fn parts_are_signed_a_set_at_a_time_once_the_upload_is_under_way() {
+    // Thirty parts, PUTs answered oldest first, a sign request answered as
+    // soon as it is made: after the first parts (signed at once so the wire
+    // is not idle), every sign request asks for a full set, and no slot
+    // that frees waits for one.
+    const COUNT: u32 = 30;
+    let size = PART * u64::from(COUNT);
+    let mut ledger =
+        Ledger::new(&MultipartPlan { part_size: PART, part_count: COUNT, expires_at: "2030-01-01T00:00:00Z".into() });
+    let mut p = Pipeline::default();
+    let mut batches: Vec<usize> = Vec::new();
+    let mut on_wire: Vec<u32> = Vec::new();
+    let mut idle_slots = 0;
+    for _ in 0..1000 {
+        let mut actions = Vec::new();
+        while let Some(a) = p.poll(&ledger, size, PARALLELISM, (on_wire.len() < PARALLELISM, true), T0) {
+            actions.push(a);
+        }
+        let mut hashing = None;
+        for a in &actions {
+            match a {
+                PartAction::Sign(batch) => {
+                    batches.push(batch.len());
+                    let numbers: Vec<u32> = batch.iter().map(|r| r.number).collect();
+                    p.handle_signed(Ok(signed(&numbers)), &RetryPolicy::default(), 0, 0.5, T0);
+                }
+                PartAction::Send { number, .. } => on_wire.push(*number),
+                PartAction::Hash { number, .. } => hashing = Some(*number),
+            }
+        }
+        if let Some(n) = hashing {
+            assert!(p.handle_hashed(n, Ok(format!("{n:064x}"))).is_none());
+            continue;
+        }
+        // Nothing more to hash now: the oldest PUT ends.
+        let Some(n) = on_wire.first().copied() else { break };
+        let left = (1..=COUNT).filter(|m| !ledger.is_done(*m) && !on_wire.contains(m)).count();
+        if on_wire.len() < PARALLELISM && left > 0 {
+            idle_slots += 1;
+        }
+        on_wire.remove(0);
+        let sha = p.handle_sent(n, Ok(()), &RetryPolicy::default(), 0, 0.5, T0).expect("stored");
+        ledger.mark_done(n, sha);
+    }
+    assert!((1..=COUNT).all(|n| ledger.is_done(n)), "every part stored");
+    assert_eq!(batches.iter().sum::<usize>(), COUNT as usize);
+    let ramp = batches.iter().take_while(|b| **b < PARALLELISM).count();
+    assert!(ramp <= PARALLELISM, "the first parts only are signed alone: {batches:?}");
+    assert!(batches[ramp..].iter().all(|b| *b == PARALLELISM), "then a set at a time: {batches:?}");
+    assert_eq!(idle_slots, 0, "no PUT ends with its slot left empty for want of a URL");
 }
 
 #[test]

@@ -40,6 +40,13 @@ let uploader;
  * uploader opens, in the order picked.
  */
 const waiting = [];
+/**
+ * Set once the page is only a message (the uploader could not open, or the
+ * event refused this guest): nothing more is added, queued or said.
+ */
+let closed = false;
+/** The page's own listeners (pick, drop, online), removed once it is closed. */
+const pageListeners = new AbortController();
 
 translatePage();
 document.title = t("guest.docTitle");
@@ -150,8 +157,11 @@ function registerServiceWorker() {
 
 function explainOpenError(err, event) {
   // Files picked meanwhile were neither recorded nor sent: the page is now
-  // the message alone.
+  // the message alone, and takes no more.
+  closed = true;
+  pageListeners.abort();
   waiting.length = 0;
+  showWaiting();
   const reason = (err && err.code) || "unknown";
   document.body.dataset.error = reason;
   const message = err && err.message ? err.message : String(err);
@@ -183,6 +193,7 @@ function showEventInfo(info) {
 
 /** The page and its pick button, before the uploader is open. */
 function setUpPage() {
+  const { signal } = pageListeners;
   $("loading").remove();
   $("guest").hidden = false;
   $("pick-icon").replaceWith(icon(ICONS.upload, 26));
@@ -193,7 +204,7 @@ function setUpPage() {
     const files = Array.from(input.files || []);
     input.value = "";
     addFiles(files);
-  });
+  }, { signal });
 
   // Drop anywhere on the page; the drop zone lights up.
   const zone = $("dropzone");
@@ -204,38 +215,43 @@ function setUpPage() {
     e.preventDefault();
     depth += 1;
     zone.classList.add("is-over");
-  });
+  }, { signal });
   document.addEventListener("dragleave", (e) => {
     if (!hasFiles(e)) return;
     depth = Math.max(0, depth - 1);
     if (depth === 0) zone.classList.remove("is-over");
-  });
+  }, { signal });
   document.addEventListener("dragover", (e) => {
     if (!hasFiles(e)) return;
     e.preventDefault();
     e.dataTransfer.dropEffect = "copy";
-  });
+  }, { signal });
   document.addEventListener("drop", (e) => {
     if (!hasFiles(e)) return;
     e.preventDefault();
     depth = 0;
     zone.classList.remove("is-over");
     addFiles(Array.from(e.dataTransfer.files || []));
-  });
+  }, { signal });
 
   const updateOnline = () => {
     $("offline-banner").hidden = navigator.onLine !== false;
     for (const view of attempts.values()) render(view);
   };
-  window.addEventListener("online", updateOnline);
-  window.addEventListener("offline", updateOnline);
+  window.addEventListener("online", updateOnline, { signal });
+  window.addEventListener("offline", updateOnline, { signal });
   updateOnline();
+}
 
-  // A reload or a closed tab forgets files not yet given to the uploader
-  // (nothing of them was recorded or sent): the browser asks first.
-  window.addEventListener("beforeunload", (e) => {
-    if (waiting.length) e.preventDefault();
-  });
+/**
+ * A reload or a closed tab forgets files not yet given to the uploader
+ * (nothing of them was recorded or sent): while any wait, the browser asks
+ * first. The listener is there only then (it keeps a page out of the
+ * back/forward cache).
+ */
+function warnBeforeUnload(e) {
+  e.preventDefault();
+  e.returnValue = "";
 }
 
 /** What needs the open uploader: the event's details, storage, persistence. */
@@ -288,20 +304,29 @@ function watchPersistence() {
  * that matches it is re-attached by the uploader itself.
  */
 async function addFiles(files, target = null) {
-  if (!files.length) return;
-  if (!uploader) {
+  if (!files.length || closed) return;
+  // Before the uploader is open, and while what was picked then is given to
+  // it, files wait their turn: they are added in the order picked.
+  if (!uploader || waiting.length) {
     waiting.push(files);
     showWaiting();
     return;
   }
+  await giveFiles(files, target);
+}
+
+/** Gives files to the open uploader and shows what became of each. */
+async function giveFiles(files, target = null) {
   let outcomes;
   try {
     outcomes = await uploader.add(files);
   } catch (err) {
+    if (closed) return;
     const names = files.map((f) => f.name).join(", ");
     addRefusal(names, refusalReason(err, files.length === 1 ? files[0] : null));
     return;
   }
+  if (closed) return;
   outcomes.forEach((outcome, i) => {
     const file = files[i];
     if (!outcome.ok) {
@@ -333,11 +358,14 @@ function showWaiting() {
   const count = waiting.reduce((n, files) => n + files.length, 0);
   let note = $("waiting");
   if (!count) {
+    window.removeEventListener("beforeunload", warnBeforeUnload);
     if (note) note.remove();
     return;
   }
+  window.addEventListener("beforeunload", warnBeforeUnload);
   if (!note) {
-    note = h("li", { class: "note note--info", id: "waiting", "data-testid": "waiting", role: "status" }, h("span", { class: "note-text" }));
+    // #notes is a live region: the count is read out as it changes.
+    note = h("li", { class: "note note--info", id: "waiting", "data-testid": "waiting" }, h("span", { class: "note-text" }));
     $("notes").append(note);
   }
   note.firstChild.textContent = t("guest.waiting", { count });
@@ -345,9 +373,9 @@ function showWaiting() {
 
 /** Gives the files picked before the uploader opened to it, in order. */
 async function addWaiting() {
-  while (waiting.length) {
+  while (waiting.length && !closed) {
     const files = waiting[0];
-    await addFiles(files);
+    await giveFiles(files);
     waiting.shift();
     showWaiting();
   }
@@ -383,6 +411,7 @@ function refusalReason(error, file) {
 }
 
 function addRefusal(fileName, reason) {
+  if (closed) return;
   const li = h(
     "li",
     { class: "note", "data-testid": "refusal", role: "alert" },
@@ -394,6 +423,7 @@ function addRefusal(fileName, reason) {
 }
 
 function addNotice(title, text) {
+  if (closed) return;
   const li = h(
     "li",
     { class: "note note--info", "data-testid": "notice" },

@@ -16,7 +16,10 @@ let server, browser;
 before(async () => { server = await startServer("early-pick"); browser = await launch(); });
 after(async () => { await browser?.close(); await server?.stop(); });
 
-/** A page whose `.wasm` waits for `release()`; `api` lists its API requests. */
+/**
+ * A page whose `.wasm` waits for `release()`; `api` lists its API requests,
+ * `errors` the exceptions its scripts did not catch.
+ */
 async function heldBack(url) {
   const context = await browser.newContext();
   const page = await context.newPage();
@@ -29,9 +32,11 @@ async function heldBack(url) {
     await route.continue();
   });
   const api = [];
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
   page.on("request", (r) => { if (new URL(r.url()).pathname.startsWith("/v1/")) api.push(`${r.method()} ${new URL(r.url()).pathname}`); });
   await page.goto(url);
-  return { context, page, release, api, asked: () => asked };
+  return { context, page, release, api, errors, asked: () => asked };
 }
 
 /** Whether the page's uploader is open (`upload-once:ready`, `window.uploader`). */
@@ -39,7 +44,7 @@ const isOpen = (page) => page.evaluate(() => Boolean(window.uploader) || perform
 
 test("files picked before the uploader is open wait, then are uploaded once", async () => {
   const ev = await createEvent(server);
-  const { context, page, release, api, asked } = await heldBack(guestUrl(server, ev));
+  const { context, page, release, api, errors, asked } = await heldBack(guestUrl(server, ev));
   await page.waitForSelector("[data-testid='file-input']", { state: "attached" });
   await page.waitForFunction(() => performance.getEntriesByName("upload-once:usable").length > 0);
   assert.equal(await page.locator("#guest").isVisible(), true, "the pick button shows before the .wasm is in");
@@ -60,12 +65,13 @@ test("files picked before the uploader is open wait, then are uploaded once", as
   const media = await hostMedia(server, ev);
   assert.equal(media.length, 2, "each picked file stored once");
   assert.equal(api.filter((r) => r.endsWith("/confirm")).length >= 2, true, `each attempt confirmed: ${api.join(", ")}`);
+  assert.deepEqual(errors, [], "no uncaught error in the page");
   await context.close();
 });
 
 test("a file picked before a wrong guest code is known is not uploaded, and the page says why", async () => {
   const ev = await createEvent(server);
-  const { context, page, release } = await heldBack(`${server.base}/?event=${ev.event.slug}&code=not-the-code`);
+  const { context, page, release, errors } = await heldBack(`${server.base}/?event=${ev.event.slug}&code=not-the-code`);
   await page.waitForFunction(() => performance.getEntriesByName("upload-once:usable").length > 0);
   assert.equal(await isOpen(page), false);
   await pick(page, photos(1, 80_000, "refused"));
@@ -77,5 +83,7 @@ test("a file picked before a wrong guest code is known is not uploaded, and the 
   assert.equal(await page.evaluate(() => document.body.dataset.error), "wrong_guest_code");
   assert.equal(await page.evaluate(() => window.uploader ? window.uploader.list().length : 0), 0, "nothing recorded");
   assert.equal((await hostMedia(server, ev)).length, 0, "nothing uploaded");
+  assert.equal(await page.locator("[data-testid='waiting']").count(), 0, "no file is said to wait any more");
+  assert.deepEqual(errors, [], "no uncaught error in the page");
   await context.close();
 });

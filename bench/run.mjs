@@ -35,6 +35,9 @@ const P = QUICK
 if (args.includes("--multipart-mib")) P.multipart = Number(args[args.indexOf("--multipart-mib") + 1]) * MiB;
 // `--no-uplink`: the multipart scenario on loopback only (no emulated uplink rounds).
 if (args.includes("--no-uplink")) P.multipartUplinkRounds = 0;
+// `--multipart-rounds N`: more loopback rounds (each prints its times), to
+// compare two builds of the package through the run-to-run spread.
+if (args.includes("--multipart-rounds")) P.multipartRounds = Number(args[args.indexOf("--multipart-rounds") + 1]);
 // Loopback transfers of 256 MiB vary by ±10 % from round to round: more rounds.
 const TRANSFER_ROUNDS = QUICK ? P.rounds : 9;
 
@@ -385,6 +388,7 @@ async function main() {
               ? await mpPage.evaluate((c) => window.transferUploadOnce(c), mctx)
               : await page.evaluate((c) => window.transferUploadOnce(c), ctx);
             if (r >= P.warmup) (which === "parts" ? parts : single).push(ms);
+            if (r >= P.warmup) console.error(`multipart round ${r - P.warmup + 1}: ${which} ${Math.round(ms)} ms`);
           }
         }
         // Memory through a whole upload in parts, each part hashed

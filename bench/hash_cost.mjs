@@ -2,7 +2,8 @@
 // random bytes (made in the page), each read and digested with WebCrypto one
 // after another, three rounds; the last round is printed. It separates the
 // read (`arrayBuffer()`, or a BYOB reader of the File's stream into one
-// reused buffer, as src/glue.js reads a part) from `crypto.subtle.digest`.
+// reused buffer, as src/glue.js reads a part) from `crypto.subtle.digest`,
+// and says how long the page's main thread is held meanwhile.
 //
 //   node bench/hash_cost.mjs
 //
@@ -57,10 +58,47 @@ try {
       await time("BYOB read + digest", async (f) => crypto.subtle.digest("SHA-256", await byob(f)));
       await time("digest alone (one 4 MiB buffer, 30 times)", () => crypto.subtle.digest("SHA-256", one));
     }
+    // Is the main thread held while files are hashed? A probe posts itself
+    // a message again and again (a zero-delay turn of the event loop, not
+    // clamped as setTimeout is) and keeps the longest wait between turns,
+    // and the Long Tasks API lists tasks over 50 ms; both while nothing else
+    // runs, then through the BYOB read + digest of the thirty files.
+    const held = async (work) => {
+      const longTasks = [];
+      const observer = new PerformanceObserver((list) => longTasks.push(...list.getEntries().map((e) => e.duration)));
+      observer.observe({ type: "longtask", buffered: false });
+      const channel = new MessageChannel();
+      let last = performance.now(), worst = 0, turns = 0, running = true;
+      channel.port1.onmessage = () => {
+        const now = performance.now();
+        worst = Math.max(worst, now - last);
+        last = now;
+        turns += 1;
+        if (running) channel.port2.postMessage(0);
+      };
+      channel.port2.postMessage(0);
+      const t0 = performance.now();
+      await work();
+      const elapsed = performance.now() - t0;
+      running = false;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      observer.disconnect();
+      channel.port1.close();
+      return { elapsed: Math.round(elapsed), worstGap: Number(worst.toFixed(1)), turns, longTasks: longTasks.map(Math.round) };
+    };
+    out.mainThread = {
+      idle: await held(() => new Promise((resolve) => setTimeout(resolve, 1000))),
+      hashing: await held(async () => { for (const f of files) await crypto.subtle.digest("SHA-256", await byob(f)); }),
+    };
     return out;
   });
   console.log(`30 files of 4 MiB (120 MiB), ms for all, Chromium ${browser.version()}:`);
-  for (const [step, t] of Object.entries(ms)) console.log(`  ${step}: ${t} ms (${(120 / (t / 1000)).toFixed(0)} MiB/s)`);
+  const { mainThread, ...steps } = ms;
+  for (const [step, t] of Object.entries(steps)) console.log(`  ${step}: ${t} ms (${(120 / (t / 1000)).toFixed(0)} MiB/s)`);
+  console.log("the main thread, while idle for a second and while the thirty files are read (BYOB) and digested:");
+  for (const [when, m] of Object.entries(mainThread)) {
+    console.log(`  ${when}: ${m.elapsed} ms, longest wait between event-loop turns ${m.worstGap} ms over ${m.turns} turns, long tasks (> 50 ms): ${m.longTasks.length ? m.longTasks.join(", ") + " ms" : "none"}`);
+  }
 } finally {
   await browser.close();
   server.close();

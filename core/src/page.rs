@@ -1388,7 +1388,12 @@ impl Page {
         if self.closed {
             return None;
         }
-        let restore = self.restore_writes_until.filter(|_| !self.restores.is_empty());
+        // The restore's deadline only while it is what the restore waits
+        // for: while a lock is still asked, the lock's answer wakes the page
+        // (a deadline already past would wake it at once, again and again).
+        let restore = self
+            .restore_writes_until
+            .filter(|_| !self.restores.is_empty() && self.locks_settled() && self.writing_back());
         [self.sched.next_wakeup(), self.persist_retry_at, restore].into_iter().flatten().min()
     }
 }

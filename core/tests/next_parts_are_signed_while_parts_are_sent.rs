@@ -165,11 +165,12 @@ fn parts_signed_ahead_are_signed_together() {
 
 #[test]
 fn parts_are_signed_a_set_at_a_time_once_the_upload_is_under_way() {
-    // Thirty parts, PUTs answered oldest first, a sign request answered as
+    // Thirty-one parts, PUTs answered oldest first, a sign request answered as
     // soon as it is made: after the first parts (signed at once so the wire
     // is not idle), every sign request asks for a full set, and no slot
-    // that frees waits for one.
-    const COUNT: u32 = 30;
+    // that frees waits for one; the last parts, fewer than a set, are
+    // signed once hashed.
+    const COUNT: u32 = 31;
     let size = PART * u64::from(COUNT);
     let mut ledger =
         Ledger::new(&MultipartPlan { part_size: PART, part_count: COUNT, expires_at: "2030-01-01T00:00:00Z".into() });
@@ -212,7 +213,9 @@ fn parts_are_signed_a_set_at_a_time_once_the_upload_is_under_way() {
     assert_eq!(batches.iter().sum::<usize>(), COUNT as usize);
     let ramp = batches.iter().take_while(|b| **b < PARALLELISM).count();
     assert!(ramp <= PARALLELISM, "the first parts only are signed alone: {batches:?}");
-    assert!(batches[ramp..].iter().all(|b| *b == PARALLELISM), "then a set at a time: {batches:?}");
+    let (last, sets) = batches[ramp..].split_last().expect("sets after the first parts");
+    assert!(sets.iter().all(|b| *b == PARALLELISM), "then a set at a time: {batches:?}");
+    assert_eq!(*last, (COUNT as usize - ramp) % PARALLELISM, "and the last part alone: {batches:?}");
     assert_eq!(idle_slots, 0, "no PUT ends with its slot left empty for want of a URL");
 }
 

@@ -70,3 +70,33 @@ fn a_write_back_that_never_ends_holds_a_restore_for_a_second_at_most() {
     assert_eq!(sim.tabs[0].done.len(), 1, "the restore is done without its write-back");
     assert!(sim.stats.sent.is_empty(), "and nothing unwritten acted");
 }
+
+#[test]
+fn a_restore_waiting_for_a_lock_does_not_wake_the_page_for_its_past_write_deadline() {
+    let mut sim = Sim::new(SimConfig { seed: 73, locks_one_at_a_time: true, ..SimConfig::default() });
+    sim.set_online(false);
+    for i in 0..3 {
+        sim.add_jpeg(100 + i);
+    }
+    sim.persist_all();
+    sim.reload(Reload::KEEP_BLOBS);
+    sim.set_online(true);
+    sim.pump();
+    assert!(sim.has_pending_writes());
+    let deadline = sim.page().poll_timeout().expect("the restore's write deadline");
+    // A file picked meanwhile asks for its lock; the deadline passes before
+    // the lock is answered.
+    sim.add_jpeg(500);
+    sim.advance(deadline - sim.now + 10);
+    let now = sim.now;
+    assert!(
+        sim.page().poll_timeout().is_none_or(|t| t > now),
+        "a wake-up in the past while the lock is asked would spin the driver: {:?} at {now}",
+        sim.page().poll_timeout()
+    );
+    // Once the lock is answered the restore is done (its deadline passed),
+    // beside the new file's add.
+    assert!(sim.tabs[0].done.is_empty());
+    sim.pump();
+    assert_eq!(sim.tabs[0].done.len(), 2, "the restore and the add");
+}

@@ -36,8 +36,8 @@ let uploader;
 /**
  * Files picked before the uploader was open (a first visit on a slow
  * network: the pick button works once this script has run, while the
- * `.wasm` may still be on its way): each batch is given to `add()` once the
- * uploader opens, in the order picked.
+ * `.wasm` may still be on its way), as `{ files, target }`: each batch is
+ * given to `add()` once the uploader opens, in the order picked.
  */
 const waiting = [];
 /**
@@ -107,7 +107,12 @@ async function main() {
   window.uploader = uploader;
   const stopRendering = uploader.onChange(render);
   // Forgotten here or in another tab.
-  uploader.onRemove((id) => dropCard(id));
+  const stopRemoving = uploader.onRemove((id) => dropCard(id));
+  // The page that is only a message hears nothing more from the uploader.
+  pageListeners.signal.addEventListener("abort", () => {
+    stopRendering();
+    stopRemoving();
+  });
   // A first visit joins the event in the background: the title and limits
   // arrive with it, and a wrong guest code is said as soon as it is known
   // (the page is then only that message).
@@ -115,7 +120,6 @@ async function main() {
   uploader.onSessionChange((info, error) => {
     if (!error) return showEventInfo(info);
     refused = true;
-    stopRendering();
     explainOpenError(error, event);
   });
   if (uploader.sessionError) {
@@ -308,7 +312,7 @@ async function addFiles(files, target = null) {
   // Before the uploader is open, and while what was picked then is given to
   // it, files wait their turn: they are added in the order picked.
   if (!uploader || waiting.length) {
-    waiting.push(files);
+    waiting.push({ files, target });
     showWaiting();
     return;
   }
@@ -355,7 +359,7 @@ async function giveFiles(files, target = null) {
 
 /** Says how many picked files wait for the uploader to open (or nothing). */
 function showWaiting() {
-  const count = waiting.reduce((n, files) => n + files.length, 0);
+  const count = waiting.reduce((n, batch) => n + batch.files.length, 0);
   let note = $("waiting");
   if (!count) {
     window.removeEventListener("beforeunload", warnBeforeUnload);
@@ -374,10 +378,16 @@ function showWaiting() {
 /** Gives the files picked before the uploader opened to it, in order. */
 async function addWaiting() {
   while (waiting.length && !closed) {
-    const files = waiting[0];
-    await giveFiles(files);
-    waiting.shift();
-    showWaiting();
+    const { files, target } = waiting[0];
+    try {
+      await giveFiles(files, target);
+    } catch (err) {
+      // One batch that fails to show must not hold the ones after it.
+      console.error(err);
+    } finally {
+      waiting.shift();
+      showWaiting();
+    }
   }
 }
 
@@ -454,7 +464,7 @@ async function forget(id) {
 
 /** Forgets a card and its preview. */
 function dropCard(id) {
-  if (!attempts.has(id)) return;
+  if (!attempts.has(id) || closed) return;
   attempts.delete(id);
   spoken.delete(id);
   removeCard(id);
@@ -474,7 +484,7 @@ function removeCard(id) {
 
 /** Renders one attempt (creates its card the first time). */
 function render(view) {
-  if (!view || !view.id) return;
+  if (!view || !view.id || closed) return;
   attempts.set(view.id, view);
   announce(view);
 
@@ -854,6 +864,7 @@ function thumbnail(src, type, view) {
 }
 
 function updateSummary() {
+  if (closed) return;
   const shown = [...cards.keys()].map((id) => attempts.get(id)).filter(Boolean);
   $("empty").hidden = shown.length > 0;
   const title = $("uploads-title");

@@ -39,6 +39,13 @@ async function heldBack(url) {
   return { context, page, release, api, errors, asked: () => asked };
 }
 
+/** Whether leaving the page now would make the browser ask first. */
+const leaveWarns = (page) => page.evaluate(() => {
+  const e = new Event("beforeunload", { cancelable: true });
+  dispatchEvent(e);
+  return e.defaultPrevented;
+});
+
 /** Whether the page's uploader is open (`upload-once:ready`, `window.uploader`). */
 const isOpen = (page) => page.evaluate(() => Boolean(window.uploader) || performance.getEntriesByName("upload-once:ready").length > 0);
 
@@ -50,6 +57,7 @@ test("files picked before the uploader is open wait, then are uploaded once", as
   assert.equal(await page.locator("#guest").isVisible(), true, "the pick button shows before the .wasm is in");
   assert.ok(asked() >= 1, "the .wasm was asked for (and is held)");
   assert.equal(await isOpen(page), false, "the uploader is not open while its .wasm is held");
+  assert.equal(await leaveWarns(page), false, "nothing waits: leaving is not held up");
 
   await pick(page, photos(2, 120_000, "early"));
   const waiting = page.locator("[data-testid='waiting']");
@@ -57,11 +65,13 @@ test("files picked before the uploader is open wait, then are uploaded once", as
   assert.match(await waiting.textContent(), /2 files picked/);
   assert.equal(await page.locator("[data-testid='card']").count(), 0, "no attempt exists before the uploader does");
   assert.deepEqual(api, [], "nothing reached the API before the uploader was open");
+  assert.equal(await leaveWarns(page), true, "leaving would forget the picks: the browser asks first");
 
   release();
   const saved = await untilAllSaved(page, 2);
   assert.deepEqual(saved.map((c) => c.filename).sort(), ["early-1.png", "early-2.png"]);
   assert.equal(await waiting.count(), 0, "the waiting note is gone once the files are the uploader's");
+  assert.equal(await leaveWarns(page), false, "and leaving is not held up any more");
   const media = await hostMedia(server, ev);
   assert.equal(media.length, 2, "each picked file stored once");
   assert.equal(api.filter((r) => r.endsWith("/confirm")).length >= 2, true, `each attempt confirmed: ${api.join(", ")}`);
@@ -76,6 +86,7 @@ test("a file picked before a wrong guest code is known is not uploaded, and the 
   assert.equal(await isOpen(page), false);
   await pick(page, photos(1, 80_000, "refused"));
   await page.locator("[data-testid='waiting']").waitFor();
+  assert.equal(await leaveWarns(page), true);
 
   release();
   const message = await page.waitForSelector("[data-testid='message']", { timeout: 20_000 });
@@ -83,7 +94,7 @@ test("a file picked before a wrong guest code is known is not uploaded, and the 
   assert.equal(await page.evaluate(() => document.body.dataset.error), "wrong_guest_code");
   assert.equal(await page.evaluate(() => window.uploader ? window.uploader.list().length : 0), 0, "nothing recorded");
   assert.equal((await hostMedia(server, ev)).length, 0, "nothing uploaded");
-  assert.equal(await page.locator("[data-testid='waiting']").count(), 0, "no file is said to wait any more");
+  assert.equal(await leaveWarns(page), false, "the dropped picks no longer hold up leaving the page");
   assert.deepEqual(errors, [], "no uncaught error in the page");
   await context.close();
 });

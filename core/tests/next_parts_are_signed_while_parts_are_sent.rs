@@ -163,27 +163,34 @@ fn parts_signed_ahead_are_signed_together() {
     );
 }
 
-#[test]
-fn parts_are_signed_a_set_at_a_time_once_the_upload_is_under_way() {
-    // Thirty-one parts, PUTs answered oldest first, a sign request answered as
-    // soon as it is made: after the first parts (signed at once so the wire
-    // is not idle), every sign request asks for a full set, and no slot
-    // that frees waits for one; the last parts, fewer than a set, are
-    // signed once hashed.
-    const COUNT: u32 = 31;
-    let size = PART * u64::from(COUNT);
+/// What became of an upload of `count` parts driven to its end: PUTs
+/// answered oldest first, each hash and sign request answered as soon as it
+/// is made.
+struct Run {
+    ledger: Ledger,
+    /// The parts hashed, in order.
+    hashed: Vec<u32>,
+    /// The size of each sign request, in order.
+    batches: Vec<usize>,
+    /// The most hashes asked for before one was answered.
+    most_hashing: usize,
+    /// PUTs that ended with a slot already empty while a part was left.
+    idle_slots: usize,
+}
+
+fn run_to_the_end(count: u32, size: u64) -> Run {
     let mut ledger =
-        Ledger::new(&MultipartPlan { part_size: PART, part_count: COUNT, expires_at: "2030-01-01T00:00:00Z".into() });
+        Ledger::new(&MultipartPlan { part_size: PART, part_count: count, expires_at: "2030-01-01T00:00:00Z".into() });
     let mut p = Pipeline::default();
-    let mut batches: Vec<usize> = Vec::new();
+    let (mut hashed, mut batches, mut most_hashing, mut idle_slots) = (Vec::new(), Vec::new(), 0, 0);
     let mut on_wire: Vec<u32> = Vec::new();
-    let mut idle_slots = 0;
     for _ in 0..1000 {
         let mut actions = Vec::new();
         while let Some(a) = p.poll(&ledger, size, PARALLELISM, (on_wire.len() < PARALLELISM, true), T0) {
             actions.push(a);
         }
-        let mut hashing = None;
+        let hashing = hashes(&actions);
+        most_hashing = most_hashing.max(hashing.len());
         for a in &actions {
             match a {
                 PartAction::Sign(batch) => {
@@ -192,16 +199,17 @@ fn parts_are_signed_a_set_at_a_time_once_the_upload_is_under_way() {
                     p.handle_signed(Ok(signed(&numbers)), &RetryPolicy::default(), 0, 0.5, T0);
                 }
                 PartAction::Send { number, .. } => on_wire.push(*number),
-                PartAction::Hash { number, .. } => hashing = Some(*number),
+                PartAction::Hash { .. } => {}
             }
         }
-        if let Some(n) = hashing {
+        if let Some(&n) = hashing.first() {
             assert!(p.handle_hashed(n, Ok(format!("{n:064x}"))).is_none());
+            hashed.push(n);
             continue;
         }
         // Nothing more to hash now: the oldest PUT ends.
         let Some(n) = on_wire.first().copied() else { break };
-        let left = (1..=COUNT).filter(|m| !ledger.is_done(*m) && !on_wire.contains(m)).count();
+        let left = (1..=count).filter(|m| !ledger.is_done(*m) && !on_wire.contains(m)).count();
         if on_wire.len() < PARALLELISM && left > 0 {
             idle_slots += 1;
         }
@@ -209,6 +217,17 @@ fn parts_are_signed_a_set_at_a_time_once_the_upload_is_under_way() {
         let sha = p.handle_sent(n, Ok(()), &RetryPolicy::default(), 0, 0.5, T0).expect("stored");
         ledger.mark_done(n, sha);
     }
+    Run { ledger, hashed, batches, most_hashing, idle_slots }
+}
+
+#[test]
+fn parts_are_signed_a_set_at_a_time_once_the_upload_is_under_way() {
+    // Thirty-one parts: after the first parts (signed at once so the wire
+    // is not idle), every sign request asks for a full set, and no slot
+    // that frees waits for one; the last parts, fewer than a set, are
+    // signed once hashed.
+    const COUNT: u32 = 31;
+    let Run { ledger, batches, idle_slots, .. } = run_to_the_end(COUNT, PART * u64::from(COUNT));
     assert!((1..=COUNT).all(|n| ledger.is_done(n)), "every part stored");
     assert_eq!(batches.iter().sum::<usize>(), COUNT as usize);
     let ramp = batches.iter().take_while(|b| **b < PARALLELISM).count();
@@ -239,34 +258,7 @@ fn one_part_of_a_file_is_in_memory_at_a_time() {
     // Hashing reads a part's bytes into memory; sending streams them from
     // the file. However the answers come, the pipeline never asks for a
     // second hash before the first is answered.
-    let mut ledger = ledger();
-    let mut p = Pipeline::default();
-    let mut hashed_parts = Vec::new();
-    let mut on_wire: Vec<u32> = Vec::new();
-    for _ in 0..200 {
-        let actions = drain(&mut p, &ledger, (on_wire.len() < PARALLELISM, true));
-        let hashing = hashes(&actions);
-        assert!(hashing.len() <= 1, "{actions:?}");
-        for a in &actions {
-            match a {
-                PartAction::Sign(batch) => {
-                    let numbers: Vec<u32> = batch.iter().map(|r| r.number).collect();
-                    p.handle_signed(Ok(signed(&numbers)), &RetryPolicy::default(), 0, 0.5, T0);
-                }
-                PartAction::Send { number, .. } => on_wire.push(*number),
-                PartAction::Hash { .. } => {}
-            }
-        }
-        if let Some(&n) = hashing.first() {
-            assert!(p.handle_hashed(n, Ok(format!("{n:064x}"))).is_none());
-            hashed_parts.push(n);
-        } else if let Some(n) = on_wire.first().copied() {
-            on_wire.remove(0);
-            let sha = p.handle_sent(n, Ok(()), &RetryPolicy::default(), 0, 0.5, T0).expect("stored");
-            ledger.mark_done(n, sha);
-        } else {
-            break;
-        }
-    }
-    assert_eq!(hashed_parts, (1..=10).collect::<Vec<u32>>(), "every part hashed once, in order");
+    let run = run_to_the_end(10, SIZE);
+    assert!(run.most_hashing <= 1, "at most one hash asked for at once: {}", run.most_hashing);
+    assert_eq!(run.hashed, (1..=10).collect::<Vec<u32>>(), "every part hashed once, in order");
 }

@@ -310,9 +310,8 @@ impl Pipeline {
         // request, so signing ahead goes a set at a time and never leaves a
         // slot waiting. The next hash starts before a sign request is
         // considered, so that one waits for a set while more can be hashed.
-        let next = (1..=ledger.part_count)
-            .find(|n| !ledger.is_done(*n) && self.state(*n).is_none() && !self.waiting.iter().any(|(w, _)| w == n));
-        if let Some(next) = next.filter(|_| hashing == 0 && self.parts.len() < 3 * parallelism) {
+        let may_hash = hashing == 0 && self.parts.len() < 3 * parallelism;
+        if let Some(next) = may_hash.then(|| self.next_to_hash(ledger)).flatten() {
             let (start, end) = ledger.range(next, size);
             self.set(next, PartState::Hashing);
             return Some(PartAction::Hash { number: next, start, end });
@@ -324,8 +323,10 @@ impl Pipeline {
         let hashed = count(|s| matches!(s, PartState::Hashed { .. }));
         let signed = count(|s| matches!(s, PartState::Signed { .. }));
         let starving = network && signed == 0 && sending < parallelism;
-        let worth_it = starving || hashed >= parallelism || (hashing == 0 && next.is_none());
-        if sign && !self.signing && worth_it {
+        // (Nothing is left to hash: known without a second look when the
+        // pipeline has just looked for a part to hash.)
+        let last_parts = || hashing == 0 && (may_hash || self.next_to_hash(ledger).is_none());
+        if sign && !self.signing && (starving || hashed >= parallelism || last_parts()) {
             {
                 let batch: Vec<PartRequest> = self
                     .parts
@@ -350,6 +351,13 @@ impl Pipeline {
             }
         }
         None
+    }
+
+    /// The first part not stored, not on its way and not waiting out a
+    /// backoff: the next to hash.
+    fn next_to_hash(&self, ledger: &Ledger) -> Option<u32> {
+        (1..=ledger.part_count)
+            .find(|n| !ledger.is_done(*n) && self.state(*n).is_none() && !self.waiting.iter().any(|(w, _)| w == n))
     }
 
     /// A part's hash, or why its bytes could not be read (the file is gone:

@@ -41,12 +41,13 @@ let uploader;
  */
 const waiting = [];
 /**
- * Set once the page is only a message (the uploader could not open, or the
- * event refused this guest): nothing more is added, queued or said.
+ * Aborted once the page is only a message (the uploader could not open, or
+ * the event refused this guest): the page's own listeners (pick, drop,
+ * online) and the uploader's go with it, and nothing more is added, queued
+ * or said.
  */
-let closed = false;
-/** The page's own listeners (pick, drop, online), removed once it is closed. */
 const pageListeners = new AbortController();
+const closed = () => pageListeners.signal.aborted;
 
 translatePage();
 document.title = t("guest.docTitle");
@@ -162,7 +163,6 @@ function registerServiceWorker() {
 function explainOpenError(err, event) {
   // Files picked meanwhile were neither recorded nor sent: the page is now
   // the message alone, and takes no more.
-  closed = true;
   pageListeners.abort();
   waiting.length = 0;
   showWaiting();
@@ -308,7 +308,7 @@ function watchPersistence() {
  * that matches it is re-attached by the uploader itself.
  */
 async function addFiles(files, target = null) {
-  if (!files.length || closed) return;
+  if (!files.length || closed()) return;
   // Before the uploader is open, and while what was picked then is given to
   // it, files wait their turn: they are added in the order picked.
   if (!uploader || waiting.length) {
@@ -325,12 +325,12 @@ async function giveFiles(files, target = null) {
   try {
     outcomes = await uploader.add(files);
   } catch (err) {
-    if (closed) return;
+    if (closed()) return;
     const names = files.map((f) => f.name).join(", ");
     addRefusal(names, refusalReason(err, files.length === 1 ? files[0] : null));
     return;
   }
-  if (closed) return;
+  if (closed()) return;
   outcomes.forEach((outcome, i) => {
     const file = files[i];
     if (!outcome.ok) {
@@ -377,7 +377,7 @@ function showWaiting() {
 
 /** Gives the files picked before the uploader opened to it, in order. */
 async function addWaiting() {
-  while (waiting.length && !closed) {
+  while (waiting.length && !closed()) {
     const { files, target } = waiting[0];
     try {
       await giveFiles(files, target);
@@ -421,7 +421,7 @@ function refusalReason(error, file) {
 }
 
 function addRefusal(fileName, reason) {
-  if (closed) return;
+  if (closed()) return;
   const li = h(
     "li",
     { class: "note", "data-testid": "refusal", role: "alert" },
@@ -433,7 +433,7 @@ function addRefusal(fileName, reason) {
 }
 
 function addNotice(title, text) {
-  if (closed) return;
+  if (closed()) return;
   const li = h(
     "li",
     { class: "note note--info", "data-testid": "notice" },
@@ -464,7 +464,7 @@ async function forget(id) {
 
 /** Forgets a card and its preview. */
 function dropCard(id) {
-  if (!attempts.has(id) || closed) return;
+  if (!attempts.has(id) || closed()) return;
   attempts.delete(id);
   spoken.delete(id);
   removeCard(id);
@@ -484,7 +484,7 @@ function removeCard(id) {
 
 /** Renders one attempt (creates its card the first time). */
 function render(view) {
-  if (!view || !view.id || closed) return;
+  if (!view || !view.id || closed()) return;
   attempts.set(view.id, view);
   announce(view);
 
@@ -864,7 +864,7 @@ function thumbnail(src, type, view) {
 }
 
 function updateSummary() {
-  if (closed) return;
+  if (closed()) return;
   const shown = [...cards.keys()].map((id) => attempts.get(id)).filter(Boolean);
   $("empty").hidden = shown.length > 0;
   const title = $("uploads-title");

@@ -387,8 +387,10 @@ async function main() {
             const ms = which === "parts"
               ? await mpPage.evaluate((c) => window.transferUploadOnce(c), mctx)
               : await page.evaluate((c) => window.transferUploadOnce(c), ctx);
-            if (r >= P.warmup) (which === "parts" ? parts : single).push(ms);
-            if (r >= P.warmup) console.error(`multipart round ${r - P.warmup + 1}: ${which} ${Math.round(ms)} ms`);
+            if (r >= P.warmup) {
+              (which === "parts" ? parts : single).push(ms);
+              console.error(`multipart round ${r - P.warmup + 1}: ${which} ${Math.round(ms)} ms`);
+            }
           }
         }
         // Memory through a whole upload in parts, each part hashed

@@ -35,7 +35,7 @@ pub struct Ledger {
     pub part_size: u64,
     /// How many parts.
     pub part_count: u32,
-    /// The parts the store holds, by number.
+    /// The parts the store holds, sorted by number, each once.
     pub done: Vec<PartDone>,
     /// The SHA-256 of part 1: the file's identity when it is picked again
     /// (same name, size and time are not enough to splice bytes together).
@@ -60,14 +60,48 @@ impl Ledger {
         self.plan().range(number, size)
     }
 
-    /// Whether the store holds part `number`.
+    /// Whether the store holds part `number`. (`done` is kept sorted by
+    /// number, each once: a binary search, not a scan of up to 10,000.)
     pub fn is_done(&self, number: u32) -> bool {
-        self.done.iter().any(|p| p.number == number)
+        self.done.binary_search_by_key(&number, |p| p.number).is_ok()
     }
 
     /// Whether the store holds every part.
     pub fn is_complete(&self) -> bool {
-        (1..=self.part_count).all(|n| self.is_done(n))
+        self.done.len() >= self.part_count as usize && (1..=self.part_count).all(|n| self.is_done(n))
+    }
+
+    /// The parts the store does not hold, in order. The first is found by
+    /// a binary search over the parts done (parts `1..=k` are done exactly
+    /// when `done[k - 1]` is part `k`), the next ones by walking the parts
+    /// done after it in step: finding the next part to send costs the
+    /// parts skipped, not the whole file's part count.
+    pub fn missing(&self) -> impl Iterator<Item = u32> + '_ {
+        let (mut at, mut end) = (0, self.done.len());
+        while at < end {
+            let mid = at + (end - at) / 2;
+            if u32::try_from(mid + 1).is_ok_and(|n| self.done[mid].number == n) {
+                at = mid + 1;
+            } else {
+                end = mid;
+            }
+        }
+        let mut next = u32::try_from(at).map_or(u32::MAX, |n| n.saturating_add(1));
+        std::iter::from_fn(move || {
+            while next <= self.part_count {
+                let n = next;
+                next += 1;
+                while self.done.get(at).is_some_and(|p| p.number < n) {
+                    at += 1;
+                }
+                if self.done.get(at).is_some_and(|p| p.number == n) {
+                    at += 1;
+                } else {
+                    return Some(n);
+                }
+            }
+            None
+        })
     }
 
     /// Bytes of the parts the store holds.
@@ -80,12 +114,13 @@ impl Ledger {
         if number == 1 && sha256.is_some() {
             self.first_part_sha256.clone_from(&sha256);
         }
-        if let Some(p) = self.done.iter_mut().find(|p| p.number == number) {
-            p.sha256 = sha256.or(p.sha256.take());
-            return;
+        match self.done.binary_search_by_key(&number, |p| p.number) {
+            Ok(at) => {
+                let p = &mut self.done[at];
+                p.sha256 = sha256.or(p.sha256.take());
+            }
+            Err(at) => self.done.insert(at, PartDone { number, sha256 }),
         }
-        let at = self.done.partition_point(|p| p.number < number);
-        self.done.insert(at, PartDone { number, sha256 });
     }
 
     /// Takes the store's own list: the parts it holds with their exact
@@ -356,8 +391,7 @@ impl Pipeline {
     /// The first part not stored, not on its way and not waiting out a
     /// backoff: the next to hash.
     fn next_to_hash(&self, ledger: &Ledger) -> Option<u32> {
-        (1..=ledger.part_count)
-            .find(|n| !ledger.is_done(*n) && self.state(*n).is_none() && !self.waiting.iter().any(|(w, _)| w == n))
+        ledger.missing().find(|n| self.state(*n).is_none() && !self.waiting.iter().any(|(w, _)| w == n))
     }
 
     /// A part's hash, or why its bytes could not be read (the file is gone:

@@ -92,7 +92,7 @@ const OPERATIONS: [Operation; 5] =
 
 /// The lines of the first table after `heading` whose header starts with
 /// `first_column`.
-fn table_after<'a>(doc: &'a str, heading: &str, first_column: &str) -> Result<Vec<Vec<String>>, String> {
+fn table_after(doc: &str, heading: &str, first_column: &str) -> Result<Vec<Vec<String>>, String> {
     let start = doc.find(heading).ok_or_else(|| format!("docs/protocol.md has no heading `{heading}`"))?;
     let section = &doc[start + heading.len()..];
     // The section ends at the next heading of the same or a higher level.

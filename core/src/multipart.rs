@@ -63,45 +63,33 @@ impl Ledger {
     /// Whether the store holds part `number`. (`done` is kept sorted by
     /// number, each once: a binary search, not a scan of up to 10,000.)
     pub fn is_done(&self, number: u32) -> bool {
-        self.done.binary_search_by_key(&number, |p| p.number).is_ok()
+        self.done.get(self.position(number)).is_some_and(|p| p.number == number)
+    }
+
+    /// Where part `number` is, or would be, in `done`.
+    fn position(&self, number: u32) -> usize {
+        self.done.partition_point(|p| p.number < number)
     }
 
     /// Whether the store holds every part.
     pub fn is_complete(&self) -> bool {
-        self.done.len() >= self.part_count as usize && (1..=self.part_count).all(|n| self.is_done(n))
+        self.first_missing() > self.part_count
     }
 
-    /// The parts the store does not hold, in order. The first is found by
-    /// a binary search over the parts done (parts `1..=k` are done exactly
-    /// when `done[k - 1]` is part `k`), the next ones by walking the parts
-    /// done after it in step: finding the next part to send costs the
-    /// parts skipped, not the whole file's part count.
-    pub fn missing(&self) -> impl Iterator<Item = u32> + '_ {
+    /// The first part the store does not hold (`part_count + 1` when it
+    /// holds them all): a binary search, as parts `1..=k` are done exactly
+    /// when `done[k - 1]` is part `k`.
+    pub fn first_missing(&self) -> u32 {
         let (mut at, mut end) = (0, self.done.len());
         while at < end {
             let mid = at + (end - at) / 2;
-            if u32::try_from(mid + 1).is_ok_and(|n| self.done[mid].number == n) {
+            if self.done[mid].number as usize == mid + 1 {
                 at = mid + 1;
             } else {
                 end = mid;
             }
         }
-        let mut next = u32::try_from(at).map_or(u32::MAX, |n| n.saturating_add(1));
-        std::iter::from_fn(move || {
-            while next <= self.part_count {
-                let n = next;
-                next += 1;
-                while self.done.get(at).is_some_and(|p| p.number < n) {
-                    at += 1;
-                }
-                if self.done.get(at).is_some_and(|p| p.number == n) {
-                    at += 1;
-                } else {
-                    return Some(n);
-                }
-            }
-            None
-        })
+        at as u32 + 1
     }
 
     /// Bytes of the parts the store holds.
@@ -114,12 +102,10 @@ impl Ledger {
         if number == 1 && sha256.is_some() {
             self.first_part_sha256.clone_from(&sha256);
         }
-        match self.done.binary_search_by_key(&number, |p| p.number) {
-            Ok(at) => {
-                let p = &mut self.done[at];
-                p.sha256 = sha256.or(p.sha256.take());
-            }
-            Err(at) => self.done.insert(at, PartDone { number, sha256 }),
+        let at = self.position(number);
+        match self.done.get_mut(at).filter(|p| p.number == number) {
+            Some(p) => p.sha256 = sha256.or(p.sha256.take()),
+            None => self.done.insert(at, PartDone { number, sha256 }),
         }
     }
 
@@ -391,7 +377,11 @@ impl Pipeline {
     /// The first part not stored, not on its way and not waiting out a
     /// backoff: the next to hash.
     fn next_to_hash(&self, ledger: &Ledger) -> Option<u32> {
-        ledger.missing().find(|n| self.state(*n).is_none() && !self.waiting.iter().any(|(w, _)| w == n))
+        // From the first hole on: the parts after it are mostly on their
+        // way or not yet started, so this looks at a few, not at every part
+        // number of a file of up to 10,000.
+        (ledger.first_missing()..=ledger.part_count)
+            .find(|n| !ledger.is_done(*n) && self.state(*n).is_none() && !self.waiting.iter().any(|(w, _)| w == n))
     }
 
     /// A part's hash, or why its bytes could not be read (the file is gone:

@@ -500,7 +500,20 @@ impl Client {
             }
             Command::Authorize { id, request } => (id, Outcome::Authorize(api.authorize(&token, &request).await)),
             Command::Renew { id } => (id, Outcome::Renew(api.renew(&token, id).await)),
-            Command::Confirm { id, request } => (id, Outcome::Confirm(api.confirm(&token, id, &request).await)),
+            Command::Confirm { id, mut request } => {
+                // A file in parts: the composite checksum of the digests of
+                // every part of the file held here (the server refuses one
+                // that is not the composite of the parts it holds).
+                let input = self.page().record(&id).and_then(|r| r.multipart.as_ref()?.composite_input());
+                if let Some((raw, count)) = input {
+                    request.composite_sha256 = crate::env::sha256_of_bytes(&raw)
+                        .await
+                        .ok()
+                        .filter(|h| !h.is_empty())
+                        .map(|hex| format!("{hex}-{count}"));
+                }
+                (id, Outcome::Confirm(api.confirm(&token, id, &request).await))
+            }
             Command::SignParts { id, request } => {
                 (id, Outcome::PartsSigned(api.sign_parts(&token, id, &request).await))
             }
@@ -531,21 +544,11 @@ impl Client {
                     (id, Outcome::Upload(sent))
                 }
             }
-            Command::HashFile { id, size } => {
-                // The whole file (it goes up in one PUT), by WebCrypto in JS.
-                let result = match self.blob_for(&id).await {
-                    Some(blob) => crate::env::sha256_hex(&blob, 0, size).await.map_err(Failure::Unexpected),
-                    None => Err(Failure::Unexpected("the file's bytes are not available".into())),
-                };
-                (id, Outcome::FileHashed(result))
-            }
+            // The whole file (it goes up in one PUT), by WebCrypto in JS.
+            Command::HashFile { id, size } => (id, Outcome::FileHashed(self.hash(&id, 0, size).await)),
+            // Only this part's bytes are read, by WebCrypto in JS.
             Command::HashPart { id, number, start, end } => {
-                // Only this part's bytes are read, by WebCrypto in JS.
-                let result = match self.blob_for(&id).await {
-                    Some(blob) => crate::env::sha256_hex(&blob, start, end).await.map_err(Failure::Unexpected),
-                    None => Err(Failure::Unexpected("the file's bytes are not available".into())),
-                };
-                (id, Outcome::PartHashed { number, result })
+                (id, Outcome::PartHashed { number, result: self.hash(&id, start, end).await })
             }
             Command::UploadPart { id, number, start, end, instruction } => {
                 let blob = self.blob_for(&id).await;
@@ -574,6 +577,21 @@ impl Client {
             }
         };
         Input::Outcome { id: outcome.0, outcome: outcome.1, token }
+    }
+
+    /// The SHA-256 of bytes `[start, end)` of the attempt's file. A file
+    /// held in this page that the browser refuses to read (and not because
+    /// the page is going away) is `FileUnreadable`; a kept copy that cannot
+    /// be read is gone (the attempt then waits for the file).
+    async fn hash(&self, id: &Uuid, start: u64, end: u64) -> std::result::Result<String, Failure> {
+        let Some(blob) = self.blob_for(id).await else {
+            return Err(Failure::Unexpected("the file's bytes are not available".into()));
+        };
+        match crate::env::sha256_hex(&blob, start, end).await {
+            Ok(hex) => Ok(hex),
+            Err(_) if self.is_picked(id) && crate::env::read_failure_is_real().await => Err(Failure::FileUnreadable),
+            Err(message) => Err(Failure::Unexpected(message)),
+        }
     }
 
     fn progress_fn(&self, id: Uuid, part: Option<u32>) -> ProgressFn {
@@ -651,14 +669,25 @@ impl Client {
                 last_modified: f.last_modified() as i64,
             })
             .collect();
-        // A file that may go on from a stored part of a large upload must be
-        // the same bytes: its first part is hashed before the page decides.
-        let checks = self.page().identity_checks(&infos);
-        let mut first_parts = vec![None; infos.len()];
-        for (index, start, end) in checks {
-            first_parts[index] = crate::env::sha256_hex(&files[index], start, end).await.ok().filter(|h| !h.is_empty());
+        // A file that may go on from the stored parts of a large upload must
+        // be the same bytes in every one of them: the server is asked which
+        // parts it holds, then each of them is hashed in the picked file
+        // (one part in memory at a time), before the page decides.
+        let candidates = self.page().repick_candidates(&infos);
+        if !candidates.is_empty() {
+            self.learn_stored_parts(&candidates).await;
         }
-        let plan = self.page().add(&infos, &first_parts, now(), &mut CryptoEntropy);
+        let mut digests = vec![Vec::new(); infos.len()];
+        for check in self.page().identity_checks(&infos) {
+            for part in check.parts {
+                match crate::env::sha256_hex(&files[check.index], part.start, part.end).await {
+                    Ok(hex) if !hex.is_empty() => digests[check.index].push((part.number, hex)),
+                    // Unreadable, or no WebCrypto: not known to be the same.
+                    _ => break,
+                }
+            }
+        }
+        let plan = self.page().add(&infos, &digests, now(), &mut CryptoEntropy);
         {
             let mut held = self.0.files.borrow_mut();
             for (index, key) in &plan.hold {
@@ -681,6 +710,32 @@ impl Client {
         let ticket = self.page().handle_added(&plan);
         self.ticket_done(ticket).await;
         Ok(plan.outcomes)
+    }
+
+    /// Asks the server which parts it holds of these attempts (with the
+    /// token of the session that authorized each), for the check of a file
+    /// picked again. Without an answer (offline), the parts this browser
+    /// knows of are checked, and any other the server lists later lets the
+    /// file go again before a byte is sent.
+    async fn learn_stored_parts(&self, ids: &[Uuid]) {
+        let mut by_token: Vec<(String, Vec<Uuid>)> = Vec::new();
+        for id in ids {
+            let token = {
+                let page = self.page();
+                let own = page.record(id).and_then(|r| r.session_token.clone());
+                own.or_else(|| page.session().map(|s| s.token.clone()))
+            };
+            let Some(token) = token else { continue };
+            match by_token.iter_mut().find(|(t, _)| *t == token) {
+                Some((_, ids)) => ids.push(*id),
+                None => by_token.push((token, vec![*id])),
+            }
+        }
+        for (token, ids) in by_token {
+            if let Ok(response) = self.0.api.status(&token, &ids).await {
+                self.page().learn_stored_parts(&response);
+            }
+        }
     }
 
     /// Cancels an attempt: aborts its transfer; it shows as failed with

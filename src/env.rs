@@ -36,6 +36,23 @@ extern "C" {
     fn storage_room_js() -> Promise;
     #[wasm_bindgen(js_name = isReadable)]
     fn is_readable_js(blob: &web_sys::Blob) -> Promise;
+    #[wasm_bindgen(js_name = readFailureIsReal)]
+    fn read_failure_is_real_js() -> Promise;
+}
+
+/// After a read failed: whether it failed for the file itself, not because
+/// the page is going away (then reads fail too, for that reason alone).
+pub async fn read_failure_is_real() -> bool {
+    let real = wasm_bindgen_futures::JsFuture::from(read_failure_is_real_js()).await;
+    real.ok().and_then(|v| v.as_bool()).unwrap_or(false)
+}
+
+/// The SHA-256 of these bytes, lowercase hex (WebCrypto; empty where it is
+/// missing).
+pub async fn sha256_of_bytes(bytes: &[u8]) -> Result<String, String> {
+    let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes));
+    let blob = web_sys::Blob::new_with_u8_array_sequence(&parts).map_err(|_| "no Blob".to_owned())?;
+    sha256_hex(&blob, 0, bytes.len() as u64).await
 }
 
 /// Whether the browser still reads this Blob (a picked file that changed

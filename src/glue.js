@@ -311,6 +311,10 @@ async function readsNow(blob) {
     return false;
   }
 }
+export async function readFailureIsReal() {
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  return !leaving;
+}
 export async function isReadable(blob) {
   if (await readsNow(blob)) return true;
   await new Promise((resolve) => setTimeout(resolve, 500));

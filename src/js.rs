@@ -96,11 +96,20 @@ fn outcome(client: &Client, added: Added) -> Option<AddOutcome> {
             let error = ErrorInfo { code: error.code.as_str().into(), message: error.message };
             return Some(AddOutcome::Refused { ok: false, file_name, error });
         }
+        Added::NotSameFile { id, waiting } => {
+            let attempt = client.view(&id)?;
+            return Some(AddOutcome::Accepted {
+                ok: true,
+                status: "not_same_file",
+                attempt,
+                waiting: Some(waiting.to_string()),
+            });
+        }
         Added::New(id) => ("new", id),
         Added::Reattached(id) => ("reattached", id),
         Added::Duplicate(id) => ("duplicate", id),
     };
-    Some(AddOutcome::Accepted { ok: true, status, attempt: client.view(&id)? })
+    Some(AddOutcome::Accepted { ok: true, status, attempt: client.view(&id)?, waiting: None })
 }
 
 /// A JS function that unsubscribes a listener (calling it again does

@@ -18,8 +18,8 @@ export type UploadErrorCode =
   | "object_exists" | "incomplete_body" | "removed" | "too_many_unconfirmed" | "session_bytes_exceeded"
   | "too_many_sessions" | "event_bytes_exceeded" | "request_timeout" | "rate_limited" | "object_store_unavailable"
   | "database_unavailable"
-  | "internal" | "network" | "storage_unavailable" | "quota_exceeded" | "needs_file" | "file_changed" | "cancelled"
-  | "retries_exhausted" | "invalid_options" | "unexpected_response" | "closed";
+  | "file_changed" | "internal" | "network" | "storage_unavailable" | "quota_exceeded" | "needs_file"
+  | "file_unreadable" | "cancelled" | "retries_exhausted" | "invalid_options" | "unexpected_response" | "closed";
 
 /** Every error the uploader throws or reports. `code` is stable; `message` is for people. */
 export interface UploadError extends Error {
@@ -107,6 +107,8 @@ export interface AttemptView {
 /** What `add` did with one file (`add` answers one outcome per file, in the order given). */
 export type AddOutcome =
   | { ok: true; status: "new" | "reattached" | "duplicate"; attempt: AttemptView }
+  /** Same name, size and time as the file attempt `waiting` waits for, but other bytes in a part the server holds of it: not the same file, so a new attempt (`attempt`); `waiting` still waits for its own file, untouched. */
+  | { ok: true; status: "not_same_file"; attempt: AttemptView; waiting: string }
   | { ok: false; fileName: string; error: AttemptErrorInfo };
 
 /** Backoff: full jitter, `min(capMs, baseMs * 2^retry)`. */

@@ -153,6 +153,32 @@ impl FileInfo {
     }
 }
 
+/// Why a file's bytes are not kept in IndexedDB for a reload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotKept {
+    /// Larger than `keepFileMaxBytes`.
+    TooLarge,
+    /// Keeping it would pass `keepFilesTotalBytes`.
+    OverTotal,
+    /// The browser's storage estimate leaves too little room.
+    NoRoom,
+    /// The browser refused to store it (a private window, a full disk).
+    Refused,
+}
+
+impl NotKept {
+    /// The stable text the view shows.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            NotKept::TooLarge => "too_large",
+            NotKept::OverTotal => "over_total",
+            NotKept::NoRoom => "no_room",
+            NotKept::Refused => "refused",
+        }
+    }
+}
+
 /// The last error of an attempt: terminal when the attempt is, transient
 /// otherwise (then a retry is scheduled).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -288,6 +314,11 @@ pub struct AttemptRecord {
     /// attempts). Left out of the stored record until authorized.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_token: Option<String>,
+    /// Why the file is not kept in IndexedDB for a reload, when the page
+    /// that picked it could not keep it: stored with the record, so the
+    /// reason reads the same after a reload. Left out when kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_kept: Option<NotKept>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -323,6 +354,7 @@ impl AttemptRecord {
             replaced_by: None,
             paused: false,
             session_token: None,
+            not_kept: None,
         }
     }
 
@@ -419,6 +451,8 @@ impl AttemptRecord {
                 size: self.file.size,
                 content_type: self.file.content_type.clone(),
                 sha256: self.sha256.clone(),
+                // The driver hashes the ledger's digests (WebCrypto) into it.
+                composite_sha256: None,
             }),
             Step::Check => Action::Check,
             Step::Done => Action::Idle,
@@ -446,6 +480,13 @@ impl AttemptRecord {
         self.error = None;
         self.retries = 0;
         self.next_retry_at = None;
+        // The store may have finished a part since (a PUT on the wire when
+        // the page went away): the server is asked first, so no part it
+        // holds is sent again. (A single PUT sends the same bytes to the
+        // same key: harmless, and asked about if it fails.)
+        if self.object_key.is_some() && self.multipart.is_some() {
+            self.step = Step::Check;
+        }
         self.touch(now);
         true
     }
@@ -596,6 +637,28 @@ impl AttemptRecord {
         self.step = if self.object_key.is_some() { Step::Check } else { Step::Authorize };
         self.touch(now);
         true
+    }
+
+    /// Why the page could not keep the file for a reload (`None`: kept, or
+    /// not yet decided). Returns whether it changed.
+    /// (An explanation, not a step: `updated_at` stays.)
+    pub fn set_not_kept(&mut self, why: Option<NotKept>) -> bool {
+        if self.not_kept == why {
+            return false;
+        }
+        self.not_kept = why;
+        self.revision += 1;
+        true
+    }
+
+    /// The browser could not read the file held for this attempt: it ends
+    /// `file_unreadable` (the guest picks the file again), unless it
+    /// already ended.
+    pub fn file_unreadable(&mut self, now: UnixMillis) {
+        if !self.is_terminal() {
+            let failure = Failure::FileUnreadable;
+            self.fail(&failure.code(), failure.message(), now);
+        }
     }
 
     /// Ends the attempt in a failure, on the axis it belongs to: once the

@@ -105,6 +105,14 @@ error_codes! {
     Expired = "expired", 410;
     /// The attempt is already confirmed; its object can no longer change.
     AlreadyConfirmed = "already_confirmed", 409;
+    /// The file's bytes are not the bytes this attempt holds: on the guest's
+    /// device, the file changed (or was removed) after it was picked (the
+    /// browser would not read it any more, or read bytes other than those
+    /// hashed at the pick, or the store holds a part with other bytes); at
+    /// confirm, the composite checksum of the client's file differs from the
+    /// one of the parts the store holds (a file spliced from two). Terminal:
+    /// the guest picks the file again, which starts a new attempt.
+    FileChanged = "file_changed", 422;
     /// A part number outside the attempt's parts, or too many in one request.
     InvalidPart = "invalid_part", 422;
     /// Parts were asked for an attempt that goes up in one PUT.
@@ -165,11 +173,11 @@ error_codes! {
     QuotaExceeded = "quota_exceeded", 0;
     /// The file's bytes are not held any more: the guest must pick it again.
     NeedsFile = "needs_file", 0;
-    /// The file's bytes changed (or it was removed) on the guest's device
-    /// after it was picked: the browser would not read it any more, or read
-    /// bytes other than those hashed at the pick. Terminal: the guest picks
-    /// the file again, which starts a new attempt.
-    FileChanged = "file_changed", 0;
+    /// The browser could not read the file it holds for the attempt (a
+    /// `NotReadableError`: a Blob too large for the engine to read from
+    /// memory, or a file the device no longer lets it read). Terminal: the
+    /// guest picks the file again.
+    FileUnreadable = "file_unreadable", 0;
     /// The user cancelled the attempt.
     Cancelled = "cancelled", 0;
     /// A retryable failure repeated more often than the retry policy allows.

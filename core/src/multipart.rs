@@ -97,6 +97,25 @@ impl Ledger {
         self.done.iter().map(|p| self.range(p.number, size)).map(|(a, b)| b - a).sum()
     }
 
+    /// What the composite checksum of the file is the SHA-256 of: every
+    /// part's raw 32-byte digest, in part order, with the part count; `None`
+    /// unless every part is stored with a known digest. The driver hashes
+    /// it and sends `{hex}-{count}` with the confirm
+    /// ([`crate::wire::ConfirmRequest::composite_sha256`]).
+    pub fn composite_input(&self) -> Option<(Vec<u8>, u32)> {
+        if !self.is_complete() {
+            return None;
+        }
+        let mut raw = Vec::with_capacity(self.part_count as usize * 32);
+        for part in self.done.iter().take(self.part_count as usize) {
+            let hex = part.sha256.as_deref().filter(|h| h.len() == 64)?;
+            for pair in hex.as_bytes().chunks(2) {
+                raw.push(u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?);
+            }
+        }
+        Some((raw, self.part_count))
+    }
+
     /// Records a part as stored.
     pub fn mark_done(&mut self, number: u32, sha256: Option<String>) {
         if number == 1 && sha256.is_some() {
@@ -395,10 +414,15 @@ impl Pipeline {
                 self.set(number, PartState::Hashed { sha256 });
                 None
             }
-            Err(_) => {
+            Err(failure) => {
                 self.drop_part(number);
                 self.draining = true;
-                Some(PartFailure::FileGone)
+                // A file held here that the browser refuses to read is named
+                // as such; bytes that are simply gone are asked for again.
+                Some(match failure {
+                    Failure::FileUnreadable => PartFailure::Fail(failure),
+                    _ => PartFailure::FileGone,
+                })
             }
         }
     }
@@ -489,6 +513,13 @@ impl Pipeline {
         jitter: f64,
         now: UnixMillis,
     ) -> PartFailure {
+        // A part the store holds with other bytes (a part's URL is bound to
+        // its digest): the file is not the one whose part was stored.
+        // Nothing is sent again; the attempt ends.
+        let failure = match failure {
+            Failure::Http { status: 412, .. } if op == Operation::Upload => Failure::FileChanged,
+            other => other,
+        };
         let disposition = classify(op, &failure);
         if let Some((number, sha256)) = &part {
             // The part goes back to be signed again (a URL may have expired)

@@ -33,6 +33,7 @@ use std::collections::VecDeque;
 
 use uuid::Uuid;
 
+pub use crate::attempt::NotKept;
 use crate::attempt::{AttemptRecord, Confirmation, FileInfo};
 use crate::error::{Error, ErrorCode};
 use crate::idmap::{IdMap, IdSet};
@@ -41,7 +42,7 @@ use crate::retry::{Disposition, Failure, Operation, RetryPolicy, classify};
 use crate::scheduler::{Command, Outcome, Scheduler};
 use crate::time::UnixMillis;
 use crate::view::{AttemptView, PageFacts};
-use crate::wire::{EventInfo, StatusResponse};
+use crate::wire::{AttemptStatus, EventInfo, StatusResponse};
 use crate::{Entropy, new_attempt_id};
 
 /// The first wait before a failed write of attempt records is tried again.
@@ -254,6 +255,16 @@ pub enum Added {
     Reattached(Uuid),
     /// The same file already has a live or confirmed attempt.
     Duplicate(Uuid),
+    /// A new attempt (`id`) for a file with the same name, size and time
+    /// as the one attempt `waiting` waits for, but other bytes in a part
+    /// its store holds: not the same file. `waiting` keeps waiting for its
+    /// own file, untouched.
+    NotSameFile {
+        /// The new attempt.
+        id: Uuid,
+        /// The attempt that still waits for its own file.
+        waiting: Uuid,
+    },
     /// Refused before any network.
     Refused {
         /// The file's name.
@@ -261,6 +272,28 @@ pub enum Added {
         /// Why.
         error: Error,
     },
+}
+
+/// The bytes of one stored part of an attempt, to be hashed in a picked
+/// file ([`Page::identity_checks`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartRange {
+    /// The part number.
+    pub number: u32,
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+}
+
+/// The stored parts one picked file must match before it may be given to
+/// an attempt that waits for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdentityCheck {
+    /// The file, by index in the `add` call.
+    pub index: usize,
+    /// The parts to hash, by number.
+    pub parts: Vec<PartRange>,
 }
 
 /// What [`Page::add`] decided; the driver stores `new_records` (strictly),
@@ -287,31 +320,6 @@ enum LockState {
     Elsewhere,
     /// This page holds it.
     Held,
-}
-
-/// Why a file's bytes are not kept in IndexedDB for a reload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NotKept {
-    /// Larger than `keepFileMaxBytes`.
-    TooLarge,
-    /// Keeping it would pass `keepFilesTotalBytes`.
-    OverTotal,
-    /// The browser's storage estimate leaves too little room.
-    NoRoom,
-    /// The browser refused to store it (a private window, a full disk).
-    Refused,
-}
-
-impl NotKept {
-    /// The stable text the view shows.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            NotKept::TooLarge => "too_large",
-            NotKept::OverTotal => "over_total",
-            NotKept::NoRoom => "no_room",
-            NotKept::Refused => "refused",
-        }
-    }
 }
 
 /// Of the room the browser's estimate leaves, this share stays free (the
@@ -351,13 +359,15 @@ pub struct Page {
     /// When a restore stops waiting for its write-back (see
     /// [`RESTORE_WRITE_WAIT_MS`]).
     restore_writes_until: Option<UnixMillis>,
+    /// Attempts given a file picked again, with the parts it was checked
+    /// against: until the server's list is taken, a part it lists beyond
+    /// these means the file must be picked (and checked) again.
+    checked_parts: IdMap<Vec<u32>>,
     /// Files held in memory, by blob key.
     held: IdSet,
     /// Files kept in IndexedDB, by blob key, with their sizes.
     kept: IdMap<u64>,
     keeping: Keeping,
-    /// Why files (by blob key) are not kept.
-    not_kept: IdMap<NotKept>,
     /// Bytes the browser says this site may still store, when it says.
     storage_room: Option<u64>,
     /// Bytes kept since that estimate.
@@ -398,10 +408,10 @@ impl Page {
             remote_loads: IdSet::default(),
             restores: Vec::new(),
             restore_writes_until: None,
+            checked_parts: IdMap::default(),
             held: IdSet::default(),
             kept: IdMap::default(),
             keeping: Keeping::default(),
-            not_kept: IdMap::default(),
             storage_room: None,
             kept_since_estimate: 0,
             progress: IdMap::default(),
@@ -610,25 +620,74 @@ impl Page {
         self.sched.insert(record, has_blob, true, stored_revision);
     }
 
-    /// Files that look like one an attempt waits for (`needs_file`) whose
-    /// first part's hash is known: the driver hashes bytes `[start, end)`
-    /// of each (index, start, end) and passes the hashes to [`Page::add`],
-    /// so a different file with the same name, size and time is never
-    /// spliced into that attempt.
-    pub fn identity_checks(&self, files: &[FileInfo]) -> Vec<(usize, u64, u64)> {
+    /// Attempts that a file picked now might be given to (same name, size
+    /// and time), whose store already holds some of their parts: the driver
+    /// asks the server for their parts ([`Page::learn_stored_parts`])
+    /// before it hashes anything ([`Page::identity_checks`]), so that a
+    /// part the store finished meanwhile is checked too, and never sent
+    /// again.
+    pub fn repick_candidates(&self, files: &[FileInfo]) -> Vec<Uuid> {
+        self.sched
+            .records()
+            .filter(|r| files.iter().any(|info| self.takes_file(r, info)))
+            .filter(|r| r.multipart.as_ref().is_some_and(|l| !l.done.is_empty() || r.object_key.is_some()))
+            .map(|r| r.id)
+            .collect()
+    }
+
+    /// Whether a file picked now (`info`) would go to attempt `r`: one that
+    /// waits for it, or failed (then it is retried with it).
+    fn takes_file(&self, r: &AttemptRecord, info: &FileInfo) -> bool {
+        r.event == self.config.event && r.file.same_file(info) && (r.needs_file() || r.has_failed())
+    }
+
+    /// The server's list of the parts it holds for the attempts asked
+    /// about before an add: each ledger takes the store's own list (the
+    /// server wins), nothing else of the attempts changes.
+    pub fn learn_stored_parts(&mut self, response: &StatusResponse) {
+        for status in &response.results {
+            if let AttemptStatus::Authorized { id, parts: Some(parts), .. } = status {
+                self.sched.reconcile_parts(id, parts);
+            }
+        }
+    }
+
+    /// What the driver hashes of each picked file before [`Page::add`]: a
+    /// file that may be given to an attempt whose store holds parts of it
+    /// must be the same bytes in every one of those parts (same name, size
+    /// and time are not enough to splice two files together). Each check
+    /// names the file (by index) and the byte ranges of the stored parts;
+    /// one part is read at a time.
+    pub fn identity_checks(&self, files: &[FileInfo]) -> Vec<IdentityCheck> {
         files
             .iter()
             .enumerate()
             .filter_map(|(index, info)| {
-                let ledger = self
-                    .sched
-                    .records()
-                    .filter(|r| r.event == self.config.event && r.file.same_file(info) && !r.is_terminal())
-                    .find_map(|r| r.multipart.as_ref().filter(|l| l.first_part_sha256.is_some()))?;
-                let (start, end) = ledger.range(1, info.size);
-                Some((index, start, end))
+                let mut parts: Vec<PartRange> = Vec::new();
+                for r in self.sched.records().filter(|r| self.takes_file(r, info)) {
+                    let Some(ledger) = &r.multipart else { continue };
+                    for done in &ledger.done {
+                        if !parts.iter().any(|p| p.number == done.number) {
+                            let (start, end) = ledger.range(done.number, info.size);
+                            parts.push(PartRange { number: done.number, start, end });
+                        }
+                    }
+                }
+                parts.sort_by_key(|p| p.number);
+                (!parts.is_empty()).then_some(IdentityCheck { index, parts })
             })
             .collect()
+    }
+
+    /// Whether the file whose stored parts hash to `digests` is the same,
+    /// byte for byte, as the one attempt `r` holds parts of: every part the
+    /// store holds has a known digest, and the file's part has that digest.
+    fn same_bytes(r: &AttemptRecord, digests: &[(u32, String)]) -> bool {
+        r.multipart.as_ref().is_none_or(|ledger| {
+            ledger.done.iter().all(|done| {
+                done.sha256.as_ref().is_some_and(|known| digests.iter().any(|(n, d)| *n == done.number && d == known))
+            })
+        })
     }
 
     /// Files the guest picked: each is checked against the app's and the
@@ -636,15 +695,18 @@ impl Page {
     /// page a session); the same file (name, size, modification time)
     /// keeps its attempt — one that waits for it is given it back, a failed
     /// one is retried (same id), a live or confirmed one is a duplicate;
-    /// every other file gets a new attempt, minted here. `first_parts` holds
-    /// the hashes [`Page::identity_checks`] asked for (by file index): a
-    /// file whose first part differs from the stored one is a new attempt.
+    /// every other file gets a new attempt, minted here. `digests` holds,
+    /// by file index, the digests of the parts [`Page::identity_checks`]
+    /// asked for: a file that differs from an attempt's stored parts in any
+    /// of them (or could not be hashed) is not given to that attempt, which
+    /// keeps waiting for its own file, untouched; it is a new attempt
+    /// ([`Added::NotSameFile`]).
     /// Nothing new is driven until the driver has stored `new_records` and
     /// called [`Page::handle_added`].
     pub fn add(
         &mut self,
         files: &[FileInfo],
-        first_parts: &[Option<String>],
+        digests: &[Vec<(u32, String)>],
         now: UnixMillis,
         entropy: &mut dyn Entropy,
     ) -> AddPlan {
@@ -667,17 +729,19 @@ impl Page {
                 plan.outcomes.push(Added::Refused { file_name: info.name.clone(), error });
                 continue;
             }
-            // Bytes that go on from a stored part must be the same bytes.
-            let first_part = first_parts.get(index).cloned().flatten();
-            let same_bytes = |r: &AttemptRecord| match r.multipart.as_ref().and_then(|l| l.first_part_sha256.as_ref()) {
-                Some(known) => first_part.as_ref() == Some(known),
-                None => true,
-            };
+            // Bytes that go on from stored parts must be the same bytes.
+            let digests = digests.get(index).map_or(&[][..], Vec::as_slice);
+            let mut not_same: Option<Uuid> = None;
             let picked_again = self.sched.records().chain(plan.new_records.iter()).find(|r| {
-                r.event == self.config.event
+                let candidate = r.event == self.config.event
                     && r.file.same_file(info)
-                    && (r.is_terminal() || same_bytes(r))
-                    && (!r.is_terminal() || r.confirmation == Confirmation::Confirmed || r.has_failed())
+                    && (!r.is_terminal() || r.confirmation == Confirmation::Confirmed || r.has_failed());
+                let takes_it = r.needs_file() || r.has_failed();
+                if candidate && takes_it && !Self::same_bytes(r, digests) {
+                    not_same.get_or_insert(r.id);
+                    return false;
+                }
+                candidate
             });
             if let Some(r) = picked_again {
                 let (id, blob_key, needs_file, failed, terminal) =
@@ -695,6 +759,12 @@ impl Page {
                     plan.keep.push(blob_key);
                 }
                 if (needs_file && self.sched.attach_file(&id, now)) || (failed && self.retry(&id, now) == Some(true)) {
+                    // The parts the store holds were checked against this
+                    // file; any other the server lists later is checked too
+                    // before a byte is sent.
+                    if let Some(ledger) = self.sched.record(&id).and_then(|r| r.multipart.as_ref()) {
+                        self.checked_parts.insert(id, ledger.done.iter().map(|p| p.number).collect());
+                    }
                     plan.outcomes.push(Added::Reattached(id));
                 } else {
                     plan.outcomes.push(Added::Duplicate(id));
@@ -702,7 +772,10 @@ impl Page {
                 continue;
             }
             let id = new_attempt_id(entropy);
-            plan.outcomes.push(Added::New(id));
+            plan.outcomes.push(match not_same {
+                Some(waiting) => Added::NotSameFile { id, waiting },
+                None => Added::New(id),
+            });
             plan.hold.push((index, id));
             // One millisecond apart, so the guest's order survives a reload.
             let created_at = now + plan.new_records.len() as i64;
@@ -783,13 +856,11 @@ impl Page {
                 None
             };
             match refusal {
-                Some(why) => {
-                    self.not_kept.insert(*key, why);
-                }
+                Some(why) => self.sched.set_not_kept(key, Some(why)),
                 None => {
                     total += size;
                     room = room.map(|r| r - size);
-                    self.not_kept.remove(key);
+                    self.sched.set_not_kept(key, None);
                     self.keeping.queue.push((*key, size));
                 }
             }
@@ -802,7 +873,7 @@ impl Page {
         if self.kept.contains_key(&r.blob_key) {
             return None;
         }
-        self.not_kept.get(&r.blob_key).copied()
+        r.not_kept
     }
 
     /// Reconciles every unfinished attempt of this event with the server,
@@ -945,6 +1016,25 @@ impl Page {
         self.effects.push_back(Effect::AskLock(id));
     }
 
+    /// After the server listed the parts of attempts given a file picked
+    /// again: a part it holds that the file was not checked against (the
+    /// list asked for before the add could not be had, or the store
+    /// finished a part since) means the file may not be the one stored
+    /// there. The file is let go, and the attempt waits for it again: picked
+    /// again, it is checked against every part the server now lists.
+    fn check_listed_parts(&mut self, ids: &[Uuid]) {
+        for id in ids {
+            let Some(checked) = self.checked_parts.remove(id) else { continue };
+            let Some(r) = self.sched.record(id) else { continue };
+            let unchecked = r.multipart.as_ref().is_some_and(|l| l.done.iter().any(|p| !checked.contains(&p.number)));
+            if unchecked && !r.is_terminal() {
+                let blob_key = r.blob_key;
+                self.let_go_of_file(blob_key);
+                self.sched.set_has_blob(id, false);
+            }
+        }
+    }
+
     fn let_go_of_file(&mut self, blob_key: Uuid) {
         if self.held.remove(&blob_key).is_some() {
             self.effects.push_back(Effect::DropFile(blob_key));
@@ -985,7 +1075,11 @@ impl Page {
             }
             Input::Status { ids, result, token } => {
                 self.drop_session_if_forgotten(result.as_ref().err(), &token);
+                let answered = result.is_ok();
                 self.sched.handle_status(&ids, result, now, entropy);
+                if answered {
+                    self.check_listed_parts(&ids);
+                }
             }
             Input::FileUnavailable { id, part } => {
                 if let Some(blob_key) = self.sched.record(&id).map(|r| r.blob_key) {
@@ -1190,8 +1284,9 @@ impl Page {
             Err(error) => {
                 // Keeping only serves a reload: the uploads go on.
                 self.keeping.broken = true;
-                for (key, _) in batch.iter().chain(self.keeping.queue.iter()) {
-                    self.not_kept.insert(*key, NotKept::Refused);
+                let refused: Vec<Uuid> = batch.iter().chain(self.keeping.queue.iter()).map(|(k, _)| *k).collect();
+                for key in &refused {
+                    self.sched.set_not_kept(key, Some(NotKept::Refused));
                 }
                 let ids: Vec<Uuid> = self
                     .sched

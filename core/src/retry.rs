@@ -26,6 +26,9 @@ pub enum Failure {
     /// when its bytes were to be sent): nothing was stored, and sending it
     /// again cannot help.
     FileChanged,
+    /// The browser could not read the file it holds (`NotReadableError`):
+    /// nothing more of it can be sent, and sending it again cannot help.
+    FileUnreadable,
 }
 
 impl Failure {
@@ -46,6 +49,7 @@ impl Failure {
             },
             Failure::Unexpected(_) => ErrorCode::UnexpectedResponse.as_str().to_owned(),
             Failure::FileChanged => ErrorCode::FileChanged.as_str().to_owned(),
+            Failure::FileUnreadable => ErrorCode::FileUnreadable.as_str().to_owned(),
         }
     }
 
@@ -59,6 +63,9 @@ impl Failure {
             Failure::FileChanged => {
                 "the file changed on this device after it was picked, so it was not uploaded; pick it again".to_owned()
             }
+            Failure::FileUnreadable => "the browser could not read this file (it may be too large for this browser to \
+                read from memory, or no longer readable on this device); pick it again"
+                .to_owned(),
         }
     }
 
@@ -115,7 +122,7 @@ pub fn classify(op: Operation, failure: &Failure) -> Disposition {
         Failure::Unexpected(_) => {
             return if op == Operation::Status { Retry { min_delay_ms: 0 } } else { Check };
         }
-        Failure::FileChanged => return Fail,
+        Failure::FileChanged | Failure::FileUnreadable => return Fail,
         Failure::Http { status, retry_after_ms, .. } => (*status, retry_after_ms.unwrap_or(0)),
     };
     match (op, status) {

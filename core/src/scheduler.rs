@@ -25,7 +25,7 @@
 use uuid::Uuid;
 
 use crate::Entropy;
-use crate::attempt::{Action, AttemptRecord, Confirmation, Effect, Env, ModerationView, Transfer};
+use crate::attempt::{Action, AttemptRecord, Confirmation, Effect, Env, ModerationView, NotKept, Transfer};
 use crate::multipart::{DEFAULT_PARALLELISM, PartAction, PartFailure, Pipeline};
 use crate::retry::{Failure, RetryPolicy};
 use crate::time::UnixMillis;
@@ -37,7 +37,7 @@ pub const DEFAULT_HASH_LIMIT: u64 = 64 << 20;
 
 use crate::wire::{
     AttemptResponse, AttemptStatus, AuthorizeRequest, ConfirmRequest, MAX_STATUS_IDS, Media, PartsRequest,
-    PartsResponse, StatusResponse, UploadInstruction,
+    PartsResponse, StatusResponse, StoredPart, UploadInstruction,
 };
 
 /// A network request the caller must perform, then report back.
@@ -572,6 +572,38 @@ impl Scheduler {
         changed
     }
 
+    /// Why the file under `blob_key` is not kept for a reload, on every
+    /// record that shares it (stored with them, lazily: the reason only
+    /// explains, it decides nothing).
+    pub fn set_not_kept(&mut self, blob_key: &Uuid, why: Option<NotKept>) {
+        let ids: Vec<Uuid> = self.records().filter(|r| r.blob_key == *blob_key).map(|r| r.id).collect();
+        for id in ids {
+            if self.entries.get_mut(&id).is_some_and(|e| e.record.set_not_kept(why)) {
+                self.mark_dirty_lazily(id);
+            }
+        }
+    }
+
+    /// The store's own list of an attempt's parts, learnt outside a status
+    /// check (before a file picked again is checked against them): the
+    /// ledger takes it, nothing else changes.
+    pub fn reconcile_parts(&mut self, id: &Uuid, parts: &[StoredPart]) {
+        // Only a record this page drives is written from here.
+        let Some(e) = self.entries.get_mut(id).filter(|e| e.owned) else {
+            return;
+        };
+        let size = e.record.file.size;
+        let Some(ledger) = e.record.multipart.as_mut() else {
+            return;
+        };
+        let before = ledger.done.clone();
+        ledger.reconcile(parts, size);
+        if ledger.done != before {
+            e.record.revision += 1;
+            self.mark_dirty_lazily(*id);
+        }
+    }
+
     /// Marks a record as needing to be stored (again, when a write
     /// failed): it acts only once its revision of now is stored.
     pub fn mark_dirty(&mut self, id: Uuid) {
@@ -641,6 +673,10 @@ impl Scheduler {
                 // No WebCrypto, or the bytes could not be read: the upload
                 // goes on without a content identity (if the bytes are gone,
                 // the PUT finds out and the attempt waits for the file).
+                Err(Failure::FileUnreadable) => {
+                    e.record.file_unreadable(now);
+                    self.mark_dirty(*id);
+                }
                 Err(_) => e.hash_failed = true,
             }
             return;

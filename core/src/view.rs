@@ -165,10 +165,14 @@ pub enum AddOutcome {
     Accepted {
         /// Always `true`.
         ok: bool,
-        /// `new`, `reattached` or `duplicate`.
+        /// `new`, `reattached`, `duplicate` or `not_same_file`.
         status: &'static str,
         /// The attempt.
         attempt: AttemptView,
+        /// With `not_same_file`: the attempt that still waits for its own
+        /// file.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        waiting: Option<String>,
     },
     /// Refused before any network.
     Refused {

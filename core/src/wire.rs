@@ -419,6 +419,14 @@ pub struct ConfirmRequest {
     /// Optional SHA-256, 64 lowercase hex digits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
+    /// For a file sent in parts: the composite checksum of the client's own
+    /// file (the SHA-256 of its parts' raw digests, in part order, then `-`
+    /// and the part count), computed from the digests of every part of the
+    /// file it holds. Confirm compares it with the composite of the parts
+    /// the store holds: a mismatch (a file spliced from two) is
+    /// `422 file_changed`, the attempt rejected and its upload aborted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub composite_sha256: Option<String>,
 }
 
 /// A media record's moderation state.

@@ -25,7 +25,7 @@ fn client_only_codes_have_no_http_status() {
         "storage_unavailable",
         "quota_exceeded",
         "needs_file",
-        "file_changed",
+        "file_unreadable",
         "cancelled",
         "retries_exhausted",
         "invalid_options",
@@ -59,6 +59,7 @@ fn protocol_codes_have_their_documented_statuses() {
         (ErrorCode::EventBytesExceeded, 403),
         (ErrorCode::TooManyIds, 422),
         (ErrorCode::SizeMismatch, 422),
+        (ErrorCode::FileChanged, 422),
     ];
     for (code, status) in expected {
         assert_eq!(code.http_status(), status, "{code}");

@@ -21,7 +21,7 @@ fn req(n: u128, size: u64) -> AuthorizeRequest {
 }
 
 fn confirm(size: u64) -> ConfirmRequest {
-    ConfirmRequest { size, content_type: "image/jpeg".into(), sha256: None }
+    ConfirmRequest { size, content_type: "image/jpeg".into(), sha256: None, composite_sha256: None }
 }
 
 fn code(r: Result<impl std::fmt::Debug, Failure>) -> (u16, String) {

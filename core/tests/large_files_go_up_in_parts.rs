@@ -116,7 +116,10 @@ fn the_same_file_picked_again_goes_on_and_another_one_is_never_spliced_in() {
 
     // Another file with the same name, size and time: a new attempt.
     let other = sim.reattach_with(blob_key, "different bytes");
-    let Added::New(new_id) = other else { panic!("a different file is a new attempt: {other:?}") };
+    let Added::NotSameFile { id: new_id, waiting } = other else {
+        panic!("a different file is a new attempt: {other:?}")
+    };
+    assert_eq!(waiting, id, "the guest is told which attempt still waits for its own file");
     assert_ne!(new_id, id);
     assert_eq!(sim.record(id).transfer, Transfer::NeedsFile, "the old attempt still waits for its own file");
 

@@ -54,6 +54,8 @@ enum Selector {
     Unreadable,
     /// "The file changed on the device".
     FileChanged,
+    /// "The browser cannot read the file".
+    FileUnreadable,
     /// A status (or class) and codes.
     Http(Statuses, Codes),
     /// "Anything else": every failure no other row covers.
@@ -142,6 +144,9 @@ fn parse_selector(label: &str) -> Result<Selector, String> {
     if label.eq_ignore_ascii_case("the file changed on the device") {
         return Ok(Selector::FileChanged);
     }
+    if label.eq_ignore_ascii_case("the browser cannot read the file") {
+        return Ok(Selector::FileUnreadable);
+    }
     if label.starts_with("Anything else") {
         return Ok(Selector::Else);
     }
@@ -220,6 +225,7 @@ fn failures() -> Vec<Failure> {
     let mut codes: Vec<Option<String>> = vec![None, Some(UNKNOWN_CODE.to_owned())];
     codes.extend(ErrorCode::ALL.iter().map(|c| Some(c.as_str().to_owned())));
     let mut all = vec![Failure::Network, Failure::Unexpected("not the JSON it should be".into()), Failure::FileChanged];
+    all.push(Failure::FileUnreadable);
     for status in 300..=599u16 {
         for code in &codes {
             all.push(Failure::Http { status, code: code.clone(), message: String::new(), retry_after_ms: None });
@@ -243,6 +249,12 @@ fn row_for<'a>(rows: &'a [Row], failure: &Failure) -> Result<&'a Row, String> {
             return single(
                 rows.iter().filter(|r| r.selector == Selector::FileChanged),
                 "a file changed since the pick",
+            );
+        }
+        Failure::FileUnreadable => {
+            return single(
+                rows.iter().filter(|r| r.selector == Selector::FileUnreadable),
+                "a file the browser cannot read",
             );
         }
         Failure::Http { status, code, .. } => (*status, code.as_deref()),
@@ -291,6 +303,7 @@ fn describe(failure: &Failure) -> String {
         Failure::Network => "no answer".into(),
         Failure::Unexpected(_) => "an unreadable 2xx".into(),
         Failure::FileChanged => "a file changed since the pick".into(),
+        Failure::FileUnreadable => "a file the browser cannot read".into(),
         Failure::Http { status, code, retry_after_ms, .. } => format!(
             "{status} {}{}",
             code.as_deref().map_or("without a problem body".to_owned(), |c| format!("`{c}`")),

@@ -123,7 +123,7 @@ fn optional_checksums_are_omitted_not_null() {
     assert_eq!(round_trip(&req), json!({"id": ID, "filename": "a.jpg", "size": 3, "content_type": "image/jpeg"}));
     req.sha256 = Some("ab".repeat(32));
     assert_eq!(round_trip(&req)["sha256"], json!("ab".repeat(32)));
-    let confirm = ConfirmRequest { size: 3, content_type: "image/jpeg".into(), sha256: None };
+    let confirm = ConfirmRequest { size: 3, content_type: "image/jpeg".into(), sha256: None, composite_sha256: None };
     assert_eq!(round_trip(&confirm), json!({"size": 3, "content_type": "image/jpeg"}));
 }
 

@@ -142,6 +142,16 @@ impl Default for ServerConfig {
 
 /// A stand-in SHA-256 (64 hex digits) of part `number` of a file whose
 /// bytes are `content` (the simulation has no bytes).
+/// The digest of part `number` of a file whose bytes are `content`: a
+/// content `base~n,m` is the file `base` with other bytes in parts `n` and
+/// `m` only (the same name, size and time, the same other parts).
+pub fn part_sha(content: &str, number: u32) -> String {
+    match content.split_once('~') {
+        Some((base, changed)) if !changed.split(',').any(|n| n.parse() == Ok(number)) => fake_sha(base, number),
+        _ => fake_sha(content, number),
+    }
+}
+
 pub fn fake_sha(content: &str, number: u32) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in content.bytes().chain(number.to_le_bytes()) {
@@ -1070,6 +1080,11 @@ pub struct Stats {
     pub file_hashes: usize,
     /// The most parts of one file on the wire at once.
     pub max_parts_in_flight: usize,
+    /// Times an add asked the server which parts it holds of the attempts
+    /// a file picked again might go to.
+    pub stored_parts_asked: usize,
+    /// Stored parts of files picked again hashed to check them.
+    pub parts_checked: usize,
 }
 
 impl Stats {
@@ -1325,13 +1340,25 @@ impl Sim {
     /// `add_files` with the files' contents given (a file edited on disk,
     /// or another file with the same name, size and time).
     pub fn add_files_with(&mut self, infos: &[FileInfo], contents: &[String]) -> AddPlan {
-        // The driver hashes the first part of a file that may go on from a
-        // stored part, before the page decides.
-        let mut first_parts = vec![None; infos.len()];
-        for (index, _, _) in self.tabs[0].page.identity_checks(infos) {
-            first_parts[index] = Some(fake_sha(&contents[index], 1));
+        // As the driver does: the server is asked which parts it holds of the
+        // attempts the files may go to, then every such part of each file is
+        // hashed, before the page decides.
+        let candidates = self.tabs[0].page.repick_candidates(infos);
+        if !candidates.is_empty() {
+            let token = self.tabs[0].page.session().map(|s| s.token.clone()).unwrap_or_default();
+            self.stats.stored_parts_asked += 1;
+            if let Reply::Status(Ok(response)) = self.execute(&Command::Status { ids: candidates }, &token) {
+                self.tabs[0].page.learn_stored_parts(&response);
+            }
         }
-        let plan = self.tabs[0].page.add(infos, &first_parts, self.now, &mut self.rng);
+        let mut digests = vec![Vec::new(); infos.len()];
+        for check in self.tabs[0].page.identity_checks(infos) {
+            for part in &check.parts {
+                digests[check.index].push((part.number, part_sha(&contents[check.index], part.number)));
+                self.stats.parts_checked += 1;
+            }
+        }
+        let plan = self.tabs[0].page.add(infos, &digests, self.now, &mut self.rng);
         for record in &plan.new_records {
             self.db.insert(record.id, record.clone());
         }
@@ -1766,7 +1793,7 @@ impl Sim {
             // Local work, answered at once.
             self.stats.hashes += 1;
             let content = self.file_of(*id).content.clone();
-            let outcome = Outcome::PartHashed { number: *number, result: Ok(fake_sha(&content, *number)) };
+            let outcome = Outcome::PartHashed { number: *number, result: Ok(part_sha(&content, *number)) };
             self.tabs[i].inbox.push_back(Input::Outcome { id: *id, outcome, token });
             return;
         }
@@ -1874,7 +1901,7 @@ impl Sim {
             }
             Command::UploadPart { id, number, start, end, instruction } => {
                 let content = self.file_of(*id).content.clone();
-                let result = self.server.put_part(instruction, end - start, &fake_sha(&content, *number), now);
+                let result = self.server.put_part(instruction, end - start, &part_sha(&content, *number), now);
                 Reply::Outcome(Outcome::PartSent { number: *number, result })
             }
             Command::HashPart { .. } | Command::HashFile { .. } => panic!("hashing is not a request"),

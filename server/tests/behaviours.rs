@@ -14,6 +14,7 @@ mod a_different_photo_is_never_merged;
 mod a_hang_up_never_poisons_the_database;
 mod a_lapsed_session_still_answers_for_its_own_attempts;
 mod a_multipart_duplicate_leaves_no_second_object;
+mod a_spliced_file_is_never_confirmed;
 mod an_object_in_parts_reads_like_one;
 mod attempt_ids_are_unique_across_sessions;
 mod authorize_is_create_or_return;

@@ -460,6 +460,13 @@ enum Seen {
     Object(ObjectMeta, Option<String>),
     /// Not everything is stored yet.
     Missing,
+    /// Every part is stored, but their composite checksum is not the one
+    /// of the client's file: a file spliced from two (parts of one file
+    /// stored, the rest sent from another). Nothing was assembled.
+    Spliced {
+        /// The composite of the parts the store holds.
+        stored: String,
+    },
 }
 
 /// Asks the store what it holds for `a` — a HEAD, and for a multipart
@@ -474,7 +481,7 @@ enum Seen {
 /// the assembly is not completed (the local store checks under its own
 /// lock; S3 refuses to complete an aborted upload); the row lock then
 /// re-checks the attempt.
-async fn look(state: &AppState, a: &AttemptRow) -> Result<Seen> {
+async fn look(state: &AppState, a: &AttemptRow, claimed_composite: Option<&str>) -> Result<Seen> {
     if let Some(object) = state.objects.head(&a.object_key).await? {
         return Ok(Seen::Object(object, None));
     }
@@ -491,6 +498,15 @@ async fn look(state: &AppState, a: &AttemptRow) -> Result<Seen> {
     // were signed (a part's digest never changes once its URL is signed).
     let recorded = state.records.part_digests(&[a.row_id]).await?;
     let parts = with_digests(parts, &recorded);
+    // The client's file must be the parts' file, all of them: checked
+    // before anything is assembled.
+    if let (Some(claimed), Some(stored)) =
+        (claimed_composite, composite_sha256(parts.iter().map(|p| p.sha256.as_deref())))
+    {
+        if claimed != stored {
+            return Ok(Seen::Spliced { stored });
+        }
+    }
     state.objects.complete_multipart(&a.object_key, upload_id, &parts).await?;
     let object = state
         .objects
@@ -513,7 +529,10 @@ async fn stored_object(
     a: &AttemptRow,
     seen: Seen,
 ) -> Result<Option<(ObjectMeta, Option<String>)>> {
-    let Seen::Object(object, assembled) = seen else { return Ok(None) };
+    let (object, assembled) = match seen {
+        Seen::Object(object, assembled) => (object, assembled),
+        Seen::Missing | Seen::Spliced { .. } => return Ok(None),
+    };
     let Some(plan) = a.plan else { return Ok(Some((object, None))) };
     if let Some(composite) = object.composite_sha256.clone().or(assembled) {
         return Ok(Some((object, Some(composite))));
@@ -525,6 +544,23 @@ async fn stored_object(
         (1..=plan.part_count).map(|n| recorded.iter().find(|d| d.number == n).and_then(|d| d.sha256.as_deref())),
     );
     Ok(Some((object, signed)))
+}
+
+/// A confirm of a file spliced from two: the attempt is rejected with
+/// `file_changed` (under its lock), then its multipart upload is aborted,
+/// so nothing half-made is kept. The error to answer.
+async fn refuse_splice(state: &AppState, lock: Box<dyn AttemptLock>, a: &AttemptRow, reason: String) -> Error {
+    if let Err(e) = lock.reject(ErrorCode::FileChanged.as_str(), &reason).await {
+        return e;
+    }
+    if let Some(upload_id) = &a.upload_id {
+        // Best effort: the sweeper removes a rejected attempt's object and
+        // parts after the retention in any case.
+        if let Err(e) = state.objects.abort_multipart(&a.object_key, upload_id).await {
+            tracing::warn!(attempt = %a.id, error = %e, "could not abort the upload of a spliced file");
+        }
+    }
+    Error::problem(ErrorCode::FileChanged, reason)
 }
 
 /// Confirms an attempt: create-or-return its media record, in one
@@ -569,7 +605,12 @@ async fn confirm_under_lock(
     // no database lock (SQLite's write lock) and no pooled connection while
     // it answers; the lock then re-checks the attempt.
     let seen = state.records.attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
-    let mut seen = if will_look(state, &seen, &claimed_type, req) { Some(look(state, &seen).await?) } else { None };
+    let claimed_composite = req.composite_sha256.as_deref();
+    let mut seen = if will_look(state, &seen, &claimed_type, req) {
+        Some(look(state, &seen, claimed_composite).await?)
+    } else {
+        None
+    };
     let mut lock = state.records.lock_attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
     let a = lock.attempt().clone();
     match a.state {
@@ -598,7 +639,7 @@ async fn confirm_under_lock(
     }
     if seen.is_none() {
         // Not looked at before the lock (the clock moved back?): look now.
-        match look(state, &a).await {
+        match look(state, &a, claimed_composite).await {
             Ok(now) => seen = Some(now),
             Err(e) => {
                 let _ = lock.release().await;
@@ -609,6 +650,14 @@ async fn confirm_under_lock(
     if let Some(hooks) = &state.test_hooks {
         // Inside the transaction, holding the attempt's row lock.
         hooks.hold_confirm().await;
+    }
+    if let Some(Seen::Spliced { stored }) = &seen {
+        let reason = format!(
+            "the parts stored have the composite checksum {stored}, but the file confirmed has {}: \
+             they are not all parts of one file",
+            claimed_composite.unwrap_or_default()
+        );
+        return Err(refuse_splice(state, lock, &a, reason).await);
     }
     let stored = stored_object(lock.as_mut(), &a, seen.unwrap_or(Seen::Missing)).await;
     let (object, composite) = match stored {
@@ -630,6 +679,15 @@ async fn confirm_under_lock(
     {
         lock.reject(code.as_str(), &reason).await?;
         return Err(Error::problem(code, reason));
+    }
+    // An object assembled by an earlier confirm whose answer was lost: its
+    // composite must be the client's file's too.
+    if let (Some(claimed), Some(stored)) = (claimed_composite, composite.as_deref()) {
+        if a.plan.is_some() && claimed != stored {
+            let reason =
+                format!("the stored object has the composite checksum {stored}, but the file confirmed has {claimed}");
+            return Err(refuse_splice(state, lock, &a, reason).await);
+        }
     }
     // A checksum the client claims must hold for the stored bytes, even when
     // the authorization carried none.
@@ -675,7 +733,7 @@ async fn confirm_under_lock(
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 409, body = Problem, content_type = "application/problem+json", description = "object_missing (retryable): the object, or a part of it, is not stored yet"),
         (status = 410, body = Problem, content_type = "application/problem+json", description = "expired"),
-        (status = 422, body = Problem, content_type = "application/problem+json", description = "size_mismatch, type_mismatch, checksum_mismatch: the attempt is rejected"),
+        (status = 422, body = Problem, content_type = "application/problem+json", description = "size_mismatch, type_mismatch, checksum_mismatch, file_changed (a file in parts whose composite_sha256 is not the one of the parts stored: its upload is aborted): the attempt is rejected"),
         (status = 503, body = Problem, content_type = "application/problem+json", description = "object_store_unavailable, database_unavailable (retryable)"),
     ))]
 pub async fn confirm(

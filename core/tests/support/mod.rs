@@ -217,6 +217,10 @@ pub struct FakeServer {
     pub content_index: BTreeMap<(String, String), Uuid>,
     /// Uploads not stored because their bytes already were.
     pub deduplicated: u64,
+    /// Part numbers the store holds with other bytes than any sent now:
+    /// a PUT of one answers `412 object_exists` (as the embedded store
+    /// does for a part stored with other bytes).
+    pub parts_held_otherwise: BTreeSet<u32>,
     joins: u32,
 }
 
@@ -493,6 +497,9 @@ impl FakeServer {
         }
         if !signed_sha.is_empty() && signed_sha != sha256 {
             return Err(problem(422, ErrorCode::ChecksumMismatch, "the part's bytes do not have the signed SHA-256"));
+        }
+        if self.parts_held_otherwise.contains(&number) {
+            return Err(problem(412, ErrorCode::ObjectExists, "the part is stored with other bytes"));
         }
         attempt.parts.insert(number, StoredPart { number, size, sha256: Some(sha256.to_owned()) });
         *self.parts_stored.entry((key.to_owned(), number)).or_default() += 1;
@@ -1210,6 +1217,8 @@ pub struct Sim {
     held_join: Option<(usize, Input)>,
     /// The guest session as stored in IndexedDB (the last one joined).
     pub session_token: String,
+    /// Files (by blob key) the browser refuses to read (`NotReadableError`).
+    pub unreadable: BTreeSet<Uuid>,
 }
 
 impl Sim {
@@ -1235,6 +1244,7 @@ impl Sim {
             hold_join: false,
             held_join: None,
             session_token: SESSION.to_owned(),
+            unreadable: BTreeSet::new(),
             config,
         };
         let mut tab = sim.new_tab();
@@ -1401,6 +1411,11 @@ impl Sim {
     }
 
     /// The file an attempt uploads.
+    /// Whether the browser reads the attempt's file.
+    fn read(&self, id: Uuid) -> Result<(), Failure> {
+        if self.unreadable.contains(&self.file_of(id).blob_key) { Err(Failure::FileUnreadable) } else { Ok(()) }
+    }
+
     pub fn file_of(&self, id: Uuid) -> &FileSpec {
         let record =
             self.db.get(&id).or_else(|| self.tabs.iter().find_map(|t| t.page.record(&id))).expect("known attempt");
@@ -1785,7 +1800,7 @@ impl Sim {
             // Local work, answered at once.
             self.stats.file_hashes += 1;
             let content = self.file_of(*id).content.clone();
-            let outcome = Outcome::FileHashed(Ok(fake_sha(&content, 0)));
+            let outcome = Outcome::FileHashed(self.read(*id).map(|()| fake_sha(&content, 0)));
             self.tabs[i].inbox.push_back(Input::Outcome { id: *id, outcome, token });
             return;
         }
@@ -1793,7 +1808,8 @@ impl Sim {
             // Local work, answered at once.
             self.stats.hashes += 1;
             let content = self.file_of(*id).content.clone();
-            let outcome = Outcome::PartHashed { number: *number, result: Ok(part_sha(&content, *number)) };
+            let outcome =
+                Outcome::PartHashed { number: *number, result: self.read(*id).map(|()| part_sha(&content, *number)) };
             self.tabs[i].inbox.push_back(Input::Outcome { id: *id, outcome, token });
             return;
         }

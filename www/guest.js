@@ -344,6 +344,9 @@ async function giveFiles(files, target = null) {
     if (outcome.status === "duplicate") {
       addNotice(t("guest.duplicate.title", { name: view.fileName }), t("guest.duplicate.text"));
       flash(view.id);
+    } else if (outcome.status === "not_same_file") {
+      // Same name, size and date as a file an upload waits for, other bytes.
+      addNotice(t("guest.notSameFile.title", { name: view.fileName }), t("guest.notSameFile.text", { name: view.fileName }));
     } else if (target && outcome.status === "new" && view.id !== target.id) {
       const old = attempts.get(target.id);
       if (old && old.confirmation === "expired") {
@@ -731,6 +734,7 @@ function errorTextFor(view) {
   if (view.transfer === "failed" && view.error) {
     if (view.error.code === "cancelled") return t("guest.error.cancelled");
     if (view.error.code === "file_changed") return t("guest.error.fileChanged");
+    if (view.error.code === "file_unreadable") return t("guest.error.fileUnreadable");
     return t("guest.error.upload", { message });
   }
   if (view.confirmation === "failed" && view.error) return t("guest.error.save", { message });

@@ -66,6 +66,8 @@ export default {
   "guest.duplicate.text": "Dieselbe Datei wurde noch einmal ausgewählt; sie wird nur einmal hochgeladen.",
   "guest.addedNew.title": "„{name}“ wurde als neuer Upload hinzugefügt",
   "guest.addedNew.text": "Es ist nicht dieselbe Datei wie „{other}“, die ihre Datei noch braucht.",
+  "guest.notSameFile.title": "„{name}“ ist nicht dieselbe Datei",
+  "guest.notSameFile.text": "Sie hat denselben Namen, dieselbe Größe und dasselbe Datum wie das „{name}“, das auf seine Datei wartet, aber einen anderen Inhalt; sie wird als neuer Upload hochgeladen. Der wartende Upload braucht weiter seine eigene Datei.",
 
   // ---- guest page: a card
   "guest.progressOf": "Upload-Fortschritt von {name}",
@@ -100,6 +102,7 @@ export default {
   "guest.error.upload": "Konnte nicht hochgeladen werden: {message}",
   "guest.error.cancelled": "Du hast diesen Upload abgebrochen: Die Datei wurde nicht hochgeladen.",
   "guest.error.fileChanged": "Diese Datei hat sich auf deinem Gerät geändert, nachdem du sie ausgewählt hast, und wurde nicht hochgeladen. Wähle sie erneut aus, um sie so hochzuladen, wie sie jetzt ist.",
+  "guest.error.fileUnreadable": "Dein Browser konnte diese Datei nicht lesen (sie ist vielleicht zu groß für diesen Browser oder nicht mehr auf deinem Gerät). Wähle sie erneut aus, um es noch einmal zu versuchen.",
   "guest.error.save": "Hochgeladen, aber konnte nicht gespeichert werden: {message}",
   "guest.error.rejected": "Konnte nicht gespeichert werden: {message}",
   "guest.error.refusedByServer": "der Server hat sie abgelehnt",

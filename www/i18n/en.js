@@ -69,6 +69,8 @@ export default {
   "guest.duplicate.text": "The same file was picked again; it is uploaded only once.",
   "guest.addedNew.title": "“{name}” was added as a new upload",
   "guest.addedNew.text": "It isn't the same file as “{other}”, which still needs its file.",
+  "guest.notSameFile.title": "“{name}” is not the same file",
+  "guest.notSameFile.text": "It has the same name, size and date as the “{name}” that is waiting for its file, but other content, so it goes up as a new upload. The waiting one still needs its own file.",
 
   // ---- guest page: a card
   "guest.progressOf": "Upload progress of {name}",
@@ -103,6 +105,7 @@ export default {
   "guest.error.upload": "Couldn't upload: {message}",
   "guest.error.cancelled": "You cancelled this upload: the file was not uploaded.",
   "guest.error.fileChanged": "This file changed on your device after you picked it, so it was not uploaded. Pick it again to upload it as it is now.",
+  "guest.error.fileUnreadable": "Your browser could not read this file (it may be too large for this browser, or no longer on your device). Pick it again to try once more.",
   "guest.error.save": "Uploaded, but couldn't save it: {message}",
   "guest.error.rejected": "Couldn't save: {message}",
   "guest.error.refusedByServer": "the server refused it",

@@ -66,6 +66,8 @@ export default {
   "guest.duplicate.text": "Se eligió el mismo archivo otra vez; solo se sube una vez.",
   "guest.addedNew.title": "«{name}» se añadió como una subida nueva",
   "guest.addedNew.text": "No es el mismo archivo que «{other}», que todavía necesita su archivo.",
+  "guest.notSameFile.title": "«{name}» no es el mismo archivo",
+  "guest.notSameFile.text": "Tiene el mismo nombre, tamaño y fecha que el «{name}» que espera su archivo, pero otro contenido, así que se sube como una subida nueva. La que espera sigue necesitando su propio archivo.",
 
   // ---- guest page: a card
   "guest.progressOf": "Progreso de la subida de {name}",
@@ -100,6 +102,7 @@ export default {
   "guest.error.upload": "No se pudo subir: {message}",
   "guest.error.cancelled": "Cancelaste esta subida: el archivo no se ha subido.",
   "guest.error.fileChanged": "Este archivo cambió en tu dispositivo después de elegirlo, así que no se ha subido. Vuelve a elegirlo para subirlo tal como está ahora.",
+  "guest.error.fileUnreadable": "Tu navegador no pudo leer este archivo (quizá es demasiado grande para este navegador o ya no está en tu dispositivo). Vuelve a elegirlo para intentarlo otra vez.",
   "guest.error.save": "Subida, pero no se pudo guardar: {message}",
   "guest.error.rejected": "No se pudo guardar: {message}",
   "guest.error.refusedByServer": "el servidor la rechazó",

@@ -66,6 +66,8 @@ export default {
   "guest.duplicate.text": "Le même fichier a été choisi une seconde fois ; il n’est envoyé qu’une fois.",
   "guest.addedNew.title": "« {name} » a été ajouté comme nouvel envoi",
   "guest.addedNew.text": "Ce n’est pas le même fichier que « {other} », qui attend toujours son fichier.",
+  "guest.notSameFile.title": "« {name} » n’est pas le même fichier",
+  "guest.notSameFile.text": "Il a le même nom, la même taille et la même date que le « {name} » qui attend son fichier, mais un autre contenu : il est envoyé comme un nouvel envoi. Celui qui attend a toujours besoin de son propre fichier.",
 
   // ---- guest page: a card
   "guest.progressOf": "Progression de l’envoi de {name}",
@@ -100,6 +102,7 @@ export default {
   "guest.error.upload": "Envoi impossible : {message}",
   "guest.error.cancelled": "Vous avez annulé cet envoi : le fichier n’a pas été envoyé.",
   "guest.error.fileChanged": "Ce fichier a changé sur votre appareil après que vous l’avez choisi : il n’a pas été envoyé. Choisissez-le à nouveau pour l’envoyer tel qu’il est maintenant.",
+  "guest.error.fileUnreadable": "Votre navigateur n’a pas pu lire ce fichier (il est peut-être trop gros pour ce navigateur, ou n’est plus sur votre appareil). Choisissez-le à nouveau pour réessayer.",
   "guest.error.save": "Envoyé, mais impossible de l’enregistrer : {message}",
   "guest.error.rejected": "Enregistrement impossible : {message}",
   "guest.error.refusedByServer": "le serveur l’a refusé",

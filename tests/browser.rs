@@ -12,6 +12,7 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 mod common;
 
 mod a_refused_write_leaves_the_store_usable;
+mod a_repicked_file_is_never_spliced;
 mod engine_probes;
 mod expired_url_is_renewed;
 mod file_not_kept_attempt_goes_on;

@@ -35,6 +35,7 @@
 //! | `cut_body` (`after_bytes`) | the request body is cut after N bytes, upstream and downstream connections dropped |
 //! | `delay` (`ms`) | the request waits, then goes on |
 //! | `status` (`status`, `retry_after`) | answered here with that status (503, 429 + Retry-After …) |
+//! | `store_late` (`ms`) | the whole request body is read from the client, the client's connection is closed without an answer, and the request is forwarded `ms` later on its own: the store finishes a PUT while the page that sent it is gone (a reload); the log has the forwarded request once it is answered |
 //! | `hang_up` (`after_ms`, `jitter_ms`) | the request is forwarded, then both connections are closed `after_ms` (plus up to `jitter_ms`, seeded) later: a client that gives up, or a page reloaded, while the server works; the log says whether the server had answered (`status`) or was still at work (`status: null`) |
 //!
 //! Every response carries `Connection: close`, so a browser never replays a
@@ -71,6 +72,9 @@ enum Action {
         after_bytes: u64,
     },
     Delay {
+        ms: u64,
+    },
+    StoreLate {
         ms: u64,
     },
     Status {
@@ -314,6 +318,41 @@ impl Proxy {
         r
     }
 
+    /// Reads the whole request from the client, closes the client's
+    /// connection without an answer, and forwards the request `after`
+    /// later, on its own (see `store_late`).
+    async fn store_late(
+        self: Arc<Self>,
+        req: Request<Incoming>,
+        mut entry: RequestLog,
+        after: Duration,
+    ) -> Result<Response<Body>, Error> {
+        let (mut parts, body) = req.into_parts();
+        let bytes = body.collect().await?.to_bytes();
+        entry.counted.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        let Some(upstream) = self.upstream.lock().expect("upstream").clone() else {
+            entry.done_ms = now_ms();
+            self.log_request(entry);
+            return Err("fault-proxy: no upstream yet".into());
+        };
+        parts.uri = format!("{}{}", upstream, parts.uri.path_and_query().map_or("/", |p| p.as_str())).parse()?;
+        parts.headers.remove(header::HOST);
+        parts.headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+        let me = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            entry.forwarded = true;
+            let body: Body = Full::new(bytes).map_err(|e: Infallible| match e {}).boxed();
+            if let Ok(answered) = me.client.request(Request::from_parts(parts, body)).await {
+                entry.status = Some(answered.status().as_u16());
+                let _ = answered.into_body().collect().await;
+            }
+            entry.done_ms = now_ms();
+            me.log_request(entry);
+        });
+        Err("fault: the client's connection closed; the request goes on later".into())
+    }
+
     fn log_request(&self, mut entry: RequestLog) {
         entry.body_bytes = entry.counted.load(Ordering::Relaxed);
         self.state.lock().expect("state").requests.push(entry);
@@ -378,6 +417,7 @@ impl Proxy {
                     return Ok(r);
                 }
                 Action::Delay { ms } => tokio::time::sleep(Duration::from_millis(ms)).await,
+                Action::StoreLate { ms } => return self.store_late(req, entry, Duration::from_millis(ms)).await,
                 Action::CutBody { after_bytes } => cut_after = Some(after_bytes),
                 Action::DropAfter => drop_after = true,
                 Action::HangUp { after_ms, jitter_ms } => {

@@ -678,7 +678,9 @@ impl Client {
             self.learn_stored_parts(&candidates).await;
         }
         let mut digests = vec![Vec::new(); infos.len()];
-        for check in self.page().identity_checks(&infos) {
+        // (The page is not held across the hashing: other tasks use it.)
+        let checks = self.page().identity_checks(&infos);
+        for check in checks {
             for part in check.parts {
                 match crate::env::sha256_hex(&files[check.index], part.start, part.end).await {
                     Ok(hex) if !hex.is_empty() => digests[check.index].push((part.number, hex)),

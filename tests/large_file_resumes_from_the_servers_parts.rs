@@ -124,7 +124,10 @@ async fn a_large_file_not_kept_goes_on_once_picked_again_and_another_file_is_nev
     // Same name, size and time, other bytes: a new upload of its own.
     let impostor = big_file("clip.mp4", "video/mp4", SIZE, 9.0, 3);
     let added = second.add(vec![impostor]).await.unwrap();
-    let Added::New(other) = added[0] else { panic!("a different file is a new attempt: {:?}", added[0]) };
+    let Added::NotSameFile { id: other, waiting } = added[0] else {
+        panic!("a different file is a new attempt: {:?}", added[0])
+    };
+    assert_eq!(waiting, id, "the guest is told which upload still waits for its own file");
     assert_eq!(second.record(&id).unwrap().transfer, Transfer::NeedsFile, "the first still waits for its own file");
 
     // The same file: the first attempt goes on from the server's parts.

@@ -161,6 +161,9 @@ error_codes! {
     ObjectStoreUnavailable = "object_store_unavailable", 503;
     /// The database did not answer (retryable).
     DatabaseUnavailable = "database_unavailable", 503;
+    /// `GET /readyz`: the server should not get traffic now (why is told to
+    /// the admin alone).
+    NotReady = "not_ready", 503;
     /// An unexpected server fault.
     Internal = "internal", 500;
 
@@ -199,6 +202,7 @@ impl ErrorCode {
                 | ErrorCode::RequestTimeout
                 | ErrorCode::ObjectStoreUnavailable
                 | ErrorCode::DatabaseUnavailable
+                | ErrorCode::NotReady
                 | ErrorCode::Internal
                 | ErrorCode::Network
                 | ErrorCode::ObjectMissing

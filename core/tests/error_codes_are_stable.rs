@@ -74,6 +74,7 @@ fn only_transient_codes_are_retryable() {
         "request_timeout",
         "object_store_unavailable",
         "database_unavailable",
+        "not_ready",
         "internal",
         "network",
         "object_missing",

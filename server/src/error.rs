@@ -149,7 +149,13 @@ pub fn problem_response(code: ErrorCode, detail: String) -> Response {
     if status == StatusCode::UNAUTHORIZED {
         headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     }
-    if matches!(code, ErrorCode::DatabaseUnavailable | ErrorCode::ObjectStoreUnavailable | ErrorCode::RateLimited) {
+    if matches!(
+        code,
+        ErrorCode::DatabaseUnavailable
+            | ErrorCode::ObjectStoreUnavailable
+            | ErrorCode::NotReady
+            | ErrorCode::RateLimited
+    ) {
         headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     }
     response

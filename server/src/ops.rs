@@ -28,6 +28,16 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(5);
 /// How often a failing database is probed until it takes writes again.
 const PROBE_EVERY: Duration = Duration::from_secs(1);
 
+/// How long one readiness probe answers for, on the server's clock. The
+/// probes write (a row, a file in the store), so a load balancer that polls
+/// `/readyz` — or a stranger who floods it — makes at most one a second.
+pub const READINESS_TTL_MS: i64 = 1_000;
+
+/// Why the server is not ready: the code, and the reason in the
+/// database's or the object store's own words (for the admin alone: an S3
+/// error can carry a presigned URL and its access key id). `None`: ready.
+pub type Readiness = Option<(upload_once_core::ErrorCode, String)>;
+
 /// A database failure a response carries, for [`run_to_completion`] to
 /// report: [`crate::Error`] leaves the logging to it, so an outage is logged
 /// once rather than once per request.
@@ -40,6 +50,8 @@ pub struct Ops {
     hangups: AtomicU64,
     in_flight: AtomicU64,
     database: Mutex<DatabaseHealth>,
+    /// The last readiness probe: when (server clock) and what it found.
+    readiness: tokio::sync::Mutex<Option<(upload_once_core::time::UnixMillis, Readiness)>>,
 }
 
 #[derive(Debug, Default)]
@@ -104,6 +116,33 @@ impl Ops {
             );
         }
     }
+}
+
+/// Whether the server should get traffic: the database takes writes and the
+/// object store can take uploads. Probed at most once per
+/// [`READINESS_TTL_MS`]; callers meanwhile share the last answer (one
+/// probe at a time: the others wait for it).
+pub async fn readiness(state: &AppState) -> Readiness {
+    let mut last = state.ops.readiness.lock().await;
+    if let Some((at, found)) = last.as_ref() {
+        if (0..READINESS_TTL_MS).contains(&(state.now() - at)) {
+            return found.clone();
+        }
+    }
+    let (database, objects) = tokio::join!(probe_database(state), probe_objects(state));
+    let database = database.err().map(|e| format!("the database does not take writes: {e}"));
+    let objects = objects.err().map(|e| match e {
+        crate::Error::ObjectStore(reason) => format!("the object store cannot take uploads: {reason}"),
+        other => format!("the object store cannot take uploads: {other}"),
+    });
+    let code = match (&database, &objects) {
+        (None, None) => None,
+        (Some(_), _) => Some(upload_once_core::ErrorCode::DatabaseUnavailable),
+        (None, Some(_)) => Some(upload_once_core::ErrorCode::ObjectStoreUnavailable),
+    };
+    let found = code.map(|code| (code, [database, objects].into_iter().flatten().collect::<Vec<_>>().join("; ")));
+    *last = Some((state.now(), found.clone()));
+    found
 }
 
 /// Probes the database for writes: the readiness check's answer, with the

@@ -115,6 +115,8 @@ async fn object_store_calls_are_timed_and_their_failures_counted_per_operation()
         std::fs::remove_file(&uploads).unwrap();
         std::fs::create_dir(&uploads).unwrap();
     }
+    // The next probe: one runs at most once a second.
+    server.clock.advance(upload_once_server::ops::READINESS_TTL_MS);
     assert_eq!(server.http.get(server.url("/readyz")).send().await.unwrap().status(), StatusCode::OK);
     let text = scrape(&server).await;
     assert_eq!(sample(&text, "upload_once_object_store_errors_total", &probe), 1.0, "the success is not a failure");

@@ -53,7 +53,10 @@ async fn readiness_fails_while_writes_cannot_get_the_lock_and_the_outage_is_logg
     // Another process holds the write lock.
     let holder = LockHolder::hold(&database_url).await;
 
-    let (status, body) = problem(server.http.get(server.url("/readyz")).send().await.unwrap()).await;
+    // A fresh probe (one runs at most once a second), asked by the admin (who alone is told why).
+    server.clock.advance(upload_once_server::ops::READINESS_TTL_MS);
+    let r = server.http.get(server.url("/readyz")).bearer_auth(support::ADMIN).send().await.unwrap();
+    let (status, body) = problem(r).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(body["code"], "database_unavailable");
     assert!(body["detail"].as_str().unwrap().contains("does not take writes"), "{body}");
@@ -78,6 +81,7 @@ async fn readiness_fails_while_writes_cannot_get_the_lock_and_the_outage_is_logg
         ops.database_outage().is_none()
     })
     .await;
+    server.clock.advance(upload_once_server::ops::READINESS_TTL_MS);
     assert_eq!(server.http.get(server.url("/readyz")).send().await.unwrap().status(), StatusCode::OK);
     guest.upload(b"hello".to_vec()).await;
 

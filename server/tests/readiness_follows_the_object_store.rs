@@ -8,8 +8,11 @@ use crate::support;
 use reqwest::StatusCode;
 use support::{Options, TestServer, create_bucket, is_s3, problem, s3_endpoint, unique_name};
 
+/// `GET /readyz` as the admin (who alone is told why), after a probe's
+/// second: each call probes afresh.
 async fn readyz(server: &TestServer) -> reqwest::Response {
-    server.http.get(server.url("/readyz")).send().await.unwrap()
+    server.clock.advance(upload_once_server::ops::READINESS_TTL_MS);
+    server.http.get(server.url("/readyz")).bearer_auth(support::ADMIN).send().await.unwrap()
 }
 
 async fn assert_not_ready_because_of_the_store(server: &TestServer, why: &str) {

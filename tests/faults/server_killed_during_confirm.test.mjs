@@ -34,7 +34,7 @@ test("a confirm killed inside its transaction leaves no row; the client's retry 
   // up. (The confirm asks the store before it takes the lock: a write that
   // comes in just before that still goes through, so ask until one waits.)
   const ready = await until("a write to wait behind the held confirm", async () => {
-    const r = await fetch(`${stack.server.base}/readyz`);
+    const r = await fetch(`${stack.server.base}/readyz`, { headers: { authorization: `Bearer ${stack.server.admin}` } });
     return r.status === 503 ? r : (await r.body?.cancel(), null);
   }, 20_000, 50);
   assert.equal((await ready.json()).code, "database_unavailable");

@@ -47,28 +47,22 @@ pub async fn healthz(State(state): State<AppState>) -> Result<&'static str> {
 /// `GET /readyz`: whether the server should get traffic. It should not
 /// while the database does not take writes (a small write is made to find
 /// out) or the object store cannot take uploads (a cheap probe: a small
-/// file written where uploads land, or a `HEAD` of the bucket); the answer
-/// then says why.
+/// file written where uploads land, or a `HEAD` of the bucket). Probed at
+/// most once a second ([`crate::ops::readiness`]). Anyone learns ready or
+/// not ready; why, in the database's or the store's own words, only with
+/// the admin token.
 #[utoipa::path(get, path = "/readyz", tag = "operations", responses(
     (status = 200, description = "The database takes writes and the object store answers"),
     (status = 503, body = Problem, content_type = "application/problem+json",
-        description = "database_unavailable or object_store_unavailable: why, in `detail` (the database's reason first when both fail)"),
+        description = "not_ready; with the admin token, database_unavailable or object_store_unavailable and why, in `detail` (the database's reason first when both fail)"),
 ))]
-pub async fn readyz(State(state): State<AppState>) -> Response {
-    let (database, objects) = tokio::join!(crate::ops::probe_database(&state), crate::ops::probe_objects(&state));
-    let database = database.err().map(|e| format!("the database does not take writes: {e}"));
-    let objects = objects.err().map(|e| match e {
-        crate::Error::ObjectStore(reason) => {
-            format!("the object store cannot take uploads: {reason}")
-        }
-        other => format!("the object store cannot take uploads: {other}"),
-    });
-    let code = match (&database, &objects) {
-        (None, None) => return "ready".into_response(),
-        (Some(_), _) => ErrorCode::DatabaseUnavailable,
-        (None, Some(_)) => ErrorCode::ObjectStoreUnavailable,
-    };
-    problem_response(code, [database, objects].into_iter().flatten().collect::<Vec<_>>().join("; "))
+pub async fn readyz(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let Some((code, reason)) = crate::ops::readiness(&state).await else { return "ready".into_response() };
+    if extract::require_admin(&state, &headers).is_ok() {
+        problem_response(code, reason)
+    } else {
+        problem_response(ErrorCode::NotReady, "the server is not ready".to_owned())
+    }
 }
 
 /// `GET /openapi.json`: the document [`api`] makes.

@@ -17,7 +17,7 @@ export type UploadErrorCode =
   | "invalid_part" | "not_multipart" | "url_expired" | "bad_signature" | "length_mismatch" | "content_type_mismatch"
   | "object_exists" | "incomplete_body" | "removed" | "too_many_unconfirmed" | "session_bytes_exceeded"
   | "too_many_sessions" | "event_bytes_exceeded" | "request_timeout" | "rate_limited" | "object_store_unavailable"
-  | "database_unavailable"
+  | "database_unavailable" | "not_ready"
   | "file_changed" | "internal" | "network" | "storage_unavailable" | "quota_exceeded" | "needs_file"
   | "file_unreadable" | "cancelled" | "retries_exhausted" | "invalid_options" | "unexpected_response" | "closed";
 
@@ -48,10 +48,10 @@ export interface SessionErrorInfo {
 export interface MediaInfo {
   id: string;
   moderation: "pending" | "approved" | "rejected";
-  /** The host's reason, when rejected. */
+  /** The host's reason, when rejected (never a duplicate's: it is about another guest's upload). */
   reason?: string;
-  /** Where the bytes can be read back. */
-  url: string;
+  /** Where the bytes can be read back (its display rendition). Absent for a duplicate (`duplicate`) of a photo the host has not approved: what another guest shared is shown only once it is on the wall. */
+  url?: string;
   /** For a file stored in parts: SHA-256 over the parts' digests, then `-` and the part count. */
   composite_sha256?: string;
   /** This attempt's bytes were already stored in the event: the media is the one stored before (see `AttemptView.duplicateOf`). */

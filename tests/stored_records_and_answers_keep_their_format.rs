@@ -61,7 +61,7 @@ fn full_record() -> AttemptRecord {
         id: id(3),
         moderation: Moderation::Rejected,
         reason: Some("blurry".into()),
-        url: "http://x/m".into(),
+        url: Some("http://x/m".into()),
         composite_sha256: None,
         duplicate: false,
     });

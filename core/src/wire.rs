@@ -494,10 +494,19 @@ pub struct Media {
     /// The host's reason, when rejected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moderation_reason: Option<String>,
-    /// Where the bytes can be read back.
-    pub url: String,
+    /// Where the bytes can be read back (its display rendition). Left out
+    /// of a duplicate's answer unless the host approved the media: then it
+    /// is on the wall, which every guest sees anyway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
     /// When the media record was created.
     pub created_at: String,
+    /// The answer to a guest whose bytes were already stored in the event
+    /// by another attempt (a duplicate): `id` is that media, everything else
+    /// of it the guest sees is its own (its attempt id, filename and object
+    /// key; no reason of the host's, no URL before the host approved it).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub duplicate: bool,
 }
 
 /// The part of a media record a guest sees in status answers.
@@ -508,11 +517,14 @@ pub struct MediaSummary {
     pub id: Uuid,
     /// Moderation state.
     pub moderation: Moderation,
-    /// The host's reason, when rejected.
+    /// The host's reason, when rejected (never a duplicate's: the reason is
+    /// about another guest's upload).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// Where the bytes can be read back.
-    pub url: String,
+    /// Where the bytes can be read back. Left out of a duplicate's summary
+    /// unless the host approved the media (then it is on the wall).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
     /// For a file stored in parts: its composite checksum (see
     /// [`Media::composite_sha256`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -546,7 +558,7 @@ impl MediaSummary {
     /// another attempt stored it (a confirm answered with the media already
     /// in scope).
     pub fn for_attempt(media: &Media, attempt: Uuid) -> Self {
-        MediaSummary { duplicate: media.attempt_id != attempt, ..MediaSummary::from(media) }
+        MediaSummary { duplicate: media.duplicate || media.attempt_id != attempt, ..MediaSummary::from(media) }
     }
 }
 

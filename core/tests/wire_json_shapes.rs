@@ -23,7 +23,7 @@ fn summary() -> MediaSummary {
         id: Uuid::from_u128(7),
         moderation: Moderation::Pending,
         reason: None,
-        url: "https://m/1".into(),
+        url: Some("https://m/1".into()),
         composite_sha256: None,
         duplicate: false,
     }

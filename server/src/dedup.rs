@@ -14,9 +14,12 @@
 //! digests, each verified by the store).
 //!
 //! Three hooks, each called from one place:
-//! - [`authorize`]: an authorize whose `sha256` is indexed in scope creates
-//!   the attempt already confirmed, as a duplicate of that media: no upload
-//!   instruction, no object, nothing to sweep.
+//! - [`authorize_entry`]: an authorize whose `sha256` is indexed in scope,
+//!   for a file of the same size and content type, creates the attempt
+//!   already confirmed, as a duplicate of that media: no upload instruction,
+//!   no object, nothing to sweep, and no bytes counted against the quotas.
+//!   What the guest is then told of that media is only what it already has
+//!   ([`crate::state::AppState::media_for_guest`]).
 //! - [`confirm`]: the media record is created and indexed, or, when the
 //!   scope already has those bytes (a race, or a multipart file whose
 //!   composite is only known now), the attempt becomes a duplicate and its
@@ -48,12 +51,12 @@ pub fn is_duplicate(m: &MediaRow, a: &AttemptRow) -> bool {
     m.attempt_row_id != a.row_id
 }
 
-/// The authorize hook: when `attempt.sha256` is indexed in its scope, the
-/// attempt is created confirmed, pointing to that media (create-or-return,
-/// one statement). `None`: authorize as usual.
-pub async fn authorize(state: &AppState, event: &EventRow, attempt: &NewAttempt) -> Result<Option<AttemptRow>> {
-    let Some(entry) = entry(event, attempt.session_id, attempt.sha256.as_deref()) else { return Ok(None) };
-    state.records.authorize_duplicate(attempt, &entry).await
+/// The authorize hook: where the attempt's claimed SHA-256 would be indexed
+/// ([`RecordStore::authorize`](crate::store::RecordStore::authorize) makes
+/// it a duplicate when the index holds those bytes as the same kind of
+/// file). `None`: no dedup.
+pub fn authorize_entry(event: &EventRow, attempt: &NewAttempt) -> Option<IndexEntry> {
+    entry(event, attempt.session_id, attempt.sha256.as_deref())
 }
 
 /// The confirm hook, under the attempt's row lock: creates the media record

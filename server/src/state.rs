@@ -129,21 +129,51 @@ impl AppState {
             composite_sha256: m.composite_sha256.clone(),
             moderation: m.moderation,
             moderation_reason: m.moderation_reason.clone(),
-            url: self.media_url(m.id),
+            url: Some(self.media_url(m.id)),
             created_at: format_rfc3339(m.created_at),
+            duplicate: false,
         }
     }
 
-    /// What the guest of attempt `a` sees of its media record: a duplicate
-    /// when another attempt stored it ([`crate::dedup`]).
+    /// The media record as the guest of attempt `a` may see it: its own in
+    /// full; another attempt's (a duplicate, [`crate::dedup`]) only as
+    /// "already shared": the media's id and moderation, the guest's own
+    /// attempt id, filename and object key, and a URL only once the host
+    /// approved it (on the wall, every guest sees it anyway). Never the
+    /// other guest's filename, attempt id or key, nor the host's reason: a
+    /// claimed hash proves no possession (docs/protocol.md §3.14).
+    pub fn media_for_guest(&self, m: &MediaRow, a: &AttemptRow) -> Media {
+        if !crate::dedup::is_duplicate(m, a) {
+            return self.media_json(m);
+        }
+        Media {
+            attempt_id: a.id,
+            object_key: a.object_key.clone(),
+            filename: a.filename.clone(),
+            moderation_reason: None,
+            url: self.public_url(m),
+            duplicate: true,
+            ..self.media_json(m)
+        }
+    }
+
+    /// The display rendition's URL when the media is on the wall (approved),
+    /// else `None`.
+    fn public_url(&self, m: &MediaRow) -> Option<String> {
+        (m.moderation == upload_once_core::wire::Moderation::Approved).then(|| self.media_url(m.id))
+    }
+
+    /// What the guest of attempt `a` sees of its media record in status
+    /// answers ([`AppState::media_for_guest`]).
     pub fn media_summary(&self, m: &MediaRow, a: &AttemptRow) -> MediaSummary {
+        let duplicate = crate::dedup::is_duplicate(m, a);
         MediaSummary {
             id: m.id,
             moderation: m.moderation,
-            reason: m.moderation_reason.clone(),
-            url: self.media_url(m.id),
+            reason: if duplicate { None } else { m.moderation_reason.clone() },
+            url: if duplicate { self.public_url(m) } else { Some(self.media_url(m.id)) },
             composite_sha256: m.composite_sha256.clone(),
-            duplicate: crate::dedup::is_duplicate(m, a),
+            duplicate,
         }
     }
 

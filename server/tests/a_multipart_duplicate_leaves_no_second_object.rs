@@ -41,7 +41,9 @@ async fn the_second_upload_of_a_large_file_is_answered_with_the_first_media() {
     let r = second.confirm_video(id, FILE).await;
     assert_eq!(r.status(), StatusCode::OK);
     let answered: Media = r.json().await.unwrap();
-    assert_eq!((answered.id, answered.attempt_id), (stored.id, first_id), "the first upload's media");
+    assert_eq!(answered.id, stored.id, "the first upload's media");
+    assert!(answered.duplicate);
+    assert_eq!(answered.attempt_id, id, "told as its own attempt, never the other guest's ({first_id})");
 
     // One object, and nothing of the second upload: no object, no upload,
     // no part.

@@ -10,6 +10,7 @@
 
 mod support;
 
+mod a_claimed_hash_reveals_nothing_the_guest_does_not_own;
 mod a_different_photo_is_never_merged;
 mod a_hang_up_never_poisons_the_database;
 mod a_lapsed_session_still_answers_for_its_own_attempts;
@@ -48,6 +49,7 @@ mod quotas_hold_per_event;
 mod quotas_hold_per_session;
 mod rate_limits_hold_per_client_address;
 mod readiness_follows_the_object_store;
+mod readiness_tells_strangers_only_whether_it_is_ready;
 mod rejected_media_is_taken_down;
 mod rejected_objects_are_deleted_after_retention;
 mod rendition_jobs_survive_a_restart;

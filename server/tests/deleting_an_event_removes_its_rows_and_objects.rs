@@ -53,8 +53,8 @@ async fn rows_of(server: &TestServer, event_id: i64, attempt_rows: &[i64]) -> Ve
 
 async fn wait_for_renditions(server: &TestServer, media: &Media) {
     let deadline = Instant::now() + Duration::from_secs(30);
-    while server.http.get(&media.url).send().await.unwrap().status() != StatusCode::OK {
-        assert!(Instant::now() < deadline, "no rendition for {}", media.url);
+    while server.http.get(media.url.as_deref().unwrap()).send().await.unwrap().status() != StatusCode::OK {
+        assert!(Instant::now() < deadline, "no rendition for {}", media.url.as_deref().unwrap());
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -143,12 +143,15 @@ async fn deleting_an_event_removes_all_its_rows_and_objects_and_leaves_other_eve
     assert_eq!(problem(r).await.0, StatusCode::NOT_FOUND);
     let (status, p) = problem(guest.get(loose).await).await;
     assert_eq!((status, p["code"].as_str()), (StatusCode::UNAUTHORIZED, Some("invalid_session")));
-    assert_eq!(problem(server.http.get(&media.url).send().await.unwrap()).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(
+        problem(server.http.get(media.url.as_deref().unwrap()).send().await.unwrap()).await.0,
+        StatusCode::NOT_FOUND
+    );
 
     // The other event is untouched, and its guests still upload.
     let keys = server.stored_keys().await;
     assert_eq!(keys_of(&keys, other.slug()), other_keys);
-    assert_eq!(server.http.get(&kept.url).send().await.unwrap().status(), StatusCode::OK);
+    assert_eq!(server.http.get(kept.url.as_deref().unwrap()).send().await.unwrap().status(), StatusCode::OK);
     other.upload(vec![0x89, b'P', b'N', b'G', 0, 1]).await;
 
     // The slug is free again.

@@ -39,7 +39,7 @@ async fn a_media_link_expires_and_a_changed_one_opens_nothing() {
     let media = upload_as(&guest, "video/mp4", "clip.mp4", VIDEO).await;
     let listed = host_list(&guest).await;
     let original = listed[0]["original_url"].as_str().unwrap().to_owned();
-    for url in [&media.url, &original] {
+    for url in [media.url.as_deref().unwrap(), &original] {
         let exp: i64 = param(url, "exp").parse().unwrap();
         let now = server.state.now() / 1000;
         assert!((now + 7 * 86_400..=now + 7 * 86_400 + 2 * 86_400).contains(&exp), "7 days by default: {url}");
@@ -48,15 +48,15 @@ async fn a_media_link_expires_and_a_changed_one_opens_nothing() {
     }
 
     // Changed links are not the server's.
-    let exp = param(&media.url, "exp");
-    let kid = param(&media.url, "kid");
+    let exp = param(media.url.as_deref().unwrap(), "exp");
+    let kid = param(media.url.as_deref().unwrap(), "kid");
     let later = (exp.parse::<i64>().unwrap() + 86_400).to_string();
-    let (path, _) = media.url.split_once('?').unwrap();
-    let sig = param(&media.url, "sig");
+    let (path, _) = media.url.as_deref().unwrap().split_once('?').unwrap();
+    let sig = param(media.url.as_deref().unwrap(), "sig");
     for forged in [
-        media.url.replacen(&format!("exp={exp}"), &format!("exp={later}"), 1),
-        media.url.replacen(&format!("kid={kid}"), "kid=another", 1),
-        media.url.replacen(&format!("&kid={kid}"), "", 1),
+        media.url.as_deref().unwrap().replacen(&format!("exp={exp}"), &format!("exp={later}"), 1),
+        media.url.as_deref().unwrap().replacen(&format!("kid={kid}"), "kid=another", 1),
+        media.url.as_deref().unwrap().replacen(&format!("&kid={kid}"), "", 1),
         format!("{path}?sig={sig}&exp=-5&kid={kid}"),
         original.replacen(&format!("exp={exp}"), &format!("exp={later}"), 1),
     ] {
@@ -74,12 +74,12 @@ async fn a_media_link_expires_and_a_changed_one_opens_nothing() {
     // Past its expiry: 403 url_expired; the host's list hands out fresh
     // links that work.
     server.clock.advance(9 * DAY_MS);
-    for url in [&media.url, &original] {
+    for url in [media.url.as_deref().unwrap(), &original] {
         assert_eq!(answer(&server, url).await, (StatusCode::FORBIDDEN, Some("url_expired".into())), "{url}");
     }
     let listed: Vec<Value> = host_list(&guest).await;
     let fresh = listed[0]["url"].as_str().unwrap().to_owned();
-    assert_ne!(fresh, media.url);
+    assert_ne!(Some(fresh.clone()), media.url);
     assert_eq!(answer(&server, &fresh).await, (StatusCode::OK, None));
     assert_eq!(answer(&server, listed[0]["original_url"].as_str().unwrap()).await, (StatusCode::OK, None));
 }
@@ -117,12 +117,12 @@ async fn links_signed_by_a_previous_key_keep_working_after_a_rotation() {
     let guest = open_event(&first).await;
     let media = upload_as(&guest, "video/mp4", "clip.mp4", VIDEO).await;
     let original = host_list(&guest).await[0]["original_url"].as_str().unwrap().to_owned();
-    assert_eq!(param(&media.url, "kid"), "k1");
+    assert_eq!(param(media.url.as_deref().unwrap(), "kid"), "k1");
 
     // Rotated: K2 signs, K1 is a previous key.
     let rotated = instance(&first, K2, "k2", vec![format!("k1:{K1}")]).await;
     let on = |server: &TestServer, url: &str| format!("{}{}", server.base, &url[url.find("/v1/").unwrap()..]);
-    for url in [&media.url, &original] {
+    for url in [media.url.as_deref().unwrap(), &original] {
         assert_eq!(answer(&rotated, &on(&rotated, url)).await, (StatusCode::OK, None), "the old link: {url}");
     }
     let r = rotated
@@ -137,7 +137,7 @@ async fn links_signed_by_a_previous_key_keep_working_after_a_rotation() {
 
     // Once K1 is dropped, its links open nothing.
     let dropped = instance(&first, K2, "k2", Vec::new()).await;
-    for url in [&media.url, &original] {
+    for url in [media.url.as_deref().unwrap(), &original] {
         assert_eq!(answer(&dropped, &on(&dropped, url)).await, (StatusCode::NOT_FOUND, Some("not_found".into())));
     }
     assert_eq!(answer(&dropped, &on(&dropped, &fresh)).await, (StatusCode::OK, None));
@@ -185,10 +185,10 @@ async fn a_bucket_url_never_outlives_the_link_that_redirected_to_it() {
     .await;
     let guest = open_event(&server).await;
     let media = upload_as(&guest, "video/mp4", "clip.mp4", VIDEO).await;
-    let exp: i64 = param(&media.url, "exp").parse().unwrap();
+    let exp: i64 = param(media.url.as_deref().unwrap(), "exp").parse().unwrap();
     let no_redirects = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let bucket_url_lifetime = |now_ms: i64| {
-        let url = media.url.clone();
+        let url = media.url.clone().unwrap();
         let client = no_redirects.clone();
         async move {
             let r = client.get(&url).send().await.unwrap();

@@ -28,12 +28,12 @@ async fn public_links_of_a_rejected_media_answer_410_and_the_host_still_sees_it(
     let photo = support::media::encoded(RgbImage::from_pixel(64, 48, Rgb([200, 40, 40])), ImageFormat::Png);
     let media = upload_as(&guest, "image/png", "party.png", &photo).await;
     let video = upload_as(&guest, "video/mp4", "clip.mp4", b"\x00\x00\x00\x18ftypmp42 not a real video").await;
-    let thumb = media.url.replacen("/display?", "/thumb?", 1);
+    let thumb = media.url.as_deref().unwrap().replacen("/display?", "/thumb?", 1);
     assert!(thumb.contains("/thumb?"), "{thumb}");
 
     // Before: everyone's links answer (once the renditions are made: `503`
     // until then).
-    for url in [&media.url, &thumb, &video.url] {
+    for url in [media.url.as_deref().unwrap(), &thumb, video.url.as_deref().unwrap()] {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         let mut got = status(&server, url).await;
         while got == StatusCode::SERVICE_UNAVAILABLE && std::time::Instant::now() < deadline {
@@ -45,7 +45,7 @@ async fn public_links_of_a_rejected_media_answer_410_and_the_host_still_sees_it(
 
     moderate(&guest, media.id, "reject").await;
     moderate(&guest, video.id, "reject").await;
-    for url in [&media.url, &thumb, &video.url] {
+    for url in [media.url.as_deref().unwrap(), &thumb, video.url.as_deref().unwrap()] {
         assert_eq!(status(&server, url).await, StatusCode::GONE, "taken down: {url}");
     }
     // A host signature for another media does not open this one.
@@ -54,7 +54,7 @@ async fn public_links_of_a_rejected_media_answer_410_and_the_host_still_sees_it(
         |id: uuid::Uuid| listed.iter().find(|m| m["id"] == id.to_string()).unwrap()["url"].as_str().unwrap().to_owned();
     let (host_photo, host_video) = (host_url(media.id), host_url(video.id));
     assert!(host_photo.contains("&host="), "{host_photo}");
-    let forged = format!("{}&host={}", media.url, host_video.rsplit("&host=").next().unwrap());
+    let forged = format!("{}&host={}", media.url.as_deref().unwrap(), host_video.rsplit("&host=").next().unwrap());
     assert_eq!(status(&server, &forged).await, StatusCode::GONE);
     // The host still sees both, and their originals.
     for url in [&host_photo, &host_video] {
@@ -65,8 +65,8 @@ async fn public_links_of_a_rejected_media_answer_410_and_the_host_still_sees_it(
 
     // Approved again: the public links work again.
     moderate(&guest, media.id, "approve").await;
-    for url in [&media.url, &thumb] {
+    for url in [media.url.as_deref().unwrap(), &thumb] {
         assert_eq!(status(&server, url).await, StatusCode::OK, "back: {url}");
     }
-    assert_eq!(status(&server, &video.url).await, StatusCode::GONE, "the video is still down");
+    assert_eq!(status(&server, video.url.as_deref().unwrap()).await, StatusCode::GONE, "the video is still down");
 }

@@ -23,11 +23,15 @@ const DAY_MS: i64 = 86_400_000;
 async fn wait_for_renditions(server: &TestServer, media: &Media) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let status = server.http.get(&media.url).send().await.unwrap().status();
+        let status = server.http.get(media.url.as_deref().unwrap()).send().await.unwrap().status();
         if status == StatusCode::OK {
             return;
         }
-        assert!(status == StatusCode::SERVICE_UNAVAILABLE && Instant::now() < deadline, "{}: {status}", media.url);
+        assert!(
+            status == StatusCode::SERVICE_UNAVAILABLE && Instant::now() < deadline,
+            "{}: {status}",
+            media.url.as_deref().unwrap()
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

@@ -358,6 +358,26 @@ impl FakeServer {
         }
     }
 
+    /// Media `media_id` as the guest of attempt `id` may see it (as the
+    /// reference server's `media_for_guest`): a duplicate sees its own
+    /// attempt id, filename and key, no reason, and a URL only once approved.
+    fn media_for(&self, media_id: Uuid, id: Uuid) -> Media {
+        let media = self.media_row(media_id).clone();
+        if media.attempt_id == id {
+            return media;
+        }
+        let own = &self.attempts[&id];
+        Media {
+            attempt_id: id,
+            object_key: own.object_key.clone(),
+            filename: own.request.filename.clone(),
+            moderation_reason: None,
+            url: media.url.clone().filter(|_| media.moderation == upload_once_core::wire::Moderation::Approved),
+            duplicate: true,
+            ..media
+        }
+    }
+
     fn media_row(&self, id: Uuid) -> &Media {
         self.media.iter().find(|m| m.id == id).expect("media row exists")
     }
@@ -373,7 +393,7 @@ impl FakeServer {
                 None => Upload::Put(self.sign(&a.object_key, &a.request.content_type, now)),
             }),
             expires_at: format_rfc3339(a.expires_at),
-            media: a.media_id.map(|m| MediaSummary::for_attempt(self.media_row(m), id)),
+            media: a.media_id.map(|m| MediaSummary::for_attempt(&self.media_for(m, id), id)),
             rejection: a.rejection.clone(),
         }
     }
@@ -587,7 +607,7 @@ impl FakeServer {
         };
         match attempt.state {
             AttemptState::Confirmed => {
-                return Ok(self.media_row(attempt.media_id.expect("confirmed")).clone());
+                return Ok(self.media_for(attempt.media_id.expect("confirmed"), id));
             }
             AttemptState::Expired => {
                 return Err(problem(410, ErrorCode::Expired, "the attempt expired"));
@@ -647,7 +667,7 @@ impl FakeServer {
             let key = a.object_key.clone();
             self.objects.remove(&key);
             self.deduplicated += 1;
-            return Ok(self.media_row(media_id).clone());
+            return Ok(self.media_for(media_id, id));
         }
         let media_id = Uuid::from_u128(0xFEED_0000_0000_0000_0000_0000_0000_0000 | (self.media.len() as u128 + 1));
         if let Some(scope) = scope {
@@ -666,8 +686,9 @@ impl FakeServer {
             composite_sha256: a.plan.as_ref().map(|_| object.content.clone()),
             moderation: self.config.moderation,
             moderation_reason: None,
-            url: format!("https://media.test/{}", a.object_key),
+            url: Some(format!("https://media.test/{}", a.object_key)),
             created_at: format_rfc3339(now + self.config.clock_offset_ms),
+            duplicate: false,
         };
         a.state = AttemptState::Confirmed;
         a.media_id = Some(media_id);
@@ -705,7 +726,7 @@ impl FakeServer {
             },
             AttemptState::Confirmed => AttemptStatus::Confirmed {
                 id,
-                media: MediaSummary::for_attempt(self.media_row(a.media_id.expect("confirmed")), id),
+                media: MediaSummary::for_attempt(&self.media_for(a.media_id.expect("confirmed"), id), id),
             },
             AttemptState::Expired => AttemptStatus::Expired { id },
             AttemptState::Rejected => {

@@ -138,10 +138,8 @@ pub async fn authorize(
     };
     // The same bytes already stored in the event's dedup scope: confirmed at
     // once, nothing to transfer.
-    let (row, created) = match crate::dedup::authorize(&state, &event, &attempt).await? {
-        Some(duplicate) => (duplicate, true),
-        None => state.records.authorize(attempt).await?,
-    };
+    let dedup = crate::dedup::authorize_entry(&event, &attempt);
+    let (row, created) = state.records.authorize(attempt, dedup).await?;
     if row.filename != req.filename
         || row.size != req.size
         || row.content_type != content_type
@@ -728,7 +726,7 @@ async fn confirm_under_lock(
     request_body = ConfirmRequest,
     security(("session" = [])),
     responses(
-        (status = 200, body = Media, description = "The media record; a repeat returns the same record. When the stored bytes were already in the event's dedup scope, the record another attempt created (its attempt_id is not this one)"),
+        (status = 200, body = Media, description = "The media record; a repeat returns the same record. When the stored bytes were already in the event's dedup scope, that media as this guest may see it: `duplicate: true`, its id and moderation, this attempt's own id, filename and object key, no reason, and a `url` only once the host approved it"),
         (status = 400, body = Problem, content_type = "application/problem+json", description = "idempotency_key_missing, idempotency_key_mismatch"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 409, body = Problem, content_type = "application/problem+json", description = "object_missing (retryable): the object, or a part of it, is not stored yet"),
@@ -751,5 +749,10 @@ pub async fn confirm(
         return Err(Error::problem(ErrorCode::IdempotencyKeyMismatch, "Idempotency-Key must be the attempt id"));
     }
     let media = confirm_attempt(&state, &session, id, &req).await?;
-    Ok(Json(state.media_json(&media)))
+    if media.attempt_id == id {
+        return Ok(Json(state.media_json(&media)));
+    }
+    // A duplicate: what this guest may see of another attempt's media.
+    let own = state.records.attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
+    Ok(Json(state.media_for_guest(&media, &own)))
 }

@@ -401,11 +401,13 @@ pub async fn host_media(state: &AppState, rows: &[MediaRow]) -> Result<Vec<HostM
         .map(|m| {
             let job = jobs.get(&m.id);
             let mut media = state.media_json(m);
-            media.url = state.rendition_url_until(m.id, Size::Display, exp);
-            if m.moderation == Moderation::Rejected {
+            let url = state.rendition_url_until(m.id, Size::Display, exp);
+            media.url = Some(if m.moderation == Moderation::Rejected {
                 // Taken down for everyone else; the host still sees it.
-                media.url = format!("{}&host={}", media.url, crate::media::sign_original(&state.signer, m.id, exp));
-            }
+                format!("{url}&host={}", crate::media::sign_original(&state.signer, m.id, exp))
+            } else {
+                url
+            });
             HostMedia {
                 media,
                 original_url: state.original_url_until(m.id, exp),

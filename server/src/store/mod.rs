@@ -386,7 +386,12 @@ pub trait RecordStore: Send + Sync + 'static {
     /// `422 id_reused`, and nothing is stored. A new attempt must fit in its
     /// quotas (`403 too_many_unconfirmed`, `session_bytes_exceeded`,
     /// `event_bytes_exceeded`), counted in the transaction that inserts it.
-    async fn authorize(&self, attempt: NewAttempt) -> Result<(AttemptRow, bool)>;
+    /// With `dedup`, where the event indexes the attempt's claimed SHA-256:
+    /// when the index holds those bytes as a file of the same size and
+    /// content type, the attempt is created already confirmed, as a
+    /// duplicate of that media (no upload; it adds no bytes to the quotas,
+    /// and passes them as such).
+    async fn authorize(&self, attempt: NewAttempt, dedup: Option<IndexEntry>) -> Result<(AttemptRow, bool)>;
 
     /// One attempt of a session.
     async fn attempt(&self, session_id: i64, id: Uuid) -> Result<Option<AttemptRow>>;
@@ -445,12 +450,6 @@ pub trait RecordStore: Send + Sync + 'static {
     async fn counts(&self) -> Result<(u64, u64)>;
 
     // --- the content index (crate::dedup) ---------------------------------
-
-    /// Creates the attempt already confirmed, as a duplicate of the media
-    /// indexed under `entry`, in one statement; `None` when nothing is
-    /// indexed there, or when the session already has an attempt with that
-    /// id (then [`RecordStore::authorize`] returns it).
-    async fn authorize_duplicate(&self, attempt: &NewAttempt, entry: &IndexEntry) -> Result<Option<AttemptRow>>;
 
     /// How many of an event's attempts were confirmed as duplicates.
     async fn deduplicated(&self, event_id: i64) -> Result<u64>;

@@ -531,7 +531,7 @@ impl RecordStore for SqlStore {
         .transpose()
     }
 
-    async fn authorize(&self, a: NewAttempt) -> Result<(AttemptRow, bool)> {
+    async fn authorize(&self, a: NewAttempt, dedup: Option<IndexEntry>) -> Result<(AttemptRow, bool)> {
         // One transaction: nothing else adds to this event's quotas until it
         // ends (SQLite's write lock; PostgreSQL's per-event advisory lock).
         let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
@@ -543,9 +543,23 @@ impl RecordStore for SqlStore {
             return own_attempt(row, a.session_id).map(|row| (row, false));
         }
         let usage = super::quota::usage(&mut tx, a.session_id, a.event_id, a.created_at).await?;
-        if let Some(refusal) = crate::limits::attempt_refusal(usage, &a.quotas, a.size) {
+        // The same bytes, as the same kind of file, already stored in the
+        // dedup scope: a duplicate, which stores nothing, so it goes through
+        // the quotas as the nothing it adds (under the event's lock, the
+        // index read and the insert are one step).
+        let duplicate_of = match &dedup {
+            Some(entry) => content_index::indexed_media(&mut tx, entry, a.size, &a.content_type).await?,
+            None => None,
+        };
+        let adds = if duplicate_of.is_some() { 0 } else { a.size };
+        if let Some(refusal) = crate::limits::attempt_refusal(usage, &a.quotas, adds) {
             tx.rollback().await?;
             return Err(refusal);
+        }
+        if let Some(media_id) = duplicate_of {
+            let row = content_index::insert_duplicate(&mut tx, &a, &media_id).await?;
+            tx.commit().await?;
+            return own_attempt(row, a.session_id).map(|row| (row, true));
         }
         // The unique index on the id holds even against an insert of the
         // same id for another event (not serialised by the event's lock).
@@ -908,10 +922,6 @@ impl RecordStore for SqlStore {
             .execute(&self.pool)
             .await?;
         Ok(())
-    }
-
-    async fn authorize_duplicate(&self, attempt: &NewAttempt, entry: &IndexEntry) -> Result<Option<AttemptRow>> {
-        self.authorize_as_duplicate(attempt, entry).await
     }
 
     async fn deduplicated(&self, event_id: i64) -> Result<u64> {

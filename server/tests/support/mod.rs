@@ -687,8 +687,8 @@ impl RecordStore for ObservedRecords {
     async fn session_by_token_hash(&self, hash: &str) -> Result<Option<SessionRow>> {
         self.inner.session_by_token_hash(hash).await
     }
-    async fn authorize(&self, attempt: NewAttempt) -> Result<(AttemptRow, bool)> {
-        self.inner.authorize(attempt).await
+    async fn authorize(&self, attempt: NewAttempt, dedup: Option<IndexEntry>) -> Result<(AttemptRow, bool)> {
+        self.inner.authorize(attempt, dedup).await
     }
     async fn attempt(&self, session_id: i64, id: Uuid) -> Result<Option<AttemptRow>> {
         self.inner.attempt(session_id, id).await
@@ -741,9 +741,6 @@ impl RecordStore for ObservedRecords {
     }
     async fn counts(&self) -> Result<(u64, u64)> {
         self.inner.counts().await
-    }
-    async fn authorize_duplicate(&self, attempt: &NewAttempt, entry: &IndexEntry) -> Result<Option<AttemptRow>> {
-        self.inner.authorize_duplicate(attempt, entry).await
     }
     async fn deduplicated(&self, event_id: i64) -> Result<u64> {
         self.inner.deduplicated(event_id).await

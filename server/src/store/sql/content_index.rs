@@ -10,6 +10,7 @@
 //! waits for the first's row (PostgreSQL's unique index; SQLite's write
 //! lock), finds it, and becomes a duplicate of its media.
 
+use sqlx::AnyConnection;
 use upload_once_core::time::UnixMillis;
 
 use super::{ATTEMPT_COLUMNS, ATTEMPT_FROM, SqlAttemptLock, SqlStore, attempt_from_row};
@@ -58,49 +59,59 @@ impl SqlAttemptLock {
     }
 }
 
-impl SqlStore {
-    /// [`crate::store::RecordStore::authorize_duplicate`]: one statement,
-    /// which inserts the attempt only when the index holds the key.
-    pub(super) async fn authorize_as_duplicate(
-        &self,
-        a: &NewAttempt,
-        entry: &IndexEntry,
-    ) -> Result<Option<AttemptRow>> {
-        // Nothing will be stored for it: its object is already "deleted". An
-        // id already taken (this session's retry, or another session's id)
-        // inserts nothing: the usual authorize answers it.
-        let inserted = sqlx::query(
-            "INSERT INTO attempts (id, session_id, event_id, filename, size, content_type, sha256, object_key, state,
-                                   created_at, expires_at, part_size, part_count, duplicate_of, object_deleted)
-             SELECT $1, $2, $3, $4, $5, $6, $7, $8, 'confirmed', $9, $10, $11, $12, ci.media_id, TRUE
-             FROM content_index ci WHERE ci.event_id = $13 AND ci.scope_id = $14 AND ci.content_key = $15
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(a.id.to_string())
-        .bind(a.session_id)
-        .bind(a.event_id)
-        .bind(a.filename.clone())
-        .bind(a.size as i64)
-        .bind(a.content_type.clone())
-        .bind(a.sha256.clone())
-        .bind(a.object_key.clone())
-        .bind(a.created_at)
-        .bind(a.expires_at)
-        .bind(a.plan.map(|p| p.part_size as i64))
-        .bind(a.plan.map(|p| i64::from(p.part_count)))
-        .bind(entry.event_id)
-        .bind(entry.scope_id)
-        .bind(entry.content_key.clone())
-        .execute(&self.pool)
-        .await?;
-        if inserted.rows_affected() == 0 {
-            return Ok(None);
-        }
-        let sql = format!("SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.session_id = $1 AND a.id = $2");
-        let row = sqlx::query(&sql).bind(a.session_id).bind(a.id.to_string()).fetch_one(&self.pool).await?;
-        attempt_from_row(&row).map(Some)
-    }
+/// The media indexed under `entry` whose file is the same kind as a claim
+/// of `size` bytes of `content_type`: a claim that differs in either is not
+/// that file (it goes up and is checked like any other).
+pub(super) async fn indexed_media(
+    conn: &mut AnyConnection,
+    entry: &IndexEntry,
+    size: u64,
+    content_type: &str,
+) -> Result<Option<String>> {
+    let media_id = sqlx::query_scalar(
+        "SELECT ci.media_id FROM content_index ci JOIN media m ON m.id = ci.media_id
+         WHERE ci.event_id = $1 AND ci.scope_id = $2 AND ci.content_key = $3 AND m.size = $4 AND m.content_type = $5",
+    )
+    .bind(entry.event_id)
+    .bind(entry.scope_id)
+    .bind(entry.content_key.clone())
+    .bind(size as i64)
+    .bind(content_type.to_owned())
+    .fetch_optional(conn)
+    .await?;
+    Ok(media_id)
+}
 
+/// Inserts `a` already confirmed, as a duplicate of `media_id`: nothing will
+/// be stored for it (its object is already "deleted"). The caller holds the
+/// event's lock and found no attempt with that id.
+pub(super) async fn insert_duplicate(conn: &mut AnyConnection, a: &NewAttempt, media_id: &str) -> Result<AttemptRow> {
+    sqlx::query(
+        "INSERT INTO attempts (id, session_id, event_id, filename, size, content_type, sha256, object_key, state,
+                               created_at, expires_at, part_size, part_count, duplicate_of, object_deleted)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'confirmed', $9, $10, $11, $12, $13, TRUE)",
+    )
+    .bind(a.id.to_string())
+    .bind(a.session_id)
+    .bind(a.event_id)
+    .bind(a.filename.clone())
+    .bind(a.size as i64)
+    .bind(a.content_type.clone())
+    .bind(a.sha256.clone())
+    .bind(a.object_key.clone())
+    .bind(a.created_at)
+    .bind(a.expires_at)
+    .bind(a.plan.map(|p| p.part_size as i64))
+    .bind(a.plan.map(|p| i64::from(p.part_count)))
+    .bind(media_id.to_owned())
+    .execute(&mut *conn)
+    .await?;
+    let sql = format!("SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.session_id = $1 AND a.id = $2");
+    let row = sqlx::query(&sql).bind(a.session_id).bind(a.id.to_string()).fetch_one(&mut *conn).await?;
+    attempt_from_row(&row)
+}
+
+impl SqlStore {
     /// [`crate::store::RecordStore::deduplicated`].
     pub(super) async fn count_deduplicated(&self, event_id: i64) -> Result<u64> {
         let n: i64 =

@@ -1,0 +1,155 @@
+//! The guest code is public, so a guest may claim the SHA-256 of a photo it
+//! never had (a hash-guessing guest). A duplicate found at authorize tells
+//! it "already shared" and nothing more: no URL or rendition of a photo the
+//! host has not approved, no other guest's filename, attempt id or object
+//! key, no host's reason. A claim of another size or type is no duplicate.
+//! And a duplicate stores nothing, so a flood of claims of one small photo
+//! never fills the event's quota.
+
+use crate::support;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use support::TestServer;
+use support::limits::with_limits;
+use support::multipart::file;
+use upload_once_core::wire::{AttemptResponse, AttemptState, Media};
+use upload_once_server::secrets::sha256_hex;
+use uuid::Uuid;
+
+/// What another guest uploaded: its attempt id, media, object key and
+/// filename (none of which a claimer may learn).
+struct Secret {
+    attempt_id: Uuid,
+    media: Media,
+}
+
+impl Secret {
+    fn assert_not_in(&self, answer: &str) {
+        for (what, text) in [
+            ("the other guest's attempt id", self.attempt_id.to_string()),
+            ("its object key", self.media.object_key.clone()),
+            ("its filename", self.media.filename.clone()),
+            ("the host's reason", "too blurry for the wall".to_owned()),
+            ("a URL of its media", format!("/v1/media/{}/", self.media.id)),
+        ] {
+            assert!(!answer.contains(&text), "the answer gives away {what} ({text}): {answer}");
+        }
+    }
+}
+
+/// A claim of the hash of `bytes` (as `claimed.png`), with the size given.
+fn claim(id: Uuid, bytes: &[u8], size: usize) -> Value {
+    json!({"id": id, "filename": "claimed.png", "size": size, "content_type": "image/png", "sha256": sha256_hex(bytes)})
+}
+
+#[tokio::test]
+async fn a_hash_guessing_guest_learns_only_already_shared() {
+    let server = TestServer::start().await;
+    let owner = server.guest_in_scope("event").await;
+    let photo = file(30_000, 91);
+    let id = Uuid::new_v4();
+    let r = owner
+        .authorize_raw(json!({"id": id, "filename": "secret-beach.png", "size": photo.len(),
+                              "content_type": "image/png", "sha256": sha256_hex(&photo)}))
+        .await;
+    let a: AttemptResponse = r.json().await.unwrap();
+    assert_eq!(server.put(a.put().unwrap(), photo.clone()).await.status(), StatusCode::OK);
+    let media: Media = owner.confirm_hashed(id, &photo).await.json().await.unwrap();
+    let secret = Secret { attempt_id: id, media: media.clone() };
+
+    // Pending (the event asks the host first), then rejected with a reason.
+    let claimer = server.guest_of(&owner.event).await;
+    let claimed = Uuid::new_v4();
+    let r = claimer.authorize_raw(claim(claimed, &photo, photo.len())).await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let text = r.text().await.unwrap();
+    secret.assert_not_in(&text);
+    let answer: AttemptResponse = serde_json::from_str(&text).unwrap();
+    assert_eq!(answer.state, AttemptState::Confirmed);
+    let summary = answer.media.expect("already shared");
+    assert!(summary.duplicate);
+    assert_eq!(summary.url, None, "no URL of a photo the host has not approved");
+
+    let r = server
+        .call(
+            Method::POST,
+            &format!("/v1/media/{}/moderation", media.id),
+            Some(&owner.event.host_token),
+            Some(json!({"decision": "reject", "reason": "too blurry for the wall"})),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    for answer in [
+        claimer.get(claimed).await.text().await.unwrap(),
+        claimer.confirm_hashed(claimed, &photo).await.text().await.unwrap(),
+        claimer.authorize_raw(claim(claimed, &photo, photo.len())).await.text().await.unwrap(),
+    ] {
+        secret.assert_not_in(&answer);
+    }
+    let confirmed: Media = claimer.confirm_hashed(claimed, &photo).await.json().await.unwrap();
+    assert_eq!((confirmed.id, confirmed.attempt_id, confirmed.duplicate), (media.id, claimed, true));
+    assert_eq!(confirmed.filename, "claimed.png", "its own filename");
+    assert_eq!(confirmed.moderation_reason, None);
+
+    // Approved: on the wall, which every guest sees; now it may link there.
+    let r = server
+        .call(
+            Method::POST,
+            &format!("/v1/media/{}/moderation", media.id),
+            Some(&owner.event.host_token),
+            Some(json!({"decision": "approve"})),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let status: Value = claimer.get(claimed).await.json().await.unwrap();
+    assert_eq!(status["media"]["moderation"], "approved");
+    let url = status["media"]["url"].as_str().expect("the wall's rendition");
+    assert!(url.contains(&format!("/v1/media/{}/display?", media.id)), "{url}");
+    assert!(!status.to_string().contains(&secret.media.object_key));
+}
+
+#[tokio::test]
+async fn a_claim_of_another_size_or_type_is_no_duplicate() {
+    let server = TestServer::start().await;
+    let owner = server.guest_in_scope("event").await;
+    let photo = file(20_000, 92);
+    owner.upload_hashed(&photo).await;
+    let claimer = server.guest_of(&owner.event).await;
+
+    let r = claimer.authorize_raw(claim(Uuid::new_v4(), &photo, photo.len() + 1)).await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let answer: AttemptResponse = r.json().await.unwrap();
+    assert_eq!(answer.state, AttemptState::Authorized, "a file to upload and check, not a duplicate");
+    assert!(answer.media.is_none() && answer.put().is_some());
+
+    let mut other_type = claim(Uuid::new_v4(), &photo, photo.len());
+    other_type["content_type"] = json!("image/jpeg");
+    let answer: AttemptResponse = claimer.authorize_raw(other_type).await.json().await.unwrap();
+    assert_eq!(answer.state, AttemptState::Authorized);
+}
+
+#[tokio::test]
+async fn claims_of_one_small_photo_never_fill_the_event() {
+    // The event holds 64 KiB; the photo is 8 KiB.
+    let server = TestServer::start_with(with_limits(|l| l.max_bytes_per_event = 64 * 1024)).await;
+    let owner = server.guest_in_scope("event").await;
+    let photo = file(8 * 1024, 93);
+    owner.upload_hashed(&photo).await;
+
+    // Forty claims of it, from other sessions: each a duplicate.
+    for _ in 0..40 {
+        let claimer = server.guest_of(&owner.event).await;
+        let r = claimer.authorize_raw(claim(Uuid::new_v4(), &photo, photo.len())).await;
+        assert_eq!(r.status(), StatusCode::CREATED, "{}", r.text().await.unwrap_or_default());
+    }
+
+    // An honest guest still uploads a photo of 32 KiB: the event holds the
+    // 8 KiB stored once, not forty times.
+    let honest = server.guest_of(&owner.event).await;
+    let r = honest.authorize_hashed(Uuid::new_v4(), &file(32 * 1024, 94)).await;
+    let status = r.status();
+    let body = r.text().await.unwrap();
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert!(!body.contains("event_bytes_exceeded"));
+}

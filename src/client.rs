@@ -408,6 +408,17 @@ impl Client {
             Effect::DropFile(key) => {
                 self.0.files.borrow_mut().remove(&key);
             }
+            Effect::Recheck(key) => {
+                // The file goes through add again (DropFile follows: it is
+                // taken now).
+                let file = self.0.files.borrow().get(&key).cloned().and_then(|b| b.dyn_into::<File>().ok());
+                if let Some(file) = file {
+                    let me = self.clone();
+                    spawn_local(async move {
+                        let _ = me.add(vec![file]).await;
+                    });
+                }
+            }
             Effect::Join { stale_token } => self.spawn(async move |me| Input::Joined(me.join(stale_token).await)),
             Effect::Send { command, token } => self.spawn(async move |me| me.execute(command, token).await),
             Effect::Abort(id) => self.0.transport.abort(&id),

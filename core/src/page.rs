@@ -137,6 +137,12 @@ pub enum Effect {
     DeleteKeptFiles(Vec<Uuid>),
     /// Let go of this file's bytes held in memory.
     DropFile(Uuid),
+    /// Give the file held under this blob key to [`Page::add`] again, as if
+    /// the guest picked it again (then let go of it, [`Effect::DropFile`]):
+    /// it was given to an attempt after a check against the parts known
+    /// then, and the server now lists one more. Its add checks it against
+    /// every part the server lists before a byte is sent.
+    Recheck(Uuid),
     /// Join the event (or take the session another page stored, unless it
     /// is `stale_token`); answer [`Input::Joined`].
     Join {
@@ -637,8 +643,12 @@ impl Page {
 
     /// Whether a file picked now (`info`) would go to attempt `r`: one that
     /// waits for it, or failed (then it is retried with it).
+    /// A live attempt that holds no bytes yet (restored, before it finds
+    /// it needs them) takes the file too; one that holds its own keeps them.
     fn takes_file(&self, r: &AttemptRecord, info: &FileInfo) -> bool {
-        r.event == self.config.event && r.file.same_file(info) && (r.needs_file() || r.has_failed())
+        r.event == self.config.event
+            && r.file.same_file(info)
+            && (r.needs_file() || r.has_failed() || (!r.is_terminal() && !self.has_blob(r)))
     }
 
     /// The server's list of the parts it holds for the attempts asked
@@ -736,35 +746,37 @@ impl Page {
                 let candidate = r.event == self.config.event
                     && r.file.same_file(info)
                     && (!r.is_terminal() || r.confirmation == Confirmation::Confirmed || r.has_failed());
-                let takes_it = r.needs_file() || r.has_failed();
-                if candidate && takes_it && !Self::same_bytes(r, digests) {
+                if candidate && self.takes_file(r, info) && !Self::same_bytes(r, digests) {
                     not_same.get_or_insert(r.id);
                     return false;
                 }
                 candidate
             });
             if let Some(r) = picked_again {
-                let (id, blob_key, needs_file, failed, terminal) =
-                    (r.id, r.blob_key, r.needs_file(), r.has_failed(), r.is_terminal());
+                let (id, blob_key, needs_file, failed) = (r.id, r.blob_key, r.needs_file(), r.has_failed());
+                let takes_it = self.takes_file(r, info);
                 if plan.new_records.iter().any(|n| n.id == id) {
                     plan.outcomes.push(Added::Duplicate(id));
                     continue;
                 }
-                if !terminal || failed {
+                // Only an attempt without its bytes takes the file picked
+                // now (checked above against its stored parts); one that
+                // holds its own bytes keeps them.
+                if takes_it && !plan.hold.iter().any(|(_, k)| *k == blob_key) {
                     plan.hold.push((index, blob_key));
                     self.held.insert(blob_key, ());
                     self.sched.set_has_blob(&id, true);
-                }
-                if (needs_file || failed) && !self.kept.contains_key(&blob_key) {
-                    plan.keep.push(blob_key);
-                }
-                if (needs_file && self.sched.attach_file(&id, now)) || (failed && self.retry(&id, now) == Some(true)) {
                     // The parts the store holds were checked against this
                     // file; any other the server lists later is checked too
                     // before a byte is sent.
                     if let Some(ledger) = self.sched.record(&id).and_then(|r| r.multipart.as_ref()) {
                         self.checked_parts.insert(id, ledger.done.iter().map(|p| p.number).collect());
                     }
+                }
+                if (needs_file || failed) && !self.kept.contains_key(&blob_key) {
+                    plan.keep.push(blob_key);
+                }
+                if (needs_file && self.sched.attach_file(&id, now)) || (failed && self.retry(&id, now) == Some(true)) {
                     plan.outcomes.push(Added::Reattached(id));
                 } else {
                     plan.outcomes.push(Added::Duplicate(id));
@@ -1020,8 +1032,9 @@ impl Page {
     /// again: a part it holds that the file was not checked against (the
     /// list asked for before the add could not be had, or the store
     /// finished a part since) means the file may not be the one stored
-    /// there. The file is let go, and the attempt waits for it again: picked
-    /// again, it is checked against every part the server now lists.
+    /// there. Nothing is sent: the file goes through the add again
+    /// ([`Effect::Recheck`]), which checks it against every part the server
+    /// now lists; meanwhile the attempt waits for it.
     fn check_listed_parts(&mut self, ids: &[Uuid]) {
         for id in ids {
             let Some(checked) = self.checked_parts.remove(id) else { continue };
@@ -1029,6 +1042,9 @@ impl Page {
             let unchecked = r.multipart.as_ref().is_some_and(|l| l.done.iter().any(|p| !checked.contains(&p.number)));
             if unchecked && !r.is_terminal() {
                 let blob_key = r.blob_key;
+                if self.held.contains_key(&blob_key) {
+                    self.effects.push_back(Effect::Recheck(blob_key));
+                }
                 self.let_go_of_file(blob_key);
                 self.sched.set_has_blob(id, false);
             }

@@ -182,44 +182,52 @@ proptest! {
 /// The server could not be asked before the add (the request failed): the
 /// file was checked against the parts this browser knew of. The server
 /// then lists one more (a part the store finished while the page was
-/// away): the file is let go, nothing is sent, and the attempt waits for
-/// its file again; picked again, it is checked against that part too.
+/// away): nothing is sent to the attempt; the file goes through the add
+/// again and is checked against that part too. A different file becomes a
+/// new attempt there; the same file goes on.
 #[test]
-fn a_part_the_file_was_not_checked_against_lets_the_file_go_before_a_byte_is_sent() {
-    let mut sim = multipart_sim(7);
-    let (id, blob_key, content) = waiting_attempt(&mut sim, 8, &[]);
-    // The ledger knows the parts the server listed at the reload; the store
-    // finished one more meanwhile.
-    let known: Vec<u32> = sim.record(id).multipart.as_ref().unwrap().done.iter().map(|p| p.number).collect();
-    let extra = (1..=8).find(|n| !known.contains(n)).unwrap();
-    let stored: BTreeMap<u32, StoredPart> = known
-        .iter()
-        .chain([&extra])
-        .map(|n| (*n, StoredPart { number: *n, size: PART, sha256: Some(part_sha(&content, *n)) }))
-        .collect();
-    set_stored_parts(&mut sim, id, stored);
-    // The ask before the add fails.
-    sim.faults.script(ReqKind::Status, Fault::DropBefore);
-    let from = sim.stats.sent.len();
-    let impostor = format!("{content}~{extra}");
-    assert_eq!(sim.reattach_with(blob_key, &impostor), Added::Reattached(id), "checked against the known parts only");
-    sim.run_until_idle();
-    assert!(parts_sent_for(&sim, from, id).is_empty(), "nothing sent before every stored part is checked");
-    assert_eq!(sim.record(id).transfer, Transfer::NeedsFile, "the file was let go: pick it again");
-    assert_eq!(sim.server.attempts[&id].parts.len(), known.len() + 1);
-
-    // Picked again, with the server answering: the extra part differs.
-    let added = sim.reattach_with(blob_key, &impostor);
-    assert!(matches!(added, Added::NotSameFile { waiting, .. } if waiting == id), "{added:?}");
-    // And the right file goes on from the stored parts.
-    let from = sim.stats.sent.len();
-    assert_eq!(sim.reattach_with(blob_key, &content), Added::Reattached(id));
-    sim.run_until_idle();
-    assert_eq!(sim.record(id).confirmation, Confirmation::Confirmed);
-    let sent = parts_sent_for(&sim, from, id);
-    assert!(sent.iter().all(|n| !known.contains(n) && *n != extra), "{sent:?}");
-    // (Two files of one name, each stored once: the checker of the sim
-    // tells files apart by name, so it is asked per attempt here.)
-    assert_eq!(sim.server.media_rows_for_attempt(id), 1);
-    assert!(sim.server.parts_stored.values().all(|n| *n == 1), "no part stored twice");
+fn a_part_the_file_was_not_checked_against_is_checked_before_a_byte_is_sent() {
+    for same_file in [false, true] {
+        let mut sim = multipart_sim(7);
+        let (id, blob_key, content) = waiting_attempt(&mut sim, 8, &[]);
+        // The ledger knows the parts the server listed at the reload; the
+        // store finished one more meanwhile.
+        let known: Vec<u32> = sim.record(id).multipart.as_ref().unwrap().done.iter().map(|p| p.number).collect();
+        let extra = (1..=8).find(|n| !known.contains(n)).unwrap();
+        let stored: BTreeMap<u32, StoredPart> = known
+            .iter()
+            .chain([&extra])
+            .map(|n| (*n, StoredPart { number: *n, size: PART, sha256: Some(part_sha(&content, *n)) }))
+            .collect();
+        set_stored_parts(&mut sim, id, stored);
+        // The ask before the add fails.
+        sim.faults.script(ReqKind::Status, Fault::DropBefore);
+        let from = sim.stats.sent.len();
+        let picked = if same_file { content.clone() } else { format!("{content}~{extra}") };
+        assert_eq!(sim.reattach_with(blob_key, &picked), Added::Reattached(id), "checked against the known parts");
+        sim.run_until_idle();
+        assert_eq!(sim.stats.rechecks, 1, "the file went through the add again");
+        let sent = parts_sent_for(&sim, from, id);
+        if same_file {
+            assert_eq!(sim.record(id).confirmation, Confirmation::Confirmed);
+            assert!(sent.iter().all(|n| !known.contains(n) && *n != extra), "{sent:?}");
+            assert_eq!(sim.server.media_rows_for_attempt(id), 1);
+        } else {
+            assert!(sent.is_empty(), "not a byte sent to the attempt: {sent:?}");
+            assert_eq!(sim.record(id).transfer, Transfer::NeedsFile, "it still waits for its own file");
+            let other =
+                sim.scheduler().records().find(|r| r.id != id).cloned().expect("a new attempt for the other file");
+            assert_eq!(other.confirmation, Confirmation::Confirmed);
+            // The right file then goes on from the stored parts.
+            let from = sim.stats.sent.len();
+            assert_eq!(sim.reattach_with(blob_key, &content), Added::Reattached(id));
+            sim.run_until_idle();
+            assert_eq!(sim.record(id).confirmation, Confirmation::Confirmed);
+            let sent = parts_sent_for(&sim, from, id);
+            assert!(sent.iter().all(|n| !known.contains(n) && *n != extra), "{sent:?}");
+        }
+        // (Two files of one name, each stored once: the checker of the sim
+        // tells files apart by name, so it is asked per attempt here.)
+        assert!(sim.server.parts_stored.values().all(|n| *n == 1), "no part stored twice");
+    }
 }

@@ -1113,6 +1113,9 @@ pub struct Stats {
     pub stored_parts_asked: usize,
     /// Stored parts of files picked again hashed to check them.
     pub parts_checked: usize,
+    /// Files given to add again: the server listed a part they were not
+    /// checked against.
+    pub rechecks: usize,
 }
 
 impl Stats {
@@ -1240,6 +1243,8 @@ pub struct Sim {
     pub session_token: String,
     /// Files (by blob key) the browser refuses to read (`NotReadableError`).
     pub unreadable: BTreeSet<Uuid>,
+    /// Files the page gave back to add ([`Effect::Recheck`]), not yet added.
+    rechecks_due: Vec<Uuid>,
 }
 
 impl Sim {
@@ -1266,6 +1271,7 @@ impl Sim {
             held_join: None,
             session_token: SESSION.to_owned(),
             unreadable: BTreeSet::new(),
+            rechecks_due: Vec::new(),
             config,
         };
         let mut tab = sim.new_tab();
@@ -1395,7 +1401,12 @@ impl Sim {
         }
         for (index, blob_key) in &plan.hold {
             self.tabs[0].memory.insert(*blob_key);
-            if !self.files.iter().any(|f| f.blob_key == *blob_key) {
+            // The bytes held under that key are now the ones just picked.
+            if let Some(held) = self.files.iter_mut().find(|f| f.blob_key == *blob_key) {
+                if let Some(content) = contents.get(*index) {
+                    held.content.clone_from(content);
+                }
+            } else {
                 let info = &infos[*index];
                 self.files.push(FileSpec {
                     name: info.name.clone(),
@@ -1672,6 +1683,12 @@ impl Sim {
                 if let Some(effect) = self.tabs[i].page.poll_effect(self.now) {
                     panic!("the page had {effect:?} to do after saying it had nothing\n{}", self.dump());
                 }
+                for key in std::mem::take(&mut self.rechecks_due) {
+                    busy = true;
+                    self.stats.rechecks += 1;
+                    let (info, content) = (self.file(key).info(), self.file(key).content.clone());
+                    self.add_files_with(&[info], &[content]);
+                }
             }
             if !busy {
                 break;
@@ -1728,6 +1745,11 @@ impl Sim {
             Effect::DropFile(key) => {
                 self.tabs[i].memory.remove(&key);
             }
+            // As the driver does: the held file goes through add again, once
+            // the effects of now are carried out (the driver's add is a task
+            // of its own).
+            Effect::Recheck(key) if i == 0 => self.rechecks_due.push(key),
+            Effect::Recheck(_) => {}
             Effect::Join { .. } => {
                 self.stats.joins += 1;
                 let answer = match &self.join_failure {

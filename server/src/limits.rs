@@ -289,6 +289,28 @@ pub struct LimitsConfig {
     #[arg(long, env = "UPLOAD_ONCE_PUT_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
     pub put_idle_timeout: Duration,
 
+    /// Storage PUTs received at once, in a pool of their own apart from the
+    /// API's requests: past it, `429 rate_limited` with `Retry-After: 1`.
+    #[arg(long, env = "UPLOAD_ONCE_MAX_PUTS_IN_FLIGHT", default_value = "512", value_parser = parse_positive_count)]
+    pub max_puts_in_flight: u64,
+    /// Storage PUTs one client address may send at once (a venue's guests
+    /// share one address behind its NAT: this many transfers at once fill
+    /// any venue's uplink, and the rest wait their turn): past it, `429
+    /// rate_limited` with `Retry-After: 1`.
+    #[arg(long, env = "UPLOAD_ONCE_MAX_PUTS_PER_CLIENT", default_value = "128", value_parser = parse_positive_count)]
+    pub max_puts_per_client: u64,
+    /// The slowest a storage PUT's body may arrive, in bytes per second,
+    /// averaged over `--put-rate-window`: a slower one is cut (`408
+    /// request_timeout`). The default is met by a phone on poor venue Wi-Fi.
+    #[arg(long, env = "UPLOAD_ONCE_PUT_MIN_RATE", default_value = "8KiB", value_parser = parse_positive_bytes)]
+    pub put_min_rate: u64,
+    /// Over how long a storage PUT's rate is measured.
+    #[arg(long, env = "UPLOAD_ONCE_PUT_RATE_WINDOW", default_value = "30s", value_parser = parse_duration)]
+    pub put_rate_window: Duration,
+    /// How long after its signed URL expires a storage PUT may still be
+    /// receiving its body: past it, it is cut (`403 url_expired`).
+    #[arg(long, env = "UPLOAD_ONCE_PUT_EXPIRY_GRACE", default_value = "60s", value_parser = parse_duration)]
+    pub put_expiry_grace: Duration,
     /// Requests handled at once; past it, `429 rate_limited` with
     /// `Retry-After: 1` (health, readiness and metrics are never refused).
     #[arg(long, env = "UPLOAD_ONCE_MAX_REQUESTS_IN_FLIGHT", default_value = "1024", value_parser = parse_positive_count)]
@@ -311,6 +333,9 @@ impl LimitsConfig {
             ("--max-sessions-per-event-per-hour", self.max_sessions_per_event_per_hour),
             ("--max-bytes-per-event", self.max_bytes_per_event),
             ("--max-requests-in-flight", self.max_requests_in_flight),
+            ("--max-puts-in-flight", self.max_puts_in_flight),
+            ("--max-puts-per-client", self.max_puts_per_client),
+            ("--put-min-rate", self.put_min_rate),
         ];
         for (flag, value) in counts {
             if value == 0 {
@@ -323,6 +348,7 @@ impl LimitsConfig {
             ("--header-timeout", self.header_timeout),
             ("--request-timeout", self.request_timeout),
             ("--put-idle-timeout", self.put_idle_timeout),
+            ("--put-rate-window", self.put_rate_window),
             ("--shutdown-timeout", self.shutdown_timeout),
         ];
         for (flag, value) in durations {
@@ -452,8 +478,11 @@ enum Admission {
     /// document, pages.
     Free,
     /// Counted against the concurrency limit; timed as a whole when a JSON
-    /// request (not the storage PUT, whose body has its idle timeout).
+    /// request.
     Counted { timed: bool, class: Option<RateClass> },
+    /// A storage PUT: one of the PUTs' own slots ([`PutSlots`]); its body
+    /// has its own limits (idle, rate, the URL's expiry: [`IdleBody`]).
+    Put,
 }
 
 fn admission(method: &Method, route: Option<&str>) -> Admission {
@@ -469,8 +498,10 @@ fn admission(method: &Method, route: Option<&str>) -> Admission {
         (_, "/healthz" | "/readyz" | "/metrics" | "/openapi.json") => return Admission::Free,
         _ => None,
     };
-    let timed = !route.starts_with("/storage/");
-    Admission::Counted { timed, class }
+    if route.starts_with("/storage/") {
+        return Admission::Put;
+    }
+    Admission::Counted { timed: true, class }
 }
 
 /// The limits in force: the settings and each class's rate limiter.
@@ -482,6 +513,7 @@ pub struct Limits {
     confirm: DefaultKeyedRateLimiter<IpAddr>,
     status: DefaultKeyedRateLimiter<IpAddr>,
     wall: DefaultKeyedRateLimiter<IpAddr>,
+    puts: PutSlots,
     warned_no_peer: AtomicBool,
 }
 
@@ -504,6 +536,7 @@ impl Limits {
             confirm: limiter(config.rate_confirm)?,
             status: limiter(config.rate_status)?,
             wall: limiter(config.rate_wall)?,
+            puts: PutSlots::default(),
             config,
             warned_no_peer: AtomicBool::new(false),
         })
@@ -569,11 +602,33 @@ fn rate_limited(detail: &str, wait: Duration) -> Response {
 /// still finishes the work it started.
 pub async fn admit(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let route = request.extensions().get::<MatchedPath>().map(|m| m.as_str().to_owned());
-    let Admission::Counted { timed, class } = admission(request.method(), route.as_deref()) else {
-        return next.run(request).await;
-    };
     let limits = &state.limits;
-    if state.ops.requests_in_flight() >= limits.config.max_requests_in_flight {
+    let (timed, class) = match admission(request.method(), route.as_deref()) {
+        Admission::Free => return next.run(request).await,
+        Admission::Counted { timed, class } => (timed, class),
+        Admission::Put => {
+            let client = limits.client(&request);
+            // One PUT per target at a time, whichever of its URLs it came
+            // with: the object, or one part of one upload.
+            let part = request
+                .uri()
+                .query()
+                .unwrap_or_default()
+                .split('&')
+                .filter(|p| p.starts_with("upload=") || p.starts_with("part="));
+            let target = format!("{}?{}", request.uri().path(), part.collect::<Vec<_>>().join("&"));
+            return match limits.puts.take(client, target, &limits.config) {
+                // Held until the answer (or the client's hang-up).
+                Ok(_slot) => next.run(request).await,
+                Err(refusal) => {
+                    tracing::debug!(?client, "storage PUT refused: {refusal}");
+                    rate_limited(refusal, Duration::ZERO)
+                }
+            };
+        }
+    };
+    // Storage PUTs have their own pool: they do not count here.
+    if state.ops.requests_in_flight().saturating_sub(limits.puts.in_flight()) >= limits.config.max_requests_in_flight {
         return rate_limited(
             "the server is handling as many requests as it may; try again in a moment",
             Duration::ZERO,
@@ -598,47 +653,175 @@ pub async fn admit(State(state): State<AppState>, request: Request, next: Next) 
     }
 }
 
-/// A request body that fails once nothing has arrived for a while, so a
-/// stalled upload gives up its temporary file (and its request slot).
-/// [`IdleBody::stalled`] tells the handler the cut was this timeout, not a
-/// broken connection.
-pub struct IdleBody<S> {
-    inner: S,
-    idle: Duration,
-    timer: Pin<Box<tokio::time::Sleep>>,
-    stalled: Arc<AtomicBool>,
+/// Storage PUTs being received: a pool of their own, apart from the API's
+/// requests (so uploads that crawl cannot stop every other request), with a
+/// cap per client address, and one PUT per signed target (an object, or one
+/// part of it) at a time, so one URL cannot hold many slots.
+#[derive(Debug, Default)]
+pub struct PutSlots {
+    held: std::sync::Mutex<PutsHeld>,
 }
 
-/// Whether an [`IdleBody`] was cut for sending nothing.
-#[derive(Clone, Debug, Default)]
-pub struct Stalled(Arc<AtomicBool>);
+#[derive(Debug, Default)]
+struct PutsHeld {
+    total: u64,
+    per_client: std::collections::HashMap<IpAddr, u64>,
+    targets: std::collections::HashSet<String>,
+}
 
-impl Stalled {
-    /// Whether the body was cut for sending nothing.
-    pub fn happened(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+/// A storage PUT's slot: given back when dropped.
+pub struct PutSlot<'a> {
+    slots: &'a PutSlots,
+    client: Option<IpAddr>,
+    target: String,
+}
+
+impl PutSlots {
+    /// Storage PUTs being received now.
+    pub fn in_flight(&self) -> u64 {
+        self.held.lock().expect("put slots").total
     }
 
-    /// The error to answer with: `408 request_timeout` when the body
-    /// stalled, else `error` as it is.
-    pub fn explain(&self, error: Error, idle: Duration) -> Error {
-        if self.happened() {
-            Error::problem(
-                ErrorCode::RequestTimeout,
-                format!("no byte of the body arrived for {} s; the upload was cut, send it again", idle.as_secs_f64()),
-            )
-        } else {
-            error
+    /// A slot for a PUT from `client` to `target`, or why not.
+    pub fn take<'a>(
+        &'a self,
+        client: Option<IpAddr>,
+        target: String,
+        config: &LimitsConfig,
+    ) -> std::result::Result<PutSlot<'a>, &'static str> {
+        let mut held = self.held.lock().expect("put slots");
+        if held.total >= config.max_puts_in_flight {
+            return Err("the server is receiving as many uploads as it may; try again in a moment");
+        }
+        let key = client.map(rate_key);
+        if key.is_some_and(|k| held.per_client.get(&k).copied().unwrap_or(0) >= config.max_puts_per_client) {
+            return Err("this address is sending as many uploads as it may at once; try again in a moment");
+        }
+        if !held.targets.insert(target.clone()) {
+            return Err("this URL is already receiving an upload; one at a time");
+        }
+        held.total += 1;
+        if let Some(k) = key {
+            *held.per_client.entry(k).or_default() += 1;
+        }
+        Ok(PutSlot { slots: self, client: key, target })
+    }
+}
+
+impl Drop for PutSlot<'_> {
+    fn drop(&mut self) {
+        let mut held = self.slots.held.lock().expect("put slots");
+        held.total -= 1;
+        held.targets.remove(&self.target);
+        if let Some(k) = self.client {
+            if let Some(n) = held.per_client.get_mut(&k) {
+                *n -= 1;
+                if *n == 0 {
+                    held.per_client.remove(&k);
+                }
+            }
         }
     }
 }
 
+/// A storage PUT's body, cut when it stops being worth a slot: nothing
+/// arrived for `idle`; less than `min_rate` bytes a second arrived over a
+/// window (a body that trickles a byte now and then keeps no slot); or it
+/// is still arriving past its URL's expiry and grace. [`Stalled`] tells the
+/// handler which cut it was, not a broken connection.
+pub struct IdleBody<S> {
+    inner: S,
+    idle: Duration,
+    timer: Pin<Box<tokio::time::Sleep>>,
+    /// The slowest acceptable rate (bytes a second) and its window.
+    min_rate: (u64, Duration),
+    window: Pin<Box<tokio::time::Sleep>>,
+    in_window: u64,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    cut: Arc<std::sync::Mutex<Option<Cut>>>,
+}
+
+/// Why a storage PUT's body was cut.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cut {
+    /// Nothing arrived for the idle timeout.
+    Idle,
+    /// Less than the minimum rate arrived over a window.
+    Slow,
+    /// Still arriving past its URL's expiry and grace.
+    Expired,
+}
+
+/// Whether (and why) an [`IdleBody`] was cut.
+#[derive(Clone, Debug, Default)]
+pub struct Stalled(Arc<std::sync::Mutex<Option<Cut>>>);
+
+impl Stalled {
+    /// Why the body was cut, if it was.
+    pub fn cut(&self) -> Option<Cut> {
+        *self.0.lock().expect("cut")
+    }
+
+    /// Whether the body was cut for sending nothing.
+    pub fn happened(&self) -> bool {
+        self.cut().is_some()
+    }
+
+    /// The error to answer with: `408 request_timeout` when the body
+    /// stalled or crawled, `403 url_expired` when it outlived its URL, else
+    /// `error` as it is.
+    pub fn explain(&self, error: Error, idle: Duration) -> Error {
+        match self.cut() {
+            Some(Cut::Idle) => Error::problem(
+                ErrorCode::RequestTimeout,
+                format!("no byte of the body arrived for {} s; the upload was cut, send it again", idle.as_secs_f64()),
+            ),
+            Some(Cut::Slow) => Error::problem(
+                ErrorCode::RequestTimeout,
+                "the body arrived more slowly than the server accepts; the upload was cut, send it again",
+            ),
+            Some(Cut::Expired) => Error::problem(
+                ErrorCode::UrlExpired,
+                "the signed URL expired before the body arrived; get a fresh one and send it again",
+            ),
+            None => error,
+        }
+    }
+}
+
+/// How a storage PUT's body is bounded ([`IdleBody`]).
+#[derive(Clone, Copy, Debug)]
+pub struct BodyLimits {
+    /// Nothing may arrive for longer than this.
+    pub idle: Duration,
+    /// At least this many bytes a second, over each window.
+    pub min_rate: u64,
+    /// The window the rate is measured over.
+    pub window: Duration,
+    /// The body must have arrived within this (its URL's expiry and grace).
+    pub until: Duration,
+}
+
 impl<S> IdleBody<S> {
-    /// Wraps `inner`, cutting it after `idle` without a chunk.
-    pub fn new(inner: S, idle: Duration) -> (IdleBody<S>, Stalled) {
-        let stalled = Arc::new(AtomicBool::new(false));
-        let timer = Box::pin(tokio::time::sleep(idle));
-        (IdleBody { inner, idle, timer, stalled: stalled.clone() }, Stalled(stalled))
+    /// Wraps `inner`, bounded by `limits`.
+    pub fn new(inner: S, limits: BodyLimits) -> (IdleBody<S>, Stalled) {
+        let cut = Arc::new(std::sync::Mutex::new(None));
+        let body = IdleBody {
+            inner,
+            idle: limits.idle,
+            timer: Box::pin(tokio::time::sleep(limits.idle)),
+            min_rate: (limits.min_rate, limits.window),
+            window: Box::pin(tokio::time::sleep(limits.window)),
+            in_window: 0,
+            deadline: Box::pin(tokio::time::sleep(limits.until)),
+            cut: cut.clone(),
+        };
+        (body, Stalled(cut))
+    }
+
+    fn cut_for(&self, why: Cut) -> Poll<Option<std::result::Result<Bytes, String>>> {
+        *self.cut.lock().expect("cut") = Some(why);
+        Poll::Ready(Some(Err(format!("the body was cut: {why:?}"))))
     }
 }
 
@@ -651,17 +834,30 @@ where
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
+        if this.deadline.as_mut().poll(cx).is_ready() {
+            return this.cut_for(Cut::Expired);
+        }
+        if this.window.as_mut().poll(cx).is_ready() {
+            let (rate, window) = this.min_rate;
+            if (this.in_window as f64) < rate as f64 * window.as_secs_f64() {
+                return this.cut_for(Cut::Slow);
+            }
+            this.in_window = 0;
+            this.window.as_mut().reset(tokio::time::Instant::now() + window);
+            // Registers the new deadline with the waker.
+            let _ = this.window.as_mut().poll(cx);
+        }
         match Pin::new(&mut this.inner).poll_next(cx) {
             Poll::Ready(item) => {
                 let deadline = tokio::time::Instant::now() + this.idle;
                 this.timer.as_mut().reset(deadline);
+                if let Some(Ok(chunk)) = &item {
+                    this.in_window += chunk.len() as u64;
+                }
                 Poll::Ready(item.map(|chunk| chunk.map_err(|e| e.to_string())))
             }
             Poll::Pending => match this.timer.as_mut().poll(cx) {
-                Poll::Ready(()) => {
-                    this.stalled.store(true, Ordering::SeqCst);
-                    Poll::Ready(Some(Err(format!("nothing arrived for {} s", this.idle.as_secs_f64()))))
-                }
+                Poll::Ready(()) => this.cut_for(Cut::Idle),
                 Poll::Pending => Poll::Pending,
             },
         }

@@ -13,6 +13,7 @@ mod support;
 mod a_claimed_hash_reveals_nothing_the_guest_does_not_own;
 mod a_different_photo_is_never_merged;
 mod a_hang_up_never_poisons_the_database;
+mod a_hostile_guest_cannot_hold_the_upload_slots;
 mod a_lapsed_session_still_answers_for_its_own_attempts;
 mod a_multipart_duplicate_leaves_no_second_object;
 mod a_spliced_file_is_never_confirmed;

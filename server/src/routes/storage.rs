@@ -75,9 +75,18 @@ pub async fn put_object(
     };
     // Cheap refusal before reading any bytes; checked again at commit.
     attempt_allows_upload().await?;
-    // A body that stops arriving is cut, and its temporary file removed.
-    let idle = state.limits.config.put_idle_timeout;
-    let (body, stalled) = crate::limits::IdleBody::new(body.into_data_stream(), idle);
+    // A body that stops arriving, crawls, or outlives its URL is cut, and
+    // its temporary file removed.
+    let config = &state.limits.config;
+    let idle = config.put_idle_timeout;
+    let until_ms = (query.exp * 1000 + config.put_expiry_grace.as_millis() as i64 - state.now()).max(0);
+    let limits = crate::limits::BodyLimits {
+        idle,
+        min_rate: config.put_min_rate,
+        window: config.put_rate_window,
+        until: std::time::Duration::from_millis(until_ms as u64),
+    };
+    let (body, stalled) = crate::limits::IdleBody::new(body.into_data_stream(), limits);
     let received = store.receive(body, query.len).await.map_err(|e| stalled.explain(e, idle))?;
     if received.size != query.len {
         return Err(Error::problem(

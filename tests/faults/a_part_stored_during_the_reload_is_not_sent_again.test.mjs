@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createEvent } from "../e2e/harness.mjs";
 import { launch, openGuest, pick } from "../e2e/pages.mjs";
-import { startStack, attempts, until, rowsByAttempt } from "./stack.mjs";
+import { startStack, attempts, attemptStatus, until, rowsByAttempt } from "./stack.mjs";
 
 const MIB = 1 << 20;
 // Over the 64 MiB a page keeps for a reload: after it, the guest picks it again.
@@ -65,14 +65,24 @@ test("a part the store finished during the reload is not sent again after the fi
   }, 30_000, 50);
   assert.equal(late.status, 200, "the late part was stored");
 
+  const part = (r) => Number(new URLSearchParams(r.query).get("part"));
+  const latePart = part(late);
+  const held = await attemptStatus(stack.server, page, ev, id);
+  assert.ok(held.parts.some((p) => p.number === latePart), `the server holds part ${latePart} now: ${JSON.stringify(held.parts)}`);
+  const ledger = (await attempts(page))[0];
+  assert.ok(ledger.partsDone < held.parts.length, "the page did not know of it: only the re-pick's question can tell it");
+
+  const picked = Date.now();
   await pick(page, path);
   const [saved] = await until("the video to be saved", async () => {
     const list = await attempts(page);
     return list.length === 1 && list[0].confirmation === "confirmed" && list;
   }, 120_000, 100);
   assert.equal(saved.id, id, "the same attempt");
-  const stored = (await stack.proxy.log()).requests.filter((r) => r.method === "PUT" && r.forwarded && r.status === 200);
-  assert.equal(stored.length, PARTS, `each of the ${PARTS} parts stored once (${stored.length} stored)`);
+  const after = (await stack.proxy.log()).requests.filter((r) => r.method === "PUT" && r.forwarded && r.at_ms >= picked);
+  const sentAgain = after.filter((r) => held.parts.some((p) => p.number === part(r)));
+  assert.deepEqual(sentAgain.map(part), [], `no part the server held was sent again (late part ${latePart})`);
+  assert.equal(after.filter((r) => r.status === 200).length, PARTS - held.parts.length, "only the missing parts");
   const { media, rows } = await rowsByAttempt(stack.server, ev);
   assert.equal(media.length, 1);
   assert.equal(rows.get(id), 1);

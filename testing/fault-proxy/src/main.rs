@@ -126,6 +126,8 @@ struct RequestLog {
     id: u64,
     method: String,
     path: String,
+    /// The query string (a part's number, for a storage PUT).
+    query: String,
     /// The upstream status, or none when it was not forwarded / not answered.
     status: Option<u16>,
     forwarded: bool,
@@ -377,6 +379,7 @@ impl Proxy {
             id,
             method: method.to_string(),
             path: path.clone(),
+            query: req.uri().query().unwrap_or_default().to_owned(),
             status: None,
             forwarded: false,
             fault: None,

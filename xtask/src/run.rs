@@ -14,9 +14,10 @@ pub const LAYERS: &[&str] = &["core", "server", "browser", "e2e", "faults", "siz
 
 /// The package budget: `.wasm` + JS glue, gzip -9. The build fails past it.
 /// The size measured with multipart transfer, pause and resume, attempts
-/// that outlive their session and content hashing in the client (151,929
-/// bytes, docs/package-size.md), plus 2 KiB.
-pub const PACKAGE_BUDGET_BYTES: u64 = 151_929 + 2 * 1024;
+/// that outlive their session, content hashing in the client, and the
+/// check of a file picked again against every stored part (159,533 bytes,
+/// docs/package-size.md), plus 2 KiB.
+pub const PACKAGE_BUDGET_BYTES: u64 = 159_533 + 2 * 1024;
 
 /// Builds the npm package into `out` for a wasm-pack target.
 pub fn build_package(target: &str, out: &str) -> Result {

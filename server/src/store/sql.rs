@@ -152,6 +152,38 @@ async fn attempt_with_id(conn: &mut AnyConnection, id: Uuid, session_id: i64) ->
 
 /// The attempt if it is this session's; `422 id_reused` if another
 /// session has the id.
+/// Inserts a new attempt: authorized, or (`duplicate_of` a media) already
+/// confirmed as a duplicate of it, for which nothing will be stored (its
+/// object is already "deleted"). The unique index on the id holds even
+/// against an insert of the same id for another event (not serialised by
+/// the event's lock). Whether it was inserted.
+async fn insert_attempt(conn: &mut AnyConnection, a: &NewAttempt, duplicate_of: Option<&str>) -> Result<bool> {
+    let inserted = sqlx::query(
+        "INSERT INTO attempts (id, session_id, event_id, filename, size, content_type, sha256, object_key, state,
+                               created_at, expires_at, part_size, part_count, duplicate_of, object_deleted)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(a.id.to_string())
+    .bind(a.session_id)
+    .bind(a.event_id)
+    .bind(a.filename.clone())
+    .bind(a.size as i64)
+    .bind(a.content_type.clone())
+    .bind(a.sha256.clone())
+    .bind(a.object_key.clone())
+    .bind(if duplicate_of.is_some() { "confirmed" } else { "authorized" })
+    .bind(a.created_at)
+    .bind(a.expires_at)
+    .bind(a.plan.map(|p| p.part_size as i64))
+    .bind(a.plan.map(|p| i64::from(p.part_count)))
+    .bind(duplicate_of.map(str::to_owned))
+    .bind(duplicate_of.is_some())
+    .execute(&mut *conn)
+    .await?;
+    Ok(inserted.rows_affected() == 1)
+}
+
 fn own_attempt(row: AttemptRow, session_id: i64) -> Result<AttemptRow> {
     if row.session_id == session_id {
         Ok(row)
@@ -556,35 +588,10 @@ impl RecordStore for SqlStore {
             tx.rollback().await?;
             return Err(refusal);
         }
-        if let Some(media_id) = duplicate_of {
-            let row = content_index::insert_duplicate(&mut tx, &a, &media_id).await?;
-            tx.commit().await?;
-            return own_attempt(row, a.session_id).map(|row| (row, true));
-        }
-        // The unique index on the id holds even against an insert of the
-        // same id for another event (not serialised by the event's lock).
-        let inserted = sqlx::query(
-            "INSERT INTO attempts (id, session_id, event_id, filename, size, content_type, sha256, object_key, state, created_at, expires_at, part_size, part_count)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'authorized', $9, $10, $11, $12)
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(a.id.to_string())
-        .bind(a.session_id)
-        .bind(a.event_id)
-        .bind(a.filename.clone())
-        .bind(a.size as i64)
-        .bind(a.content_type.clone())
-        .bind(a.sha256.clone())
-        .bind(a.object_key.clone())
-        .bind(a.created_at)
-        .bind(a.expires_at)
-        .bind(a.plan.map(|p| p.part_size as i64))
-        .bind(a.plan.map(|p| i64::from(p.part_count)))
-        .execute(&mut *tx)
-        .await?;
+        let inserted = insert_attempt(&mut tx, &a, duplicate_of.as_deref()).await?;
         let row = attempt_with_id(&mut tx, a.id, a.session_id).await?.ok_or_else(|| Error::not_found("attempt"))?;
         tx.commit().await?;
-        own_attempt(row, a.session_id).map(|row| (row, inserted.rows_affected() == 1))
+        own_attempt(row, a.session_id).map(|row| (row, inserted))
     }
 
     async fn attempt(&self, session_id: i64, id: Uuid) -> Result<Option<AttemptRow>> {

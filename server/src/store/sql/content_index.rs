@@ -15,7 +15,7 @@ use upload_once_core::time::UnixMillis;
 
 use super::{ATTEMPT_COLUMNS, ATTEMPT_FROM, SqlAttemptLock, SqlStore, attempt_from_row};
 use crate::error::Result;
-use crate::store::{AttemptLock, AttemptRow, IndexEntry, MediaRow, NewAttempt, NewMedia};
+use crate::store::{AttemptLock, AttemptRow, IndexEntry, MediaRow, NewMedia};
 
 impl SqlAttemptLock {
     /// [`AttemptLock::confirm_indexed`].
@@ -80,35 +80,6 @@ pub(super) async fn indexed_media(
     .fetch_optional(conn)
     .await?;
     Ok(media_id)
-}
-
-/// Inserts `a` already confirmed, as a duplicate of `media_id`: nothing will
-/// be stored for it (its object is already "deleted"). The caller holds the
-/// event's lock and found no attempt with that id.
-pub(super) async fn insert_duplicate(conn: &mut AnyConnection, a: &NewAttempt, media_id: &str) -> Result<AttemptRow> {
-    sqlx::query(
-        "INSERT INTO attempts (id, session_id, event_id, filename, size, content_type, sha256, object_key, state,
-                               created_at, expires_at, part_size, part_count, duplicate_of, object_deleted)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'confirmed', $9, $10, $11, $12, $13, TRUE)",
-    )
-    .bind(a.id.to_string())
-    .bind(a.session_id)
-    .bind(a.event_id)
-    .bind(a.filename.clone())
-    .bind(a.size as i64)
-    .bind(a.content_type.clone())
-    .bind(a.sha256.clone())
-    .bind(a.object_key.clone())
-    .bind(a.created_at)
-    .bind(a.expires_at)
-    .bind(a.plan.map(|p| p.part_size as i64))
-    .bind(a.plan.map(|p| i64::from(p.part_count)))
-    .bind(media_id.to_owned())
-    .execute(&mut *conn)
-    .await?;
-    let sql = format!("SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.session_id = $1 AND a.id = $2");
-    let row = sqlx::query(&sql).bind(a.session_id).bind(a.id.to_string()).fetch_one(&mut *conn).await?;
-    attempt_from_row(&row)
 }
 
 impl SqlStore {

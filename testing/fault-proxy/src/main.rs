@@ -18,7 +18,7 @@
 //! - `POST /__faults/upstream` `{"upstream": "http://127.0.0.1:8080"}` sets
 //!   where requests go (until then they are answered 502): the server's
 //!   `--public-url` is the proxy, so the proxy starts first;
-//! - `GET /__faults/log` → `{"faults": […], "requests": […], "in_flight": […], "bytes_up": n}`:
+//! - `GET /__faults/log` → `{"faults": […], "requests": […], "in_flight": […], "held": […], "bytes_up": n}`:
 //!   every fault injected and every request seen (forwarded or not), with
 //!   times and the body bytes read from the client (`body_bytes`; their sum
 //!   is `bytes_up`), once it is over; and the requests forwarded and not yet answered
@@ -35,7 +35,7 @@
 //! | `cut_body` (`after_bytes`) | the request body is cut after N bytes, upstream and downstream connections dropped |
 //! | `delay` (`ms`) | the request waits, then goes on |
 //! | `status` (`status`, `retry_after`) | answered here with that status (503, 429 + Retry-After …) |
-//! | `store_late` (`ms`) | the whole request body is read from the client, the client's connection is closed without an answer, and the request is forwarded `ms` later on its own: the store finishes a PUT while the page that sent it is gone (a reload); the log has the forwarded request once it is answered |
+//! | `store_late` (`ms`) | the whole request body is read from the client (then the request's id is in the log's `held`), the client's connection is closed without an answer, and the request is forwarded `ms` later on its own: the store finishes a PUT while the page that sent it is gone (a reload); the log has the forwarded request once it is answered |
 //! | `hang_up` (`after_ms`, `jitter_ms`) | the request is forwarded, then both connections are closed `after_ms` (plus up to `jitter_ms`, seeded) later: a client that gives up, or a page reloaded, while the server works; the log says whether the server had answered (`status`) or was still at work (`status: null`) |
 //!
 //! Every response carries `Connection: close`, so a browser never replays a
@@ -156,6 +156,8 @@ struct State {
     faults: Vec<FaultLog>,
     requests: Vec<RequestLog>,
     in_flight: std::collections::BTreeMap<u64, InFlight>,
+    /// Requests whose whole body a `store_late` rule holds, to forward later.
+    held: Vec<u64>,
     next_id: u64,
     rng: u64,
 }
@@ -286,6 +288,7 @@ impl Proxy {
                 state.rules.clear();
                 state.faults.clear();
                 state.requests.clear();
+                state.held.clear();
                 json!({})
             }
             (Method::POST, "/__faults/seed") => {
@@ -311,7 +314,7 @@ impl Proxy {
             (Method::GET, "/__faults/log") => {
                 let in_flight: Vec<&InFlight> = state.in_flight.values().collect();
                 let bytes_up: u64 = state.requests.iter().map(|r| r.body_bytes).sum();
-                json!({"faults": state.faults, "requests": state.requests, "in_flight": in_flight, "rules": state.rules, "bytes_up": bytes_up})
+                json!({"faults": state.faults, "requests": state.requests, "in_flight": in_flight, "held": state.held, "rules": state.rules, "bytes_up": bytes_up})
             }
             _ => return full(StatusCode::NOT_FOUND, "no such admin route"),
         };
@@ -332,6 +335,9 @@ impl Proxy {
         let (mut parts, body) = req.into_parts();
         let bytes = body.collect().await?.to_bytes();
         entry.counted.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        // The whole request is here: from now on it reaches the store
+        // whatever the client does (the log's `held` says so).
+        self.state.lock().expect("state").held.push(entry.id);
         let Some(upstream) = self.upstream.lock().expect("upstream").clone() else {
             entry.done_ms = now_ms();
             self.log_request(entry);

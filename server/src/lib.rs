@@ -199,6 +199,30 @@ pub async fn ensure_demo_event(state: &AppState, slug: &str) -> Result<()> {
     Ok(())
 }
 
+/// Writes a generated admin token to `admin-token` in `data_dir`, readable
+/// by its owner alone (mode 0600, set as the file is created, so no other
+/// user can read it for an instant). Its path.
+pub fn keep_generated_admin_token(data_dir: &std::path::Path, token: &str) -> Result<std::path::PathBuf> {
+    use std::io::Write;
+    std::fs::create_dir_all(data_dir)?;
+    let path = data_dir.join("admin-token");
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        options.mode(0o600);
+        // An older file keeps its mode when opened: set it again.
+        if path.exists() {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+        }
+    }
+    let mut file = options.open(&path)?;
+    file.write_all(token.as_bytes())?;
+    file.write_all(b"\n")?;
+    Ok(path)
+}
+
 /// Runs the server until SIGINT or SIGTERM, then stops gracefully
 /// ([`shutdown::serve`]).
 pub async fn run(config: Config) -> Result<()> {
@@ -208,7 +232,10 @@ pub async fn run(config: Config) -> Result<()> {
     let demo = config.demo_event.clone();
     let state = build_state(config, Arc::new(SystemClock)).await?;
     if print_admin {
-        println!("Admin token (pass --admin-token to fix one): {}", state.admin_token);
+        // A secret is never printed: the generated token goes to a file only
+        // its owner may read.
+        let path = keep_generated_admin_token(&state.config.data_dir, &state.admin_token)?;
+        println!("Admin token generated into {} (mode 0600; pass --admin-token to fix one)", path.display());
     }
     if let Some(slug) = demo {
         ensure_demo_event(&state, &slug).await?;

@@ -50,6 +50,20 @@ pub struct Store {
     uploads: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
+/// A part being filed: dropped before it is disarmed (`mem::forget`), it
+/// removes the part's file and record, so no half-filed part is listed.
+struct Unfiled {
+    files: [PathBuf; 2],
+}
+
+impl Drop for Unfiled {
+    fn drop(&mut self) {
+        for file in &self.files {
+            let _ = std::fs::remove_file(file);
+        }
+    }
+}
+
 /// What is kept of a stored part beside s3s-fs's file.
 struct PartRecord {
     etag: String,
@@ -133,9 +147,15 @@ impl S3 for Store {
         self.require_upload(&upload_id)?;
         let sent_checksum = req.input.checksum_sha256.is_some().then_some(checksum);
         req.input.body = Some(StreamingBlob::from(s3s::Body::from(bytes)));
+        // Filed with its record, or not at all: a request whose client goes
+        // away (a page reloaded) is dropped wherever it is, and a part file
+        // left without its record would be listed (without its checksum)
+        // yet refused by the complete for ever. S3 files a part atomically.
+        let unfiled = Unfiled { files: [self.part_file(&upload_id, number), self.record_file(&upload_id, number)] };
         let mut response = self.fs.upload_part(req).await?;
         let etag = response.output.e_tag.as_ref().map(|e| e.value().to_owned()).unwrap_or_default();
         self.write_record(&upload_id, number, &PartRecord { etag, checksum_sha256: sent_checksum.clone() })?;
+        std::mem::forget(unfiled);
         response.output.checksum_sha256 = sent_checksum;
         Ok(response)
     }

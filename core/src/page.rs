@@ -369,6 +369,9 @@ pub struct Page {
     /// against: until the server's list is taken, a part it lists beyond
     /// these means the file must be picked (and checked) again.
     checked_parts: IdMap<Vec<u32>>,
+    /// Files (by blob key) given back to the driver's add
+    /// ([`Effect::Recheck`]) and not added yet: the page is not idle.
+    rechecking: IdSet,
     /// Files held in memory, by blob key.
     held: IdSet,
     /// Files kept in IndexedDB, by blob key, with their sizes.
@@ -415,6 +418,7 @@ impl Page {
             restores: Vec::new(),
             restore_writes_until: None,
             checked_parts: IdMap::default(),
+            rechecking: IdSet::default(),
             held: IdSet::default(),
             kept: IdMap::default(),
             keeping: Keeping::default(),
@@ -543,6 +547,7 @@ impl Page {
     pub fn is_idle(&self) -> bool {
         self.sched.is_idle()
             && !self.joining
+            && self.rechecking.is_empty()
             && self.store_in_flight.is_none()
             && self.taking_over.is_empty()
             && !self.locks.values().any(|s| *s == LockState::Asking)
@@ -726,6 +731,12 @@ impl Page {
             allowed_types: s.event.allowed_types.clone(),
         });
         for (index, info) in files.iter().enumerate() {
+            // A file given back for a check is here again.
+            let again: Vec<Uuid> =
+                self.sched.records().filter(|r| r.file.same_file(info)).map(|r| r.blob_key).collect();
+            for key in again {
+                self.rechecking.remove(&key);
+            }
             // The server refused this page a session (a wrong guest code):
             // nothing could ever be sent, so nothing is recorded.
             if let Some(error) = &self.session_error {
@@ -1043,6 +1054,7 @@ impl Page {
             if unchecked && !r.is_terminal() {
                 let blob_key = r.blob_key;
                 if self.held.contains_key(&blob_key) {
+                    self.rechecking.insert(blob_key, ());
                     self.effects.push_back(Effect::Recheck(blob_key));
                 }
                 self.let_go_of_file(blob_key);

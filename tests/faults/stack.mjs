@@ -36,6 +36,8 @@ export async function startStack(name, { serverArgs = [] } = {}) {
     /** Removes every rule; the logs stay. */
     clearRules: () => admin("DELETE", "rules"),
     reset: () => admin("POST", "reset"),
+    /** Forwards the requests a `store_late` rule without `ms` holds. */
+    release: () => admin("POST", "release"),
     upstream: (url) => admin("POST", "upstream", { upstream: url }),
     /** Requests forwarded to the server and not answered yet (it is at work on them). */
     inFlight: async () => (await admin("GET", "log")).in_flight,

@@ -15,6 +15,8 @@
 //! - `POST /__faults/rules` `{"rules": [Rule, …]}` adds rules;
 //! - `POST /__faults/reset` removes every rule and clears the logs;
 //! - `POST /__faults/seed` `{"seed": 42}` seeds the random draws;
+//! - `POST /__faults/release` forwards every request a `store_late` rule
+//!   without `ms` holds (the test says when, not a timer);
 //! - `POST /__faults/upstream` `{"upstream": "http://127.0.0.1:8080"}` sets
 //!   where requests go (until then they are answered 502): the server's
 //!   `--public-url` is the proxy, so the proxy starts first;
@@ -35,7 +37,7 @@
 //! | `cut_body` (`after_bytes`) | the request body is cut after N bytes, upstream and downstream connections dropped |
 //! | `delay` (`ms`) | the request waits, then goes on |
 //! | `status` (`status`, `retry_after`) | answered here with that status (503, 429 + Retry-After …) |
-//! | `store_late` (`ms`) | the whole request body is read from the client (then the request's id is in the log's `held`), the client's connection is closed without an answer, and the request is forwarded `ms` later on its own: the store finishes a PUT while the page that sent it is gone (a reload); the log has the forwarded request once it is answered |
+//! | `store_late` (`ms`, optional) | the whole request body is read from the client (then the request's id is in the log's `held`), the client's connection is closed without an answer, and the request is forwarded on its own `ms` later, or, without `ms`, when the test calls `POST /__faults/release`: the store finishes a PUT while the page that sent it is gone (a reload); the log has the forwarded request once it is answered |
 //! | `hang_up` (`after_ms`, `jitter_ms`) | the request is forwarded, then both connections are closed `after_ms` (plus up to `jitter_ms`, seeded) later: a client that gives up, or a page reloaded, while the server works; the log says whether the server had answered (`status`) or was still at work (`status: null`) |
 //!
 //! Every response carries `Connection: close`, so a browser never replays a
@@ -75,7 +77,10 @@ enum Action {
         ms: u64,
     },
     StoreLate {
-        ms: u64,
+        /// Forward this long after the body is held; without it, the
+        /// request waits for `POST /__faults/release`.
+        #[serde(default)]
+        ms: Option<u64>,
     },
     Status {
         status: u16,
@@ -229,6 +234,8 @@ struct Proxy {
     upstream: Mutex<Option<String>>,
     client: Client<HttpConnector, Body>,
     state: Mutex<State>,
+    /// Bumped by `POST /__faults/release`: held requests without a time go on.
+    release: tokio::sync::watch::Sender<u64>,
 }
 
 /// Keeps a forwarded request in the in-flight list until it is answered
@@ -291,6 +298,10 @@ impl Proxy {
                 state.held.clear();
                 json!({})
             }
+            (Method::POST, "/__faults/release") => {
+                self.release.send_modify(|n| *n += 1);
+                json!({"released": state.held.len()})
+            }
             (Method::POST, "/__faults/seed") => {
                 let seed = serde_json::from_slice::<serde_json::Value>(&bytes)
                     .ok()
@@ -330,8 +341,9 @@ impl Proxy {
         self: Arc<Self>,
         req: Request<Incoming>,
         mut entry: RequestLog,
-        after: Duration,
+        after: Option<Duration>,
     ) -> Result<Response<Body>, Error> {
+        let mut released = self.release.subscribe();
         let (mut parts, body) = req.into_parts();
         let bytes = body.collect().await?.to_bytes();
         entry.counted.fetch_add(bytes.len() as u64, Ordering::Relaxed);
@@ -348,7 +360,14 @@ impl Proxy {
         parts.headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
         let me = self.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(after).await;
+            match after {
+                Some(after) => tokio::time::sleep(after).await,
+                // A release before this point counts too: `changed` sees
+                // every bump since the subscription above.
+                None => {
+                    let _ = released.changed().await;
+                }
+            }
             entry.forwarded = true;
             let body: Body = Full::new(bytes).map_err(|e: Infallible| match e {}).boxed();
             if let Ok(answered) = me.client.request(Request::from_parts(parts, body)).await {
@@ -426,7 +445,7 @@ impl Proxy {
                     return Ok(r);
                 }
                 Action::Delay { ms } => tokio::time::sleep(Duration::from_millis(ms)).await,
-                Action::StoreLate { ms } => return self.store_late(req, entry, Duration::from_millis(ms)).await,
+                Action::StoreLate { ms } => return self.store_late(req, entry, ms.map(Duration::from_millis)).await,
                 Action::CutBody { after_bytes } => cut_after = Some(after_bytes),
                 Action::DropAfter => drop_after = true,
                 Action::HangUp { after_ms, jitter_ms } => {
@@ -555,6 +574,7 @@ async fn main() -> Result<(), Error> {
         upstream: Mutex::new(upstream),
         client,
         state: Mutex::new(State { rng: seed, ..State::default() }),
+        release: tokio::sync::watch::channel(0).0,
     });
     let listener = tokio::net::TcpListener::bind(listen).await?;
     let to = proxy.upstream.lock().expect("upstream").clone().unwrap_or_else(|| "(no upstream yet)".into());

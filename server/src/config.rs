@@ -200,6 +200,13 @@ pub struct Config {
     #[arg(long, env = "UPLOAD_ONCE_RENDITION_WORKERS", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub rendition_workers: u16,
 
+    /// The megapixels of photos one guest session may have decoded into
+    /// renditions per hour; its further photos wait their turn (so one
+    /// guest's few-KB 49-megapixel PNGs cannot keep the workers from every
+    /// other guest's). 4000 is about 330 photos of 12 MP.
+    #[arg(long, env = "UPLOAD_ONCE_RENDER_MEGAPIXELS_PER_SESSION", default_value_t = 4000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub render_megapixels_per_session: u64,
+
     /// Create this event at startup (if missing) and print its guest, host
     /// and wall links.
     #[arg(long, env = "UPLOAD_ONCE_DEMO_EVENT")]
@@ -384,7 +391,11 @@ impl Config {
 
     /// How the renditions and the live walls are tuned.
     pub fn media_settings(&self) -> crate::media::MediaSettings {
-        crate::media::MediaSettings { workers: usize::from(self.rendition_workers), ..Default::default() }
+        crate::media::MediaSettings {
+            workers: usize::from(self.rendition_workers),
+            session_pixels: self.render_megapixels_per_session.saturating_mul(1_000_000),
+            ..Default::default()
+        }
     }
 
     /// The session lifetime actually used: at least the attempt TTL.

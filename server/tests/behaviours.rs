@@ -11,6 +11,7 @@
 mod support;
 
 mod a_claimed_hash_reveals_nothing_the_guest_does_not_own;
+mod a_decompression_bomb_gets_a_placeholder_not_a_decode;
 mod a_different_photo_is_never_merged;
 mod a_generated_admin_token_is_never_printed;
 mod a_hang_up_never_poisons_the_database;
@@ -42,6 +43,7 @@ mod migrations_run_once_and_are_checked;
 mod moderation_and_wall;
 mod multipart_confirm_is_create_or_return;
 mod multipart_uploads_leave_no_parts_behind;
+mod one_guest_cannot_take_the_rendition_workers;
 mod openapi_is_served;
 mod operations_are_measured;
 mod pages_are_served_with_a_content_security_policy;

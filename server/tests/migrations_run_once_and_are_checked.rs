@@ -26,6 +26,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (20, "attempt ids unique", include_str!("../migrations/postgres/0020_attempt_ids_unique.sql")),
             (40, "takedowns", include_str!("../migrations/postgres/0040_takedowns.sql")),
             (41, "late deletes", include_str!("../migrations/postgres/0041_late_deletes.sql")),
+            (42, "render budget", include_str!("../migrations/postgres/0042_render_budget.sql")),
         ]
     } else {
         vec![
@@ -37,6 +38,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (20, "attempt ids unique", include_str!("../migrations/sqlite/0020_attempt_ids_unique.sql")),
             (40, "takedowns", include_str!("../migrations/sqlite/0040_takedowns.sql")),
             (41, "late deletes", include_str!("../migrations/sqlite/0041_late_deletes.sql")),
+            (42, "render budget", include_str!("../migrations/sqlite/0042_render_budget.sql")),
         ]
     }
 }

@@ -33,6 +33,14 @@ use crate::state::AppState;
 pub const MAX_TRIES: i64 = 5;
 /// Media scanned for a missing job at once.
 const SCAN_BATCH: i64 = 500;
+/// The window a session's rendition budget is counted over.
+pub const BUDGET_WINDOW: Duration = Duration::from_secs(3600);
+/// How long a job over its session's budget waits before it is looked at
+/// again.
+pub const DEFER: Duration = Duration::from_secs(60);
+/// The reason a deferred job carries while it waits (not shown: it is
+/// `pending`).
+const DEFERRED: &str = "waiting for its guest's rendition budget";
 
 /// Where a job stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,6 +90,10 @@ pub struct JobRow {
     pub width: Option<i64>,
     /// The display rendition's height, once done.
     pub height: Option<i64>,
+    /// The original's pixels, once its header was read.
+    pub pixels: Option<i64>,
+    /// When its decode began (none: no pixel of it was decoded).
+    pub decoded_at: Option<i64>,
 }
 
 /// A job a worker holds.
@@ -91,6 +103,8 @@ pub struct Claimed {
     pub media_id: Uuid,
     /// The claim's number (fences a finish by an earlier claim).
     pub tries: i64,
+    /// The original's pixels, once a claim has read its header.
+    pub pixels: Option<i64>,
 }
 
 fn job_from_row(row: &sqlx::any::AnyRow) -> Result<JobRow> {
@@ -103,6 +117,8 @@ fn job_from_row(row: &sqlx::any::AnyRow) -> Result<JobRow> {
         reason: row.try_get("reason")?,
         width: row.try_get("width")?,
         height: row.try_get("height")?,
+        pixels: row.try_get("pixels")?,
+        decoded_at: row.try_get("decoded_at")?,
     })
 }
 
@@ -159,7 +175,7 @@ impl MediaDb {
                                WHERE state IN ('queued', 'running') AND due_at <= $2
                                ORDER BY due_at LIMIT 1)
                AND state IN ('queued', 'running') AND due_at <= $2
-             RETURNING media_id, tries",
+             RETURNING media_id, tries, pixels",
         )
         .bind(now + lease.as_millis() as i64)
         .bind(now)
@@ -167,7 +183,11 @@ impl MediaDb {
         .await?;
         let Some(row) = row else { return Ok(None) };
         let id: String = row.try_get("media_id")?;
-        Ok(Uuid::parse_str(&id).ok().map(|media_id| Claimed { media_id, tries: row.try_get("tries").unwrap_or(0) }))
+        Ok(Uuid::parse_str(&id).ok().map(|media_id| Claimed {
+            media_id,
+            tries: row.try_get("tries").unwrap_or(0),
+            pixels: row.try_get("pixels").unwrap_or(None),
+        }))
     }
 
     /// Moves a held job's lease to `until`; false when the claim is no
@@ -207,6 +227,67 @@ impl MediaDb {
         Ok(())
     }
 
+    /// Records a held job's pixels, read from its original's header.
+    pub async fn note_pixels(&self, job: Claimed, pixels: i64) -> Result<()> {
+        sqlx::query("UPDATE rendition_jobs SET pixels = $1 WHERE media_id = $2 AND state = 'running' AND tries = $3")
+            .bind(pixels)
+            .bind(job.media_id.to_string())
+            .bind(job.tries)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// The pixels whose decode began at or after `since` for the other
+    /// media of the guest session that uploaded this one.
+    pub async fn session_pixels(&self, media_id: Uuid, since: UnixMillis) -> Result<i64> {
+        let used: Option<i64> = sqlx::query_scalar(
+            "SELECT CAST(SUM(j.pixels) AS BIGINT) FROM rendition_jobs j
+             JOIN media m ON m.id = j.media_id
+             JOIN attempts a ON a.row_id = m.attempt_row_id
+             WHERE a.session_id = (SELECT a2.session_id FROM media m2
+                                   JOIN attempts a2 ON a2.row_id = m2.attempt_row_id WHERE m2.id = $1)
+               AND j.decoded_at >= $2 AND j.media_id <> $1",
+        )
+        .bind(media_id.to_string())
+        .bind(since)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(used.unwrap_or(0))
+    }
+
+    /// Marks a held job's decode begun now: its pixels count against its
+    /// session's budget from here on.
+    pub async fn begin_decode(&self, job: Claimed, pixels: i64, now: UnixMillis) -> Result<()> {
+        sqlx::query(
+            "UPDATE rendition_jobs SET pixels = $1, decoded_at = $2
+             WHERE media_id = $3 AND state = 'running' AND tries = $4",
+        )
+        .bind(pixels)
+        .bind(now)
+        .bind(job.media_id.to_string())
+        .bind(job.tries)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Puts a held job back in the queue until `at` without counting its
+    /// claim as a try: its session is over its rendition budget.
+    pub async fn defer(&self, job: Claimed, at: UnixMillis) -> Result<()> {
+        sqlx::query(
+            "UPDATE rendition_jobs SET state = 'queued', due_at = $1, tries = tries - 1, reason = $2
+             WHERE media_id = $3 AND state = 'running' AND tries = $4",
+        )
+        .bind(at)
+        .bind(DEFERRED)
+        .bind(job.media_id.to_string())
+        .bind(job.tries)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     /// Puts a held job back in the queue, due at `at`, with the failure.
     pub async fn retry_later(&self, job: Claimed, at: UnixMillis, reason: &str) -> Result<()> {
         sqlx::query(
@@ -229,7 +310,8 @@ impl MediaDb {
         }
         let list = (1..=ids.len()).map(|n| format!("${n}")).collect::<Vec<_>>().join(", ");
         let sql = format!(
-            "SELECT media_id, state, tries, reason, width, height FROM rendition_jobs WHERE media_id IN ({list})"
+            "SELECT media_id, state, tries, reason, width, height, pixels, decoded_at
+             FROM rendition_jobs WHERE media_id IN ({list})"
         );
         let mut query = sqlx::query(&sql);
         for id in ids {
@@ -347,15 +429,25 @@ async fn worker(state: AppState, n: usize) {
 
 /// Why a job did not make its renditions.
 enum Failure {
-    /// For good: the placeholder, with this reason.
+    /// For good: the placeholder, with this reason (a fixed sentence: the
+    /// wall shows it).
     Placeholder(String),
-    /// A store did not answer: again later.
+    /// A store did not answer: again later (the detail is logged only).
     Transient(String),
+    /// Its session is over its rendition budget: in the queue again, at
+    /// this time, without counting the claim.
+    Deferred(UnixMillis),
 }
 
 impl From<crate::Error> for Failure {
     fn from(e: crate::Error) -> Self {
         Failure::Transient(e.to_string())
+    }
+}
+
+impl From<renditions::Unrenderable> for Failure {
+    fn from(why: renditions::Unrenderable) -> Self {
+        Failure::Placeholder(why.reason)
     }
 }
 
@@ -375,7 +467,7 @@ async fn run(state: &AppState, job: Claimed) {
         }
     };
     let outcome = tokio::select! {
-        outcome = render(state, job.media_id) => outcome,
+        outcome = render(state, job) => outcome,
         () = heartbeat => Err(Failure::Transient("another worker took the job".into())),
     };
     let now = state.now();
@@ -385,10 +477,15 @@ async fn run(state: &AppState, job: Claimed) {
             tracing::info!(media = %job.media_id, "rendition job: a placeholder: {reason}");
             state.media.db.finish(job, &Err(reason), now).await
         }
-        Err(Failure::Transient(reason)) if job.tries >= MAX_TRIES => {
-            let reason = format!("no rendition after {} tries: {reason}", job.tries);
-            tracing::warn!(media = %job.media_id, "rendition job: {reason}");
-            state.media.db.finish(job, &Err(reason), now).await
+        Err(Failure::Deferred(at)) => {
+            tracing::info!(media = %job.media_id, "rendition job: its guest is over the rendition budget; again at {at}");
+            state.media.db.defer(job, at).await
+        }
+        Err(Failure::Transient(detail)) if job.tries >= MAX_TRIES => {
+            tracing::warn!(media = %job.media_id, "rendition job: no rendition after {} tries: {detail}", job.tries);
+            // The store's own text (an S3 error carries a signed URL) stays
+            // in the log.
+            state.media.db.finish(job, &Err("the original could not be read from storage".into()), now).await
         }
         Err(Failure::Transient(reason)) => {
             let backoff = 1_000 * (1i64 << job.tries.clamp(0, 6));
@@ -414,8 +511,22 @@ pub fn reason_for_type(content_type: &str) -> String {
     }
 }
 
+/// Whether a job may decode `pixels` now: its session's budget over the
+/// last [`BUDGET_WINDOW`] has room (a photo larger than the whole budget
+/// still gets a turn when nothing else of its session was decoded).
+async fn within_budget(state: &AppState, job: Claimed, pixels: i64) -> std::result::Result<(), Failure> {
+    let budget = state.media.settings.session_pixels as i64;
+    let now = state.now();
+    let used = state.media.db.session_pixels(job.media_id, now - BUDGET_WINDOW.as_millis() as i64).await?;
+    if used > 0 && used + pixels > budget {
+        return Err(Failure::Deferred(now + DEFER.as_millis() as i64));
+    }
+    Ok(())
+}
+
 /// Reads the original and stores both renditions; the display size.
-async fn render(state: &AppState, media_id: Uuid) -> std::result::Result<(u32, u32), Failure> {
+async fn render(state: &AppState, job: Claimed) -> std::result::Result<(u32, u32), Failure> {
+    let media_id = job.media_id;
     let Some(media) = state.records.media(media_id).await? else {
         return Err(Failure::Placeholder("the media record is gone".into()));
     };
@@ -428,6 +539,10 @@ async fn render(state: &AppState, media_id: Uuid) -> std::result::Result<(u32, u
             media.size
         )));
     }
+    // Known from an earlier claim: over the budget, it waits without a read.
+    if let Some(pixels) = job.pixels {
+        within_budget(state, job, pixels).await?;
+    }
     let Some((_, mut body)) = state.objects.get(&media.object_key).await? else {
         return Err(Failure::Transient("the original is not in the object store".into()));
     };
@@ -439,10 +554,23 @@ async fn render(state: &AppState, media_id: Uuid) -> std::result::Result<(u32, u
         }
         bytes.extend_from_slice(&chunk);
     }
+    // The header says how many pixels a decode would make, before one is.
+    let header = renditions::header(&bytes, format).inspect_err(|why| {
+        tracing::info!(media = %media_id, "rendition job: {}: {}", why.reason, why.detail);
+    })?;
+    let pixels = header.pixels() as i64;
+    if job.pixels.is_none() {
+        state.media.db.note_pixels(job, pixels).await?;
+        within_budget(state, job, pixels).await?;
+    }
+    state.media.db.begin_decode(job, pixels, state.now()).await?;
     let made = tokio::task::spawn_blocking(move || renditions::make(&bytes, format))
         .await
-        .map_err(|e| Failure::Placeholder(format!("the decoder failed: {e}")))?
-        .map_err(Failure::Placeholder)?;
+        .map_err(|e| {
+            tracing::warn!(media = %media_id, "rendition job: the decoder failed: {e}");
+            Failure::Placeholder("the decoder failed on this file".into())
+        })?
+        .inspect_err(|why| tracing::info!(media = %media_id, "rendition job: {}: {}", why.reason, why.detail))?;
     for (size, bytes) in [(Size::Thumb, made.thumb), (Size::Display, made.display)] {
         state.objects.put(&size.key(&media.object_key), RENDITION_TYPE, bytes.into()).await?;
     }

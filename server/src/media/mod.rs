@@ -85,6 +85,9 @@ pub struct MediaSettings {
     /// How often a wall's live feed reads the database when nothing on this
     /// instance told it of a change (approvals on other instances).
     pub live_poll: Duration,
+    /// The pixels of originals one guest session may have decoded within
+    /// [`jobs::BUDGET_WINDOW`]; its further photos wait their turn.
+    pub session_pixels: u64,
 }
 
 impl Default for MediaSettings {
@@ -95,6 +98,7 @@ impl Default for MediaSettings {
             lease: Duration::from_secs(30),
             wait: Duration::from_secs(20),
             live_poll: Duration::from_millis(500),
+            session_pixels: 4_000_000_000,
         }
     }
 }

@@ -6,8 +6,12 @@
 //! ICC profile, no comment. Transparency is laid on white.
 //!
 //! Decoding is bounded ([`MAX_SOURCE_BYTES`], [`MAX_DECODE_BYTES`],
-//! [`MAX_EDGE`]), so a decompression bomb fails like a corrupt file: with a
+//! [`MAX_EDGE`], and [`MAX_PIXELS`] read from the header before a pixel is
+//! decoded), so a decompression bomb fails like a corrupt file: with a
 //! reason, and the placeholder in its place.
+//!
+//! A reason is one of a few fixed sentences: the decoder's own text goes to
+//! the log, never to a placeholder the wall shows.
 
 use std::io::Cursor;
 use std::sync::OnceLock;
@@ -26,6 +30,9 @@ pub const MAX_SOURCE_BYTES: u64 = 64 << 20;
 pub const MAX_DECODE_BYTES: u64 = 256 << 20;
 /// The longest edge decoded.
 pub const MAX_EDGE: u32 = 20_000;
+/// The most pixels decoded: a 50 MP phone photo (8160 × 6120), not an
+/// 8000 × 8000 PNG of a few KB. Read from the header, before decoding.
+pub const MAX_PIXELS: u64 = 50_000_000;
 /// JPEG quality of the display rendition and the thumbnail.
 const QUALITY: u8 = 82;
 /// The content type of every rendition.
@@ -57,20 +64,80 @@ pub struct Renditions {
     pub height: u32,
 }
 
-/// Decodes `bytes` as `format` and makes both renditions; the reason when
-/// the file cannot be decoded.
-pub fn make(bytes: &[u8], format: ImageFormat) -> Result<Renditions, String> {
-    let what = format.extensions_str().first().copied().unwrap_or("image").to_uppercase();
+/// Why a photo has no rendition: a fixed sentence for the wall and the
+/// host, and the decoder's detail for the log only.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unrenderable {
+    /// What the wall and the host are told.
+    pub reason: String,
+    /// The decoder's own words (logged, never shown).
+    pub detail: String,
+}
+
+impl Unrenderable {
+    fn unreadable(what: &str, detail: impl std::fmt::Display) -> Unrenderable {
+        Unrenderable { reason: format!("not a readable {what} file"), detail: detail.to_string() }
+    }
+}
+
+/// A photo's header, read without decoding a pixel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Its width in pixels.
+    pub width: u32,
+    /// Its height in pixels.
+    pub height: u32,
+}
+
+impl Header {
+    /// Width × height.
+    pub fn pixels(self) -> u64 {
+        u64::from(self.width) * u64::from(self.height)
+    }
+}
+
+fn reader(bytes: &[u8], format: ImageFormat) -> ImageReader<Cursor<&[u8]>> {
     let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
     let mut limits = Limits::default();
     limits.max_alloc = Some(MAX_DECODE_BYTES);
     limits.max_image_width = Some(MAX_EDGE);
     limits.max_image_height = Some(MAX_EDGE);
     reader.limits(limits);
-    let mut decoder = reader.into_decoder().map_err(|e| format!("not a readable {what} file: {e}"))?;
+    reader
+}
+
+fn what(format: ImageFormat) -> String {
+    format.extensions_str().first().copied().unwrap_or("image").to_uppercase()
+}
+
+/// Reads the size from the header; refuses a photo of more than
+/// [`MAX_PIXELS`] before anything is decoded.
+pub fn header(bytes: &[u8], format: ImageFormat) -> Result<Header, Unrenderable> {
+    let what = what(format);
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
+    // The header alone: no edge limit here, so that a 20,000-px photo is
+    // refused for its pixels, with that reason.
+    reader.no_limits();
+    let (width, height) = reader.into_dimensions().map_err(|e| Unrenderable::unreadable(&what, e))?;
+    let header = Header { width, height };
+    if header.pixels() > MAX_PIXELS || width.max(height) > MAX_EDGE {
+        return Err(Unrenderable {
+            reason: format!("larger than the {} megapixels a photo is decoded from", MAX_PIXELS / 1_000_000),
+            detail: format!("{width} × {height} px"),
+        });
+    }
+    Ok(header)
+}
+
+/// Decodes `bytes` as `format` and makes both renditions; why not, when
+/// the file cannot be decoded. The header is checked first ([`header`]).
+pub fn make(bytes: &[u8], format: ImageFormat) -> Result<Renditions, Unrenderable> {
+    header(bytes, format)?;
+    let what = what(format);
+    let mut decoder = reader(bytes, format).into_decoder().map_err(|e| Unrenderable::unreadable(&what, e))?;
     // An unreadable EXIF block is not worth refusing the photo for.
     let orientation = decoder.orientation().unwrap_or(image::metadata::Orientation::NoTransforms);
-    let mut image = DynamicImage::from_decoder(decoder).map_err(|e| format!("not a readable {what} file: {e}"))?;
+    let mut image = DynamicImage::from_decoder(decoder).map_err(|e| Unrenderable::unreadable(&what, e))?;
     image.apply_orientation(orientation);
     let display = flatten(fit(image, DISPLAY_EDGE));
     let thumb = flatten(fit(DynamicImage::ImageRgb8(display.clone()), THUMB_EDGE));
@@ -100,11 +167,11 @@ fn flatten(image: DynamicImage) -> RgbImage {
     rgb
 }
 
-fn jpeg(image: &RgbImage) -> Result<Vec<u8>, String> {
+fn jpeg(image: &RgbImage) -> Result<Vec<u8>, Unrenderable> {
     let mut out = Vec::new();
     JpegEncoder::new_with_quality(&mut out, QUALITY)
         .encode_image(image)
-        .map_err(|e| format!("the rendition could not be encoded: {e}"))?;
+        .map_err(|e| Unrenderable { reason: "the rendition could not be encoded".into(), detail: e.to_string() })?;
     Ok(out)
 }
 
@@ -157,8 +224,9 @@ mod tests {
 
     #[test]
     fn garbage_gives_a_reason() {
-        let reason = make(b"\xff\xd8\xff\xe0 not really a jpeg", ImageFormat::Jpeg).unwrap_err();
-        assert!(reason.contains("JPG") || reason.contains("JPEG"), "{reason}");
+        let why = make(b"\xff\xd8\xff\xe0 not really a jpeg", ImageFormat::Jpeg).unwrap_err();
+        assert_eq!(why.reason, "not a readable JPG file");
+        assert!(!why.detail.is_empty());
     }
 
     #[test]

@@ -183,3 +183,18 @@ pub fn has_exif(bytes: &[u8]) -> bool {
 pub fn near(px: [u8; 3], want: [u8; 3]) -> bool {
     px.iter().zip(want).all(|(&a, b)| a.abs_diff(b) <= 40)
 }
+
+/// A valid all-white 1-bit PNG of `width` × `height`: a few KB on the wire
+/// for tens of megapixels decoded (a decompression bomb).
+pub fn bomb_png(width: u32, height: u32) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut encoder = png::Encoder::new(&mut out, width, height);
+    encoder.set_color(png::ColorType::Grayscale);
+    encoder.set_depth(png::BitDepth::One);
+    encoder.set_compression(png::Compression::High);
+    let mut writer = encoder.write_header().unwrap();
+    let row = width.div_ceil(8) as usize;
+    writer.write_image_data(&vec![0xff; row * height as usize]).unwrap();
+    writer.finish().unwrap();
+    out
+}

@@ -311,6 +311,15 @@ pub struct LimitsConfig {
     /// receiving its body: past it, it is cut (`403 url_expired`).
     #[arg(long, env = "UPLOAD_ONCE_PUT_EXPIRY_GRACE", default_value = "60s", value_parser = parse_duration)]
     pub put_expiry_grace: Duration,
+    /// Live wall streams (`/wall/live`) one client address may hold open
+    /// at once, over all events (a venue's guests share one address behind
+    /// its NAT, and each may watch the wall): past it, `429 rate_limited`.
+    #[arg(long, env = "UPLOAD_ONCE_MAX_LIVE_PER_CLIENT", default_value = "256", value_parser = parse_positive_count)]
+    pub max_live_per_client: u64,
+    /// Live wall streams one event may have open at once, from every
+    /// address: past it, `429 rate_limited`.
+    #[arg(long, env = "UPLOAD_ONCE_MAX_LIVE_PER_EVENT", default_value = "1024", value_parser = parse_positive_count)]
+    pub max_live_per_event: u64,
     /// Requests handled at once; past it, `429 rate_limited` with
     /// `Retry-After: 1` (health, readiness and metrics are never refused).
     #[arg(long, env = "UPLOAD_ONCE_MAX_REQUESTS_IN_FLIGHT", default_value = "1024", value_parser = parse_positive_count)]
@@ -335,6 +344,8 @@ impl LimitsConfig {
             ("--max-requests-in-flight", self.max_requests_in_flight),
             ("--max-puts-in-flight", self.max_puts_in_flight),
             ("--max-puts-per-client", self.max_puts_per_client),
+            ("--max-live-per-client", self.max_live_per_client),
+            ("--max-live-per-event", self.max_live_per_event),
             ("--put-min-rate", self.put_min_rate),
         ];
         for (flag, value) in counts {
@@ -494,7 +505,8 @@ fn admission(method: &Method, route: Option<&str>) -> Admission {
         }
         ("POST", "/v1/attempts/{id}/confirm") => Some(RateClass::Confirm),
         ("POST", "/v1/attempts/status") | ("GET", "/v1/attempts/{id}") => Some(RateClass::Status),
-        ("GET", "/v1/events/{slug}/wall") => Some(RateClass::Wall),
+        // A live stream's connect reads the wall like a page does.
+        ("GET", "/v1/events/{slug}/wall" | "/v1/events/{slug}/wall/live") => Some(RateClass::Wall),
         (_, "/healthz" | "/readyz" | "/metrics" | "/openapi.json") => return Admission::Free,
         _ => None,
     };
@@ -514,6 +526,8 @@ pub struct Limits {
     status: DefaultKeyedRateLimiter<IpAddr>,
     wall: DefaultKeyedRateLimiter<IpAddr>,
     puts: PutSlots,
+    /// Live wall streams open, per client address and per event.
+    pub live: LiveSlots,
     warned_no_peer: AtomicBool,
 }
 
@@ -537,6 +551,7 @@ impl Limits {
             status: limiter(config.rate_status)?,
             wall: limiter(config.rate_wall)?,
             puts: PutSlots::default(),
+            live: LiveSlots::default(),
             config,
             warned_no_peer: AtomicBool::new(false),
         })
@@ -600,7 +615,7 @@ fn rate_limited(detail: &str, wait: Duration) -> Response {
 /// limit of a JSON request. It runs outside the handler's own task
 /// ([`crate::ops::run_to_completion`]), so a request answered `408` here
 /// still finishes the work it started.
-pub async fn admit(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub async fn admit(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let route = request.extensions().get::<MatchedPath>().map(|m| m.as_str().to_owned());
     let limits = &state.limits;
     let (timed, class) = match admission(request.method(), route.as_deref()) {
@@ -634,7 +649,11 @@ pub async fn admit(State(state): State<AppState>, request: Request, next: Next) 
             Duration::ZERO,
         );
     }
-    if let (Some(class), Some(client)) = (class, limits.client(&request)) {
+    let client = limits.client(&request);
+    if let Some(client) = client {
+        request.extensions_mut().insert(ClientAddress(client));
+    }
+    if let (Some(class), Some(client)) = (class, client) {
         if let Err(wait) = limits.check(class, client) {
             tracing::debug!(?class, %client, "rate limited");
             return rate_limited("too many requests of this kind from this address; try again after Retry-After", wait);
@@ -650,6 +669,81 @@ pub async fn admit(State(state): State<AppState>, request: Request, next: Next) 
             ErrorCode::RequestTimeout,
             format!("the request took longer than {} s; anything it started still finishes", limit.as_secs_f64()),
         ),
+    }
+}
+
+/// The client address of a request (behind a trusted proxy, the one it
+/// forwarded for), as [`admit`] found it, for handlers with caps of their own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientAddress(pub IpAddr);
+
+/// Live wall streams open: a cap per client address and per event, so one
+/// address cannot hold every stream of the server, nor every stream of an
+/// event. A stream holds its slot until it ends ([`LiveSlot`]).
+#[derive(Debug, Default)]
+pub struct LiveSlots {
+    held: std::sync::Mutex<LiveHeld>,
+}
+
+#[derive(Debug, Default)]
+struct LiveHeld {
+    per_client: std::collections::HashMap<IpAddr, u64>,
+    per_event: std::collections::HashMap<i64, u64>,
+}
+
+fn count_down<K: std::hash::Hash + Eq>(map: &mut std::collections::HashMap<K, u64>, key: K) {
+    if let std::collections::hash_map::Entry::Occupied(mut e) = map.entry(key) {
+        *e.get_mut() -= 1;
+        if *e.get() == 0 {
+            e.remove();
+        }
+    }
+}
+
+/// A live stream's slot: given back when the stream ends (dropped).
+#[derive(Debug)]
+pub struct LiveSlot {
+    limits: Arc<Limits>,
+    client: Option<IpAddr>,
+    event_id: i64,
+}
+
+impl LiveSlots {
+    /// Streams open now (the metrics).
+    pub fn open(&self) -> u64 {
+        self.held.lock().expect("live slots").per_event.values().sum()
+    }
+
+    /// A slot for a stream of `event_id` from `client`, or why not.
+    pub fn take(
+        limits: &Arc<Limits>,
+        client: Option<IpAddr>,
+        event_id: i64,
+    ) -> std::result::Result<LiveSlot, &'static str> {
+        let config = &limits.config;
+        let mut held = limits.live.held.lock().expect("live slots");
+        let key = client.map(rate_key);
+        if key.is_some_and(|k| held.per_client.get(&k).copied().unwrap_or(0) >= config.max_live_per_client) {
+            return Err("this address has as many live walls open as it may; close one, or try again later");
+        }
+        if held.per_event.get(&event_id).copied().unwrap_or(0) >= config.max_live_per_event {
+            return Err("this event has as many live walls open as it may; try again later");
+        }
+        if let Some(k) = key {
+            *held.per_client.entry(k).or_default() += 1;
+        }
+        *held.per_event.entry(event_id).or_default() += 1;
+        Ok(LiveSlot { limits: limits.clone(), client: key, event_id })
+    }
+}
+
+impl Drop for LiveSlot {
+    fn drop(&mut self) {
+        let mut held = self.limits.live.held.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = self.client {
+            count_down(&mut held.per_client, k);
+        }
+        count_down(&mut held.per_event, self.event_id);
     }
 }
 

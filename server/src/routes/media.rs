@@ -446,6 +446,9 @@ struct Listener {
     ending: bool,
     /// The credential is to be checked again before anything else.
     check_credentials: bool,
+    /// Its place under the live walls' caps, given back when the stream
+    /// ends.
+    _slot: crate::limits::LiveSlot,
 }
 
 impl Listener {
@@ -571,15 +574,20 @@ impl Listener {
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 429, body = Problem, content_type = "application/problem+json", description = "`rate_limited`: this address (`--max-live-per-client`) or this event (`--max-live-per-event`) has as many live walls open as it may, or this address reads the wall too often (`--rate-wall`)"),
     ))]
 pub async fn wall_live(
     State(state): State<AppState>,
+    client: Option<axum::Extension<crate::limits::ClientAddress>>,
     headers: HeaderMap,
     ApiPath(slug): ApiPath<String>,
     ApiQuery(query): ApiQuery<WallQuery>,
 ) -> Result<Response> {
     let event = event(&state, &slug).await?;
     may_see_wall(&headers, &query, &event)?;
+    let client = client.map(|c| c.0.0);
+    let slot = crate::limits::LiveSlots::take(&state.limits, client, event.id)
+        .map_err(|refusal| Error::problem(ErrorCode::RateLimited, refusal))?;
     let last_id = headers.get("last-event-id").and_then(|v| v.to_str().ok()).filter(|v| !v.trim().is_empty());
     let cursor = match last_id.or(query.after.as_deref()) {
         Some(cursor) => decode_cursor(cursor.trim())?,
@@ -599,6 +607,7 @@ pub async fn wall_live(
         query,
         ending: false,
         check_credentials: true,
+        _slot: slot,
     };
     let stream = futures_util::stream::unfold(listener, |mut l| async move {
         l.next().await.map(|event| (Ok::<_, Infallible>(event), l))

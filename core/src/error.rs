@@ -132,6 +132,11 @@ error_codes! {
     /// The request body ended before the signed length.
     IncompleteBody = "incomplete_body", 400;
 
+    /// The guest withdrew this upload (`DELETE /v1/attempts/{id}`): its URLs
+    /// take no more bytes, a confirm or renew answers this, and a media
+    /// record of it is taken down and its objects deleted.
+    Withdrawn = "withdrawn", 410;
+
     // --- media -----------------------------------------------------------------
     /// The host took this media down (rejected it): its public links answer
     /// this until it is approved again; the host still sees it.

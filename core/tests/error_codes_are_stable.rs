@@ -60,6 +60,7 @@ fn protocol_codes_have_their_documented_statuses() {
         (ErrorCode::TooManyIds, 422),
         (ErrorCode::SizeMismatch, 422),
         (ErrorCode::FileChanged, 422),
+        (ErrorCode::Withdrawn, 410),
     ];
     for (code, status) in expected {
         assert_eq!(code.http_status(), status, "{code}");

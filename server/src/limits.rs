@@ -503,7 +503,7 @@ fn admission(method: &Method, route: Option<&str>) -> Admission {
         ("POST", "/v1/events/{slug}/attempts" | "/v1/attempts/{id}/renew" | "/v1/attempts/{id}/parts") => {
             Some(RateClass::Authorize)
         }
-        ("POST", "/v1/attempts/{id}/confirm") => Some(RateClass::Confirm),
+        ("POST", "/v1/attempts/{id}/confirm") | ("DELETE", "/v1/attempts/{id}") => Some(RateClass::Confirm),
         ("POST", "/v1/attempts/status") | ("GET", "/v1/attempts/{id}") => Some(RateClass::Status),
         // A live stream's connect reads the wall like a page does.
         ("GET", "/v1/events/{slug}/wall" | "/v1/events/{slug}/wall/live") => Some(RateClass::Wall),

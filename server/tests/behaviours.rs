@@ -14,6 +14,7 @@ mod a_claimed_hash_reveals_nothing_the_guest_does_not_own;
 mod a_decompression_bomb_gets_a_placeholder_not_a_decode;
 mod a_different_photo_is_never_merged;
 mod a_generated_admin_token_is_never_printed;
+mod a_guest_withdraws_an_upload;
 mod a_hang_up_never_poisons_the_database;
 mod a_hostile_guest_cannot_hold_the_upload_slots;
 mod a_lapsed_session_still_answers_for_its_own_attempts;

@@ -264,6 +264,7 @@ async fn every_malformed_request_is_a_4xx_problem_and_the_server_keeps_working()
             .header("idempotency-key", "1234")
             .value(json!({"size": 3, "content_type": "image/png"})),
         case("renew: not a UUID", Method::POST, "/v1/attempts/%FF/renew", 400, "invalid_id").bearer(&session),
+        case("withdraw: not a UUID", Method::DELETE, "/v1/attempts/not-a-uuid", 400, "invalid_id").bearer(&session),
         case("moderation: not a UUID", Method::POST, "/v1/media/xyz/moderation", 400, "invalid_id")
             .bearer(&host)
             .value(json!({"decision": "approve"})),
@@ -351,7 +352,8 @@ async fn every_malformed_request_is_a_4xx_problem_and_the_server_keeps_working()
         case("API route with a trailing slash", Method::GET, format!("/v1/attempts/{id}/"), 404, "route_not_found")
             .bearer(&session),
         case("GET /v1/events", Method::GET, "/v1/events", 405, "method_not_allowed"),
-        case("DELETE an attempt", Method::DELETE, format!("/v1/attempts/{id}"), 405, "method_not_allowed")
+        case("PUT an attempt", Method::PUT, format!("/v1/attempts/{id}"), 405, "method_not_allowed").bearer(&session),
+        case("DELETE an unknown attempt", Method::DELETE, format!("/v1/attempts/{id}"), 404, "not_found")
             .bearer(&session),
         case("PUT /healthz", Method::PUT, "/healthz", 405, "method_not_allowed"),
         case("GET the storage", Method::GET, "/storage/x/0123", 405, "method_not_allowed"),

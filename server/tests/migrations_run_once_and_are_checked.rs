@@ -27,6 +27,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (40, "takedowns", include_str!("../migrations/postgres/0040_takedowns.sql")),
             (41, "late deletes", include_str!("../migrations/postgres/0041_late_deletes.sql")),
             (42, "render budget", include_str!("../migrations/postgres/0042_render_budget.sql")),
+            (43, "withdrawals", include_str!("../migrations/postgres/0043_withdrawals.sql")),
         ]
     } else {
         vec![
@@ -39,6 +40,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (40, "takedowns", include_str!("../migrations/sqlite/0040_takedowns.sql")),
             (41, "late deletes", include_str!("../migrations/sqlite/0041_late_deletes.sql")),
             (42, "render budget", include_str!("../migrations/sqlite/0042_render_budget.sql")),
+            (43, "withdrawals", include_str!("../migrations/sqlite/0043_withdrawals.sql")),
         ]
     }
 }

@@ -401,6 +401,46 @@ pub async fn status(
     Ok(Json(all.pop().unwrap_or(AttemptStatus::NotFound { id })))
 }
 
+/// What a withdrawn attempt, and the media it made, are marked with.
+const WITHDRAWN: &str = "withdrawn by the guest who uploaded it";
+
+/// `DELETE /v1/attempts/{id}`: the guest withdraws an upload.
+#[utoipa::path(delete, path = "/v1/attempts/{id}", tag = "guests",
+    params(("id" = Uuid, Path, description = "Attempt id")),
+    security(("session" = [])),
+    responses(
+        (status = 204, description = "Withdrawn, or already over. Not confirmed yet: the attempt is rejected with `withdrawn` (its URLs take no more bytes, its reserved bytes are freed, a multipart upload is aborted, what it stored is deleted by the sweeper). Confirmed: the media it made is taken down like a rejected one, leaves the wall and the host's list, and its objects are deleted; a duplicate's media is another upload's and stays. Again: `204`, nothing more"),
+        (status = 401, body = Problem, content_type = "application/problem+json", description = "unauthorized, invalid_session"),
+        (status = 404, body = Problem, content_type = "application/problem+json", description = "not_found: unknown ids and other sessions' ids look the same"),
+    ))]
+pub async fn withdraw(
+    State(state): State<AppState>,
+    Session(session): Session,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<StatusCode> {
+    let lock = state.records.lock_attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
+    let a = lock.attempt().clone();
+    match a.state {
+        AttemptState::Authorized => {
+            lock.reject(ErrorCode::Withdrawn.as_str(), WITHDRAWN).await?;
+            if let Some(upload_id) = &a.upload_id {
+                // Best effort: the sweeper deletes a rejected attempt's
+                // object and parts in any case.
+                if let Err(e) = state.objects.abort_multipart(&a.object_key, upload_id).await {
+                    tracing::warn!(attempt = %a.id, error = %e, "could not abort the upload of a withdrawn attempt");
+                }
+            }
+        }
+        AttemptState::Confirmed => {
+            if let Some(media) = lock.withdraw_media(WITHDRAWN, state.now()).await? {
+                super::media::moderated(&state, &media);
+            }
+        }
+        AttemptState::Expired | AttemptState::Rejected => lock.release().await?,
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
 /// `POST /v1/attempts/status`
 #[utoipa::path(post, path = "/v1/attempts/status", tag = "guests",
     request_body = StatusRequest,

@@ -143,7 +143,7 @@ pub fn api(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(events::list_media))
         .routes(routes!(events::wall))
         .routes(routes!(attempts::status_batch))
-        .routes(routes!(attempts::status))
+        .routes(routes!(attempts::status, attempts::withdraw))
         .routes(routes!(attempts::confirm))
         .routes(routes!(attempts::renew))
         .routes(routes!(attempts::sign_parts))

@@ -26,7 +26,7 @@ use crate::storage::local::{Commit, LocalObjectStore, SignedQuery, SignedTarget}
         (status = 422, body = Problem, content_type = "application/problem+json", description = "checksum_mismatch: the bytes do not have the signed SHA-256"),
         (status = 403, body = Problem, content_type = "application/problem+json", description = "url_expired (a part's URL also when it expires before its last byte), bad_signature"),
         (status = 409, body = Problem, content_type = "application/problem+json", description = "already_confirmed: a confirmed object never changes"),
-        (status = 410, body = Problem, content_type = "application/problem+json", description = "expired: the attempt is over, or the part's upload was completed or aborted"),
+        (status = 410, body = Problem, content_type = "application/problem+json", description = "expired: the attempt is over, or the part's upload was completed or aborted; withdrawn: its guest withdrew it"),
         (status = 412, body = Problem, content_type = "application/problem+json", description = "object_exists: different bytes are stored (under the key, or as the part)"),
     ))]
 pub async fn put_object(
@@ -60,6 +60,9 @@ pub async fn put_object(
     let attempt_allows_upload = async || -> Result<()> {
         let attempt = state.records.attempt_by_object_key(&key).await?;
         let now = state.now();
+        if attempt.as_ref().is_some_and(|a| a.reject_code.as_deref() == Some(ErrorCode::Withdrawn.as_str())) {
+            return Err(Error::problem(ErrorCode::Withdrawn, "this upload was withdrawn by its guest"));
+        }
         match attempt.map(|a| (a.state, a.expires_at)) {
             Some((AttemptState::Authorized, expires_at)) if now < expires_at => Ok(()),
             Some((AttemptState::Authorized, _)) => Err(Error::problem(ErrorCode::Expired, "this attempt has expired")),

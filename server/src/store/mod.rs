@@ -276,6 +276,13 @@ pub trait AttemptLock: Send {
     /// Marks the attempt rejected, commits.
     async fn reject(self: Box<Self>, code: &str, reason: &str) -> Result<()>;
 
+    /// The guest withdraws a confirmed attempt: the media record it created
+    /// (not one it duplicates, which is another upload's) is rejected with
+    /// `reason`, removed at once (its objects are deleted by the sweeper),
+    /// kept out of the host's list and out of the content index; commits.
+    /// The media as it is now, `None` when the attempt created none.
+    async fn withdraw_media(self: Box<Self>, reason: &str, now: UnixMillis) -> Result<Option<MediaRow>>;
+
     /// Marks the attempt expired, commits.
     async fn expire(self: Box<Self>) -> Result<()>;
 

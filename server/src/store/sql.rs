@@ -417,6 +417,32 @@ impl AttemptLock for SqlAttemptLock {
         Ok(())
     }
 
+    async fn withdraw_media(mut self: Box<Self>, reason: &str, now: UnixMillis) -> Result<Option<MediaRow>> {
+        let id: Option<String> = sqlx::query_scalar(
+            "UPDATE media SET moderation = 'rejected', moderation_reason = $1, moderated_at = $2,
+                 rejected_at = COALESCE(rejected_at, $2), removed_at = COALESCE(removed_at, $2),
+                 withdrawn_at = COALESCE(withdrawn_at, $2)
+             WHERE attempt_row_id = $3 RETURNING id",
+        )
+        .bind(reason)
+        .bind(now)
+        .bind(self.attempt.row_id)
+        .fetch_optional(&mut *self.tx)
+        .await?;
+        let Some(id) = id else {
+            self.tx.rollback().await?;
+            return Ok(None);
+        };
+        // The same photo shared again is stored again, not confirmed as a
+        // duplicate of what is gone.
+        sqlx::query("DELETE FROM content_index WHERE media_id = $1").bind(&id).execute(&mut *self.tx).await?;
+        let sql = format!("SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.id = $1");
+        let row = sqlx::query(&sql).bind(&id).fetch_one(&mut *self.tx).await?;
+        let media = media_from_row(&row)?;
+        self.tx.commit().await?;
+        Ok(Some(media))
+    }
+
     async fn expire(mut self: Box<Self>) -> Result<()> {
         sqlx::query("UPDATE attempts SET state = 'expired' WHERE row_id = $1 AND state = 'authorized'")
             .bind(self.attempt.row_id)
@@ -709,7 +735,8 @@ impl RecordStore for SqlStore {
 
     async fn list_media(&self, event_id: i64, moderation: Option<Moderation>) -> Result<Vec<MediaRow>> {
         let sql = format!(
-            "SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.event_id = $1 AND (CAST($2 AS TEXT) IS NULL OR m.moderation = $2) ORDER BY m.created_at, m.id"
+            "SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.event_id = $1 AND m.withdrawn_at IS NULL \
+             AND (CAST($2 AS TEXT) IS NULL OR m.moderation = $2) ORDER BY m.created_at, m.id"
         );
         let filter = moderation.map(Moderation::as_str);
         sqlx::query(&sql).bind(event_id).bind(filter).fetch_all(&self.pool).await?.iter().map(media_from_row).collect()

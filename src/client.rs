@@ -794,6 +794,26 @@ impl Client {
         Ok(())
     }
 
+    /// Removes an upload: nothing more is sent, the server is told to
+    /// withdraw it (`DELETE /v1/attempts/{id}`: its URL stops, its reserved
+    /// bytes are freed, a media it made leaves the wall and the host's
+    /// list), then it is forgotten here. If the server cannot be told, the
+    /// error says why and the attempt stays (cancelled), to be removed again.
+    pub async fn remove(&self, id: &Uuid) -> Result<()> {
+        let token =
+            self.page().record(id).ok_or_else(|| Error::NotFound(format!("no attempt {id}")))?.session_token.clone();
+        self.page().cancel(id, now());
+        self.0.signal.raise();
+        if let Some(token) = token {
+            match self.0.api.withdraw(&token, *id).await {
+                // Not known to the server: it holds nothing of it.
+                Ok(()) | Err(Failure::Http { status: 404, .. }) => {}
+                Err(failure) => return Err(Error::Request(failure)),
+            }
+        }
+        self.forget(id).await
+    }
+
     /// Asks the server for fresh moderation states.
     pub fn refresh(&self) {
         self.page().refresh();

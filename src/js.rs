@@ -248,13 +248,29 @@ impl Uploader {
         future_to_promise(async move { Ok(JsValue::from_bool(result?)) })
     }
 
-    /// Forgets an attempt: cancels it and deletes its record and kept file.
+    /// Forgets an attempt on this device: cancels it and deletes its record
+    /// and kept file. The server keeps what it holds (until the attempt
+    /// expires); `remove` withdraws it there too.
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn forget(&self, id: &str) -> Promise {
         let client = self.client.clone();
         let id = parse_id(id);
         future_to_promise(async move {
             client.forget(&id?).await?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
+    /// Removes an upload: tells the server to withdraw it (its URL stops,
+    /// its reserved bytes are freed, a media it made leaves the wall and the
+    /// host's list), then forgets it here. Rejects with the server's or the
+    /// network's error, the attempt kept (cancelled), if that fails.
+    #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
+    pub fn remove(&self, id: &str) -> Promise {
+        let client = self.client.clone();
+        let id = parse_id(id);
+        future_to_promise(async move {
+            client.remove(&id?).await?;
             Ok(JsValue::UNDEFINED)
         })
     }

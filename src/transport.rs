@@ -72,6 +72,8 @@ pub trait Api {
         id: Uuid,
         request: &PartsRequest,
     ) -> LocalFuture<Result<PartsResponse, Failure>>;
+    /// `DELETE /v1/attempts/{id}`: the guest withdraws the upload.
+    fn withdraw(&self, session: &str, id: Uuid) -> LocalFuture<Result<(), Failure>>;
 }
 
 /// Sends a file's bytes to a signed URL.
@@ -217,6 +219,24 @@ impl Api for HttpApi {
     fn sign_parts(&self, session: &str, id: Uuid, body: &PartsRequest) -> LocalFuture<Result<PartsResponse, Failure>> {
         let request = self.post(&format!("/v1/attempts/{id}/parts"), Some(session));
         call(request, to_js(body))
+    }
+
+    fn withdraw(&self, session: &str, id: Uuid) -> LocalFuture<Result<(), Failure>> {
+        let signal = timeout_signal(API_TIMEOUT_MS);
+        let request = Request::delete(&format!("{}/v1/attempts/{id}", self.base))
+            .header("Authorization", &format!("Bearer {session}"))
+            .abort_signal(signal.as_ref());
+        Box::pin(async move {
+            let _signal = signal;
+            let response = request.send().await.map_err(|_| Failure::Network)?;
+            let status = response.status();
+            if (200..300).contains(&status) {
+                return Ok(());
+            }
+            let retry_after = response.headers().get("retry-after");
+            let text = response.text().await.unwrap_or_default();
+            Err(http_failure(status, &response.status_text(), &text, retry_after))
+        })
     }
 }
 

@@ -15,7 +15,7 @@ export type UploadErrorCode =
   | "invalid_filename" | "invalid_checksum" | "too_many_ids" | "idempotency_key_missing" | "idempotency_key_mismatch"
   | "object_missing" | "size_mismatch" | "type_mismatch" | "checksum_mismatch" | "expired" | "already_confirmed"
   | "invalid_part" | "not_multipart" | "url_expired" | "bad_signature" | "length_mismatch" | "content_type_mismatch"
-  | "object_exists" | "incomplete_body" | "removed" | "too_many_unconfirmed" | "session_bytes_exceeded"
+  | "object_exists" | "incomplete_body" | "withdrawn" | "removed" | "too_many_unconfirmed" | "session_bytes_exceeded"
   | "too_many_sessions" | "event_bytes_exceeded" | "request_timeout" | "rate_limited" | "object_store_unavailable"
   | "database_unavailable" | "not_ready"
   | "file_changed" | "internal" | "network" | "storage_unavailable" | "quota_exceeded" | "needs_file"

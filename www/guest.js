@@ -465,6 +465,19 @@ async function forget(id) {
   dropCard(id);
 }
 
+/** The guest's Remove: withdrawn on the server (its bytes, and the photo on the wall and in the host's list), then forgotten here. */
+async function remove(id) {
+  const view = attempts.get(id);
+  try {
+    await uploader.remove(id);
+  } catch (err) {
+    // Kept (cancelled): Remove can be pressed again.
+    addNotice(t("guest.removeFailed.title", { name: view ? view.fileName : "" }), t("guest.removeFailed.text"));
+    return;
+  }
+  dropCard(id);
+}
+
 /** Forgets a card and its preview. */
 function dropCard(id) {
   if (!attempts.has(id) || closed()) return;
@@ -796,7 +809,8 @@ function fillExtra(card, view) {
   const canPause = canCancel && !view.paused;
   const canResume = !view.terminal && view.paused;
   const errorText = errorTextFor(view);
-  const canForget = canRetry || needsFile || view.confirmation === "rejected" || expiredAlone;
+  // A saved upload may be removed too: it leaves the wall and the host's list.
+  const canForget = canRetry || needsFile || view.confirmation === "rejected" || expiredAlone || view.confirmation === "confirmed";
 
   const key = [errorText, canRetry, saveFailed, needsFile, expiredAlone, canForget, canCancel, canPause, canResume, view.type].join("|");
   if (card.extraKey === key) return;
@@ -842,7 +856,7 @@ function fillExtra(card, view) {
     actions.push(actionButton("retry", "primary", t(saveFailed ? "guest.action.retrySave" : "guest.action.retry"), effect, () => uploader.retry(view.id)));
   }
   if (canForget) {
-    actions.push(actionButton("forget", "quiet", t("guest.action.remove"), t("guest.action.removeEffect"), () => forget(view.id)));
+    actions.push(actionButton("forget", "quiet", t("guest.action.remove"), t("guest.action.removeEffect"), () => remove(view.id)));
   }
   card.actions.replaceChildren(...actions);
   if (hadFocus && !card.root.contains(document.activeElement)) (actions[0] || card.root).focus();

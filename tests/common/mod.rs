@@ -231,6 +231,13 @@ impl Api for FaultyApi {
         }
         self.inner.sign_parts(session, id, request)
     }
+
+    fn withdraw(&self, session: &str, id: Uuid) -> LocalFuture<Result<(), Failure>> {
+        if self.faults.offline.get() {
+            return Box::pin(async { Err(Failure::Network) });
+        }
+        self.inner.withdraw(session, id)
+    }
 }
 
 impl Transport for FaultyTransport {

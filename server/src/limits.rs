@@ -241,6 +241,14 @@ pub struct LimitsConfig {
     #[arg(long, env = "UPLOAD_ONCE_MAX_SESSIONS_PER_EVENT_PER_HOUR", default_value = "1000", value_parser = parse_positive_count)]
     pub max_sessions_per_event_per_hour: u64,
 
+    /// Of an event's sessions per hour, how many one client address may open
+    /// (a venue's guests share one address behind its NAT: the default lets
+    /// 500 of them in, and leaves the other half of the event's sessions to
+    /// everyone else whatever one address does). At most
+    /// `--max-sessions-per-event-per-hour`.
+    #[arg(long, env = "UPLOAD_ONCE_MAX_SESSIONS_PER_CLIENT_PER_EVENT_PER_HOUR", default_value = "500", value_parser = parse_positive_count)]
+    pub max_sessions_per_client_per_event_per_hour: u64,
+
     /// Bytes one event may hold (its confirmed attempts and its live
     /// unconfirmed ones): `403 event_bytes_exceeded`.
     #[arg(long, env = "UPLOAD_ONCE_MAX_BYTES_PER_EVENT", default_value = "1024GiB", value_parser = parse_positive_bytes)]
@@ -340,6 +348,7 @@ impl LimitsConfig {
             ("--max-unconfirmed-per-session", self.max_unconfirmed_per_session),
             ("--max-bytes-per-session", self.max_bytes_per_session),
             ("--max-sessions-per-event-per-hour", self.max_sessions_per_event_per_hour),
+            ("--max-sessions-per-client-per-event-per-hour", self.max_sessions_per_client_per_event_per_hour),
             ("--max-bytes-per-event", self.max_bytes_per_event),
             ("--max-requests-in-flight", self.max_requests_in_flight),
             ("--max-puts-in-flight", self.max_puts_in_flight),
@@ -462,6 +471,19 @@ pub fn session_refusal(opened_last_hour: u64, max_per_hour: u64) -> Option<Error
             ErrorCode::TooManySessions,
             format!(
                 "this event opened {opened_last_hour} guest sessions in the last hour, the most it may; try again later"
+            ),
+        )
+    })
+}
+
+/// Why one more session of an event from this client address does not
+/// fit, if it does not.
+pub fn client_session_refusal(opened_last_hour: u64, max_per_hour: u64) -> Option<Error> {
+    (opened_last_hour >= max_per_hour).then(|| {
+        Error::problem(
+            ErrorCode::TooManySessions,
+            format!(
+                "this address opened {opened_last_hour} guest sessions of this event in the last hour, its share; try again later"
             ),
         )
     })

@@ -64,6 +64,13 @@ impl AppState {
         (self.now() + self.url_ttl_ms()).min(attempt_expires_at)
     }
 
+    /// Until when an attempt's bytes stay reserved after a URL of it is
+    /// signed (or bytes of it arrive) now: while that URL may still land
+    /// bytes (its expiry and the PUT grace).
+    pub fn reservation_until(&self, attempt_expires_at: UnixMillis) -> UnixMillis {
+        self.url_expiry(attempt_expires_at) + self.limits.config.put_expiry_grace.as_millis() as i64
+    }
+
     /// When a media link made now expires (Unix seconds): `--media-url-ttl`
     /// from now, rounded up to a step of a quarter of it (at most a day), so
     /// that the same link is handed out for a while and browsers' caches

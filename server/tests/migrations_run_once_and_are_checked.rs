@@ -28,6 +28,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (41, "late deletes", include_str!("../migrations/postgres/0041_late_deletes.sql")),
             (42, "render budget", include_str!("../migrations/postgres/0042_render_budget.sql")),
             (43, "withdrawals", include_str!("../migrations/postgres/0043_withdrawals.sql")),
+            (44, "short reservations", include_str!("../migrations/postgres/0044_short_reservations.sql")),
         ]
     } else {
         vec![
@@ -41,6 +42,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (41, "late deletes", include_str!("../migrations/sqlite/0041_late_deletes.sql")),
             (42, "render budget", include_str!("../migrations/sqlite/0042_render_budget.sql")),
             (43, "withdrawals", include_str!("../migrations/sqlite/0043_withdrawals.sql")),
+            (44, "short reservations", include_str!("../migrations/sqlite/0044_short_reservations.sql")),
         ]
     }
 }

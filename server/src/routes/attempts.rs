@@ -132,6 +132,7 @@ pub async fn authorize(
         object_key: new_object_key(&event.slug),
         created_at: now,
         expires_at: now + state.attempt_ttl_ms(),
+        reserved_until: state.reservation_until(now + state.attempt_ttl_ms()),
         // Fixed now: a later change of the flags never alters it.
         plan: PartPlan::for_size(req.size, state.config.multipart_threshold, state.config.part_size),
         quotas: state.limits.config.attempt_quotas(),
@@ -184,7 +185,11 @@ pub async fn renew(
         return Err(expired_error());
     }
     match row.state {
-        AttemptState::Authorized => Ok(Json(attempt_response(&state, &row, None))),
+        AttemptState::Authorized => {
+            // A new URL: the reservation lasts as long as it may land bytes.
+            state.records.reserve(row.row_id, state.reservation_until(row.expires_at)).await?;
+            Ok(Json(attempt_response(&state, &row, None)))
+        }
         AttemptState::Confirmed => {
             Err(Error::problem(ErrorCode::AlreadyConfirmed, "this attempt is already confirmed"))
         }
@@ -287,6 +292,8 @@ pub async fn sign_parts(
         }
     };
     lock.commit().await?;
+    // New URLs: the reservation lasts as long as they may land bytes.
+    state.records.reserve(a.row_id, state.reservation_until(a.expires_at)).await?;
 
     let expires_at = state.url_expiry(a.expires_at);
     let parts = req

@@ -117,12 +117,13 @@ pub async fn create_event(
     request_body = CreateSessionRequest,
     responses(
         (status = 201, body = SessionResponse),
-        (status = 403, body = Problem, content_type = "application/problem+json", description = "wrong_guest_code; too_many_sessions: the event opened as many sessions in the last hour as the server allows"),
+        (status = 403, body = Problem, content_type = "application/problem+json", description = "wrong_guest_code; too_many_sessions: the event opened as many sessions in the last hour as the server allows, or this address its share of them (a session that authorized nothing counts for 10 minutes)"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 429, body = Problem, content_type = "application/problem+json", description = "rate_limited (Retry-After)"),
     ))]
 pub async fn create_session(
     State(state): State<AppState>,
+    client: Option<axum::Extension<crate::limits::ClientAddress>>,
     ApiPath(slug): ApiPath<String>,
     ApiJson(req): ApiJson<CreateSessionRequest>,
 ) -> Result<(StatusCode, Json<SessionResponse>)> {
@@ -133,8 +134,21 @@ pub async fn create_session(
     let token = new_token();
     let now = state.now();
     let expires_at = now + state.config.effective_session_ttl().as_millis() as i64;
-    let max_per_hour = state.limits.config.max_sessions_per_event_per_hour;
-    state.records.create_session(event.id, &token_hash(&token), now, expires_at, max_per_hour).await?;
+    let limits = &state.limits.config;
+    state
+        .records
+        .create_session(crate::store::NewSession {
+            event_id: event.id,
+            token_hash: token_hash(&token),
+            now,
+            expires_at,
+            client_key: client.map(|c| crate::limits::rate_key(c.0.0).to_string()),
+            max_per_hour: limits.max_sessions_per_event_per_hour,
+            max_per_client_per_hour: limits
+                .max_sessions_per_client_per_event_per_hour
+                .min(limits.max_sessions_per_event_per_hour),
+        })
+        .await?;
     Ok((
         StatusCode::CREATED,
         Json(SessionResponse {

@@ -118,6 +118,11 @@ pub async fn put_object(
             store.commit_part(&upload_id, number, received, allow).await?
         }
     };
+    // Bytes arrived: the attempt's reservation lasts as long as a URL
+    // signed now would.
+    if let Some(a) = state.records.attempt_by_object_key(&key).await? {
+        state.records.reserve(a.row_id, state.reservation_until(a.expires_at)).await?;
+    }
     let mut response = StatusCode::OK.into_response();
     if let Ok(etag) = HeaderValue::from_str(&format!("\"{sha256}\"")) {
         response.headers_mut().insert(header::ETAG, etag);

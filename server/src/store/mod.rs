@@ -134,11 +134,38 @@ pub struct NewAttempt {
     pub created_at: UnixMillis,
     /// Expiry.
     pub expires_at: UnixMillis,
+    /// Until when its bytes count against the quotas without a sign of
+    /// life: while its first URL can still land bytes.
+    pub reserved_until: UnixMillis,
     /// How the file goes up in parts; `None` for one PUT.
     pub plan: Option<PartPlan>,
     /// What the session and the event may hold, checked in the same
     /// transaction as the insert.
     pub quotas: crate::limits::AttemptQuotas,
+}
+
+/// How long a session that authorized nothing counts against its event's
+/// and its address's hourly caps: 10 minutes.
+pub const EMPTY_SESSION_COUNTS_MS: i64 = 10 * 60 * 1000;
+
+/// A guest session to open.
+#[derive(Clone, Debug)]
+pub struct NewSession {
+    /// The event.
+    pub event_id: i64,
+    /// The token's hash.
+    pub token_hash: String,
+    /// Now.
+    pub now: UnixMillis,
+    /// Its expiry.
+    pub expires_at: UnixMillis,
+    /// The client address it is opened from (an IPv6 address by its /64),
+    /// if known.
+    pub client_key: Option<String>,
+    /// Sessions the event may open per hour.
+    pub max_per_hour: u64,
+    /// Of those, sessions one client address may open.
+    pub max_per_client_per_hour: u64,
 }
 
 /// A media record as stored.
@@ -368,17 +395,16 @@ pub trait RecordStore: Send + Sync + 'static {
     /// deleted.
     async fn mark_media_objects_deleted(&self, id: Uuid) -> Result<()>;
 
-    /// Creates a guest session, unless the event opened
-    /// `max_per_hour` sessions in the hour before `now` (`403
-    /// too_many_sessions`; counted and inserted in one transaction).
-    async fn create_session(
-        &self,
-        event_id: i64,
-        token_hash: &str,
-        now: UnixMillis,
-        expires_at: UnixMillis,
-        max_per_hour: u64,
-    ) -> Result<SessionRow>;
+    /// Creates a guest session, unless the event's sessions of the hour
+    /// before `now` are at its cap, or those opened from the same client
+    /// address are at the address's share (`403 too_many_sessions`; counted
+    /// and inserted in one transaction). A session that authorized nothing
+    /// counts only for [`EMPTY_SESSION_COUNTS_MS`] after it was opened.
+    async fn create_session(&self, session: NewSession) -> Result<SessionRow>;
+
+    /// Moves an authorized attempt's reservation on to at least `until`
+    /// (a URL of it was signed, or bytes of it arrived).
+    async fn reserve(&self, attempt_row_id: i64, until: UnixMillis) -> Result<()>;
 
     /// Moves a session's expiry to at least `until`.
     async fn extend_session(&self, session_id: i64, until: UnixMillis) -> Result<()>;

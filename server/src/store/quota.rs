@@ -9,10 +9,12 @@ use crate::error::Result;
 use crate::limits::QuotaUsage;
 
 /// The session's unconfirmed attempts and bytes, and the event's bytes, at
-/// `now`. Bytes count what is confirmed or may still be (authorized and not
-/// expired); a rejected or expired attempt holds nothing, and neither does a
-/// duplicate (it stored no bytes: they are counted once, for the attempt
-/// that stored them).
+/// `now`. Bytes count what is confirmed or reserved: authorized, not
+/// expired, and within its reservation (a URL of it can still land bytes:
+/// an attempt nobody sends anything for stops holding the event's bytes
+/// within `--url-ttl`, not at its expiry days later). A rejected or expired
+/// attempt holds nothing, and neither does a duplicate (it stored no bytes:
+/// they are counted once, for the attempt that stored them).
 pub(crate) async fn usage(
     conn: &mut AnyConnection,
     session_id: i64,
@@ -25,10 +27,12 @@ pub(crate) async fn usage(
               WHERE session_id = $1 AND state = 'authorized' AND expires_at > $3) AS unconfirmed,
             (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM attempts
               WHERE session_id = $1 AND duplicate_of IS NULL
-                AND (state = 'confirmed' OR (state = 'authorized' AND expires_at > $3))) AS session_bytes,
+                AND (state = 'confirmed' OR (state = 'authorized' AND expires_at > $3
+                                             AND COALESCE(reserved_until, expires_at) > $3))) AS session_bytes,
             (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM attempts
               WHERE event_id = $2 AND duplicate_of IS NULL
-                AND (state = 'confirmed' OR (state = 'authorized' AND expires_at > $3))) AS event_bytes",
+                AND (state = 'confirmed' OR (state = 'authorized' AND expires_at > $3
+                                             AND COALESCE(reserved_until, expires_at) > $3))) AS event_bytes",
     )
     .bind(session_id)
     .bind(event_id)

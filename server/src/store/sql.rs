@@ -25,9 +25,9 @@ use uuid::Uuid;
 
 use super::dialect::{Dialect, dialect_of};
 use super::{
-    AttemptLock, AttemptRow, Credential, EventRow, IndexEntry, MediaRow, NewAttempt, NewMedia, PartDigest, RecordStore,
-    SessionRow, SweepBacklog, dedup_from_db, keep_released_connection, moderation_from_db, policy_from_db,
-    policy_to_db,
+    AttemptLock, AttemptRow, Credential, EMPTY_SESSION_COUNTS_MS, EventRow, IndexEntry, MediaRow, NewAttempt, NewMedia,
+    NewSession, PartDigest, RecordStore, SessionRow, SweepBacklog, dedup_from_db, keep_released_connection,
+    moderation_from_db, policy_from_db, policy_to_db,
 };
 use crate::error::{Error, Result};
 use crate::multipart::PartPlan;
@@ -160,8 +160,8 @@ async fn attempt_with_id(conn: &mut AnyConnection, id: Uuid, session_id: i64) ->
 async fn insert_attempt(conn: &mut AnyConnection, a: &NewAttempt, duplicate_of: Option<&str>) -> Result<bool> {
     let inserted = sqlx::query(
         "INSERT INTO attempts (id, session_id, event_id, filename, size, content_type, sha256, object_key, state,
-                               created_at, expires_at, part_size, part_count, duplicate_of, object_deleted)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+                               created_at, expires_at, part_size, part_count, duplicate_of, object_deleted, reserved_until)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
          ON CONFLICT DO NOTHING",
     )
     .bind(a.id.to_string())
@@ -179,6 +179,7 @@ async fn insert_attempt(conn: &mut AnyConnection, a: &NewAttempt, duplicate_of: 
     .bind(a.plan.map(|p| i64::from(p.part_count)))
     .bind(duplicate_of.map(str::to_owned))
     .bind(duplicate_of.is_some())
+    .bind(a.reserved_until)
     .execute(&mut *conn)
     .await?;
     Ok(inserted.rows_affected() == 1)
@@ -526,37 +527,58 @@ impl RecordStore for SqlStore {
         Ok(())
     }
 
-    async fn create_session(
-        &self,
-        event_id: i64,
-        token_hash: &str,
-        now: UnixMillis,
-        expires_at: UnixMillis,
-        max_per_hour: u64,
-    ) -> Result<SessionRow> {
+    async fn create_session(&self, s: NewSession) -> Result<SessionRow> {
         let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
-        self.dialect.lock_event(&mut tx, event_id).await?;
-        let opened: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM sessions WHERE event_id = $1 AND created_at > $2")
-            .bind(event_id)
-            .bind(now - HOUR_MS)
-            .fetch_one(&mut *tx)
-            .await?;
-        if let Some(refusal) = crate::limits::session_refusal(opened as u64, max_per_hour) {
+        self.dialect.lock_event(&mut tx, s.event_id).await?;
+        // Sessions of the last hour, those of this address among them; one
+        // that authorized nothing stops counting soon.
+        let counted = sqlx::query(
+            "SELECT COUNT(*) AS opened,
+                    CAST(COALESCE(SUM(CASE WHEN s.client_key = $3 THEN 1 ELSE 0 END), 0) AS BIGINT) AS from_client
+             FROM sessions s
+             WHERE s.event_id = $1 AND s.created_at > $2
+               AND (s.created_at > $4 OR EXISTS (SELECT 1 FROM attempts a WHERE a.session_id = s.id))",
+        )
+        .bind(s.event_id)
+        .bind(s.now - HOUR_MS)
+        .bind(s.client_key.as_deref())
+        .bind(s.now - EMPTY_SESSION_COUNTS_MS)
+        .fetch_one(&mut *tx)
+        .await?;
+        let opened: i64 = counted.try_get("opened")?;
+        let from_client: i64 = counted.try_get("from_client")?;
+        let refusal = crate::limits::session_refusal(opened as u64, s.max_per_hour)
+            .or_else(|| crate::limits::client_session_refusal(from_client as u64, s.max_per_client_per_hour));
+        if let Some(refusal) = refusal {
             tx.rollback().await?;
             return Err(refusal);
         }
         let row = sqlx::query(
-            "INSERT INTO sessions (event_id, token_hash, created_at, expires_at) VALUES ($1, $2, $3, $4) RETURNING id",
+            "INSERT INTO sessions (event_id, token_hash, created_at, expires_at, client_key)
+             VALUES ($1, $2, $3, $4, $5) RETURNING id",
         )
-        .bind(event_id)
-        .bind(token_hash)
-        .bind(now)
-        .bind(expires_at)
+        .bind(s.event_id)
+        .bind(s.token_hash)
+        .bind(s.now)
+        .bind(s.expires_at)
+        .bind(s.client_key)
         .fetch_one(&mut *tx)
         .await?;
         let id = row.try_get(0)?;
         tx.commit().await?;
-        Ok(SessionRow { id, event_id, expires_at })
+        Ok(SessionRow { id, event_id: s.event_id, expires_at: s.expires_at })
+    }
+
+    async fn reserve(&self, attempt_row_id: i64, until: UnixMillis) -> Result<()> {
+        sqlx::query(
+            "UPDATE attempts SET reserved_until = $1
+             WHERE row_id = $2 AND state = 'authorized' AND (reserved_until IS NULL OR reserved_until < $1)",
+        )
+        .bind(until)
+        .bind(attempt_row_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
     }
 
     async fn extend_session(&self, session_id: i64, until: UnixMillis) -> Result<()> {

@@ -671,15 +671,11 @@ impl RecordStore for ObservedRecords {
     async fn mark_media_objects_deleted(&self, id: Uuid) -> Result<()> {
         self.inner.mark_media_objects_deleted(id).await
     }
-    async fn create_session(
-        &self,
-        event_id: i64,
-        token_hash: &str,
-        now: UnixMillis,
-        expires_at: UnixMillis,
-        max_per_hour: u64,
-    ) -> Result<SessionRow> {
-        self.inner.create_session(event_id, token_hash, now, expires_at, max_per_hour).await
+    async fn create_session(&self, session: upload_once_server::store::NewSession) -> Result<SessionRow> {
+        self.inner.create_session(session).await
+    }
+    async fn reserve(&self, attempt_row_id: i64, until: UnixMillis) -> Result<()> {
+        self.inner.reserve(attempt_row_id, until).await
     }
     async fn extend_session(&self, session_id: i64, until: UnixMillis) -> Result<()> {
         self.inner.extend_session(session_id, until).await

@@ -107,17 +107,18 @@ impl AppState {
     }
 
     /// The URL of a media record's original bytes, metadata and all: only
-    /// its event's host is given it.
-    pub fn original_url(&self, id: Uuid) -> String {
-        self.original_url_until(id, self.media_link_expiry())
+    /// its event's host is given it, for the host token of `binding`
+    /// ([`crate::media::host_binding`]).
+    pub fn original_url(&self, id: Uuid, binding: &str) -> String {
+        self.original_url_until(id, binding, self.media_link_expiry())
     }
 
     /// The URL of a media record's original, working until `exp`.
-    pub fn original_url_until(&self, id: Uuid, exp: i64) -> String {
+    pub fn original_url_until(&self, id: Uuid, binding: &str, exp: i64) -> String {
         format!(
             "{}/v1/media/{id}/content?sig={}&exp={exp}&kid={}",
             self.config.public_base(),
-            crate::media::sign_original(&self.signer, id, exp),
+            crate::media::sign_original(&self.signer, id, binding, exp),
             self.signer.key_id()
         )
     }

@@ -61,6 +61,7 @@ mod rejected_media_is_taken_down;
 mod rejected_objects_are_deleted_after_retention;
 mod rendition_jobs_survive_a_restart;
 mod reservations_never_uploaded_stop_holding_the_event;
+mod revoked_host_links_stop_working;
 mod same_bytes_are_stored_once_per_scope;
 mod sessions_do_not_leak_attempts;
 mod signed_urls_are_bound;

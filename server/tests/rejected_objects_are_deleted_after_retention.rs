@@ -126,7 +126,9 @@ async fn a_media_left_rejected_loses_its_objects_after_the_retention_and_one_app
     let again = upload_as(&other, "image/png", "left-again.png", &photo(200)).await;
     assert_ne!(again.id, left.id, "not the removed media");
     assert_ne!(again.attempt_id, left.attempt_id, "its own attempt's record, not a duplicate's");
-    assert_eq!(server.http.get(&server.state.original_url(again.id)).send().await.unwrap().status(), StatusCode::OK);
+    let event = server.state.records.event_by_slug(guest.slug()).await.unwrap().unwrap();
+    let original = server.state.original_url(again.id, &upload_once_server::media::host_binding(&event));
+    assert_eq!(server.http.get(&original).send().await.unwrap().status(), StatusCode::OK);
 
     // Rejected again, `back`'s retention starts over from the new decision.
     moderate(&guest, back.id, "reject").await;

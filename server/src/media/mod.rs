@@ -201,9 +201,18 @@ fn rendition_message(id: Uuid, exp: i64) -> String {
     format!("RENDITION\n{id}\n{exp}")
 }
 
-/// The message an original's URL signs (host answers and the ZIP only).
-fn original_message(id: Uuid, exp: i64) -> String {
-    format!("ORIGINAL\n{id}\n{exp}")
+/// The message an original's URL signs (host answers and the ZIP only):
+/// bound to the event's host token ([`host_binding`]), so that rotating it
+/// ends every host link handed out before.
+fn original_message(id: Uuid, binding: &str, exp: i64) -> String {
+    format!("ORIGINAL\n{binding}\n{id}\n{exp}")
+}
+
+/// What ties a host's links (originals, `host=` rendition links, the ZIP)
+/// to the event's current host token: part of its hash. A rotation of the
+/// host token changes it, and every such link made before stops working.
+pub fn host_binding(event: &crate::store::EventRow) -> String {
+    event.host_token_hash.chars().take(32).collect()
 }
 
 /// Signs a rendition URL's `sig` (by the current key, [`Signer::key_id`]).
@@ -211,9 +220,10 @@ pub fn sign_rendition(signer: &Signer, id: Uuid, exp: i64) -> String {
     signer.sign(&rendition_message(id, exp))
 }
 
-/// Signs an original's URL `sig` (by the current key).
-pub fn sign_original(signer: &Signer, id: Uuid, exp: i64) -> String {
-    signer.sign(&original_message(id, exp))
+/// Signs an original's URL `sig` (by the current key), for the event's
+/// current host token ([`host_binding`]).
+pub fn sign_original(signer: &Signer, id: Uuid, binding: &str, exp: i64) -> String {
+    signer.sign(&original_message(id, binding, exp))
 }
 
 /// What a media link says of itself: its signature, and (links made since
@@ -238,21 +248,21 @@ pub enum LinkError {
     Expired,
 }
 
+/// Checks a link signed over `message(exp)`; `legacy` is what links made
+/// before they carried an expiry signed.
 fn check(
     signer: &Signer,
     link: Link<'_>,
     now: UnixMillis,
-    message: fn(Uuid, i64) -> String,
-    id: Uuid,
+    message: &dyn Fn(i64) -> String,
+    legacy: &str,
 ) -> std::result::Result<(), LinkError> {
     let (Some(exp), Some(kid)) = (link.exp, link.kid) else {
         // Links made before they carried an expiry were signed over the id
         // alone: they are recognised, and have expired.
-        let legacy = message(id, 0);
-        let legacy = legacy.strip_suffix("\n0").unwrap_or(&legacy);
         return Err(if signer.verify(legacy, link.sig) { LinkError::Expired } else { LinkError::Invalid });
     };
-    if signer.verify_with(kid, &message(id, exp), link.sig) != Some(true) {
+    if signer.verify_with(kid, &message(exp), link.sig) != Some(true) {
         return Err(LinkError::Invalid);
     }
     if exp.saturating_mul(1000) <= now {
@@ -268,15 +278,18 @@ pub fn check_rendition(
     link: Link<'_>,
     now: UnixMillis,
 ) -> std::result::Result<(), LinkError> {
-    check(signer, link, now, rendition_message, id)
+    check(signer, link, now, &|exp| rendition_message(id, exp), &format!("RENDITION\n{id}"))
 }
 
-/// Checks an original's link.
+/// Checks an original's link (or a `host=` signature): signed for the
+/// event's current host token ([`host_binding`]), by a key of this
+/// server's, not expired.
 pub fn check_original(
     signer: &Signer,
     id: Uuid,
+    binding: &str,
     link: Link<'_>,
     now: UnixMillis,
 ) -> std::result::Result<(), LinkError> {
-    check(signer, link, now, original_message, id)
+    check(signer, link, now, &|exp| original_message(id, binding, exp), &format!("ORIGINAL\n{id}"))
 }

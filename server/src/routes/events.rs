@@ -182,7 +182,7 @@ pub async fn list_media(
 ) -> Result<Json<MediaListResponse>> {
     let rows = state.records.list_media(event.id, query.moderation).await?;
     let deduplicated = state.records.deduplicated(event.id).await?;
-    Ok(Json(MediaListResponse { media: super::media::host_media(&state, &rows).await?, deduplicated }))
+    Ok(Json(MediaListResponse { media: super::media::host_media(&state, &event, &rows).await?, deduplicated }))
 }
 
 /// `POST /v1/media/{id}/moderation`
@@ -214,7 +214,7 @@ pub async fn moderate(
         .await?
         .ok_or_else(|| Error::not_found("media"))?;
     super::media::moderated(&state, &row);
-    Ok(Json(super::media::host_media(&state, std::slice::from_ref(&row)).await?.remove(0)))
+    Ok(Json(super::media::host_media(&state, &event, std::slice::from_ref(&row)).await?.remove(0)))
 }
 
 /// Query of the wall.

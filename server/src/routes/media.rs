@@ -30,7 +30,7 @@ use crate::media::renditions::{self, PLACEHOLDER_TYPE, RENDITION_TYPE};
 use crate::media::{Size, zip};
 use crate::state::AppState;
 use crate::storage::GetAnswer;
-use crate::store::MediaRow;
+use crate::store::{EventRow, MediaRow};
 
 /// Content types a browser may render inline from this origin. Anything
 /// else (HTML, SVG, scripts, unknown) is sent as a download.
@@ -91,11 +91,18 @@ fn link_refused(e: crate::media::LinkError) -> Error {
 /// `410 removed` for a rejected media's public links: the host took it
 /// down. Its host's links (signed for the original) still show it, so the
 /// decision can be reversed.
-fn taken_down(state: &AppState, media: &MediaRow, query: &MediaContentQuery) -> Result<()> {
+async fn taken_down(state: &AppState, media: &MediaRow, query: &MediaContentQuery) -> Result<()> {
     removed(media)?;
-    let for_host = query.host.as_deref().is_some_and(|sig| {
+    if media.moderation != Moderation::Rejected {
+        return Ok(());
+    }
+    let binding = match query.host {
+        Some(_) => state.records.event_by_id(media.event_id).await?.map(|e| crate::media::host_binding(&e)),
+        None => None,
+    };
+    let for_host = query.host.as_deref().zip(binding).is_some_and(|(sig, binding)| {
         let link = crate::media::Link { sig, ..query.link() };
-        crate::media::check_original(&state.signer, media.id, link, state.now()).is_ok()
+        crate::media::check_original(&state.signer, media.id, &binding, link, state.now()).is_ok()
     });
     if media.moderation == Moderation::Rejected && !for_host {
         return Err(Error::problem(ErrorCode::Removed, "the host took this down"));
@@ -240,8 +247,10 @@ pub async fn original(
     ApiQuery(query): ApiQuery<MediaContentQuery>,
     headers: HeaderMap,
 ) -> Result<Response> {
-    crate::media::check_original(&state.signer, id, query.link(), state.now()).map_err(link_refused)?;
     let media = state.records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
+    let event = state.records.event_by_id(media.event_id).await?.ok_or_else(|| Error::not_found("media"))?;
+    let binding = crate::media::host_binding(&event);
+    crate::media::check_original(&state.signer, id, &binding, query.link(), state.now()).map_err(link_refused)?;
     removed(&media)?;
     serve_object(&state, &media.object_key, served_type(&media.content_type), redirect_until(&state, &query), &headers)
         .await
@@ -295,7 +304,7 @@ async fn rendition(
 ) -> Result<Response> {
     crate::media::check_rendition(&state.signer, id, query.link(), state.now()).map_err(link_refused)?;
     let media = state.records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
-    taken_down(&state, &media, query)?;
+    taken_down(&state, &media, query).await?;
     // A video plays as uploaded (ranges and all); it has no still.
     if size == Size::Display && media.content_type.starts_with("video/") {
         let served = served_type(&media.content_type);
@@ -391,8 +400,9 @@ pub async fn wall_items(state: &AppState, rows: &[MediaRow]) -> Result<Vec<WallI
 
 /// Media records as their host sees them: with the original's URL and how
 /// far the renditions are.
-pub async fn host_media(state: &AppState, rows: &[MediaRow]) -> Result<Vec<HostMedia>> {
+pub async fn host_media(state: &AppState, event: &EventRow, rows: &[MediaRow]) -> Result<Vec<HostMedia>> {
     let jobs = jobs_of(state, rows).await?;
+    let binding = crate::media::host_binding(event);
     // One expiry for every link of the answer (the `host=` signature is
     // checked against the URL's own `exp`).
     let exp = state.media_link_expiry();
@@ -404,13 +414,13 @@ pub async fn host_media(state: &AppState, rows: &[MediaRow]) -> Result<Vec<HostM
             let url = state.rendition_url_until(m.id, Size::Display, exp);
             media.url = Some(if m.moderation == Moderation::Rejected {
                 // Taken down for everyone else; the host still sees it.
-                format!("{url}&host={}", crate::media::sign_original(&state.signer, m.id, exp))
+                format!("{url}&host={}", crate::media::sign_original(&state.signer, m.id, &binding, exp))
             } else {
                 url
             });
             HostMedia {
                 media,
-                original_url: state.original_url_until(m.id, exp),
+                original_url: state.original_url_until(m.id, &binding, exp),
                 preview: job.map_or("pending", |j| j.state.as_api()).to_owned(),
                 preview_reason: job.filter(|j| j.state == JobState::Placeholder).and_then(|j| j.reason.clone()),
             }
@@ -687,12 +697,17 @@ pub struct ArchiveQuery {
     pub media: ArchiveSelection,
     /// Expiry, Unix seconds.
     pub exp: i64,
+    /// The id of the key that signed it.
+    pub kid: String,
     /// HMAC signature.
     pub sig: String,
 }
 
-fn archive_message(slug: &str, media: ArchiveSelection, exp: i64) -> String {
-    format!("ARCHIVE\n{slug}\n{}\n{exp}", media.as_str())
+/// What a ZIP link signs: the event by id (a slug used again by a later
+/// event opens nothing of the earlier one) and its host token
+/// ([`crate::media::host_binding`]: a rotation ends the links made before).
+fn archive_message(event: &EventRow, media: ArchiveSelection, exp: i64) -> String {
+    format!("ARCHIVE\n{}\n{}\n{}\n{}\n{exp}", event.id, crate::media::host_binding(event), event.slug, media.as_str())
 }
 
 /// `POST /v1/events/{slug}/archive`: a link to download the originals as
@@ -713,13 +728,14 @@ pub async fn archive_link(
     ApiJson(request): ApiJson<ArchiveRequest>,
 ) -> Result<Json<ArchiveLink>> {
     let exp = (state.now() + ARCHIVE_LINK_TTL_MS).div_euclid(1000);
-    let sig = state.signer.sign(&archive_message(&event.slug, request.media, exp));
+    let sig = state.signer.sign(&archive_message(&event, request.media, exp));
     Ok(Json(ArchiveLink {
         url: format!(
-            "{}/v1/events/{}/archive.zip?media={}&exp={exp}&sig={sig}",
+            "{}/v1/events/{}/archive.zip?media={}&exp={exp}&kid={}&sig={sig}",
             state.config.public_base(),
             event.slug,
-            request.media.as_str()
+            request.media.as_str(),
+            state.signer.key_id()
         ),
         expires_at: format_rfc3339(exp * 1000),
     }))
@@ -740,7 +756,8 @@ pub async fn archive(
     ApiQuery(query): ApiQuery<ArchiveQuery>,
 ) -> Result<Response> {
     let event = event(&state, &slug).await?;
-    if !state.signer.verify(&archive_message(&event.slug, query.media, query.exp), &query.sig) {
+    if state.signer.verify_with(&query.kid, &archive_message(&event, query.media, query.exp), &query.sig) != Some(true)
+    {
         return Err(Error::problem(ErrorCode::BadSignature, "the download link's signature does not match"));
     }
     if query.exp.saturating_mul(1000) <= state.now() {

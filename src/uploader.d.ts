@@ -11,6 +11,7 @@ export type ModerationState = "unknown" | "pending" | "approved" | "rejected";
 export type UploadErrorCode =
   | "malformed_request" | "invalid_id" | "unsupported_media_type" | "payload_too_large" | "route_not_found"
   | "method_not_allowed" | "invalid_query" | "unauthorized" | "invalid_session" | "forbidden" | "wrong_guest_code"
+  | "session_revoked" | "address_blocked"
   | "slug_taken" | "invalid_event" | "not_found" | "id_reused" | "file_too_large" | "type_not_allowed" | "empty_file"
   | "invalid_filename" | "invalid_checksum" | "too_many_ids" | "idempotency_key_missing" | "idempotency_key_mismatch"
   | "object_missing" | "size_mismatch" | "type_mismatch" | "checksum_mismatch" | "expired" | "already_confirmed"

@@ -176,6 +176,10 @@ function explainOpenError(err, event) {
     case "not_found":
       showMessage(app, t("guest.notFound.title"), t("guest.notFound.text", { event }), t("guest.notFound.ask"));
       break;
+    case "session_revoked":
+    case "address_blocked":
+      showMessage(app, t("guest.removed.title"), t("guest.removed.text", { event }), t("guest.removed.ask"));
+      break;
     case "storage_unavailable":
     case "quota_exceeded":
       showMessage(app, t("guest.noStorage.title"), t("guest.noStorage.text"), t("guest.noStorage.ask", { message }));
@@ -744,6 +748,9 @@ function noteFor(view) {
 function errorTextFor(view) {
   const expiredAlone = view.confirmation === "expired" && !view.replacedBy;
   const message = view.error ? view.error.message : "";
+  if (view.error && (view.error.code === "session_revoked" || view.error.code === "address_blocked")) {
+    return t("guest.error.removedByHost");
+  }
   if (view.transfer === "failed" && view.error) {
     if (view.error.code === "cancelled") return t("guest.error.cancelled");
     if (view.error.code === "file_changed") return t("guest.error.fileChanged");

@@ -365,6 +365,11 @@ function createItem(m) {
   if (m.moderation !== "rejected") actions.append(reject);
   if (actions.children.length === 1) actions.style.gridTemplateColumns = "1fr";
   info.append(actions);
+  // The guest who uploaded it: removed, their session opens nothing more
+  // and their uploads not yet saved end (what they shared stays here).
+  const removeGuest = h("button", { class: "button button--quiet button--small", type: "button", "data-testid": "remove-guest" }, t("host.item.removeGuest"));
+  removeGuest.addEventListener("click", () => revokeGuest(m, removeGuest));
+  info.append(removeGuest);
 
   // A tick box for "Approve selected" on what can still be approved.
   let select = null;
@@ -465,6 +470,25 @@ async function postDecision(id, decision, reason = null) {
   media.set(updated.id, updated);
   if (channel) channel.postMessage({ media: updated });
   return updated;
+}
+
+/** Removes the guest who uploaded `m` (POST /v1/events/{slug}/guests/{guest}/revoke). */
+async function revokeGuest(m, button) {
+  if (!window.confirm(t("host.guest.confirm", { name: m.filename }))) return;
+  button.disabled = true;
+  try {
+    const response = await fetch(`${base}/v1/events/${encodeURIComponent(event)}/guests/${encodeURIComponent(String(m.guest))}/revoke`, {
+      method: "POST",
+      headers: headers({ "Content-Type": "application/json" }),
+      body: JSON.stringify({ block_address: false }),
+    });
+    if (!response.ok) throw await problemOf(response);
+    const answer = await response.json();
+    setStatus(t("host.status.guestRemoved", { name: m.filename, ended: answer.ended_uploads }));
+  } catch (err) {
+    button.disabled = false;
+    setStatus(t("host.status.guestRemoveFailed", { message: err && err.message ? err.message : String(err) }), true);
+  }
 }
 
 async function decide(id, decision, reason, controls) {

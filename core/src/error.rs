@@ -65,6 +65,12 @@ error_codes! {
     Forbidden = "forbidden", 403;
     /// The guest code does not open this event.
     WrongGuestCode = "wrong_guest_code", 403;
+    /// The event's host removed this guest session: it opens nothing more,
+    /// and its uploads not yet saved were ended.
+    SessionRevoked = "session_revoked", 403;
+    /// The event's host shut this client address out of the event: no
+    /// guest session is opened from it.
+    AddressBlocked = "address_blocked", 403;
 
     // --- events ----------------------------------------------------------
     /// An event with this slug already exists.

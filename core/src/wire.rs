@@ -732,6 +732,10 @@ pub struct HostMedia {
     /// Why there is only the placeholder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preview_reason: Option<String>,
+    /// The guest session that uploaded it (for the host to remove that
+    /// guest: `POST /v1/events/{slug}/guests/{guest}/revoke`).
+    #[serde(default)]
+    pub guest: i64,
 }
 
 /// `GET /v1/events/{slug}/media` answer (host).

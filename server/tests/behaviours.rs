@@ -74,6 +74,7 @@ mod the_composite_checksum_is_never_guessed;
 mod the_dedup_scope_is_chosen_per_event;
 mod the_host_downloads_the_originals_as_one_zip;
 mod the_host_reads_the_guest_code;
+mod the_host_removes_a_guest;
 mod the_host_rotates_the_guest_code_and_the_tokens;
 mod the_service_worker_is_served_with_its_build;
 mod the_wall_is_live;

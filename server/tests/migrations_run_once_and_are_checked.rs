@@ -29,6 +29,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (42, "render budget", include_str!("../migrations/postgres/0042_render_budget.sql")),
             (43, "withdrawals", include_str!("../migrations/postgres/0043_withdrawals.sql")),
             (44, "short reservations", include_str!("../migrations/postgres/0044_short_reservations.sql")),
+            (45, "revocations", include_str!("../migrations/postgres/0045_revocations.sql")),
         ]
     } else {
         vec![
@@ -43,6 +44,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (42, "render budget", include_str!("../migrations/sqlite/0042_render_budget.sql")),
             (43, "withdrawals", include_str!("../migrations/sqlite/0043_withdrawals.sql")),
             (44, "short reservations", include_str!("../migrations/sqlite/0044_short_reservations.sql")),
+            (45, "revocations", include_str!("../migrations/sqlite/0045_revocations.sql")),
         ]
     }
 }

@@ -365,3 +365,64 @@ pub async fn delete_event(State(state): State<AppState>, HostOfEvent(event): Hos
         }
     }
 }
+
+/// `POST /v1/events/{slug}/guests/{guest}/revoke` body.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RevokeGuestRequest {
+    /// Also shut the address the session was opened from out of the event
+    /// (no session is opened from it any more). Careful at a venue: its
+    /// guests may share one address behind its NAT.
+    #[serde(default)]
+    pub block_address: bool,
+}
+
+/// `POST /v1/events/{slug}/guests/{guest}/revoke` answer.
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct RevokeGuestResponse {
+    /// Uploads of the guest not yet saved that were ended.
+    pub ended_uploads: u64,
+    /// Whether its address is shut out of the event.
+    pub address_blocked: bool,
+}
+
+/// `POST /v1/events/{slug}/guests/{guest}/revoke`: the host removes a guest
+/// (the `guest` of an item in the host's list). Its session opens nothing
+/// more (`403 session_revoked`), its uploads not yet saved end (their URLs
+/// take no more bytes, multipart uploads are aborted), and with
+/// `block_address` no session is opened from its address again. What it
+/// already shared stays, for the host to reject.
+#[utoipa::path(post, path = "/v1/events/{slug}/guests/{guest}/revoke", tag = "hosts",
+    params(("slug" = String, Path, description = "Event slug"), ("guest" = String, Path, description = "The `guest` of an item in the host's list")),
+    request_body = RevokeGuestRequest,
+    security(("host" = [])),
+    responses(
+        (status = 200, body = RevokeGuestResponse),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json", description = "no such event, or no such guest of it"),
+    ))]
+pub async fn revoke_guest(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiPath((slug, guest)): ApiPath<(String, String)>,
+    ApiJson(req): ApiJson<RevokeGuestRequest>,
+) -> Result<Json<RevokeGuestResponse>> {
+    let event = event(&state, &slug).await?;
+    super::extract::require_host(&headers, &event)?;
+    let guest: i64 = guest.parse().map_err(|_| Error::not_found("guest"))?;
+    let ended = state
+        .records
+        .revoke_session(event.id, guest, req.block_address, state.now())
+        .await?
+        .ok_or_else(|| Error::not_found("guest"))?;
+    for a in &ended {
+        if let Some(upload_id) = &a.upload_id {
+            // Best effort: the sweeper deletes a rejected attempt's parts.
+            if let Err(e) = state.objects.abort_multipart(&a.object_key, upload_id).await {
+                tracing::warn!(attempt = %a.id, error = %e, "could not abort the upload of a removed guest");
+            }
+        }
+    }
+    Ok(Json(RevokeGuestResponse { ended_uploads: ended.len() as u64, address_blocked: req.block_address }))
+}

@@ -107,11 +107,13 @@ pub fn require_admin(state: &AppState, headers: &HeaderMap) -> Result<()> {
 /// new authorization needs it live ([`SessionRow::is_live`]).
 pub async fn require_session(state: &AppState, headers: &HeaderMap) -> Result<SessionRow> {
     let token = bearer(headers).ok_or_else(missing_bearer)?;
-    state
-        .records
-        .session_by_token_hash(&token_hash(token))
-        .await?
-        .ok_or_else(|| Error::problem(ErrorCode::InvalidSession, "the guest session is unknown; join the event again"))
+    let session = state.records.session_by_token_hash(&token_hash(token)).await?.ok_or_else(|| {
+        Error::problem(ErrorCode::InvalidSession, "the guest session is unknown; join the event again")
+    })?;
+    if session.revoked {
+        return Err(Error::problem(ErrorCode::SessionRevoked, "the event's host removed this guest"));
+    }
+    Ok(session)
 }
 
 /// `401 invalid_session` for a lapsed session asking for something new.

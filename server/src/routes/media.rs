@@ -423,6 +423,7 @@ pub async fn host_media(state: &AppState, event: &EventRow, rows: &[MediaRow]) -
                 original_url: state.original_url_until(m.id, &binding, exp),
                 preview: job.map_or("pending", |j| j.state.as_api()).to_owned(),
                 preview_reason: job.filter(|j| j.state == JobState::Placeholder).and_then(|j| j.reason.clone()),
+                guest: m.session_id,
             }
         })
         .collect())

@@ -138,6 +138,7 @@ pub fn api(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(events::create_event))
         .routes(routes!(events::delete_event))
         .routes(routes!(events::rotate))
+        .routes(routes!(events::revoke_guest))
         .routes(routes!(events::create_session))
         .routes(routes!(attempts::authorize))
         .routes(routes!(events::list_media))

@@ -60,6 +60,8 @@ pub struct SessionRow {
     /// When it stops opening new attempts (its own existing attempts are
     /// still answered after).
     pub expires_at: UnixMillis,
+    /// The host removed it: it opens nothing more.
+    pub revoked: bool,
 }
 
 impl SessionRow {
@@ -177,6 +179,8 @@ pub struct MediaRow {
     pub attempt_row_id: i64,
     /// The attempt's client-minted id.
     pub attempt_id: Uuid,
+    /// The guest session that uploaded it.
+    pub session_id: i64,
     /// The event.
     pub event_id: i64,
     /// The event slug.
@@ -405,6 +409,19 @@ pub trait RecordStore: Send + Sync + 'static {
     /// Moves an authorized attempt's reservation on to at least `until`
     /// (a URL of it was signed, or bytes of it arrived).
     async fn reserve(&self, attempt_row_id: i64, until: UnixMillis) -> Result<()>;
+
+    /// The host removes a guest session of its event: it is marked revoked,
+    /// its authorized attempts are rejected with `session_revoked` (they are
+    /// returned, to abort their uploads), and with `block` the address it
+    /// was opened from is shut out of the event. `None` when the event has
+    /// no such session.
+    async fn revoke_session(
+        &self,
+        event_id: i64,
+        session_id: i64,
+        block: bool,
+        now: UnixMillis,
+    ) -> Result<Option<Vec<AttemptRow>>>;
 
     /// Moves a session's expiry to at least `until`.
     async fn extend_session(&self, session_id: i64, until: UnixMillis) -> Result<()>;

@@ -39,7 +39,7 @@ const ATTEMPT_COLUMNS: &str = "a.row_id, a.id, a.session_id, a.event_id, a.filen
      COALESCE(m.id, a.duplicate_of) AS media_id, \
      a.part_size, a.part_count, a.upload_id";
 const ATTEMPT_FROM: &str = "attempts a LEFT JOIN media m ON m.attempt_row_id = a.row_id";
-const MEDIA_COLUMNS: &str = "m.id, m.attempt_row_id, a.id AS attempt_id, m.event_id, e.slug, m.object_key, a.filename, \
+const MEDIA_COLUMNS: &str = "m.id, m.attempt_row_id, a.id AS attempt_id, a.session_id, m.event_id, e.slug, m.object_key, a.filename, \
      m.size, m.content_type, m.sha256, m.composite_sha256, m.moderation, m.moderation_reason, m.wall_seq, m.created_at, m.moderated_at, \
      m.rejected_at, m.removed_at";
 const MEDIA_FROM: &str = "media m JOIN attempts a ON a.row_id = m.attempt_row_id JOIN events e ON e.id = m.event_id";
@@ -92,6 +92,7 @@ fn media_from_row(row: &AnyRow) -> Result<MediaRow> {
         id: uuid_col(row, "id")?,
         attempt_row_id: row.try_get("attempt_row_id")?,
         attempt_id: uuid_col(row, "attempt_id")?,
+        session_id: row.try_get("session_id")?,
         event_id: row.try_get("event_id")?,
         event_slug: row.try_get("slug")?,
         object_key: row.try_get("object_key")?,
@@ -530,6 +531,21 @@ impl RecordStore for SqlStore {
     async fn create_session(&self, s: NewSession) -> Result<SessionRow> {
         let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
         self.dialect.lock_event(&mut tx, s.event_id).await?;
+        if let Some(key) = &s.client_key {
+            let blocked: Option<i64> =
+                sqlx::query_scalar("SELECT 1 FROM event_blocks WHERE event_id = $1 AND client_key = $2")
+                    .bind(s.event_id)
+                    .bind(key)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            if blocked.is_some() {
+                tx.rollback().await?;
+                return Err(Error::problem(
+                    ErrorCode::AddressBlocked,
+                    "the event's host shut this address out of the event",
+                ));
+            }
+        }
         // Sessions of the last hour, those of this address among them; one
         // that authorized nothing stops counting soon.
         let counted = sqlx::query(
@@ -566,7 +582,58 @@ impl RecordStore for SqlStore {
         .await?;
         let id = row.try_get(0)?;
         tx.commit().await?;
-        Ok(SessionRow { id, event_id: s.event_id, expires_at: s.expires_at })
+        Ok(SessionRow { id, event_id: s.event_id, expires_at: s.expires_at, revoked: false })
+    }
+
+    async fn revoke_session(
+        &self,
+        event_id: i64,
+        session_id: i64,
+        block: bool,
+        now: UnixMillis,
+    ) -> Result<Option<Vec<AttemptRow>>> {
+        let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
+        let key = sqlx::query("SELECT client_key FROM sessions WHERE id = $1 AND event_id = $2")
+            .bind(session_id)
+            .bind(event_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(key) = key else {
+            tx.rollback().await?;
+            return Ok(None);
+        };
+        let key: Option<String> = key.try_get("client_key")?;
+        sqlx::query("UPDATE sessions SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2")
+            .bind(now)
+            .bind(session_id)
+            .execute(&mut *tx)
+            .await?;
+        let sql = format!(
+            "SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.session_id = $1 AND a.state = 'authorized' ORDER BY a.row_id"
+        );
+        let live = sqlx::query(&sql).bind(session_id).fetch_all(&mut *tx).await?;
+        let live = live.iter().map(attempt_from_row).collect::<Result<Vec<_>>>()?;
+        sqlx::query(
+            "UPDATE attempts SET state = 'rejected', reject_code = $1, reject_reason = $2
+             WHERE session_id = $3 AND state = 'authorized'",
+        )
+        .bind(ErrorCode::SessionRevoked.as_str())
+        .bind("the event's host removed this guest")
+        .bind(session_id)
+        .execute(&mut *tx)
+        .await?;
+        if let (true, Some(key)) = (block, key) {
+            sqlx::query(
+                "INSERT INTO event_blocks (event_id, client_key, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+            )
+            .bind(event_id)
+            .bind(key)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(Some(live))
     }
 
     async fn reserve(&self, attempt_row_id: i64, until: UnixMillis) -> Result<()> {
@@ -595,7 +662,7 @@ impl RecordStore for SqlStore {
     async fn session_by_token_hash(&self, hash: &str) -> Result<Option<SessionRow>> {
         // A deleted event's sessions are unknown.
         let row = sqlx::query(
-            "SELECT s.id, s.event_id, s.expires_at FROM sessions s JOIN events e ON e.id = s.event_id
+            "SELECT s.id, s.event_id, s.expires_at, s.revoked_at FROM sessions s JOIN events e ON e.id = s.event_id
              WHERE s.token_hash = $1 AND e.deleted_at IS NULL",
         )
         .bind(hash)
@@ -606,6 +673,7 @@ impl RecordStore for SqlStore {
                 id: r.try_get("id")?,
                 event_id: r.try_get("event_id")?,
                 expires_at: r.try_get("expires_at")?,
+                revoked: r.try_get::<Option<i64>, _>("revoked_at")?.is_some(),
             })
         })
         .transpose()
@@ -889,6 +957,7 @@ impl RecordStore for SqlStore {
             "DELETE FROM media WHERE event_id = $1",
             "DELETE FROM attempts WHERE event_id = $1",
             "DELETE FROM sessions WHERE event_id = $1",
+            "DELETE FROM event_blocks WHERE event_id = $1",
             "DELETE FROM events WHERE id = $1 AND deleted_at IS NOT NULL",
         ] {
             sqlx::query(statement).bind(event_id).execute(&mut *tx).await?;

@@ -674,6 +674,15 @@ impl RecordStore for ObservedRecords {
     async fn create_session(&self, session: upload_once_server::store::NewSession) -> Result<SessionRow> {
         self.inner.create_session(session).await
     }
+    async fn revoke_session(
+        &self,
+        event_id: i64,
+        session_id: i64,
+        block: bool,
+        now: UnixMillis,
+    ) -> Result<Option<Vec<upload_once_server::store::AttemptRow>>> {
+        self.inner.revoke_session(event_id, session_id, block, now).await
+    }
     async fn reserve(&self, attempt_row_id: i64, until: UnixMillis) -> Result<()> {
         self.inner.reserve(attempt_row_id, until).await
     }

@@ -326,6 +326,27 @@ async fn every_malformed_request_is_a_4xx_problem_and_the_server_keeps_working()
             "invalid_query",
         )
         .bearer(&host),
+        case(
+            "revoke guest: block_address not a bool",
+            Method::POST,
+            format!("/v1/events/{slug}/guests/1/revoke"),
+            400,
+            "malformed_request",
+        )
+        .bearer(&host)
+        .value(json!({"block_address": "yes"})),
+        case(
+            "revoke guest: unknown field",
+            Method::POST,
+            format!("/v1/events/{slug}/guests/1/revoke"),
+            400,
+            "malformed_request",
+        )
+        .bearer(&host)
+        .value(json!({"block": true})),
+        case("revoke guest: not a guest", Method::POST, format!("/v1/events/{slug}/guests/x/revoke"), 404, "not_found")
+            .bearer(&host)
+            .value(json!({})),
         case("storage: no signature", Method::PUT, "/storage/x/0123", 400, "invalid_query")
             .raw(Some("image/png"), b"abc".to_vec()),
         case(

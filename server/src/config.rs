@@ -295,7 +295,9 @@ pub struct Config {
     #[arg(long, env = "UPLOAD_ONCE_LOG_FORMAT", value_enum, default_value = "json")]
     pub log_format: crate::logs::LogFormat,
 
-    /// Test-only hooks (`POST /v1/admin/test-hooks`). Never in production.
+    /// Test-only hooks (`POST /v1/admin/test-hooks`): only in a build with
+    /// the `test-hooks` feature, which production builds leave out.
+    #[cfg(feature = "test-hooks")]
     #[arg(long, env = "UPLOAD_ONCE_TEST_HOOKS", hide = true)]
     pub test_hooks: bool,
 

@@ -31,6 +31,7 @@ pub mod state;
 pub mod storage;
 pub mod store;
 pub mod sweeper;
+#[cfg(feature = "test-hooks")]
 pub mod test_hooks;
 
 use std::path::Path;
@@ -132,11 +133,14 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
     std::fs::create_dir_all(&config.data_dir)?;
     let signer = signer(&config)?;
     let metrics = Arc::new(metrics::Metrics::new());
+    #[allow(unused_mut)]
     let mut objects: Arc<dyn ObjectStore> = Arc::new(metrics::MeasuredObjects {
         inner: open_objects(&config, &signer, clock.clone())?,
         metrics: metrics.clone(),
     });
+    #[cfg(feature = "test-hooks")]
     let test_hooks = config.test_hooks.then(|| Arc::new(test_hooks::TestHooks::default()));
+    #[cfg(feature = "test-hooks")]
     if let Some(hooks) = &test_hooks {
         tracing::warn!("--test-hooks is on: never use it in production");
         objects = Arc::new(test_hooks::HookedObjects { inner: objects, hooks: hooks.clone() });
@@ -158,6 +162,7 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
         signer,
         clock,
         admin_token,
+        #[cfg(feature = "test-hooks")]
         test_hooks,
         ops,
         metrics,

@@ -28,7 +28,9 @@ pub struct AppState {
     pub clock: Arc<dyn Clock>,
     /// The admin bearer token.
     pub admin_token: Arc<str>,
-    /// Test-only hooks (`--test-hooks`), off in production.
+    /// Test-only hooks (`--test-hooks`): only in a build with the
+    /// `test-hooks` feature.
+    #[cfg(feature = "test-hooks")]
     pub test_hooks: Option<Arc<crate::test_hooks::TestHooks>>,
     /// Hang-ups and the database's health.
     pub ops: Arc<crate::ops::Ops>,

@@ -69,6 +69,9 @@ mod slow_clients_are_cut_off;
 mod static_assets_are_compressed_cached_and_preloaded;
 mod status_reports_every_state;
 mod store_restart_is_retryable;
+// Holds confirms inside their transaction: the `test-hooks` feature
+// (`cargo xtask test server` builds with it).
+#[cfg(feature = "test-hooks")]
 mod sweeper_never_orphans_media;
 mod the_composite_checksum_is_never_guessed;
 mod the_dedup_scope_is_chosen_per_event;

@@ -20,6 +20,11 @@ pub const LAYERS: &[&str] = &["core", "server", "browser", "e2e", "faults", "siz
 /// 2 KiB over the larger.
 pub const PACKAGE_BUDGET_BYTES: u64 = 159_533 + 2 * 1024;
 
+/// The server's test-only hooks (`--test-hooks`): built for the server tests
+/// and the fault suite only; the e2e layer builds without them, and checks
+/// the flag and the route are not there.
+const TEST_HOOKS: &str = "upload-once-server/test-hooks";
+
 /// Builds the npm package into `out` for a wasm-pack target.
 pub fn build_package(target: &str, out: &str) -> Result {
     sh(Command::new("wasm-pack")
@@ -136,7 +141,9 @@ fn layer_core() -> Result {
 fn layer_server() -> Result {
     // Build both binaries first, so the first combination's timing is the tests'.
     let s3_binary = build_s3_server()?;
-    sh(Command::new("cargo").args(["test", "--no-run", "--quiet", "-p", "upload-once-server"]).current_dir(root()))?;
+    sh(Command::new("cargo")
+        .args(["test", "--no-run", "--quiet", "-p", "upload-once-server", "--features", TEST_HOOKS])
+        .current_dir(root()))?;
     let pg = Postgres::start()?;
     // The CORS test's origin.
     let s3 = S3Server::start(&s3_binary, "server-tests", &[], &["http://app.example".into()])?;
@@ -150,7 +157,7 @@ fn layer_server() -> Result {
         let mut cmd = Command::new("cargo");
         // Four tests at a time on two cores: most of a server test's time
         // is spent waiting on its server, its database or its store.
-        cmd.args(["test", "--no-fail-fast", "-p", "upload-once-server"])
+        cmd.args(["test", "--no-fail-fast", "-p", "upload-once-server", "--features", TEST_HOOKS])
             .current_dir(root())
             .env("RUST_TEST_THREADS", "4")
             .env_remove("UPLOAD_ONCE_TEST_DATABASE_URL");
@@ -356,6 +363,7 @@ fn faults_command() -> Result<Command> {
     ensure_npm(&root().join("tests/e2e"))?;
     sh(Command::new("cargo")
         .args(["build", "--quiet", "-p", "upload-once-server", "-p", "upload-once-fault-proxy"])
+        .args(["--features", TEST_HOOKS])
         .current_dir(root()))?;
     let bin = target_dir().join("debug");
     let mut node = Command::new("node");

@@ -692,6 +692,7 @@ async fn confirm_under_lock(
             }
         }
     }
+    #[cfg(feature = "test-hooks")]
     if let Some(hooks) = &state.test_hooks {
         // Inside the transaction, holding the attempt's row lock.
         hooks.hold_confirm().await;

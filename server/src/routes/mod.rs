@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, FromRequest, State};
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
@@ -83,14 +83,16 @@ pub async fn admin_sweep(State(state): State<AppState>, headers: HeaderMap) -> R
     Ok(Json(sweep_once(&state).await?))
 }
 
-/// `POST /v1/admin/test-hooks` (admin, only with `--test-hooks`).
-/// Without the flag the route is not there; with it, the admin token is
-/// checked before the body is read.
+/// `POST /v1/admin/test-hooks` (admin, only with `--test-hooks`, in a build
+/// with the `test-hooks` feature). Without the flag the route answers like
+/// no route; with it, the admin token is checked before the body is read.
+#[cfg(feature = "test-hooks")]
 pub async fn admin_test_hooks(State(state): State<AppState>, request: axum::extract::Request) -> Result<&'static str> {
     let Some(hooks) = state.test_hooks.clone() else {
         return Err(crate::error::Error::problem(ErrorCode::RouteNotFound, "no such route"));
     };
     extract::require_admin(&state, request.headers())?;
+    use axum::extract::FromRequest;
     let extract::ApiJson(request) =
         extract::ApiJson::<crate::test_hooks::TestHooksRequest>::from_request(request, &state).await?;
     hooks.set(&request);
@@ -130,9 +132,9 @@ fn cors(origins: &[String]) -> CorsLayer {
 /// to [`MAX_JSON_BYTES`], except the storage PUT's; every handler but the
 /// metrics' runs to its end even when its client hangs up
 /// ([`crate::ops::run_to_completion`]). `POST /v1/admin/test-hooks` (only
-/// with `--test-hooks`) is routed but not documented.
+/// in a build with the `test-hooks` feature) is routed but not documented.
 pub fn api(state: &AppState) -> OpenApiRouter<AppState> {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let api = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(healthz))
         .routes(routes!(readyz))
         .routes(routes!(events::create_event))
@@ -156,9 +158,10 @@ pub fn api(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(media::invite))
         .routes(routes!(media::archive_link))
         .routes(routes!(media::archive))
-        .routes(routes!(admin_sweep))
-        .route("/v1/admin/test-hooks", post(admin_test_hooks))
-        .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
+        .routes(routes!(admin_sweep));
+    #[cfg(feature = "test-hooks")]
+    let api = api.route("/v1/admin/test-hooks", axum::routing::post(admin_test_hooks));
+    api.layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
         .routes(routes!(storage::put_object))
         .layer(axum::middleware::from_fn_with_state(state.clone(), crate::ops::run_to_completion))
         // Only reads what is kept: no durable work, and not itself a

@@ -664,8 +664,14 @@ pub async fn admit(State(state): State<AppState>, mut request: Request, next: Ne
             };
         }
     };
-    // Storage PUTs have their own pool: they do not count here.
-    if state.ops.requests_in_flight().saturating_sub(limits.puts.in_flight()) >= limits.config.max_requests_in_flight {
+    // Storage PUTs have their own pool, and requests waiting for a rendition
+    // job hold no slot: neither counts here.
+    let working = state
+        .ops
+        .requests_in_flight()
+        .saturating_sub(limits.puts.in_flight())
+        .saturating_sub(state.ops.waiting_for_jobs());
+    if working >= limits.config.max_requests_in_flight {
         return rate_limited(
             "the server is handling as many requests as it may; try again in a moment",
             Duration::ZERO,

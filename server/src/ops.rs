@@ -49,6 +49,8 @@ pub struct DatabaseFailure(pub String);
 pub struct Ops {
     hangups: AtomicU64,
     in_flight: AtomicU64,
+    /// Requests waiting for a rendition job (counted in `in_flight` too).
+    waiting_for_jobs: AtomicU64,
     database: Mutex<DatabaseHealth>,
     /// The last readiness probe: when (server clock) and what it found.
     readiness: tokio::sync::Mutex<Option<(upload_once_core::time::UnixMillis, Readiness)>>,
@@ -78,6 +80,24 @@ impl Ops {
     /// ends).
     pub fn requests_in_flight(&self) -> u64 {
         self.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Requests waiting now for a rendition job to end: they hold no slot
+    /// of `--max-requests-in-flight` (a job can take seconds, and no other
+    /// request should wait for it), but at most [`MAX_JOB_WAITERS`] wait at
+    /// once.
+    pub fn waiting_for_jobs(&self) -> u64 {
+        self.waiting_for_jobs.load(Ordering::SeqCst)
+    }
+
+    /// A place among the requests waiting for a rendition job, or `None`
+    /// when [`MAX_JOB_WAITERS`] already wait (the request then answers at
+    /// once that the rendition is still being made).
+    pub fn wait_for_job(self: &Arc<Self>) -> Option<JobWaiter> {
+        self.waiting_for_jobs
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < MAX_JOB_WAITERS).then_some(n + 1))
+            .ok()
+            .map(|_| JobWaiter(self.clone()))
     }
 
     /// Why the database does not take writes, while it does not.
@@ -200,6 +220,21 @@ impl Drop for HangUpWatch<'_> {
             self.ops.hangups.fetch_add(1, Ordering::SeqCst);
             tracing::debug!(%route, "the client hung up; the request's work goes on");
         }
+    }
+}
+
+/// Requests that may wait for a rendition job at once (each holds a socket
+/// and a task, not an API slot).
+pub const MAX_JOB_WAITERS: u64 = 1024;
+
+/// A request's place among those waiting for a rendition job; given back
+/// when dropped.
+#[derive(Debug)]
+pub struct JobWaiter(Arc<Ops>);
+
+impl Drop for JobWaiter {
+    fn drop(&mut self) {
+        self.0.waiting_for_jobs.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -19,6 +19,7 @@ mod a_hang_up_never_poisons_the_database;
 mod a_hostile_guest_cannot_hold_the_upload_slots;
 mod a_lapsed_session_still_answers_for_its_own_attempts;
 mod a_multipart_duplicate_leaves_no_second_object;
+mod a_request_waiting_for_a_rendition_holds_no_slot;
 mod a_session_flood_from_one_address_cannot_fill_an_event;
 mod a_spliced_file_is_never_confirmed;
 mod an_object_in_parts_reads_like_one;

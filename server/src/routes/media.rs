@@ -260,7 +260,11 @@ pub async fn original(
 /// to end, making the job if the scan has not yet; `None` if it is still
 /// running.
 async fn finished_job(state: &AppState, id: Uuid) -> Result<Option<JobRow>> {
-    let deadline = tokio::time::Instant::now() + state.media.settings.wait;
+    // While it waits, the request holds no slot of the API's: waiting for a
+    // job is not work the server does for it.
+    let waiter = state.ops.wait_for_job();
+    let wait = if waiter.is_some() { state.media.settings.wait } else { Duration::ZERO };
+    let deadline = tokio::time::Instant::now() + wait;
     let mut finished = state.media.events.watch_finished();
     loop {
         match state.media.db.job(id).await? {

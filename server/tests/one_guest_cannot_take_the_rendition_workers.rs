@@ -3,7 +3,9 @@
 //! hour, `--render-megapixels-per-session`) its further photos wait their
 //! turn in the queue, without being counted as a failed try, while an
 //! honest guest of another event has theirs made at once. An hour later the
-//! waiting photos are made too: deferred, never dropped.
+//! waiting photos are made too: deferred, never dropped. And one session
+//! takes one rendition worker at most: a worker takes no job of a session
+//! another worker holds one of.
 
 use std::time::Duration;
 
@@ -86,4 +88,32 @@ async fn past_its_budget_a_sessions_photos_wait_while_another_guests_are_made() 
         rows.iter().all(|j| j.state == JobState::Done)
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_sessions_photos_take_one_worker_at_a_time() {
+    // No workers running: the test claims as they would.
+    let server = TestServer::start().await;
+    let hostile = open_event(&server).await;
+    let honest = open_event(&server).await;
+    let photo = |n: u32| encoded(quadrants(64 + n, 48), ImageFormat::Png);
+    let first = upload_as(&hostile, "image/png", "a.png", &photo(0)).await;
+    let second = upload_as(&hostile, "image/png", "b.png", &photo(1)).await;
+    let other = upload_as(&honest, "image/png", "c.png", &photo(2)).await;
+    let db = &server.state.media.db;
+    let now = server.state.now();
+    for id in [first.id, second.id, other.id] {
+        db.enqueue(id, now).await.unwrap();
+    }
+    let lease = Duration::from_secs(30);
+    // The hostile session's first photo, then the honest guest's, not the
+    // hostile session's second while its first is held.
+    let a = db.claim(now, lease).await.unwrap().expect("a job");
+    assert_eq!(a.media_id, first.id);
+    let b = db.claim(now, lease).await.unwrap().expect("another job");
+    assert_eq!(b.media_id, other.id, "another session's photo, not the same session's second");
+    assert_eq!(db.claim(now, lease).await.unwrap(), None, "its session's worker is busy");
+    // Once the first ends, the second is next.
+    db.finish(a, &Ok((64, 48)), now).await.unwrap();
+    assert_eq!(db.claim(now, lease).await.unwrap().map(|c| c.media_id), Some(second.id));
 }

@@ -101,13 +101,15 @@ fn instance(doc: &Value, schema: &Value) -> Value {
 }
 
 /// A concrete URL for a documented path: the guest's event for `{slug}`,
-/// a fresh UUID for `{id}`, a well-formed key for `{key}`, and every
+/// a fresh UUID for `{id}`, a well-formed key for `{key}`, a guest number
+/// for `{guest}`, and every
 /// required query parameter filled from its schema.
 fn concrete(doc: &Value, guest: &Guest<'_>, path: &str, op: &Value) -> String {
     let mut url = path
         .replace("{slug}", guest.slug())
         .replace("{id}", &Uuid::new_v4().to_string())
-        .replace("{key}", &format!("{}/0123abcd", guest.slug()));
+        .replace("{key}", &format!("{}/0123abcd", guest.slug()))
+        .replace("{guest}", "1");
     assert!(!url.contains('{'), "a path parameter this test cannot fill: {path}");
     let query: Vec<String> = op["parameters"]
         .as_array()

@@ -167,13 +167,22 @@ impl MediaDb {
     }
 
     /// Takes the job due first (queued and due, or running with its lease
-    /// run out) for `lease`.
+    /// run out) for `lease`, of a guest session none of whose jobs a worker
+    /// holds: one session takes one worker at most, whatever it uploads.
     pub async fn claim(&self, now: UnixMillis, lease: Duration) -> Result<Option<Claimed>> {
         let row = sqlx::query(
             "UPDATE rendition_jobs SET state = 'running', tries = tries + 1, due_at = $1
-             WHERE media_id = (SELECT media_id FROM rendition_jobs
-                               WHERE state IN ('queued', 'running') AND due_at <= $2
-                               ORDER BY due_at LIMIT 1)
+             WHERE media_id = (SELECT j.media_id FROM rendition_jobs j
+                               JOIN media m ON m.id = j.media_id
+                               JOIN attempts a ON a.row_id = m.attempt_row_id
+                               WHERE j.state IN ('queued', 'running') AND j.due_at <= $2
+                                 AND NOT EXISTS (
+                                     SELECT 1 FROM rendition_jobs h
+                                     JOIN media hm ON hm.id = h.media_id
+                                     JOIN attempts ha ON ha.row_id = hm.attempt_row_id
+                                     WHERE ha.session_id = a.session_id AND h.state = 'running'
+                                       AND h.due_at > $2 AND h.media_id <> j.media_id)
+                               ORDER BY j.due_at LIMIT 1)
                AND state IN ('queued', 'running') AND due_at <= $2
              RETURNING media_id, tries, pixels",
         )
@@ -241,19 +250,20 @@ impl MediaDb {
     /// The pixels whose decode began at or after `since` for the other
     /// media of the guest session that uploaded this one.
     pub async fn session_pixels(&self, media_id: Uuid, since: UnixMillis) -> Result<i64> {
-        let used: Option<i64> = sqlx::query_scalar(
-            "SELECT CAST(SUM(j.pixels) AS BIGINT) FROM rendition_jobs j
+        let row = sqlx::query(
+            "SELECT CAST(COALESCE(SUM(CASE WHEN j.decoded_at >= $2 THEN j.pixels ELSE 0 END), 0) AS BIGINT) AS used
+             FROM rendition_jobs j
              JOIN media m ON m.id = j.media_id
              JOIN attempts a ON a.row_id = m.attempt_row_id
              WHERE a.session_id = (SELECT a2.session_id FROM media m2
                                    JOIN attempts a2 ON a2.row_id = m2.attempt_row_id WHERE m2.id = $1)
-               AND j.decoded_at >= $2 AND j.media_id <> $1",
+               AND j.media_id <> $1",
         )
         .bind(media_id.to_string())
         .bind(since)
         .fetch_one(&self.pool)
         .await?;
-        Ok(used.unwrap_or(0))
+        Ok(row.try_get("used")?)
     }
 
     /// Marks a held job's decode begun now: its pixels count against its
@@ -511,9 +521,37 @@ pub fn reason_for_type(content_type: &str) -> String {
     }
 }
 
+/// How much lower than the requests' a decode's CPU priority is (a nice
+/// value): a photo's decode takes a core for a second or more, and the
+/// requests of every guest must not wait behind it.
+const DECODE_NICENESS: i32 = 10;
+
+/// Runs a decode on a thread of its own, at a lower CPU priority
+/// ([`DECODE_NICENESS`]); the workers bound how many run at once. A thread
+/// of its own rather than the blocking pool's, whose threads do the store's
+/// file I/O too and could not take their priority back without privileges.
+async fn decode_at_low_priority<T: Send + 'static>(
+    decode: impl FnOnce() -> T + Send + 'static,
+) -> std::result::Result<T, String> {
+    let (done, result) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("rendition".into())
+        .spawn(move || {
+            // On Linux the nice value is the calling thread's own.
+            #[cfg(target_os = "linux")]
+            // SAFETY: setpriority only reads its arguments.
+            unsafe {
+                libc::setpriority(libc::PRIO_PROCESS, 0, DECODE_NICENESS);
+            }
+            let _ = done.send(decode());
+        })
+        .map_err(|e| format!("no thread for the decode: {e}"))?;
+    result.await.map_err(|_| "the decode's thread ended without an answer (it panicked)".to_owned())
+}
+
 /// Whether a job may decode `pixels` now: its session's budget over the
-/// last [`BUDGET_WINDOW`] has room (a photo larger than the whole budget
-/// still gets a turn when nothing else of its session was decoded).
+/// last [`BUDGET_WINDOW`] has room (a photo larger than the whole budget still gets a turn when
+/// nothing else of its session was decoded).
 async fn within_budget(state: &AppState, job: Claimed, pixels: i64) -> std::result::Result<(), Failure> {
     let budget = state.media.settings.session_pixels as i64;
     let now = state.now();
@@ -564,7 +602,7 @@ async fn render(state: &AppState, job: Claimed) -> std::result::Result<(u32, u32
         within_budget(state, job, pixels).await?;
     }
     state.media.db.begin_decode(job, pixels, state.now()).await?;
-    let made = tokio::task::spawn_blocking(move || renditions::make(&bytes, format))
+    let made = decode_at_low_priority(move || renditions::make(&bytes, format))
         .await
         .map_err(|e| {
             tracing::warn!(media = %media_id, "rendition job: the decoder failed: {e}");

@@ -7,9 +7,8 @@
 
 use crate::support;
 
-use reqwest::{Client, StatusCode};
-use serde_json::{Value, json};
-use support::limits::{client_from, with_limits};
+use reqwest::Client;
+use support::limits::{client_from, join_from, with_limits};
 use support::{Guest, TestServer};
 use upload_once_core::wire::CreateEventResponse;
 use uuid::Uuid;
@@ -18,18 +17,7 @@ const PER_EVENT: u64 = 8;
 const PER_CLIENT: u64 = 4;
 
 async fn join(server: &TestServer, client: &Client, event: &CreateEventResponse) -> Result<String, String> {
-    let r = client
-        .post(server.url(&format!("/v1/events/{}/sessions", event.event.slug)))
-        .json(&json!({"guest_code": event.guest_code}))
-        .send()
-        .await
-        .unwrap();
-    let status = r.status();
-    let v: Value = r.json().await.unwrap();
-    match status {
-        StatusCode::CREATED => Ok(v["session_token"].as_str().unwrap().to_owned()),
-        _ => Err(format!("{status} {}", v["code"].as_str().unwrap_or_default())),
-    }
+    join_from(server, client, event).await.map(|guest| guest.session)
 }
 
 #[tokio::test]
@@ -44,7 +32,7 @@ async fn one_address_opens_only_its_share_and_empty_sessions_stop_counting() {
     for _ in 0..PER_CLIENT {
         join(&server, &hostile, &event).await.unwrap();
     }
-    assert_eq!(join(&server, &hostile, &event).await, Err("403 Forbidden too_many_sessions".into()), "past its share");
+    assert_eq!(join(&server, &hostile, &event).await, Err("403 too_many_sessions".into()), "past its share");
 
     // The other guests of the event still get in, up to the event's cap.
     let mut honest = Vec::new();
@@ -54,7 +42,7 @@ async fn one_address_opens_only_its_share_and_empty_sessions_stop_counting() {
     }
     assert_eq!(
         join(&server, &client_from("127.0.2.1"), &event).await,
-        Err("403 Forbidden too_many_sessions".into()),
+        Err("403 too_many_sessions".into()),
         "the event's cap"
     );
     // One of them uploads something.
@@ -68,13 +56,13 @@ async fn one_address_opens_only_its_share_and_empty_sessions_stop_counting() {
     for _ in 0..PER_CLIENT {
         join(&server, &hostile, &event).await.unwrap();
     }
-    assert_eq!(join(&server, &hostile, &event).await, Err("403 Forbidden too_many_sessions".into()));
+    assert_eq!(join(&server, &hostile, &event).await, Err("403 too_many_sessions".into()));
     for n in 0..(PER_EVENT - PER_CLIENT - 1) {
         join(&server, &client_from(&format!("127.0.3.{}", n + 1)), &event).await.unwrap();
     }
     assert_eq!(
         join(&server, &client_from("127.0.4.1"), &event).await,
-        Err("403 Forbidden too_many_sessions".into()),
+        Err("403 too_many_sessions".into()),
         "the session that uploaded still counts"
     );
 }

@@ -28,9 +28,9 @@ async fn reserve(guest: &Guest<'_>, size: u64) -> StatusCode {
     status
 }
 
-#[tokio::test]
-async fn a_reservation_nobody_uploads_stops_holding_the_event_once_its_url_is_over() {
-    let server = TestServer::start_with(Options {
+/// A server whose events hold 1000 bytes, with the URL TTL and grace above.
+async fn event_of_1000_bytes() -> TestServer {
+    TestServer::start_with(Options {
         url_ttl: Some(URL_TTL),
         configure: Some(Box::new(|c| {
             c.limits.max_bytes_per_event = 1000;
@@ -38,7 +38,12 @@ async fn a_reservation_nobody_uploads_stops_holding_the_event_once_its_url_is_ov
         })),
         ..Default::default()
     })
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn a_reservation_nobody_uploads_stops_holding_the_event_once_its_url_is_over() {
+    let server = event_of_1000_bytes().await;
     let hostile = server.guest().await;
     let honest = server.guest_of(&hostile.event).await;
 
@@ -53,15 +58,7 @@ async fn a_reservation_nobody_uploads_stops_holding_the_event_once_its_url_is_ov
 
 #[tokio::test]
 async fn an_upload_that_goes_on_keeps_its_reservation() {
-    let server = TestServer::start_with(Options {
-        url_ttl: Some(URL_TTL),
-        configure: Some(Box::new(|c| {
-            c.limits.max_bytes_per_event = 1000;
-            c.limits.put_expiry_grace = GRACE;
-        })),
-        ..Default::default()
-    })
-    .await;
+    let server = event_of_1000_bytes().await;
     let slow = server.guest().await;
     let other = server.guest_of(&slow.event).await;
     let id = Uuid::new_v4();

@@ -8,34 +8,12 @@
 
 use crate::support;
 
-use reqwest::{Client, Method, StatusCode};
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use support::limits::client_from;
+use support::limits::{client_from, join_from};
 use support::media::{host_list, upload_as};
-use support::{Guest, TestServer, problem};
-use upload_once_core::wire::CreateEventResponse;
+use support::{TestServer, problem};
 use uuid::Uuid;
-
-async fn join_from<'a>(
-    server: &'a TestServer,
-    client: &Client,
-    event: &CreateEventResponse,
-) -> Result<Guest<'a>, String> {
-    let r = client
-        .post(server.url(&format!("/v1/events/{}/sessions", event.event.slug)))
-        .json(&json!({"guest_code": event.guest_code}))
-        .send()
-        .await
-        .unwrap();
-    let status = r.status();
-    let v: Value = r.json().await.unwrap();
-    match status {
-        StatusCode::CREATED => {
-            Ok(Guest { server, event: event.clone(), session: v["session_token"].as_str().unwrap().to_owned() })
-        }
-        _ => Err(format!("{} {}", status.as_u16(), v["code"].as_str().unwrap_or_default())),
-    }
-}
 
 async fn revoke(server: &TestServer, slug: &str, token: &str, guest: &str, block: bool) -> reqwest::Response {
     server

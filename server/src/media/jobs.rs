@@ -236,17 +236,6 @@ impl MediaDb {
         Ok(())
     }
 
-    /// Records a held job's pixels, read from its original's header.
-    pub async fn note_pixels(&self, job: Claimed, pixels: i64) -> Result<()> {
-        sqlx::query("UPDATE rendition_jobs SET pixels = $1 WHERE media_id = $2 AND state = 'running' AND tries = $3")
-            .bind(pixels)
-            .bind(job.media_id.to_string())
-            .bind(job.tries)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
     /// The pixels whose decode began at or after `since` for the other
     /// media of the guest session that uploaded this one.
     pub async fn session_pixels(&self, media_id: Uuid, since: UnixMillis) -> Result<i64> {
@@ -266,15 +255,16 @@ impl MediaDb {
         Ok(row.try_get("used")?)
     }
 
-    /// Marks a held job's decode begun now: its pixels count against its
-    /// session's budget from here on.
-    pub async fn begin_decode(&self, job: Claimed, pixels: i64, now: UnixMillis) -> Result<()> {
+    /// Records a held job's pixels, read from its original's header, and
+    /// with `decoded_at` that its decode began then: from then on they
+    /// count against its session's budget.
+    pub async fn record_pixels(&self, job: Claimed, pixels: i64, decoded_at: Option<UnixMillis>) -> Result<()> {
         sqlx::query(
-            "UPDATE rendition_jobs SET pixels = $1, decoded_at = $2
+            "UPDATE rendition_jobs SET pixels = $1, decoded_at = COALESCE($2, decoded_at)
              WHERE media_id = $3 AND state = 'running' AND tries = $4",
         )
         .bind(pixels)
-        .bind(now)
+        .bind(decoded_at)
         .bind(job.media_id.to_string())
         .bind(job.tries)
         .execute(&self.pool)
@@ -598,10 +588,10 @@ async fn render(state: &AppState, job: Claimed) -> std::result::Result<(u32, u32
     })?;
     let pixels = header.pixels() as i64;
     if job.pixels.is_none() {
-        state.media.db.note_pixels(job, pixels).await?;
+        state.media.db.record_pixels(job, pixels, None).await?;
         within_budget(state, job, pixels).await?;
     }
-    state.media.db.begin_decode(job, pixels, state.now()).await?;
+    state.media.db.record_pixels(job, pixels, Some(state.now())).await?;
     let made = decode_at_low_priority(move || renditions::make(&bytes, format))
         .await
         .map_err(|e| {

@@ -22,6 +22,29 @@ pub fn with_limits(configure: impl FnOnce(&mut upload_once_server::limits::Limit
     Options { configure: Some(Box::new(move |c| configure(&mut c.limits))), ..Default::default() }
 }
 
+/// Joins `event` from `client`'s address: the guest, or `"<status>
+/// <code>"` when refused.
+pub async fn join_from<'a>(
+    server: &'a TestServer,
+    client: &Client,
+    event: &upload_once_core::wire::CreateEventResponse,
+) -> Result<super::Guest<'a>, String> {
+    let r = client
+        .post(server.url(&format!("/v1/events/{}/sessions", event.event.slug)))
+        .json(&serde_json::json!({"guest_code": event.guest_code}))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    let v: serde_json::Value = r.json().await.unwrap();
+    match status {
+        StatusCode::CREATED => {
+            Ok(super::Guest { server, event: event.clone(), session: v["session_token"].as_str().unwrap().to_owned() })
+        }
+        _ => Err(format!("{} {}", status.as_u16(), v["code"].as_str().unwrap_or_default())),
+    }
+}
+
 impl TestServer {
     /// A guest of a fresh event uploads a photo all the way (join,
     /// authorize, PUT, confirm) and it is stored once: the normal guest the

@@ -87,23 +87,25 @@ impl AppState {
     /// The URL everyone is given for a media record: its display rendition
     /// (guests at confirm and in status, the wall, the host's list alike).
     /// The same signature opens its thumbnail (`/thumb`).
-    pub fn media_url(&self, id: Uuid) -> String {
-        self.rendition_url(id, crate::media::Size::Display)
+    /// Signed for the media `id` of event `event_id`: it opens nothing of
+    /// any other.
+    pub fn media_url(&self, event_id: i64, id: Uuid) -> String {
+        self.rendition_url(event_id, id, crate::media::Size::Display)
     }
 
     /// The URL of one rendition of a media record.
-    pub fn rendition_url(&self, id: Uuid, size: crate::media::Size) -> String {
-        self.rendition_url_until(id, size, self.media_link_expiry())
+    pub fn rendition_url(&self, event_id: i64, id: Uuid, size: crate::media::Size) -> String {
+        self.rendition_url_until(event_id, id, size, self.media_link_expiry())
     }
 
     /// The URL of one rendition of a media record, working until `exp`
     /// (Unix seconds): `?sig=…&exp=…&kid=…`.
-    pub fn rendition_url_until(&self, id: Uuid, size: crate::media::Size, exp: i64) -> String {
+    pub fn rendition_url_until(&self, event_id: i64, id: Uuid, size: crate::media::Size, exp: i64) -> String {
         format!(
             "{}/v1/media/{id}/{}?sig={}&exp={exp}&kid={}",
             self.config.public_base(),
             size.as_str(),
-            crate::media::sign_rendition(&self.signer, id, exp),
+            crate::media::sign_rendition(&self.signer, event_id, id, exp),
             self.signer.key_id()
         )
     }
@@ -139,7 +141,7 @@ impl AppState {
             composite_sha256: m.composite_sha256.clone(),
             moderation: m.moderation,
             moderation_reason: m.moderation_reason.clone(),
-            url: Some(self.media_url(m.id)),
+            url: Some(self.media_url(m.event_id, m.id)),
             created_at: format_rfc3339(m.created_at),
             duplicate: false,
         }
@@ -170,7 +172,7 @@ impl AppState {
     /// The display rendition's URL when the media is on the wall (approved),
     /// else `None`.
     fn public_url(&self, m: &MediaRow) -> Option<String> {
-        (m.moderation == upload_once_core::wire::Moderation::Approved).then(|| self.media_url(m.id))
+        (m.moderation == upload_once_core::wire::Moderation::Approved).then(|| self.media_url(m.event_id, m.id))
     }
 
     /// What the guest of attempt `a` sees of its media record in status
@@ -181,7 +183,7 @@ impl AppState {
             id: m.id,
             moderation: m.moderation,
             reason: if duplicate { None } else { m.moderation_reason.clone() },
-            url: if duplicate { self.public_url(m) } else { Some(self.media_url(m.id)) },
+            url: if duplicate { self.public_url(m) } else { Some(self.media_url(m.event_id, m.id)) },
             composite_sha256: m.composite_sha256.clone(),
             duplicate,
         }
@@ -192,8 +194,8 @@ impl AppState {
     pub fn wall_item(&self, m: &MediaRow) -> WallItem {
         WallItem {
             id: m.id,
-            url: self.media_url(m.id),
-            thumb_url: self.rendition_url(m.id, crate::media::Size::Thumb),
+            url: self.media_url(m.event_id, m.id),
+            thumb_url: self.rendition_url(m.event_id, m.id, crate::media::Size::Thumb),
             placeholder: None,
             content_type: m.content_type.clone(),
             approved_at: format_rfc3339(m.moderated_at.unwrap_or(m.created_at)),

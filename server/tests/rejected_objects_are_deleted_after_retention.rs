@@ -85,7 +85,8 @@ async fn a_media_left_rejected_loses_its_objects_after_the_retention_and_one_app
     let host_url = listed["url"].as_str().unwrap().to_owned();
     assert!(host_url.contains("&host="), "{host_url}");
     let original = listed["original_url"].as_str().unwrap().to_owned();
-    for url in [&server.state.media_url(left.id), &host_url, &original] {
+    let public = server.state.media_url(server.state.records.media(left.id).await.unwrap().unwrap().event_id, left.id);
+    for url in [&public, &host_url, &original] {
         let r = server.http.get(url).send().await.unwrap();
         let (status, p) = problem(r).await;
         assert_eq!((status, p["code"].as_str()), (StatusCode::GONE, Some("removed")), "{url}");

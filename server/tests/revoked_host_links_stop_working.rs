@@ -2,7 +2,8 @@
 //! the event's id: rotating the host token ends every original's link, every
 //! `host=` link of a taken-down photo and every ZIP link handed out before;
 //! the host's next list has working ones. A ZIP link of a deleted event
-//! opens nothing of a later event given the same slug.
+//! opens nothing of a later event given the same slug, and a rendition
+//! link is signed for its event.
 
 use crate::support;
 
@@ -84,4 +85,16 @@ async fn a_zip_link_of_a_deleted_event_opens_nothing_of_a_later_event_of_the_sam
     upload_as(&other, "image/png", "q.png", &[7; 64]).await;
     let (status, p) = problem(server.http.get(&zip).send().await.unwrap()).await;
     assert_eq!((status, p["code"].as_str()), (StatusCode::FORBIDDEN, Some("bad_signature")), "{p}");
+}
+
+#[tokio::test]
+async fn a_rendition_link_is_signed_for_its_event() {
+    let server = TestServer::start().await;
+    let _workers = jobs::spawn(&server.state);
+    let guest = open_event(&server).await;
+    let photo = upload_as(&guest, "image/png", "p.png", &[8; 64]).await;
+    let event_id = server.state.records.media(photo.id).await.unwrap().unwrap().event_id;
+    assert_eq!(get(&server, &server.state.media_url(event_id, photo.id)).await, StatusCode::OK);
+    // The same media id and key, signed for another event: not a link of it.
+    assert_eq!(get(&server, &server.state.media_url(event_id + 1, photo.id)).await, StatusCode::NOT_FOUND);
 }

@@ -196,9 +196,10 @@ impl MediaServices {
 }
 
 /// The message a rendition URL signs: one signature opens every size of
-/// one media record until `exp` (Unix seconds), and nothing else.
-fn rendition_message(id: Uuid, exp: i64) -> String {
-    format!("RENDITION\n{id}\n{exp}")
+/// one media record of one event until `exp` (Unix seconds), and nothing
+/// else.
+fn rendition_message(event_id: i64, id: Uuid, exp: i64) -> String {
+    format!("RENDITION\n{event_id}\n{id}\n{exp}")
 }
 
 /// The message an original's URL signs (host answers and the ZIP only):
@@ -215,9 +216,10 @@ pub fn host_binding(event: &crate::store::EventRow) -> String {
     event.host_token_hash.chars().take(32).collect()
 }
 
-/// Signs a rendition URL's `sig` (by the current key, [`Signer::key_id`]).
-pub fn sign_rendition(signer: &Signer, id: Uuid, exp: i64) -> String {
-    signer.sign(&rendition_message(id, exp))
+/// Signs a rendition URL's `sig` (by the current key, [`Signer::key_id`])
+/// for media `id` of event `event_id`.
+pub fn sign_rendition(signer: &Signer, event_id: i64, id: Uuid, exp: i64) -> String {
+    signer.sign(&rendition_message(event_id, id, exp))
 }
 
 /// Signs an original's URL `sig` (by the current key), for the event's
@@ -271,14 +273,16 @@ fn check(
     Ok(())
 }
 
-/// Checks a rendition link: signed by a key of this server's, not expired.
+/// Checks a rendition link of media `id` of event `event_id`: signed for
+/// them by a key of this server's, not expired.
 pub fn check_rendition(
     signer: &Signer,
+    event_id: i64,
     id: Uuid,
     link: Link<'_>,
     now: UnixMillis,
 ) -> std::result::Result<(), LinkError> {
-    check(signer, link, now, &|exp| rendition_message(id, exp), &format!("RENDITION\n{id}"))
+    check(signer, link, now, &|exp| rendition_message(event_id, id, exp), &format!("RENDITION\n{id}"))
 }
 
 /// Checks an original's link (or a `host=` signature): signed for the

@@ -306,8 +306,9 @@ async fn rendition(
     size: Size,
     headers: &HeaderMap,
 ) -> Result<Response> {
-    crate::media::check_rendition(&state.signer, id, query.link(), state.now()).map_err(link_refused)?;
     let media = state.records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
+    crate::media::check_rendition(&state.signer, media.event_id, id, query.link(), state.now())
+        .map_err(link_refused)?;
     taken_down(&state, &media, query).await?;
     // A video plays as uploaded (ranges and all); it has no still.
     if size == Size::Display && media.content_type.starts_with("video/") {
@@ -415,7 +416,7 @@ pub async fn host_media(state: &AppState, event: &EventRow, rows: &[MediaRow]) -
         .map(|m| {
             let job = jobs.get(&m.id);
             let mut media = state.media_json(m);
-            let url = state.rendition_url_until(m.id, Size::Display, exp);
+            let url = state.rendition_url_until(m.event_id, m.id, Size::Display, exp);
             media.url = Some(if m.moderation == Moderation::Rejected {
                 // Taken down for everyone else; the host still sees it.
                 format!("{url}&host={}", crate::media::sign_original(&state.signer, m.id, &binding, exp))

@@ -97,7 +97,7 @@ export interface AttemptView {
   paused: boolean;
   /** Waiting for the browser to come back online. */
   offline: boolean;
-  /** The same photo (the same bytes) was already shared in this event, by this guest or another (within the event's `dedup` scope): it was not sent again, and `media` is that media record. */
+  /** The same photo (the same bytes) was already shared in this event, by this guest or another (within the event's `dedup` scope): it is stored only once (a file that goes up in one PUT was not sent again; a large file in parts was sent, and its copy dropped at confirm), and `media` is that media record. */
   duplicateOf: string | null;
   /** A large file goes up in parts: how many the server holds (`null` for a single upload). */
   partsDone: number | null;
@@ -139,7 +139,7 @@ export interface UploaderOptions {
   keepFileMaxBytes?: number;
   /** At most this many bytes of files are kept in total (default 512 MiB). */
   keepFilesTotalBytes?: number;
-  /** A file that goes up in one PUT is hashed whole (SHA-256) before its first byte leaves when it is at most this big (default 64 MiB, never above the server's multipart threshold): the same photo already shared in the event is then not sent again, and bytes changed since the pick are refused. 0 turns it off. */
+  /** A file that goes up in one PUT is hashed whole (SHA-256) before its first byte leaves when it is at most this big (default 64 MiB, never above the server's multipart threshold): the same photo already shared in the event is then not sent again (a large file in parts is recognised only at confirm, after it was sent), and bytes changed since the pick are refused. 0 turns it off. */
   hashFileMaxBytes?: number;
   retry?: RetryOptions;
   /** IndexedDB database name (default "upload-once"). */

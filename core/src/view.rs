@@ -43,8 +43,9 @@ pub struct AttemptView {
     /// The media record, once confirmed.
     pub media: Option<MediaSummary>,
     /// The media this photo already was in the event (the same bytes,
-    /// shared before by this guest or another): it was not sent again, and
-    /// `media` is that one.
+    /// shared before by this guest or another): stored only once (a file in
+    /// one PUT was not sent again; a file in parts was sent, and its copy
+    /// dropped at confirm), and `media` is that one.
     pub duplicate_of: Option<Uuid>,
     /// The last error.
     pub error: Option<AttemptError>,

@@ -76,7 +76,7 @@ export default {
   "guest.transfer.uploading": "Wird hochgeladen: {percent}",
   "guest.transfer.uploadingParts": "Wird hochgeladen: {percent} ({done} von {count} Teilen)",
   "guest.transfer.uploaded": "Hochgeladen",
-  "guest.transfer.alreadyShared": "Schon in dieser Veranstaltung geteilt: nicht noch einmal gesendet",
+  "guest.transfer.alreadyShared": "Schon in dieser Veranstaltung geteilt: nur einmal gespeichert",
   "guest.transfer.needsPhoto": "Braucht das Foto noch einmal",
   "guest.transfer.needsVideo": "Braucht das Video noch einmal",
   "guest.transfer.failed": "Nicht hochgeladen",

@@ -79,7 +79,7 @@ export default {
   "guest.transfer.uploading": "Uploading {percent}",
   "guest.transfer.uploadingParts": "Uploading {percent} ({done} of {count} parts)",
   "guest.transfer.uploaded": "Uploaded",
-  "guest.transfer.alreadyShared": "Already shared in this event: not sent again",
+  "guest.transfer.alreadyShared": "Already shared in this event: stored only once",
   "guest.transfer.needsPhoto": "Needs the photo again",
   "guest.transfer.needsVideo": "Needs the video again",
   "guest.transfer.failed": "Not uploaded",

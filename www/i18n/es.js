@@ -76,7 +76,7 @@ export default {
   "guest.transfer.uploading": "Subiendo: {percent}",
   "guest.transfer.uploadingParts": "Subiendo: {percent} ({done} de {count} partes)",
   "guest.transfer.uploaded": "Subida",
-  "guest.transfer.alreadyShared": "Ya compartido en este evento: no se envía de nuevo",
+  "guest.transfer.alreadyShared": "Ya compartido en este evento: se guarda una sola vez",
   "guest.transfer.needsPhoto": "Necesita la foto otra vez",
   "guest.transfer.needsVideo": "Necesita el vídeo otra vez",
   "guest.transfer.failed": "No subida",

@@ -76,7 +76,7 @@ export default {
   "guest.transfer.uploading": "Envoi : {percent}",
   "guest.transfer.uploadingParts": "Envoi : {percent} ({done} parties sur {count})",
   "guest.transfer.uploaded": "Envoyé",
-  "guest.transfer.alreadyShared": "Déjà partagé dans cet événement : pas renvoyé",
+  "guest.transfer.alreadyShared": "Déjà partagé dans cet événement : enregistré une seule fois",
   "guest.transfer.needsPhoto": "Il faut choisir la photo à nouveau",
   "guest.transfer.needsVideo": "Il faut choisir la vidéo à nouveau",
   "guest.transfer.failed": "Non envoyé",

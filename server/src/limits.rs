@@ -836,12 +836,7 @@ impl Drop for PutSlot<'_> {
         held.total -= 1;
         held.targets.remove(&self.target);
         if let Some(k) = self.client {
-            if let Some(n) = held.per_client.get_mut(&k) {
-                *n -= 1;
-                if *n == 0 {
-                    held.per_client.remove(&k);
-                }
-            }
+            count_down(&mut held.per_client, k);
         }
     }
 }

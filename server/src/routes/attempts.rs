@@ -430,13 +430,7 @@ pub async fn withdraw(
     match a.state {
         AttemptState::Authorized => {
             lock.reject(ErrorCode::Withdrawn.as_str(), WITHDRAWN).await?;
-            if let Some(upload_id) = &a.upload_id {
-                // Best effort: the sweeper deletes a rejected attempt's
-                // object and parts in any case.
-                if let Err(e) = state.objects.abort_multipart(&a.object_key, upload_id).await {
-                    tracing::warn!(attempt = %a.id, error = %e, "could not abort the upload of a withdrawn attempt");
-                }
-            }
+            abort_upload(&state, &a, "a withdrawn attempt").await;
         }
         AttemptState::Confirmed => {
             if let Some(media) = lock.withdraw_media(WITHDRAWN, state.now()).await? {
@@ -598,14 +592,19 @@ async fn refuse_splice(state: &AppState, lock: Box<dyn AttemptLock>, a: &Attempt
     if let Err(e) = lock.reject(ErrorCode::FileChanged.as_str(), &reason).await {
         return e;
     }
+    abort_upload(state, a, "a spliced file").await;
+    Error::problem(ErrorCode::FileChanged, reason)
+}
+
+/// Aborts the multipart upload of an attempt just rejected, if it has one
+/// (`what` it was, for the log). Best effort: the sweeper deletes a
+/// rejected attempt's object and parts in any case.
+pub(crate) async fn abort_upload(state: &AppState, a: &AttemptRow, what: &str) {
     if let Some(upload_id) = &a.upload_id {
-        // Best effort: the sweeper removes a rejected attempt's object and
-        // parts after the retention in any case.
         if let Err(e) = state.objects.abort_multipart(&a.object_key, upload_id).await {
-            tracing::warn!(attempt = %a.id, error = %e, "could not abort the upload of a spliced file");
+            tracing::warn!(attempt = %a.id, error = %e, "could not abort the upload of {what}");
         }
     }
-    Error::problem(ErrorCode::FileChanged, reason)
 }
 
 /// Confirms an attempt: create-or-return its media record, in one

@@ -417,12 +417,7 @@ pub async fn revoke_guest(
         .await?
         .ok_or_else(|| Error::not_found("guest"))?;
     for a in &ended {
-        if let Some(upload_id) = &a.upload_id {
-            // Best effort: the sweeper deletes a rejected attempt's parts.
-            if let Err(e) = state.objects.abort_multipart(&a.object_key, upload_id).await {
-                tracing::warn!(attempt = %a.id, error = %e, "could not abort the upload of a removed guest");
-            }
-        }
+        super::attempts::abort_upload(&state, a, "a removed guest").await;
     }
     Ok(Json(RevokeGuestResponse { ended_uploads: ended.len() as u64, address_blocked: req.block_address }))
 }

@@ -13,6 +13,7 @@ use super::extract::{ApiPath, ApiQuery};
 use crate::error::{Error, Result};
 use crate::state::AppState;
 use crate::storage::local::{Commit, LocalObjectStore, SignedQuery, SignedTarget};
+use crate::store::AttemptRow;
 
 /// `PUT /storage/{key}`: receives the bytes of one attempt, or of one part
 /// of a multipart attempt, through a signed URL.
@@ -57,27 +58,30 @@ pub async fn put_object(
             ));
         }
     }
-    let attempt_allows_upload = async || -> Result<()> {
+    // The attempt the bytes are for, while it takes them.
+    let live_attempt = async || -> Result<AttemptRow> {
         let attempt = state.records.attempt_by_object_key(&key).await?;
         let now = state.now();
-        if attempt.as_ref().is_some_and(|a| a.reject_code.as_deref() == Some(ErrorCode::Withdrawn.as_str())) {
-            return Err(Error::problem(ErrorCode::Withdrawn, "this upload was withdrawn by its guest"));
-        }
-        match attempt.map(|a| (a.state, a.expires_at)) {
-            Some((AttemptState::Authorized, expires_at)) if now < expires_at => Ok(()),
-            Some((AttemptState::Authorized, _)) => Err(Error::problem(ErrorCode::Expired, "this attempt has expired")),
-            Some((AttemptState::Confirmed, _)) => Err(Error::problem(
+        let withdrawn = |a: &AttemptRow| a.reject_code.as_deref() == Some(ErrorCode::Withdrawn.as_str());
+        match attempt {
+            Some(a) if a.state == AttemptState::Authorized && now < a.expires_at => Ok(a),
+            Some(a) if a.state == AttemptState::Confirmed => Err(Error::problem(
                 ErrorCode::AlreadyConfirmed,
                 "this object belongs to a confirmed attempt and cannot change",
             )),
-            Some((AttemptState::Expired, _)) | None => {
-                Err(Error::problem(ErrorCode::Expired, "this attempt has expired"))
+            Some(a) if a.state == AttemptState::Rejected && withdrawn(&a) => {
+                Err(Error::problem(ErrorCode::Withdrawn, "this upload was withdrawn by its guest"))
             }
-            Some((AttemptState::Rejected, _)) => Err(Error::problem(ErrorCode::Expired, "this attempt was rejected")),
+            Some(a) if a.state == AttemptState::Rejected => {
+                Err(Error::problem(ErrorCode::Expired, "this attempt was rejected"))
+            }
+            // Authorized past its expiry, expired, or unknown.
+            _ => Err(Error::problem(ErrorCode::Expired, "this attempt has expired")),
         }
     };
+    let attempt_allows_upload = async || live_attempt().await.map(drop);
     // Cheap refusal before reading any bytes; checked again at commit.
-    attempt_allows_upload().await?;
+    let attempt = live_attempt().await?;
     // A body that stops arriving, crawls, or outlives its URL is cut, and
     // its temporary file removed.
     let config = &state.limits.config;
@@ -120,9 +124,7 @@ pub async fn put_object(
     };
     // Bytes arrived: the attempt's reservation lasts as long as a URL
     // signed now would.
-    if let Some(a) = state.records.attempt_by_object_key(&key).await? {
-        state.records.reserve(a.row_id, state.reservation_until(a.expires_at)).await?;
-    }
+    state.records.reserve(attempt.row_id, state.reservation_until(attempt.expires_at)).await?;
     let mut response = StatusCode::OK.into_response();
     if let Ok(etag) = HeaderValue::from_str(&format!("\"{sha256}\"")) {
         response.headers_mut().insert(header::ETAG, etag);

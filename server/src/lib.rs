@@ -46,6 +46,7 @@ use crate::config::{S3UrlStyle, StorageKind};
 use crate::secrets::{Signer, new_token, random_bytes, token_hash};
 use crate::state::AppState;
 use crate::storage::ObjectStore;
+use crate::storage::intercept::Intercepted;
 use crate::storage::local::LocalObjectStore;
 use crate::storage::s3::{S3ObjectStore, S3Settings};
 use crate::store::RecordStore;
@@ -102,14 +103,26 @@ pub async fn open_records(url: &str) -> Result<Arc<dyn RecordStore>> {
     Ok(Arc::new(SqlStore::open(url).await?))
 }
 
+/// The object store the configuration names, opened.
+pub struct OpenedObjects {
+    /// Where bytes live.
+    pub objects: Arc<dyn ObjectStore>,
+    /// The same store when it is the embedded one: this server serves its
+    /// PUT endpoint and clears its temporary files.
+    pub local: Option<Arc<LocalObjectStore>>,
+}
+
 /// Opens the object store the configuration names.
-pub fn open_objects(config: &Config, signer: &Signer, clock: Arc<dyn Clock>) -> Result<Arc<dyn ObjectStore>> {
+pub fn open_objects(config: &Config, signer: &Signer, clock: Arc<dyn Clock>) -> Result<OpenedObjects> {
     match config.storage {
-        StorageKind::Local => Ok(Arc::new(LocalObjectStore::open(
-            &config.data_dir.join("objects"),
-            &config.public_base(),
-            signer.clone(),
-        )?)),
+        StorageKind::Local => {
+            let local = Arc::new(LocalObjectStore::open(
+                &config.data_dir.join("objects"),
+                &config.public_base(),
+                signer.clone(),
+            )?);
+            Ok(OpenedObjects { objects: local.clone(), local: Some(local) })
+        }
         StorageKind::S3 => {
             let (access_key, secret_key, session_token) = S3Settings::credentials_from_env()?;
             let settings = S3Settings {
@@ -122,7 +135,7 @@ pub fn open_objects(config: &Config, signer: &Signer, clock: Arc<dyn Clock>) -> 
                 secret_key,
                 session_token,
             };
-            Ok(Arc::new(S3ObjectStore::new(&settings, clock)?))
+            Ok(OpenedObjects { objects: Arc::new(S3ObjectStore::new(&settings, clock)?), local: None })
         }
     }
 }
@@ -133,17 +146,15 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
     std::fs::create_dir_all(&config.data_dir)?;
     let signer = signer(&config)?;
     let metrics = Arc::new(metrics::Metrics::new());
+    let OpenedObjects { objects: store, local: local_store } = open_objects(&config, &signer, clock.clone())?;
     #[allow(unused_mut)]
-    let mut objects: Arc<dyn ObjectStore> = Arc::new(metrics::MeasuredObjects {
-        inner: open_objects(&config, &signer, clock.clone())?,
-        metrics: metrics.clone(),
-    });
+    let mut objects: Arc<dyn ObjectStore> = Arc::new(Intercepted::new(store, metrics::Measured(metrics.clone())));
     #[cfg(feature = "test-hooks")]
     let test_hooks = config.test_hooks.then(|| Arc::new(test_hooks::TestHooks::default()));
     #[cfg(feature = "test-hooks")]
     if let Some(hooks) = &test_hooks {
         tracing::warn!("--test-hooks is on: never use it in production");
-        objects = Arc::new(test_hooks::HookedObjects { inner: objects, hooks: hooks.clone() });
+        objects = Arc::new(Intercepted::new(objects, test_hooks::HeldHeads(hooks.clone())));
     }
     let database_url = config
         .database_url
@@ -159,6 +170,7 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
         config: Arc::new(config),
         records,
         objects,
+        local_store,
         signer,
         clock,
         admin_token,

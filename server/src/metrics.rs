@@ -6,8 +6,8 @@
 //! | --- | --- | --- | --- |
 //! | `upload_once_http_requests_total` | counter | `route` (the matched route, `unmatched` for none), `method`, `status` | [`count_requests`], every answered request |
 //! | `upload_once_confirms_total` | counter | `outcome`: `created`, `deduplicated`, `replayed`, `rejected`, `expired`, `object_missing` | confirm ([`ConfirmOutcome`]) |
-//! | `upload_once_object_store_request_duration_seconds` | histogram | `operation`: `head`, `get` (whole or a range), `put` (renditions), `delete`, `list`, `probe`, `create_multipart`, `list_parts`, `complete_multipart`, `abort_multipart` | [`MeasuredObjects`] |
-//! | `upload_once_object_store_errors_total` | counter | `operation` | [`MeasuredObjects`] |
+//! | `upload_once_object_store_request_duration_seconds` | histogram | `operation`: `head`, `get` (whole or a range), `put` (renditions), `delete`, `list`, `probe`, `create_multipart`, `list_parts`, `complete_multipart`, `abort_multipart` | [`Measured`] |
+//! | `upload_once_object_store_errors_total` | counter | `operation` | [`Measured`] |
 //! | `upload_once_client_hangups_total` | counter | — | [`crate::ops::Ops::hangups`] |
 //! | `upload_once_requests_in_flight` | gauge | — | [`crate::ops::Ops::requests_in_flight`] |
 //! | `upload_once_database_dirty_connections_discarded_total` | counter | — | [`crate::store::RecordStore::dirty_connections_discarded`] |
@@ -32,13 +32,11 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 use upload_once_core::ErrorCode;
-use upload_once_core::wire::UploadInstruction;
 
 use crate::error::{Error, Result};
 use crate::ops::LOCK_WAIT;
 use crate::state::AppState;
-use crate::storage::{GetAnswer, ListedPart, ObjectBody, ObjectMeta, ObjectStore, PartGrant, PutGrant};
-use upload_once_core::time::UnixMillis;
+use crate::storage::intercept::{Call, Interceptor};
 
 /// The media type of the OpenMetrics text format.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -267,82 +265,14 @@ pub async fn serve(State(state): State<AppState>) -> Response {
     response
 }
 
-/// An object store whose calls are timed and whose failures are counted.
-pub struct MeasuredObjects {
-    /// The real store.
-    pub inner: Arc<dyn ObjectStore>,
-    /// Where the measures go.
-    pub metrics: Arc<Metrics>,
-}
-
-impl MeasuredObjects {
-    async fn measure<T>(&self, operation: &'static str, call: impl Future<Output = Result<T>>) -> Result<T> {
-        let started = Instant::now();
-        let result = call.await;
-        self.metrics.object_store_call(operation, started, result.is_err());
-        result
-    }
-}
+/// Times every call of the object store and counts its failures (wrapped
+/// around the store with [`crate::storage::intercept::Intercepted`]).
+pub struct Measured(pub Arc<Metrics>);
 
 #[async_trait]
-impl ObjectStore for MeasuredObjects {
-    fn presign_put(&self, grant: &PutGrant<'_>) -> UploadInstruction {
-        self.inner.presign_put(grant)
-    }
-
-    async fn create_multipart(&self, key: &str, content_type: &str) -> Result<String> {
-        self.measure("create_multipart", self.inner.create_multipart(key, content_type)).await
-    }
-
-    fn presign_part(&self, grant: &PartGrant<'_>) -> UploadInstruction {
-        self.inner.presign_part(grant)
-    }
-
-    async fn list_parts(&self, key: &str, upload_id: &str) -> Result<Option<Vec<ListedPart>>> {
-        self.measure("list_parts", self.inner.list_parts(key, upload_id)).await
-    }
-
-    async fn complete_multipart(&self, key: &str, upload_id: &str, parts: &[ListedPart]) -> Result<()> {
-        self.measure("complete_multipart", self.inner.complete_multipart(key, upload_id, parts)).await
-    }
-
-    async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<()> {
-        self.measure("abort_multipart", self.inner.abort_multipart(key, upload_id)).await
-    }
-
-    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {
-        self.measure("head", self.inner.head(key)).await
-    }
-
-    async fn get(&self, key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        self.measure("get", self.inner.get(key)).await
-    }
-
-    async fn get_range(&self, key: &str, first: u64, last: u64) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        self.measure("get", self.inner.get_range(key, first, last)).await
-    }
-
-    async fn put(&self, key: &str, content_type: &str, bytes: bytes::Bytes) -> Result<ObjectMeta> {
-        self.measure("put", self.inner.put(key, content_type, bytes)).await
-    }
-
-    fn presign_get(&self, key: &str, expires_at: UnixMillis, answer: &GetAnswer<'_>) -> Option<String> {
-        self.inner.presign_get(key, expires_at, answer)
-    }
-
-    async fn delete(&self, key: &str) -> Result<()> {
-        self.measure("delete", self.inner.delete(key)).await
-    }
-
-    async fn list(&self) -> Result<Vec<String>> {
-        self.measure("list", self.inner.list()).await
-    }
-
-    async fn probe(&self) -> Result<()> {
-        self.measure("probe", self.inner.probe()).await
-    }
-
-    fn as_local(&self) -> Option<&crate::storage::local::LocalObjectStore> {
-        self.inner.as_local()
+impl Interceptor for Measured {
+    async fn after(&self, call: Call<'_>, started: Instant, failed: bool) -> Result<()> {
+        self.0.object_store_call(call.operation.label(), started, failed);
+        Ok(())
     }
 }

@@ -10,6 +10,7 @@ use crate::clock::Clock;
 use crate::config::Config;
 use crate::secrets::Signer;
 use crate::storage::ObjectStore;
+use crate::storage::local::LocalObjectStore;
 use crate::store::{AttemptRow, MediaRow, RecordStore};
 use upload_once_core::time::format_rfc3339;
 
@@ -22,6 +23,9 @@ pub struct AppState {
     pub records: Arc<dyn RecordStore>,
     /// Where bytes live.
     pub objects: Arc<dyn ObjectStore>,
+    /// The embedded store, when bytes live there: this server serves its
+    /// signed PUT endpoint and clears its temporary files (`None` with S3).
+    pub local_store: Option<Arc<LocalObjectStore>>,
     /// Signs media links.
     pub signer: Signer,
     /// The clock.

@@ -119,7 +119,7 @@ pub async fn sweep_once(state: &AppState) -> Result<SweepReport> {
             Err(e) => tracing::warn!(event_id, "sweep: could not finish deleting an event: {e}"),
         }
     }
-    if let Some(local) = state.objects.as_local() {
+    if let Some(local) = &state.local_store {
         // Housekeeping: a disk that refuses it holds up nothing else.
         // A PUT's body may pause up to --put-idle-timeout: twice that, at
         // least an hour, is long past any upload still being received.

@@ -10,10 +10,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Deserialize;
-use upload_once_core::wire::UploadInstruction;
 
 use crate::error::Result;
-use crate::storage::{ListedPart, ObjectBody, ObjectMeta, ObjectStore, PartGrant, PutGrant};
+use crate::storage::intercept::{Call, Interceptor, Operation};
 
 /// The hooks' settings.
 #[derive(Debug, Default)]
@@ -83,79 +82,17 @@ impl TestHooks {
     }
 }
 
-/// An object store whose HEAD can be held by the test hooks.
-pub struct HookedObjects {
-    /// The real store.
-    pub inner: Arc<dyn ObjectStore>,
-    /// The settings.
-    pub hooks: Arc<TestHooks>,
-}
+/// Holds every object-store HEAD for the test hooks' delay (wrapped around
+/// the store with [`crate::storage::intercept::Intercepted`]).
+pub struct HeldHeads(pub Arc<TestHooks>);
 
 #[async_trait]
-impl ObjectStore for HookedObjects {
-    fn presign_put(&self, grant: &PutGrant<'_>) -> UploadInstruction {
-        self.inner.presign_put(grant)
-    }
-
-    async fn create_multipart(&self, key: &str, content_type: &str) -> Result<String> {
-        self.inner.create_multipart(key, content_type).await
-    }
-
-    fn presign_part(&self, grant: &PartGrant<'_>) -> UploadInstruction {
-        self.inner.presign_part(grant)
-    }
-
-    async fn list_parts(&self, key: &str, upload_id: &str) -> Result<Option<Vec<ListedPart>>> {
-        self.inner.list_parts(key, upload_id).await
-    }
-
-    async fn complete_multipart(&self, key: &str, upload_id: &str, parts: &[ListedPart]) -> Result<()> {
-        self.inner.complete_multipart(key, upload_id, parts).await
-    }
-
-    async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<()> {
-        self.inner.abort_multipart(key, upload_id).await
-    }
-
-    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {
-        let delay = self.hooks.head_delay_ms.load(Ordering::SeqCst);
-        if delay > 0 {
+impl Interceptor for HeldHeads {
+    async fn before(&self, call: Call<'_>) -> Result<()> {
+        let delay = self.0.head_delay_ms.load(Ordering::SeqCst);
+        if call.operation == Operation::Head && delay > 0 {
             tokio::time::sleep(Duration::from_millis(delay)).await;
         }
-        self.inner.head(key).await
-    }
-
-    async fn get(&self, key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        self.inner.get(key).await
-    }
-
-    async fn get_range(&self, key: &str, first: u64, last: u64) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        self.inner.get_range(key, first, last).await
-    }
-    async fn put(&self, key: &str, content_type: &str, bytes: bytes::Bytes) -> Result<ObjectMeta> {
-        self.inner.put(key, content_type, bytes).await
-    }
-    fn presign_get(
-        &self,
-        key: &str,
-        expires_at: upload_once_core::time::UnixMillis,
-        answer: &crate::storage::GetAnswer<'_>,
-    ) -> Option<String> {
-        self.inner.presign_get(key, expires_at, answer)
-    }
-    async fn delete(&self, key: &str) -> Result<()> {
-        self.inner.delete(key).await
-    }
-
-    async fn list(&self) -> Result<Vec<String>> {
-        self.inner.list().await
-    }
-
-    async fn probe(&self) -> Result<()> {
-        self.inner.probe().await
-    }
-
-    fn as_local(&self) -> Option<&crate::storage::local::LocalObjectStore> {
-        self.inner.as_local()
+        Ok(())
     }
 }

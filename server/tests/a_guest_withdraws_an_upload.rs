@@ -48,7 +48,7 @@ async fn an_unconfirmed_upload_withdrawn_frees_its_bytes_and_its_url() {
     assert_eq!(r.status(), StatusCode::CREATED, "the withdrawn reservation no longer counts");
     // Its URL takes no more bytes (the embedded store checks; a presigned
     // S3 URL cannot be revoked, and what it lands is never confirmed).
-    if server.state.objects.as_local().is_some() {
+    if server.state.local_store.as_deref().is_some() {
         let (status, p) = problem(server.put(a.put().unwrap(), bytes.clone()).await).await;
         assert_eq!((status, p["code"].as_str()), (StatusCode::GONE, Some("withdrawn")));
     }

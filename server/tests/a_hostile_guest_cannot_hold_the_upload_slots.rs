@@ -40,7 +40,7 @@ async fn server(configure: impl FnOnce(&mut Config) + Send + 'static) -> Option<
         ..Default::default()
     })
     .await;
-    if server.state.objects.as_local().is_none() {
+    if server.state.local_store.as_deref().is_none() {
         println!("a_hostile_guest_cannot_hold_the_upload_slots: the embedded store only (S3 receives the PUTs)");
         return None;
     }

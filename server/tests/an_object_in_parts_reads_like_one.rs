@@ -44,7 +44,7 @@ async fn every_range_of_an_object_in_parts_is_its_bytes() {
     assert!(server.object_bytes(&key).await == bytes, "whole, in order");
     let head = server.state.objects.head(&key).await.unwrap().expect("stored");
     assert_eq!((head.size, head.content_type.as_str()), (FILE, VIDEO));
-    if server.state.objects.as_local().is_some() {
+    if server.state.local_store.as_deref().is_some() {
         // (S3's HEAD only says it when asked with the checksum mode.)
         assert_eq!(head.composite_sha256, media.composite_sha256, "known by its parts' digests");
     }
@@ -100,7 +100,7 @@ async fn deleting_an_object_in_parts_leaves_nothing() {
 async fn a_part_that_lost_bytes_on_disk_fails_the_read() {
     let server = TestServer::start_with(options()).await;
     let (key, _, _) = stored_in_parts(&server, 74).await;
-    if server.state.objects.as_local().is_none() {
+    if server.state.local_store.as_deref().is_none() {
         return; // S3 keeps its own bytes.
     }
     let part = server.state.config.data_dir.join("objects").join(&key).join("1");

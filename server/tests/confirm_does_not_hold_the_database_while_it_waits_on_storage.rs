@@ -17,9 +17,9 @@ use async_trait::async_trait;
 use reqwest::StatusCode;
 use support::multipart::{FILE, file, plan};
 use support::{Options, TestServer, until};
-use upload_once_core::wire::UploadInstruction;
 use upload_once_server::Result;
-use upload_once_server::storage::{ListedPart, ObjectBody, ObjectMeta, ObjectStore, PartGrant, PutGrant};
+use upload_once_server::storage::ObjectStore;
+use upload_once_server::storage::intercept::{Call, Intercepted, Interceptor, Operation};
 use uuid::Uuid;
 
 /// More than either pool holds (SQLite 8, PostgreSQL 16).
@@ -33,8 +33,10 @@ async fn other_events_confirm_while_confirms_wait_on_a_slow_store() {
     let (e2, r2) = (entered.clone(), release.clone());
     let server = TestServer::start_with(Options {
         wrap_objects: Some(Box::new(move |inner| {
-            Arc::new(SlowFor { inner, prefix: format!("{SLOW_EVENT}/"), on: Held::Head, entered: e2, release: r2 })
-                as Arc<dyn ObjectStore>
+            Arc::new(Intercepted::new(
+                inner,
+                SlowFor { prefix: format!("{SLOW_EVENT}/"), on: Held::Head, entered: e2, release: r2 },
+            )) as Arc<dyn ObjectStore>
         })),
         ..Default::default()
     })
@@ -85,8 +87,10 @@ async fn other_guests_confirm_while_the_store_assembles_a_large_file() {
     let (e2, r2) = (entered.clone(), release.clone());
     let server = TestServer::start_with(Options {
         wrap_objects: Some(Box::new(move |inner| {
-            Arc::new(SlowFor { inner, prefix: String::new(), on: Held::Complete, entered: e2, release: r2 })
-                as Arc<dyn ObjectStore>
+            Arc::new(Intercepted::new(
+                inner,
+                SlowFor { prefix: String::new(), on: Held::Complete, entered: e2, release: r2 },
+            )) as Arc<dyn ObjectStore>
         })),
         ..support::multipart::options()
     })
@@ -124,74 +128,23 @@ enum Held {
 /// An object store whose HEADs (or multipart completes) of keys under
 /// `prefix` wait until released.
 struct SlowFor {
-    inner: Arc<dyn ObjectStore>,
     prefix: String,
     on: Held,
     entered: Arc<AtomicUsize>,
     release: Arc<tokio::sync::Semaphore>,
 }
 
-impl SlowFor {
-    async fn hold(&self, call: Held, key: &str) {
-        if call == self.on && key.starts_with(&self.prefix) {
+#[async_trait]
+impl Interceptor for SlowFor {
+    async fn before(&self, call: Call<'_>) -> Result<()> {
+        let held = match self.on {
+            Held::Head => Operation::Head,
+            Held::Complete => Operation::CompleteMultipart,
+        };
+        if call.operation == held && call.key.starts_with(&self.prefix) {
             self.entered.fetch_add(1, Ordering::SeqCst);
             self.release.acquire().await.unwrap().forget();
         }
-    }
-}
-
-#[async_trait]
-impl ObjectStore for SlowFor {
-    fn presign_put(&self, grant: &PutGrant<'_>) -> UploadInstruction {
-        self.inner.presign_put(grant)
-    }
-    async fn create_multipart(&self, key: &str, content_type: &str) -> Result<String> {
-        self.inner.create_multipart(key, content_type).await
-    }
-    fn presign_part(&self, grant: &PartGrant<'_>) -> UploadInstruction {
-        self.inner.presign_part(grant)
-    }
-    async fn list_parts(&self, key: &str, upload_id: &str) -> Result<Option<Vec<ListedPart>>> {
-        self.inner.list_parts(key, upload_id).await
-    }
-    async fn complete_multipart(&self, key: &str, upload_id: &str, parts: &[ListedPart]) -> Result<()> {
-        self.hold(Held::Complete, key).await;
-        self.inner.complete_multipart(key, upload_id, parts).await
-    }
-    async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<()> {
-        self.inner.abort_multipart(key, upload_id).await
-    }
-    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {
-        self.hold(Held::Head, key).await;
-        self.inner.head(key).await
-    }
-    async fn get(&self, key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        self.inner.get(key).await
-    }
-    async fn get_range(&self, key: &str, first: u64, last: u64) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        self.inner.get_range(key, first, last).await
-    }
-    async fn put(&self, key: &str, content_type: &str, bytes: bytes::Bytes) -> Result<ObjectMeta> {
-        self.inner.put(key, content_type, bytes).await
-    }
-    fn presign_get(
-        &self,
-        key: &str,
-        expires_at: upload_once_core::time::UnixMillis,
-        answer: &upload_once_server::storage::GetAnswer<'_>,
-    ) -> Option<String> {
-        self.inner.presign_get(key, expires_at, answer)
-    }
-    async fn delete(&self, key: &str) -> Result<()> {
-        self.inner.delete(key).await
-    }
-    async fn list(&self) -> Result<Vec<String>> {
-        self.inner.list().await
-    }
-    async fn probe(&self) -> Result<()> {
-        self.inner.probe().await
-    }
-    fn as_local(&self) -> Option<&upload_once_server::storage::local::LocalObjectStore> {
-        self.inner.as_local()
+        Ok(())
     }
 }

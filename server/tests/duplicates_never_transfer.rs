@@ -49,7 +49,7 @@ async fn an_authorize_of_bytes_already_stored_is_confirmed_at_once() {
     let parts = server.call(Method::POST, &path, Some(&second.session), Some(body)).await;
     let (status, p) = problem(parts).await;
     assert!(status.is_client_error() && p["code"] != "internal", "no parts to sign: {p}");
-    if server.state.objects.as_local().is_some() {
+    if server.state.local_store.as_deref().is_some() {
         // Even a URL the server would sign for its key stores nothing.
         let url = server.state.objects.presign_put(&PutGrant {
             key: &answer.object_key,

@@ -113,7 +113,7 @@ async fn a_part_arriving_during_the_abort_is_refused_and_leaves_nothing() {
         })
     };
     tx.send(Ok(Bytes::copy_from_slice(&body[..1 << 20]))).await.unwrap();
-    if server.state.objects.as_local().is_some() {
+    if server.state.local_store.as_deref().is_some() {
         // The embedded store has taken the request: its bytes are arriving.
         until("the part's bytes to arrive", Duration::from_secs(30), || !server.temp_files().is_empty()).await;
     }

@@ -12,66 +12,25 @@ use reqwest::StatusCode;
 use support::media::{open_event, quadrants, upload_as, with_exif};
 use support::{Options, TestServer};
 use tokio::sync::Notify;
-use upload_once_core::time::UnixMillis;
-use upload_once_core::wire::UploadInstruction;
 use upload_once_server::Result;
 use upload_once_server::media::jobs::{self, JobState};
-use upload_once_server::storage::{GetAnswer, ListedPart, ObjectBody, ObjectMeta, ObjectStore, PartGrant, PutGrant};
+use upload_once_server::storage::ObjectStore;
+use upload_once_server::storage::intercept::{Call, Intercepted, Interceptor, Operation};
 
 /// An object store whose reads of whole objects never end once `held`:
 /// a worker reading an original stops there, as if the server died.
 struct HeldReads {
-    inner: Arc<dyn ObjectStore>,
     entered: Arc<Notify>,
 }
 
 #[async_trait]
-impl ObjectStore for HeldReads {
-    fn presign_put(&self, grant: &PutGrant<'_>) -> UploadInstruction {
-        self.inner.presign_put(grant)
-    }
-    async fn create_multipart(&self, key: &str, content_type: &str) -> Result<String> {
-        self.inner.create_multipart(key, content_type).await
-    }
-    fn presign_part(&self, grant: &PartGrant<'_>) -> UploadInstruction {
-        self.inner.presign_part(grant)
-    }
-    async fn list_parts(&self, key: &str, upload_id: &str) -> Result<Option<Vec<ListedPart>>> {
-        self.inner.list_parts(key, upload_id).await
-    }
-    async fn complete_multipart(&self, key: &str, upload_id: &str, parts: &[ListedPart]) -> Result<()> {
-        self.inner.complete_multipart(key, upload_id, parts).await
-    }
-    async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<()> {
-        self.inner.abort_multipart(key, upload_id).await
-    }
-    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {
-        self.inner.head(key).await
-    }
-    async fn get(&self, _key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        self.entered.notify_one();
-        std::future::pending().await
-    }
-    async fn get_range(&self, key: &str, first: u64, last: u64) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        self.inner.get_range(key, first, last).await
-    }
-    async fn put(&self, key: &str, content_type: &str, bytes: bytes::Bytes) -> Result<ObjectMeta> {
-        self.inner.put(key, content_type, bytes).await
-    }
-    fn presign_get(&self, key: &str, expires_at: UnixMillis, answer: &GetAnswer<'_>) -> Option<String> {
-        self.inner.presign_get(key, expires_at, answer)
-    }
-    async fn delete(&self, key: &str) -> Result<()> {
-        self.inner.delete(key).await
-    }
-    async fn list(&self) -> Result<Vec<String>> {
-        self.inner.list().await
-    }
-    async fn probe(&self) -> Result<()> {
-        self.inner.probe().await
-    }
-    fn as_local(&self) -> Option<&upload_once_server::storage::local::LocalObjectStore> {
-        self.inner.as_local()
+impl Interceptor for HeldReads {
+    async fn before(&self, call: Call<'_>) -> Result<()> {
+        if call.operation == Operation::Get {
+            self.entered.notify_one();
+            std::future::pending::<()>().await;
+        }
+        Ok(())
     }
 }
 
@@ -84,7 +43,7 @@ async fn a_job_left_running_by_a_dead_server_is_finished_by_the_next_one() {
             let (entered, store) = (entered.clone(), store.clone());
             move |inner| {
                 *store.lock().unwrap() = Some(inner.clone());
-                Arc::new(HeldReads { inner, entered })
+                Arc::new(Intercepted::new(inner, HeldReads { entered }))
             }
         })),
         ..Options::default()

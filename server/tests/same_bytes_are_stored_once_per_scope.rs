@@ -150,7 +150,7 @@ async fn bytes_sent_without_their_sha256_are_found_where_the_store_hashes_them()
     let photo = file(30_000, 21);
     let (_, a) = first.upload(photo.clone()).await;
     let (id, b) = second.upload(photo).await;
-    if server.state.objects.as_local().is_some() {
+    if server.state.local_store.as_deref().is_some() {
         // The embedded store hashes every PUT: the confirm finds the bytes.
         assert_eq!(b.id, a.id, "one media");
         assert_eq!(second.status_json(id).await["media"]["duplicate"], true);

@@ -70,7 +70,7 @@ async fn a_json_body_that_trickles_in_is_answered_408() {
 #[tokio::test]
 async fn a_storage_put_whose_body_stops_is_cut_and_leaves_nothing() {
     let server = TestServer::start_with(with_limits(|l| l.put_idle_timeout = Duration::from_secs(1))).await;
-    if server.state.objects.as_local().is_none() {
+    if server.state.local_store.as_deref().is_none() {
         println!(
             "a_storage_put_whose_body_stops_is_cut_and_leaves_nothing: the embedded store only (S3 keeps its own timeouts)"
         );

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use support::{ObservedRecords, Options, TestServer, problem};
-use upload_once_core::wire::UploadInstruction;
 use upload_once_server::Result;
-use upload_once_server::storage::{ListedPart, ObjectBody, ObjectMeta, ObjectStore, PartGrant, PutGrant};
+use upload_once_server::storage::ObjectStore;
+use upload_once_server::storage::intercept::{Call, Intercepted, Interceptor, Operation};
 use uuid::Uuid;
 
 const HOUR: i64 = 3_600_000;
@@ -117,7 +117,7 @@ async fn a_confirm_that_saw_the_object_before_its_lock_rechecks_and_never_record
         attempt_ttl: Some(Duration::from_secs(3600)),
         url_ttl: Some(Duration::from_secs(600)),
         wrap_objects: Some(Box::new(move |inner| {
-            Arc::new(HeadAfterRelease { inner, entered: e2, release: r2 }) as Arc<dyn ObjectStore>
+            Arc::new(Intercepted::new(inner, HeadAfterRelease { entered: e2, release: r2 })) as Arc<dyn ObjectStore>
         })),
         ..Default::default()
     })
@@ -164,64 +164,17 @@ fn spawn_confirm(server: &TestServer, session: &str, id: Uuid) -> tokio::task::J
 /// An object store whose HEAD looks first, then waits until released to
 /// answer what it saw (a slow answer about an object that was there).
 struct HeadAfterRelease {
-    inner: Arc<dyn ObjectStore>,
     entered: Arc<tokio::sync::Notify>,
     release: Arc<tokio::sync::Semaphore>,
 }
 
 #[async_trait::async_trait]
-impl ObjectStore for HeadAfterRelease {
-    fn presign_put(&self, grant: &PutGrant<'_>) -> UploadInstruction {
-        self.inner.presign_put(grant)
-    }
-    async fn create_multipart(&self, key: &str, content_type: &str) -> Result<String> {
-        self.inner.create_multipart(key, content_type).await
-    }
-    fn presign_part(&self, grant: &PartGrant<'_>) -> UploadInstruction {
-        self.inner.presign_part(grant)
-    }
-    async fn list_parts(&self, key: &str, upload_id: &str) -> Result<Option<Vec<ListedPart>>> {
-        self.inner.list_parts(key, upload_id).await
-    }
-    async fn complete_multipart(&self, key: &str, upload_id: &str, parts: &[ListedPart]) -> Result<()> {
-        self.inner.complete_multipart(key, upload_id, parts).await
-    }
-    async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<()> {
-        self.inner.abort_multipart(key, upload_id).await
-    }
-    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {
-        let seen = self.inner.head(key).await;
-        self.entered.notify_one();
-        self.release.acquire().await.unwrap().forget();
-        seen
-    }
-    async fn get(&self, key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        self.inner.get(key).await
-    }
-    async fn get_range(&self, key: &str, first: u64, last: u64) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        self.inner.get_range(key, first, last).await
-    }
-    async fn put(&self, key: &str, content_type: &str, bytes: bytes::Bytes) -> Result<ObjectMeta> {
-        self.inner.put(key, content_type, bytes).await
-    }
-    fn presign_get(
-        &self,
-        key: &str,
-        expires_at: upload_once_core::time::UnixMillis,
-        answer: &upload_once_server::storage::GetAnswer<'_>,
-    ) -> Option<String> {
-        self.inner.presign_get(key, expires_at, answer)
-    }
-    async fn delete(&self, key: &str) -> Result<()> {
-        self.inner.delete(key).await
-    }
-    async fn list(&self) -> Result<Vec<String>> {
-        self.inner.list().await
-    }
-    async fn probe(&self) -> Result<()> {
-        self.inner.probe().await
-    }
-    fn as_local(&self) -> Option<&upload_once_server::storage::local::LocalObjectStore> {
-        self.inner.as_local()
+impl Interceptor for HeadAfterRelease {
+    async fn after(&self, call: Call<'_>, _started: std::time::Instant, _failed: bool) -> Result<()> {
+        if call.operation == Operation::Head {
+            self.entered.notify_one();
+            self.release.acquire().await.unwrap().forget();
+        }
+        Ok(())
     }
 }

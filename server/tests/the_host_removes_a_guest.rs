@@ -65,7 +65,7 @@ async fn a_removed_guest_can_do_nothing_more_and_its_address_is_shut_out() {
         assert_eq!((status, p["code"].as_str()), (StatusCode::FORBIDDEN, Some("session_revoked")));
     }
     // Its live upload's URL takes nothing (the embedded store checks).
-    if server.state.objects.as_local().is_some() {
+    if server.state.local_store.as_deref().is_some() {
         assert_eq!(server.put(answer.put().unwrap(), vec![2; 64]).await.status(), StatusCode::GONE);
     }
     // Its address is shut out; another address still joins and uploads.

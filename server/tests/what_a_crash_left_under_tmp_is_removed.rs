@@ -38,7 +38,7 @@ fn leave_a_crash_behind(tmp: &Path) -> [std::path::PathBuf; 3] {
 #[tokio::test]
 async fn the_sweeper_removes_what_a_crash_left_and_leaves_what_is_being_written() {
     let server = TestServer::start().await;
-    if server.state.objects.as_local().is_none() {
+    if server.state.local_store.as_deref().is_none() {
         return; // S3 keeps no temporary files of ours.
     }
     let tmp = server.state.config.data_dir.join("objects").join(".tmp");

@@ -37,7 +37,7 @@ pub async fn put_object(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
-    let Some(store) = state.objects.as_local() else {
+    let Some(store) = state.local_store.as_deref() else {
         return Err(Error::problem(ErrorCode::RouteNotFound, "this server does not store objects itself"));
     };
     let target = store.verify(&key, &query, state.now())?;

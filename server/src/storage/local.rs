@@ -959,8 +959,4 @@ impl ObjectStore for LocalObjectStore {
         let _ = tokio::fs::remove_file(&path).await;
         written.map_err(|e| Error::ObjectStore(format!("cannot write under {}: {e}", self.root.join(".tmp").display())))
     }
-
-    fn as_local(&self) -> Option<&LocalObjectStore> {
-        Some(self)
-    }
 }

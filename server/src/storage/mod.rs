@@ -4,11 +4,15 @@
 //! it, signs each part, lists the parts the store holds, and completes or
 //! aborts it.
 //!
-//! Handlers only see the [`ObjectStore`] trait. The embedded default is
+//! Handlers only see the [`ObjectStore`] trait (the embedded store's own
+//! PUT endpoint and housekeeping get it as a capability of their own,
+//! [`crate::state::AppState::local_store`]); whatever watches or changes
+//! its calls wraps it once, in [`intercept::Intercepted`]. The embedded default is
 //! [`local::LocalObjectStore`], served by this server under `/storage/`;
 //! production deployments use an S3-compatible bucket
 //! ([`s3::S3ObjectStore`]).
 
+pub mod intercept;
 pub mod local;
 pub mod s3;
 
@@ -154,12 +158,6 @@ pub trait ObjectStore: Send + Sync + 'static {
     /// Checks, cheaply, that the store can take uploads (the readiness
     /// check): the reason it cannot, as an error.
     async fn probe(&self) -> Result<()>;
-
-    /// The local store, when this is one (its PUT endpoint is served by this
-    /// server).
-    fn as_local(&self) -> Option<&local::LocalObjectStore> {
-        None
-    }
 }
 
 /// What a query value keeps as it is: RFC 3986's unreserved characters.

@@ -8,10 +8,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
-use upload_once_core::wire::{AttemptResponse, CreateEventResponse, Media, MediaListResponse, UploadInstruction};
+use upload_once_core::wire::{AttemptResponse, CreateEventResponse, Media, MediaListResponse};
 use upload_once_server::Result;
 use upload_once_server::secrets::sha256_hex;
-use upload_once_server::storage::{ListedPart, ObjectBody, ObjectMeta, ObjectStore, PartGrant, PutGrant};
+use upload_once_server::storage::ObjectStore;
+use upload_once_server::storage::intercept::{Call, Intercepted, Interceptor, Operation};
 use uuid::Uuid;
 
 use super::{ADMIN, Guest, TestServer};
@@ -95,73 +96,28 @@ impl Guest<'_> {
 /// until `hold` of them have arrived, then all go on: that many confirms are
 /// inside their transactions at once, racing to the content index.
 pub struct HeadGate {
-    pub inner: Arc<dyn ObjectStore>,
     pub hold: usize,
     arrived: AtomicUsize,
     open: tokio::sync::Semaphore,
 }
 
 impl HeadGate {
-    pub fn new(inner: Arc<dyn ObjectStore>, hold: usize) -> HeadGate {
-        HeadGate { inner, hold, arrived: AtomicUsize::new(0), open: tokio::sync::Semaphore::new(0) }
+    pub fn new(inner: Arc<dyn ObjectStore>, hold: usize) -> Intercepted<HeadGate> {
+        Intercepted::new(inner, HeadGate { hold, arrived: AtomicUsize::new(0), open: tokio::sync::Semaphore::new(0) })
     }
 }
 
 #[async_trait]
-impl ObjectStore for HeadGate {
-    fn presign_put(&self, grant: &PutGrant<'_>) -> UploadInstruction {
-        self.inner.presign_put(grant)
-    }
-    async fn create_multipart(&self, key: &str, content_type: &str) -> Result<String> {
-        self.inner.create_multipart(key, content_type).await
-    }
-    fn presign_part(&self, grant: &PartGrant<'_>) -> UploadInstruction {
-        self.inner.presign_part(grant)
-    }
-    async fn list_parts(&self, key: &str, upload_id: &str) -> Result<Option<Vec<ListedPart>>> {
-        self.inner.list_parts(key, upload_id).await
-    }
-    async fn complete_multipart(&self, key: &str, upload_id: &str, parts: &[ListedPart]) -> Result<()> {
-        self.inner.complete_multipart(key, upload_id, parts).await
-    }
-    async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<()> {
-        self.inner.abort_multipart(key, upload_id).await
-    }
-    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {
+impl Interceptor for HeadGate {
+    async fn before(&self, call: Call<'_>) -> Result<()> {
+        if call.operation != Operation::Head {
+            return Ok(());
+        }
         if self.arrived.fetch_add(1, Ordering::SeqCst) + 1 >= self.hold {
             self.open.close();
         }
         // Waits while the gate is shut; a closed semaphore lets everyone by.
         let _ = self.open.acquire().await;
-        self.inner.head(key).await
-    }
-    async fn get(&self, key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        self.inner.get(key).await
-    }
-    async fn get_range(&self, key: &str, first: u64, last: u64) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        self.inner.get_range(key, first, last).await
-    }
-    async fn put(&self, key: &str, content_type: &str, bytes: bytes::Bytes) -> Result<ObjectMeta> {
-        self.inner.put(key, content_type, bytes).await
-    }
-    fn presign_get(
-        &self,
-        key: &str,
-        expires_at: upload_once_core::time::UnixMillis,
-        answer: &upload_once_server::storage::GetAnswer<'_>,
-    ) -> Option<String> {
-        self.inner.presign_get(key, expires_at, answer)
-    }
-    async fn delete(&self, key: &str) -> Result<()> {
-        self.inner.delete(key).await
-    }
-    async fn list(&self) -> Result<Vec<String>> {
-        self.inner.list().await
-    }
-    async fn probe(&self) -> Result<()> {
-        self.inner.probe().await
-    }
-    fn as_local(&self) -> Option<&upload_once_server::storage::local::LocalObjectStore> {
-        self.inner.as_local()
+        Ok(())
     }
 }

@@ -30,7 +30,8 @@ use upload_once_core::wire::{Moderation, ModerationDecision};
 use upload_once_server::clock::{Clock, ManualClock};
 use upload_once_server::config::{Config, Secret, StorageKind};
 use upload_once_server::state::AppState;
-use upload_once_server::storage::{ListedPart, ObjectBody, ObjectMeta, ObjectStore, PartGrant, PutGrant};
+use upload_once_server::storage::intercept::{Call, Intercepted, Interceptor, Operation};
+use upload_once_server::storage::{ObjectStore, PutGrant};
 use upload_once_server::store::{
     AttemptLock, AttemptRow, EventRow, IndexEntry, MediaRow, NewAttempt, PartDigest, RecordStore, SessionRow,
     SweepBacklog,
@@ -337,7 +338,7 @@ impl TestServer {
     /// Files left in the embedded store's temporary directory. (An S3 store
     /// keeps its partial uploads to itself: nothing to look at there.)
     pub fn temp_files(&self) -> Vec<String> {
-        let Some(_) = self.state.objects.as_local() else { return Vec::new() };
+        let Some(_) = self.state.local_store.as_deref() else { return Vec::new() };
         std::fs::read_dir(self.state.config.data_dir.join("objects").join(".tmp"))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -349,7 +350,7 @@ impl TestServer {
     /// bucket through a URL signed for this type and these bytes (with
     /// their real SHA-256, as a store that keeps checksums would have it).
     pub async fn store_directly(&self, key: &str, content_type: &str, bytes: &[u8]) {
-        match self.state.objects.as_local() {
+        match self.state.local_store.as_deref() {
             Some(local) => {
                 let body =
                     futures_util::stream::iter(vec![Ok::<_, std::io::Error>(bytes::Bytes::copy_from_slice(bytes))]);
@@ -508,11 +509,10 @@ pub async fn problem(r: Response) -> (StatusCode, Value) {
     (status, v)
 }
 
-/// An object store wrapper whose `head` (holds a confirm inside its
-/// transaction), or whose `put` of keys ending with a suffix (holds a
+/// Gates an object store's calls: its `head` (holds a confirm inside its
+/// transaction), or its `put` of keys ending with a suffix (holds a
 /// rendition worker before it writes), waits until released.
 pub struct GatedObjects {
-    pub inner: Arc<dyn ObjectStore>,
     pub entered: Arc<tokio::sync::Notify>,
     pub release: Arc<tokio::sync::Semaphore>,
     /// `None`: heads wait; `Some(suffix)`: puts of keys ending with it.
@@ -520,79 +520,28 @@ pub struct GatedObjects {
 }
 
 impl GatedObjects {
-    /// Every `head` waits for a permit.
+    /// `inner`, whose every `head` waits for a permit.
     pub fn heads(
         inner: Arc<dyn ObjectStore>,
         entered: Arc<tokio::sync::Notify>,
         release: Arc<tokio::sync::Semaphore>,
-    ) -> GatedObjects {
-        GatedObjects { inner, entered, release, puts_ending_with: None }
-    }
-
-    async fn wait(&self) {
-        self.entered.notify_one();
-        let permit = self.release.acquire().await.unwrap();
-        permit.forget();
+    ) -> Intercepted<GatedObjects> {
+        Intercepted::new(inner, GatedObjects { entered, release, puts_ending_with: None })
     }
 }
 
 #[async_trait]
-impl ObjectStore for GatedObjects {
-    fn presign_put(&self, grant: &PutGrant<'_>) -> upload_once_core::wire::UploadInstruction {
-        self.inner.presign_put(grant)
-    }
-    async fn create_multipart(&self, key: &str, content_type: &str) -> Result<String> {
-        self.inner.create_multipart(key, content_type).await
-    }
-    fn presign_part(&self, grant: &PartGrant<'_>) -> upload_once_core::wire::UploadInstruction {
-        self.inner.presign_part(grant)
-    }
-    async fn list_parts(&self, key: &str, upload_id: &str) -> Result<Option<Vec<ListedPart>>> {
-        self.inner.list_parts(key, upload_id).await
-    }
-    async fn complete_multipart(&self, key: &str, upload_id: &str, parts: &[ListedPart]) -> Result<()> {
-        self.inner.complete_multipart(key, upload_id, parts).await
-    }
-    async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<()> {
-        self.inner.abort_multipart(key, upload_id).await
-    }
-    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {
-        if self.puts_ending_with.is_none() {
-            self.wait().await;
+impl Interceptor for GatedObjects {
+    async fn before(&self, call: Call<'_>) -> Result<()> {
+        let gated = match self.puts_ending_with {
+            None => call.operation == Operation::Head,
+            Some(suffix) => call.operation == Operation::Put && call.key.ends_with(suffix),
+        };
+        if gated {
+            self.entered.notify_one();
+            self.release.acquire().await.unwrap().forget();
         }
-        self.inner.head(key).await
-    }
-    async fn get(&self, key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        self.inner.get(key).await
-    }
-    async fn get_range(&self, key: &str, first: u64, last: u64) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        self.inner.get_range(key, first, last).await
-    }
-    async fn put(&self, key: &str, content_type: &str, bytes: bytes::Bytes) -> Result<ObjectMeta> {
-        if self.puts_ending_with.is_some_and(|suffix| key.ends_with(suffix)) {
-            self.wait().await;
-        }
-        self.inner.put(key, content_type, bytes).await
-    }
-    fn presign_get(
-        &self,
-        key: &str,
-        expires_at: upload_once_core::time::UnixMillis,
-        answer: &upload_once_server::storage::GetAnswer<'_>,
-    ) -> Option<String> {
-        self.inner.presign_get(key, expires_at, answer)
-    }
-    async fn delete(&self, key: &str) -> Result<()> {
-        self.inner.delete(key).await
-    }
-    async fn list(&self) -> Result<Vec<String>> {
-        self.inner.list().await
-    }
-    async fn probe(&self) -> Result<()> {
-        self.inner.probe().await
-    }
-    fn as_local(&self) -> Option<&upload_once_server::storage::local::LocalObjectStore> {
-        self.inner.as_local()
+        Ok(())
     }
 }
 

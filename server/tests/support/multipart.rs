@@ -8,9 +8,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use async_trait::async_trait;
 use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
+use std::time::Instant;
 use upload_once_core::wire::{AttemptResponse, MultipartPlan, PartsResponse, SignedPart, Upload, UploadInstruction};
 use upload_once_server::secrets::sha256_hex;
-use upload_once_server::storage::{ListedPart, ObjectBody, ObjectMeta, ObjectStore, PartGrant, PutGrant};
+
+use upload_once_server::storage::intercept::{Call, Intercepted, Interceptor, Operation};
+use upload_once_server::storage::{ListedPart, ObjectMeta};
 use upload_once_server::{Error, Result};
 use uuid::Uuid;
 
@@ -88,7 +91,7 @@ impl TestServer {
     /// `NoSuchUpload`).
     pub async fn upload_is_open(&self, key: &str, upload_id: &str) -> bool {
         let listed = self.state.objects.list_parts(key, upload_id).await.unwrap();
-        if let Some(local) = self.state.objects.as_local() {
+        if let Some(local) = self.state.local_store.as_deref() {
             let open = local.open_uploads().await.unwrap().contains(&upload_id.to_owned());
             assert_eq!(open, listed.is_some(), "the embedded store lists what its directory holds");
         }
@@ -104,7 +107,7 @@ impl TestServer {
     /// Every multipart upload the embedded store still holds (S3: none to
     /// look at).
     pub async fn open_local_uploads(&self) -> Vec<String> {
-        match self.state.objects.as_local() {
+        match self.state.local_store.as_deref() {
             Some(local) => local.open_uploads().await.unwrap(),
             None => Vec::new(),
         }
@@ -177,7 +180,6 @@ impl Guest<'_> {
 /// answer (after the store completed), refuse to abort one upload, and
 /// list parts without their digests (a store that cannot).
 pub struct MultipartFaults {
-    pub inner: std::sync::Arc<dyn ObjectStore>,
     pub creates: AtomicU64,
     pub completes: AtomicU64,
     /// The next complete's answer is lost (once).
@@ -189,9 +191,8 @@ pub struct MultipartFaults {
 }
 
 impl MultipartFaults {
-    pub fn new(inner: std::sync::Arc<dyn ObjectStore>) -> MultipartFaults {
+    pub fn new() -> MultipartFaults {
         MultipartFaults {
-            inner,
             creates: AtomicU64::new(0),
             completes: AtomicU64::new(0),
             lose_complete_answer: AtomicBool::new(false),
@@ -205,9 +206,9 @@ impl MultipartFaults {
     pub fn options(faults: std::sync::Arc<std::sync::OnceLock<std::sync::Arc<MultipartFaults>>>) -> Options {
         Options {
             wrap_objects: Some(Box::new(move |inner| {
-                let wrapped = std::sync::Arc::new(MultipartFaults::new(inner));
-                let _ = faults.set(wrapped.clone());
-                wrapped
+                let shared = std::sync::Arc::new(MultipartFaults::new());
+                let _ = faults.set(shared.clone());
+                std::sync::Arc::new(Intercepted::new(inner, shared))
             })),
             ..options()
         }
@@ -215,73 +216,42 @@ impl MultipartFaults {
 }
 
 #[async_trait]
-impl ObjectStore for MultipartFaults {
-    fn presign_put(&self, grant: &PutGrant<'_>) -> UploadInstruction {
-        self.inner.presign_put(grant)
-    }
-    async fn create_multipart(&self, key: &str, content_type: &str) -> Result<String> {
-        self.creates.fetch_add(1, Ordering::SeqCst);
-        self.inner.create_multipart(key, content_type).await
-    }
-    fn presign_part(&self, grant: &PartGrant<'_>) -> UploadInstruction {
-        self.inner.presign_part(grant)
-    }
-    async fn list_parts(&self, key: &str, upload_id: &str) -> Result<Option<Vec<ListedPart>>> {
-        let listed = self.inner.list_parts(key, upload_id).await?;
-        if self.hide_digests.load(Ordering::SeqCst) {
-            return Ok(listed.map(|parts| parts.into_iter().map(|p| ListedPart { sha256: None, ..p }).collect()));
+impl Interceptor for MultipartFaults {
+    async fn before(&self, call: Call<'_>) -> Result<()> {
+        match call.operation {
+            Operation::CreateMultipart => {
+                self.creates.fetch_add(1, Ordering::SeqCst);
+            }
+            Operation::CompleteMultipart => {
+                self.completes.fetch_add(1, Ordering::SeqCst);
+            }
+            Operation::AbortMultipart if self.refuse_abort.lock().unwrap().as_deref() == call.upload_id => {
+                return Err(Error::ObjectStore("the store refused to abort".into()));
+            }
+            _ => {}
         }
-        Ok(listed)
+        Ok(())
     }
-    async fn complete_multipart(&self, key: &str, upload_id: &str, parts: &[ListedPart]) -> Result<()> {
-        self.completes.fetch_add(1, Ordering::SeqCst);
-        self.inner.complete_multipart(key, upload_id, parts).await?;
-        if self.lose_complete_answer.swap(false, Ordering::SeqCst) {
+    async fn after(&self, call: Call<'_>, _started: Instant, failed: bool) -> Result<()> {
+        if call.operation == Operation::CompleteMultipart
+            && !failed
+            && self.lose_complete_answer.swap(false, Ordering::SeqCst)
+        {
             return Err(Error::ObjectStore("the complete's answer was lost".into()));
         }
         Ok(())
     }
-    async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<()> {
-        if self.refuse_abort.lock().unwrap().as_deref() == Some(upload_id) {
-            return Err(Error::ObjectStore("the store refused to abort".into()));
-        }
-        self.inner.abort_multipart(key, upload_id).await
-    }
-    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>> {
-        let head = self.inner.head(key).await?;
+    fn meta(&self, meta: ObjectMeta) -> ObjectMeta {
         if self.hide_digests.load(Ordering::SeqCst) {
-            return Ok(head.map(|h| ObjectMeta { composite_sha256: None, ..h }));
+            return ObjectMeta { composite_sha256: None, ..meta };
         }
-        Ok(head)
+        meta
     }
-    async fn get(&self, key: &str) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        self.inner.get(key).await
-    }
-    async fn get_range(&self, key: &str, first: u64, last: u64) -> Result<Option<(ObjectMeta, ObjectBody)>> {
-        self.inner.get_range(key, first, last).await
-    }
-    async fn put(&self, key: &str, content_type: &str, bytes: bytes::Bytes) -> Result<ObjectMeta> {
-        self.inner.put(key, content_type, bytes).await
-    }
-    fn presign_get(
-        &self,
-        key: &str,
-        expires_at: upload_once_core::time::UnixMillis,
-        answer: &upload_once_server::storage::GetAnswer<'_>,
-    ) -> Option<String> {
-        self.inner.presign_get(key, expires_at, answer)
-    }
-    async fn delete(&self, key: &str) -> Result<()> {
-        self.inner.delete(key).await
-    }
-    async fn list(&self) -> Result<Vec<String>> {
-        self.inner.list().await
-    }
-    async fn probe(&self) -> Result<()> {
-        self.inner.probe().await
-    }
-    fn as_local(&self) -> Option<&upload_once_server::storage::local::LocalObjectStore> {
-        self.inner.as_local()
+    fn parts(&self, parts: Vec<ListedPart>) -> Vec<ListedPart> {
+        if self.hide_digests.load(Ordering::SeqCst) {
+            return parts.into_iter().map(|p| ListedPart { sha256: None, ..p }).collect();
+        }
+        parts
     }
 }
 

@@ -150,40 +150,18 @@ async fn connect(url: &str) -> AnyConnection {
     AnyConnection::connect(&url).await.unwrap()
 }
 
-/// The schema of migrations 1–3 (recorded the way the first servers did,
-/// in `schema_migrations`), with one event, two sessions with these tokens,
-/// and one attempt id in both sessions.
+/// The schema of migrations 1–3 (applied by sqlx, as a server of that era
+/// did), with one event, two sessions with these tokens, and one attempt id
+/// in both sessions.
 async fn make_legacy_database(url: &str, shared: Uuid, tokens: &[&str]) {
-    let files: [(i64, &str, &str); 3] = if is_postgres() {
-        [
-            (1, "init", include_str!("../migrations/postgres/0001_init.sql")),
-            (2, "readiness", include_str!("../migrations/postgres/0002_readiness.sql")),
-            (3, "multipart", include_str!("../migrations/postgres/0003_multipart.sql")),
-        ]
-    } else {
-        [
-            (1, "init", include_str!("../migrations/sqlite/0001_init.sql")),
-            (2, "readiness", include_str!("../migrations/sqlite/0002_readiness.sql")),
-            (3, "multipart", include_str!("../migrations/sqlite/0003_multipart.sql")),
-        ]
-    };
-    let mut conn = connect(url).await;
-    let integer = if is_postgres() { "BIGINT" } else { "INTEGER" };
-    sqlx::raw_sql(&format!(
-        "CREATE TABLE schema_migrations (version {integer} PRIMARY KEY, name TEXT NOT NULL, applied_at {integer} NOT NULL)"
-    ))
-    .execute(&mut conn)
-    .await
-    .unwrap();
-    for (version, name, sql) in files {
-        sqlx::raw_sql(sql).execute(&mut conn).await.unwrap();
-        sqlx::query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, 1700000000)")
-            .bind(version)
-            .bind(name)
-            .execute(&mut conn)
-            .await
-            .unwrap();
+    let dialect = if is_postgres() { "postgres" } else { "sqlite" };
+    let era = tempfile::tempdir().unwrap();
+    for file in ["0001_init.sql", "0002_readiness.sql", "0003_multipart.sql"] {
+        let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations").join(dialect).join(file);
+        std::fs::copy(from, era.path().join(file)).unwrap();
     }
+    let mut conn = connect(url).await;
+    sqlx::migrate::Migrator::new(era.path()).await.unwrap().run(&mut conn).await.unwrap();
     let now = now_ms();
     let event: i64 = sqlx::query_scalar(
         "INSERT INTO events (slug, title, max_file_bytes, allowed_types, moderation, guest_code, host_token_hash, wall_token_hash, created_at)

@@ -1,16 +1,13 @@
 //! The schema is migrated by `sqlx::migrate!`: each applied migration is
 //! recorded with the SHA-384 of its file and checked at every start; a
-//! database made by the hand-rolled migrations of earlier versions
-//! (`schema_migrations`) is bridged, keeping its records; instances starting
-//! together migrate once.
+//! database a newer server migrated is refused; instances starting together
+//! migrate once.
 
 use crate::support;
 
 use sha2::{Digest, Sha384};
 use sqlx::{AnyConnection, Connection};
 use support::{fresh_database_url, is_postgres};
-use upload_once_core::wire::Dedup;
-use upload_once_server::store::RecordStore;
 use upload_once_server::store::sql::SqlStore;
 
 /// The migration files of the dialect this run uses, as (version, name,
@@ -78,92 +75,25 @@ fn every_file_applied() -> Vec<(i64, String, Vec<u8>, bool)> {
         .collect()
 }
 
-/// The versions the hand-rolled migrations of earlier servers knew.
-const LEGACY_VERSIONS: i64 = 2;
-
-/// Makes the database the way servers before sqlx migrations did: the
-/// files of their era run by hand, recorded in `schema_migrations`, with one
-/// event in it.
-async fn make_legacy_database(url: &str, extra_legacy_version: Option<(i64, &str)>) {
-    let mut conn = connect(url).await;
-    let integer = if is_postgres() { "BIGINT" } else { "INTEGER" };
-    sqlx::raw_sql(&format!(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (version {integer} PRIMARY KEY, name TEXT NOT NULL, applied_at {integer} NOT NULL)"
-    ))
-    .execute(&mut conn)
-    .await
-    .unwrap();
-    let mut versions: Vec<(i64, String)> = Vec::new();
-    for (version, name, sql) in migration_files().into_iter().filter(|(v, ..)| *v <= LEGACY_VERSIONS) {
-        sqlx::raw_sql(sql).execute(&mut conn).await.unwrap();
-        versions.push((version, name.to_owned()));
-    }
-    versions.extend(extra_legacy_version.map(|(v, n)| (v, n.to_owned())));
-    for (version, name) in versions {
-        sqlx::query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, 1700000000)")
-            .bind(version)
-            .bind(name)
-            .execute(&mut conn)
-            .await
-            .unwrap();
-    }
-    sqlx::query(
-        "INSERT INTO events (slug, title, max_file_bytes, allowed_types, moderation, guest_code, host_token_hash, wall_token_hash, created_at)
-         VALUES ('legacy', 'Made before sqlx', 1000, '[\"image/*\"]', 'required', 'code', 'host-hash', 'wall-hash', 1700000000000)",
-    )
-    .execute(&mut conn)
-    .await
-    .unwrap();
-    conn.close().await.unwrap();
-}
-
 #[tokio::test]
-async fn a_database_made_by_the_hand_rolled_migrations_is_bridged_and_keeps_its_records() {
+async fn a_database_a_newer_server_migrated_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let url = fresh_database_url(dir.path()).await;
-    make_legacy_database(&url, None).await;
-    assert!(
-        !applied_table_exists(&url).await,
-        "the legacy database has no sqlx record yet (or the bridge would have nothing to do)"
-    );
-
-    let store = SqlStore::open(&url).await.expect("a legacy database opens");
-    let event = store.event_by_slug("legacy").await.unwrap().expect("the legacy event is still there");
-    assert_eq!(event.title, "Made before sqlx");
-    assert_eq!(event.dedup, Dedup::None, "an event made before the content index keeps every upload");
-    assert_eq!(
-        applied(&url).await,
-        every_file_applied(),
-        "the legacy versions, recorded with their files' checksums, and the later ones applied"
-    );
-    // The migrated schema takes writes (the readiness table came from
-    // migration 2, recorded by the bridge, not run twice).
-    store.probe_write(1).await.unwrap();
+    let store = SqlStore::open(&url).await.unwrap();
     store.pool().close().await;
 
-    // Every later start checks those checksums and changes nothing.
-    let again = SqlStore::open(&url).await.expect("a bridged database opens again");
-    assert_eq!(applied(&url).await, every_file_applied());
-    again.pool().close().await;
-}
-
-async fn applied_table_exists(url: &str) -> bool {
-    let mut conn = connect(url).await;
-    let sql = if is_postgres() {
-        "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = '_sqlx_migrations'"
-    } else {
-        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'"
-    };
-    let n: i64 = sqlx::query_scalar(sql).fetch_one(&mut conn).await.unwrap();
+    // As if a newer server had applied a migration this one lacks.
+    let mut conn = connect(&url).await;
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
+         VALUES (99, 'from a newer server', TRUE, $1, 0)",
+    )
+    .bind(vec![0u8; 48])
+    .execute(&mut conn)
+    .await
+    .unwrap();
     conn.close().await.unwrap();
-    n == 1
-}
 
-#[tokio::test]
-async fn a_legacy_record_of_a_migration_this_server_lacks_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = fresh_database_url(dir.path()).await;
-    make_legacy_database(&url, Some((99, "from_a_newer_server"))).await;
     let error = SqlStore::open(&url).await.expect_err("a schema newer than this server is refused").to_string();
     assert!(error.contains("migration 99"), "{error}");
 }

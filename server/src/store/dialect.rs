@@ -125,16 +125,6 @@ impl Dialect {
         Ok(())
     }
 
-    /// How many tables named `name` the schema has (0 or 1).
-    pub(crate) fn count_tables_named(self) -> &'static str {
-        match self {
-            Dialect::Sqlite => "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = $1",
-            Dialect::Postgres => {
-                "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1"
-            }
-        }
-    }
-
     /// The schema's migrations.
     pub(crate) fn migrations(self) -> &'static Migrator {
         match self {

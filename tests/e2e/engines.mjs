@@ -24,13 +24,16 @@ export function skipUnless(engine) {
 }
 
 function playwrightPage(name, browser, context, page) {
+  const evaluate = (fn, ...args) => page.evaluate(new Function("args", `return (${fn}).apply(null, args);`), args);
   return {
     name,
     version: browser.version(),
     canGoOffline: true,
     goto: (url) => page.goto(url),
     reload: () => page.reload(),
-    evaluate: (fn, ...args) => page.evaluate(new Function("args", `return (${fn}).apply(null, args);`), args),
+    evaluate,
+    /** `evaluate` for a script without side effects (webdriver.mjs's `read`); here the same. */
+    read: evaluate,
     setInputFiles: (selector, files) => page.setInputFiles(selector, files),
     setOffline: (offline) => context.setOffline(offline),
     screenshot: (path) => page.screenshot({ path, fullPage: true }),
@@ -63,6 +66,8 @@ export async function openEngine(engine) {
 }
 
 // --- the guest page, through its data-testid hooks and window.uploader ---
+// The polls below only read the page: they go through `page.read`, which
+// may ask WebKit again when it lost an answer (see webdriver.mjs).
 
 /** Opens the guest page and waits until it restored its attempts. */
 export async function openGuest(page, url) {
@@ -71,12 +76,12 @@ export async function openGuest(page, url) {
 }
 
 export function untilReady(page) {
-  return until("the guest page to be ready", () => page.evaluate(() => document.body.dataset.ready === "1"), 20_000, 100);
+  return until("the guest page to be ready", () => page.read(() => document.body.dataset.ready === "1"), 20_000, 100);
 }
 
 /** The attempts as the uploader sees them (window.uploader.list()). */
 export function attempts(page) {
-  return page.evaluate(() => window.uploader.list().map((a) => ({
+  return page.read(() => window.uploader.list().map((a) => ({
     id: a.id, fileName: a.fileName, transfer: a.transfer, confirmation: a.confirmation,
     bytesSent: a.bytesSent, bytesTotal: a.bytesTotal, error: a.error, retries: a.retries, paused: a.paused, offline: a.offline, terminal: a.terminal, duplicateOf: a.duplicateOf,
   })));
@@ -84,7 +89,7 @@ export function attempts(page) {
 
 /** Every card as the guest reads it. */
 export function cards(page) {
-  return page.evaluate(() => [...document.querySelectorAll("[data-testid='card']")].map((el) => {
+  return page.read(() => [...document.querySelectorAll("[data-testid='card']")].map((el) => {
     const text = (id) => el.querySelector(`[data-testid='${id}']`)?.textContent?.trim() ?? "";
     return { id: el.dataset.id, transfer: text("transfer"), confirmation: text("confirmation") };
   }));
@@ -92,7 +97,7 @@ export function cards(page) {
 
 /** Whether the offline banner shows. */
 export function offlineBanner(page) {
-  return page.evaluate(() => { const b = document.querySelector("[data-testid='offline-banner']"); return !!b && !b.hidden; });
+  return page.read(() => { const b = document.querySelector("[data-testid='offline-banner']"); return !!b && !b.hidden; });
 }
 
 /** Waits until there are `n` cards and every one shows "Saved". */

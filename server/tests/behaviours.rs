@@ -49,6 +49,7 @@ mod multipart_confirm_is_create_or_return;
 mod multipart_uploads_leave_no_parts_behind;
 mod one_guest_cannot_take_the_rendition_workers;
 mod openapi_is_served;
+mod the_openapi_document_does_not_change_by_itself;
 mod operations_are_measured;
 mod pages_are_served_with_a_content_security_policy;
 mod part_urls_expire;

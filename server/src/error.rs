@@ -7,6 +7,12 @@ use axum::response::{IntoResponse, Response};
 use upload_once_core::ErrorCode;
 use upload_once_core::wire::Problem;
 
+/// A database failure a response carries, for the operations layer
+/// (`routes::operations::run_to_completion`) to report: [`Error`] leaves the logging to
+/// it, so an outage is logged once rather than once per request.
+#[derive(Clone, Debug)]
+pub struct DatabaseFailure(pub String);
+
 /// Everything that can go wrong in the server.
 #[derive(Debug)]
 pub enum Error {
@@ -169,7 +175,7 @@ impl IntoResponse for Error {
             // Logged once per outage by the health record, not per request.
             Error::Database(e) => {
                 let mut response = problem_response(code, self.detail());
-                response.extensions_mut().insert(crate::ops::DatabaseFailure(e.to_string()));
+                response.extensions_mut().insert(DatabaseFailure(e.to_string()));
                 return response;
             }
             _ => tracing::error!(%code, "{self}"),

@@ -13,24 +13,24 @@
 //! touching a handler.
 #![deny(missing_docs)]
 
+pub mod assemblies;
 pub mod clock;
 pub mod config;
-pub mod dedup;
 pub mod error;
 pub mod limits;
 pub mod logs;
 pub mod media;
 pub mod metrics;
-pub mod multipart;
 pub mod openapi;
 pub mod ops;
 pub mod routes;
+pub mod rules;
 pub mod secrets;
+pub mod services;
 pub mod shutdown;
 pub mod state;
 pub mod storage;
 pub mod store;
-pub mod sweeper;
 #[cfg(feature = "test-hooks")]
 pub mod test_hooks;
 
@@ -257,9 +257,9 @@ pub async fn run(config: Config) -> Result<()> {
     if let Some(slug) = demo {
         ensure_demo_event(&state, &slug).await?;
     }
-    sweeper::spawn(state.clone(), sweep_interval);
+    services::sweeper::spawn(state.clone(), sweep_interval);
     // Renditions are made as long as the server runs.
-    let _workers = media::jobs::spawn(&state);
+    let _workers = services::renditions::spawn(&state);
     let listener = tokio::net::TcpListener::bind(listen).await?;
     println!("upload-once-server listening on {} (public URL {})", listener.local_addr()?, state.config.public_base());
     shutdown::serve(listener, state, async {

@@ -15,164 +15,29 @@
 //!   JSON API (`408 request_timeout`), an idle timeout on a storage PUT's
 //!   body ([`IdleBody`]), and a cap on the handlers running at once
 //!   (`429 rate_limited`). The header-read timeout and graceful shutdown are
-//!   in [`crate::shutdown`].
+//!   in shutdown.rs.
 //!
-//! [`admit`] is the one middleware that applies the per-request limits; its
-//! answers are problem+json like every other error.
+//! The settings are [`crate::config::limits::LimitsConfig`]; the quotas'
+//! rules are [`crate::rules::quota`]; `admit` (routes/admission.rs)
+//! is the one middleware that applies the per-request limits.
 
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
-use std::num::NonZeroU32;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::extract::{ConnectInfo, MatchedPath, Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, header};
-use axum::middleware::Next;
-use axum::response::Response;
+use axum::extract::{ConnectInfo, Request};
+use axum::http::{HeaderMap, Method};
 use bytes::Bytes;
 use futures_util::Stream;
+use governor::DefaultKeyedRateLimiter;
 use governor::clock::{Clock as _, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota};
 use upload_once_core::ErrorCode;
 
-use crate::config::{parse_bytes, parse_duration};
-use crate::error::{Error, Result, problem_response};
-use crate::state::AppState;
-
-/// How much of something per how long: `600/min`, `10/s`, `100/h`, or
-/// `50/10m` (any duration). A client may use the whole count at once, and
-/// gets it back evenly over the period.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Rate {
-    /// How many.
-    pub count: NonZeroU32,
-    /// Per how long.
-    pub per: Duration,
-}
-
-impl std::fmt::Display for Rate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}s", self.count, self.per.as_secs_f64())
-    }
-}
-
-impl Rate {
-    /// The GCRA quota: a burst of `count`, one back every `per / count`.
-    /// `None` when that interval rounds to nothing.
-    pub fn quota(&self) -> Option<Quota> {
-        let interval = self.per / self.count.get();
-        Quota::with_period(interval).map(|q| q.allow_burst(self.count))
-    }
-}
-
-/// Parses a rate: `N/s`, `N/min`, `N/h` (also `sec`, `second`, `m`,
-/// `minute`, `hour`, `d`, `day`) or `N/<duration>` such as `50/10m`. N is a
-/// whole number greater than 0.
-pub fn parse_rate(text: &str) -> std::result::Result<Rate, String> {
-    let text = text.trim();
-    let Some((count, per)) = text.split_once('/') else {
-        return Err(format!("`{text}` is not a rate like 600/min, 10/s or 100/h"));
-    };
-    let count = count
-        .trim()
-        .parse::<u32>()
-        .ok()
-        .and_then(NonZeroU32::new)
-        .ok_or_else(|| format!("`{text}`: the count must be a whole number greater than 0"))?;
-    let per = match per.trim() {
-        "s" | "sec" | "second" => Duration::from_secs(1),
-        "m" | "min" | "minute" => Duration::from_secs(60),
-        "h" | "hour" => Duration::from_secs(3600),
-        "d" | "day" => Duration::from_secs(86_400),
-        other => parse_duration(other)?,
-    };
-    if per.is_zero() {
-        return Err(format!("`{text}`: the period must be longer than 0"));
-    }
-    let rate = Rate { count, per };
-    if rate.quota().is_none() {
-        return Err(format!("`{text}` is more than one request per nanosecond"));
-    }
-    Ok(rate)
-}
-
-/// Parses a count that must be at least 1.
-pub fn parse_positive_count(text: &str) -> std::result::Result<u64, String> {
-    match text.trim().parse::<u64>() {
-        Ok(0) => Err("must be greater than 0 (there is no `0` for unlimited: give a large number)".into()),
-        Ok(n) => Ok(n),
-        Err(_) if text.trim().starts_with('-') => {
-            Err(format!("`{text}` is negative: give a whole number greater than 0"))
-        }
-        Err(_) => Err(format!("`{text}` is not a whole number greater than 0")),
-    }
-}
-
-/// Parses a size (see [`parse_bytes`]) that must be at least one byte.
-pub fn parse_positive_bytes(text: &str) -> std::result::Result<u64, String> {
-    if text.trim().starts_with('-') {
-        return Err(format!("`{text}` is negative: give a size greater than 0, like 20GiB"));
-    }
-    match parse_bytes(text)? {
-        0 => Err("must be greater than 0 (there is no `0` for unlimited: give a large size)".into()),
-        n => Ok(n),
-    }
-}
-
-/// A network whose addresses are trusted proxies: `10.0.0.0/8`,
-/// `192.168.1.10`, `fd00::/8`, `::1`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ProxyNet {
-    addr: IpAddr,
-    prefix: u8,
-}
-
-impl ProxyNet {
-    /// Whether `ip` is in this network.
-    pub fn contains(&self, ip: IpAddr) -> bool {
-        match (self.addr, canonical(ip)) {
-            (IpAddr::V4(net), IpAddr::V4(ip)) => {
-                let mask = u32::MAX.checked_shl(32 - u32::from(self.prefix)).unwrap_or(0);
-                u32::from(net) & mask == u32::from(ip) & mask
-            }
-            (IpAddr::V6(net), IpAddr::V6(ip)) => {
-                let mask = u128::MAX.checked_shl(128 - u32::from(self.prefix)).unwrap_or(0);
-                u128::from(net) & mask == u128::from(ip) & mask
-            }
-            _ => false,
-        }
-    }
-}
-
-impl std::str::FromStr for ProxyNet {
-    type Err = String;
-    fn from_str(text: &str) -> std::result::Result<ProxyNet, String> {
-        let text = text.trim();
-        let bad = || format!("`{text}` is not an address or network like 10.0.0.0/8, 192.168.1.10 or fd00::/8");
-        let (addr, prefix) = match text.split_once('/') {
-            Some((addr, prefix)) => (addr, Some(prefix.parse::<u8>().map_err(|_| bad())?)),
-            None => (text, None),
-        };
-        let addr = canonical(addr.parse::<IpAddr>().map_err(|_| bad())?);
-        let max = if addr.is_ipv4() { 32 } else { 128 };
-        let prefix = prefix.unwrap_or(max);
-        if prefix > max {
-            return Err(bad());
-        }
-        Ok(ProxyNet { addr, prefix })
-    }
-}
-
-/// An IPv4 address mapped into IPv6 is the IPv4 address.
-fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
-    }
-}
+use crate::config::limits::{LimitsConfig, ProxyNet, Rate, canonical};
+use crate::error::{Error, Result};
 
 /// The key a client's requests are counted under: its IPv4 address, or
 /// its IPv6 /64 (one host is given a whole /64 and could otherwise rotate
@@ -220,275 +85,6 @@ pub fn client_address(peer: IpAddr, headers: &HeaderMap, trusted: &[ProxyNet]) -
     client
 }
 
-/// The limits' settings (flags and `UPLOAD_ONCE_*` variables). Every
-/// number must be greater than 0: there is no "unlimited", give a large
-/// value instead.
-#[derive(Clone, Debug, clap::Args)]
-pub struct LimitsConfig {
-    /// Unconfirmed attempts one guest session may have at once (authorized,
-    /// not confirmed, not expired); past it, authorize answers `403
-    /// too_many_unconfirmed`.
-    #[arg(long, env = "UPLOAD_ONCE_MAX_UNCONFIRMED_PER_SESSION", default_value = "200", value_parser = parse_positive_count)]
-    pub max_unconfirmed_per_session: u64,
-
-    /// Bytes one guest session may have authorized (its confirmed attempts
-    /// and its live unconfirmed ones): `403 session_bytes_exceeded`.
-    #[arg(long, env = "UPLOAD_ONCE_MAX_BYTES_PER_SESSION", default_value = "50GiB", value_parser = parse_positive_bytes)]
-    pub max_bytes_per_session: u64,
-
-    /// Guest sessions one event may open per hour (a sliding hour):
-    /// `403 too_many_sessions`.
-    #[arg(long, env = "UPLOAD_ONCE_MAX_SESSIONS_PER_EVENT_PER_HOUR", default_value = "1000", value_parser = parse_positive_count)]
-    pub max_sessions_per_event_per_hour: u64,
-
-    /// Of an event's sessions per hour, how many one client address may open
-    /// (a venue's guests share one address behind its NAT: the default lets
-    /// 500 of them in, and leaves the other half of the event's sessions to
-    /// everyone else whatever one address does). At most
-    /// `--max-sessions-per-event-per-hour`.
-    #[arg(long, env = "UPLOAD_ONCE_MAX_SESSIONS_PER_CLIENT_PER_EVENT_PER_HOUR", default_value = "500", value_parser = parse_positive_count)]
-    pub max_sessions_per_client_per_event_per_hour: u64,
-
-    /// Bytes one event may hold (its confirmed attempts and its live
-    /// unconfirmed ones): `403 event_bytes_exceeded`.
-    #[arg(long, env = "UPLOAD_ONCE_MAX_BYTES_PER_EVENT", default_value = "1024GiB", value_parser = parse_positive_bytes)]
-    pub max_bytes_per_event: u64,
-
-    /// Sessions one client address may open (`POST /v1/events/{slug}/sessions`).
-    #[arg(long, env = "UPLOAD_ONCE_RATE_SESSIONS", default_value = "600/min", value_parser = parse_rate)]
-    pub rate_sessions: Rate,
-
-    /// Authorizations one client address may ask for (authorize, renew,
-    /// signing parts).
-    #[arg(long, env = "UPLOAD_ONCE_RATE_AUTHORIZE", default_value = "6000/min", value_parser = parse_rate)]
-    pub rate_authorize: Rate,
-
-    /// Confirms one client address may send.
-    #[arg(long, env = "UPLOAD_ONCE_RATE_CONFIRM", default_value = "6000/min", value_parser = parse_rate)]
-    pub rate_confirm: Rate,
-
-    /// Status requests one client address may send (`GET /v1/attempts/{id}`,
-    /// `POST /v1/attempts/status`).
-    #[arg(long, env = "UPLOAD_ONCE_RATE_STATUS", default_value = "6000/min", value_parser = parse_rate)]
-    pub rate_status: Rate,
-
-    /// Wall pages one client address may read.
-    #[arg(long, env = "UPLOAD_ONCE_RATE_WALL", default_value = "12000/min", value_parser = parse_rate)]
-    pub rate_wall: Rate,
-
-    /// A proxy (address or network) whose `X-Forwarded-For` is believed
-    /// (repeatable, or comma-separated in the environment). Without one,
-    /// the client address is the connection's peer.
-    #[arg(long = "trusted-proxy", env = "UPLOAD_ONCE_TRUSTED_PROXIES", value_delimiter = ',')]
-    pub trusted_proxies: Vec<ProxyNet>,
-
-    /// How long a client may take to send a request's headers (also how
-    /// long an idle keep-alive connection stays open).
-    #[arg(long, env = "UPLOAD_ONCE_HEADER_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
-    pub header_timeout: Duration,
-
-    /// How long a JSON API request may take as a whole, body included:
-    /// `408 request_timeout` (work already started still runs to its end).
-    #[arg(long, env = "UPLOAD_ONCE_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
-    pub request_timeout: Duration,
-
-    /// How long a storage PUT's body may send nothing before it is cut
-    /// (`408 request_timeout`; its temporary file is removed).
-    #[arg(long, env = "UPLOAD_ONCE_PUT_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
-    pub put_idle_timeout: Duration,
-
-    /// Storage PUTs received at once, in a pool of their own apart from the
-    /// API's requests: past it, `429 rate_limited` with `Retry-After: 1`.
-    #[arg(long, env = "UPLOAD_ONCE_MAX_PUTS_IN_FLIGHT", default_value = "512", value_parser = parse_positive_count)]
-    pub max_puts_in_flight: u64,
-    /// Storage PUTs one client address may send at once (a venue's guests
-    /// share one address behind its NAT: this many transfers at once fill
-    /// any venue's uplink, and the rest wait their turn): past it, `429
-    /// rate_limited` with `Retry-After: 1`.
-    #[arg(long, env = "UPLOAD_ONCE_MAX_PUTS_PER_CLIENT", default_value = "128", value_parser = parse_positive_count)]
-    pub max_puts_per_client: u64,
-    /// The slowest a storage PUT's body may arrive, in bytes per second,
-    /// averaged over `--put-rate-window`: a slower one is cut (`408
-    /// request_timeout`). The default is met by a phone on poor venue Wi-Fi.
-    #[arg(long, env = "UPLOAD_ONCE_PUT_MIN_RATE", default_value = "8KiB", value_parser = parse_positive_bytes)]
-    pub put_min_rate: u64,
-    /// Over how long a storage PUT's rate is measured.
-    #[arg(long, env = "UPLOAD_ONCE_PUT_RATE_WINDOW", default_value = "30s", value_parser = parse_duration)]
-    pub put_rate_window: Duration,
-    /// How long after its signed URL expires a storage PUT may still be
-    /// receiving its body: past it, it is cut (`403 url_expired`).
-    #[arg(long, env = "UPLOAD_ONCE_PUT_EXPIRY_GRACE", default_value = "60s", value_parser = parse_duration)]
-    pub put_expiry_grace: Duration,
-    /// Live wall streams (`/wall/live`) one client address may hold open
-    /// at once, over all events (a venue's guests share one address behind
-    /// its NAT, and each may watch the wall): past it, `429 rate_limited`.
-    #[arg(long, env = "UPLOAD_ONCE_MAX_LIVE_PER_CLIENT", default_value = "256", value_parser = parse_positive_count)]
-    pub max_live_per_client: u64,
-    /// Live wall streams one event may have open at once, from every
-    /// address: past it, `429 rate_limited`.
-    #[arg(long, env = "UPLOAD_ONCE_MAX_LIVE_PER_EVENT", default_value = "1024", value_parser = parse_positive_count)]
-    pub max_live_per_event: u64,
-    /// Requests handled at once; past it, `429 rate_limited` with
-    /// `Retry-After: 1` (health, readiness and metrics are never refused).
-    #[arg(long, env = "UPLOAD_ONCE_MAX_REQUESTS_IN_FLIGHT", default_value = "1024", value_parser = parse_positive_count)]
-    pub max_requests_in_flight: u64,
-
-    /// On SIGTERM or Ctrl-C: how long requests in flight (a confirm, an
-    /// upload) may take to finish before the server gives up on them and
-    /// exits.
-    #[arg(long, env = "UPLOAD_ONCE_SHUTDOWN_TIMEOUT", default_value = "25s", value_parser = parse_duration)]
-    pub shutdown_timeout: Duration,
-}
-
-impl LimitsConfig {
-    /// Refuses values no flag parser would give (a configuration built in
-    /// code): zero counts, sizes and durations.
-    pub fn validate(&self) -> Result<()> {
-        let counts = [
-            ("--max-unconfirmed-per-session", self.max_unconfirmed_per_session),
-            ("--max-bytes-per-session", self.max_bytes_per_session),
-            ("--max-sessions-per-event-per-hour", self.max_sessions_per_event_per_hour),
-            ("--max-sessions-per-client-per-event-per-hour", self.max_sessions_per_client_per_event_per_hour),
-            ("--max-bytes-per-event", self.max_bytes_per_event),
-            ("--max-requests-in-flight", self.max_requests_in_flight),
-            ("--max-puts-in-flight", self.max_puts_in_flight),
-            ("--max-puts-per-client", self.max_puts_per_client),
-            ("--max-live-per-client", self.max_live_per_client),
-            ("--max-live-per-event", self.max_live_per_event),
-            ("--put-min-rate", self.put_min_rate),
-        ];
-        for (flag, value) in counts {
-            if value == 0 {
-                return Err(Error::Config(format!(
-                    "{flag} must be greater than 0 (there is no `0` for unlimited: give a large value)"
-                )));
-            }
-        }
-        let durations = [
-            ("--header-timeout", self.header_timeout),
-            ("--request-timeout", self.request_timeout),
-            ("--put-idle-timeout", self.put_idle_timeout),
-            ("--put-rate-window", self.put_rate_window),
-            ("--shutdown-timeout", self.shutdown_timeout),
-        ];
-        for (flag, value) in durations {
-            if value.is_zero() {
-                return Err(Error::Config(format!("{flag} must be longer than 0")));
-            }
-        }
-        let rates = [
-            ("--rate-sessions", self.rate_sessions),
-            ("--rate-authorize", self.rate_authorize),
-            ("--rate-confirm", self.rate_confirm),
-            ("--rate-status", self.rate_status),
-            ("--rate-wall", self.rate_wall),
-        ];
-        for (flag, rate) in rates {
-            if rate.per.is_zero() || rate.quota().is_none() {
-                return Err(Error::Config(format!("{flag} ({rate}) must be a count per a period longer than 0")));
-            }
-        }
-        Ok(())
-    }
-
-    /// The quotas an authorize is checked against.
-    pub fn attempt_quotas(&self) -> AttemptQuotas {
-        AttemptQuotas {
-            max_unconfirmed: self.max_unconfirmed_per_session,
-            max_session_bytes: self.max_bytes_per_session,
-            max_event_bytes: self.max_bytes_per_event,
-        }
-    }
-}
-
-/// The quotas a new attempt must fit in (checked by the store, in the
-/// transaction that inserts it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AttemptQuotas {
-    /// Unconfirmed attempts per session.
-    pub max_unconfirmed: u64,
-    /// Bytes per session.
-    pub max_session_bytes: u64,
-    /// Bytes per event.
-    pub max_event_bytes: u64,
-}
-
-impl AttemptQuotas {
-    /// No quota at all (tools and tests that store attempts directly).
-    pub const NONE: AttemptQuotas =
-        AttemptQuotas { max_unconfirmed: u64::MAX, max_session_bytes: u64::MAX, max_event_bytes: u64::MAX };
-}
-
-/// What a session and its event hold now, as counted for the quotas.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct QuotaUsage {
-    /// The session's authorized, unexpired attempts.
-    pub unconfirmed: u64,
-    /// Bytes of the session's confirmed and live unconfirmed attempts.
-    pub session_bytes: u64,
-    /// Bytes of the event's confirmed and live unconfirmed attempts.
-    pub event_bytes: u64,
-}
-
-/// Why one more attempt of `size` bytes does not fit, if it does not.
-pub fn attempt_refusal(usage: QuotaUsage, quotas: &AttemptQuotas, size: u64) -> Option<Error> {
-    if usage.unconfirmed >= quotas.max_unconfirmed {
-        return Some(Error::problem(
-            ErrorCode::TooManyUnconfirmed,
-            format!(
-                "this session already has {} attempts that are not confirmed (at most {}); confirm them, or wait for them to expire, before starting more",
-                usage.unconfirmed, quotas.max_unconfirmed
-            ),
-        ));
-    }
-    if usage.session_bytes.saturating_add(size) > quotas.max_session_bytes {
-        return Some(Error::problem(
-            ErrorCode::SessionBytesExceeded,
-            format!(
-                "this file would bring this session to {} bytes; a session may have at most {}",
-                usage.session_bytes.saturating_add(size),
-                quotas.max_session_bytes
-            ),
-        ));
-    }
-    if usage.event_bytes.saturating_add(size) > quotas.max_event_bytes {
-        return Some(Error::problem(
-            ErrorCode::EventBytesExceeded,
-            format!(
-                "this file would bring the event to {} bytes; an event may hold at most {}",
-                usage.event_bytes.saturating_add(size),
-                quotas.max_event_bytes
-            ),
-        ));
-    }
-    None
-}
-
-/// Why one more session of an event does not fit, if it does not.
-pub fn session_refusal(opened_last_hour: u64, max_per_hour: u64) -> Option<Error> {
-    (opened_last_hour >= max_per_hour).then(|| {
-        Error::problem(
-            ErrorCode::TooManySessions,
-            format!(
-                "this event opened {opened_last_hour} guest sessions in the last hour, the most it may; try again later"
-            ),
-        )
-    })
-}
-
-/// Why one more session of an event from this client address does not
-/// fit, if it does not.
-pub fn client_session_refusal(opened_last_hour: u64, max_per_hour: u64) -> Option<Error> {
-    (opened_last_hour >= max_per_hour).then(|| {
-        Error::problem(
-            ErrorCode::TooManySessions,
-            format!(
-                "this address opened {opened_last_hour} guest sessions of this event in the last hour, its share; try again later"
-            ),
-        )
-    })
-}
-
 /// The kinds of request that are rate-limited, each at its own rate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RateClass {
@@ -506,7 +102,7 @@ pub enum RateClass {
 
 /// How a request is admitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Admission {
+pub(crate) enum Admission {
     /// Never refused, never timed: health, readiness, metrics, the OpenAPI
     /// document, pages.
     Free,
@@ -518,7 +114,7 @@ enum Admission {
     Put,
 }
 
-fn admission(method: &Method, route: Option<&str>) -> Admission {
+pub(crate) fn admission(method: &Method, route: Option<&str>) -> Admission {
     let Some(route) = route else { return Admission::Free };
     let class = match (method.as_str(), route) {
         ("POST", "/v1/events/{slug}/sessions") => Some(RateClass::Sessions),
@@ -547,7 +143,7 @@ pub struct Limits {
     confirm: DefaultKeyedRateLimiter<IpAddr>,
     status: DefaultKeyedRateLimiter<IpAddr>,
     wall: DefaultKeyedRateLimiter<IpAddr>,
-    puts: PutSlots,
+    pub(crate) puts: PutSlots,
     /// Live wall streams open, per client address and per event.
     pub live: LiveSlots,
     warned_no_peer: AtomicBool,
@@ -607,96 +203,19 @@ impl Limits {
         }
     }
 
-    fn client(&self, request: &Request) -> Option<IpAddr> {
+    pub(crate) fn client(&self, request: &Request) -> Option<IpAddr> {
         let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
         match peer {
             Some(peer) => Some(client_address(peer, request.headers(), &self.config.trusted_proxies)),
             None => {
                 if !self.warned_no_peer.swap(true, Ordering::Relaxed) {
                     tracing::warn!(
-                        "requests carry no peer address: rate limits are not applied (serve with upload_once_server::shutdown::serve)"
+                        "requests carry no peer address: rate limits are not applied (serve with the server's own serve function)"
                     );
                 }
                 None
             }
         }
-    }
-}
-
-/// A `429 rate_limited` answer that says when to come back (whole seconds,
-/// rounded up, at least 1).
-fn rate_limited(detail: &str, wait: Duration) -> Response {
-    let mut response = problem_response(ErrorCode::RateLimited, detail.to_owned());
-    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
-    response
-}
-
-/// Middleware: the per-request limits, in order — the concurrency limit,
-/// the client's rate for the route's class, then the whole-request time
-/// limit of a JSON request. It runs outside the handler's own task
-/// ([`crate::ops::run_to_completion`]), so a request answered `408` here
-/// still finishes the work it started.
-pub async fn admit(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
-    let route = request.extensions().get::<MatchedPath>().map(|m| m.as_str().to_owned());
-    let limits = &state.limits;
-    let (timed, class) = match admission(request.method(), route.as_deref()) {
-        Admission::Free => return next.run(request).await,
-        Admission::Counted { timed, class } => (timed, class),
-        Admission::Put => {
-            let client = limits.client(&request);
-            // One PUT per target at a time, whichever of its URLs it came
-            // with: the object, or one part of one upload.
-            let part = request
-                .uri()
-                .query()
-                .unwrap_or_default()
-                .split('&')
-                .filter(|p| p.starts_with("upload=") || p.starts_with("part="));
-            let target = format!("{}?{}", request.uri().path(), part.collect::<Vec<_>>().join("&"));
-            return match limits.puts.take(client, target, &limits.config) {
-                // Held until the answer (or the client's hang-up).
-                Ok(_slot) => next.run(request).await,
-                Err(refusal) => {
-                    tracing::debug!(?client, "storage PUT refused: {refusal}");
-                    rate_limited(refusal, Duration::ZERO)
-                }
-            };
-        }
-    };
-    // Storage PUTs have their own pool, and requests waiting for a rendition
-    // job hold no slot: neither counts here.
-    let working = state
-        .ops
-        .requests_in_flight()
-        .saturating_sub(limits.puts.in_flight())
-        .saturating_sub(state.ops.waiting_for_jobs());
-    if working >= limits.config.max_requests_in_flight {
-        return rate_limited(
-            "the server is handling as many requests as it may; try again in a moment",
-            Duration::ZERO,
-        );
-    }
-    let client = limits.client(&request);
-    if let Some(client) = client {
-        request.extensions_mut().insert(ClientAddress(client));
-    }
-    if let (Some(class), Some(client)) = (class, client) {
-        if let Err(wait) = limits.check(class, client) {
-            tracing::debug!(?class, %client, "rate limited");
-            return rate_limited("too many requests of this kind from this address; try again after Retry-After", wait);
-        }
-    }
-    if !timed {
-        return next.run(request).await;
-    }
-    let limit = limits.config.request_timeout;
-    match tokio::time::timeout(limit, next.run(request)).await {
-        Ok(response) => response,
-        Err(_) => problem_response(
-            ErrorCode::RequestTimeout,
-            format!("the request took longer than {} s; anything it started still finishes", limit.as_secs_f64()),
-        ),
     }
 }
 
@@ -984,6 +503,11 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::num::NonZeroU32;
+
+    use axum::http::HeaderValue;
+
+    use crate::config::limits::{parse_positive_bytes, parse_positive_count, parse_rate};
 
     fn headers(values: &[&str]) -> HeaderMap {
         let mut h = HeaderMap::new();

@@ -1,7 +1,7 @@
 //! The OpenAPI 3.1 description, generated from the handlers and the wire
 //! types so it cannot drift from the code. Served at `GET /openapi.json`.
 //!
-//! The paths come from the same list as the router ([`crate::routes::api`]):
+//! The paths come from the same list as the router (`api` in routes/mod.rs):
 //! each route is declared once, by its handler's `#[utoipa::path]`.
 
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};

@@ -13,7 +13,7 @@
 //!   closed, idle connections are closed, and requests in flight — a
 //!   confirm in its transaction, an upload — may finish for up to
 //!   `--shutdown-timeout`, including handlers whose client already hung up
-//!   ([`crate::ops::run_to_completion`]). Past the deadline the server
+//!   ([`crate::routes::operations::run_to_completion`]). Past the deadline the server
 //!   gives up on them: whatever had not committed is rolled back by the
 //!   database, and the client asks again (every step is idempotent).
 

@@ -45,7 +45,7 @@ pub struct AppState {
     /// Renditions, live walls (issue 17).
     pub media: Arc<crate::media::MediaServices>,
     /// Multipart uploads being assembled by this instance.
-    pub assemblies: Arc<crate::multipart::Assemblies>,
+    pub assemblies: Arc<crate::assemblies::Assemblies>,
 }
 
 impl AppState {
@@ -152,14 +152,14 @@ impl AppState {
     }
 
     /// The media record as the guest of attempt `a` may see it: its own in
-    /// full; another attempt's (a duplicate, [`crate::dedup`]) only as
+    /// full; another attempt's (a duplicate, [`crate::rules::dedup`]) only as
     /// "already shared": the media's id and moderation, the guest's own
     /// attempt id, filename and object key, and a URL only once the host
     /// approved it (on the wall, every guest sees it anyway). Never the
     /// other guest's filename, attempt id or key, nor the host's reason: a
     /// claimed hash proves no possession (docs/protocol.md §3.14).
     pub fn media_for_guest(&self, m: &MediaRow, a: &AttemptRow) -> Media {
-        if !crate::dedup::is_duplicate(m, a) {
+        if !crate::rules::dedup::is_duplicate(m, a) {
             return self.media_json(m);
         }
         Media {
@@ -182,7 +182,7 @@ impl AppState {
     /// What the guest of attempt `a` sees of its media record in status
     /// answers ([`AppState::media_for_guest`]).
     pub fn media_summary(&self, m: &MediaRow, a: &AttemptRow) -> MediaSummary {
-        let duplicate = crate::dedup::is_duplicate(m, a);
+        let duplicate = crate::rules::dedup::is_duplicate(m, a);
         MediaSummary {
             id: m.id,
             moderation: m.moderation,
@@ -194,7 +194,7 @@ impl AppState {
     }
 
     /// A wall entry (its `placeholder` reason is filled from the rendition
-    /// job, [`crate::routes::media::wall_items`]).
+    /// job, `wall_items` in services/views.rs).
     pub fn wall_item(&self, m: &MediaRow) -> WallItem {
         WallItem {
             id: m.id,

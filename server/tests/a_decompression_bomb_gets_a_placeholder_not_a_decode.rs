@@ -10,12 +10,12 @@ use image::ImageFormat;
 use reqwest::StatusCode;
 use support::TestServer;
 use support::media::{bomb_png, encoded, open_event, quadrants, upload_as, wall};
-use upload_once_server::media::jobs::{self, JobState};
+use upload_once_server::media::jobs::JobState;
 
 #[tokio::test]
 async fn a_twenty_thousand_pixel_png_and_a_decompression_bomb_get_the_placeholder_without_a_decode() {
     let server = TestServer::start().await;
-    let _workers = jobs::spawn(&server.state);
+    let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let hostile = open_event(&server).await;
     let honest = open_event(&server).await;
 

@@ -49,7 +49,6 @@ mod multipart_confirm_is_create_or_return;
 mod multipart_uploads_leave_no_parts_behind;
 mod one_guest_cannot_take_the_rendition_workers;
 mod openapi_is_served;
-mod the_openapi_document_does_not_change_by_itself;
 mod operations_are_measured;
 mod pages_are_served_with_a_content_security_policy;
 mod part_urls_expire;
@@ -71,6 +70,7 @@ mod slow_clients_are_cut_off;
 mod static_assets_are_compressed_cached_and_preloaded;
 mod status_reports_every_state;
 mod store_restart_is_retryable;
+mod the_openapi_document_does_not_change_by_itself;
 // Holds confirms inside their transaction: the `test-hooks` feature
 // (`cargo xtask test server` builds with it).
 #[cfg(feature = "test-hooks")]

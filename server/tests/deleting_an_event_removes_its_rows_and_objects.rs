@@ -66,7 +66,7 @@ fn keys_of(keys: &[String], slug: &str) -> Vec<String> {
 #[tokio::test]
 async fn deleting_an_event_removes_all_its_rows_and_objects_and_leaves_other_events_alone() {
     let server = TestServer::start_with(support::multipart::options()).await;
-    let _workers = upload_once_server::media::jobs::spawn(&server.state);
+    let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let event = server.scoped_event("event", 1 << 40, &["image/*", VIDEO]).await;
     let slug = event.event.slug.clone();
     let guest = server.guest_of(&event).await;
@@ -183,11 +183,11 @@ async fn a_put_signed_before_the_deletion_leaves_nothing_behind() {
         assert_eq!((status, p["code"].as_str()), (StatusCode::GONE, Some("expired")));
     }
     server.clock.advance(server.state.url_ttl_ms() + 60_000);
-    let report = upload_once_server::sweeper::sweep_once(&server.state).await.unwrap();
+    let report = upload_once_server::services::sweeper::sweep_once(&server.state).await.unwrap();
     assert_eq!(report.late_objects_deleted, 1, "{report:?}");
     assert_eq!(keys_of(&server.stored_keys().await, &slug), Vec::<String>::new(), "objects left");
     // Done once: the next pass has nothing left to do.
-    let report = upload_once_server::sweeper::sweep_once(&server.state).await.unwrap();
+    let report = upload_once_server::services::sweeper::sweep_once(&server.state).await.unwrap();
     assert_eq!(report.late_objects_deleted, 0, "{report:?}");
 }
 
@@ -207,7 +207,7 @@ async fn a_rendition_made_during_the_deletion_leaves_nothing_behind() {
         ..Default::default()
     })
     .await;
-    let _workers = upload_once_server::media::jobs::spawn(&server.state);
+    let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let guest = server.guest().await;
     let slug = guest.slug().to_owned();
     let photo = support::media::encoded(

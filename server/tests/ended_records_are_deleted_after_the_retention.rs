@@ -50,21 +50,21 @@ async fn an_ended_attempt_and_then_its_lapsed_session_are_deleted_and_a_confirme
     server.sweep().await;
     assert_eq!(quitter.status(&[ended]).await["results"][0]["state"], "expired");
     server.clock.advance(29 * DAY_MS);
-    let report = upload_once_server::sweeper::sweep_once(&server.state).await.unwrap();
+    let report = upload_once_server::services::sweeper::sweep_once(&server.state).await.unwrap();
     assert_eq!(report.attempts_forgotten, 0, "a day short of the retention");
     assert_eq!(quitter.status(&[ended]).await["results"][0]["state"], "expired", "the lapsed session still asks");
 
     // 30 days after its expiry the record goes; the session, lapsed only
     // 7 days ago, stays for now (with nothing left to ask about).
     server.clock.advance(DAY_MS);
-    let report = upload_once_server::sweeper::sweep_once(&server.state).await.unwrap();
+    let report = upload_once_server::services::sweeper::sweep_once(&server.state).await.unwrap();
     assert_eq!(report.attempts_forgotten, 1);
     assert_eq!(rows(&server, ended, quitter.slug()).await, (0, 1));
     assert_eq!(quitter.status(&[ended]).await["results"][0]["state"], "not_found");
 
     // 30 days after the session lapsed (day 60), it goes too.
     server.clock.advance(23 * DAY_MS);
-    let report = upload_once_server::sweeper::sweep_once(&server.state).await.unwrap();
+    let report = upload_once_server::services::sweeper::sweep_once(&server.state).await.unwrap();
     assert_eq!(report.sessions_forgotten, 1, "the quitter's session; the keeper's has an attempt");
     assert_eq!(rows(&server, ended, quitter.slug()).await, (0, 0));
     assert_eq!(quitter.get(ended).await.status(), StatusCode::UNAUTHORIZED, "its token is unknown now");

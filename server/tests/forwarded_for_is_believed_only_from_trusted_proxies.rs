@@ -9,7 +9,7 @@ use crate::support;
 use reqwest::StatusCode;
 use support::limits::with_limits;
 use support::{TestServer, problem};
-use upload_once_server::limits::parse_rate;
+use upload_once_server::config::limits::parse_rate;
 
 async fn wall(server: &TestServer, code: &str, forwarded: Option<&str>) -> StatusCode {
     let mut req = server.http.get(server.url("/v1/events/xff/wall")).header("x-guest-code", code);

@@ -19,7 +19,7 @@ use serde_json::json;
 use support::multipart::{FILE, MultipartFaults, file, part, plan};
 use support::{Options, TestServer, until};
 use upload_once_core::wire::UploadInstruction;
-use upload_once_server::sweeper::sweep_once;
+use upload_once_server::services::sweeper::sweep_once;
 use uuid::Uuid;
 
 const HOUR: i64 = 3_600_000;

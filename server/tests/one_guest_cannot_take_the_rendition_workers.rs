@@ -14,7 +14,7 @@ use crate::support;
 use image::ImageFormat;
 use support::media::{encoded, open_event, quadrants, upload_as};
 use support::{Options, TestServer};
-use upload_once_server::media::jobs::{self, JobRow, JobState};
+use upload_once_server::media::jobs::{JobRow, JobState};
 use uuid::Uuid;
 
 async fn jobs_of(server: &TestServer, ids: &[Uuid]) -> Vec<JobRow> {
@@ -44,7 +44,7 @@ async fn past_its_budget_a_sessions_photos_wait_while_another_guests_are_made() 
         ..Options::default()
     })
     .await;
-    let _workers = jobs::spawn(&server.state);
+    let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let hostile = open_event(&server).await;
     let honest = open_event(&server).await;
 

@@ -13,7 +13,7 @@ use reqwest::{Client, Method, StatusCode};
 use serde_json::json;
 use support::limits::{client_from, with_limits};
 use support::{TestServer, problem};
-use upload_once_server::limits::parse_rate;
+use upload_once_server::config::limits::parse_rate;
 use uuid::Uuid;
 
 const ABUSER: &str = "127.0.0.2";

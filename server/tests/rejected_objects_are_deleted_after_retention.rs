@@ -49,7 +49,7 @@ async fn stored(server: &TestServer, media: &Media) -> usize {
 #[tokio::test]
 async fn a_media_left_rejected_loses_its_objects_after_the_retention_and_one_approved_again_keeps_them() {
     let server = TestServer::start().await;
-    let _workers = upload_once_server::media::jobs::spawn(&server.state);
+    let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let guest = open_event(&server).await;
     let photo = |r| support::media::encoded(RgbImage::from_pixel(64, 48, Rgb([r, 40, 40])), ImageFormat::Png);
     let left = upload_as(&guest, "image/png", "left.png", &photo(200)).await;

@@ -13,7 +13,7 @@ use support::media::{open_event, quadrants, upload_as, with_exif};
 use support::{Options, TestServer};
 use tokio::sync::Notify;
 use upload_once_server::Result;
-use upload_once_server::media::jobs::{self, JobState};
+use upload_once_server::media::jobs::JobState;
 use upload_once_server::storage::ObjectStore;
 use upload_once_server::storage::intercept::{Call, Intercepted, Interceptor, Operation};
 
@@ -52,7 +52,7 @@ async fn a_job_left_running_by_a_dead_server_is_finished_by_the_next_one() {
     let guest = open_event(&first).await;
     let media = upload_as(&guest, "image/jpeg", "IMG_0003.JPG", &with_exif(quadrants(64, 32), 6)).await;
 
-    let mut workers = jobs::spawn(&first.state);
+    let mut workers = upload_once_server::services::renditions::spawn(&first.state);
     entered.notified().await;
     let job = first.state.media.db.job(media.id).await.unwrap().unwrap();
     assert_eq!((job.state, job.tries), (JobState::Running, 1), "the worker holds the job");
@@ -67,7 +67,7 @@ async fn a_job_left_running_by_a_dead_server_is_finished_by_the_next_one() {
         ..Options::default()
     })
     .await;
-    let _workers = jobs::spawn(&next.state);
+    let _workers = upload_once_server::services::renditions::spawn(&next.state);
     // The dead worker's lease still holds: the job is not taken yet.
     let claim = next.state.media.db.claim(next.state.now(), next.state.media.settings.lease).await.unwrap();
     assert_eq!(claim, None, "a job under a live lease is nobody else's");

@@ -83,7 +83,7 @@ async fn a_confirm_held_mid_transaction_wins_over_the_sweeper_and_keeps_its_obje
     server.clock.advance(2000);
     let sweeper = {
         let state = server.state.clone();
-        tokio::spawn(async move { upload_once_server::sweeper::sweep_once(&state).await.unwrap() })
+        tokio::spawn(async move { upload_once_server::services::sweeper::sweep_once(&state).await.unwrap() })
     };
     let due = due_rx.recv().await.expect("the sweeper lists what is due");
     assert_eq!(due, vec![row_id], "the sweeper found the attempt due while the confirm was inside its transaction");
@@ -134,7 +134,7 @@ async fn a_confirm_that_saw_the_object_before_its_lock_rechecks_and_never_record
     // The confirm is waiting on the store, before its lock: the sweeper
     // expires the attempt and deletes its object without waiting for it.
     server.clock.advance(2000);
-    let report = upload_once_server::sweeper::sweep_once(&server.state).await.unwrap();
+    let report = upload_once_server::services::sweeper::sweep_once(&server.state).await.unwrap();
     assert_eq!((report.expired, report.objects_deleted), (1, 1), "expired and swept while the confirm waited");
     assert!(server.stored_keys().await.is_empty());
 

@@ -7,12 +7,11 @@ use crate::support;
 use reqwest::StatusCode;
 use support::TestServer;
 use support::media::{host_list, open_event, upload_as, wall};
-use upload_once_server::media::jobs;
 
 #[tokio::test]
 async fn a_corrupt_jpeg_a_heic_photo_and_a_video_get_the_placeholder_with_a_reason() {
     let server = TestServer::start().await;
-    let _workers = jobs::spawn(&server.state);
+    let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let guest = open_event(&server).await;
     // A JPEG that starts right and then is noise.
     let mut corrupt = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00\xff\xdb".to_vec();

@@ -49,13 +49,13 @@ async fn the_sweeper_removes_what_a_crash_left_and_leaves_what_is_being_written(
     let stored = server.stored_keys().await;
     assert_eq!(stored.len(), 1);
 
-    let report = upload_once_server::sweeper::sweep_once(&server.state).await.unwrap();
+    let report = upload_once_server::services::sweeper::sweep_once(&server.state).await.unwrap();
     assert_eq!(report.tmp_entries_removed, 2, "{report:?}");
     assert!(!upload.exists() && !deleted.exists(), "what the crash left is gone");
     assert!(fresh.exists(), "a file written within the hour is left");
     assert_eq!(server.stored_keys().await, stored, "the stored photo is untouched");
 
-    let report = upload_once_server::sweeper::sweep_once(&server.state).await.unwrap();
+    let report = upload_once_server::services::sweeper::sweep_once(&server.state).await.unwrap();
     assert_eq!(report.tmp_entries_removed, 0, "nothing more to remove: {report:?}");
 }
 

@@ -12,22 +12,20 @@
 //! or [`MAX_TRIES`] claims that each failed to reach the stores). A failure
 //! to reach a store puts the job back in the queue for later.
 //!
+//! This is the job table and the wake-ups; the scanner and the workers that
+//! run the jobs are in services/renditions.rs.
+//!
 //! [`MediaSettings::scan_interval`]: super::MediaSettings::scan_interval
 //! [`MediaSettings::workers`]: super::MediaSettings::workers
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use sqlx::{AnyPool, Row};
 use tokio::sync::{Notify, watch};
-use tokio::task::JoinHandle;
 use upload_once_core::time::UnixMillis;
 use uuid::Uuid;
 
-use super::Size;
-use super::renditions::{self, MAX_SOURCE_BYTES, RENDITION_TYPE};
 use crate::error::Result;
-use crate::state::AppState;
 
 /// Claims of one job before it is given the placeholder.
 pub const MAX_TRIES: i64 = 5;
@@ -111,7 +109,7 @@ fn job_from_row(row: &sqlx::any::AnyRow) -> Result<JobRow> {
     let id: String = row.try_get("media_id")?;
     let state: String = row.try_get("state")?;
     Ok(JobRow {
-        media_id: Uuid::parse_str(&id).map_err(|e| crate::Error::Database(sqlx::Error::Decode(Box::new(e))))?,
+        media_id: Uuid::parse_str(&id).map_err(|e| crate::error::Error::Database(sqlx::Error::Decode(Box::new(e))))?,
         state: JobState::parse(&state),
         tries: row.try_get("tries")?,
         reason: row.try_get("reason")?,
@@ -338,7 +336,7 @@ impl MediaDb {
 /// Wake-ups between the handlers and the workers on one instance.
 #[derive(Debug)]
 pub struct JobEvents {
-    wake: Notify,
+    pub(crate) wake: Notify,
     finished: watch::Sender<u64>,
 }
 
@@ -355,7 +353,7 @@ impl JobEvents {
     }
 
     /// Tells waiting requests that a job ended.
-    fn finished(&self) {
+    pub fn finished(&self) {
         self.finished.send_modify(|n| *n += 1);
     }
 
@@ -363,141 +361,6 @@ impl JobEvents {
     pub fn watch_finished(&self) -> watch::Receiver<u64> {
         self.finished.subscribe()
     }
-}
-
-/// The running workers and scanner; dropping it stops them (tests).
-#[derive(Debug)]
-pub struct Workers {
-    tasks: Vec<JoinHandle<()>>,
-}
-
-impl Workers {
-    /// Stops every task at once, wherever it is (what a crash does).
-    pub fn abort(&mut self) {
-        for task in self.tasks.drain(..) {
-            task.abort();
-        }
-    }
-}
-
-impl Drop for Workers {
-    fn drop(&mut self) {
-        self.abort();
-    }
-}
-
-/// Starts the scanner and the workers over `state`.
-pub fn spawn(state: &AppState) -> Workers {
-    let mut tasks = vec![tokio::spawn(scanner(state.clone()))];
-    for n in 0..state.media.settings.workers.max(1) {
-        tasks.push(tokio::spawn(worker(state.clone(), n)));
-    }
-    Workers { tasks }
-}
-
-/// Waits until woken or `interval` has passed.
-async fn idle(state: &AppState, interval: Duration) {
-    let _ = tokio::time::timeout(interval, state.media.events.wake.notified()).await;
-}
-
-async fn scanner(state: AppState) {
-    loop {
-        match state.media.db.enqueue_missing(state.now()).await {
-            Ok(0) => idle(&state, state.media.settings.scan_interval).await,
-            Ok(_) => state.media.events.wake(),
-            Err(e) => {
-                tracing::warn!("rendition jobs: the scan for new media failed: {e}");
-                idle(&state, state.media.settings.scan_interval).await;
-            }
-        }
-    }
-}
-
-async fn worker(state: AppState, n: usize) {
-    let settings = &state.media.settings;
-    loop {
-        match state.media.db.claim(state.now(), settings.lease).await {
-            Ok(Some(job)) => run(&state, job).await,
-            Ok(None) => idle(&state, settings.scan_interval).await,
-            Err(e) => {
-                tracing::warn!(worker = n, "rendition jobs: could not claim a job: {e}");
-                idle(&state, settings.scan_interval).await;
-            }
-        }
-    }
-}
-
-/// Why a job did not make its renditions.
-enum Failure {
-    /// For good: the placeholder, with this reason (a fixed sentence: the
-    /// wall shows it).
-    Placeholder(String),
-    /// A store did not answer: again later (the detail is logged only).
-    Transient(String),
-    /// Its session is over its rendition budget: in the queue again, at
-    /// this time, without counting the claim.
-    Deferred(UnixMillis),
-}
-
-impl From<crate::Error> for Failure {
-    fn from(e: crate::Error) -> Self {
-        Failure::Transient(e.to_string())
-    }
-}
-
-impl From<renditions::Unrenderable> for Failure {
-    fn from(why: renditions::Unrenderable) -> Self {
-        Failure::Placeholder(why.reason)
-    }
-}
-
-/// Runs one held job to its end (or back into the queue).
-async fn run(state: &AppState, job: Claimed) {
-    let lease = state.media.settings.lease;
-    // The lease is renewed by the same task that renders, so that nothing
-    // renews it once the worker is gone.
-    let heartbeat = async {
-        loop {
-            tokio::time::sleep(lease / 3).await;
-            match state.media.db.renew(job, state.now() + lease.as_millis() as i64).await {
-                Ok(true) => {}
-                Ok(false) => return,
-                Err(e) => tracing::warn!(media = %job.media_id, "rendition job: the lease could not be renewed: {e}"),
-            }
-        }
-    };
-    let outcome = tokio::select! {
-        outcome = render(state, job) => outcome,
-        () = heartbeat => Err(Failure::Transient("another worker took the job".into())),
-    };
-    let now = state.now();
-    let written = match outcome {
-        Ok(size) => state.media.db.finish(job, &Ok(size), now).await,
-        Err(Failure::Placeholder(reason)) => {
-            tracing::info!(media = %job.media_id, "rendition job: a placeholder: {reason}");
-            state.media.db.finish(job, &Err(reason), now).await
-        }
-        Err(Failure::Deferred(at)) => {
-            tracing::info!(media = %job.media_id, "rendition job: its guest is over the rendition budget; again at {at}");
-            state.media.db.defer(job, at).await
-        }
-        Err(Failure::Transient(detail)) if job.tries >= MAX_TRIES => {
-            tracing::warn!(media = %job.media_id, "rendition job: no rendition after {} tries: {detail}", job.tries);
-            // The store's own text (an S3 error carries a signed URL) stays
-            // in the log.
-            state.media.db.finish(job, &Err("the original could not be read from storage".into()), now).await
-        }
-        Err(Failure::Transient(reason)) => {
-            let backoff = 1_000 * (1i64 << job.tries.clamp(0, 6));
-            tracing::warn!(media = %job.media_id, "rendition job: tried again in {backoff} ms: {reason}");
-            state.media.db.retry_later(job, now + backoff, &reason).await
-        }
-    };
-    if let Err(e) = written {
-        // The lease runs out and another claim does it again.
-        tracing::warn!(media = %job.media_id, "rendition job: its end could not be recorded: {e}");
-    }
-    state.media.events.finished();
 }
 
 /// Why a content type gets the placeholder.
@@ -509,116 +372,4 @@ pub fn reason_for_type(content_type: &str) -> String {
     } else {
         format!("{content_type} is not a photo")
     }
-}
-
-/// How much lower than the requests' a decode's CPU priority is (a nice
-/// value): a photo's decode takes a core for a second or more, and the
-/// requests of every guest must not wait behind it.
-const DECODE_NICENESS: i32 = 10;
-
-/// Runs a decode on a thread of its own, at a lower CPU priority
-/// ([`DECODE_NICENESS`]); the workers bound how many run at once. A thread
-/// of its own rather than the blocking pool's, whose threads do the store's
-/// file I/O too and could not take their priority back without privileges.
-async fn decode_at_low_priority<T: Send + 'static>(
-    decode: impl FnOnce() -> T + Send + 'static,
-) -> std::result::Result<T, String> {
-    let (done, result) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("rendition".into())
-        .spawn(move || {
-            // On Linux the nice value is the calling thread's own.
-            #[cfg(target_os = "linux")]
-            // SAFETY: setpriority only reads its arguments.
-            unsafe {
-                libc::setpriority(libc::PRIO_PROCESS, 0, DECODE_NICENESS);
-            }
-            let _ = done.send(decode());
-        })
-        .map_err(|e| format!("no thread for the decode: {e}"))?;
-    result.await.map_err(|_| "the decode's thread ended without an answer (it panicked)".to_owned())
-}
-
-/// Whether a job may decode `pixels` now: its session's budget over the
-/// last [`BUDGET_WINDOW`] has room (a photo larger than the whole budget still gets a turn when
-/// nothing else of its session was decoded).
-async fn within_budget(state: &AppState, job: Claimed, pixels: i64) -> std::result::Result<(), Failure> {
-    let budget = state.media.settings.session_pixels as i64;
-    let now = state.now();
-    let used = state.media.db.session_pixels(job.media_id, now - BUDGET_WINDOW.as_millis() as i64).await?;
-    if used > 0 && used + pixels > budget {
-        return Err(Failure::Deferred(now + DEFER.as_millis() as i64));
-    }
-    Ok(())
-}
-
-/// Reads the original and stores both renditions; the display size.
-async fn render(state: &AppState, job: Claimed) -> std::result::Result<(u32, u32), Failure> {
-    let media_id = job.media_id;
-    let Some(media) = state.records.media(media_id).await? else {
-        return Err(Failure::Placeholder("the media record is gone".into()));
-    };
-    let Some(format) = renditions::decodable(&media.content_type) else {
-        return Err(Failure::Placeholder(reason_for_type(&media.content_type)));
-    };
-    if media.size > MAX_SOURCE_BYTES {
-        return Err(Failure::Placeholder(format!(
-            "{} bytes is more than the {MAX_SOURCE_BYTES} bytes a photo is decoded from",
-            media.size
-        )));
-    }
-    // Known from an earlier claim: over the budget, it waits without a read.
-    if let Some(pixels) = job.pixels {
-        within_budget(state, job, pixels).await?;
-    }
-    let Some((_, mut body)) = state.objects.get(&media.object_key).await? else {
-        return Err(Failure::Transient("the original is not in the object store".into()));
-    };
-    let mut bytes = Vec::with_capacity(media.size as usize);
-    while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| Failure::Transient(format!("reading the original: {e}")))?;
-        if (bytes.len() + chunk.len()) as u64 > MAX_SOURCE_BYTES {
-            return Err(Failure::Placeholder("the original is larger than its record says".into()));
-        }
-        bytes.extend_from_slice(&chunk);
-    }
-    // The header says how many pixels a decode would make, before one is.
-    let header = renditions::header(&bytes, format).inspect_err(|why| {
-        tracing::info!(media = %media_id, "rendition job: {}: {}", why.reason, why.detail);
-    })?;
-    let pixels = header.pixels() as i64;
-    if job.pixels.is_none() {
-        state.media.db.record_pixels(job, pixels, None).await?;
-        within_budget(state, job, pixels).await?;
-    }
-    state.media.db.record_pixels(job, pixels, Some(state.now())).await?;
-    let made = decode_at_low_priority(move || renditions::make(&bytes, format))
-        .await
-        .map_err(|e| {
-            tracing::warn!(media = %media_id, "rendition job: the decoder failed: {e}");
-            Failure::Placeholder("the decoder failed on this file".into())
-        })?
-        .inspect_err(|why| tracing::info!(media = %media_id, "rendition job: {}: {}", why.reason, why.detail))?;
-    for (size, bytes) in [(Size::Thumb, made.thumb), (Size::Display, made.display)] {
-        state.objects.put(&size.key(&media.object_key), RENDITION_TYPE, bytes.into()).await?;
-    }
-    // The media may have gone while this worker rendered: its event deleted,
-    // or the media removed after a takedown. Whoever deleted its objects did
-    // so after marking it gone, and this check comes after the writes, so
-    // either that delete saw the renditions or this check sees it gone and
-    // deletes them: none is left behind.
-    if still_wanted(state, media_id).await? {
-        return Ok((made.width, made.height));
-    }
-    for size in [Size::Thumb, Size::Display] {
-        state.objects.delete(&size.key(&media.object_key)).await?;
-    }
-    Err(Failure::Placeholder("the media was deleted while its renditions were made".into()))
-}
-
-/// Whether a media is still there to be shown: its record is, it was not
-/// removed after a takedown, and its event is not deleted.
-async fn still_wanted(state: &AppState, media_id: Uuid) -> crate::Result<bool> {
-    let Some(media) = state.records.media(media_id).await? else { return Ok(false) };
-    Ok(!media.removed && state.records.event_by_id(media.event_id).await?.is_some())
 }

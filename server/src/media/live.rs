@@ -16,6 +16,9 @@
 //! (it subscribed while the watcher started, or fell behind and lost
 //! pages) makes it read the gap from the database itself.
 //!
+//! This is the hub of feeds; the watcher that reads and renders is
+//! services/live.rs.
+//!
 //! [`MediaSettings::live_poll`]: super::MediaSettings::live_poll
 
 use std::collections::HashMap;
@@ -24,8 +27,6 @@ use std::time::Duration;
 
 use tokio::sync::{Notify, broadcast};
 use uuid::Uuid;
-
-use crate::state::AppState;
 
 /// Pages a slow listener may fall behind before it reads the gap itself.
 const BACKLOG: usize = 64;
@@ -53,17 +54,21 @@ pub enum Change {
 
 /// How often the watcher reads its event's credentials, for a rotation or
 /// a deletion on another instance (one on this instance is told at once).
-const CREDENTIALS_CHECK: Duration = Duration::from_secs(5);
+pub const CREDENTIALS_CHECK: Duration = Duration::from_secs(5);
 
 /// What a wall's credential is checked against: the event's guest code and
 /// token hashes; `None` once the event is deleted.
-fn credentials(event: Option<&crate::store::EventRow>) -> Option<(String, String, String)> {
+pub fn credentials(event: Option<&crate::store::EventRow>) -> Option<(String, String, String)> {
     event.map(|e| (e.guest_code.clone(), e.wall_token_hash.clone(), e.host_token_hash.clone()))
 }
 
-struct Feed {
-    changes: broadcast::Sender<Arc<Change>>,
-    poke: Notify,
+/// One event's feed: what its watcher broadcasts, and the poke that wakes
+/// it.
+pub struct Feed {
+    /// The changes, to every wall of the event.
+    pub changes: broadcast::Sender<Arc<Change>>,
+    /// Wakes the watcher (an approval on this instance).
+    pub poke: Notify,
 }
 
 /// Every event's feed on this instance.
@@ -73,17 +78,17 @@ pub struct LiveHub {
 }
 
 impl LiveHub {
-    /// Listens to an event's changes, starting its watcher if it has none.
-    pub fn subscribe(&self, state: &AppState, event_id: i64) -> broadcast::Receiver<Arc<Change>> {
+    /// Listens to an event's changes; with the feed, when it is new and
+    /// its watcher is to be started (services/live.rs).
+    pub fn subscribe(&self, event_id: i64) -> (broadcast::Receiver<Arc<Change>>, Option<Arc<Feed>>) {
         let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(feed) = feeds.get(&event_id) {
-            return feed.changes.subscribe();
+            return (feed.changes.subscribe(), None);
         }
         let (changes, receiver) = broadcast::channel(BACKLOG);
         let feed = Arc::new(Feed { changes, poke: Notify::new() });
         feeds.insert(event_id, feed.clone());
-        tokio::spawn(watch(state.clone(), event_id, feed));
-        receiver
+        (receiver, Some(feed))
     }
 
     /// Something changed on an event's wall (an approval on this instance).
@@ -115,7 +120,7 @@ impl LiveHub {
 
     /// Ends a feed nobody listens to any more; false if someone subscribed
     /// meanwhile.
-    fn close_if_unused(&self, event_id: i64, feed: &Arc<Feed>) -> bool {
+    pub fn close_if_unused(&self, event_id: i64, feed: &Arc<Feed>) -> bool {
         let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
         if feed.changes.receiver_count() > 0 {
             return false;
@@ -124,76 +129,5 @@ impl LiveHub {
             feeds.remove(&event_id);
         }
         true
-    }
-}
-
-/// Renders media rows as wall items, one JSON each.
-pub async fn render(state: &AppState, rows: &[crate::store::MediaRow]) -> crate::Result<Vec<(i64, String)>> {
-    let items = crate::routes::media::wall_items(state, rows).await?;
-    Ok(rows
-        .iter()
-        .zip(items)
-        .map(|(row, item)| (row.wall_seq.unwrap_or(0), serde_json::to_string(&item).unwrap_or_default()))
-        .collect())
-}
-
-async fn watch(state: AppState, event_id: i64, feed: Arc<Feed>) {
-    let poll = state.media.settings.live_poll;
-    let mut position = loop {
-        match state.media.db.max_wall_seq(event_id).await {
-            Ok(seq) => break seq,
-            Err(e) => {
-                tracing::warn!(event_id, "live wall: could not read the wall's position: {e}");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        }
-    };
-    // The event's credentials as last read; `None` before the first read.
-    let mut known = None;
-    let mut next_check = tokio::time::Instant::now();
-    loop {
-        if tokio::time::Instant::now() >= next_check {
-            next_check = tokio::time::Instant::now() + CREDENTIALS_CHECK;
-            match state.records.event_by_id(event_id).await {
-                // Every change makes the walls check theirs again; so does
-                // the first read: walls that subscribed before it checked
-                // their credential before it, and a change in between is no
-                // change from what it reads.
-                Ok(event) => {
-                    let now = Some(credentials(event.as_ref()));
-                    if known != now {
-                        let _ = feed.changes.send(Arc::new(Change::Credentials));
-                        known = now;
-                    }
-                }
-                Err(e) => tracing::debug!(event_id, "live wall: could not read the event's credentials: {e}"),
-            }
-        }
-        let _ = tokio::time::timeout(poll, feed.poke.notified()).await;
-        if feed.changes.receiver_count() == 0 && state.media.live.close_if_unused(event_id, &feed) {
-            return;
-        }
-        loop {
-            let rows = match state.records.wall(event_id, position, 100).await {
-                Ok(rows) => rows,
-                Err(e) => {
-                    tracing::debug!(event_id, "live wall: could not read the wall: {e}");
-                    break;
-                }
-            };
-            let Some(to) = rows.last().and_then(|m| m.wall_seq) else { break };
-            let items = match render(&state, &rows).await {
-                Ok(items) => items,
-                Err(e) => {
-                    tracing::debug!(event_id, "live wall: could not read the renditions: {e}");
-                    break;
-                }
-            };
-            let _ = feed.changes.send(Arc::new(Change::Approved { from: position, to, items }));
-            position = to;
-            if rows.len() < 100 {
-                break;
-            }
-        }
     }
 }

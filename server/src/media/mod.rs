@@ -15,7 +15,7 @@
 //!   however many walls listen.
 //! - [`zip`]: the host's download of every original as one streamed ZIP.
 //!
-//! The handlers are in [`crate::routes::media`].
+//! The handlers are in routes/media.rs.
 
 pub mod jobs;
 pub mod live;

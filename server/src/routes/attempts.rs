@@ -22,7 +22,7 @@ use uuid::Uuid;
 use super::extract::{ApiJson, ApiPath, Session, event, lapsed_session};
 use crate::error::{Error, Result};
 use crate::metrics::ConfirmOutcome;
-use crate::multipart::{
+use crate::rules::multipart::{
     PartPlan, check_part_requests, composite_sha256, parts_to_complete, stored_parts, with_digests,
 };
 use crate::secrets::new_object_key;
@@ -139,7 +139,7 @@ pub async fn authorize(
     };
     // The same bytes already stored in the event's dedup scope: confirmed at
     // once, nothing to transfer.
-    let dedup = crate::dedup::authorize_entry(&event, &attempt);
+    let dedup = crate::rules::dedup::authorize_entry(&event, &attempt);
     let (row, created) = state.records.authorize(attempt, dedup).await?;
     if row.filename != req.filename
         || row.size != req.size
@@ -430,11 +430,11 @@ pub async fn withdraw(
     match a.state {
         AttemptState::Authorized => {
             lock.reject(ErrorCode::Withdrawn.as_str(), WITHDRAWN).await?;
-            abort_upload(&state, &a, "a withdrawn attempt").await;
+            crate::services::uploads::abort_upload(&state, &a, "a withdrawn attempt").await;
         }
         AttemptState::Confirmed => {
             if let Some(media) = lock.withdraw_media(WITHDRAWN, state.now()).await? {
-                super::media::moderated(&state, &media);
+                crate::services::views::moderated(&state, &media);
             }
         }
         AttemptState::Expired | AttemptState::Rejected => lock.release().await?,
@@ -592,19 +592,8 @@ async fn refuse_splice(state: &AppState, lock: Box<dyn AttemptLock>, a: &Attempt
     if let Err(e) = lock.reject(ErrorCode::FileChanged.as_str(), &reason).await {
         return e;
     }
-    abort_upload(state, a, "a spliced file").await;
+    crate::services::uploads::abort_upload(state, a, "a spliced file").await;
     Error::problem(ErrorCode::FileChanged, reason)
-}
-
-/// Aborts the multipart upload of an attempt just rejected, if it has one
-/// (`what` it was, for the log). Best effort: the sweeper deletes a
-/// rejected attempt's object and parts in any case.
-pub(crate) async fn abort_upload(state: &AppState, a: &AttemptRow, what: &str) {
-    if let Some(upload_id) = &a.upload_id {
-        if let Err(e) = state.objects.abort_multipart(&a.object_key, upload_id).await {
-            tracing::warn!(attempt = %a.id, error = %e, "could not abort the upload of {what}");
-        }
-    }
 }
 
 /// Confirms an attempt: create-or-return its media record, in one
@@ -761,7 +750,7 @@ async fn confirm_under_lock(
         moderation,
         created_at: state.now(),
     };
-    crate::dedup::confirm(state, &event, lock, new_media, content_key.as_deref()).await
+    crate::services::dedup::confirm(state, &event, lock, new_media, content_key.as_deref()).await
 }
 
 /// `POST /v1/attempts/{id}/confirm`

@@ -182,7 +182,10 @@ pub async fn list_media(
 ) -> Result<Json<MediaListResponse>> {
     let rows = state.records.list_media(event.id, query.moderation).await?;
     let deduplicated = state.records.deduplicated(event.id).await?;
-    Ok(Json(MediaListResponse { media: super::media::host_media(&state, &event, &rows).await?, deduplicated }))
+    Ok(Json(MediaListResponse {
+        media: crate::services::views::host_media(&state, &event, &rows).await?,
+        deduplicated,
+    }))
 }
 
 /// `POST /v1/media/{id}/moderation`
@@ -203,7 +206,7 @@ pub async fn moderate(
     ApiJson(req): ApiJson<ModerationRequest>,
 ) -> Result<Json<upload_once_core::wire::HostMedia>> {
     let id = media.id;
-    super::media::removed(&media)?;
+    crate::services::views::removed(&media)?;
     let reason = req.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
     if reason.is_some_and(|r| r.chars().count() > MAX_REASON_CHARS) {
         return Err(Error::problem(ErrorCode::MalformedRequest, "reason must be at most 500 characters"));
@@ -213,8 +216,8 @@ pub async fn moderate(
         .moderate(event.id, id, req.decision, reason, state.now())
         .await?
         .ok_or_else(|| Error::not_found("media"))?;
-    super::media::moderated(&state, &row);
-    Ok(Json(super::media::host_media(&state, &event, std::slice::from_ref(&row)).await?.remove(0)))
+    crate::services::views::moderated(&state, &row);
+    Ok(Json(crate::services::views::host_media(&state, &event, std::slice::from_ref(&row)).await?.remove(0)))
 }
 
 /// Query of the wall.
@@ -281,7 +284,10 @@ pub async fn wall(
     let after = query.after.as_deref().map(decode_cursor).transpose()?.unwrap_or(0);
     let rows = state.records.wall(event.id, after, WALL_PAGE).await?;
     let next = rows.last().and_then(|m| m.wall_seq).unwrap_or(after);
-    Ok(Json(WallResponse { items: super::media::wall_items(&state, &rows).await?, next_cursor: encode_cursor(next) }))
+    Ok(Json(WallResponse {
+        items: crate::services::views::wall_items(&state, &rows).await?,
+        next_cursor: encode_cursor(next),
+    }))
 }
 
 /// `POST /v1/events/{slug}/rotate` body.
@@ -357,7 +363,7 @@ pub async fn delete_event(State(state): State<AppState>, HostOfEvent(event): Hos
         return Err(Error::not_found("event"));
     }
     state.media.live.credentials_changed(event.id);
-    match crate::sweeper::purge_event(&state, event.id).await {
+    match crate::services::sweeper::purge_event(&state, event.id).await {
         Ok(()) => Ok(StatusCode::NO_CONTENT),
         Err(e) => {
             tracing::warn!(event_id = event.id, "delete event: left to the sweeper: {e}");
@@ -417,7 +423,7 @@ pub async fn revoke_guest(
         .await?
         .ok_or_else(|| Error::not_found("guest"))?;
     for a in &ended {
-        super::attempts::abort_upload(&state, a, "a removed guest").await;
+        crate::services::uploads::abort_upload(&state, a, "a removed guest").await;
     }
     Ok(Json(RevokeGuestResponse { ended_uploads: ended.len() as u64, address_blocked: req.block_address }))
 }

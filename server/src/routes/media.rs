@@ -2,7 +2,7 @@
 //! Range), the wall's live feed, the host's ZIP download and the host's
 //! invitation data (issue 17). The machinery is in [`crate::media`].
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 use upload_once_core::ErrorCode;
 use upload_once_core::time::{UnixMillis, format_rfc3339};
-use upload_once_core::wire::{EventInfo, HostMedia, Moderation, Problem, WallItem};
+use upload_once_core::wire::{EventInfo, Moderation, Problem};
 use uuid::Uuid;
 
 use super::events::{WallQuery, decode_cursor, encode_cursor, event_info, may_see_wall};
@@ -28,6 +28,7 @@ use crate::media::live::Change;
 use crate::media::range::{self, RangeAnswer};
 use crate::media::renditions::{self, PLACEHOLDER_TYPE, RENDITION_TYPE};
 use crate::media::{Size, zip};
+use crate::services::views::removed;
 use crate::state::AppState;
 use crate::storage::GetAnswer;
 use crate::store::{EventRow, MediaRow};
@@ -106,18 +107,6 @@ async fn taken_down(state: &AppState, media: &MediaRow, query: &MediaContentQuer
     });
     if media.moderation == Moderation::Rejected && !for_host {
         return Err(Error::problem(ErrorCode::Removed, "the host took this down"));
-    }
-    Ok(())
-}
-
-/// `410 removed` for everyone, its host too, once a rejected media's
-/// objects are deleted after the retention.
-pub(crate) fn removed(media: &MediaRow) -> Result<()> {
-    if media.removed {
-        return Err(Error::problem(
-            ErrorCode::Removed,
-            "the host took this down and it was deleted after the retention",
-        ));
     }
     Ok(())
 }
@@ -374,75 +363,6 @@ pub async fn thumb(
     rendition(state, id, &query, Size::Thumb, &headers).await
 }
 
-/// The rendition jobs of these rows, by media id.
-async fn jobs_of(state: &AppState, rows: &[MediaRow]) -> Result<HashMap<Uuid, JobRow>> {
-    let ids: Vec<Uuid> = rows.iter().map(|m| m.id).collect();
-    let mut jobs = HashMap::new();
-    for chunk in ids.chunks(500) {
-        jobs.extend(state.media.db.jobs(chunk).await?.into_iter().map(|j| (j.media_id, j)));
-    }
-    Ok(jobs)
-}
-
-/// Wall items of these rows, each with the reason when its `url` serves
-/// the placeholder.
-pub async fn wall_items(state: &AppState, rows: &[MediaRow]) -> Result<Vec<WallItem>> {
-    let jobs = jobs_of(state, rows).await?;
-    Ok(rows
-        .iter()
-        .map(|m| {
-            let mut item = state.wall_item(m);
-            if !m.content_type.starts_with("video/") {
-                item.placeholder = jobs
-                    .get(&m.id)
-                    .filter(|j| j.state == JobState::Placeholder)
-                    .map(|j| j.reason.clone().unwrap_or_else(|| crate::media::jobs::reason_for_type(&m.content_type)));
-            }
-            item
-        })
-        .collect())
-}
-
-/// Media records as their host sees them: with the original's URL and how
-/// far the renditions are.
-pub async fn host_media(state: &AppState, event: &EventRow, rows: &[MediaRow]) -> Result<Vec<HostMedia>> {
-    let jobs = jobs_of(state, rows).await?;
-    let binding = crate::media::host_binding(event);
-    // One expiry for every link of the answer (the `host=` signature is
-    // checked against the URL's own `exp`).
-    let exp = state.media_link_expiry();
-    Ok(rows
-        .iter()
-        .map(|m| {
-            let job = jobs.get(&m.id);
-            let mut media = state.media_json(m);
-            let url = state.rendition_url_until(m.event_id, m.id, Size::Display, exp);
-            media.url = Some(if m.moderation == Moderation::Rejected {
-                // Taken down for everyone else; the host still sees it.
-                format!("{url}&host={}", crate::media::sign_original(&state.signer, m.id, &binding, exp))
-            } else {
-                url
-            });
-            HostMedia {
-                media,
-                original_url: state.original_url_until(m.id, &binding, exp),
-                preview: job.map_or("pending", |j| j.state.as_api()).to_owned(),
-                preview_reason: job.filter(|j| j.state == JobState::Placeholder).and_then(|j| j.reason.clone()),
-                guest: m.session_id,
-            }
-        })
-        .collect())
-}
-
-/// A host decision was taken on this instance: the walls hear of it now.
-pub fn moderated(state: &AppState, row: &MediaRow) {
-    match row.moderation {
-        Moderation::Approved => state.media.live.poke(row.event_id),
-        Moderation::Rejected => state.media.live.removed(row.event_id, row.id),
-        Moderation::Pending => {}
-    }
-}
-
 /// One step of a live wall's stream.
 struct Listener {
     state: AppState,
@@ -478,7 +398,7 @@ impl Listener {
         loop {
             let rows = self.state.records.wall(self.event_id, self.cursor, 100).await?;
             let Some(last) = rows.last().and_then(|m| m.wall_seq) else { return Ok(()) };
-            let rendered = crate::media::live::render(&self.state, &rows).await?;
+            let rendered = crate::services::live::render(&self.state, &rows).await?;
             self.cursor = last;
             let items: Vec<&str> = rendered.iter().map(|(_, json)| json.as_str()).collect();
             let event = self.items_event(&items);
@@ -611,7 +531,7 @@ pub async fn wall_live(
     };
     // Subscribed before anything is read: nothing approved from now on is
     // missed.
-    let changes = state.media.live.subscribe(&state, event.id);
+    let changes = crate::services::live::subscribe(&state, event.id);
     let listener = Listener {
         state,
         event_id: event.id,

@@ -3,11 +3,14 @@
 //! `#[utoipa::path]` (method and path), and listed once, in [`api`]: the
 //! router and the OpenAPI document both come from that list.
 
+pub mod admission;
 pub mod assets;
 pub mod attempts;
 pub mod events;
 pub mod extract;
 pub mod media;
+pub mod metrics;
+pub mod operations;
 pub mod storage;
 
 use std::time::Duration;
@@ -31,8 +34,8 @@ use utoipa_axum::routes;
 
 use crate::error::{Result, problem_response};
 use crate::openapi::ApiDoc;
+use crate::services::sweeper::{SweepReport, sweep_once};
 use crate::state::AppState;
-use crate::sweeper::{SweepReport, sweep_once};
 
 /// The largest JSON body accepted (a status request of 500 ids fits).
 pub const MAX_JSON_BYTES: usize = 64 * 1024;
@@ -48,7 +51,7 @@ pub async fn healthz(State(state): State<AppState>) -> Result<&'static str> {
 /// while the database does not take writes (a small write is made to find
 /// out) or the object store cannot take uploads (a cheap probe: a small
 /// file written where uploads land, or a `HEAD` of the bucket). Probed at
-/// most once a second ([`crate::ops::readiness`]). Anyone learns ready or
+/// most once a second ([`operations::readiness`]). Anyone learns ready or
 /// not ready; why, in the database's or the store's own words, only with
 /// the admin token.
 #[utoipa::path(get, path = "/readyz", tag = "operations", responses(
@@ -57,7 +60,7 @@ pub async fn healthz(State(state): State<AppState>) -> Result<&'static str> {
         description = "not_ready; with the admin token, database_unavailable or object_store_unavailable and why, in `detail` (the database's reason first when both fail)"),
 ))]
 pub async fn readyz(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let Some((code, reason)) = crate::ops::readiness(&state).await else { return "ready".into_response() };
+    let Some((code, reason)) = operations::readiness(&state).await else { return "ready".into_response() };
     if extract::require_admin(&state, &headers).is_ok() {
         problem_response(code, reason)
     } else {
@@ -131,7 +134,7 @@ fn cors(origins: &[String]) -> CorsLayer {
 /// Every API route, each with its OpenAPI operation. Bodies are limited
 /// to [`MAX_JSON_BYTES`], except the storage PUT's; every handler but the
 /// metrics' runs to its end even when its client hangs up
-/// ([`crate::ops::run_to_completion`]). `POST /v1/admin/test-hooks` (only
+/// ([`operations::run_to_completion`]). `POST /v1/admin/test-hooks` (only
 /// in a build with the `test-hooks` feature) is routed but not documented.
 pub fn api(state: &AppState) -> OpenApiRouter<AppState> {
     let api = OpenApiRouter::with_openapi(ApiDoc::openapi())
@@ -163,10 +166,10 @@ pub fn api(state: &AppState) -> OpenApiRouter<AppState> {
     let api = api.route("/v1/admin/test-hooks", axum::routing::post(admin_test_hooks));
     api.layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
         .routes(routes!(storage::put_object))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::ops::run_to_completion))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), operations::run_to_completion))
         // Only reads what is kept: no durable work, and not itself a
         // request in flight.
-        .routes(routes!(crate::metrics::serve))
+        .routes(routes!(metrics::serve))
 }
 
 /// The whole HTTP API, the embedded storage endpoint, and (when configured)
@@ -184,10 +187,10 @@ pub fn app(state: AppState) -> Router {
     router
         // Quotas and limits per request (inside CORS, so a 429 carries the
         // grant a browser needs to read its Retry-After).
-        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::limits::admit))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), admission::admit))
         .layer(cors(&config.allowed_origins))
         .layer(CatchPanicLayer::custom(panic_response))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::metrics::count_requests))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::count_requests))
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         // A failing database is logged once per outage by the health record
         // (`ops`), not once per response.

@@ -840,7 +840,7 @@ impl ObjectStore for LocalObjectStore {
                 size: parts.iter().map(|p| p.size).sum(),
                 content_type: record.content_type,
                 sha256: None,
-                composite_sha256: crate::multipart::composite_sha256(digests.iter().map(|d| Some(d.as_str()))),
+                composite_sha256: crate::rules::multipart::composite_sha256(digests.iter().map(|d| Some(d.as_str()))),
                 parts: parts.iter().map(|p| (p.number, p.size)).collect(),
             };
             let object_path = self.object_path(key);

@@ -6,7 +6,7 @@
 //!
 //! Handlers only see the [`ObjectStore`] trait (the embedded store's own
 //! PUT endpoint and housekeeping get it as a capability of their own,
-//! [`crate::state::AppState::local_store`]); whatever watches or changes
+//! `AppState::local_store`); whatever watches or changes
 //! its calls wraps it once, in [`intercept::Intercepted`]. The embedded default is
 //! [`local::LocalObjectStore`], served by this server under `/storage/`;
 //! production deployments use an S3-compatible bucket
@@ -26,6 +26,7 @@ use upload_once_core::time::UnixMillis;
 use upload_once_core::wire::UploadInstruction;
 
 use crate::error::Result;
+pub use crate::rules::multipart::ListedPart;
 
 /// What the store knows about a stored object.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,7 +38,7 @@ pub struct ObjectMeta {
     /// SHA-256 as lowercase hex, when the store knows it.
     pub sha256: Option<String>,
     /// For an object assembled from parts, its composite checksum when the
-    /// store knows it (see [`crate::multipart::composite_sha256`]).
+    /// store knows it (see [`crate::rules::multipart::composite_sha256`]).
     pub composite_sha256: Option<String>,
     /// The entity tag.
     pub etag: String,
@@ -76,19 +77,6 @@ pub struct PartGrant<'a> {
     pub sha256: Option<&'a str>,
     /// When the URL stops working.
     pub expires_at: UnixMillis,
-}
-
-/// A part the store holds, as the store lists it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ListedPart {
-    /// The part number.
-    pub number: u32,
-    /// Its size in bytes.
-    pub size: u64,
-    /// Its SHA-256 as lowercase hex, when known.
-    pub sha256: Option<String>,
-    /// The entity tag the store gave it (S3 wants it back at complete).
-    pub etag: String,
 }
 
 /// How a store that serves a browser directly ([`ObjectStore::presign_get`])

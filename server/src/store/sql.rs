@@ -30,7 +30,7 @@ use super::{
     moderation_from_db, policy_from_db, policy_to_db,
 };
 use crate::error::{Error, Result};
-use crate::multipart::PartPlan;
+use crate::rules::multipart::PartPlan;
 
 mod content_index;
 
@@ -563,8 +563,8 @@ impl RecordStore for SqlStore {
         .await?;
         let opened: i64 = counted.try_get("opened")?;
         let from_client: i64 = counted.try_get("from_client")?;
-        let refusal = crate::limits::session_refusal(opened as u64, s.max_per_hour)
-            .or_else(|| crate::limits::client_session_refusal(from_client as u64, s.max_per_client_per_hour));
+        let refusal = crate::rules::quota::session_refusal(opened as u64, s.max_per_hour)
+            .or_else(|| crate::rules::quota::client_session_refusal(from_client as u64, s.max_per_client_per_hour));
         if let Some(refusal) = refusal {
             tx.rollback().await?;
             return Err(refusal);
@@ -700,7 +700,7 @@ impl RecordStore for SqlStore {
             None => None,
         };
         let adds = if duplicate_of.is_some() { 0 } else { a.size };
-        if let Some(refusal) = crate::limits::attempt_refusal(usage, &a.quotas, adds) {
+        if let Some(refusal) = crate::rules::quota::attempt_refusal(usage, &a.quotas, adds) {
             tx.rollback().await?;
             return Err(refusal);
         }

@@ -18,7 +18,9 @@ pub fn client_from(ip: &str) -> Client {
 }
 
 /// Options that change only the limits.
-pub fn with_limits(configure: impl FnOnce(&mut upload_once_server::limits::LimitsConfig) + Send + 'static) -> Options {
+pub fn with_limits(
+    configure: impl FnOnce(&mut upload_once_server::config::limits::LimitsConfig) + Send + 'static,
+) -> Options {
     Options { configure: Some(Box::new(move |c| configure(&mut c.limits))), ..Default::default() }
 }
 

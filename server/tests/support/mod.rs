@@ -394,7 +394,7 @@ impl TestServer {
     }
 
     pub async fn sweep(&self) {
-        upload_once_server::sweeper::sweep_once(&self.state).await.unwrap();
+        upload_once_server::services::sweeper::sweep_once(&self.state).await.unwrap();
     }
 }
 

@@ -1,6 +1,6 @@
 //! The content index in SQL: content key → media, unique per (event,
 //! scope, key) (`content_index`, migration 4), and attempts confirmed as
-//! duplicates (`attempts.duplicate_of`). See [`crate::dedup`] for what the
+//! duplicates (`attempts.duplicate_of`). See [`crate::rules::dedup`] for what the
 //! server does with it.
 //!
 //! Create-or-return, never read-then-insert: the confirm that creates a

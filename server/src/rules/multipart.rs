@@ -11,8 +11,31 @@ use upload_once_core::restrictions::check_sha256;
 use upload_once_core::wire::{MAX_PARTS_PER_REQUEST, MultipartPlan, PartRequest, StoredPart};
 
 use crate::error::{Error, Result};
-use crate::storage::ListedPart;
-use crate::store::PartDigest;
+
+/// The SHA-256 a part's URLs were signed with, as recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartDigest {
+    /// The attempt's internal id.
+    pub attempt_row_id: i64,
+    /// The part number.
+    pub number: u32,
+    /// The one digest every URL of the part was signed with; `None` when a
+    /// URL was signed without one, or two URLs with different ones.
+    pub sha256: Option<String>,
+}
+
+/// A part the store holds, as the store lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListedPart {
+    /// The part number.
+    pub number: u32,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its SHA-256 as lowercase hex, when known.
+    pub sha256: Option<String>,
+    /// The entity tag the store gave it (S3 wants it back at complete).
+    pub etag: String,
+}
 
 /// One mebibyte.
 pub const MIB: u64 = 1024 * 1024;
@@ -253,29 +276,5 @@ mod tests {
         assert_eq!(composite_sha256([Some(a.as_str()), None]), None, "unknown unless every digest is known");
         assert_eq!(composite_sha256([Some("not hex")]), None);
         assert_eq!(composite_sha256([]), None);
-    }
-}
-
-/// Which multipart uploads this instance is assembling now: confirms of
-/// one attempt that race each other assemble it once (the others wait for
-/// the first, then find its object). Assembly runs before the attempt's row
-/// lock, so a slow store holds nothing in the database while it assembles.
-#[derive(Debug, Default)]
-pub struct Assemblies {
-    running: std::sync::Mutex<std::collections::HashMap<String, std::sync::Weak<tokio::sync::Mutex<()>>>>,
-}
-
-impl Assemblies {
-    /// The gate of the object `key`: held while it is being assembled.
-    pub fn gate(&self, key: &str) -> std::sync::Arc<tokio::sync::Mutex<()>> {
-        let mut running = self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(gate) = running.get(key).and_then(std::sync::Weak::upgrade) {
-            return gate;
-        }
-        // Gates nobody holds any more are dropped as new ones are made.
-        running.retain(|_, gate| gate.strong_count() > 0);
-        let gate = std::sync::Arc::new(tokio::sync::Mutex::new(()));
-        running.insert(key.to_owned(), std::sync::Arc::downgrade(&gate));
-        gate
     }
 }

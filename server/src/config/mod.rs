@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use clap::Parser;
 
+pub mod limits;
+
 use crate::error::{Error, Result};
 
 /// Parses a duration: jiff's friendly format (`500ms`, `90s`, `15m`,
@@ -302,9 +304,9 @@ pub struct Config {
     pub test_hooks: bool,
 
     /// Quotas, rate limits, timeouts, the concurrency limit and the
-    /// shutdown deadline ([`crate::limits`]).
+    /// shutdown deadline (limits.rs).
     #[command(flatten)]
-    pub limits: crate::limits::LimitsConfig,
+    pub limits: limits::LimitsConfig,
 }
 
 impl Config {
@@ -334,11 +336,11 @@ impl Config {
                 self.url_ttl, self.attempt_ttl
             )));
         }
-        if self.part_size < crate::multipart::MIN_PART_SIZE {
+        if self.part_size < crate::rules::multipart::MIN_PART_SIZE {
             return Err(Error::Config(format!(
                 "--part-size ({} bytes) must be at least 5 MiB ({} bytes), S3's minimum for every part but the last",
                 self.part_size,
-                crate::multipart::MIN_PART_SIZE
+                crate::rules::multipart::MIN_PART_SIZE
             )));
         }
         if self.storage == StorageKind::S3 && (self.s3_endpoint.is_none() || self.s3_bucket.is_none()) {

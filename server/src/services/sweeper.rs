@@ -99,7 +99,7 @@ pub async fn sweep_once(state: &AppState) -> Result<SweepReport> {
         state.records.mark_object_deleted(a.row_id).await?;
         report.objects_deleted += 1;
     }
-    report.objects_deleted += crate::dedup::sweep(state, BATCH).await?;
+    report.objects_deleted += super::dedup::sweep(state, BATCH).await?;
     let cutoff = now.saturating_sub(state.config.rejected_retention.as_millis() as i64);
     report.media_removed = state.records.remove_rejected(cutoff, now).await?;
     for m in state.records.removed_media_with_objects(BATCH).await? {

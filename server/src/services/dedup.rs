@@ -13,8 +13,9 @@
 //! with), or the composite checksum of a multipart object (the parts'
 //! digests, each verified by the store).
 //!
-//! Three hooks, each called from one place:
-//! - [`authorize_entry`]: an authorize whose `sha256` is indexed in scope,
+//! The rules (where bytes are indexed, what is a duplicate) are
+//! [`crate::rules::dedup`]; the hooks, each called from one place:
+//! - [`crate::rules::dedup::authorize_entry`]: an authorize whose `sha256` is indexed in scope,
 //!   for a file of the same size and content type, creates the attempt
 //!   already confirmed, as a duplicate of that media: no upload instruction,
 //!   no object, nothing to sweep, and no bytes counted against the quotas.
@@ -27,37 +28,11 @@
 //! - [`sweep`]: a duplicate's object is deleted again once no URL of its
 //!   attempt can work (S3 cannot refuse a presigned PUT that arrives late).
 
-use upload_once_core::wire::Dedup;
-
 use crate::error::Result;
 use crate::metrics::ConfirmOutcome;
+use crate::rules::dedup::entry;
 use crate::state::AppState;
-use crate::store::{AttemptLock, AttemptRow, EventRow, IndexEntry, MediaRow, NewAttempt, NewMedia};
-
-/// Where an attempt of `session_id` indexes `content_key` in `event`, or
-/// `None` when the event keeps every upload (or there is no key).
-pub fn entry(event: &EventRow, session_id: i64, content_key: Option<&str>) -> Option<IndexEntry> {
-    let scope_id = match event.dedup {
-        Dedup::None => return None,
-        Dedup::Guest => session_id,
-        Dedup::Event => 0,
-    };
-    Some(IndexEntry { event_id: event.id, scope_id, content_key: content_key?.to_owned() })
-}
-
-/// Whether attempt `a` sees media `m` as a duplicate: another attempt
-/// stored it.
-pub fn is_duplicate(m: &MediaRow, a: &AttemptRow) -> bool {
-    m.attempt_row_id != a.row_id
-}
-
-/// The authorize hook: where the attempt's claimed SHA-256 would be indexed
-/// ([`RecordStore::authorize`](crate::store::RecordStore::authorize) makes
-/// it a duplicate when the index holds those bytes as the same kind of
-/// file). `None`: no dedup.
-pub fn authorize_entry(event: &EventRow, attempt: &NewAttempt) -> Option<IndexEntry> {
-    entry(event, attempt.session_id, attempt.sha256.as_deref())
-}
+use crate::store::{AttemptLock, EventRow, MediaRow, NewMedia};
 
 /// The confirm hook, under the attempt's row lock: creates the media record
 /// (indexed under `content_key` when the event deduplicates), or confirms
@@ -106,39 +81,4 @@ pub async fn sweep(state: &AppState, limit: u32) -> Result<u64> {
         deleted += 1;
     }
     Ok(deleted)
-}
-
-#[cfg(test)]
-mod tests {
-    use upload_once_core::wire::ModerationPolicy;
-
-    use super::*;
-
-    fn event(dedup: Dedup) -> EventRow {
-        EventRow {
-            id: 7,
-            slug: "party".into(),
-            title: "Party".into(),
-            max_file_bytes: 1,
-            allowed_types: vec!["image/*".into()],
-            moderation: ModerationPolicy::Required,
-            dedup,
-            guest_code: String::new(),
-            host_token_hash: String::new(),
-            wall_token_hash: String::new(),
-            created_at: 0,
-        }
-    }
-
-    #[test]
-    fn the_scope_is_the_events_choice() {
-        let key = Some("ab");
-        assert_eq!(entry(&event(Dedup::None), 3, key), None, "none: every upload is kept");
-        let guest = entry(&event(Dedup::Guest), 3, key).unwrap();
-        assert_eq!((guest.event_id, guest.scope_id, guest.content_key.as_str()), (7, 3, "ab"), "guest: the session");
-        let everyone = entry(&event(Dedup::Event), 3, key).unwrap();
-        assert_eq!(everyone.scope_id, 0, "event: one scope for every session");
-        assert_eq!(entry(&event(Dedup::Event), 4, key), Some(everyone), "another session, the same scope");
-        assert_eq!(entry(&event(Dedup::Event), 3, None), None, "no verified key, no index");
-    }
 }

@@ -1,0 +1,96 @@
+//! The quotas a new attempt and a new session must fit in: pure rules the
+//! record store applies inside the transaction that inserts, to the usage
+//! it read in that same transaction (so concurrent requests cannot
+//! overshoot).
+
+use upload_once_core::ErrorCode;
+
+use crate::error::Error;
+
+/// The quotas a new attempt must fit in (checked by the store, in the
+/// transaction that inserts it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttemptQuotas {
+    /// Unconfirmed attempts per session.
+    pub max_unconfirmed: u64,
+    /// Bytes per session.
+    pub max_session_bytes: u64,
+    /// Bytes per event.
+    pub max_event_bytes: u64,
+}
+
+impl AttemptQuotas {
+    /// No quota at all (tools and tests that store attempts directly).
+    pub const NONE: AttemptQuotas =
+        AttemptQuotas { max_unconfirmed: u64::MAX, max_session_bytes: u64::MAX, max_event_bytes: u64::MAX };
+}
+
+/// What a session and its event hold now, as counted for the quotas.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QuotaUsage {
+    /// The session's authorized, unexpired attempts.
+    pub unconfirmed: u64,
+    /// Bytes of the session's confirmed and live unconfirmed attempts.
+    pub session_bytes: u64,
+    /// Bytes of the event's confirmed and live unconfirmed attempts.
+    pub event_bytes: u64,
+}
+
+/// Why one more attempt of `size` bytes does not fit, if it does not.
+pub fn attempt_refusal(usage: QuotaUsage, quotas: &AttemptQuotas, size: u64) -> Option<Error> {
+    if usage.unconfirmed >= quotas.max_unconfirmed {
+        return Some(Error::problem(
+            ErrorCode::TooManyUnconfirmed,
+            format!(
+                "this session already has {} attempts that are not confirmed (at most {}); confirm them, or wait for them to expire, before starting more",
+                usage.unconfirmed, quotas.max_unconfirmed
+            ),
+        ));
+    }
+    if usage.session_bytes.saturating_add(size) > quotas.max_session_bytes {
+        return Some(Error::problem(
+            ErrorCode::SessionBytesExceeded,
+            format!(
+                "this file would bring this session to {} bytes; a session may have at most {}",
+                usage.session_bytes.saturating_add(size),
+                quotas.max_session_bytes
+            ),
+        ));
+    }
+    if usage.event_bytes.saturating_add(size) > quotas.max_event_bytes {
+        return Some(Error::problem(
+            ErrorCode::EventBytesExceeded,
+            format!(
+                "this file would bring the event to {} bytes; an event may hold at most {}",
+                usage.event_bytes.saturating_add(size),
+                quotas.max_event_bytes
+            ),
+        ));
+    }
+    None
+}
+
+/// Why one more session of an event does not fit, if it does not.
+pub fn session_refusal(opened_last_hour: u64, max_per_hour: u64) -> Option<Error> {
+    (opened_last_hour >= max_per_hour).then(|| {
+        Error::problem(
+            ErrorCode::TooManySessions,
+            format!(
+                "this event opened {opened_last_hour} guest sessions in the last hour, the most it may; try again later"
+            ),
+        )
+    })
+}
+
+/// Why one more session of an event from this client address does not
+/// fit, if it does not.
+pub fn client_session_refusal(opened_last_hour: u64, max_per_hour: u64) -> Option<Error> {
+    (opened_last_hour >= max_per_hour).then(|| {
+        Error::problem(
+            ErrorCode::TooManySessions,
+            format!(
+                "this address opened {opened_last_hour} guest sessions of this event in the last hour, its share; try again later"
+            ),
+        )
+    })
+}

@@ -1,0 +1,258 @@
+//! The records the rules decide on: events, sessions, attempts, media and
+//! what the record store keeps beside them, as plain values. The record
+//! store ([`crate::store`]) reads and writes them; nothing here does I/O.
+
+use upload_once_core::time::UnixMillis;
+use upload_once_core::wire::{AttemptState, Dedup, Moderation, ModerationPolicy};
+use uuid::Uuid;
+
+use super::multipart::PartPlan;
+
+/// An event as stored. To create one, fill every field but `id`, which
+/// the database assigns (see [`RecordStore::create_event`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventRow {
+    /// Internal id, assigned by the database when the event is created.
+    pub id: i64,
+    /// URL-safe name.
+    pub slug: String,
+    /// Title.
+    pub title: String,
+    /// Size limit in bytes.
+    pub max_file_bytes: u64,
+    /// Allowed content-type patterns.
+    pub allowed_types: Vec<String>,
+    /// Moderation policy.
+    pub moderation: ModerationPolicy,
+    /// Where the same bytes are stored once ([`super::dedup`]).
+    pub dedup: Dedup,
+    /// The guest code (shared in links, so kept in clear).
+    pub guest_code: String,
+    /// SHA-256 of the host token.
+    pub host_token_hash: String,
+    /// SHA-256 of the wall token.
+    pub wall_token_hash: String,
+    /// Creation time.
+    pub created_at: UnixMillis,
+}
+
+/// A guest session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionRow {
+    /// Internal id.
+    pub id: i64,
+    /// The event it belongs to.
+    pub event_id: i64,
+    /// When it stops opening new attempts (its own existing attempts are
+    /// still answered after).
+    pub expires_at: UnixMillis,
+    /// The host removed it: it opens nothing more.
+    pub revoked: bool,
+}
+
+impl SessionRow {
+    /// Whether the session may still authorize new attempts.
+    pub fn is_live(&self, now: UnixMillis) -> bool {
+        now < self.expires_at
+    }
+}
+
+/// An attempt as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttemptRow {
+    /// Internal id.
+    pub row_id: i64,
+    /// The client-minted id (unique per session).
+    pub id: Uuid,
+    /// The session that authorized it.
+    pub session_id: i64,
+    /// The event.
+    pub event_id: i64,
+    /// Original filename.
+    pub filename: String,
+    /// Authorized size.
+    pub size: u64,
+    /// Authorized content type.
+    pub content_type: String,
+    /// Authorized SHA-256, if any.
+    pub sha256: Option<String>,
+    /// Server-generated object key.
+    pub object_key: String,
+    /// State.
+    pub state: AttemptState,
+    /// Rejection code, when rejected.
+    pub reject_code: Option<String>,
+    /// Rejection reason, when rejected.
+    pub reject_reason: Option<String>,
+    /// Creation time.
+    pub created_at: UnixMillis,
+    /// Expiry time unless confirmed.
+    pub expires_at: UnixMillis,
+    /// The media record, when confirmed: the one it created, or (a
+    /// duplicate) the one another attempt stored.
+    pub media_id: Option<Uuid>,
+    /// How the file goes up in parts, fixed at authorize; `None` for one
+    /// PUT.
+    pub plan: Option<PartPlan>,
+    /// The object store's multipart upload, once the first parts were
+    /// signed.
+    pub upload_id: Option<String>,
+}
+
+/// A new attempt (authorize).
+#[derive(Clone, Debug)]
+pub struct NewAttempt {
+    /// The client-minted id.
+    pub id: Uuid,
+    /// The session.
+    pub session_id: i64,
+    /// The event.
+    pub event_id: i64,
+    /// Original filename.
+    pub filename: String,
+    /// Size.
+    pub size: u64,
+    /// Content type.
+    pub content_type: String,
+    /// SHA-256, if given.
+    pub sha256: Option<String>,
+    /// Server-generated object key.
+    pub object_key: String,
+    /// Now.
+    pub created_at: UnixMillis,
+    /// Expiry.
+    pub expires_at: UnixMillis,
+    /// Until when its bytes count against the quotas without a sign of
+    /// life: while its first URL can still land bytes.
+    pub reserved_until: UnixMillis,
+    /// How the file goes up in parts; `None` for one PUT.
+    pub plan: Option<PartPlan>,
+    /// What the session and the event may hold, checked in the same
+    /// transaction as the insert.
+    pub quotas: crate::rules::quota::AttemptQuotas,
+}
+
+/// How long a session that authorized nothing counts against its event's
+/// and its address's hourly caps: 10 minutes.
+pub const EMPTY_SESSION_COUNTS_MS: i64 = 10 * 60 * 1000;
+
+/// A guest session to open.
+#[derive(Clone, Debug)]
+pub struct NewSession {
+    /// The event.
+    pub event_id: i64,
+    /// The token's hash.
+    pub token_hash: String,
+    /// Now.
+    pub now: UnixMillis,
+    /// Its expiry.
+    pub expires_at: UnixMillis,
+    /// The client address it is opened from (an IPv6 address by its /64),
+    /// if known.
+    pub client_key: Option<String>,
+    /// Sessions the event may open per hour.
+    pub max_per_hour: u64,
+    /// Of those, sessions one client address may open.
+    pub max_per_client_per_hour: u64,
+}
+
+/// A media record as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MediaRow {
+    /// Server-minted id.
+    pub id: Uuid,
+    /// The attempt's internal id.
+    pub attempt_row_id: i64,
+    /// The attempt's client-minted id.
+    pub attempt_id: Uuid,
+    /// The guest session that uploaded it.
+    pub session_id: i64,
+    /// The event.
+    pub event_id: i64,
+    /// The event slug.
+    pub event_slug: String,
+    /// Object key.
+    pub object_key: String,
+    /// Original filename.
+    pub filename: String,
+    /// Stored size.
+    pub size: u64,
+    /// Stored content type.
+    pub content_type: String,
+    /// SHA-256, if known.
+    pub sha256: Option<String>,
+    /// For a file stored in parts: SHA-256 over the parts' digests, `-`,
+    /// the part count.
+    pub composite_sha256: Option<String>,
+    /// Moderation state.
+    pub moderation: Moderation,
+    /// The host's reason.
+    pub moderation_reason: Option<String>,
+    /// Position on the wall (set when approved).
+    pub wall_seq: Option<i64>,
+    /// Creation time.
+    pub created_at: UnixMillis,
+    /// Time of the last moderation decision.
+    pub moderated_at: Option<UnixMillis>,
+    /// When the host rejected it, while it stays rejected (the retention
+    /// runs from here).
+    pub rejected_at: Option<UnixMillis>,
+    /// Rejected past the retention: its objects are (being) deleted, and no
+    /// approval brings it back.
+    pub removed: bool,
+}
+
+/// A media record to create at confirm.
+#[derive(Clone, Debug)]
+pub struct NewMedia {
+    /// Server-minted id.
+    pub id: Uuid,
+    /// Stored size.
+    pub size: u64,
+    /// Stored content type.
+    pub content_type: String,
+    /// SHA-256, if known.
+    pub sha256: Option<String>,
+    /// For a file stored in parts, when every part's digest is known.
+    pub composite_sha256: Option<String>,
+    /// Initial moderation state (`pending`, or `approved` without
+    /// moderation).
+    pub moderation: Moderation,
+    /// Now.
+    pub created_at: UnixMillis,
+}
+
+/// Which credential of an event the host rotates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Credential {
+    /// The guest code (printed on cards, in guest links and on the wall).
+    GuestCode,
+    /// The wall's bearer token.
+    WallToken,
+    /// The host's own bearer token.
+    HostToken,
+}
+
+/// What the sweeper has still to do.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SweepBacklog {
+    /// Authorized attempts past their expiry, not expired yet.
+    pub expired_attempts: u64,
+    /// Expired or rejected attempts whose object is not deleted (or whose
+    /// multipart upload is not aborted) yet.
+    pub dead_objects: u64,
+}
+
+/// Where a confirmed attempt's bytes are indexed: the content key in its
+/// event's dedup scope (see [`super::dedup`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexEntry {
+    /// The event.
+    pub event_id: i64,
+    /// 0 for the whole event (`event`), else the guest session (`guest`).
+    pub scope_id: i64,
+    /// The SHA-256 the store verified (one PUT) or the composite checksum
+    /// (parts), lowercase hex.
+    pub content_key: String,
+}

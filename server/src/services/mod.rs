@@ -1,0 +1,10 @@
+//! The services: what runs over the state, for the handlers and on its own
+//! — the dedup hooks, the live feed's watchers, the rendition workers, the
+//! sweeper, and the views the answers are made of.
+
+pub mod dedup;
+pub mod live;
+pub mod renditions;
+pub mod sweeper;
+pub mod uploads;
+pub mod views;

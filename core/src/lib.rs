@@ -23,6 +23,7 @@
 #![deny(missing_docs)]
 
 pub mod attempt;
+pub mod decide;
 pub mod error;
 pub mod idmap;
 pub mod multipart;

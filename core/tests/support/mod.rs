@@ -18,9 +18,10 @@ use std::fmt::Write as _;
 
 use upload_once_core::Entropy;
 use upload_once_core::attempt::{AttemptRecord, Confirmation, FileInfo};
+use upload_once_core::decide::confirm;
 use upload_once_core::error::{Error, ErrorCode};
 use upload_once_core::page::{AddPlan, Added, Effect, Input, Page, PageConfig, Session, Ticket};
-use upload_once_core::restrictions::Restrictions;
+use upload_once_core::restrictions::{Restrictions, normalize_content_type};
 use upload_once_core::retry::{Failure, RetryPolicy};
 use upload_once_core::scheduler::{Command, Outcome, Scheduler};
 use upload_once_core::time::{UnixMillis, format_rfc3339};
@@ -178,6 +179,21 @@ pub struct ServerAttempt {
     pub session: String,
 }
 
+impl ServerAttempt {
+    /// The attempt as the server's rules see it, at server time `now`.
+    pub fn facts(&self, now: UnixMillis) -> confirm::Attempt<'_> {
+        confirm::Attempt {
+            state: self.state,
+            due: now >= self.expires_at,
+            size: self.request.size,
+            content_type: &self.request.content_type,
+            sha256: self.request.sha256.as_deref(),
+            in_parts: self.plan.is_some(),
+            rejection: self.rejection.as_ref().map(|r| (r.code.as_str(), r.reason.as_str())),
+        }
+    }
+}
+
 /// An object in the fake object store.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredObject {
@@ -191,6 +207,11 @@ pub struct StoredObject {
 /// A problem answer with a stable code.
 pub fn problem(status: u16, code: ErrorCode, message: &str) -> Failure {
     Failure::http(status, Some(code.as_str()), message)
+}
+
+/// The answer to a refusal of the server's rules.
+pub fn refused(refusal: confirm::Refusal) -> Failure {
+    problem(refusal.code.http_status(), refusal.code, &refusal.reason)
 }
 
 /// The reference server's protocol semantics, in memory. All time arguments
@@ -598,69 +619,82 @@ impl FakeServer {
         self.put(&key, size, &content_type, content, expires, now)
     }
 
-    /// `POST /v1/attempts/{id}/confirm`: create-or-return the one media row.
+    /// `POST /v1/attempts/{id}/confirm`: create-or-return the one media row,
+    /// decided by the server's own rules ([`upload_once_core::decide::confirm`]).
     pub fn confirm(&mut self, id: Uuid, request: &ConfirmRequest, now: UnixMillis) -> Result<Media, Failure> {
         self.applied.push(ReqKind::Confirm);
         self.sweep(now);
-        let Some(attempt) = self.attempts.get(&id) else {
+        let Some(attempt) = self.attempts.get(&id).cloned() else {
             return Err(problem(404, ErrorCode::NotFound, "no such attempt"));
         };
-        match attempt.state {
-            AttemptState::Confirmed => {
-                return Ok(self.media_for(attempt.media_id.expect("confirmed"), id));
-            }
-            AttemptState::Expired => {
-                return Err(problem(410, ErrorCode::Expired, "the attempt expired"));
-            }
-            AttemptState::Rejected => {
-                let r = attempt.rejection.clone().expect("rejected");
-                let code = ErrorCode::parse(&r.code).unwrap_or(ErrorCode::SizeMismatch);
-                return Err(problem(422, code, &r.reason));
-            }
-            AttemptState::Authorized => {}
-        }
-        if let Some(plan) = attempt.plan.clone() {
-            // Complete from the store's own part list.
-            let complete = (1..=plan.part_count).all(|n| attempt.parts.contains_key(&n));
-            if !complete {
-                return Err(problem(409, ErrorCode::ObjectMissing, "not every part is stored yet"));
-            }
-            let size = attempt.parts.values().map(|p| p.size).sum();
-            let key = attempt.object_key.clone();
-            let content_type = attempt.request.content_type.clone();
-            // The composite: over the parts' digests, in order.
-            let digests: String = attempt.parts.values().map(|p| p.sha256.clone().unwrap_or_default()).collect();
-            let content = format!("{}-{}", fake_sha(&digests, 0), plan.part_count);
-            self.attempts.get_mut(&id).expect("present").parts.clear();
-            self.objects.insert(key, StoredObject { size, content_type, content });
-        }
-        let attempt = &self.attempts[&id];
-        let Some(object) = self.objects.get(&attempt.object_key).cloned() else {
-            return Err(problem(409, ErrorCode::ObjectMissing, "the object is not stored yet"));
+        let content_type = normalize_content_type(&request.content_type);
+        let claim = confirm::Claim {
+            size: request.size,
+            content_type: &content_type,
+            sha256: request.sha256.as_deref(),
+            composite: request.composite_sha256.as_deref(),
         };
-        let mismatch = if request.size != attempt.request.size || object.size != attempt.request.size {
-            Some((ErrorCode::SizeMismatch, "the size differs from the authorization or the stored object"))
-        } else if request.content_type != attempt.request.content_type
-            || object.content_type != attempt.request.content_type
-        {
-            Some((ErrorCode::TypeMismatch, "the content type differs from the authorization or the stored object"))
-        } else if request.sha256 != attempt.request.sha256 {
-            Some((ErrorCode::ChecksumMismatch, "the checksum differs from the authorization"))
-        } else {
-            None
-        };
-        if let Some((code, reason)) = mismatch {
-            let a = self.attempts.get_mut(&id).expect("present");
-            a.state = AttemptState::Rejected;
-            a.rejection = Some(Rejection { code: code.as_str().to_owned(), reason: reason.to_owned() });
-            return Err(problem(422, code, reason));
+        let facts = attempt.facts(self.clock(now));
+        match confirm::before_looking(&facts, &claim) {
+            confirm::Before::Replay => return Ok(self.media_for(attempt.media_id.expect("confirmed"), id)),
+            confirm::Before::Ended(refusal) => return Err(refused(refusal)),
+            confirm::Before::Expire(refusal) => {
+                self.attempts.get_mut(&id).expect("present").state = AttemptState::Expired;
+                return Err(refused(refusal));
+            }
+            confirm::Before::Reject(refusal) => return Err(self.reject(id, refusal)),
+            confirm::Before::Look => {}
         }
+        // What the store holds: a multipart object is assembled from the
+        // store's own part list, unless the client's file is not the parts'.
+        let mut spliced = None;
+        if let Some(plan) = &attempt.plan {
+            if (1..=plan.part_count).all(|n| attempt.parts.contains_key(&n)) {
+                let digests: String = attempt.parts.values().map(|p| p.sha256.clone().unwrap_or_default()).collect();
+                let composite = format!("{}-{}", fake_sha(&digests, 0), plan.part_count);
+                if claim.composite.is_some_and(|claimed| claimed != composite) {
+                    spliced = Some(composite);
+                } else {
+                    let size = attempt.parts.values().map(|p| p.size).sum();
+                    let object =
+                        StoredObject { size, content_type: attempt.request.content_type.clone(), content: composite };
+                    self.attempts.get_mut(&id).expect("present").parts.clear();
+                    self.objects.insert(attempt.object_key.clone(), object);
+                }
+            }
+        }
+        let object = self.objects.get(&attempt.object_key).cloned();
+        let known = |content: &str| Some(content.to_owned()).filter(|c| !c.is_empty());
+        let (sha256, composite) = match &object {
+            Some(o) if attempt.plan.is_some() => (None, known(&o.content)),
+            Some(o) => (known(&o.content), None),
+            None => (None, None),
+        };
+        let stored = match (&spliced, &object) {
+            (Some(composite), _) => confirm::Stored::Spliced { composite },
+            (None, None) => confirm::Stored::Missing,
+            (None, Some(o)) => confirm::Stored::Object(confirm::Object {
+                size: o.size,
+                content_type: &o.content_type,
+                sha256: sha256.as_deref(),
+                composite: composite.as_deref(),
+            }),
+        };
+        let record = match confirm::after_looking(&facts, &claim, stored) {
+            confirm::After::NotYet(refusal) => return Err(refused(refusal)),
+            confirm::After::Reject(refusal) => return Err(self.reject(id, refusal)),
+            confirm::After::Splice(refusal) => {
+                // Rejected, and its upload aborted: no part is left behind.
+                self.attempts.get_mut(&id).expect("present").parts.clear();
+                return Err(self.reject(id, refusal));
+            }
+            confirm::After::Record(record) => record,
+        };
+        let object = object.expect("recorded from an object");
         // The same bytes already stored in scope: this object goes, and the
         // attempt points to that media.
-        let scope = self.scope_of(id);
-        if let Some(media_id) =
-            scope.clone().and_then(|s| self.content_index.get(&(s, object.content.clone()))).copied()
-        {
+        let scope = self.scope_of(id).zip(record.content_key.clone());
+        if let Some(media_id) = scope.clone().and_then(|key| self.content_index.get(&key)).copied() {
             let a = self.attempts.get_mut(&id).expect("present");
             a.state = AttemptState::Confirmed;
             a.media_id = Some(media_id);
@@ -670,8 +704,8 @@ impl FakeServer {
             return Ok(self.media_for(media_id, id));
         }
         let media_id = Uuid::from_u128(0xFEED_0000_0000_0000_0000_0000_0000_0000 | (self.media.len() as u128 + 1));
-        if let Some(scope) = scope {
-            self.content_index.insert((scope, object.content.clone()), media_id);
+        if let Some(key) = scope {
+            self.content_index.insert(key, media_id);
         }
         let a = self.attempts.get_mut(&id).expect("present");
         let media = Media {
@@ -682,8 +716,8 @@ impl FakeServer {
             filename: a.request.filename.clone(),
             size: object.size,
             content_type: object.content_type.clone(),
-            sha256: a.request.sha256.clone(),
-            composite_sha256: a.plan.as_ref().map(|_| object.content.clone()),
+            sha256: record.sha256,
+            composite_sha256: record.composite,
             moderation: self.config.moderation,
             moderation_reason: None,
             url: Some(format!("https://media.test/{}", a.object_key)),
@@ -694,6 +728,14 @@ impl FakeServer {
         a.media_id = Some(media_id);
         self.media.push(media.clone());
         Ok(media)
+    }
+
+    /// Rejects attempt `id` for `refusal`: the answer.
+    fn reject(&mut self, id: Uuid, refusal: confirm::Refusal) -> Failure {
+        let a = self.attempts.get_mut(&id).expect("present");
+        a.state = AttemptState::Rejected;
+        a.rejection = Some(Rejection { code: refusal.code.as_str().to_owned(), reason: refusal.reason.clone() });
+        refused(refusal)
     }
 
     /// `POST /v1/attempts/{id}/renew`: a fresh signed URL.

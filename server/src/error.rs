@@ -125,6 +125,12 @@ impl From<std::io::Error> for Error {
     }
 }
 
+impl From<upload_once_core::decide::confirm::Refusal> for Error {
+    fn from(refusal: upload_once_core::decide::confirm::Refusal) -> Self {
+        Error::Problem { code: refusal.code, detail: refusal.reason }
+    }
+}
+
 impl From<upload_once_core::Error> for Error {
     fn from(e: upload_once_core::Error) -> Self {
         Error::Problem { code: e.code, detail: e.message }

@@ -8,6 +8,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use futures_util::StreamExt;
 use upload_once_core::ErrorCode;
+use upload_once_core::decide::confirm::{self, After, Before, Refusal, Stored};
 use upload_once_core::restrictions::{
     Restrictions, check_filename, check_sha256, is_valid_content_type, normalize_content_type,
 };
@@ -28,7 +29,7 @@ use crate::rules::multipart::{
 use crate::secrets::new_object_key;
 use crate::state::AppState;
 use crate::storage::{ObjectMeta, PartGrant, PutGrant};
-use crate::store::{AttemptLock, AttemptRow, MediaRow, NewAttempt, NewMedia, SessionRow};
+use crate::store::{AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, NewMedia, SessionRow};
 
 /// The attempt as `authorize` and `renew` answer it while it is
 /// authorized: a fresh signed URL, or its multipart plan (the parts are
@@ -461,34 +462,6 @@ pub async fn status_batch(
     Ok(Json(StatusResponse { results: statuses(&state, &session, &req.ids).await? }))
 }
 
-/// A mismatch between what was authorized and what was claimed or stored.
-fn mismatch(
-    a: &AttemptRow,
-    what: &str,
-    size: u64,
-    content_type: &str,
-    sha256: Option<&str>,
-) -> Option<(ErrorCode, String)> {
-    if size != a.size {
-        return Some((ErrorCode::SizeMismatch, format!("{what} is {size} bytes but {} were authorized", a.size)));
-    }
-    if content_type != a.content_type {
-        return Some((
-            ErrorCode::TypeMismatch,
-            format!("{what} is {content_type} but {} was authorized", a.content_type),
-        ));
-    }
-    if let (Some(expected), Some(actual)) = (a.sha256.as_deref(), sha256) {
-        if expected != actual {
-            return Some((
-                ErrorCode::ChecksumMismatch,
-                format!("{what} has SHA-256 {actual} but {expected} was authorized"),
-            ));
-        }
-    }
-    None
-}
-
 /// What the object store holds for an attempt, as seen before its row
 /// lock is taken.
 enum Seen {
@@ -588,12 +561,12 @@ async fn stored_object(
 /// A confirm of a file spliced from two: the attempt is rejected with
 /// `file_changed` (under its lock), then its multipart upload is aborted,
 /// so nothing half-made is kept. The error to answer.
-async fn refuse_splice(state: &AppState, lock: Box<dyn AttemptLock>, a: &AttemptRow, reason: String) -> Error {
-    if let Err(e) = lock.reject(ErrorCode::FileChanged.as_str(), &reason).await {
+async fn refuse_splice(state: &AppState, lock: Box<dyn AttemptLock>, a: &AttemptRow, refusal: Refusal) -> Error {
+    if let Err(e) = lock.reject(refusal.code.as_str(), &refusal.reason).await {
         return e;
     }
     crate::services::uploads::abort_upload(state, a, "a spliced file").await;
-    Error::problem(ErrorCode::FileChanged, reason)
+    refusal.into()
 }
 
 /// Confirms an attempt: create-or-return its media record, in one
@@ -616,14 +589,42 @@ pub async fn confirm_attempt(
     result.map(|(media, _)| media)
 }
 
-/// Whether a confirm of `a` (as read, not locked) will compare it with what
-/// the store holds: it is authorized, not due, and the claim matches.
-fn will_look(state: &AppState, a: &AttemptRow, claimed_type: &str, req: &ConfirmRequest) -> bool {
-    a.state == AttemptState::Authorized
-        && state.now() < a.expires_at
-        && mismatch(a, "the confirmed file", req.size, claimed_type, req.sha256.as_deref()).is_none()
+/// An attempt as the confirm rules see it ([`confirm::Attempt`]).
+fn facts<'a>(state: &AppState, a: &'a AttemptRow) -> confirm::Attempt<'a> {
+    confirm::Attempt {
+        state: a.state,
+        due: state.now() >= a.expires_at,
+        size: a.size,
+        content_type: &a.content_type,
+        sha256: a.sha256.as_deref(),
+        in_parts: a.plan.is_some(),
+        rejection: (a.state == AttemptState::Rejected).then(|| {
+            (a.reject_code.as_deref().unwrap_or("rejected"), a.reject_reason.as_deref().unwrap_or("rejected"))
+        }),
+    }
 }
 
+/// What a confirm writes with the attempt's row lock, which the write
+/// finishes.
+enum Write {
+    /// Nothing: answer the media again.
+    Replay,
+    /// Nothing: answer this.
+    Answer(Refusal),
+    /// The attempt expired.
+    Expire(Refusal),
+    /// The attempt rejected.
+    Reject(Refusal),
+    /// The attempt rejected as a splice, and its upload aborted.
+    Splice(Refusal),
+    /// The media record, created or returned.
+    Record(NewMedia, Option<String>),
+}
+
+/// Confirms attempt `id` of `session`: extract (done), load, decide, write.
+/// The store is asked before the row lock is taken, so a slow store holds
+/// no database lock (SQLite's write lock) and no pooled connection while it
+/// answers; under the lock the rules decide again from the locked row.
 async fn confirm_under_lock(
     state: &AppState,
     session: &SessionRow,
@@ -634,123 +635,118 @@ async fn confirm_under_lock(
     // the database.
     let event = state.records.event_by_id(session.event_id).await?.ok_or_else(|| Error::not_found("attempt"))?;
     let claimed_type = normalize_content_type(&req.content_type);
-    // The store is asked before the row lock is taken, so a slow store holds
-    // no database lock (SQLite's write lock) and no pooled connection while
-    // it answers; the lock then re-checks the attempt.
-    let seen = state.records.attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
-    let claimed_composite = req.composite_sha256.as_deref();
-    let mut seen = if will_look(state, &seen, &claimed_type, req) {
-        Some(look(state, &seen, claimed_composite).await?)
+    let claim = confirm::Claim {
+        size: req.size,
+        content_type: &claimed_type,
+        sha256: req.sha256.as_deref(),
+        composite: req.composite_sha256.as_deref(),
+    };
+    let read = state.records.attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
+    let seen = if confirm::will_look(&facts(state, &read), &claim) {
+        Some(look(state, &read, claim.composite).await?)
     } else {
         None
     };
     let mut lock = state.records.lock_attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
     let a = lock.attempt().clone();
-    match a.state {
-        AttemptState::Confirmed => {
-            let media = lock.media().await?;
-            lock.release().await?;
-            return Ok((media, ConfirmOutcome::Replayed));
-        }
-        AttemptState::Rejected => {
-            lock.release().await?;
-            return Err(rejected_error(&a));
-        }
-        AttemptState::Expired => {
-            lock.release().await?;
-            return Err(expired_error());
-        }
-        AttemptState::Authorized => {}
-    }
-    if state.now() >= a.expires_at {
-        lock.expire().await?;
-        return Err(expired_error());
-    }
-    if let Some((code, reason)) = mismatch(&a, "the confirmed file", req.size, &claimed_type, req.sha256.as_deref()) {
-        lock.reject(code.as_str(), &reason).await?;
-        return Err(Error::problem(code, reason));
-    }
-    if seen.is_none() {
-        // Not looked at before the lock (the clock moved back?): look now.
-        match look(state, &a, claimed_composite).await {
-            Ok(now) => seen = Some(now),
-            Err(e) => {
-                let _ = lock.release().await;
-                return Err(e);
-            }
-        }
-    }
-    #[cfg(feature = "test-hooks")]
-    if let Some(hooks) = &state.test_hooks {
-        // Inside the transaction, holding the attempt's row lock.
-        hooks.hold_confirm().await;
-    }
-    if let Some(Seen::Spliced { stored }) = &seen {
-        let reason = format!(
-            "the parts stored have the composite checksum {stored}, but the file confirmed has {}: \
-             they are not all parts of one file",
-            claimed_composite.unwrap_or_default()
-        );
-        return Err(refuse_splice(state, lock, &a, reason).await);
-    }
-    let stored = stored_object(lock.as_mut(), &a, seen.unwrap_or(Seen::Missing)).await;
-    let (object, composite) = match stored {
-        Ok(Some(stored)) => stored,
-        Ok(None) => {
-            lock.release().await?;
-            return Err(Error::problem(
-                ErrorCode::ObjectMissing,
-                "the object (or one of its parts) is not stored yet; upload it, then confirm again",
-            ));
-        }
+    let decided = decide_under_lock(state, lock.as_mut(), &event, &a, &claim, seen).await;
+    let write = match decided {
+        Ok(write) => write,
         Err(e) => {
             let _ = lock.release().await;
             return Err(e);
         }
     };
-    if let Some((code, reason)) =
-        mismatch(&a, "the stored object", object.size, &object.content_type, object.sha256.as_deref())
-    {
-        lock.reject(code.as_str(), &reason).await?;
-        return Err(Error::problem(code, reason));
-    }
-    // An object assembled by an earlier confirm whose answer was lost: its
-    // composite must be the client's file's too.
-    if let (Some(claimed), Some(stored)) = (claimed_composite, composite.as_deref()) {
-        if a.plan.is_some() && claimed != stored {
-            let reason =
-                format!("the stored object has the composite checksum {stored}, but the file confirmed has {claimed}");
-            return Err(refuse_splice(state, lock, &a, reason).await);
+    // The one place the lock is finished.
+    match write {
+        Write::Replay => {
+            let media = lock.media().await;
+            lock.release().await?;
+            Ok((media?, ConfirmOutcome::Replayed))
+        }
+        Write::Answer(refusal) => {
+            lock.release().await?;
+            Err(refusal.into())
+        }
+        Write::Expire(refusal) => {
+            lock.expire().await?;
+            Err(refusal.into())
+        }
+        Write::Reject(refusal) => {
+            lock.reject(refusal.code.as_str(), &refusal.reason).await?;
+            Err(refusal.into())
+        }
+        Write::Splice(refusal) => Err(refuse_splice(state, lock, &a, refusal).await),
+        Write::Record(media, content_key) => {
+            crate::services::dedup::confirm(state, &event, lock, media, content_key.as_deref()).await
         }
     }
-    // A checksum the client claims must hold for the stored bytes, even when
-    // the authorization carried none.
-    if let (Some(claimed), Some(stored)) = (req.sha256.as_deref(), object.sha256.as_deref()) {
-        if claimed != stored {
-            let reason = format!("the stored object has SHA-256 {stored} but the client confirmed {claimed}");
-            lock.reject(ErrorCode::ChecksumMismatch.as_str(), &reason).await?;
-            return Err(Error::problem(ErrorCode::ChecksumMismatch, reason));
-        }
+}
+
+/// What a confirm writes, decided by the rules ([`confirm`]) from the locked
+/// attempt, the claim and what the store holds (looked at now when it was
+/// not before the lock: the clock moved back?).
+async fn decide_under_lock(
+    state: &AppState,
+    lock: &mut dyn AttemptLock,
+    event: &EventRow,
+    a: &AttemptRow,
+    claim: &confirm::Claim<'_>,
+    seen: Option<Seen>,
+) -> Result<Write> {
+    let attempt = facts(state, a);
+    match confirm::before_looking(&attempt, claim) {
+        Before::Replay => return Ok(Write::Replay),
+        Before::Ended(refusal) => return Ok(Write::Answer(refusal)),
+        Before::Expire(refusal) => return Ok(Write::Expire(refusal)),
+        Before::Reject(refusal) => return Ok(Write::Reject(refusal)),
+        Before::Look => {}
     }
-    let moderation = match event.moderation {
-        ModerationPolicy::Required => Moderation::Pending,
-        ModerationPolicy::None => Moderation::Approved,
+    let seen = match seen {
+        Some(seen) => seen,
+        None => look(state, a, claim.composite).await?,
     };
-    // The key the store verified: a single PUT's SHA-256, or the composite.
-    let content_key = if a.plan.is_some() { composite.clone() } else { object.sha256.clone() };
-    let new_media = NewMedia {
-        id: Uuid::new_v4(),
-        size: object.size,
-        content_type: object.content_type,
-        // A single PUT is bound to the authorized SHA-256 (the store
-        // refused other bytes); an object assembled from parts only
-        // has the one its store computed, if any.
-        sha256: if a.plan.is_some() { object.sha256 } else { a.sha256.clone().or(object.sha256) },
-        composite_sha256: composite,
-        moderation,
-        created_at: state.now(),
+    #[cfg(feature = "test-hooks")]
+    if let Some(hooks) = &state.test_hooks {
+        // Inside the transaction, holding the attempt's row lock.
+        hooks.hold_confirm().await;
+    }
+    let (stored_object, spliced) = match seen {
+        Seen::Spliced { stored } => (None, Some(stored)),
+        seen => (stored_object(lock, a, seen).await?, None),
     };
-    crate::services::dedup::confirm(state, &event, lock, new_media, content_key.as_deref()).await
+    let stored = match (&spliced, &stored_object) {
+        (Some(composite), _) => Stored::Spliced { composite },
+        (None, None) => Stored::Missing,
+        (None, Some((object, composite))) => Stored::Object(confirm::Object {
+            size: object.size,
+            content_type: &object.content_type,
+            sha256: object.sha256.as_deref(),
+            composite: composite.as_deref(),
+        }),
+    };
+    Ok(match confirm::after_looking(&attempt, claim, stored) {
+        After::NotYet(refusal) => Write::Answer(refusal),
+        After::Reject(refusal) => Write::Reject(refusal),
+        After::Splice(refusal) => Write::Splice(refusal),
+        After::Record(record) => {
+            let (object, _) = stored_object.expect("recorded from a stored object");
+            let moderation = match event.moderation {
+                ModerationPolicy::Required => Moderation::Pending,
+                ModerationPolicy::None => Moderation::Approved,
+            };
+            let media = NewMedia {
+                id: Uuid::new_v4(),
+                size: object.size,
+                content_type: object.content_type,
+                sha256: record.sha256,
+                composite_sha256: record.composite,
+                moderation,
+                created_at: state.now(),
+            };
+            Write::Record(media, record.content_key)
+        }
+    })
 }
 
 /// `POST /v1/attempts/{id}/confirm`

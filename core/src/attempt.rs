@@ -215,7 +215,7 @@ pub enum Action {
 /// record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[must_use]
-pub enum Effect {
+pub enum Followup {
     /// Nothing more.
     None,
     /// The attempt expired while its bytes are still held: start a new
@@ -679,7 +679,7 @@ impl AttemptRecord {
         self.touch(now);
     }
 
-    fn expire(&mut self, env: &Env<'_>) -> Effect {
+    fn expire(&mut self, env: &Env<'_>) -> Followup {
         self.confirmation = Confirmation::Expired;
         if self.transfer == Transfer::Uploading {
             self.transfer = Transfer::Queued;
@@ -691,7 +691,7 @@ impl AttemptRecord {
         self.next_retry_at = None;
         self.step = Step::Done;
         self.touch(env.now);
-        if env.has_blob { Effect::Successor } else { Effect::None }
+        if env.has_blob { Followup::Successor } else { Followup::None }
     }
 
     fn reject(&mut self, code: String, reason: String, now: UnixMillis) {
@@ -716,7 +716,7 @@ impl AttemptRecord {
     }
 
     /// Applies the retry policy to a failure in `op`, and returns what to do.
-    fn on_failure(&mut self, op: Operation, failure: Failure, env: &Env<'_>) -> Effect {
+    fn on_failure(&mut self, op: Operation, failure: Failure, env: &Env<'_>) -> Followup {
         if self.transfer == Transfer::Uploading {
             self.transfer = Transfer::Queued;
         }
@@ -739,18 +739,18 @@ impl AttemptRecord {
             Disposition::Expired => return self.expire(env),
             Disposition::Rejected => {
                 self.reject(error.code, error.message, env.now);
-                return Effect::None;
+                return Followup::None;
             }
             Disposition::Fail => {
                 self.fail(&error.code, error.message, env.now);
-                return Effect::None;
+                return Followup::None;
             }
         };
         if !paused {
             if self.retries >= env.policy.max_retries {
                 let message = format!("gave up after {} retries: {}", self.retries, error.message);
                 self.fail(ErrorCode::RetriesExhausted.as_str(), message, env.now);
-                return Effect::None;
+                return Followup::None;
             }
             let min_delay = match disposition {
                 Disposition::Retry { min_delay_ms } => min_delay_ms,
@@ -767,7 +767,7 @@ impl AttemptRecord {
         self.step = next_step;
         self.error = Some(error);
         self.touch(env.now);
-        Effect::None
+        Followup::None
     }
 
     fn progressed(&mut self) {
@@ -776,7 +776,7 @@ impl AttemptRecord {
         self.next_retry_at = None;
     }
 
-    fn apply_attempt(&mut self, attempt: AttemptResponse, env: &Env<'_>) -> Effect {
+    fn apply_attempt(&mut self, attempt: AttemptResponse, env: &Env<'_>) -> Followup {
         self.object_key = Some(attempt.object_key);
         self.expires_at = Some(attempt.expires_at);
         match attempt.state {
@@ -796,7 +796,7 @@ impl AttemptRecord {
                             self.transfer = Transfer::Uploaded;
                             self.step = Step::Confirm;
                             self.touch(env.now);
-                            return Effect::None;
+                            return Followup::None;
                         }
                     }
                     Some(Upload::Put(instruction)) => {
@@ -807,17 +807,17 @@ impl AttemptRecord {
                 }
                 self.step = Step::Upload;
                 self.touch(env.now);
-                Effect::None
+                Followup::None
             }
             AttemptState::Confirmed => match attempt.media {
                 Some(media) => {
                     self.confirmed(media, env.now);
-                    Effect::None
+                    Followup::None
                 }
                 None => {
                     self.step = Step::Check;
                     self.touch(env.now);
-                    Effect::None
+                    Followup::None
                 }
             },
             AttemptState::Expired => self.expire(env),
@@ -827,13 +827,13 @@ impl AttemptRecord {
                     reason: "the server rejected this upload".to_owned(),
                 });
                 self.reject(r.code, r.reason, env.now);
-                Effect::None
+                Followup::None
             }
         }
     }
 
     /// The answer to `authorize`.
-    pub fn handle_authorize(&mut self, result: Result<AttemptResponse, Failure>, env: &Env<'_>) -> Effect {
+    pub fn handle_authorize(&mut self, result: Result<AttemptResponse, Failure>, env: &Env<'_>) -> Followup {
         match result {
             Ok(attempt) => {
                 self.progressed();
@@ -844,7 +844,7 @@ impl AttemptRecord {
     }
 
     /// The answer to the PUT.
-    pub fn handle_upload(&mut self, result: Result<(), Failure>, env: &Env<'_>) -> Effect {
+    pub fn handle_upload(&mut self, result: Result<(), Failure>, env: &Env<'_>) -> Followup {
         match result {
             Ok(()) => {
                 // Not a fresh retry budget: a store that accepts the bytes but
@@ -854,7 +854,7 @@ impl AttemptRecord {
                 self.transfer = Transfer::Uploaded;
                 self.step = Step::Confirm;
                 self.touch(env.now);
-                Effect::None
+                Followup::None
             }
             Err(failure) => self.on_failure(Operation::Upload, failure, env),
         }
@@ -862,7 +862,7 @@ impl AttemptRecord {
 
     /// The answer to `renew`. A successful renew does not reset the retry
     /// count: a URL that is refused again and again must not loop forever.
-    pub fn handle_renew(&mut self, result: Result<AttemptResponse, Failure>, env: &Env<'_>) -> Effect {
+    pub fn handle_renew(&mut self, result: Result<AttemptResponse, Failure>, env: &Env<'_>) -> Followup {
         match result {
             Ok(attempt) => {
                 self.next_retry_at = None;
@@ -941,11 +941,11 @@ impl AttemptRecord {
     }
 
     /// The answer to `confirm`.
-    pub fn handle_confirm(&mut self, result: Result<Media, Failure>, env: &Env<'_>) -> Effect {
+    pub fn handle_confirm(&mut self, result: Result<Media, Failure>, env: &Env<'_>) -> Followup {
         match result {
             Ok(media) => {
                 self.confirmed(MediaSummary::for_attempt(&media, self.id), env.now);
-                Effect::None
+                Followup::None
             }
             Err(failure) => self.on_failure(Operation::Confirm, failure, env),
         }
@@ -961,12 +961,12 @@ impl AttemptRecord {
 
     /// The server's answer about this attempt (restore, or an ambiguous
     /// failure): act on the truth instead of guessing.
-    pub fn handle_status(&mut self, result: Result<AttemptStatus, Failure>, env: &Env<'_>) -> Effect {
+    pub fn handle_status(&mut self, result: Result<AttemptStatus, Failure>, env: &Env<'_>) -> Followup {
         let status = match result {
             Ok(status) => status,
             // A failed moderation refresh changes nothing about a finished
             // attempt (it is asked again on the next refresh).
-            Err(_) if self.is_terminal() => return Effect::None,
+            Err(_) if self.is_terminal() => return Followup::None,
             Err(failure) => return self.on_failure(Operation::Status, failure, env),
         };
         // The check itself succeeded: its backoff is over.
@@ -980,7 +980,7 @@ impl AttemptRecord {
                     self.touch(env.now);
                 }
             }
-            return Effect::None;
+            return Followup::None;
         }
         if self.has_failed() {
             // Failed here (retries exhausted, cancelled with a confirm on the
@@ -998,10 +998,10 @@ impl AttemptRecord {
                 // Still open, or unknown: it stays failed, and Retry goes on.
                 _ => {}
             }
-            return Effect::None;
+            return Followup::None;
         }
         if self.is_terminal() {
-            return Effect::None;
+            return Followup::None;
         }
         match status {
             AttemptStatus::Authorized { parts: Some(parts), expires_at, .. } => {
@@ -1026,7 +1026,7 @@ impl AttemptRecord {
                     None => self.step = Step::Renew,
                 }
                 self.touch(env.now);
-                Effect::None
+                Followup::None
             }
             AttemptStatus::Authorized { object_stored, expires_at, .. } => {
                 self.expires_at = Some(expires_at);
@@ -1044,22 +1044,22 @@ impl AttemptRecord {
                     self.step = Step::Upload;
                 }
                 self.touch(env.now);
-                Effect::None
+                Followup::None
             }
             AttemptStatus::Confirmed { media, .. } => {
                 self.confirmed(media, env.now);
-                Effect::None
+                Followup::None
             }
             AttemptStatus::Expired { .. } => self.expire(env),
             AttemptStatus::Rejected { code, reason, .. } => {
                 self.reject(code, reason, env.now);
-                Effect::None
+                Followup::None
             }
             AttemptStatus::NotFound { .. } if self.object_key.is_none() => {
                 // The authorize never committed: authorize again, same id.
                 self.step = Step::Authorize;
                 self.touch(env.now);
-                Effect::None
+                Followup::None
             }
             AttemptStatus::NotFound { .. } => {
                 self.fail(
@@ -1067,7 +1067,7 @@ impl AttemptRecord {
                     "the server does not know this upload (another guest session?)".to_owned(),
                     env.now,
                 );
-                Effect::None
+                Followup::None
             }
         }
     }

@@ -25,7 +25,7 @@
 use uuid::Uuid;
 
 use crate::Entropy;
-use crate::attempt::{Action, AttemptRecord, Confirmation, Effect, Env, ModerationView, NotKept, Transfer};
+use crate::attempt::{Action, AttemptRecord, Confirmation, Env, Followup, ModerationView, NotKept, Transfer};
 use crate::multipart::{DEFAULT_PARALLELISM, PartAction, PartFailure, Pipeline};
 use crate::retry::{Failure, RetryPolicy};
 use crate::time::UnixMillis;
@@ -633,8 +633,8 @@ impl Scheduler {
         Env { now, jitter: entropy.unit(), policy, has_blob, online }
     }
 
-    fn apply_effect(&mut self, id: Uuid, effect: Effect, now: UnixMillis, entropy: &mut dyn Entropy) {
-        if effect != Effect::Successor {
+    fn apply_followup(&mut self, id: Uuid, followup: Followup, now: UnixMillis, entropy: &mut dyn Entropy) {
+        if followup != Followup::Successor {
             return;
         }
         let Some(e) = self.entries.get_mut(&id) else {
@@ -712,7 +712,7 @@ impl Scheduler {
         }
         let env = Self::env(&self.policy, self.online, e.has_blob, now, entropy);
         let revision = e.record.revision;
-        let effect = match outcome {
+        let followup = match outcome {
             Outcome::Authorize(r) => e.record.handle_authorize(r, &env),
             Outcome::Upload(r) => e.record.handle_upload(r, &env),
             Outcome::Renew(r) => e.record.handle_renew(r, &env),
@@ -720,13 +720,13 @@ impl Scheduler {
             Outcome::PartHashed { .. }
             | Outcome::PartsSigned(_)
             | Outcome::PartSent { .. }
-            | Outcome::FileHashed(_) => Effect::None,
+            | Outcome::FileHashed(_) => Followup::None,
         };
         let changed = e.record.revision != revision;
         if changed {
             self.mark_dirty(*id);
         }
-        self.apply_effect(*id, effect, now, entropy);
+        self.apply_followup(*id, followup, now, entropy);
     }
 
     /// The result of a part command of a multipart attempt.
@@ -853,11 +853,11 @@ impl Scheduler {
             };
             let env = Self::env(&self.policy, self.online, e.has_blob, now, entropy);
             let revision = e.record.revision;
-            let effect = e.record.handle_status(item, &env);
+            let followup = e.record.handle_status(item, &env);
             if e.record.revision != revision {
                 self.mark_dirty(*id);
             }
-            self.apply_effect(*id, effect, now, entropy);
+            self.apply_followup(*id, followup, now, entropy);
         }
     }
 

@@ -5,7 +5,7 @@
 mod support;
 
 use support::*;
-use upload_once_core::attempt::{Confirmation, Effect, Env, Step};
+use upload_once_core::attempt::{Confirmation, Env, Followup, Step};
 use upload_once_core::retry::{Failure, RetryPolicy};
 use upload_once_core::wire::AttemptState;
 
@@ -71,14 +71,14 @@ fn without_the_bytes_an_expired_attempt_has_no_successor() {
     rec.step = Step::Confirm;
     let env = Env { now: T0, jitter: 0.5, policy: &policy, has_blob: false, online: true };
     let effect = rec.handle_confirm(Err(Failure::http(410, Some("expired"), "gone")), &env);
-    assert_eq!(effect, Effect::None);
+    assert_eq!(effect, Followup::None);
     assert_eq!(rec.confirmation, Confirmation::Expired);
 
     let mut rec = record(2, 10);
     rec.step = Step::Confirm;
     let env = Env { has_blob: true, ..env };
     let effect = rec.handle_confirm(Err(Failure::http(410, Some("expired"), "gone")), &env);
-    assert_eq!(effect, Effect::Successor, "with the bytes, the caller starts a successor");
+    assert_eq!(effect, Followup::Successor, "with the bytes, the caller starts a successor");
 }
 
 #[test]

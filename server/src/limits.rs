@@ -398,11 +398,6 @@ impl Stalled {
         *self.0.lock().expect("cut")
     }
 
-    /// Whether the body was cut for sending nothing.
-    pub fn happened(&self) -> bool {
-        self.cut().is_some()
-    }
-
     /// The error to answer with: `408 request_timeout` when the body
     /// stalled or crawled, `403 url_expired` when it outlived its URL, else
     /// `error` as it is.

@@ -60,6 +60,18 @@ impl Refusal {
     fn new(code: ErrorCode, reason: impl Into<String>) -> Refusal {
         Refusal { code, reason: reason.into() }
     }
+
+    /// The answer about an attempt that expired before it was confirmed.
+    pub fn expired() -> Refusal {
+        Refusal::new(ErrorCode::Expired, "this attempt expired before it was confirmed; start a new one")
+    }
+
+    /// The answer about an attempt rejected with this code and reason (as
+    /// recorded; a code this version does not know reads as
+    /// `size_mismatch`).
+    pub fn rejected(code: &str, reason: &str) -> Refusal {
+        Refusal::new(ErrorCode::parse(code).unwrap_or(ErrorCode::SizeMismatch), reason)
+    }
 }
 
 /// What a confirm does before it asks the store.
@@ -78,24 +90,19 @@ pub enum Before {
     Look,
 }
 
-/// The answer to a confirm of an attempt that is over.
-fn expired() -> Refusal {
-    Refusal::new(ErrorCode::Expired, "this attempt expired before it was confirmed; start a new one")
-}
-
 /// Step 1: what to do from the attempt and the claim alone.
 pub fn before_looking(attempt: &Attempt<'_>, claim: &Claim<'_>) -> Before {
     match attempt.state {
         AttemptState::Confirmed => return Before::Replay,
-        AttemptState::Expired => return Before::Ended(expired()),
+        AttemptState::Expired => return Before::Ended(Refusal::expired()),
         AttemptState::Rejected => {
             let (code, reason) = attempt.rejection.unwrap_or(("rejected", "rejected"));
-            return Before::Ended(Refusal::new(ErrorCode::parse(code).unwrap_or(ErrorCode::SizeMismatch), reason));
+            return Before::Ended(Refusal::rejected(code, reason));
         }
         AttemptState::Authorized => {}
     }
     if attempt.due {
-        return Before::Expire(expired());
+        return Before::Expire(Refusal::expired());
     }
     match mismatch(attempt, "the confirmed file", claim.size, claim.content_type, claim.sha256) {
         Some(refusal) => Before::Reject(refusal),

@@ -65,11 +65,11 @@ fn rejection(a: &AttemptRow) -> Option<Rejection> {
 
 fn rejected_error(a: &AttemptRow) -> Error {
     let r = rejection(a).unwrap_or(Rejection { code: "rejected".into(), reason: "rejected".into() });
-    Error::problem(ErrorCode::parse(&r.code).unwrap_or(ErrorCode::SizeMismatch), r.reason)
+    Refusal::rejected(&r.code, &r.reason).into()
 }
 
 fn expired_error() -> Error {
-    Error::problem(ErrorCode::Expired, "this attempt expired before it was confirmed; start a new one")
+    Refusal::expired().into()
 }
 
 /// Whether an attempt is past its expiry (even if the sweeper has not run).

@@ -22,6 +22,7 @@ mod a_multipart_duplicate_leaves_no_second_object;
 mod a_request_waiting_for_a_rendition_holds_no_slot;
 mod a_session_flood_from_one_address_cannot_fill_an_event;
 mod a_spliced_file_is_never_confirmed;
+mod an_attempt_lock_is_released_by_dropping_it;
 mod an_object_in_parts_reads_like_one;
 mod attempt_ids_are_unique_across_sessions;
 mod authorize_is_create_or_return;

@@ -280,18 +280,9 @@ pub async fn sign_parts(
 
     let mut lock = state.records.lock_attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
     let a = lock.attempt().clone();
-    if let Err(e) = parts_allowed(&state, &a) {
-        lock.release().await?;
-        return Err(e);
-    }
+    parts_allowed(&state, &a)?;
     let digests: Vec<(u32, Option<String>)> = req.parts.iter().map(|p| (p.number, p.sha256.clone())).collect();
-    let upload_id = match open_upload(&state, lock.as_mut(), &digests).await {
-        Ok(upload_id) => upload_id,
-        Err(e) => {
-            let _ = lock.release().await;
-            return Err(e);
-        }
-    };
+    let upload_id = open_upload(&state, lock.as_mut(), &digests).await?;
     lock.commit().await?;
     // New URLs: the reservation lasts as long as they may land bytes.
     state.records.reserve(a.row_id, state.reservation_until(a.expires_at)).await?;
@@ -438,7 +429,8 @@ pub async fn withdraw(
                 crate::services::views::moderated(&state, &media);
             }
         }
-        AttemptState::Expired | AttemptState::Rejected => lock.release().await?,
+        // Already ended: dropping the lock leaves it as it is.
+        AttemptState::Expired | AttemptState::Rejected => {}
     }
     Ok(StatusCode::NO_CONTENT)
 }
@@ -649,25 +641,12 @@ async fn confirm_under_lock(
     };
     let mut lock = state.records.lock_attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
     let a = lock.attempt().clone();
-    let decided = decide_under_lock(state, lock.as_mut(), &event, &a, &claim, seen).await;
-    let write = match decided {
-        Ok(write) => write,
-        Err(e) => {
-            let _ = lock.release().await;
-            return Err(e);
-        }
-    };
-    // The one place the lock is finished.
+    // The lock is its own guard: an error or an answer that changes nothing
+    // drops it, which rolls back.
+    let write = decide_under_lock(state, lock.as_mut(), &event, &a, &claim, seen).await?;
     match write {
-        Write::Replay => {
-            let media = lock.media().await;
-            lock.release().await?;
-            Ok((media?, ConfirmOutcome::Replayed))
-        }
-        Write::Answer(refusal) => {
-            lock.release().await?;
-            Err(refusal.into())
-        }
+        Write::Replay => Ok((lock.media().await?, ConfirmOutcome::Replayed)),
+        Write::Answer(refusal) => Err(refusal.into()),
         Write::Expire(refusal) => {
             lock.expire().await?;
             Err(refusal.into())

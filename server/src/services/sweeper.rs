@@ -74,10 +74,9 @@ pub async fn sweep_once(state: &AppState) -> Result<SweepReport> {
         if a.state == AttemptState::Authorized && a.expires_at <= now {
             lock.expire().await?;
             report.expired += 1;
-        } else {
-            // Confirmed (or changed) while we waited for the lock: leave it.
-            lock.release().await?;
         }
+        // Else confirmed (or changed) while we waited for the lock: dropping
+        // the lock leaves it as it is.
     }
     for a in state.records.attempts_with_dead_objects(BATCH).await? {
         // One upload the store will not abort, or object it will not delete,

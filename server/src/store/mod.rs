@@ -23,8 +23,10 @@ use crate::error::Result;
 pub use crate::rules::multipart::PartDigest;
 pub use crate::rules::records::*;
 
-/// A database transaction holding one attempt's row lock. Dropping it
-/// without calling a finishing method rolls back.
+/// A database transaction holding one attempt's row lock. It is its own
+/// guard: the methods that take `self` finish it; dropping it without one
+/// (an early return, an error, nothing to change) rolls back and releases
+/// the lock. No caller releases it by hand.
 #[async_trait]
 pub trait AttemptLock: Send {
     /// The attempt as read under the lock.
@@ -69,9 +71,6 @@ pub trait AttemptLock: Send {
 
     /// Marks the attempt expired, commits.
     async fn expire(self: Box<Self>) -> Result<()>;
-
-    /// Ends the transaction without a change.
-    async fn release(self: Box<Self>) -> Result<()>;
 }
 
 /// Where records live.

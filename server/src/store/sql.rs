@@ -285,23 +285,57 @@ impl SqlStore {
         let row_id: i64 = locked.try_get(0)?;
         let sql = format!("SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.row_id = $1");
         let row = sqlx::query(&sql).bind(row_id).fetch_one(&mut *tx).await?;
-        Ok(Some(Box::new(SqlAttemptLock { attempt: attempt_from_row(&row)?, tx, dialect: self.dialect })))
+        Ok(Some(Box::new(SqlAttemptLock { attempt: attempt_from_row(&row)?, tx: Some(tx), dialect: self.dialect })))
     }
 }
 
+/// One attempt's row lock: a write transaction, finished by one of the
+/// [`AttemptLock`] methods that consume it, or else rolled back when it is
+/// dropped (the guard: no path releases it by hand).
 struct SqlAttemptLock {
     attempt: AttemptRow,
-    tx: Transaction<'static, Any>,
+    /// `Some` until a finishing method takes it.
+    tx: Option<Transaction<'static, Any>>,
     dialect: Dialect,
 }
 
+impl Drop for SqlAttemptLock {
+    /// Rolls the transaction back, on the runtime, so its connection goes
+    /// back to the pool clean and reused. (Dropping the transaction alone
+    /// would give the connection back inside it, and the pool would close
+    /// it: [`keep_released_connection`].)
+    fn drop(&mut self) {
+        let Some(tx) = self.tx.take() else { return };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(e) = tx.rollback().await {
+                    tracing::warn!("an attempt's lock could not be rolled back: {e}");
+                }
+            });
+        }
+    }
+}
+
 impl SqlAttemptLock {
+    /// The open transaction.
+    fn tx(&mut self) -> &mut AnyConnection {
+        self.tx.as_mut().expect("a lock's transaction is open until a finishing method takes it")
+    }
+
+    /// Commits the transaction: the lock is finished.
+    async fn finish(&mut self) -> Result<()> {
+        if let Some(tx) = self.tx.take() {
+            tx.commit().await?;
+        }
+        Ok(())
+    }
+
     /// The media record the attempt created, or the one it duplicates.
     async fn media_of_attempt(&mut self) -> Result<MediaRow> {
         let sql = format!(
             "SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.attempt_row_id = $1 OR m.id = (SELECT d.duplicate_of FROM attempts d WHERE d.row_id = $1)"
         );
-        let row = sqlx::query(&sql).bind(self.attempt.row_id).fetch_one(&mut *self.tx).await?;
+        let row = sqlx::query(&sql).bind(self.attempt.row_id).fetch_one(self.tx()).await?;
         media_from_row(&row)
     }
 }
@@ -320,7 +354,7 @@ impl AttemptLock for SqlAttemptLock {
         sqlx::query("UPDATE attempts SET upload_id = $1 WHERE row_id = $2")
             .bind(upload_id)
             .bind(self.attempt.row_id)
-            .execute(&mut *self.tx)
+            .execute(self.tx())
             .await?;
         self.attempt.upload_id = Some(upload_id.to_owned());
         Ok(())
@@ -344,22 +378,22 @@ impl AttemptLock for SqlAttemptLock {
         for (number, sha256) in parts {
             query = query.bind(self.attempt.row_id).bind(i64::from(*number)).bind(sha256.clone());
         }
-        query.execute(&mut *self.tx).await?;
+        query.execute(self.tx()).await?;
         Ok(())
     }
 
     async fn part_digests(&mut self) -> Result<Vec<PartDigest>> {
         sqlx::query("SELECT attempt_row_id, number, sha256 FROM part_digests WHERE attempt_row_id = $1 ORDER BY number")
             .bind(self.attempt.row_id)
-            .fetch_all(&mut *self.tx)
+            .fetch_all(self.tx())
             .await?
             .iter()
             .map(part_digest_from_row)
             .collect()
     }
 
-    async fn commit(self: Box<Self>) -> Result<()> {
-        self.tx.commit().await?;
+    async fn commit(mut self: Box<Self>) -> Result<()> {
+        self.finish().await?;
         Ok(())
     }
 
@@ -367,7 +401,7 @@ impl AttemptLock for SqlAttemptLock {
         let approved = media.moderation == Moderation::Approved;
         if approved {
             // Straight onto the wall: its position is handed out in commit order.
-            self.dialect.lock_wall(&mut self.tx).await?;
+            self.dialect.lock_wall(self.tx()).await?;
         }
         let sql = format!(
             "INSERT INTO media (id, attempt_row_id, event_id, object_key, size, content_type, sha256, moderation, wall_seq, created_at, moderated_at, composite_sha256)
@@ -375,12 +409,12 @@ impl AttemptLock for SqlAttemptLock {
              ON CONFLICT (attempt_row_id) DO NOTHING",
             self.dialect.next_wall_seq()
         );
-        let a = &self.attempt;
+        let row_id = self.attempt.row_id;
         let inserted = sqlx::query(&sql)
             .bind(media.id.to_string())
-            .bind(a.row_id)
-            .bind(a.event_id)
-            .bind(a.object_key.clone())
+            .bind(row_id)
+            .bind(self.attempt.event_id)
+            .bind(self.attempt.object_key.clone())
             .bind(media.size as i64)
             .bind(media.content_type.clone())
             .bind(media.sha256.clone())
@@ -388,17 +422,17 @@ impl AttemptLock for SqlAttemptLock {
             .bind(approved)
             .bind(media.created_at)
             .bind(media.composite_sha256.clone())
-            .execute(&mut *self.tx)
+            .execute(self.tx())
             .await?;
         if inserted.rows_affected() == 1 {
             sqlx::query("UPDATE attempts SET state = 'confirmed' WHERE row_id = $1 AND state = 'authorized'")
-                .bind(a.row_id)
-                .execute(&mut *self.tx)
+                .bind(row_id)
+                .execute(self.tx())
                 .await?;
         }
         // On a conflict (impossible under the lock) the existing record wins.
         let row = self.media_of_attempt().await?;
-        self.tx.commit().await?;
+        self.finish().await?;
         Ok(row)
     }
 
@@ -413,9 +447,9 @@ impl AttemptLock for SqlAttemptLock {
         .bind(code)
         .bind(reason)
         .bind(self.attempt.row_id)
-        .execute(&mut *self.tx)
+        .execute(self.tx())
         .await?;
-        self.tx.commit().await?;
+        self.finish().await?;
         Ok(())
     }
 
@@ -429,33 +463,28 @@ impl AttemptLock for SqlAttemptLock {
         .bind(reason)
         .bind(now)
         .bind(self.attempt.row_id)
-        .fetch_optional(&mut *self.tx)
+        .fetch_optional(self.tx())
         .await?;
         let Some(id) = id else {
-            self.tx.rollback().await?;
+            // Nothing changed: dropping the lock rolls back.
             return Ok(None);
         };
         // The same photo shared again is stored again, not confirmed as a
         // duplicate of what is gone.
-        sqlx::query("DELETE FROM content_index WHERE media_id = $1").bind(&id).execute(&mut *self.tx).await?;
+        sqlx::query("DELETE FROM content_index WHERE media_id = $1").bind(&id).execute(self.tx()).await?;
         let sql = format!("SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.id = $1");
-        let row = sqlx::query(&sql).bind(&id).fetch_one(&mut *self.tx).await?;
+        let row = sqlx::query(&sql).bind(&id).fetch_one(self.tx()).await?;
         let media = media_from_row(&row)?;
-        self.tx.commit().await?;
+        self.finish().await?;
         Ok(Some(media))
     }
 
     async fn expire(mut self: Box<Self>) -> Result<()> {
         sqlx::query("UPDATE attempts SET state = 'expired' WHERE row_id = $1 AND state = 'authorized'")
             .bind(self.attempt.row_id)
-            .execute(&mut *self.tx)
+            .execute(self.tx())
             .await?;
-        self.tx.commit().await?;
-        Ok(())
-    }
-
-    async fn release(self: Box<Self>) -> Result<()> {
-        self.tx.rollback().await?;
+        self.finish().await?;
         Ok(())
     }
 }

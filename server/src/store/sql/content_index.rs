@@ -32,7 +32,7 @@ impl SqlAttemptLock {
         .bind(entry.scope_id)
         .bind(entry.content_key.clone())
         .bind(media.id.to_string())
-        .execute(&mut *self.tx)
+        .execute(self.tx())
         .await?;
         if claimed.rows_affected() == 1 {
             // The key is this attempt's: its media record, in this transaction.
@@ -44,17 +44,17 @@ impl SqlAttemptLock {
         .bind(entry.event_id)
         .bind(entry.scope_id)
         .bind(entry.content_key.clone())
-        .fetch_one(&mut *self.tx)
+        .fetch_one(self.tx())
         .await?;
         sqlx::query(
             "UPDATE attempts SET state = 'confirmed', duplicate_of = $1 WHERE row_id = $2 AND state = 'authorized'",
         )
         .bind(existing)
         .bind(self.attempt.row_id)
-        .execute(&mut *self.tx)
+        .execute(self.tx())
         .await?;
         let row = self.media_of_attempt().await?;
-        self.tx.commit().await?;
+        self.finish().await?;
         Ok((row, true))
     }
 }

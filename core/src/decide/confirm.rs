@@ -11,27 +11,9 @@
 //!    a file spliced from two (`422 file_changed`, its upload aborted), or
 //!    record the media under the key the store verified.
 
+pub use super::{Attempt, Refusal};
 use crate::error::ErrorCode;
 use crate::wire::AttemptState;
-
-/// The attempt as the confirm found it, under its row lock.
-#[derive(Clone, Copy, Debug)]
-pub struct Attempt<'a> {
-    /// Its state.
-    pub state: AttemptState,
-    /// Whether its expiry has passed (the sweeper may not have run yet).
-    pub due: bool,
-    /// The authorized size.
-    pub size: u64,
-    /// The authorized content type.
-    pub content_type: &'a str,
-    /// The authorized SHA-256, if one was given.
-    pub sha256: Option<&'a str>,
-    /// Whether it is sent in parts.
-    pub in_parts: bool,
-    /// When rejected: the code and the reason it was rejected with.
-    pub rejection: Option<(&'a str, &'a str)>,
-}
 
 /// What the client confirms.
 #[derive(Clone, Copy, Debug)]
@@ -45,33 +27,6 @@ pub struct Claim<'a> {
     pub sha256: Option<&'a str>,
     /// For a file in parts, the composite checksum of the client's file.
     pub composite: Option<&'a str>,
-}
-
-/// An answer that refuses, with the code and the reason to give.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refusal {
-    /// The error code (its HTTP status is [`ErrorCode::http_status`]).
-    pub code: ErrorCode,
-    /// The reason, for the guest.
-    pub reason: String,
-}
-
-impl Refusal {
-    fn new(code: ErrorCode, reason: impl Into<String>) -> Refusal {
-        Refusal { code, reason: reason.into() }
-    }
-
-    /// The answer about an attempt that expired before it was confirmed.
-    pub fn expired() -> Refusal {
-        Refusal::new(ErrorCode::Expired, "this attempt expired before it was confirmed; start a new one")
-    }
-
-    /// The answer about an attempt rejected with this code and reason (as
-    /// recorded; a code this version does not know reads as
-    /// `size_mismatch`).
-    pub fn rejected(code: &str, reason: &str) -> Refusal {
-        Refusal::new(ErrorCode::parse(code).unwrap_or(ErrorCode::SizeMismatch), reason)
-    }
 }
 
 /// What a confirm does before it asks the store.
@@ -95,10 +50,7 @@ pub fn before_looking(attempt: &Attempt<'_>, claim: &Claim<'_>) -> Before {
     match attempt.state {
         AttemptState::Confirmed => return Before::Replay,
         AttemptState::Expired => return Before::Ended(Refusal::expired()),
-        AttemptState::Rejected => {
-            let (code, reason) = attempt.rejection.unwrap_or(("rejected", "rejected"));
-            return Before::Ended(Refusal::rejected(code, reason));
-        }
+        AttemptState::Rejected => return Before::Ended(attempt.rejected()),
         AttemptState::Authorized => {}
     }
     if attempt.due {

@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 
 use upload_once_core::Entropy;
 use upload_once_core::attempt::{AttemptRecord, Confirmation, FileInfo};
-use upload_once_core::decide::confirm;
+use upload_once_core::decide::{authorize, confirm, signing};
 use upload_once_core::error::{Error, ErrorCode};
 use upload_once_core::page::{AddPlan, Added, Effect, Input, Page, PageConfig, Session, Ticket};
 use upload_once_core::restrictions::{Restrictions, normalize_content_type};
@@ -423,15 +423,27 @@ impl FakeServer {
     pub fn authorize(&mut self, request: &AuthorizeRequest, now: UnixMillis) -> Result<AttemptResponse, Failure> {
         self.applied.push(ReqKind::Authorize);
         self.sweep(now);
-        if request.size == 0 {
-            return Err(problem(422, ErrorCode::EmptyFile, "the file is empty"));
-        }
+        // The server's own rules (core/src/decide/authorize.rs); this server
+        // sets no limits of its own.
+        let content_type = authorize::check(request, &Restrictions::default()).map_err(refused)?;
+        let requested = authorize::File {
+            filename: &request.filename,
+            size: request.size,
+            content_type: &content_type,
+            sha256: request.sha256.as_deref(),
+        };
         if let Some(existing) = self.attempts.get(&request.id) {
-            if existing.request != *request {
-                return Err(problem(422, ErrorCode::IdReused, "the attempt id was used with other parameters"));
-            }
+            let recorded = authorize::File {
+                filename: &existing.request.filename,
+                size: existing.request.size,
+                content_type: &existing.request.content_type,
+                sha256: existing.request.sha256.as_deref(),
+            };
+            authorize::same_file(&recorded, &requested).map_err(refused)?;
+            authorize::answer(&existing.facts(self.clock(now))).map_err(refused)?;
             return Ok(self.response(request.id, now));
         }
+        let request = &AuthorizeRequest { content_type, ..request.clone() };
         let object_key = format!("uploads/{}", request.id);
         self.keys.insert(object_key.clone(), request.id);
         let plan = (request.size > self.config.multipart_threshold).then(|| MultipartPlan {
@@ -464,27 +476,13 @@ impl FakeServer {
         let Some(a) = self.attempts.get(&id) else {
             return Err(problem(404, ErrorCode::NotFound, "no such attempt"));
         };
-        match a.state {
-            AttemptState::Authorized => {}
-            AttemptState::Confirmed => {
-                return Err(problem(409, ErrorCode::AlreadyConfirmed, "already confirmed"));
-            }
-            AttemptState::Expired => {
-                return Err(problem(410, ErrorCode::Expired, "the attempt expired"));
-            }
-            AttemptState::Rejected => {
-                return Err(problem(422, ErrorCode::SizeMismatch, "the attempt was rejected"));
-            }
-        }
-        let Some(plan) = &a.plan else {
-            return Err(problem(409, ErrorCode::NotMultipart, "this attempt goes up in one PUT"));
-        };
+        // The server's own rules (core/src/decide/signing.rs).
+        signing::parts(&a.facts(self.clock(now))).map_err(refused)?;
+        let plan = a.plan.as_ref().expect("signing::parts allows only an attempt in parts");
+        signing::part_requests(&request.parts, plan.part_count).map_err(refused)?;
         let expires = self.clock(now) + self.config.url_ttl_ms;
         let mut parts = Vec::new();
         for p in &request.parts {
-            if p.number == 0 || p.number > plan.part_count {
-                return Err(problem(422, ErrorCode::InvalidPart, "no such part"));
-            }
             let sha = p.sha256.clone().unwrap_or_default();
             let url = format!("https://storage.test/{}/part/{}?exp={expires}&sha={sha}&sig=ok", a.object_key, p.number);
             parts.push(SignedPart {
@@ -745,12 +743,8 @@ impl FakeServer {
         let Some(attempt) = self.attempts.get(&id) else {
             return Err(problem(404, ErrorCode::NotFound, "no such attempt"));
         };
-        match attempt.state {
-            AttemptState::Authorized => Ok(self.response(id, now)),
-            AttemptState::Confirmed => Err(problem(409, ErrorCode::AlreadyConfirmed, "already confirmed")),
-            AttemptState::Expired => Err(problem(410, ErrorCode::Expired, "the attempt expired")),
-            AttemptState::Rejected => Err(problem(422, ErrorCode::SizeMismatch, "the attempt was rejected")),
-        }
+        signing::renew(&attempt.facts(self.clock(now))).map_err(refused)?;
+        Ok(self.response(id, now))
     }
 
     /// One attempt's status.

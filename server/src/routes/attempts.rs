@@ -9,9 +9,8 @@ use axum::http::{HeaderMap, StatusCode};
 use futures_util::StreamExt;
 use upload_once_core::ErrorCode;
 use upload_once_core::decide::confirm::{self, After, Before, Refusal, Stored};
-use upload_once_core::restrictions::{
-    Restrictions, check_filename, check_sha256, is_valid_content_type, normalize_content_type,
-};
+use upload_once_core::decide::{authorize as authorizing, signing};
+use upload_once_core::restrictions::{Restrictions, normalize_content_type};
 use upload_once_core::time::format_rfc3339;
 use upload_once_core::wire::{
     AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, MAX_STATUS_IDS, Media, Moderation,
@@ -23,9 +22,7 @@ use uuid::Uuid;
 use super::extract::{ApiJson, ApiPath, Session, event, lapsed_session};
 use crate::error::{Error, Result};
 use crate::metrics::ConfirmOutcome;
-use crate::rules::multipart::{
-    PartPlan, check_part_requests, composite_sha256, parts_to_complete, stored_parts, with_digests,
-};
+use crate::rules::multipart::{PartPlan, composite_sha256, parts_to_complete, stored_parts, with_digests};
 use crate::secrets::new_object_key;
 use crate::state::AppState;
 use crate::storage::{ObjectMeta, PartGrant, PutGrant};
@@ -63,18 +60,9 @@ fn rejection(a: &AttemptRow) -> Option<Rejection> {
     })
 }
 
-fn rejected_error(a: &AttemptRow) -> Error {
-    let r = rejection(a).unwrap_or(Rejection { code: "rejected".into(), reason: "rejected".into() });
-    Refusal::rejected(&r.code, &r.reason).into()
-}
-
-fn expired_error() -> Error {
-    Refusal::expired().into()
-}
-
 /// Whether an attempt is past its expiry (even if the sweeper has not run).
 fn is_expired(state: &AppState, a: &AttemptRow) -> bool {
-    a.state == AttemptState::Expired || (a.state == AttemptState::Authorized && state.now() >= a.expires_at)
+    facts(state, a).expired()
 }
 
 /// `POST /v1/events/{slug}/attempts`
@@ -109,17 +97,9 @@ pub async fn authorize(
         return Err(lapsed_session());
     }
     // Everything is checked before anything is stored.
-    check_filename(&req.filename)?;
-    let content_type = normalize_content_type(&req.content_type);
-    if !is_valid_content_type(&content_type) {
-        return Err(Error::problem(ErrorCode::TypeNotAllowed, format!("`{}` is not a content type", req.content_type)));
-    }
-    if let Some(sha) = &req.sha256 {
-        check_sha256(sha)?;
-    }
     let limits =
         Restrictions { max_file_bytes: Some(event.max_file_bytes), allowed_types: event.allowed_types.clone() };
-    limits.check(req.size, &content_type)?;
+    let content_type = authorizing::check(&req, &limits)?;
 
     let now = state.now();
     let attempt = NewAttempt {
@@ -142,19 +122,14 @@ pub async fn authorize(
     // once, nothing to transfer.
     let dedup = crate::rules::dedup::authorize_entry(&event, &attempt);
     let (row, created) = state.records.authorize(attempt, dedup).await?;
-    if row.filename != req.filename
-        || row.size != req.size
-        || row.content_type != content_type
-        || row.sha256 != req.sha256
-    {
-        return Err(Error::problem(
-            ErrorCode::IdReused,
-            "this attempt id was already used for a different file; mint a new id for a new file",
-        ));
-    }
-    if is_expired(&state, &row) {
-        return Err(expired_error());
-    }
+    let requested = authorizing::File {
+        filename: &req.filename,
+        size: req.size,
+        content_type: &content_type,
+        sha256: req.sha256.as_deref(),
+    };
+    authorizing::same_file(&file_of(&row), &requested)?;
+    authorizing::answer(&facts(&state, &row))?;
     // The session must outlive every attempt it authorizes, or the guest could
     // never confirm (nor ask about) an attempt made late in the session.
     state.records.extend_session(session.id, row.expires_at).await?;
@@ -182,44 +157,17 @@ pub async fn renew(
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<AttemptResponse>> {
     let row = state.records.attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
-    if is_expired(&state, &row) {
-        return Err(expired_error());
-    }
-    match row.state {
-        AttemptState::Authorized => {
-            // A new URL: the reservation lasts as long as it may land bytes.
-            state.records.reserve(row.row_id, state.reservation_until(row.expires_at)).await?;
-            Ok(Json(attempt_response(&state, &row, None)))
-        }
-        AttemptState::Confirmed => {
-            Err(Error::problem(ErrorCode::AlreadyConfirmed, "this attempt is already confirmed"))
-        }
-        AttemptState::Rejected => Err(rejected_error(&row)),
-        AttemptState::Expired => Err(expired_error()),
-    }
+    signing::renew(&facts(&state, &row))?;
+    // A new URL: the reservation lasts as long as it may land bytes.
+    state.records.reserve(row.row_id, state.reservation_until(row.expires_at)).await?;
+    Ok(Json(attempt_response(&state, &row, None)))
 }
 
-/// The plan of an attempt that may have parts signed now, or why not:
-/// `410 expired`, `422 not_multipart`, `409 already_confirmed`, or its
-/// rejection.
+/// The plan of an attempt that may have parts signed now, or why not
+/// ([`signing::parts`]).
 fn parts_allowed(state: &AppState, a: &AttemptRow) -> Result<PartPlan> {
-    if is_expired(state, a) {
-        return Err(expired_error());
-    }
-    let Some(plan) = a.plan else {
-        return Err(Error::problem(
-            ErrorCode::NotMultipart,
-            "this attempt goes up in one PUT: renew it for a fresh URL",
-        ));
-    };
-    match a.state {
-        AttemptState::Authorized => Ok(plan),
-        AttemptState::Confirmed => {
-            Err(Error::problem(ErrorCode::AlreadyConfirmed, "this attempt is already confirmed"))
-        }
-        AttemptState::Rejected => Err(rejected_error(a)),
-        AttemptState::Expired => Err(expired_error()),
-    }
+    signing::parts(&facts(state, a))?;
+    Ok(a.plan.expect("signing::parts allows only an attempt in parts"))
 }
 
 /// Under the attempt's row lock: the store's multipart upload (made now if
@@ -276,7 +224,7 @@ pub async fn sign_parts(
     // and stores nothing.
     let row = state.records.attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
     let plan = parts_allowed(&state, &row)?;
-    check_part_requests(&req.parts, &plan)?;
+    signing::part_requests(&req.parts, plan.part_count)?;
 
     let mut lock = state.records.lock_attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
     let a = lock.attempt().clone();
@@ -581,7 +529,17 @@ pub async fn confirm_attempt(
     result.map(|(media, _)| media)
 }
 
-/// An attempt as the confirm rules see it ([`confirm::Attempt`]).
+/// The file an attempt was authorized for ([`authorizing::same_file`]).
+fn file_of(a: &AttemptRow) -> authorizing::File<'_> {
+    authorizing::File {
+        filename: &a.filename,
+        size: a.size,
+        content_type: &a.content_type,
+        sha256: a.sha256.as_deref(),
+    }
+}
+
+/// An attempt as the rules see it ([`upload_once_core::decide::Attempt`]).
 fn facts<'a>(state: &AppState, a: &'a AttemptRow) -> confirm::Attempt<'a> {
     confirm::Attempt {
         state: a.state,

@@ -1,16 +1,13 @@
 //! The decisions of multipart uploads, each in one place: how a file is
-//! split ([`PartPlan::for_size`]), which part requests are valid
-//! ([`check_part_requests`]), which parts a confirm may assemble
+//! split ([`PartPlan::for_size`]), which parts a confirm may assemble
 //! ([`parts_to_complete`]), which digest a part has ([`with_digests`]) and
 //! the composite checksum ([`composite_sha256`]). Pure functions: the
-//! handlers and the object stores do the I/O.
+//! handlers and the object stores do the I/O. Which part requests are
+//! valid is decided in core (`upload_once_core::decide::signing`), with
+//! whether parts may be signed at all.
 
 use sha2::{Digest, Sha256};
-use upload_once_core::ErrorCode;
-use upload_once_core::restrictions::check_sha256;
-use upload_once_core::wire::{MAX_PARTS_PER_REQUEST, MultipartPlan, PartRequest, StoredPart};
-
-use crate::error::{Error, Result};
+use upload_once_core::wire::{MultipartPlan, StoredPart};
 
 /// The SHA-256 a part's URLs were signed with, as recorded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,39 +78,6 @@ impl PartPlan {
         let (start, end) = self.wire(String::new()).range(number, size);
         end - start
     }
-}
-
-fn invalid_part(detail: String) -> Error {
-    Error::problem(ErrorCode::InvalidPart, detail)
-}
-
-/// Checks a `POST /parts` body against the attempt's plan: 1 to
-/// [`MAX_PARTS_PER_REQUEST`] parts, each number in `1..=part_count` and
-/// asked once (`invalid_part`), each SHA-256 64 lowercase hex digits
-/// (`invalid_checksum`).
-pub fn check_part_requests(parts: &[PartRequest], plan: &PartPlan) -> Result<()> {
-    if parts.is_empty() {
-        return Err(invalid_part("ask for at least one part".into()));
-    }
-    if parts.len() > MAX_PARTS_PER_REQUEST {
-        return Err(invalid_part(format!("at most {MAX_PARTS_PER_REQUEST} parts per request, not {}", parts.len())));
-    }
-    let mut seen = std::collections::BTreeSet::new();
-    for part in parts {
-        if !(1..=plan.part_count).contains(&part.number) {
-            return Err(invalid_part(format!(
-                "part {} does not exist: this attempt has parts 1 to {}",
-                part.number, plan.part_count
-            )));
-        }
-        if !seen.insert(part.number) {
-            return Err(invalid_part(format!("part {} is asked for twice", part.number)));
-        }
-        if let Some(sha) = &part.sha256 {
-            check_sha256(sha)?;
-        }
-    }
-    Ok(())
 }
 
 /// The parts a confirm assembles, from the store's own listing: parts 1 to
@@ -202,29 +166,6 @@ mod tests {
         // 5 TiB, S3's largest object.
         let plan = PartPlan::for_size(5 * 1024 * GIB, 32 * MIB, 8 * MIB).unwrap();
         assert!(plan.part_count <= MAX_PARTS && u64::from(plan.part_count) * plan.part_size >= 5 * 1024 * GIB);
-    }
-
-    fn request(number: u32) -> PartRequest {
-        PartRequest { number, sha256: None }
-    }
-
-    fn code(result: Result<()>) -> ErrorCode {
-        result.unwrap_err().code()
-    }
-
-    #[test]
-    fn part_requests_are_checked_against_the_plan() {
-        let plan = PartPlan { part_size: 5 * MIB, part_count: 150 };
-        assert!(check_part_requests(&[request(1), request(150)], &plan).is_ok());
-        assert_eq!(code(check_part_requests(&[], &plan)), ErrorCode::InvalidPart);
-        assert_eq!(code(check_part_requests(&[request(0)], &plan)), ErrorCode::InvalidPart);
-        assert_eq!(code(check_part_requests(&[request(151)], &plan)), ErrorCode::InvalidPart);
-        assert_eq!(code(check_part_requests(&[request(2), request(2)], &plan)), ErrorCode::InvalidPart);
-        let hundred_and_one: Vec<_> = (1..=101).map(request).collect();
-        assert_eq!(code(check_part_requests(&hundred_and_one, &plan)), ErrorCode::InvalidPart);
-        assert!(check_part_requests(&hundred_and_one[..100], &plan).is_ok());
-        let bad_sha = PartRequest { number: 1, sha256: Some("ABC".into()) };
-        assert_eq!(code(check_part_requests(&[bad_sha], &plan)), ErrorCode::InvalidChecksum);
     }
 
     fn listed(number: u32, size: u64, sha256: Option<&str>) -> ListedPart {

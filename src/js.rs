@@ -1,7 +1,7 @@
 //! The JS API: the `Uploader` class, camelCase, Promises, typed.
 
 use js_sys::{Array, Promise};
-use serde::Deserialize;
+use upload_once_core::options::UploaderOptions;
 use upload_once_core::page::Added;
 use upload_once_core::restrictions::Restrictions;
 use upload_once_core::retry::RetryPolicy;
@@ -18,32 +18,6 @@ use crate::serde_js::{from_js, to_js};
 
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &str = include_str!("uploader.d.ts");
-
-/// `UploaderOptions`, as the app passes them.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct UploaderOptions {
-    api_base: String,
-    event: String,
-    guest_code: String,
-    concurrency: Option<u32>,
-    max_file_bytes: Option<u64>,
-    allowed_types: Option<Vec<String>>,
-    keep_file_max_bytes: Option<u64>,
-    keep_files_total_bytes: Option<u64>,
-    hash_file_max_bytes: Option<u64>,
-    retry: Option<RetryOptions>,
-    db_name: Option<String>,
-}
-
-/// `RetryOptions`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct RetryOptions {
-    base_ms: Option<u64>,
-    cap_ms: Option<u64>,
-    max_retries: Option<u32>,
-}
 
 /// Parses `UploaderOptions`, refusing unknown or mistyped fields.
 pub fn parse_options(value: JsValue) -> Result<Options, Error> {

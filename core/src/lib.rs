@@ -19,6 +19,7 @@
 //!   restore and take-over, record writes, kept files and the session;
 //!   events in, effects out (the run loop's brain).
 //! - [`view`]: what the app sees of an attempt.
+//! - [`options`]: what the app passes to `Uploader.open`.
 //! - [`time`]: RFC 3339 and HTTP-date conversions.
 #![deny(missing_docs)]
 
@@ -27,6 +28,7 @@ pub mod decide;
 pub mod error;
 pub mod idmap;
 pub mod multipart;
+pub mod options;
 pub mod page;
 pub mod restrictions;
 pub mod retry;

@@ -27,6 +27,7 @@ pub const RECORD_VERSION: u32 = 1;
 
 /// Where the bytes are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum Transfer {
     /// Not sent yet, or waiting to be sent again.
@@ -43,6 +44,7 @@ pub enum Transfer {
 
 /// Whether the app accepted the media record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum Confirmation {
     /// Not confirmed yet.
@@ -64,6 +66,7 @@ pub enum Confirmation {
 
 /// Whether the host approved the media for the wall.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum ModerationView {
     /// No media record yet, so nothing to moderate.
@@ -155,6 +158,7 @@ impl FileInfo {
 
 /// Why a file's bytes are not kept in IndexedDB for a reload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum NotKept {
     /// Larger than `keepFileMaxBytes`.
@@ -182,6 +186,7 @@ impl NotKept {
 /// The last error of an attempt: terminal when the attempt is, transient
 /// otherwise (then a retry is scheduled).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct AttemptError {
     /// Stable code.
     pub code: String,

@@ -34,6 +34,8 @@ pub mod restrictions;
 pub mod retry;
 pub mod scheduler;
 pub mod time;
+#[cfg(test)]
+mod typescript;
 pub mod view;
 pub mod wire;
 

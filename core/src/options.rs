@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 /// `UploaderOptions`, as the app passes them.
 #[derive(Debug, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(optional_fields))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UploaderOptions {
     /// The app's server (`""` for the page's origin).
@@ -38,6 +39,7 @@ pub struct UploaderOptions {
 /// `RetryOptions`: the backoff, each field defaulting to
 /// [`RetryPolicy::default`](crate::retry::RetryPolicy::default)'s.
 #[derive(Debug, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(optional_fields))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RetryOptions {
     /// The first backoff ceiling, in milliseconds.

@@ -13,6 +13,7 @@ use crate::wire::MediaSummary;
 /// One attempt as the app sees it: the record's three axes apart, progress,
 /// and where this page stands with it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct AttemptView {
     /// The attempt id.
@@ -70,7 +71,9 @@ pub struct AttemptView {
     /// The file's bytes are kept in IndexedDB for a reload.
     pub file_kept: bool,
     /// Why they are not kept, when they are not: `too_large`,
-    /// `over_total`, `no_room` (the browser's storage estimate) or `refused`.
+    /// `over_total`, `no_room` (the browser's storage estimate) or `refused`:
+    /// always a [`NotKept`](crate::attempt::NotKept)'s text.
+    #[cfg_attr(test, ts(as = "Option<crate::attempt::NotKept>"))]
     pub not_kept_reason: Option<&'static str>,
     /// The guest paused the transfer (`pause`); nothing is sent until
     /// `resume`.
@@ -150,6 +153,7 @@ impl AttemptView {
 /// `{code, message}` of an error, as JS sees it (`AttemptErrorInfo`,
 /// `StorageErrorInfo`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ErrorInfo {
     /// Stable code.
     pub code: String,
@@ -159,6 +163,7 @@ pub struct ErrorInfo {
 
 /// What `add` did with one file (`AddOutcome`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(untagged)]
 #[allow(clippy::large_enum_variant)]
 pub enum AddOutcome {
@@ -173,6 +178,7 @@ pub enum AddOutcome {
         /// With `not_same_file`: the attempt that still waits for its own
         /// file.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
         waiting: Option<String>,
     },
     /// Refused before any network.

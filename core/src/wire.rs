@@ -13,6 +13,7 @@ use uuid::Uuid;
 /// confirmed, pointing to the existing media ([`MediaSummary::duplicate`]).
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum Dedup {
     /// Every upload is kept.
@@ -38,6 +39,7 @@ impl Dedup {
 /// Whether an event's media waits for the host before it reaches the wall.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum ModerationPolicy {
     /// Every media record starts `pending` and needs the host's approval.
@@ -97,6 +99,7 @@ where
 /// The public description of an event.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct EventInfo {
     /// URL-safe name.
     pub slug: String,
@@ -114,6 +117,7 @@ pub struct EventInfo {
     /// Files larger than this go up in parts (the server's setting); the
     /// client hashes smaller ones whole before authorize.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub multipart_threshold: Option<u64>,
 }
 
@@ -432,6 +436,7 @@ pub struct ConfirmRequest {
 /// A media record's moderation state.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum Moderation {
     /// Waiting for the host.
@@ -512,6 +517,7 @@ pub struct Media {
 /// The part of a media record a guest sees in status answers.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct MediaSummary {
     /// Media id.
     pub id: Uuid,
@@ -520,14 +526,17 @@ pub struct MediaSummary {
     /// The host's reason, when rejected (never a duplicate's: the reason is
     /// about another guest's upload).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub reason: Option<String>,
     /// Where the bytes can be read back. Left out of a duplicate's summary
     /// unless the host approved the media (then it is on the wall).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub url: Option<String>,
     /// For a file stored in parts: its composite checksum (see
     /// [`Media::composite_sha256`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub composite_sha256: Option<String>,
     /// This attempt's bytes were already stored in the event's dedup scope:
     /// the media is the one another attempt stored, and nothing of this one

@@ -153,4 +153,8 @@ export interface EventInfo {
   max_file_bytes: number;
   allowed_types: string[];
   moderation: "required" | "none";
+  /** Where the same bytes are stored only once: `event` (from anyone in the event, the default), `guest` (from this guest session) or `none` (every upload is kept). */
+  dedup: "none" | "guest" | "event";
+  /** Files larger than this go up in parts (the server's setting); absent when the server does not say. */
+  multipart_threshold?: number;
 }

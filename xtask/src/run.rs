@@ -131,8 +131,28 @@ pub fn demo(args: &[String]) -> Result {
     sh(&mut cmd)
 }
 
+/// The core's tests, then the package's hand-written TypeScript against
+/// the declarations those tests derive from the Rust types.
 fn layer_core() -> Result {
-    sh(Command::new("cargo").args(["test", "-p", "upload-once-core"]).current_dir(root()))
+    // Never a stale copy: the tests write it anew (core/src/typescript.rs).
+    let generated = target_dir().join("typescript/upload-once-core.d.ts");
+    let _ = std::fs::remove_file(&generated);
+    sh(Command::new("cargo").args(["test", "-p", "upload-once-core"]).current_dir(root()))?;
+    check_typescript(&generated)
+}
+
+/// `tsc --strict` on tests/types/uploader_matches_rust.ts, which holds
+/// src/uploader.d.ts against `generated`, type by type: a field added to a
+/// Rust type that crosses to JS without its TypeScript fails here.
+fn check_typescript(generated: &Path) -> Result {
+    let dir = root().join("tests/types");
+    ensure_npm(&dir)?;
+    sh(Command::new("node")
+        .arg(dir.join("node_modules/typescript/bin/tsc"))
+        .args(["--noEmit", "--strict", "--target", "es2022", "--module", "esnext", "--moduleResolution", "bundler"])
+        .arg("uploader_matches_rust.ts")
+        .arg(generated)
+        .current_dir(&dir))
 }
 
 /// The whole server suite once per backend combination: {SQLite,

@@ -209,11 +209,12 @@ pub fn ensure_npm(dir: &Path) -> Result {
 }
 
 /// The npm packages of the test suites (e2e: playwright-core, axe-core,
-/// jsqr, qrcode-generator), the example app, the benchmarks and the package
-/// build, for `cargo xtask setup`. Each test layer also installs its own
-/// before it runs, from the lock file (`ensure_npm`).
+/// jsqr, qrcode-generator; the type check: typescript), the example app,
+/// the benchmarks and the package build, for `cargo xtask setup`. Each test
+/// layer also installs its own before it runs, from the lock file
+/// (`ensure_npm`).
 pub fn ensure_npm_packages() -> Result {
-    for dir in ["tests/e2e", "examples/vite", "bench", "xtask/minify"] {
+    for dir in ["tests/e2e", "tests/types", "examples/vite", "bench", "xtask/minify"] {
         ensure_npm(&root().join(dir))?;
     }
     Ok(())

@@ -167,13 +167,13 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
     let ops = Arc::new(ops::Ops::default());
     let limits = Arc::new(limits::Limits::new(config.limits.clone())?);
     Ok(AppState {
+        lifetimes: state::Lifetimes::new(&config, clock.clone()),
+        links: state::Links::new(&config, signer, clock),
         config: Arc::new(config),
         records,
         objects,
         local_store,
-        signer,
-        clock,
-        admin_token,
+        admin_token: state::AdminToken(admin_token),
         #[cfg(feature = "test-hooks")]
         test_hooks,
         ops,
@@ -203,7 +203,8 @@ pub async fn ensure_demo_event(state: &AppState, slug: &str) -> Result<()> {
                 moderation: ModerationPolicy::Required,
                 dedup: Default::default(),
             };
-            let (row, created) = routes::events::create_event_row(state, &request).await?;
+            let (row, created) =
+                routes::events::create_event_row(&state.records, &state.config, state.now(), &request).await?;
             (row, created.host_token)
         }
     };
@@ -251,7 +252,7 @@ pub async fn run(config: Config) -> Result<()> {
     if print_admin {
         // A secret is never printed: the generated token goes to a file only
         // its owner may read.
-        let path = keep_generated_admin_token(&state.config.data_dir, &state.admin_token)?;
+        let path = keep_generated_admin_token(&state.config.data_dir, &state.admin_token.0)?;
         println!("Admin token generated into {} (mode 0600; pass --admin-token to fix one)", path.display());
     }
     if let Some(slug) = demo {

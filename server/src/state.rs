@@ -1,18 +1,41 @@
-//! What every handler shares.
+//! What the handlers share: [`AppState`], made of sub-states that a
+//! handler takes one by one (`State<Records>`, `State<Links>`, …, through
+//! axum's `FromRef`), so it names what it uses.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use axum::extract::FromRef;
 use upload_once_core::time::UnixMillis;
-use upload_once_core::wire::{Media, MediaSummary, WallItem};
+use upload_once_core::time::format_rfc3339;
+use upload_once_core::wire::{Media, MediaSummary, Moderation, WallItem};
 use uuid::Uuid;
 
+use crate::assemblies::Assemblies;
 use crate::clock::Clock;
 use crate::config::Config;
+use crate::limits::Limits;
+use crate::media::{MediaServices, Size};
+use crate::metrics::Metrics;
+use crate::ops::Ops;
 use crate::secrets::Signer;
 use crate::storage::ObjectStore;
 use crate::storage::local::LocalObjectStore;
 use crate::store::{AttemptRow, MediaRow, RecordStore};
-use upload_once_core::time::format_rfc3339;
+
+/// Where records live.
+pub type Records = Arc<dyn RecordStore>;
+
+/// Where bytes live.
+pub type Objects = Arc<dyn ObjectStore>;
+
+/// The embedded store, when bytes live there: this server serves its signed
+/// PUT endpoint and clears its temporary files (`None` with S3).
+pub type LocalStore = Option<Arc<LocalObjectStore>>;
+
+/// The admin bearer token.
+#[derive(Clone)]
+pub struct AdminToken(pub Arc<str>);
 
 /// The shared state of the server.
 #[derive(Clone)]
@@ -20,35 +43,90 @@ pub struct AppState {
     /// Configuration.
     pub config: Arc<Config>,
     /// Where records live.
-    pub records: Arc<dyn RecordStore>,
+    pub records: Records,
     /// Where bytes live.
-    pub objects: Arc<dyn ObjectStore>,
-    /// The embedded store, when bytes live there: this server serves its
-    /// signed PUT endpoint and clears its temporary files (`None` with S3).
-    pub local_store: Option<Arc<LocalObjectStore>>,
-    /// Signs media links.
-    pub signer: Signer,
-    /// The clock.
-    pub clock: Arc<dyn Clock>,
+    pub objects: Objects,
+    /// The embedded store, when bytes live there.
+    pub local_store: LocalStore,
+    /// The clock, and how long attempts, URLs and reservations live.
+    pub lifetimes: Lifetimes,
+    /// The links the server signs, and the media answers that carry them.
+    pub links: Links,
     /// The admin bearer token.
-    pub admin_token: Arc<str>,
+    pub admin_token: AdminToken,
     /// Test-only hooks (`--test-hooks`): only in a build with the
     /// `test-hooks` feature.
     #[cfg(feature = "test-hooks")]
     pub test_hooks: Option<Arc<crate::test_hooks::TestHooks>>,
     /// Hang-ups and the database's health.
-    pub ops: Arc<crate::ops::Ops>,
+    pub ops: Arc<Ops>,
     /// Counters and histograms (`GET /metrics`).
-    pub metrics: Arc<crate::metrics::Metrics>,
+    pub metrics: Arc<Metrics>,
     /// Quotas, rate limits and timeouts.
-    pub limits: Arc<crate::limits::Limits>,
+    pub limits: Arc<Limits>,
     /// Renditions, live walls (issue 17).
-    pub media: Arc<crate::media::MediaServices>,
+    pub media: Arc<MediaServices>,
     /// Multipart uploads being assembled by this instance.
-    pub assemblies: Arc<crate::assemblies::Assemblies>,
+    pub assemblies: Arc<Assemblies>,
+}
+
+/// Each part of [`AppState`] a handler may take on its own.
+macro_rules! sub_states {
+    ($($field:ident: $type:ty),* $(,)?) => {
+        $(impl FromRef<AppState> for $type {
+            fn from_ref(state: &AppState) -> $type {
+                state.$field.clone()
+            }
+        })*
+    };
+}
+
+sub_states! {
+    config: Arc<Config>,
+    records: Records,
+    objects: Objects,
+    local_store: LocalStore,
+    lifetimes: Lifetimes,
+    links: Links,
+    admin_token: AdminToken,
+    ops: Arc<Ops>,
+    metrics: Arc<Metrics>,
+    limits: Arc<Limits>,
+    media: Arc<MediaServices>,
+    assemblies: Arc<Assemblies>,
 }
 
 impl AppState {
+    /// The current time.
+    pub fn now(&self) -> UnixMillis {
+        self.lifetimes.now()
+    }
+}
+
+/// The clock, and how long attempts, signed URLs and reservations live.
+#[derive(Clone)]
+pub struct Lifetimes {
+    /// The clock.
+    pub clock: Arc<dyn Clock>,
+    /// `--attempt-ttl`.
+    pub attempt_ttl: Duration,
+    /// `--url-ttl`.
+    pub url_ttl: Duration,
+    /// How long after its URL expires a PUT may still land (`--put-expiry-grace`).
+    pub put_expiry_grace: Duration,
+}
+
+impl Lifetimes {
+    /// The lifetimes the configuration sets, on `clock`.
+    pub fn new(config: &Config, clock: Arc<dyn Clock>) -> Lifetimes {
+        Lifetimes {
+            clock,
+            attempt_ttl: config.attempt_ttl,
+            url_ttl: config.url_ttl,
+            put_expiry_grace: config.limits.put_expiry_grace,
+        }
+    }
+
     /// The current time.
     pub fn now(&self) -> UnixMillis {
         self.clock.now()
@@ -56,25 +134,46 @@ impl AppState {
 
     /// The attempt TTL in milliseconds.
     pub fn attempt_ttl_ms(&self) -> i64 {
-        self.config.attempt_ttl.as_millis() as i64
-    }
-
-    /// The signed-URL TTL in milliseconds.
-    pub fn url_ttl_ms(&self) -> i64 {
-        self.config.url_ttl.as_millis() as i64
+        self.attempt_ttl.as_millis() as i64
     }
 
     /// When a URL signed now for an attempt expiring at `attempt_expires_at`
     /// stops working: never after its attempt.
     pub fn url_expiry(&self, attempt_expires_at: UnixMillis) -> UnixMillis {
-        (self.now() + self.url_ttl_ms()).min(attempt_expires_at)
+        (self.now() + self.url_ttl.as_millis() as i64).min(attempt_expires_at)
     }
 
     /// Until when an attempt's bytes stay reserved after a URL of it is
     /// signed (or bytes of it arrive) now: while that URL may still land
     /// bytes (its expiry and the PUT grace).
     pub fn reservation_until(&self, attempt_expires_at: UnixMillis) -> UnixMillis {
-        self.url_expiry(attempt_expires_at) + self.limits.config.put_expiry_grace.as_millis() as i64
+        self.url_expiry(attempt_expires_at) + self.put_expiry_grace.as_millis() as i64
+    }
+}
+
+/// The links the server signs (media renditions, originals), and the media
+/// answers that carry them.
+#[derive(Clone)]
+pub struct Links {
+    /// Signs and verifies the links.
+    pub signer: Signer,
+    /// The public base URL, without a trailing slash.
+    pub public_base: Arc<str>,
+    /// `--media-url-ttl`.
+    pub media_url_ttl: Duration,
+    /// The clock.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Links {
+    /// The links the configuration asks for, signed by `signer`.
+    pub fn new(config: &Config, signer: Signer, clock: Arc<dyn Clock>) -> Links {
+        Links { signer, public_base: config.public_base().into(), media_url_ttl: config.media_url_ttl, clock }
+    }
+
+    /// The current time.
+    fn now(&self) -> UnixMillis {
+        self.clock.now()
     }
 
     /// When a media link made now expires (Unix seconds): `--media-url-ttl`
@@ -82,7 +181,7 @@ impl AppState {
     /// that the same link is handed out for a while and browsers' caches
     /// keep working.
     pub fn media_link_expiry(&self) -> i64 {
-        let ttl = self.config.media_url_ttl.as_secs().max(1) as i64;
+        let ttl = self.media_url_ttl.as_secs().max(1) as i64;
         let step = (ttl / 4).clamp(1, 86_400);
         let at = self.now().div_euclid(1000) + ttl;
         (at.div_euclid(step) + 1) * step
@@ -94,20 +193,20 @@ impl AppState {
     /// Signed for the media `id` of event `event_id`: it opens nothing of
     /// any other.
     pub fn media_url(&self, event_id: i64, id: Uuid) -> String {
-        self.rendition_url(event_id, id, crate::media::Size::Display)
+        self.rendition_url(event_id, id, Size::Display)
     }
 
     /// The URL of one rendition of a media record.
-    pub fn rendition_url(&self, event_id: i64, id: Uuid, size: crate::media::Size) -> String {
+    pub fn rendition_url(&self, event_id: i64, id: Uuid, size: Size) -> String {
         self.rendition_url_until(event_id, id, size, self.media_link_expiry())
     }
 
     /// The URL of one rendition of a media record, working until `exp`
     /// (Unix seconds): `?sig=…&exp=…&kid=…`.
-    pub fn rendition_url_until(&self, event_id: i64, id: Uuid, size: crate::media::Size, exp: i64) -> String {
+    pub fn rendition_url_until(&self, event_id: i64, id: Uuid, size: Size, exp: i64) -> String {
         format!(
             "{}/v1/media/{id}/{}?sig={}&exp={exp}&kid={}",
-            self.config.public_base(),
+            self.public_base,
             size.as_str(),
             crate::media::sign_rendition(&self.signer, event_id, id, exp),
             self.signer.key_id()
@@ -125,7 +224,7 @@ impl AppState {
     pub fn original_url_until(&self, id: Uuid, binding: &str, exp: i64) -> String {
         format!(
             "{}/v1/media/{id}/content?sig={}&exp={exp}&kid={}",
-            self.config.public_base(),
+            self.public_base,
             crate::media::sign_original(&self.signer, id, binding, exp),
             self.signer.key_id()
         )
@@ -176,11 +275,11 @@ impl AppState {
     /// The display rendition's URL when the media is on the wall (approved),
     /// else `None`.
     fn public_url(&self, m: &MediaRow) -> Option<String> {
-        (m.moderation == upload_once_core::wire::Moderation::Approved).then(|| self.media_url(m.event_id, m.id))
+        (m.moderation == Moderation::Approved).then(|| self.media_url(m.event_id, m.id))
     }
 
     /// What the guest of attempt `a` sees of its media record in status
-    /// answers ([`AppState::media_for_guest`]).
+    /// answers ([`Links::media_for_guest`]).
     pub fn media_summary(&self, m: &MediaRow, a: &AttemptRow) -> MediaSummary {
         let duplicate = crate::rules::dedup::is_duplicate(m, a);
         MediaSummary {
@@ -199,7 +298,7 @@ impl AppState {
         WallItem {
             id: m.id,
             url: self.media_url(m.event_id, m.id),
-            thumb_url: self.rendition_url(m.event_id, m.id, crate::media::Size::Thumb),
+            thumb_url: self.rendition_url(m.event_id, m.id, Size::Thumb),
             placeholder: None,
             content_type: m.content_type.clone(),
             approved_at: format_rfc3339(m.moderated_at.unwrap_or(m.created_at)),

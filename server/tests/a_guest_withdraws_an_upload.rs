@@ -103,7 +103,8 @@ async fn a_confirmed_upload_withdrawn_leaves_the_wall_and_the_hosts_list() {
     let on_wall =
         |w: &serde_json::Value, id: Uuid| w["items"].as_array().unwrap().iter().any(|i| i["id"] == id.to_string());
     assert!(on_wall(&wall(&guest).await, gone.id), "approved on upload (no moderation)");
-    let url = server.state.media_url(server.state.records.media(gone.id).await.unwrap().unwrap().event_id, gone.id);
+    let url =
+        server.state.links.media_url(server.state.records.media(gone.id).await.unwrap().unwrap().event_id, gone.id);
 
     assert_eq!(withdraw(&guest, gone.attempt_id).await, StatusCode::NO_CONTENT);
     let w = wall(&guest).await;

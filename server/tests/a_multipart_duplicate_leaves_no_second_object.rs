@@ -70,7 +70,7 @@ async fn the_second_upload_of_a_large_file_is_answered_with_the_first_media() {
     assert_eq!(server.stored_keys().await.len(), 2);
     server.sweep().await;
     assert_eq!(server.stored_keys().await.len(), 2, "not before the attempt's URLs expire");
-    server.clock.advance(server.state.attempt_ttl_ms() + 1);
+    server.clock.advance(server.state.lifetimes.attempt_ttl_ms() + 1);
     server.sweep().await;
     assert_eq!(server.stored_keys().await, vec![a.object_key.clone()]);
     assert_eq!(second.status_of(id).await["state"], "confirmed");

@@ -72,7 +72,7 @@ async fn the_same_id_and_parameters_return_the_same_attempt_with_a_fresh_url() {
 
     // Confirmed attempts never expire: past the attempt TTL it is still
     // returned as confirmed, not 410.
-    server.clock.advance(server.state.attempt_ttl_ms() + HOUR);
+    server.clock.advance(server.state.lifetimes.attempt_ttl_ms() + HOUR);
     let fourth = guest.authorize_raw(body).await;
     assert_eq!(fourth.status(), StatusCode::OK);
     assert_eq!(fourth.json::<AttemptResponse>().await.unwrap().state, AttemptState::Confirmed);

@@ -182,7 +182,7 @@ async fn a_put_signed_before_the_deletion_leaves_nothing_behind() {
         let (status, p) = problem(r).await;
         assert_eq!((status, p["code"].as_str()), (StatusCode::GONE, Some("expired")));
     }
-    server.clock.advance(server.state.url_ttl_ms() + 60_000);
+    server.clock.advance(server.state.lifetimes.url_ttl.as_millis() as i64 + 60_000);
     let report = upload_once_server::services::sweeper::sweep_once(&server.state).await.unwrap();
     assert_eq!(report.late_objects_deleted, 1, "{report:?}");
     assert_eq!(keys_of(&server.stored_keys().await, &slug), Vec::<String>::new(), "objects left");

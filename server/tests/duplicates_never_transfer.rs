@@ -96,7 +96,7 @@ async fn an_authorize_of_bytes_already_stored_is_confirmed_at_once() {
     assert_eq!((status["media"]["moderation"].as_str(), status["media"]["reason"].as_str()), (Some("rejected"), None));
 
     // Nothing to sweep, even once everything has expired.
-    server.clock.advance(server.state.attempt_ttl_ms() + 1);
+    server.clock.advance(server.state.lifetimes.attempt_ttl_ms() + 1);
     server.sweep().await;
     assert_eq!(server.stored_keys().await, objects, "the media's object is kept");
     assert_eq!(second.status_json(id).await["state"], "confirmed");

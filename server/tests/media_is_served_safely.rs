@@ -156,7 +156,7 @@ async fn a_media_url_only_works_with_its_own_signature() {
     }
     // An unknown media id with a valid signature for it is the same 404.
     let unknown = Uuid::new_v4();
-    for url in [server.state.media_url(0, unknown), server.state.original_url(unknown, "no event")] {
+    for url in [server.state.links.media_url(0, unknown), server.state.links.original_url(unknown, "no event")] {
         let (status, p): (StatusCode, Value) = problem(server.http.get(url).send().await.unwrap()).await;
         assert_eq!((status, p["code"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")));
     }

@@ -43,7 +43,7 @@ async fn a_media_link_expires_and_a_changed_one_opens_nothing() {
         let exp: i64 = param(url, "exp").parse().unwrap();
         let now = server.state.now() / 1000;
         assert!((now + 7 * 86_400..=now + 7 * 86_400 + 2 * 86_400).contains(&exp), "7 days by default: {url}");
-        assert_eq!(param(url, "kid"), server.state.signer.key_id());
+        assert_eq!(param(url, "kid"), server.state.links.signer.key_id());
         assert_eq!(answer(&server, url).await, (StatusCode::OK, None), "{url}");
     }
 
@@ -67,7 +67,7 @@ async fn a_media_link_expires_and_a_changed_one_opens_nothing() {
     assert_eq!((status, p["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_query")));
     // A link from before links expired (signed over the id alone) has
     // expired.
-    let legacy_sig = server.state.signer.sign(&format!("RENDITION\n{}", media.id));
+    let legacy_sig = server.state.links.signer.sign(&format!("RENDITION\n{}", media.id));
     let legacy = format!("{path}?sig={legacy_sig}");
     assert_eq!(answer(&server, &legacy).await, (StatusCode::FORBIDDEN, Some("url_expired".into())));
 

@@ -176,7 +176,7 @@ async fn upload_and_media_urls_are_within_the_policy() {
     let attempt = guest.authorize(Uuid::new_v4(), 100).await;
     let upload = attempt.upload.as_ref().and_then(|u| u.put()).expect("a single PUT");
     assert!(allowed("connect-src", &upload.url), "the upload URL {} is in connect-src {:?}", upload.url, served.csp);
-    let media = site.server.state.media_url(0, Uuid::new_v4());
+    let media = site.server.state.links.media_url(0, Uuid::new_v4());
     for directive in ["img-src", "media-src"] {
         assert!(allowed(directive, &media), "{media} is in {directive}");
     }

@@ -93,7 +93,7 @@ async fn bytes_per_event_are_capped() {
     server.another_event_still_uploads().await;
     // When the unconfirmed attempts expire, their bytes are free again; the
     // confirmed ones stay counted.
-    server.clock.advance(server.state.attempt_ttl_ms());
+    server.clock.advance(server.state.lifetimes.attempt_ttl_ms());
     let late = server.guest_of(&event).await;
     late.authorize(Uuid::new_v4(), 40).await;
     let (status, _) = problem(late.authorize_raw(png(Uuid::new_v4(), 1)).await).await;

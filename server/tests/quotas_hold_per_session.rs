@@ -51,7 +51,7 @@ async fn unconfirmed_attempts_per_session_are_capped() {
     refused_with(guest.authorize_raw(png(Uuid::new_v4(), 5)).await, "too_many_unconfirmed").await;
 
     // Expired attempts hold nothing.
-    server.clock.advance(server.state.attempt_ttl_ms());
+    server.clock.advance(server.state.lifetimes.attempt_ttl_ms());
     for _ in 0..3 {
         guest.authorize(Uuid::new_v4(), 5).await;
     }

@@ -85,7 +85,8 @@ async fn a_media_left_rejected_loses_its_objects_after_the_retention_and_one_app
     let host_url = listed["url"].as_str().unwrap().to_owned();
     assert!(host_url.contains("&host="), "{host_url}");
     let original = listed["original_url"].as_str().unwrap().to_owned();
-    let public = server.state.media_url(server.state.records.media(left.id).await.unwrap().unwrap().event_id, left.id);
+    let public =
+        server.state.links.media_url(server.state.records.media(left.id).await.unwrap().unwrap().event_id, left.id);
     for url in [&public, &host_url, &original] {
         let r = server.http.get(url).send().await.unwrap();
         let (status, p) = problem(r).await;
@@ -128,7 +129,7 @@ async fn a_media_left_rejected_loses_its_objects_after_the_retention_and_one_app
     assert_ne!(again.id, left.id, "not the removed media");
     assert_ne!(again.attempt_id, left.attempt_id, "its own attempt's record, not a duplicate's");
     let event = server.state.records.event_by_slug(guest.slug()).await.unwrap().unwrap();
-    let original = server.state.original_url(again.id, &upload_once_server::media::host_binding(&event));
+    let original = server.state.links.original_url(again.id, &upload_once_server::media::host_binding(&event));
     assert_eq!(server.http.get(&original).send().await.unwrap().status(), StatusCode::OK);
 
     // Rejected again, `back`'s retention starts over from the new decision.

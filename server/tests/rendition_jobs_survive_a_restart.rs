@@ -75,7 +75,7 @@ async fn a_job_left_running_by_a_dead_server_is_finished_by_the_next_one() {
 
     // Asking for the rendition waits for the job, now finished.
     let event_id = next.state.records.media(media.id).await.unwrap().unwrap().event_id;
-    let r = next.http.get(next.state.media_url(event_id, media.id)).send().await.unwrap();
+    let r = next.http.get(next.state.links.media_url(event_id, media.id)).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.headers()["content-type"], "image/jpeg");
     let shown = image::load_from_memory(&r.bytes().await.unwrap()).unwrap();

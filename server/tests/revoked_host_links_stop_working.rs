@@ -93,7 +93,7 @@ async fn a_rendition_link_is_signed_for_its_event() {
     let guest = open_event(&server).await;
     let photo = upload_as(&guest, "image/png", "p.png", &[8; 64]).await;
     let event_id = server.state.records.media(photo.id).await.unwrap().unwrap().event_id;
-    assert_eq!(get(&server, &server.state.media_url(event_id, photo.id)).await, StatusCode::OK);
+    assert_eq!(get(&server, &server.state.links.media_url(event_id, photo.id)).await, StatusCode::OK);
     // The same media id and key, signed for another event: not a link of it.
-    assert_eq!(get(&server, &server.state.media_url(event_id + 1, photo.id)).await, StatusCode::NOT_FOUND);
+    assert_eq!(get(&server, &server.state.links.media_url(event_id + 1, photo.id)).await, StatusCode::NOT_FOUND);
 }

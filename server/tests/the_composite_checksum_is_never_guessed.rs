@@ -129,9 +129,10 @@ async fn s3_lists_parts_page_by_page() {
         secret_key,
         session_token: None,
     };
-    let small_pages = upload_once_server::storage::s3::S3ObjectStore::new(&settings, server.state.clock.clone())
-        .unwrap()
-        .with_list_parts_page(2);
+    let small_pages =
+        upload_once_server::storage::s3::S3ObjectStore::new(&settings, server.state.lifetimes.clock.clone())
+            .unwrap()
+            .with_list_parts_page(2);
     use upload_once_server::storage::ObjectStore;
     // The store does answer in pages: the first of 2 parts is truncated.
     let credentials = support::s3_credentials();

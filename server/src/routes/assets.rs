@@ -44,6 +44,7 @@
 //!   'self'`: it fetches from this origin only).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
@@ -294,11 +295,11 @@ pub fn render_page(html: &str, version: Option<&str>, policy: &PagePolicy) -> Pa
     Page { html, csp }
 }
 
-async fn serve_page(state: AppState, file: PathBuf, version: Option<String>, headers: HeaderMap) -> Response {
+async fn serve_page(config: Arc<Config>, file: PathBuf, version: Option<String>, headers: HeaderMap) -> Response {
     let Ok(html) = tokio::fs::read_to_string(&file).await else {
         return StatusCode::NOT_FOUND.into_response();
     };
-    let page = render_page(&html, version.as_deref(), &PagePolicy::from_config(&state.config));
+    let page = render_page(&html, version.as_deref(), &PagePolicy::from_config(&config));
     let mut hash = Sha256::new();
     hash.update(page.html.as_bytes());
     hash.update(page.csp.as_bytes());
@@ -369,8 +370,13 @@ pub fn service_worker(sw: &str, version: &str, package: Option<&str>) -> String 
     sw.replacen(BUILD_PLACEHOLDER, &format!(r#"{{"version":"{version}","pkg":{package}}}"#), 1)
 }
 
-async fn serve_service_worker(state: AppState, www: PathBuf, package: Option<String>, headers: HeaderMap) -> Response {
-    let policy = PagePolicy::from_config(&state.config);
+async fn serve_service_worker(
+    config: Arc<Config>,
+    www: PathBuf,
+    package: Option<String>,
+    headers: HeaderMap,
+) -> Response {
+    let policy = PagePolicy::from_config(&config);
     // A few small files, read on each visit's update check.
     let built = tokio::task::spawn_blocking(move || {
         let sw = std::fs::read_to_string(www.join(SERVICE_WORKER)).ok()?;
@@ -455,8 +461,8 @@ pub fn mount(
             drop_stale_copies(&www);
             for name in pages(&www) {
                 let (file, page_version) = (www.join(&name), version.clone());
-                let page = get(move |State(state): State<AppState>, headers: HeaderMap| {
-                    serve_page(state, file.clone(), page_version.clone(), headers)
+                let page = get(move |State(config): State<Arc<Config>>, headers: HeaderMap| {
+                    serve_page(config, file.clone(), page_version.clone(), headers)
                 });
                 if name == "index.html" {
                     router = router.route("/", page.clone());
@@ -467,8 +473,8 @@ pub fn mount(
                 let (dir, package) = (www.clone(), version.clone());
                 router = router.route(
                     &format!("/{SERVICE_WORKER}"),
-                    get(move |State(state): State<AppState>, headers: HeaderMap| {
-                        serve_service_worker(state, dir.clone(), package.clone(), headers)
+                    get(move |State(config): State<Arc<Config>>, headers: HeaderMap| {
+                        serve_service_worker(config, dir.clone(), package.clone(), headers)
                     }),
                 );
             }

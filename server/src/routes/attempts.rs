@@ -20,26 +20,37 @@ use upload_once_core::wire::{
 use uuid::Uuid;
 
 use super::extract::{ApiJson, ApiPath, Session, event, lapsed_session};
+use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::limits::Limits;
+use crate::media::MediaServices;
 use crate::metrics::ConfirmOutcome;
 use crate::rules::multipart::{PartPlan, composite_sha256, parts_to_complete, stored_parts, with_digests};
 use crate::secrets::new_object_key;
-use crate::state::AppState;
+use crate::state::{AppState, Lifetimes, Links, Objects, Records};
 use crate::storage::{ObjectMeta, PartGrant, PutGrant};
 use crate::store::{AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, NewMedia, SessionRow};
+use std::sync::Arc;
+use upload_once_core::time::UnixMillis;
 
 /// The attempt as `authorize` and `renew` answer it while it is
 /// authorized: a fresh signed URL, or its multipart plan (the parts are
 /// signed by `POST /parts`).
-fn attempt_response(state: &AppState, a: &AttemptRow, media: Option<&MediaRow>) -> AttemptResponse {
+fn attempt_response(
+    objects: &Objects,
+    lifetimes: &Lifetimes,
+    links: &Links,
+    a: &AttemptRow,
+    media: Option<&MediaRow>,
+) -> AttemptResponse {
     let upload = (a.state == AttemptState::Authorized).then(|| match a.plan {
         Some(plan) => Upload::Multipart(plan.wire(format_rfc3339(a.expires_at))),
-        None => Upload::Put(state.objects.presign_put(&PutGrant {
+        None => Upload::Put(objects.presign_put(&PutGrant {
             key: &a.object_key,
             content_type: &a.content_type,
             size: a.size,
             sha256: a.sha256.as_deref(),
-            expires_at: state.url_expiry(a.expires_at),
+            expires_at: lifetimes.url_expiry(a.expires_at),
         })),
     });
     AttemptResponse {
@@ -48,7 +59,7 @@ fn attempt_response(state: &AppState, a: &AttemptRow, media: Option<&MediaRow>) 
         object_key: a.object_key.clone(),
         upload,
         expires_at: format_rfc3339(a.expires_at),
-        media: media.map(|m| state.media_summary(m, a)),
+        media: media.map(|m| links.media_summary(m, a)),
         rejection: rejection(a),
     }
 }
@@ -61,8 +72,8 @@ fn rejection(a: &AttemptRow) -> Option<Rejection> {
 }
 
 /// Whether an attempt is past its expiry (even if the sweeper has not run).
-fn is_expired(state: &AppState, a: &AttemptRow) -> bool {
-    facts(state, a).expired()
+fn is_expired(now: UnixMillis, a: &AttemptRow) -> bool {
+    facts(now, a).expired()
 }
 
 /// `POST /v1/events/{slug}/attempts`
@@ -81,27 +92,33 @@ fn is_expired(state: &AppState, a: &AttemptRow) -> bool {
         (status = 422, body = Problem, content_type = "application/problem+json",
             description = "id_reused, file_too_large, type_not_allowed, empty_file, invalid_filename, invalid_checksum"),
     ))]
+#[allow(clippy::too_many_arguments)]
 pub async fn authorize(
-    State(state): State<AppState>,
+    State(records): State<Records>,
+    State(objects): State<Objects>,
+    State(lifetimes): State<Lifetimes>,
+    State(links): State<Links>,
+    State(config): State<Arc<Config>>,
+    State(limits): State<Arc<Limits>>,
     Session(session): Session,
     ApiPath(slug): ApiPath<String>,
     ApiJson(req): ApiJson<AuthorizeRequest>,
 ) -> Result<(StatusCode, Json<AttemptResponse>)> {
-    let event = event(&state, &slug).await?;
+    let event = event(&records, &slug).await?;
     if session.event_id != event.id {
         return Err(Error::problem(ErrorCode::Forbidden, "this session belongs to another event"));
     }
     // A lapsed session may repeat an authorize of its own (create-or-return
     // returns it); only a new attempt needs a live session.
-    if !session.is_live(state.now()) && state.records.attempt(session.id, req.id).await?.is_none() {
+    let now = lifetimes.now();
+    if !session.is_live(now) && records.attempt(session.id, req.id).await?.is_none() {
         return Err(lapsed_session());
     }
     // Everything is checked before anything is stored.
-    let limits =
+    let restrictions =
         Restrictions { max_file_bytes: Some(event.max_file_bytes), allowed_types: event.allowed_types.clone() };
-    let content_type = authorizing::check(&req, &limits)?;
+    let content_type = authorizing::check(&req, &restrictions)?;
 
-    let now = state.now();
     let attempt = NewAttempt {
         id: req.id,
         session_id: session.id,
@@ -112,16 +129,16 @@ pub async fn authorize(
         sha256: req.sha256.clone(),
         object_key: new_object_key(&event.slug),
         created_at: now,
-        expires_at: now + state.attempt_ttl_ms(),
-        reserved_until: state.reservation_until(now + state.attempt_ttl_ms()),
+        expires_at: now + lifetimes.attempt_ttl_ms(),
+        reserved_until: lifetimes.reservation_until(now + lifetimes.attempt_ttl_ms()),
         // Fixed now: a later change of the flags never alters it.
-        plan: PartPlan::for_size(req.size, state.config.multipart_threshold, state.config.part_size),
-        quotas: state.limits.config.attempt_quotas(),
+        plan: PartPlan::for_size(req.size, config.multipart_threshold, config.part_size),
+        quotas: limits.config.attempt_quotas(),
     };
     // The same bytes already stored in the event's dedup scope: confirmed at
     // once, nothing to transfer.
     let dedup = crate::rules::dedup::authorize_entry(&event, &attempt);
-    let (row, created) = state.records.authorize(attempt, dedup).await?;
+    let (row, created) = records.authorize(attempt, dedup).await?;
     let requested = authorizing::File {
         filename: &req.filename,
         size: req.size,
@@ -129,16 +146,16 @@ pub async fn authorize(
         sha256: req.sha256.as_deref(),
     };
     authorizing::same_file(&file_of(&row), &requested)?;
-    authorizing::answer(&facts(&state, &row))?;
+    authorizing::answer(&facts(lifetimes.now(), &row))?;
     // The session must outlive every attempt it authorizes, or the guest could
     // never confirm (nor ask about) an attempt made late in the session.
-    state.records.extend_session(session.id, row.expires_at).await?;
+    records.extend_session(session.id, row.expires_at).await?;
     let media = match row.state {
-        AttemptState::Confirmed => state.records.media_for_attempts(&[row.row_id]).await?.pop(),
+        AttemptState::Confirmed => records.media_for_attempts(&[row.row_id]).await?.pop(),
         _ => None,
     };
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
-    Ok((status, Json(attempt_response(&state, &row, media.as_ref()))))
+    Ok((status, Json(attempt_response(&objects, &lifetimes, &links, &row, media.as_ref()))))
 }
 
 /// `POST /v1/attempts/{id}/renew`
@@ -152,32 +169,35 @@ pub async fn authorize(
         (status = 410, body = Problem, content_type = "application/problem+json", description = "expired"),
     ))]
 pub async fn renew(
-    State(state): State<AppState>,
+    State(records): State<Records>,
+    State(objects): State<Objects>,
+    State(lifetimes): State<Lifetimes>,
+    State(links): State<Links>,
     Session(session): Session,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<AttemptResponse>> {
-    let row = state.records.attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
-    signing::renew(&facts(&state, &row))?;
+    let row = records.attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
+    signing::renew(&facts(lifetimes.now(), &row))?;
     // A new URL: the reservation lasts as long as it may land bytes.
-    state.records.reserve(row.row_id, state.reservation_until(row.expires_at)).await?;
-    Ok(Json(attempt_response(&state, &row, None)))
+    records.reserve(row.row_id, lifetimes.reservation_until(row.expires_at)).await?;
+    Ok(Json(attempt_response(&objects, &lifetimes, &links, &row, None)))
 }
 
 /// The plan of an attempt that may have parts signed now, or why not
 /// ([`signing::parts`]).
-fn parts_allowed(state: &AppState, a: &AttemptRow) -> Result<PartPlan> {
-    signing::parts(&facts(state, a))?;
+fn parts_allowed(now: UnixMillis, a: &AttemptRow) -> Result<PartPlan> {
+    signing::parts(&facts(now, a))?;
     Ok(a.plan.expect("signing::parts allows only an attempt in parts"))
 }
 
 /// Under the attempt's row lock: the store's multipart upload (made now if
 /// there is none yet, so two first calls make one), the parts' digests
 /// recorded, committed. The upload's id.
-async fn open_upload(state: &AppState, lock: &mut dyn AttemptLock, parts: &[(u32, Option<String>)]) -> Result<String> {
+async fn open_upload(objects: &Objects, lock: &mut dyn AttemptLock, parts: &[(u32, Option<String>)]) -> Result<String> {
     let a = lock.attempt().clone();
     let (upload_id, made_now) = match a.upload_id {
         Some(id) => (id, false),
-        None => (state.objects.create_multipart(&a.object_key, &a.content_type).await?, true),
+        None => (objects.create_multipart(&a.object_key, &a.content_type).await?, true),
     };
     let recorded = async {
         if made_now {
@@ -189,7 +209,7 @@ async fn open_upload(state: &AppState, lock: &mut dyn AttemptLock, parts: &[(u32
     if let Err(e) = recorded {
         if made_now {
             // Never recorded: nothing would ever abort it.
-            let _ = state.objects.abort_multipart(&a.object_key, &upload_id).await;
+            let _ = objects.abort_multipart(&a.object_key, &upload_id).await;
         }
         return Err(e);
     }
@@ -215,33 +235,35 @@ async fn open_upload(state: &AppState, lock: &mut dyn AttemptLock, parts: &[(u32
         (status = 503, body = Problem, content_type = "application/problem+json", description = "object_store_unavailable, database_unavailable (retryable)"),
     ))]
 pub async fn sign_parts(
-    State(state): State<AppState>,
+    State(records): State<Records>,
+    State(objects): State<Objects>,
+    State(lifetimes): State<Lifetimes>,
     Session(session): Session,
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(req): ApiJson<PartsRequest>,
 ) -> Result<Json<PartsResponse>> {
     // Everything is checked on a plain read first: a refused request locks
     // and stores nothing.
-    let row = state.records.attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
-    let plan = parts_allowed(&state, &row)?;
+    let row = records.attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
+    let plan = parts_allowed(lifetimes.now(), &row)?;
     signing::part_requests(&req.parts, plan.part_count)?;
 
-    let mut lock = state.records.lock_attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
+    let mut lock = records.lock_attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
     let a = lock.attempt().clone();
-    parts_allowed(&state, &a)?;
+    parts_allowed(lifetimes.now(), &a)?;
     let digests: Vec<(u32, Option<String>)> = req.parts.iter().map(|p| (p.number, p.sha256.clone())).collect();
-    let upload_id = open_upload(&state, lock.as_mut(), &digests).await?;
+    let upload_id = open_upload(&objects, lock.as_mut(), &digests).await?;
     lock.commit().await?;
     // New URLs: the reservation lasts as long as they may land bytes.
-    state.records.reserve(a.row_id, state.reservation_until(a.expires_at)).await?;
+    records.reserve(a.row_id, lifetimes.reservation_until(a.expires_at)).await?;
 
-    let expires_at = state.url_expiry(a.expires_at);
+    let expires_at = lifetimes.url_expiry(a.expires_at);
     let parts = req
         .parts
         .iter()
         .map(|p| SignedPart {
             number: p.number,
-            upload: state.objects.presign_part(&PartGrant {
+            upload: objects.presign_part(&PartGrant {
                 key: &a.object_key,
                 upload_id: &upload_id,
                 number: p.number,
@@ -265,32 +287,40 @@ struct Held {
 /// Once a multipart attempt's parts are assembled (a complete whose answer
 /// was lost), its parts are left out: there are none any more, only the
 /// object, and only the confirm is missing.
-async fn held(state: AppState, a: AttemptRow) -> Result<Held> {
-    let object_stored = state.objects.head(&a.object_key).await?.is_some();
+async fn held(objects: Objects, a: AttemptRow) -> Result<Held> {
+    let object_stored = objects.head(&a.object_key).await?.is_some();
     let parts = match (&a.plan, &a.upload_id) {
         (None, _) => None,
         (Some(_), _) if object_stored => None,
         (Some(_), None) => Some(Vec::new()),
-        (Some(_), Some(upload_id)) => {
-            Some(state.objects.list_parts(&a.object_key, upload_id).await?.unwrap_or_default())
-        }
+        (Some(_), Some(upload_id)) => Some(objects.list_parts(&a.object_key, upload_id).await?.unwrap_or_default()),
     };
     Ok(Held { row_id: a.row_id, object_stored, parts })
 }
 
 /// What each attempt's status is, in request order.
-pub async fn statuses(state: &AppState, session: &SessionRow, ids: &[Uuid]) -> Result<Vec<AttemptStatus>> {
-    let rows = state.records.attempts(session.id, ids).await?;
+pub async fn statuses(
+    records: &Records,
+    objects: &Objects,
+    lifetimes: &Lifetimes,
+    links: &Links,
+    session: &SessionRow,
+    ids: &[Uuid],
+) -> Result<Vec<AttemptStatus>> {
+    let rows = records.attempts(session.id, ids).await?;
     let confirmed: Vec<i64> = rows.iter().filter(|a| a.state == AttemptState::Confirmed).map(|a| a.row_id).collect();
-    let media = state.records.media_for_attempts(&confirmed).await?;
+    let media = records.media_for_attempts(&confirmed).await?;
     // Ask the store about live authorized attempts, a few at a time: HEAD
     // the object, and list the parts of a multipart one.
-    let live: Vec<AttemptRow> =
-        rows.iter().filter(|a| a.state == AttemptState::Authorized && !is_expired(state, a)).cloned().collect();
+    let live: Vec<AttemptRow> = rows
+        .iter()
+        .filter(|a| a.state == AttemptState::Authorized && !is_expired(lifetimes.now(), a))
+        .cloned()
+        .collect();
     let with_upload: Vec<i64> = live.iter().filter(|a| a.upload_id.is_some()).map(|a| a.row_id).collect();
-    let recorded = state.records.part_digests(&with_upload).await?;
+    let recorded = records.part_digests(&with_upload).await?;
     let held: Vec<Held> = futures_util::stream::iter(live)
-        .map(|a| held(state.clone(), a))
+        .map(|a| held(objects.clone(), a))
         .buffer_unordered(16)
         .collect::<Vec<_>>()
         .await
@@ -300,7 +330,7 @@ pub async fn statuses(state: &AppState, session: &SessionRow, ids: &[Uuid]) -> R
         .iter()
         .map(|id| {
             let Some(a) = rows.iter().find(|a| a.id == *id) else { return AttemptStatus::NotFound { id: *id } };
-            if is_expired(state, a) {
+            if is_expired(lifetimes.now(), a) {
                 return AttemptStatus::Expired { id: *id };
             }
             match a.state {
@@ -318,7 +348,7 @@ pub async fn statuses(state: &AppState, session: &SessionRow, ids: &[Uuid]) -> R
                     }
                 }
                 AttemptState::Confirmed => match media.iter().find(|m| a.media_id == Some(m.id)) {
-                    Some(m) => AttemptStatus::Confirmed { id: *id, media: state.media_summary(m, a) },
+                    Some(m) => AttemptStatus::Confirmed { id: *id, media: links.media_summary(m, a) },
                     None => AttemptStatus::NotFound { id: *id },
                 },
                 AttemptState::Rejected => {
@@ -340,11 +370,14 @@ pub async fn statuses(state: &AppState, session: &SessionRow, ids: &[Uuid]) -> R
         (status = 401, body = Problem, content_type = "application/problem+json", description = "unauthorized, invalid_session"),
     ))]
 pub async fn status(
-    State(state): State<AppState>,
+    State(records): State<Records>,
+    State(objects): State<Objects>,
+    State(lifetimes): State<Lifetimes>,
+    State(links): State<Links>,
     Session(session): Session,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<AttemptStatus>> {
-    let mut all = statuses(&state, &session, &[id]).await?;
+    let mut all = statuses(&records, &objects, &lifetimes, &links, &session, &[id]).await?;
     Ok(Json(all.pop().unwrap_or(AttemptStatus::NotFound { id })))
 }
 
@@ -361,20 +394,23 @@ const WITHDRAWN: &str = "withdrawn by the guest who uploaded it";
         (status = 404, body = Problem, content_type = "application/problem+json", description = "not_found: unknown ids and other sessions' ids look the same"),
     ))]
 pub async fn withdraw(
-    State(state): State<AppState>,
+    State(records): State<Records>,
+    State(objects): State<Objects>,
+    State(lifetimes): State<Lifetimes>,
+    State(media_services): State<Arc<MediaServices>>,
     Session(session): Session,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<StatusCode> {
-    let lock = state.records.lock_attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
+    let lock = records.lock_attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
     let a = lock.attempt().clone();
     match a.state {
         AttemptState::Authorized => {
             lock.reject(ErrorCode::Withdrawn.as_str(), WITHDRAWN).await?;
-            crate::services::uploads::abort_upload(&state, &a, "a withdrawn attempt").await;
+            crate::services::uploads::abort_upload(&objects, &a, "a withdrawn attempt").await;
         }
         AttemptState::Confirmed => {
-            if let Some(media) = lock.withdraw_media(WITHDRAWN, state.now()).await? {
-                crate::services::views::moderated(&state, &media);
+            if let Some(media) = lock.withdraw_media(WITHDRAWN, lifetimes.now()).await? {
+                crate::services::views::moderated(&media_services, &media);
             }
         }
         // Already ended: dropping the lock leaves it as it is.
@@ -392,14 +428,17 @@ pub async fn withdraw(
         (status = 422, body = Problem, content_type = "application/problem+json", description = "too_many_ids"),
     ))]
 pub async fn status_batch(
-    State(state): State<AppState>,
+    State(records): State<Records>,
+    State(objects): State<Objects>,
+    State(lifetimes): State<Lifetimes>,
+    State(links): State<Links>,
     Session(session): Session,
     ApiJson(req): ApiJson<StatusRequest>,
 ) -> Result<Json<StatusResponse>> {
     if req.ids.len() > MAX_STATUS_IDS {
         return Err(Error::problem(ErrorCode::TooManyIds, format!("at most {MAX_STATUS_IDS} ids per request")));
     }
-    Ok(Json(StatusResponse { results: statuses(&state, &session, &req.ids).await? }))
+    Ok(Json(StatusResponse { results: statuses(&records, &objects, &lifetimes, &links, &session, &req.ids).await? }))
 }
 
 /// What the object store holds for an attempt, as seen before its row
@@ -505,7 +544,7 @@ async fn refuse_splice(state: &AppState, lock: Box<dyn AttemptLock>, a: &Attempt
     if let Err(e) = lock.reject(refusal.code.as_str(), &refusal.reason).await {
         return e;
     }
-    crate::services::uploads::abort_upload(state, a, "a spliced file").await;
+    crate::services::uploads::abort_upload(&state.objects, a, "a spliced file").await;
     refusal.into()
 }
 
@@ -540,10 +579,10 @@ fn file_of(a: &AttemptRow) -> authorizing::File<'_> {
 }
 
 /// An attempt as the rules see it ([`upload_once_core::decide::Attempt`]).
-fn facts<'a>(state: &AppState, a: &'a AttemptRow) -> confirm::Attempt<'a> {
+fn facts(now: UnixMillis, a: &AttemptRow) -> confirm::Attempt<'_> {
     confirm::Attempt {
         state: a.state,
-        due: state.now() >= a.expires_at,
+        due: now >= a.expires_at,
         size: a.size,
         content_type: &a.content_type,
         sha256: a.sha256.as_deref(),
@@ -592,7 +631,7 @@ async fn confirm_under_lock(
         composite: req.composite_sha256.as_deref(),
     };
     let read = state.records.attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
-    let seen = if confirm::will_look(&facts(state, &read), &claim) {
+    let seen = if confirm::will_look(&facts(state.now(), &read), &claim) {
         Some(look(state, &read, claim.composite).await?)
     } else {
         None
@@ -615,7 +654,7 @@ async fn confirm_under_lock(
         }
         Write::Splice(refusal) => Err(refuse_splice(state, lock, &a, refusal).await),
         Write::Record(media, content_key) => {
-            crate::services::dedup::confirm(state, &event, lock, media, content_key.as_deref()).await
+            crate::services::dedup::confirm(&state.objects, &event, lock, media, content_key.as_deref()).await
         }
     }
 }
@@ -631,7 +670,7 @@ async fn decide_under_lock(
     claim: &confirm::Claim<'_>,
     seen: Option<Seen>,
 ) -> Result<Write> {
-    let attempt = facts(state, a);
+    let attempt = facts(state.now(), a);
     match confirm::before_looking(&attempt, claim) {
         Before::Replay => return Ok(Write::Replay),
         Before::Ended(refusal) => return Ok(Write::Answer(refusal)),
@@ -719,9 +758,9 @@ pub async fn confirm(
     }
     let media = confirm_attempt(&state, &session, id, &req).await?;
     if media.attempt_id == id {
-        return Ok(Json(state.media_json(&media)));
+        return Ok(Json(state.links.media_json(&media)));
     }
     // A duplicate: what this guest may see of another attempt's media.
     let own = state.records.attempt(session.id, id).await?.ok_or_else(|| Error::not_found("attempt"))?;
-    Ok(Json(state.media_for_guest(&media, &own)))
+    Ok(Json(state.links.media_for_guest(&media, &own)))
 }

@@ -16,7 +16,14 @@ use upload_once_core::wire::{
 use super::extract::{Admin, ApiJson, ApiPath, ApiQuery, HostOfEvent, HostOfMedia, bearer, event};
 use crate::error::{Error, Result};
 use crate::secrets::{constant_time_eq, new_guest_code, new_token, token_hash};
-use crate::state::AppState;
+use std::sync::Arc;
+
+use upload_once_core::time::UnixMillis;
+
+use crate::config::Config;
+use crate::limits::Limits;
+use crate::media::MediaServices;
+use crate::state::{AppState, Lifetimes, Links, Objects, Records};
 use crate::store::{Credential, EventRow};
 
 /// The longest moderation reason kept.
@@ -26,7 +33,7 @@ const WALL_PAGE: u32 = 100;
 
 /// The public description of an event, with the server's multipart
 /// threshold (the client hashes smaller files whole before authorize).
-pub fn event_info(state: &AppState, e: &EventRow) -> EventInfo {
+pub fn event_info(config: &Config, e: &EventRow) -> EventInfo {
     EventInfo {
         slug: e.slug.clone(),
         title: e.title.clone(),
@@ -34,7 +41,7 @@ pub fn event_info(state: &AppState, e: &EventRow) -> EventInfo {
         allowed_types: e.allowed_types.clone(),
         moderation: e.moderation,
         dedup: e.dedup,
-        multipart_threshold: Some(state.config.multipart_threshold),
+        multipart_threshold: Some(config.multipart_threshold),
     }
 }
 
@@ -66,13 +73,17 @@ pub fn validate_event(req: &CreateEventRequest) -> Result<()> {
 }
 
 /// Creates an event and its guest code and host token.
-pub async fn create_event_row(state: &AppState, req: &CreateEventRequest) -> Result<(EventRow, CreateEventResponse)> {
+pub async fn create_event_row(
+    records: &Records,
+    config: &Config,
+    now: UnixMillis,
+    req: &CreateEventRequest,
+) -> Result<(EventRow, CreateEventResponse)> {
     validate_event(req)?;
     let guest_code = new_guest_code();
     let host_token = new_token();
     let wall_token = new_token();
-    let row = state
-        .records
+    let row = records
         .create_event(EventRow {
             id: 0,
             slug: req.slug.clone(),
@@ -84,10 +95,10 @@ pub async fn create_event_row(state: &AppState, req: &CreateEventRequest) -> Res
             guest_code: guest_code.clone(),
             host_token_hash: token_hash(&host_token),
             wall_token_hash: token_hash(&wall_token),
-            created_at: state.now(),
+            created_at: now,
         })
         .await?;
-    let response = CreateEventResponse { event: event_info(state, &row), guest_code, host_token, wall_token };
+    let response = CreateEventResponse { event: event_info(config, &row), guest_code, host_token, wall_token };
     Ok((row, response))
 }
 
@@ -103,11 +114,13 @@ pub async fn create_event_row(state: &AppState, req: &CreateEventRequest) -> Res
         (status = 422, body = Problem, content_type = "application/problem+json", description = "invalid_event"),
     ))]
 pub async fn create_event(
-    State(state): State<AppState>,
+    State(records): State<Records>,
+    State(config): State<Arc<Config>>,
+    State(lifetimes): State<Lifetimes>,
     _admin: Admin,
     ApiJson(req): ApiJson<CreateEventRequest>,
 ) -> Result<(StatusCode, Json<CreateEventResponse>)> {
-    let (_, response) = create_event_row(&state, &req).await?;
+    let (_, response) = create_event_row(&records, &config, lifetimes.now(), &req).await?;
     Ok((StatusCode::CREATED, Json(response)))
 }
 
@@ -122,21 +135,23 @@ pub async fn create_event(
         (status = 429, body = Problem, content_type = "application/problem+json", description = "rate_limited (Retry-After)"),
     ))]
 pub async fn create_session(
-    State(state): State<AppState>,
+    State(records): State<Records>,
+    State(config): State<Arc<Config>>,
+    State(lifetimes): State<Lifetimes>,
+    State(limits): State<Arc<Limits>>,
     client: Option<axum::Extension<crate::limits::ClientAddress>>,
     ApiPath(slug): ApiPath<String>,
     ApiJson(req): ApiJson<CreateSessionRequest>,
 ) -> Result<(StatusCode, Json<SessionResponse>)> {
-    let event = event(&state, &slug).await?;
+    let event = event(&records, &slug).await?;
     if !constant_time_eq(&req.guest_code.trim().to_ascii_lowercase(), &event.guest_code) {
         return Err(Error::problem(ErrorCode::WrongGuestCode, "this guest code does not open this event"));
     }
     let token = new_token();
-    let now = state.now();
-    let expires_at = now + state.config.effective_session_ttl().as_millis() as i64;
-    let limits = &state.limits.config;
-    state
-        .records
+    let now = lifetimes.now();
+    let expires_at = now + config.effective_session_ttl().as_millis() as i64;
+    let limits = &limits.config;
+    records
         .create_session(crate::store::NewSession {
             event_id: event.id,
             token_hash: token_hash(&token),
@@ -154,7 +169,7 @@ pub async fn create_session(
         Json(SessionResponse {
             session_token: token,
             expires_at: format_rfc3339(expires_at),
-            event: event_info(&state, &event),
+            event: event_info(&config, &event),
         }),
     ))
 }
@@ -176,14 +191,16 @@ pub struct MediaQuery {
         (status = 403, body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn list_media(
-    State(state): State<AppState>,
+    State(records): State<Records>,
+    State(links): State<Links>,
+    State(media): State<Arc<MediaServices>>,
     HostOfEvent(event): HostOfEvent,
     ApiQuery(query): ApiQuery<MediaQuery>,
 ) -> Result<Json<MediaListResponse>> {
-    let rows = state.records.list_media(event.id, query.moderation).await?;
-    let deduplicated = state.records.deduplicated(event.id).await?;
+    let rows = records.list_media(event.id, query.moderation).await?;
+    let deduplicated = records.deduplicated(event.id).await?;
     Ok(Json(MediaListResponse {
-        media: crate::services::views::host_media(&state, &event, &rows).await?,
+        media: crate::services::views::host_media(&links, &media, &event, &rows).await?,
         deduplicated,
     }))
 }
@@ -201,7 +218,10 @@ pub async fn list_media(
         (status = 410, body = Problem, content_type = "application/problem+json", description = "removed: rejected past the retention, its objects deleted; no decision brings it back"),
     ))]
 pub async fn moderate(
-    State(state): State<AppState>,
+    State(records): State<Records>,
+    State(links): State<Links>,
+    State(lifetimes): State<Lifetimes>,
+    State(services): State<Arc<MediaServices>>,
     HostOfMedia { media, event }: HostOfMedia,
     ApiJson(req): ApiJson<ModerationRequest>,
 ) -> Result<Json<upload_once_core::wire::HostMedia>> {
@@ -211,13 +231,13 @@ pub async fn moderate(
     if reason.is_some_and(|r| r.chars().count() > MAX_REASON_CHARS) {
         return Err(Error::problem(ErrorCode::MalformedRequest, "reason must be at most 500 characters"));
     }
-    let row = state
-        .records
-        .moderate(event.id, id, req.decision, reason, state.now())
+    let row = records
+        .moderate(event.id, id, req.decision, reason, lifetimes.now())
         .await?
         .ok_or_else(|| Error::not_found("media"))?;
-    crate::services::views::moderated(&state, &row);
-    Ok(Json(crate::services::views::host_media(&state, &event, std::slice::from_ref(&row)).await?.remove(0)))
+    crate::services::views::moderated(&services, &row);
+    let shown = crate::services::views::host_media(&links, &services, &event, std::slice::from_ref(&row)).await?;
+    Ok(Json(shown.into_iter().next().expect("one row, one item")))
 }
 
 /// Query of the wall.
@@ -274,18 +294,20 @@ pub(crate) fn may_see_wall(headers: &HeaderMap, query: &WallQuery, event: &Event
         (status = 403, body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn wall(
-    State(state): State<AppState>,
+    State(records): State<Records>,
+    State(links): State<Links>,
+    State(media): State<Arc<MediaServices>>,
     headers: HeaderMap,
     ApiPath(slug): ApiPath<String>,
     ApiQuery(query): ApiQuery<WallQuery>,
 ) -> Result<Json<WallResponse>> {
-    let event = event(&state, &slug).await?;
+    let event = event(&records, &slug).await?;
     may_see_wall(&headers, &query, &event)?;
     let after = query.after.as_deref().map(decode_cursor).transpose()?.unwrap_or(0);
-    let rows = state.records.wall(event.id, after, WALL_PAGE).await?;
+    let rows = records.wall(event.id, after, WALL_PAGE).await?;
     let next = rows.last().and_then(|m| m.wall_seq).unwrap_or(after);
     Ok(Json(WallResponse {
-        items: crate::services::views::wall_items(&state, &rows).await?,
+        items: crate::services::views::wall_items(&links, &media, &rows).await?,
         next_cursor: encode_cursor(next),
     }))
 }
@@ -329,7 +351,8 @@ pub struct RotateResponse {
         (status = 404, body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn rotate(
-    State(state): State<AppState>,
+    State(records): State<Records>,
+    State(media): State<Arc<MediaServices>>,
     HostOfEvent(event): HostOfEvent,
     ApiJson(req): ApiJson<RotateRequest>,
 ) -> Result<Json<RotateResponse>> {
@@ -339,8 +362,8 @@ pub async fn rotate(
         Credential::WallToken => token_hash(response.wall_token.insert(new_token())),
         Credential::HostToken => token_hash(response.host_token.insert(new_token())),
     };
-    state.records.rotate_credential(event.id, req.what, &stored).await?;
-    state.media.live.credentials_changed(event.id);
+    records.rotate_credential(event.id, req.what, &stored).await?;
+    media.live.credentials_changed(event.id);
     Ok(Json(response))
 }
 
@@ -359,6 +382,7 @@ pub async fn rotate(
         (status = 404, body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn delete_event(State(state): State<AppState>, HostOfEvent(event): HostOfEvent) -> Result<StatusCode> {
+    // The whole state: the sweeper's purge is a service that may use any of it.
     if !state.records.mark_event_deleted(event.id, state.now()).await? {
         return Err(Error::not_found("event"));
     }
@@ -409,21 +433,22 @@ pub struct RevokeGuestResponse {
         (status = 404, body = Problem, content_type = "application/problem+json", description = "no such event, or no such guest of it"),
     ))]
 pub async fn revoke_guest(
-    State(state): State<AppState>,
+    State(records): State<Records>,
+    State(objects): State<Objects>,
+    State(lifetimes): State<Lifetimes>,
     headers: HeaderMap,
     ApiPath((slug, guest)): ApiPath<(String, String)>,
     ApiJson(req): ApiJson<RevokeGuestRequest>,
 ) -> Result<Json<RevokeGuestResponse>> {
-    let event = event(&state, &slug).await?;
+    let event = event(&records, &slug).await?;
     super::extract::require_host(&headers, &event)?;
     let guest: i64 = guest.parse().map_err(|_| Error::not_found("guest"))?;
-    let ended = state
-        .records
-        .revoke_session(event.id, guest, req.block_address, state.now())
+    let ended = records
+        .revoke_session(event.id, guest, req.block_address, lifetimes.now())
         .await?
         .ok_or_else(|| Error::not_found("guest"))?;
     for a in &ended {
-        crate::services::uploads::abort_upload(&state, a, "a removed guest").await;
+        crate::services::uploads::abort_upload(&objects, a, "a removed guest").await;
     }
     Ok(Json(RevokeGuestResponse { ended_uploads: ended.len() as u64, address_blocked: req.block_address }))
 }

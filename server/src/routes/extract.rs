@@ -2,7 +2,7 @@
 //! and the three kinds of bearer credentials.
 
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::extract::{FromRef, FromRequest, FromRequestParts, Request};
 use axum::http::HeaderMap;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
@@ -10,7 +10,7 @@ use upload_once_core::ErrorCode;
 
 use crate::error::{Error, Result};
 use crate::secrets::{constant_time_eq, token_hash};
-use crate::state::AppState;
+use crate::state::{AdminToken, Records};
 use crate::store::{EventRow, MediaRow, SessionRow};
 
 /// A JSON body; malformed input becomes a 4xx problem.
@@ -93,9 +93,9 @@ fn missing_bearer() -> Error {
 }
 
 /// Requires the admin token.
-pub fn require_admin(state: &AppState, headers: &HeaderMap) -> Result<()> {
+pub fn require_admin(admin: &AdminToken, headers: &HeaderMap) -> Result<()> {
     let token = bearer(headers).ok_or_else(missing_bearer)?;
-    if constant_time_eq(token, &state.admin_token) {
+    if constant_time_eq(token, &admin.0) {
         Ok(())
     } else {
         Err(Error::problem(ErrorCode::Forbidden, "this token may not create events"))
@@ -105,9 +105,9 @@ pub fn require_admin(state: &AppState, headers: &HeaderMap) -> Result<()> {
 /// Requires a guest session the server knows, live or lapsed: a lapsed
 /// session still asks about, renews and confirms its own attempts; only a
 /// new authorization needs it live ([`SessionRow::is_live`]).
-pub async fn require_session(state: &AppState, headers: &HeaderMap) -> Result<SessionRow> {
+pub async fn require_session(records: &Records, headers: &HeaderMap) -> Result<SessionRow> {
     let token = bearer(headers).ok_or_else(missing_bearer)?;
-    let session = state.records.session_by_token_hash(&token_hash(token)).await?.ok_or_else(|| {
+    let session = records.session_by_token_hash(&token_hash(token)).await?.ok_or_else(|| {
         Error::problem(ErrorCode::InvalidSession, "the guest session is unknown; join the event again")
     })?;
     if session.revoked {
@@ -128,22 +128,28 @@ pub fn lapsed_session() -> Error {
 /// The admin token.
 pub struct Admin;
 
-impl FromRequestParts<AppState> for Admin {
+impl<S: Send + Sync> FromRequestParts<S> for Admin
+where
+    AdminToken: FromRef<S>,
+{
     type Rejection = Error;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
-        require_admin(state, &parts.headers).map(|()| Admin)
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self> {
+        require_admin(&AdminToken::from_ref(state), &parts.headers).map(|()| Admin)
     }
 }
 
 /// A guest session the server knows, live or lapsed ([`require_session`]).
 pub struct Session(pub SessionRow);
 
-impl FromRequestParts<AppState> for Session {
+impl<S: Send + Sync> FromRequestParts<S> for Session
+where
+    Records: FromRef<S>,
+{
     type Rejection = Error;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
-        require_session(state, &parts.headers).await.map(Session)
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self> {
+        require_session(&Records::from_ref(state), &parts.headers).await.map(Session)
     }
 }
 
@@ -151,12 +157,15 @@ impl FromRequestParts<AppState> for Session {
 /// unknown event is `404` whatever the token).
 pub struct HostOfEvent(pub EventRow);
 
-impl FromRequestParts<AppState> for HostOfEvent {
+impl<S: Send + Sync> FromRequestParts<S> for HostOfEvent
+where
+    Records: FromRef<S>,
+{
     type Rejection = Error;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self> {
         let ApiPath(slug) = ApiPath::<String>::from_request_parts(parts, state).await?;
-        let event = event(state, &slug).await?;
+        let event = event(&Records::from_ref(state), &slug).await?;
         require_host(&parts.headers, &event)?;
         Ok(HostOfEvent(event))
     }
@@ -172,16 +181,20 @@ pub struct HostOfMedia {
     pub event: EventRow,
 }
 
-impl FromRequestParts<AppState> for HostOfMedia {
+impl<S: Send + Sync> FromRequestParts<S> for HostOfMedia
+where
+    Records: FromRef<S>,
+{
     type Rejection = Error;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self> {
+        let records = Records::from_ref(state);
         let token = bearer(&parts.headers)
             .ok_or_else(|| Error::problem(ErrorCode::Unauthorized, "send Authorization: Bearer <host token>"))?
             .to_owned();
         let ApiPath(id) = ApiPath::<uuid::Uuid>::from_request_parts(parts, state).await?;
-        let media = state.records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
-        let event = state.records.event_by_id(media.event_id).await?.ok_or_else(|| Error::not_found("media"))?;
+        let media = records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
+        let event = records.event_by_id(media.event_id).await?.ok_or_else(|| Error::not_found("media"))?;
         if !constant_time_eq(&token_hash(&token), &event.host_token_hash) {
             // Guests and other events' hosts alike.
             return Err(Error::problem(ErrorCode::Forbidden, "only this event's host may moderate its media"));
@@ -201,6 +214,6 @@ pub fn require_host(headers: &HeaderMap, event: &EventRow) -> Result<()> {
 }
 
 /// An event by slug, or `404`.
-pub async fn event(state: &AppState, slug: &str) -> Result<EventRow> {
-    state.records.event_by_slug(slug).await?.ok_or_else(|| Error::not_found("event"))
+pub async fn event(records: &Records, slug: &str) -> Result<EventRow> {
+    records.event_by_slug(slug).await?.ok_or_else(|| Error::not_found("event"))
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{FromRef, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -22,14 +22,17 @@ use uuid::Uuid;
 
 use super::events::{WallQuery, decode_cursor, encode_cursor, event_info, may_see_wall};
 use super::extract::{ApiJson, ApiPath, ApiQuery, HostOfEvent, event};
+use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::media::MediaServices;
 use crate::media::jobs::{JobRow, JobState};
 use crate::media::live::Change;
 use crate::media::range::{self, RangeAnswer};
 use crate::media::renditions::{self, PLACEHOLDER_TYPE, RENDITION_TYPE};
 use crate::media::{Size, zip};
+use crate::ops::Ops;
 use crate::services::views::removed;
-use crate::state::AppState;
+use crate::state::{AppState, Lifetimes, Links, Objects, Records};
 use crate::storage::GetAnswer;
 use crate::store::{EventRow, MediaRow};
 
@@ -92,18 +95,24 @@ fn link_refused(e: crate::media::LinkError) -> Error {
 /// `410 removed` for a rejected media's public links: the host took it
 /// down. Its host's links (signed for the original) still show it, so the
 /// decision can be reversed.
-async fn taken_down(state: &AppState, media: &MediaRow, query: &MediaContentQuery) -> Result<()> {
+async fn taken_down(
+    records: &Records,
+    links: &Links,
+    now: UnixMillis,
+    media: &MediaRow,
+    query: &MediaContentQuery,
+) -> Result<()> {
     removed(media)?;
     if media.moderation != Moderation::Rejected {
         return Ok(());
     }
     let binding = match query.host {
-        Some(_) => state.records.event_by_id(media.event_id).await?.map(|e| crate::media::host_binding(&e)),
+        Some(_) => records.event_by_id(media.event_id).await?.map(|e| crate::media::host_binding(&e)),
         None => None,
     };
     let for_host = query.host.as_deref().zip(binding).is_some_and(|(sig, binding)| {
         let link = crate::media::Link { sig, ..query.link() };
-        crate::media::check_original(&state.signer, media.id, &binding, link, state.now()).is_ok()
+        crate::media::check_original(&links.signer, media.id, &binding, link, now).is_ok()
     });
     if media.moderation == Moderation::Rejected && !for_host {
         return Err(Error::problem(ErrorCode::Removed, "the host took this down"));
@@ -120,16 +129,15 @@ fn safe_headers(h: &mut HeaderMap) {
 }
 
 /// Counts one media answer for `GET /metrics`.
-fn counted(state: &AppState, kind: crate::media::Answer, response: Response) -> Response {
-    state.media.count(kind);
+fn counted(media: &MediaServices, kind: crate::media::Answer, response: Response) -> Response {
+    media.count(kind);
     response
 }
 
 /// Until when the store's URL a media link redirects to may work: an hour
 /// at most, and never past the link's own expiry (a link that stopped
 /// working must not live on as the URL it redirected to).
-fn redirect_until(state: &AppState, query: &MediaContentQuery) -> UnixMillis {
-    let now = state.now();
+fn redirect_until(now: UnixMillis, query: &MediaContentQuery) -> UnixMillis {
     let cap = now + REDIRECT_TTL_MS;
     query.exp.map_or(now, |exp| exp.saturating_mul(1000)).min(cap)
 }
@@ -138,7 +146,7 @@ fn redirect_until(state: &AppState, query: &MediaContentQuery) -> UnixMillis {
 /// inline): a redirect to the store's own URL, working until `until`, when
 /// it has one (S3), else the bytes, or the one range asked for.
 async fn serve_object(
-    state: &AppState,
+    (objects, media): (&Objects, &MediaServices),
     key: &str,
     (content_type, inline): (&str, bool),
     until: UnixMillis,
@@ -147,7 +155,7 @@ async fn serve_object(
     use crate::media::Answer;
     let disposition = (!inline).then_some("attachment");
     let answer = GetAnswer { content_type, disposition, cache_control: CACHE };
-    if let Some(url) = state.objects.presign_get(key, until, &answer) {
+    if let Some(url) = objects.presign_get(key, until, &answer) {
         let mut response = StatusCode::TEMPORARY_REDIRECT.into_response();
         let h = response.headers_mut();
         if let Ok(location) = HeaderValue::from_str(&url) {
@@ -156,9 +164,9 @@ async fn serve_object(
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
         safe_headers(h);
-        return Ok(counted(state, Answer::Redirect, response));
+        return Ok(counted(media, Answer::Redirect, response));
     }
-    let Some(meta) = state.objects.head(key).await? else { return Err(Error::not_found("media")) };
+    let Some(meta) = objects.head(key).await? else { return Err(Error::not_found("media")) };
     let text = |name: header::HeaderName| request.get(name).and_then(|v| v.to_str().ok());
     let wanted = range::answer(text(header::RANGE), text(header::IF_RANGE), meta.size, &meta.etag);
     let (status, first, last, kind) = match wanted {
@@ -172,15 +180,15 @@ async fn serve_object(
             }
             h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
             safe_headers(h);
-            return Ok(counted(state, Answer::Unsatisfiable, response));
+            return Ok(counted(media, Answer::Unsatisfiable, response));
         }
     };
     let body = if meta.size == 0 {
         None
     } else if status == StatusCode::OK {
-        state.objects.get(key).await?.map(|(_, body)| body)
+        objects.get(key).await?.map(|(_, body)| body)
     } else {
-        state.objects.get_range(key, first, last).await?.map(|(_, body)| body)
+        objects.get_range(key, first, last).await?.map(|(_, body)| body)
     };
     let (body, length) = match body {
         Some(body) => (Body::from_stream(body), last - first + 1),
@@ -209,7 +217,7 @@ async fn serve_object(
     if let Some(disposition) = disposition {
         h.insert(header::CONTENT_DISPOSITION, HeaderValue::from_static(disposition));
     }
-    Ok(counted(state, kind, response))
+    Ok(counted(media, kind, response))
 }
 
 /// The type an original is served as, and whether inline.
@@ -230,38 +238,49 @@ fn served_type(content_type: &str) -> (&str, bool) {
         (status = 410, body = Problem, content_type = "application/problem+json", description = "removed: rejected past the retention, its objects deleted"),
         (status = 416, description = "The range starts past the end (Content-Range: bytes */size); no body"),
     ))]
+#[allow(clippy::too_many_arguments)]
 pub async fn original(
-    State(state): State<AppState>,
+    State(records): State<Records>,
+    State(objects): State<Objects>,
+    State(links): State<Links>,
+    State(lifetimes): State<Lifetimes>,
+    State(services): State<Arc<MediaServices>>,
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<MediaContentQuery>,
     headers: HeaderMap,
 ) -> Result<Response> {
-    let media = state.records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
-    let event = state.records.event_by_id(media.event_id).await?.ok_or_else(|| Error::not_found("media"))?;
+    let media = records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
+    let event = records.event_by_id(media.event_id).await?.ok_or_else(|| Error::not_found("media"))?;
     let binding = crate::media::host_binding(&event);
-    crate::media::check_original(&state.signer, id, &binding, query.link(), state.now()).map_err(link_refused)?;
+    let now = lifetimes.now();
+    crate::media::check_original(&links.signer, id, &binding, query.link(), now).map_err(link_refused)?;
     removed(&media)?;
-    serve_object(&state, &media.object_key, served_type(&media.content_type), redirect_until(&state, &query), &headers)
-        .await
+    let served = served_type(&media.content_type);
+    serve_object((&objects, &services), &media.object_key, served, redirect_until(now, &query), &headers).await
 }
 
 /// Waits (at most the configured wait) for a media record's rendition job
 /// to end, making the job if the scan has not yet; `None` if it is still
 /// running.
-async fn finished_job(state: &AppState, id: Uuid) -> Result<Option<JobRow>> {
+async fn finished_job(
+    ops: &Arc<Ops>,
+    media: &MediaServices,
+    lifetimes: &Lifetimes,
+    id: Uuid,
+) -> Result<Option<JobRow>> {
     // While it waits, the request holds no slot of the API's: waiting for a
     // job is not work the server does for it.
-    let waiter = state.ops.wait_for_job();
-    let wait = if waiter.is_some() { state.media.settings.wait } else { Duration::ZERO };
+    let waiter = ops.wait_for_job();
+    let wait = if waiter.is_some() { media.settings.wait } else { Duration::ZERO };
     let deadline = tokio::time::Instant::now() + wait;
-    let mut finished = state.media.events.watch_finished();
+    let mut finished = media.events.watch_finished();
     loop {
-        match state.media.db.job(id).await? {
+        match media.db.job(id).await? {
             Some(job) if matches!(job.state, JobState::Done | JobState::Placeholder) => return Ok(Some(job)),
             Some(_) => {}
             None => {
-                state.media.db.enqueue(id, state.now()).await?;
-                state.media.events.wake();
+                media.db.enqueue(id, lifetimes.now()).await?;
+                media.events.wake();
             }
         }
         let now = tokio::time::Instant::now();
@@ -275,7 +294,7 @@ async fn finished_job(state: &AppState, id: Uuid) -> Result<Option<JobRow>> {
 }
 
 /// The placeholder image, with the reason in `X-Placeholder-Reason`.
-fn placeholder(state: &AppState, reason: &str) -> Response {
+fn placeholder(media: &MediaServices, reason: &str) -> Response {
     let mut response = Response::new(Body::from(renditions::placeholder()));
     let h = response.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(PLACEHOLDER_TYPE));
@@ -285,26 +304,52 @@ fn placeholder(state: &AppState, reason: &str) -> Response {
         h.insert("x-placeholder-reason", v);
     }
     safe_headers(h);
-    counted(state, crate::media::Answer::Placeholder, response)
+    counted(media, crate::media::Answer::Placeholder, response)
+}
+
+/// What a rendition's answer uses (a sub-state of [`AppState`]).
+pub struct RenditionServing {
+    records: Records,
+    objects: Objects,
+    links: Links,
+    lifetimes: Lifetimes,
+    ops: Arc<Ops>,
+    media: Arc<MediaServices>,
+}
+
+impl FromRef<AppState> for RenditionServing {
+    fn from_ref(state: &AppState) -> RenditionServing {
+        RenditionServing {
+            records: state.records.clone(),
+            objects: state.objects.clone(),
+            links: state.links.clone(),
+            lifetimes: state.lifetimes.clone(),
+            ops: state.ops.clone(),
+            media: state.media.clone(),
+        }
+    }
 }
 
 async fn rendition(
-    state: AppState,
+    serving: RenditionServing,
     id: Uuid,
     query: &MediaContentQuery,
     size: Size,
     headers: &HeaderMap,
 ) -> Result<Response> {
-    let media = state.records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
-    crate::media::check_rendition(&state.signer, media.event_id, id, query.link(), state.now())
+    let RenditionServing { records, objects, links, lifetimes, ops, media: services } = serving;
+    let stored = (&objects, services.as_ref());
+    let media = records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
+    crate::media::check_rendition(&links.signer, media.event_id, id, query.link(), lifetimes.now())
         .map_err(link_refused)?;
-    taken_down(&state, &media, query).await?;
+    taken_down(&records, &links, lifetimes.now(), &media, query).await?;
     // A video plays as uploaded (ranges and all); it has no still.
     if size == Size::Display && media.content_type.starts_with("video/") {
         let served = served_type(&media.content_type);
-        return serve_object(&state, &media.object_key, served, redirect_until(&state, query), headers).await;
+        let until = redirect_until(lifetimes.now(), query);
+        return serve_object(stored, &media.object_key, served, until, headers).await;
     }
-    let Some(job) = finished_job(&state, id).await? else {
+    let Some(job) = finished_job(&ops, &services, &lifetimes, id).await? else {
         return Err(Error::problem(
             ErrorCode::ObjectStoreUnavailable,
             "the rendition is still being made; ask again in a moment",
@@ -313,9 +358,9 @@ async fn rendition(
     match job.state {
         JobState::Done => {
             let key = size.key(&media.object_key);
-            serve_object(&state, &key, (RENDITION_TYPE, true), redirect_until(&state, query), headers).await
+            serve_object(stored, &key, (RENDITION_TYPE, true), redirect_until(lifetimes.now(), query), headers).await
         }
-        _ => Ok(placeholder(&state, job.reason.as_deref().unwrap_or("no rendition"))),
+        _ => Ok(placeholder(&services, job.reason.as_deref().unwrap_or("no rendition"))),
     }
 }
 
@@ -334,12 +379,12 @@ async fn rendition(
         (status = 503, body = Problem, content_type = "application/problem+json", description = "object_store_unavailable: the rendition is still being made (Retry-After)"),
     ))]
 pub async fn display(
-    State(state): State<AppState>,
+    State(serving): State<RenditionServing>,
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<MediaContentQuery>,
     headers: HeaderMap,
 ) -> Result<Response> {
-    rendition(state, id, &query, Size::Display, &headers).await
+    rendition(serving, id, &query, Size::Display, &headers).await
 }
 
 /// `GET /v1/media/{id}/thumb`: the thumbnail (same signature as the
@@ -355,12 +400,12 @@ pub async fn display(
         (status = 503, body = Problem, content_type = "application/problem+json", description = "object_store_unavailable: the rendition is still being made (Retry-After)"),
     ))]
 pub async fn thumb(
-    State(state): State<AppState>,
+    State(serving): State<RenditionServing>,
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<MediaContentQuery>,
     headers: HeaderMap,
 ) -> Result<Response> {
-    rendition(state, id, &query, Size::Thumb, &headers).await
+    rendition(serving, id, &query, Size::Thumb, &headers).await
 }
 
 /// One step of a live wall's stream.
@@ -519,7 +564,7 @@ pub async fn wall_live(
     ApiPath(slug): ApiPath<String>,
     ApiQuery(query): ApiQuery<WallQuery>,
 ) -> Result<Response> {
-    let event = event(&state, &slug).await?;
+    let event = event(&state.records, &slug).await?;
     may_see_wall(&headers, &query, &event)?;
     let client = client.map(|c| c.0.0);
     let slot = crate::limits::LiveSlots::take(&state.limits, client, event.id)
@@ -575,8 +620,11 @@ pub struct InviteResponse {
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn invite(State(state): State<AppState>, HostOfEvent(event): HostOfEvent) -> Result<Json<InviteResponse>> {
-    Ok(Json(InviteResponse { event: event_info(&state, &event), guest_code: event.guest_code.clone() }))
+pub async fn invite(
+    State(config): State<Arc<Config>>,
+    HostOfEvent(event): HostOfEvent,
+) -> Result<Json<InviteResponse>> {
+    Ok(Json(InviteResponse { event: event_info(&config, &event), guest_code: event.guest_code.clone() }))
 }
 
 /// Which originals a ZIP holds.
@@ -649,19 +697,20 @@ fn archive_message(event: &EventRow, media: ArchiveSelection, exp: i64) -> Strin
         (status = 404, body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn archive_link(
-    State(state): State<AppState>,
+    State(links): State<Links>,
+    State(lifetimes): State<Lifetimes>,
     HostOfEvent(event): HostOfEvent,
     ApiJson(request): ApiJson<ArchiveRequest>,
 ) -> Result<Json<ArchiveLink>> {
-    let exp = (state.now() + ARCHIVE_LINK_TTL_MS).div_euclid(1000);
-    let sig = state.signer.sign(&archive_message(&event, request.media, exp));
+    let exp = (lifetimes.now() + ARCHIVE_LINK_TTL_MS).div_euclid(1000);
+    let sig = links.signer.sign(&archive_message(&event, request.media, exp));
     Ok(Json(ArchiveLink {
         url: format!(
             "{}/v1/events/{}/archive.zip?media={}&exp={exp}&kid={}&sig={sig}",
-            state.config.public_base(),
+            links.public_base,
             event.slug,
             request.media.as_str(),
-            state.signer.key_id()
+            links.signer.key_id()
         ),
         expires_at: format_rfc3339(exp * 1000),
     }))
@@ -677,23 +726,26 @@ pub async fn archive_link(
         (status = 404, body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn archive(
-    State(state): State<AppState>,
+    State(records): State<Records>,
+    State(objects): State<Objects>,
+    State(links): State<Links>,
+    State(lifetimes): State<Lifetimes>,
     ApiPath(slug): ApiPath<String>,
     ApiQuery(query): ApiQuery<ArchiveQuery>,
 ) -> Result<Response> {
-    let event = event(&state, &slug).await?;
-    if state.signer.verify_with(&query.kid, &archive_message(&event, query.media, query.exp), &query.sig) != Some(true)
+    let event = event(&records, &slug).await?;
+    if links.signer.verify_with(&query.kid, &archive_message(&event, query.media, query.exp), &query.sig) != Some(true)
     {
         return Err(Error::problem(ErrorCode::BadSignature, "the download link's signature does not match"));
     }
-    if query.exp.saturating_mul(1000) <= state.now() {
+    if query.exp.saturating_mul(1000) <= lifetimes.now() {
         return Err(Error::problem(ErrorCode::UrlExpired, "the download link has expired; ask for a new one"));
     }
     let filter = match query.media {
         ArchiveSelection::Approved => Some(Moderation::Approved),
         ArchiveSelection::All => None,
     };
-    let mut rows = state.records.list_media(event.id, filter).await?;
+    let mut rows = records.list_media(event.id, filter).await?;
     // Deleted after the retention: nothing left to put in.
     rows.retain(|m| !m.removed);
     let names = zip::unique_names(rows.iter().map(|m| m.filename.as_str()));
@@ -702,7 +754,6 @@ pub async fn archive(
     let options = zip::Options::default();
     let length = zip::archive_size(&entries, options);
     let keys: Vec<String> = rows.iter().map(|m| m.object_key.clone()).collect();
-    let objects = state.objects.clone();
     let open: zip::Open = Box::new(move |n| {
         let objects = objects.clone();
         let key = keys[n].clone();

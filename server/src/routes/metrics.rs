@@ -13,7 +13,12 @@ use upload_once_core::ErrorCode;
 
 use crate::metrics::CONTENT_TYPE;
 use crate::ops::LOCK_WAIT;
-use crate::state::AppState;
+use std::sync::Arc;
+
+use crate::media::MediaServices;
+use crate::metrics::Metrics;
+use crate::ops::Ops;
+use crate::state::{Lifetimes, Records};
 
 /// A label value for any method, bounded: the standard ones, else `other`.
 fn method_label(method: &Method) -> &'static str {
@@ -32,11 +37,11 @@ fn method_label(method: &Method) -> &'static str {
 /// Middleware: counts every answered request by the route it matched (its
 /// template, never the raw path), method and status. A request whose client
 /// hung up got no answer: it is counted in `client_hangups_total` instead.
-pub async fn count_requests(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub async fn count_requests(State(metrics): State<Arc<Metrics>>, request: Request, next: Next) -> Response {
     let route = request.extensions().get::<MatchedPath>().map_or("unmatched", MatchedPath::as_str).to_owned();
     let method = method_label(request.method());
     let response = next.run(request).await;
-    state.metrics.count_request(route, method, response.status().as_u16());
+    metrics.count_request(route, method, response.status().as_u16());
     response
 }
 
@@ -46,20 +51,26 @@ pub async fn count_requests(State(state): State<AppState>, request: Request, nex
 #[utoipa::path(get, path = "/metrics", tag = "operations", responses(
     (status = 200, content_type = "application/openmetrics-text", body = String, description = "Prometheus metrics (OpenMetrics text); see docs/deploy.md"),
 ))]
-pub async fn serve(State(state): State<AppState>) -> Response {
+pub async fn serve(
+    State(ops): State<Arc<Ops>>,
+    State(records): State<Records>,
+    State(lifetimes): State<Lifetimes>,
+    State(media): State<Arc<MediaServices>>,
+    State(metrics): State<Arc<Metrics>>,
+) -> Response {
     let mut live = Registry::with_prefix("upload_once");
     live.register(
         "client_hangups",
         "Requests whose client hung up before the answer (their work went on)",
-        ConstCounter::new(state.ops.hangups()),
+        ConstCounter::new(ops.hangups()),
     );
-    live.register("requests_in_flight", "Handlers running now", ConstGauge::new(state.ops.requests_in_flight() as i64));
+    live.register("requests_in_flight", "Handlers running now", ConstGauge::new(ops.requests_in_flight() as i64));
     live.register(
         "database_dirty_connections_discarded",
         "Database connections closed because they came back inside a transaction",
-        ConstCounter::new(state.records.dirty_connections_discarded()),
+        ConstCounter::new(records.dirty_connections_discarded()),
     );
-    match tokio::time::timeout(LOCK_WAIT, state.records.sweep_backlog(state.now())).await {
+    match tokio::time::timeout(LOCK_WAIT, records.sweep_backlog(lifetimes.now())).await {
         Ok(Ok(backlog)) => {
             live.register(
                 "sweep_backlog_expired_attempts",
@@ -75,9 +86,9 @@ pub async fn serve(State(state): State<AppState>) -> Response {
         Ok(Err(e)) => tracing::debug!("metrics: the sweep backlog is left out: {e}"),
         Err(_) => tracing::debug!("metrics: the sweep backlog is left out: the database did not answer in time"),
     }
-    state.media.register_metrics(&mut live);
+    media.register_metrics(&mut live);
     let mut text = String::new();
-    let encoded = encode_registry(&mut text, state.metrics.registry())
+    let encoded = encode_registry(&mut text, metrics.registry())
         .and_then(|()| encode_registry(&mut text, &live))
         .and_then(|()| encode_eof(&mut text));
     if encoded.is_err() {

@@ -35,15 +35,15 @@ use utoipa_axum::routes;
 use crate::error::{Result, problem_response};
 use crate::openapi::ApiDoc;
 use crate::services::sweeper::{SweepReport, sweep_once};
-use crate::state::AppState;
+use crate::state::{AppState, Records};
 
 /// The largest JSON body accepted (a status request of 500 ids fits).
 pub const MAX_JSON_BYTES: usize = 64 * 1024;
 
 /// `GET /healthz`
 #[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, description = "The server and its database answer")))]
-pub async fn healthz(State(state): State<AppState>) -> Result<&'static str> {
-    state.records.ping().await?;
+pub async fn healthz(State(records): State<Records>) -> Result<&'static str> {
+    records.ping().await?;
     Ok("ok")
 }
 
@@ -61,7 +61,7 @@ pub async fn healthz(State(state): State<AppState>) -> Result<&'static str> {
 ))]
 pub async fn readyz(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let Some((code, reason)) = operations::readiness(&state).await else { return "ready".into_response() };
-    if extract::require_admin(&state, &headers).is_ok() {
+    if extract::require_admin(&state.admin_token, &headers).is_ok() {
         problem_response(code, reason)
     } else {
         problem_response(ErrorCode::NotReady, "the server is not ready".to_owned())
@@ -82,7 +82,7 @@ fn openapi(doc: utoipa::openapi::OpenApi) -> axum::routing::MethodRouter<AppStat
 #[utoipa::path(post, path = "/v1/admin/sweep", tag = "operations", security(("admin" = [])),
     responses((status = 200, body = SweepReport)))]
 pub async fn admin_sweep(State(state): State<AppState>, headers: HeaderMap) -> Result<Json<SweepReport>> {
-    extract::require_admin(&state, &headers)?;
+    extract::require_admin(&state.admin_token, &headers)?;
     Ok(Json(sweep_once(&state).await?))
 }
 
@@ -94,7 +94,7 @@ pub async fn admin_test_hooks(State(state): State<AppState>, request: axum::extr
     let Some(hooks) = state.test_hooks.clone() else {
         return Err(crate::error::Error::problem(ErrorCode::RouteNotFound, "no such route"));
     };
-    extract::require_admin(&state, request.headers())?;
+    extract::require_admin(&state.admin_token, request.headers())?;
     use axum::extract::FromRequest;
     let extract::ApiJson(request) =
         extract::ApiJson::<crate::test_hooks::TestHooksRequest>::from_request(request, &state).await?;

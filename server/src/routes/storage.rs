@@ -11,7 +11,10 @@ use upload_once_core::wire::{AttemptState, Problem};
 
 use super::extract::{ApiPath, ApiQuery};
 use crate::error::{Error, Result};
-use crate::state::AppState;
+use std::sync::Arc;
+
+use crate::limits::Limits;
+use crate::state::{Lifetimes, LocalStore, Records};
 use crate::storage::local::{Commit, LocalObjectStore, SignedQuery, SignedTarget};
 use crate::store::AttemptRow;
 
@@ -30,17 +33,21 @@ use crate::store::AttemptRow;
         (status = 410, body = Problem, content_type = "application/problem+json", description = "expired: the attempt is over, or the part's upload was completed or aborted; withdrawn: its guest withdrew it"),
         (status = 412, body = Problem, content_type = "application/problem+json", description = "object_exists: different bytes are stored (under the key, or as the part)"),
     ))]
+#[allow(clippy::too_many_arguments)]
 pub async fn put_object(
-    State(state): State<AppState>,
+    State(records): State<Records>,
+    State(local_store): State<LocalStore>,
+    State(lifetimes): State<Lifetimes>,
+    State(limits): State<Arc<Limits>>,
     ApiPath(key): ApiPath<String>,
     ApiQuery(query): ApiQuery<SignedQuery>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
-    let Some(store) = state.local_store.as_deref() else {
+    let Some(store) = local_store.as_deref() else {
         return Err(Error::problem(ErrorCode::RouteNotFound, "this server does not store objects itself"));
     };
-    let target = store.verify(&key, &query, state.now())?;
+    let target = store.verify(&key, &query, lifetimes.now())?;
     if let SignedTarget::Object { content_type: signed } = &target {
         let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(normalize_content_type);
         if content_type.as_deref() != Some(signed.as_str()) {
@@ -60,8 +67,8 @@ pub async fn put_object(
     }
     // The attempt the bytes are for, while it takes them.
     let live_attempt = async || -> Result<AttemptRow> {
-        let attempt = state.records.attempt_by_object_key(&key).await?;
-        let now = state.now();
+        let attempt = records.attempt_by_object_key(&key).await?;
+        let now = lifetimes.now();
         let withdrawn = |a: &AttemptRow| a.reject_code.as_deref() == Some(ErrorCode::Withdrawn.as_str());
         match attempt {
             Some(a) if a.state == AttemptState::Authorized && now < a.expires_at => Ok(a),
@@ -84,9 +91,9 @@ pub async fn put_object(
     let attempt = live_attempt().await?;
     // A body that stops arriving, crawls, or outlives its URL is cut, and
     // its temporary file removed.
-    let config = &state.limits.config;
+    let config = &limits.config;
     let idle = config.put_idle_timeout;
-    let until_ms = (query.exp * 1000 + config.put_expiry_grace.as_millis() as i64 - state.now()).max(0);
+    let until_ms = (query.exp * 1000 + config.put_expiry_grace.as_millis() as i64 - lifetimes.now()).max(0);
     let limits = crate::limits::BodyLimits {
         idle,
         min_rate: config.put_min_rate,
@@ -116,7 +123,7 @@ pub async fn put_object(
         // last byte is refused, and signed again.
         SignedTarget::Part { upload_id, number } => {
             let allow = async || -> Result<()> {
-                LocalObjectStore::check_expiry(&query, state.now())?;
+                LocalObjectStore::check_expiry(&query, lifetimes.now())?;
                 attempt_allows_upload().await
             };
             store.commit_part(&upload_id, number, received, allow).await?
@@ -124,7 +131,7 @@ pub async fn put_object(
     };
     // Bytes arrived: the attempt's reservation lasts as long as a URL
     // signed now would.
-    state.records.reserve(attempt.row_id, state.reservation_until(attempt.expires_at)).await?;
+    records.reserve(attempt.row_id, lifetimes.reservation_until(attempt.expires_at)).await?;
     let mut response = StatusCode::OK.into_response();
     if let Ok(etag) = HeaderValue::from_str(&format!("\"{sha256}\"")) {
         response.headers_mut().insert(header::ETAG, etag);

@@ -31,7 +31,7 @@
 use crate::error::Result;
 use crate::metrics::ConfirmOutcome;
 use crate::rules::dedup::entry;
-use crate::state::AppState;
+use crate::state::{AppState, Objects};
 use crate::store::{AttemptLock, EventRow, MediaRow, NewMedia};
 
 /// The confirm hook, under the attempt's row lock: creates the media record
@@ -39,7 +39,7 @@ use crate::store::{AttemptLock, EventRow, MediaRow, NewMedia};
 /// the attempt as a duplicate of the media already holding these bytes and
 /// deletes its object.
 pub async fn confirm(
-    state: &AppState,
+    objects: &Objects,
     event: &EventRow,
     lock: Box<dyn AttemptLock>,
     media: NewMedia,
@@ -55,7 +55,7 @@ pub async fn confirm(
     }
     // Committed: nothing of this attempt is kept. A failure here leaves the
     // object to the sweeper.
-    if let Err(e) = state.objects.delete(&a.object_key).await {
+    if let Err(e) = objects.delete(&a.object_key).await {
         tracing::warn!(key = %a.object_key, "a duplicate's object could not be deleted yet: {e}");
     }
     Ok((media, ConfirmOutcome::Deduplicated))

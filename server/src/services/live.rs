@@ -22,7 +22,7 @@ pub fn subscribe(state: &AppState, event_id: i64) -> broadcast::Receiver<Arc<Cha
 
 /// Renders media rows as wall items, one JSON each.
 pub async fn render(state: &AppState, rows: &[crate::store::MediaRow]) -> crate::error::Result<Vec<(i64, String)>> {
-    let items = super::views::wall_items(state, rows).await?;
+    let items = super::views::wall_items(&state.links, &state.media, rows).await?;
     Ok(rows
         .iter()
         .zip(items)

@@ -164,7 +164,7 @@ pub async fn purge_event(state: &AppState, event_id: i64) -> Result<()> {
 /// the last signed URL handed out for them has expired (`--url-ttl`), and a
 /// minute more for a PUT still arriving.
 fn late_delete_at(state: &AppState) -> upload_once_core::time::UnixMillis {
-    state.now() + state.url_ttl_ms() + 60_000
+    state.now() + state.lifetimes.url_ttl.as_millis() as i64 + 60_000
 }
 
 /// The late deletes due now: each object (and its renditions) deleted once

@@ -9,9 +9,10 @@ use upload_once_core::wire::{HostMedia, Moderation, WallItem};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
+use crate::media::MediaServices;
 use crate::media::Size;
 use crate::media::jobs::{JobRow, JobState};
-use crate::state::AppState;
+use crate::state::Links;
 use crate::store::{EventRow, MediaRow};
 
 /// `410 removed` for everyone, its host too, once a rejected media's
@@ -27,23 +28,23 @@ pub(crate) fn removed(media: &MediaRow) -> Result<()> {
 }
 
 /// The rendition jobs of these rows, by media id.
-pub async fn jobs_of(state: &AppState, rows: &[MediaRow]) -> Result<HashMap<Uuid, JobRow>> {
+pub async fn jobs_of(media: &MediaServices, rows: &[MediaRow]) -> Result<HashMap<Uuid, JobRow>> {
     let ids: Vec<Uuid> = rows.iter().map(|m| m.id).collect();
     let mut jobs = HashMap::new();
     for chunk in ids.chunks(500) {
-        jobs.extend(state.media.db.jobs(chunk).await?.into_iter().map(|j| (j.media_id, j)));
+        jobs.extend(media.db.jobs(chunk).await?.into_iter().map(|j| (j.media_id, j)));
     }
     Ok(jobs)
 }
 
 /// Wall items of these rows, each with the reason when its `url` serves
 /// the placeholder.
-pub async fn wall_items(state: &AppState, rows: &[MediaRow]) -> Result<Vec<WallItem>> {
-    let jobs = jobs_of(state, rows).await?;
+pub async fn wall_items(links: &Links, media: &MediaServices, rows: &[MediaRow]) -> Result<Vec<WallItem>> {
+    let jobs = jobs_of(media, rows).await?;
     Ok(rows
         .iter()
         .map(|m| {
-            let mut item = state.wall_item(m);
+            let mut item = links.wall_item(m);
             if !m.content_type.starts_with("video/") {
                 item.placeholder = jobs
                     .get(&m.id)
@@ -57,27 +58,32 @@ pub async fn wall_items(state: &AppState, rows: &[MediaRow]) -> Result<Vec<WallI
 
 /// Media records as their host sees them: with the original's URL and how
 /// far the renditions are.
-pub async fn host_media(state: &AppState, event: &EventRow, rows: &[MediaRow]) -> Result<Vec<HostMedia>> {
-    let jobs = jobs_of(state, rows).await?;
+pub async fn host_media(
+    links: &Links,
+    media: &MediaServices,
+    event: &EventRow,
+    rows: &[MediaRow],
+) -> Result<Vec<HostMedia>> {
+    let jobs = jobs_of(media, rows).await?;
     let binding = crate::media::host_binding(event);
     // One expiry for every link of the answer (the `host=` signature is
     // checked against the URL's own `exp`).
-    let exp = state.media_link_expiry();
+    let exp = links.media_link_expiry();
     Ok(rows
         .iter()
         .map(|m| {
             let job = jobs.get(&m.id);
-            let mut media = state.media_json(m);
-            let url = state.rendition_url_until(m.event_id, m.id, Size::Display, exp);
+            let mut media = links.media_json(m);
+            let url = links.rendition_url_until(m.event_id, m.id, Size::Display, exp);
             media.url = Some(if m.moderation == Moderation::Rejected {
                 // Taken down for everyone else; the host still sees it.
-                format!("{url}&host={}", crate::media::sign_original(&state.signer, m.id, &binding, exp))
+                format!("{url}&host={}", crate::media::sign_original(&links.signer, m.id, &binding, exp))
             } else {
                 url
             });
             HostMedia {
                 media,
-                original_url: state.original_url_until(m.id, &binding, exp),
+                original_url: links.original_url_until(m.id, &binding, exp),
                 preview: job.map_or("pending", |j| j.state.as_api()).to_owned(),
                 preview_reason: job.filter(|j| j.state == JobState::Placeholder).and_then(|j| j.reason.clone()),
                 guest: m.session_id,
@@ -87,10 +93,10 @@ pub async fn host_media(state: &AppState, event: &EventRow, rows: &[MediaRow]) -
 }
 
 /// A host decision was taken on this instance: the walls hear of it now.
-pub fn moderated(state: &AppState, row: &MediaRow) {
+pub fn moderated(media: &MediaServices, row: &MediaRow) {
     match row.moderation {
-        Moderation::Approved => state.media.live.poke(row.event_id),
-        Moderation::Rejected => state.media.live.removed(row.event_id, row.id),
+        Moderation::Approved => media.live.poke(row.event_id),
+        Moderation::Rejected => media.live.removed(row.event_id, row.id),
         Moderation::Pending => {}
     }
 }

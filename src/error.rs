@@ -16,6 +16,9 @@ pub enum Error {
     InvalidOptions(String),
     /// A file breaks the app's or the event's restrictions.
     Restriction(upload_once_core::Error),
+    /// A write the page asked for was refused, as the store reported it
+    /// (its code and words, e.g. `quota_exceeded`). Nothing was written.
+    Stored(upload_once_core::Error),
     /// The server refused or did not answer.
     Request(Failure),
     /// No such attempt here.
@@ -34,7 +37,7 @@ impl Error {
             Error::StorageUnavailable(_) => ErrorCode::StorageUnavailable.as_str().into(),
             Error::QuotaExceeded(_) => ErrorCode::QuotaExceeded.as_str().into(),
             Error::InvalidOptions(_) => ErrorCode::InvalidOptions.as_str().into(),
-            Error::Restriction(e) => e.code.as_str().into(),
+            Error::Restriction(e) | Error::Stored(e) => e.code.as_str().into(),
             Error::Request(f) => f.code(),
             Error::NotFound(_) => ErrorCode::NotFound.as_str().into(),
             Error::Closed => ErrorCode::Closed.as_str().into(),
@@ -49,7 +52,7 @@ impl Error {
             }
             Error::QuotaExceeded(m) => format!("the browser's storage quota is exceeded: {m}"),
             Error::InvalidOptions(m) | Error::NotFound(m) => m.clone(),
-            Error::Restriction(e) => e.message.clone(),
+            Error::Restriction(e) | Error::Stored(e) => e.message.clone(),
             Error::Request(f) => f.message(),
             Error::Closed => "the uploader was closed".into(),
         }

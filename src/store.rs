@@ -204,13 +204,14 @@ impl IndexedDbStore {
 
     /// Stores attempt records, all or none.
     pub async fn put_attempts(&self, records: &[&AttemptRecord], durability: Durability) -> Result<()> {
-        let values: Array = records.iter().map(|r| record_to_js(r)).collect::<Result<_>>()?;
-        self.write(ATTEMPTS, durability, &values, &JsValue::UNDEFINED, &Array::new()).await
+        self.write_attempts(records, &[], durability).await
     }
 
-    /// Deletes attempt records durably.
-    pub async fn delete_attempts(&self, ids: &[Uuid]) -> Result<()> {
-        self.write(ATTEMPTS, Durability::Strict, &Array::new(), &JsValue::UNDEFINED, &id_keys(ids)).await
+    /// Stores attempt records and deletes others, in one transaction: all
+    /// or none.
+    pub async fn write_attempts(&self, put: &[&AttemptRecord], delete: &[Uuid], durability: Durability) -> Result<()> {
+        let values: Array = put.iter().map(|r| record_to_js(r)).collect::<Result<_>>()?;
+        self.write(ATTEMPTS, durability, &values, &JsValue::UNDEFINED, &id_keys(delete)).await
     }
 
     /// Every attempt record of `event`, oldest first.

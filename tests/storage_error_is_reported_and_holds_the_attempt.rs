@@ -14,28 +14,11 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use common::*;
-use js_sys::{Function, Promise, Reflect};
-use upload_once::store::{SCHEMA_VERSION, delete_database};
+use js_sys::{Function, Reflect};
+use upload_once::store::delete_database;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::*;
-
-/// Opens `name` at a newer schema version, as a newer build of the app in
-/// another tab would, and closes that connection once it is open.
-async fn upgrade_from_another_page(name: &str) {
-    let factory = Reflect::get(&js_sys::global(), &"indexedDB".into()).unwrap();
-    let open: Function = Reflect::get(&factory, &"open".into()).unwrap().unchecked_into();
-    let request = open.call2(&factory, &name.into(), &JsValue::from(SCHEMA_VERSION + 1)).unwrap();
-    let done = Promise::new(&mut |resolve, reject| {
-        Reflect::set(&request, &"onsuccess".into(), &resolve).unwrap();
-        Reflect::set(&request, &"onerror".into(), &reject).unwrap();
-    });
-    JsFuture::from(done).await.expect("the newer version opens: the uploader's connection made way");
-    let db = Reflect::get(&request, &"result".into()).unwrap();
-    let close: Function = Reflect::get(&db, &"close".into()).unwrap().unchecked_into();
-    close.call0(&db).unwrap();
-}
 
 #[wasm_bindgen_test]
 async fn records_that_cannot_be_saved_are_reported_and_hold_their_attempt() {

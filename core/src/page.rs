@@ -109,11 +109,16 @@ pub struct Ticket(pub u32);
 /// the [`Input`] named in each.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
-    /// Store these records in one transaction; answer [`Input::Stored`]. At
-    /// most one is in flight.
+    /// Store these records in one transaction, then delete these ones;
+    /// answer [`Input::Stored`]. At most one is in flight. It is one of: the
+    /// records that changed; the new records of an add
+    /// ([`Page::record_added`], strict, before anything of them is sent);
+    /// or the record of an attempt being forgotten ([`Page::forget`]).
     Store {
         /// The records, at the revisions to store.
         records: Vec<AttemptRecord>,
+        /// The attempts whose records to delete.
+        delete: Vec<Uuid>,
         /// How far the write must go.
         durability: Durability,
     },
@@ -302,8 +307,8 @@ pub struct IdentityCheck {
     pub parts: Vec<PartRange>,
 }
 
-/// What [`Page::add`] decided; the driver stores `new_records` (strictly),
-/// then calls [`Page::handle_added`].
+/// What [`Page::add`] decided; [`Page::record_added`] stores `new_records`
+/// (strictly) before anything of them happens.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AddPlan {
     /// One outcome per file, in the order given.
@@ -315,6 +320,25 @@ pub struct AddPlan {
     pub hold: Vec<(usize, Uuid)>,
     /// Blob keys of existing attempts whose files should now be kept.
     pub keep: Vec<Uuid>,
+}
+
+/// The write under way ([`Effect::Store`]).
+#[derive(Debug)]
+enum Writing {
+    /// Records that changed.
+    Records(Vec<AttemptRecord>),
+    /// The first of [`Page`]'s own writes, for the action of this ticket.
+    Own(Ticket),
+}
+
+/// A guest's action that waits on a write of its own.
+#[derive(Debug)]
+enum OwnWrite {
+    /// An add: its new records stored, strictly, before anything of them
+    /// is sent.
+    Add(AddPlan),
+    /// A forget: the attempt's record deleted.
+    Forget(Uuid),
 }
 
 /// Where an attempt's Web Lock stands.
@@ -390,13 +414,20 @@ pub struct Page {
     stale_token: Option<String>,
     /// Requests polled while there was no session.
     waiting_for_session: Vec<Command>,
-    store_in_flight: Option<Vec<AttemptRecord>>,
+    store_in_flight: Option<Writing>,
     persist_retry_at: Option<UnixMillis>,
     persist_backoff_ms: i64,
     /// Record writes that failed in a row (0 once one works).
     failed_writes: u32,
     storage_error: Option<Error>,
     effects: VecDeque<Effect>,
+    /// The guest's actions waiting on a write of their own, in order (the
+    /// first may be in flight).
+    own_writes: Vec<(Ticket, OwnWrite)>,
+    /// Actions that ended with an error (an add whose records could not be
+    /// stored, a forget whose record could not be deleted), until the
+    /// driver takes it ([`Page::take_failure`]).
+    failures: Vec<(Ticket, Error)>,
     next_ticket: u32,
     online: bool,
     closed: bool,
@@ -436,6 +467,8 @@ impl Page {
             failed_writes: 0,
             storage_error: None,
             effects: VecDeque::new(),
+            own_writes: Vec::new(),
+            failures: Vec::new(),
             next_ticket: 0,
             online: true,
             closed: false,
@@ -548,6 +581,7 @@ impl Page {
         self.sched.is_idle()
             && !self.joining
             && self.rechecking.is_empty()
+            && self.own_writes.is_empty()
             && self.store_in_flight.is_none()
             && self.taking_over.is_empty()
             && !self.locks.values().any(|s| *s == LockState::Asking)
@@ -807,11 +841,50 @@ impl Page {
         plan
     }
 
-    /// The plan's new records are stored: they are driven once their locks
-    /// are granted, and the files are kept for a reload. The ticket is done
-    /// once the files are kept (or could not be).
-    pub fn handle_added(&mut self, plan: &AddPlan) -> Ticket {
+    /// Carries out an add's plan: its new records are stored first, strictly
+    /// ([`Effect::Store`]); then they are driven once their locks are
+    /// granted, and the files are kept for a reload. The ticket is done once
+    /// the files are kept (or could not be), or once the records could not
+    /// be stored: then nothing of them remains, and
+    /// [`Page::take_failure`] says why.
+    pub fn record_added(&mut self, plan: AddPlan) -> Ticket {
         let ticket = self.ticket();
+        if plan.new_records.is_empty() {
+            self.handle_added(&plan, ticket);
+        } else {
+            self.own_writes.push((ticket, OwnWrite::Add(plan)));
+        }
+        ticket
+    }
+
+    /// The answer to the first of the page's own writes: the add goes on
+    /// (its ticket is done once its files are kept) or the forgotten
+    /// attempt goes; or else nothing of the add remains, the attempt stays,
+    /// and the ticket is done with the failure ([`Page::take_failure`]).
+    fn handle_own_write(&mut self, ticket: Ticket, result: Result<(), Error>) {
+        let (_, write) = self.own_writes.remove(0);
+        match (write, result) {
+            (OwnWrite::Add(plan), Ok(())) => return self.handle_added(&plan, ticket),
+            (OwnWrite::Add(plan), Err(error)) => {
+                self.discard_added(&plan);
+                self.failures.push((ticket, error));
+            }
+            (OwnWrite::Forget(id), Ok(())) => self.forgotten(&id),
+            (OwnWrite::Forget(_), Err(error)) => self.failures.push((ticket, error)),
+        }
+        self.effects.push_back(Effect::Done(ticket));
+    }
+
+    /// Why the action of `ticket` failed, once it is done; `None` when it
+    /// did not.
+    pub fn take_failure(&mut self, ticket: Ticket) -> Option<Error> {
+        let at = self.failures.iter().position(|(t, _)| *t == ticket)?;
+        Some(self.failures.remove(at).1)
+    }
+
+    /// The plan's new records are stored: they are driven once their locks
+    /// are granted, and the files are kept for a reload.
+    fn handle_added(&mut self, plan: &AddPlan, ticket: Ticket) {
         for record in &plan.new_records {
             self.held.insert(record.blob_key, ());
             self.fresh.insert(record.id, ());
@@ -828,12 +901,11 @@ impl Page {
         keep.extend(plan.new_records.iter().map(|r| r.blob_key));
         self.queue_keep(&keep);
         self.keeping.waiting.push(ticket);
-        ticket
     }
 
     /// The plan's new records could not be stored: nothing of them remains
     /// (the files picked for them are let go).
-    pub fn discard_added(&mut self, plan: &AddPlan) {
+    fn discard_added(&mut self, plan: &AddPlan) {
         for record in &plan.new_records {
             self.held.remove(&record.blob_key);
             self.effects.push_back(Effect::DropFile(record.blob_key));
@@ -969,17 +1041,22 @@ impl Page {
         Some(changed)
     }
 
-    /// The attempt is being forgotten: it is cancelled; the driver deletes
-    /// its record, then calls [`Page::forgotten`].
-    pub fn forget(&mut self, id: &Uuid, now: UnixMillis) -> Option<AttemptRecord> {
-        let record = self.sched.record(id)?.clone();
+    /// Forgets an attempt: it is cancelled, its stored record deleted
+    /// ([`Effect::Store`]), then it goes, with its lock and, unless
+    /// another attempt shares them, its file's bytes. `None` if unknown;
+    /// else the ticket, done once it is gone, or once its record could not
+    /// be deleted ([`Page::take_failure`]: it stays, cancelled).
+    pub fn forget(&mut self, id: &Uuid, now: UnixMillis) -> Option<Ticket> {
+        self.sched.record(id)?;
         self.cancel(id, now);
-        Some(record)
+        let ticket = self.ticket();
+        self.own_writes.push((ticket, OwnWrite::Forget(*id)));
+        Some(ticket)
     }
 
     /// The attempt's record is deleted: it goes, with its lock and, unless
     /// another attempt shares them, its file's bytes.
-    pub fn forgotten(&mut self, id: &Uuid) {
+    fn forgotten(&mut self, id: &Uuid) {
         let Some(record) = self.sched.remove(id) else {
             return;
         };
@@ -1138,8 +1215,10 @@ impl Page {
     }
 
     fn handle_stored(&mut self, result: Result<(), Error>, now: UnixMillis) {
-        let Some(records) = self.store_in_flight.take() else {
-            return;
+        let records = match self.store_in_flight.take() {
+            None => return,
+            Some(Writing::Records(records)) => records,
+            Some(Writing::Own(ticket)) => return self.handle_own_write(ticket, result),
         };
         if let Err(error) = result {
             // The attempts wait for their records (write-ahead), so the write
@@ -1425,7 +1504,20 @@ impl Page {
     }
 
     fn poll_store(&mut self, now: UnixMillis) -> Option<Effect> {
-        if self.store_in_flight.is_some() || !self.sched.has_dirty() || self.persist_retry_at.is_some_and(|t| t > now) {
+        if self.store_in_flight.is_some() {
+            return None;
+        }
+        // An add waits on its write (nothing of it is sent before); a
+        // forget, on its delete.
+        if let Some((ticket, write)) = self.own_writes.first() {
+            self.store_in_flight = Some(Writing::Own(*ticket));
+            let (records, delete) = match write {
+                OwnWrite::Add(plan) => (plan.new_records.clone(), Vec::new()),
+                OwnWrite::Forget(id) => (Vec::new(), vec![*id]),
+            };
+            return Some(Effect::Store { records, delete, durability: Durability::Strict });
+        }
+        if !self.sched.has_dirty() || self.persist_retry_at.is_some_and(|t| t > now) {
             return None;
         }
         self.persist_retry_at = None;
@@ -1438,8 +1530,8 @@ impl Page {
         // its first request; later transitions only need the browser to have
         // them (a restore asks the server anyway).
         let durability = if records.iter().any(|r| r.revision == 1) { Durability::Strict } else { Durability::Relaxed };
-        self.store_in_flight = Some(records.clone());
-        Some(Effect::Store { records, durability })
+        self.store_in_flight = Some(Writing::Records(records.clone()));
+        Some(Effect::Store { records, delete: Vec::new(), durability })
     }
 
     fn poll_keep(&mut self) -> Option<Effect> {

@@ -221,7 +221,7 @@ proptest! {
 fn heavy_fault_schedules_exercise_every_recovery_path() {
     // faults, reloads, successors, status checks, renews, lost blobs, lock
     // waits, take-overs and followed changes, refused writes, second tabs
-    let mut totals = [0usize; 12];
+    let mut totals = [0usize; 13];
     for seed in 0..24u64 {
         let s = Scenario {
             seed,
@@ -254,6 +254,7 @@ fn heavy_fault_schedules_exercise_every_recovery_path() {
         totals[9] += sim.stats.tabs_opened;
         totals[10] += sim.stats.count(ReqKind::UploadPart);
         totals[11] += sim.faults.injected.iter().filter(|(k, _)| *k == ReqKind::UploadPart).count();
+        totals[12] += sim.stats.adds_refused;
     }
     let names = [
         "faults",
@@ -268,6 +269,7 @@ fn heavy_fault_schedules_exercise_every_recovery_path() {
         "second tabs",
         "parts sent",
         "faults on parts",
+        "adds refused (their records could not be stored)",
     ];
     for (name, total) in names.iter().zip(totals) {
         assert!(total > 0, "no {name} in any heavy schedule: the property would not test them ({totals:?})");

@@ -18,7 +18,7 @@ use upload_once::core::wire::{
 use upload_once::env::sleep;
 use upload_once::transport::{Api, HttpApi, LocalFuture, ProgressFn, Transport, XhrTransport};
 use uuid::Uuid;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{Blob, File};
 
 /// The reference server the test command started.
@@ -331,4 +331,22 @@ pub async fn blobs_can_be_kept() -> bool {
 pub async fn open(options: Options, faults: &Rc<Faults>) -> Client {
     let adapters = faulty(&options, faults);
     Client::open(options, adapters).await.map_err(|e| JsValue::from(e)).expect("open")
+}
+
+/// Opens `name` at a newer schema version, as a newer build of the app in
+/// another tab would, and closes that connection once it is open.
+pub async fn upgrade_from_another_page(name: &str) {
+    let factory = js_sys::Reflect::get(&js_sys::global(), &"indexedDB".into()).unwrap();
+    let open: js_sys::Function = js_sys::Reflect::get(&factory, &"open".into()).unwrap().unchecked_into();
+    let request = open.call2(&factory, &name.into(), &JsValue::from(upload_once::store::SCHEMA_VERSION + 1)).unwrap();
+    let done = js_sys::Promise::new(&mut |resolve, reject| {
+        js_sys::Reflect::set(&request, &"onsuccess".into(), &resolve).unwrap();
+        js_sys::Reflect::set(&request, &"onerror".into(), &reject).unwrap();
+    });
+    wasm_bindgen_futures::JsFuture::from(done)
+        .await
+        .expect("the newer version opens: the uploader's connection made way");
+    let db = js_sys::Reflect::get(&request, &"result".into()).unwrap();
+    let close: js_sys::Function = js_sys::Reflect::get(&db, &"close".into()).unwrap().unchecked_into();
+    close.call0(&db).unwrap();
 }

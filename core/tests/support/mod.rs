@@ -1130,8 +1130,11 @@ pub struct Stats {
     pub lock_waits: usize,
     /// Records read back to take an attempt over (or follow another page).
     pub loads: usize,
-    /// Writes of attempt records refused.
+    /// Writes of attempt records refused (an add's included).
     pub store_failures: usize,
+    /// Adds refused because their new records could not be stored (the
+    /// guest picked the files again).
+    pub adds_refused: usize,
     /// Tabs opened beside the first.
     pub tabs_opened: usize,
     /// Joins of the event.
@@ -1223,7 +1226,7 @@ pub struct Tab {
     pub memory: BTreeSet<Uuid>,
     inbox: VecDeque<Input>,
     /// A write of attempt records not committed yet.
-    pending_store: Option<Vec<AttemptRecord>>,
+    pending_store: Option<(Vec<AttemptRecord>, Vec<Uuid>)>,
     /// Tickets done (adds kept, restores settled).
     pub done: Vec<Ticket>,
     /// Storage errors reported to the app, in order.
@@ -1432,9 +1435,6 @@ impl Sim {
             }
         }
         let plan = self.tabs[0].page.add(infos, &digests, self.now, &mut self.rng);
-        for record in &plan.new_records {
-            self.db.insert(record.id, record.clone());
-        }
         for (index, blob_key) in &plan.hold {
             self.tabs[0].memory.insert(*blob_key);
             // The bytes held under that key are now the ones just picked.
@@ -1453,7 +1453,24 @@ impl Sim {
                 });
             }
         }
-        self.tabs[0].page.handle_added(&plan);
+        // As the driver does: the page stores the new records (strictly),
+        // and the add resolves once its files are kept, or fails.
+        let ticket = self.tabs[0].page.record_added(plan.clone());
+        if let Some(first) = plan.new_records.first().map(|r| r.id) {
+            self.write_own(|records, _| records.first().map(|r| r.id) == Some(first));
+        }
+        if self.tabs[0].page.take_failure(ticket).is_some() {
+            // Nothing of the add remains; the guest is told, and picks the
+            // same files again.
+            self.stats.adds_refused += 1;
+            let new: Vec<Uuid> = plan.new_records.iter().map(|r| r.blob_key).collect();
+            self.files.retain(|f| !new.contains(&f.blob_key));
+            for record in &plan.new_records {
+                assert!(!self.db.contains_key(&record.id), "a refused add left its record behind");
+                assert!(!self.tabs[0].page.holds_file(&record.blob_key), "a refused add holds its file");
+            }
+            return self.add_files_with(infos, contents);
+        }
         plan
     }
 
@@ -1548,8 +1565,39 @@ impl Sim {
     pub fn forget(&mut self, id: Uuid) {
         let now = self.now;
         self.tabs[0].page.forget(&id, now).expect("a known attempt");
-        self.db.remove(&id);
-        self.tabs[0].page.forgotten(&id);
+        self.write_own(|_, delete| delete == [id]);
+    }
+
+    /// Carries out the first tab's own write of a guest's action (an add's
+    /// new records, a forget's delete) now, as the driver does while the
+    /// action waits: the page's inputs are handed over and a write under
+    /// way is finished first, then the queue is carried out up to the
+    /// write, which is answered at once (refused with `store_failure`).
+    /// Nothing is sent meanwhile: the network here is slow to start.
+    fn write_own(&mut self, ours: impl Fn(&[AttemptRecord], &[Uuid]) -> bool) {
+        loop {
+            while let Some(input) = self.tabs[0].inbox.pop_front() {
+                self.tabs[0].page.handle(input, self.now, &mut self.rng);
+            }
+            if self.tabs[0].pending_store.is_some() {
+                self.finish_store(0);
+                continue;
+            }
+            let effect = self.tabs[0].page.poll_effect(self.now).expect("the action's write is queued");
+            let Effect::Store { records, delete, .. } = &effect else {
+                self.carry_out(0, effect);
+                continue;
+            };
+            if !ours(records, delete) {
+                self.carry_out(0, effect);
+                continue;
+            }
+            self.carry_out(0, effect);
+            self.finish_store(0);
+            let answer = self.tabs[0].inbox.pop_back().expect("the write's answer");
+            self.tabs[0].page.handle(answer, self.now, &mut self.rng);
+            return;
+        }
     }
 
     pub fn set_online(&mut self, online: bool) {
@@ -1754,9 +1802,9 @@ impl Sim {
     fn carry_out(&mut self, i: usize, effect: Effect) {
         let tab = self.tabs[i].id;
         match effect {
-            Effect::Store { records, .. } => {
+            Effect::Store { records, delete, .. } => {
                 assert!(self.tabs[i].pending_store.is_none(), "one write at a time");
-                self.tabs[i].pending_store = Some(records);
+                self.tabs[i].pending_store = Some((records, delete));
             }
             Effect::AskLock(id) => self.ask_lock(tab, id),
             Effect::ReleaseLock(id) => self.release_lock(tab, id),
@@ -1934,21 +1982,30 @@ impl Sim {
     pub fn persist_all(&mut self) {
         self.pump();
         for i in 0..self.tabs.len() {
-            let Some(records) = self.tabs[i].pending_store.take() else {
-                continue;
-            };
-            if self.config.store_failure > 0.0 && self.rng.chance(self.config.store_failure) {
-                self.stats.store_failures += 1;
-                let refused = Error::new(ErrorCode::QuotaExceeded, "the browser's storage quota is exceeded");
-                self.tabs[i].inbox.push_back(Input::Stored(Err(refused)));
-                continue;
-            }
-            for r in records {
-                self.db.insert(r.id, r);
-            }
-            self.tabs[i].inbox.push_back(Input::Stored(Ok(())));
+            self.finish_store(i);
         }
         self.pump();
+    }
+
+    /// Commits (or, with `store_failure`, refuses) tab `i`'s pending write,
+    /// if any, and queues its answer.
+    fn finish_store(&mut self, i: usize) {
+        let Some((records, delete)) = self.tabs[i].pending_store.take() else {
+            return;
+        };
+        if self.config.store_failure > 0.0 && self.rng.chance(self.config.store_failure) {
+            self.stats.store_failures += 1;
+            let refused = Error::new(ErrorCode::QuotaExceeded, "the browser's storage quota is exceeded");
+            self.tabs[i].inbox.push_back(Input::Stored(Err(refused)));
+            return;
+        }
+        for r in records {
+            self.db.insert(r.id, r);
+        }
+        for id in delete {
+            self.db.remove(&id);
+        }
+        self.tabs[i].inbox.push_back(Input::Stored(Ok(())));
     }
 
     pub fn has_pending_writes(&self) -> bool {

@@ -6,6 +6,12 @@
 //! as inputs. Tasks that wait on the browser never touch the page: they
 //! queue their answer and wake the loop, which hands it over. The loop
 //! sleeps until an input arrives or [`Page::poll_timeout`].
+//!
+//! Here: the loop, and the guest's actions (`add`, `forget`, …) handed to
+//! the page. Beside it: `requests.rs` carries out what the page sends (the
+//! join, the API, the bytes, hashing), `listeners.rs` calls the app back,
+//! `queries.rs` answers what the app reads, `options.rs` holds the options
+//! and the network adapters.
 
 use std::cell::{Cell, RefCell, RefMut};
 use std::collections::VecDeque;
@@ -15,12 +21,11 @@ use js_sys::Function;
 use serde::{Deserialize, Serialize};
 use upload_once_core::attempt::{AttemptRecord, FileInfo};
 use upload_once_core::idmap::IdMap;
-use upload_once_core::page::{Added, Effect, Input, Page, PageConfig, Session, Ticket};
-use upload_once_core::restrictions::{Restrictions, normalize_content_type};
-use upload_once_core::retry::{Failure, RetryPolicy};
-use upload_once_core::scheduler::{Command, Outcome};
-use upload_once_core::view::{AttemptView, ErrorInfo};
-use upload_once_core::wire::{EventInfo, SessionResponse};
+use upload_once_core::page::{Added, Effect, Input, Page, Session, Ticket};
+use upload_once_core::restrictions::normalize_content_type;
+use upload_once_core::retry::Failure;
+use upload_once_core::view::ErrorInfo;
+use upload_once_core::wire::EventInfo;
 use uuid::Uuid;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -30,117 +35,18 @@ use web_sys::{Blob, File};
 use crate::env::{CompleteOnDrop, Completion, CryptoEntropy, Signal, is_online, now, request_persistence};
 use crate::error::{Error, Result};
 use crate::serde_js::{from_js, to_js};
-use crate::store::{Durability, IndexedDbStore};
+use crate::store::IndexedDbStore;
 use crate::tabs::{Channel, LockHandle, lock_attempt};
-use crate::transport::{Api, HttpApi, ProgressFn, Transport, XhrTransport};
+use crate::transport::{Api, Transport};
 
-/// Client options (`UploaderOptions` in TypeScript).
-#[derive(Clone, Debug)]
-pub struct Options {
-    /// The app's API base URL, e.g. `https://photos.example`.
-    pub api_base: String,
-    /// The event slug.
-    pub event: String,
-    /// The event's guest code.
-    pub guest_code: String,
-    /// How many requests run at once across all files (default 3).
-    pub concurrency: usize,
-    /// The app's own restrictions, checked with the event's before any
-    /// network.
-    pub restrictions: Restrictions,
-    /// Files up to this size are kept in IndexedDB so an upload survives a
-    /// reload (default 64 MiB: phone photos and short clips; a bigger file
-    /// is picked again after a reload rather than copied while it uploads).
-    pub keep_file_max_bytes: u64,
-    /// At most this many bytes of files are kept in total (default 512 MiB).
-    pub keep_files_total_bytes: u64,
-    /// A file that goes up in one PUT is hashed whole (SHA-256) before its
-    /// first byte leaves when it is at most this big (default 64 MiB; never
-    /// above the server's multipart threshold): the server then finds the
-    /// same photo already shared, and refuses bytes that changed since the
-    /// pick. 0 turns it off. The file is read into memory once to hash it.
-    pub hash_file_max_bytes: u64,
-    /// Retry policy.
-    pub retry: RetryPolicy,
-    /// The IndexedDB database name (default `upload-once`).
-    pub db_name: String,
-}
+mod listeners;
+mod options;
+mod queries;
+mod requests;
 
-impl Options {
-    /// Options with defaults for everything optional.
-    pub fn new(api_base: &str, event: &str, guest_code: &str) -> Options {
-        Options {
-            api_base: api_base.trim_end_matches('/').to_owned(),
-            event: event.to_owned(),
-            guest_code: guest_code.to_owned(),
-            concurrency: 3,
-            restrictions: Restrictions::default(),
-            keep_file_max_bytes: 64 << 20,
-            keep_files_total_bytes: 512 << 20,
-            hash_file_max_bytes: upload_once_core::scheduler::DEFAULT_HASH_LIMIT,
-            retry: RetryPolicy::default(),
-            db_name: "upload-once".to_owned(),
-        }
-    }
-
-    fn validate(&self) -> Result<()> {
-        let bad = |m: &str| Err(Error::InvalidOptions(m.to_owned()));
-        if !(self.api_base.starts_with("http://")
-            || self.api_base.starts_with("https://")
-            || self.api_base.starts_with('/'))
-            && !self.api_base.is_empty()
-        {
-            return bad("apiBase must be an http(s) URL or a path");
-        }
-        if self.event.is_empty() {
-            return bad("event is required");
-        }
-        if self.guest_code.is_empty() {
-            return bad("guestCode is required");
-        }
-        if !(1..=16).contains(&self.concurrency) {
-            return bad("concurrency must be between 1 and 16");
-        }
-        if self.retry.base_ms == 0 || self.retry.cap_ms < self.retry.base_ms {
-            return bad("retry.baseMs must be positive and retry.capMs at least retry.baseMs");
-        }
-        if self.db_name.is_empty() {
-            return bad("dbName must not be empty");
-        }
-        Ok(())
-    }
-
-    fn page_config(&self) -> PageConfig {
-        PageConfig {
-            event: self.event.clone(),
-            policy: self.retry,
-            concurrency: self.concurrency,
-            restrictions: self.restrictions.clone(),
-            keep_file_max_bytes: self.keep_file_max_bytes,
-            keep_files_total_bytes: self.keep_files_total_bytes,
-            hash_file_max_bytes: self.hash_file_max_bytes,
-        }
-    }
-}
-
-/// The network adapters (seams for tests).
-#[derive(Clone)]
-pub struct Adapters {
-    /// The app's API.
-    pub api: Rc<dyn Api>,
-    /// The byte transfer.
-    pub transport: Rc<dyn Transport>,
-}
-
-impl Adapters {
-    /// gloo-net for the API, XMLHttpRequest for the bytes.
-    pub fn browser(options: &Options) -> Adapters {
-        Adapters {
-            api: Rc::new(HttpApi::new(&options.api_base, &options.event)),
-            transport: Rc::new(XhrTransport::default()),
-        }
-    }
-}
+pub use listeners::ListenerKind;
+use listeners::Listeners;
+pub use options::{Adapters, Options};
 
 /// The guest session as kept in IndexedDB (shared by every page of this
 /// browser).
@@ -161,40 +67,6 @@ impl StoredSession {
 fn core_error(e: &Error) -> upload_once_core::Error {
     let code = upload_once_core::ErrorCode::parse(&e.code()).unwrap_or(upload_once_core::ErrorCode::StorageUnavailable);
     upload_once_core::Error::new(code, e.message())
-}
-
-/// The app's listeners, each with an id to unsubscribe it.
-#[derive(Default)]
-struct Listeners {
-    next: u32,
-    change: Vec<(u32, Function)>,
-    remove: Vec<(u32, Function)>,
-    storage: Vec<(u32, Function)>,
-    session: Vec<(u32, Function)>,
-}
-
-/// Which listener list.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ListenerKind {
-    /// `onChange`.
-    Change,
-    /// `onRemove`.
-    Remove,
-    /// `onStorageError`.
-    Storage,
-    /// `onSessionChange`.
-    Session,
-}
-
-impl Listeners {
-    fn list(&mut self, kind: ListenerKind) -> &mut Vec<(u32, Function)> {
-        match kind {
-            ListenerKind::Change => &mut self.change,
-            ListenerKind::Remove => &mut self.remove,
-            ListenerKind::Storage => &mut self.storage,
-            ListenerKind::Session => &mut self.session,
-        }
-    }
 }
 
 struct Shared {
@@ -363,9 +235,9 @@ impl Client {
     /// Performs one effect; those with an answer run as tasks that queue it.
     fn carry_out(&self, effect: Effect) {
         match effect {
-            Effect::Store { records, durability } => self.spawn(async move |me| {
+            Effect::Store { records, delete, durability } => self.spawn(async move |me| {
                 let refs: Vec<&AttemptRecord> = records.iter().collect();
-                let result = me.0.store.put_attempts(&refs, durability).await;
+                let result = me.0.store.write_attempts(&refs, &delete, durability).await;
                 Input::Stored(result.map_err(|e| core_error(&e)))
             }),
             Effect::AskLock(id) => {
@@ -461,6 +333,13 @@ impl Client {
         }
     }
 
+    /// Waits until the page says `ticket` is done, then answers whether its
+    /// action failed (its write refused), with the store's code and words.
+    async fn ticket_result(&self, ticket: Ticket) -> Result<()> {
+        self.ticket_done(ticket).await;
+        self.page().take_failure(ticket).map_or(Ok(()), |e| Err(Error::Stored(e)))
+    }
+
     /// Runs `work` as a task and queues the input it answers.
     fn spawn(&self, work: impl AsyncFnOnce(Client) -> Input + 'static) {
         let me = self.clone();
@@ -478,160 +357,6 @@ impl Client {
         self.0.tickets.borrow_mut().push((ticket, done.clone()));
         self.0.signal.raise();
         done.await;
-    }
-
-    /// Joins the event, unless another page of this browser already did
-    /// (every page speaks as one guest session); the session is stored
-    /// durably before it is used.
-    async fn join(&self, stale_token: Option<String>) -> std::result::Result<Session, Failure> {
-        let key = session_key(&self.0.options);
-        let stored = self.0.store.get_meta(&key).await.ok().flatten().and_then(|v| from_js::<StoredSession>(v).ok());
-        if let Some(session) = stored.filter(|s| Some(&s.token) != stale_token.as_ref()) {
-            return Ok(session.session());
-        }
-        let SessionResponse { session_token, expires_at, event } = self.0.api.join(&self.0.options.guest_code).await?;
-        let ours = StoredSession { token: session_token, expires_at, event };
-        let value = to_js(&ours).map_err(Failure::Unexpected)?;
-        let kept = self
-            .0
-            .store
-            .put_session(&key, &value, stale_token)
-            .await
-            .map_err(|e| Failure::Unexpected(format!("could not store the session: {e}")))?;
-        Ok(from_js::<StoredSession>(kept).unwrap_or(ours).session())
-    }
-
-    /// Performs one request and says what came of it.
-    async fn execute(&self, command: Command, token: String) -> Input {
-        let api = &self.0.api;
-        let outcome = match command {
-            Command::Status { ids } => {
-                let result = api.status(&token, &ids).await;
-                return Input::Status { ids, result, token };
-            }
-            Command::Authorize { id, request } => (id, Outcome::Authorize(api.authorize(&token, &request).await)),
-            Command::Renew { id } => (id, Outcome::Renew(api.renew(&token, id).await)),
-            Command::Confirm { id, mut request } => {
-                // A file in parts: the composite checksum of the digests of
-                // every part of the file held here (the server refuses one
-                // that is not the composite of the parts it holds).
-                let input = self.page().record(&id).and_then(|r| r.multipart.as_ref()?.composite_input());
-                if let Some((raw, count)) = input {
-                    request.composite_sha256 = crate::env::sha256_of_bytes(&raw)
-                        .await
-                        .ok()
-                        .filter(|h| !h.is_empty())
-                        .map(|hex| format!("{hex}-{count}"));
-                }
-                (id, Outcome::Confirm(api.confirm(&token, id, &request).await))
-            }
-            Command::SignParts { id, request } => {
-                (id, Outcome::PartsSigned(api.sign_parts(&token, id, &request).await))
-            }
-            Command::Upload { id, instruction } => {
-                let blob = self.blob_for(&id).await;
-                // Forgotten or cancelled while its bytes were being read.
-                if !self.page().is_active(&id) {
-                    (id, Outcome::Upload(Err(Failure::Unexpected("the attempt was cancelled".into()))))
-                } else {
-                    let Some(blob) = blob else {
-                        return Input::FileUnavailable { id, part: None };
-                    };
-                    // A file changed on disk since the pick is not even started
-                    // (WebKit would send the headers, then nothing, until the
-                    // server's idle timeout). Only a picked file can change: a
-                    // copy kept in IndexedDB is the browser's own.
-                    let picked = self.is_picked(&id);
-                    let sent = if !picked || crate::env::is_readable(&blob).await {
-                        self.0.transport.put(id, None, &blob, &instruction, self.progress_fn(id, None)).await
-                    } else {
-                        Err(Failure::FileChanged)
-                    };
-                    let sha256 = self.page().record(&id).and_then(|r| r.sha256.clone());
-                    let sent = match sent {
-                        Err(failure) if picked => Err(file_changed_or(failure, &blob, sha256.as_deref()).await),
-                        other => other,
-                    };
-                    (id, Outcome::Upload(sent))
-                }
-            }
-            // The whole file (it goes up in one PUT), by WebCrypto in JS.
-            Command::HashFile { id, size } => (id, Outcome::FileHashed(self.hash(&id, 0, size).await)),
-            // Only this part's bytes are read, by WebCrypto in JS.
-            Command::HashPart { id, number, start, end } => {
-                (id, Outcome::PartHashed { number, result: self.hash(&id, start, end).await })
-            }
-            Command::UploadPart { id, number, start, end, instruction } => {
-                let blob = self.blob_for(&id).await;
-                if !self.page().is_active(&id) {
-                    let cancelled = Err(Failure::Unexpected("the attempt was cancelled".into()));
-                    (id, Outcome::PartSent { number, result: cancelled })
-                } else {
-                    let Some(blob) = blob else {
-                        return Input::FileUnavailable { id, part: Some(number) };
-                    };
-                    // A slice of the Blob: the browser streams it, nothing is copied.
-                    let slice = blob.slice_with_f64_and_f64(start as f64, end as f64).unwrap_or(blob);
-                    let picked = self.is_picked(&id);
-                    let result = if !picked || crate::env::is_readable(&slice).await {
-                        let progress = self.progress_fn(id, Some(number));
-                        self.0.transport.put(id, Some(number), &slice, &instruction, progress).await
-                    } else {
-                        Err(Failure::FileChanged)
-                    };
-                    let result = match result {
-                        Err(failure) if picked => Err(file_changed_or(failure, &slice, None).await),
-                        other => other,
-                    };
-                    (id, Outcome::PartSent { number, result })
-                }
-            }
-        };
-        Input::Outcome { id: outcome.0, outcome: outcome.1, token }
-    }
-
-    /// The SHA-256 of bytes `[start, end)` of the attempt's file. A file
-    /// held in this page that the browser refuses to read (and not because
-    /// the page is going away) is `FileUnreadable`; a kept copy that cannot
-    /// be read is gone (the attempt then waits for the file).
-    async fn hash(&self, id: &Uuid, start: u64, end: u64) -> std::result::Result<String, Failure> {
-        let Some(blob) = self.blob_for(id).await else {
-            return Err(Failure::Unexpected("the file's bytes are not available".into()));
-        };
-        match crate::env::sha256_hex(&blob, start, end).await {
-            Ok(hex) => Ok(hex),
-            Err(_) if self.is_picked(id) && crate::env::read_failure_is_real().await => Err(Failure::FileUnreadable),
-            Err(message) => Err(Failure::Unexpected(message)),
-        }
-    }
-
-    fn progress_fn(&self, id: Uuid, part: Option<u32>) -> ProgressFn {
-        let weak = Rc::downgrade(&self.0);
-        Rc::new(move |sent, total| {
-            if let Some(shared) = weak.upgrade() {
-                Client(shared).input(Input::Progress { id, part, sent, total });
-            }
-        })
-    }
-
-    /// The file's bytes, when this page or IndexedDB holds them (e.g. to
-    /// show a thumbnail after a reload).
-    pub async fn file(&self, id: &Uuid) -> Option<Blob> {
-        self.blob_for(id).await
-    }
-
-    /// Whether the attempt's bytes are the file the guest picked in this
-    /// page (which can change on disk), not a copy kept in IndexedDB.
-    fn is_picked(&self, id: &Uuid) -> bool {
-        self.page().record(id).is_some_and(|r| self.0.files.borrow().contains_key(&r.blob_key))
-    }
-
-    async fn blob_for(&self, id: &Uuid) -> Option<Blob> {
-        let key = self.page().record(id)?.blob_key;
-        if let Some(blob) = self.0.files.borrow().get(&key) {
-            return Some(blob.clone());
-        }
-        self.0.store.get_blob(&key).await.ok().flatten()
     }
 
     /// Reconciles every unfinished attempt of this event with the server:
@@ -700,6 +425,9 @@ impl Client {
                 }
             }
         }
+        // Files are kept within the room the browser says is left.
+        let room = crate::env::storage_room().await;
+        self.page().set_storage_room(room);
         let plan = self.page().add(&infos, &digests, now(), &mut CryptoEntropy);
         {
             let mut held = self.0.files.borrow_mut();
@@ -707,22 +435,13 @@ impl Client {
                 held.insert(*key, files[*index].clone().into());
             }
         }
-        if !plan.new_records.is_empty() {
-            // Durable first: if this fails (quota, storage gone), nothing was
-            // written and nothing is sent.
-            let refs: Vec<&AttemptRecord> = plan.new_records.iter().collect();
-            if let Err(e) = self.0.store.put_attempts(&refs, Durability::Strict).await {
-                self.page().discard_added(&plan);
-                self.0.signal.raise();
-                return Err(e);
-            }
-        }
-        // Files are kept within the room the browser says is left.
-        let room = crate::env::storage_room().await;
-        self.page().set_storage_room(room);
-        let ticket = self.page().handle_added(&plan);
-        self.ticket_done(ticket).await;
-        Ok(plan.outcomes)
+        // Durable first: if the write fails (quota, storage gone), nothing
+        // was written, nothing is sent, and nothing of the new attempts
+        // remains.
+        let outcomes = plan.outcomes.clone();
+        let ticket = self.page().record_added(plan);
+        self.ticket_result(ticket).await?;
+        Ok(outcomes)
     }
 
     /// Asks the server which parts it holds of these attempts (with the
@@ -786,12 +505,8 @@ impl Client {
     /// Forgets an attempt: cancels it if active, deletes its record and (if
     /// unshared) its kept file.
     pub async fn forget(&self, id: &Uuid) -> Result<()> {
-        self.page().forget(id, now()).ok_or_else(|| Error::NotFound(format!("no attempt {id}")))?;
-        self.0.signal.raise();
-        self.0.store.delete_attempts(&[*id]).await?;
-        self.page().forgotten(id);
-        self.0.signal.raise();
-        Ok(())
+        let ticket = self.page().forget(id, now()).ok_or_else(|| Error::NotFound(format!("no attempt {id}")))?;
+        self.ticket_result(ticket).await
     }
 
     /// Removes an upload: nothing more is sent, the server is told to
@@ -818,106 +533,6 @@ impl Client {
     pub fn refresh(&self) {
         self.page().refresh();
         self.0.signal.raise();
-    }
-
-    /// Subscribes a listener; the id unsubscribes it ([`Client::unsubscribe`]).
-    pub fn subscribe(&self, kind: ListenerKind, listener: Function) -> u32 {
-        let mut listeners = self.0.listeners.borrow_mut();
-        listeners.next += 1;
-        let id = listeners.next;
-        listeners.list(kind).push((id, listener));
-        id
-    }
-
-    /// Removes a listener (again: nothing happens).
-    pub fn unsubscribe(&self, kind: ListenerKind, id: u32) {
-        self.0.listeners.borrow_mut().list(kind).retain(|(i, _)| *i != id);
-    }
-
-    fn call(&self, kind: ListenerKind, value: &JsValue) {
-        let listeners: Vec<Function> =
-            self.0.listeners.borrow_mut().list(kind).iter().map(|(_, f)| f.clone()).collect();
-        for listener in listeners {
-            let _ = listener.call1(&JsValue::NULL, value);
-        }
-    }
-
-    fn notify(&self, id: &Uuid) {
-        if self.0.listeners.borrow().change.is_empty() {
-            return;
-        }
-        if let Some(view) = self.view_js(id) {
-            self.call(ListenerKind::Change, &view);
-        }
-    }
-
-    /// Why attempt records cannot be saved in IndexedDB right now (quota,
-    /// storage gone, another page upgraded the database); `None` once a save
-    /// works again. While it lasts, the attempts whose records wait wait too.
-    pub fn storage_error(&self) -> Option<ErrorInfo> {
-        self.page().storage_error().map(|e| ErrorInfo { code: e.code.as_str().into(), message: e.message.clone() })
-    }
-
-    /// How many writes of attempt records failed in a row (0 once one
-    /// works); with [`Client::storage_error`], for diagnostics.
-    pub fn failed_writes(&self) -> u32 {
-        self.page().failed_writes()
-    }
-
-    /// Why the server refused to open a guest session (a wrong guest code,
-    /// no such event), until a join works.
-    pub fn session_error(&self) -> Option<ErrorInfo> {
-        self.0
-            .page
-            .borrow()
-            .session_error()
-            .map(|e| ErrorInfo { code: e.code.as_str().into(), message: e.message.clone() })
-    }
-
-    /// One attempt's view.
-    pub fn view(&self, id: &Uuid) -> Option<AttemptView> {
-        self.0.page.borrow().view(id)
-    }
-
-    /// One attempt's view, as JS sees it.
-    pub fn view_js(&self, id: &Uuid) -> Option<JsValue> {
-        self.view(id).and_then(|v| to_js(&v).ok())
-    }
-
-    /// Every attempt's view, oldest first.
-    pub fn views(&self) -> Vec<AttemptView> {
-        self.0.page.borrow().views()
-    }
-
-    /// One attempt's record.
-    pub fn record(&self, id: &Uuid) -> Option<AttemptRecord> {
-        self.0.page.borrow().record(id).cloned()
-    }
-
-    /// Every record, oldest first.
-    pub fn records(&self) -> Vec<AttemptRecord> {
-        self.0.page.borrow().records().cloned().collect()
-    }
-
-    /// Whether every attempt this page drives is finished (or waits for the
-    /// guest), with nothing in flight and nothing left to store.
-    pub fn is_idle(&self) -> bool {
-        self.0.inputs.borrow().is_empty() && self.0.page.borrow().is_idle()
-    }
-
-    /// The answer of `navigator.storage.persist()`, once known.
-    pub fn persisted(&self) -> Option<bool> {
-        self.0.persisted.get()
-    }
-
-    /// The event, once a session exists.
-    pub fn event(&self) -> Option<EventInfo> {
-        self.0.page.borrow().session().map(|s| s.event.clone())
-    }
-
-    /// Whether a session token is held.
-    pub fn has_session(&self) -> bool {
-        self.0.page.borrow().session().is_some()
     }
 
     /// Stops: aborts transfers, releases every lock, leaves the channel.
@@ -947,30 +562,4 @@ impl Client {
         }
         self.0.signal.raise();
     }
-}
-
-/// What a failed PUT of a picked file is reported as: `FileChanged` when the
-/// store refused its bytes as `checksum_mismatch` (a browser that reads the
-/// new bytes of a changed file, as Firefox does) and the file no longer
-/// reads, or no longer hashes to its hash at the pick; else `failure` as it
-/// is (a mismatch on the way, the file unchanged, stays `checksum_mismatch`).
-/// A network error is left alone: a reload aborts every upload, and a
-/// changed file is found by the check before the next PUT (Chromium and
-/// WebKit refuse to read it).
-async fn file_changed_or(failure: Failure, blob: &Blob, sha256_at_pick: Option<&str>) -> Failure {
-    let mismatch = matches!(&failure, Failure::Http { code: Some(code), .. }
-        if code == upload_once_core::ErrorCode::ChecksumMismatch.as_str());
-    if !mismatch {
-        return failure;
-    }
-    if !crate::env::is_readable(blob).await {
-        return Failure::FileChanged;
-    }
-    if let Some(expected) = sha256_at_pick {
-        let now = crate::env::sha256_hex(blob, 0, blob.size() as u64).await;
-        if now.as_deref().map_or(true, |h| !h.is_empty() && h != expected) {
-            return Failure::FileChanged;
-        }
-    }
-    failure
 }

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use upload_once_core::page::{Input, Session};
 use upload_once_core::retry::Failure;
 use upload_once_core::scheduler::{Command, Outcome};
-use upload_once_core::wire::SessionResponse;
+use upload_once_core::wire::{SessionResponse, UploadInstruction};
 use uuid::Uuid;
 use web_sys::Blob;
 
@@ -64,33 +64,10 @@ impl Client {
             Command::SignParts { id, request } => {
                 (id, Outcome::PartsSigned(api.sign_parts(&token, id, &request).await))
             }
-            Command::Upload { id, instruction } => {
-                let blob = self.blob_for(&id).await;
-                // Forgotten or cancelled while its bytes were being read.
-                if !self.page().is_active(&id) {
-                    (id, Outcome::Upload(Err(Failure::Unexpected("the attempt was cancelled".into()))))
-                } else {
-                    let Some(blob) = blob else {
-                        return Input::FileUnavailable { id, part: None };
-                    };
-                    // A file changed on disk since the pick is not even started
-                    // (WebKit would send the headers, then nothing, until the
-                    // server's idle timeout). Only a picked file can change: a
-                    // copy kept in IndexedDB is the browser's own.
-                    let picked = self.is_picked(&id);
-                    let sent = if !picked || crate::env::is_readable(&blob).await {
-                        self.0.transport.put(id, None, &blob, &instruction, self.progress_fn(id, None)).await
-                    } else {
-                        Err(Failure::FileChanged)
-                    };
-                    let sha256 = self.page().record(&id).and_then(|r| r.sha256.clone());
-                    let sent = match sent {
-                        Err(failure) if picked => Err(file_changed_or(failure, &blob, sha256.as_deref()).await),
-                        other => other,
-                    };
-                    (id, Outcome::Upload(sent))
-                }
-            }
+            Command::Upload { id, instruction } => match self.put_bytes(id, None, &instruction).await {
+                Some(sent) => (id, Outcome::Upload(sent)),
+                None => return Input::FileUnavailable { id, part: None },
+            },
             // The whole file (it goes up in one PUT), by WebCrypto in JS.
             Command::HashFile { id, size } => (id, Outcome::FileHashed(self.hash(&id, 0, size).await)),
             // Only this part's bytes are read, by WebCrypto in JS.
@@ -98,32 +75,52 @@ impl Client {
                 (id, Outcome::PartHashed { number, result: self.hash(&id, start, end).await })
             }
             Command::UploadPart { id, number, start, end, instruction } => {
-                let blob = self.blob_for(&id).await;
-                if !self.page().is_active(&id) {
-                    let cancelled = Err(Failure::Unexpected("the attempt was cancelled".into()));
-                    (id, Outcome::PartSent { number, result: cancelled })
-                } else {
-                    let Some(blob) = blob else {
-                        return Input::FileUnavailable { id, part: Some(number) };
-                    };
-                    // A slice of the Blob: the browser streams it, nothing is copied.
-                    let slice = blob.slice_with_f64_and_f64(start as f64, end as f64).unwrap_or(blob);
-                    let picked = self.is_picked(&id);
-                    let result = if !picked || crate::env::is_readable(&slice).await {
-                        let progress = self.progress_fn(id, Some(number));
-                        self.0.transport.put(id, Some(number), &slice, &instruction, progress).await
-                    } else {
-                        Err(Failure::FileChanged)
-                    };
-                    let result = match result {
-                        Err(failure) if picked => Err(file_changed_or(failure, &slice, None).await),
-                        other => other,
-                    };
-                    (id, Outcome::PartSent { number, result })
+                match self.put_bytes(id, Some((number, start, end)), &instruction).await {
+                    Some(result) => (id, Outcome::PartSent { number, result }),
+                    None => return Input::FileUnavailable { id, part: Some(number) },
                 }
             }
         };
         Input::Outcome { id: outcome.0, outcome: outcome.1, token }
+    }
+
+    /// PUTs the attempt's bytes (one part's, `[start, end)` of the file,
+    /// when `part` is given) as `instruction` says; `None` when its bytes
+    /// are gone. An attempt forgotten or cancelled while its bytes were being
+    /// read sends nothing. A file changed on disk since the pick is not even
+    /// started (WebKit would send the headers, then nothing, until the
+    /// server's idle timeout); only a picked file can change: a copy kept in
+    /// IndexedDB is the browser's own.
+    async fn put_bytes(
+        &self,
+        id: Uuid,
+        part: Option<(u32, u64, u64)>,
+        instruction: &UploadInstruction,
+    ) -> Option<Result<(), Failure>> {
+        let blob = self.blob_for(&id).await;
+        if !self.page().is_active(&id) {
+            return Some(Err(Failure::Unexpected("the attempt was cancelled".into())));
+        }
+        let blob = blob?;
+        let number = part.map(|(number, _, _)| number);
+        // A part is a slice of the Blob: the browser streams it, nothing is
+        // copied.
+        let bytes = match part {
+            Some((_, start, end)) => blob.slice_with_f64_and_f64(start as f64, end as f64).unwrap_or(blob),
+            None => blob,
+        };
+        let picked = self.is_picked(&id);
+        let sent = if !picked || crate::env::is_readable(&bytes).await {
+            self.0.transport.put(id, number, &bytes, instruction, self.progress_fn(id, number)).await
+        } else {
+            Err(Failure::FileChanged)
+        };
+        // The whole file is checked against its hash at the pick too.
+        let sha256 = number.is_none().then(|| self.page().record(&id).and_then(|r| r.sha256.clone())).flatten();
+        Some(match sent {
+            Err(failure) if picked => Err(file_changed_or(failure, &bytes, sha256.as_deref()).await),
+            other => other,
+        })
     }
 
     /// The SHA-256 of bytes `[start, end)` of the attempt's file. A file

@@ -6,7 +6,6 @@ mod support;
 
 use support::*;
 use upload_once_core::Entropy;
-use upload_once_core::retry::Failure;
 use upload_once_core::wire::{AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest};
 use uuid::Uuid;
 
@@ -24,13 +23,6 @@ fn confirm(size: u64) -> ConfirmRequest {
     ConfirmRequest { size, content_type: "image/jpeg".into(), sha256: None, composite_sha256: None }
 }
 
-fn code(r: Result<impl std::fmt::Debug, Failure>) -> (u16, String) {
-    match r {
-        Err(Failure::Http { status, code, .. }) => (status, code.unwrap_or_default()),
-        other => panic!("expected an HTTP failure, got {other:?}"),
-    }
-}
-
 #[test]
 fn authorize_is_create_or_return_by_id() {
     let mut s = FakeServer::new(ServerConfig::default());
@@ -39,7 +31,7 @@ fn authorize_is_create_or_return_by_id() {
     assert_eq!((a.id, a.state, &a.object_key), (b.id, AttemptState::Authorized, &b.object_key));
     assert_eq!(a.expires_at, b.expires_at, "the attempt's TTL is fixed at creation");
     assert_eq!(s.attempts.len(), 1);
-    assert_eq!(code(s.authorize(&req(1, 11), T0)), (422, "id_reused".into()));
+    assert_eq!(http_code(s.authorize(&req(1, 11), T0)), (422, "id_reused".into()));
     let url = a.upload.unwrap().put().cloned().unwrap();
     assert_eq!(url.method, "PUT");
     assert_eq!(url.expires_at, upload_once_core::time::format_rfc3339(T0 + s.config.url_ttl_ms));
@@ -54,8 +46,8 @@ fn put_checks_url_expiry_and_is_idempotent() {
     assert_eq!(s.put_signed(&url, 10, T0 + 1), Ok(()));
     assert_eq!(s.put_signed(&url, 10, T0 + 2), Ok(()), "the same object again is fine");
     assert_eq!(s.puts_for_key(&a.object_key), 2);
-    assert_eq!(code(s.put_signed(&url, 10, T0 + s.config.url_ttl_ms)), (403, "url_expired".into()));
-    assert_eq!(code(s.put_signed(&url, 9, T0 + 3)), (400, "length_mismatch".into()));
+    assert_eq!(http_code(s.put_signed(&url, 10, T0 + s.config.url_ttl_ms)), (403, "url_expired".into()));
+    assert_eq!(http_code(s.put_signed(&url, 9, T0 + 3)), (400, "length_mismatch".into()));
     assert_eq!(s.put_requests_for_key(&a.object_key), 4);
 }
 
@@ -64,19 +56,19 @@ fn confirm_is_create_or_return_with_one_media_row() {
     let mut s = FakeServer::new(ServerConfig::default());
     let id = Uuid::from_u128(1);
     let a = s.authorize(&req(1, 10), T0).unwrap();
-    assert_eq!(code(s.confirm(id, &confirm(10), T0)), (409, "object_missing".into()));
+    assert_eq!(http_code(s.confirm(id, &confirm(10), T0)), (409, "object_missing".into()));
     s.put_signed(a.upload.as_ref().and_then(|u| u.put()).unwrap(), 10, T0).unwrap();
     let m1 = s.confirm(id, &confirm(10), T0 + 1).unwrap();
     let m2 = s.confirm(id, &confirm(10), T0 + 2).unwrap();
     assert_eq!(m1, m2);
     assert_eq!(s.media_rows_for_attempt(id), 1);
     assert_eq!(
-        code(s.put_signed(a.upload.as_ref().and_then(|u| u.put()).unwrap(), 10, T0 + 3)),
+        http_code(s.put_signed(a.upload.as_ref().and_then(|u| u.put()).unwrap(), 10, T0 + 3)),
         (409, "already_confirmed".into())
     );
-    assert_eq!(code(s.renew(id, T0 + 3)), (409, "already_confirmed".into()));
+    assert_eq!(http_code(s.renew(id, T0 + 3)), (409, "already_confirmed".into()));
     assert!(matches!(s.status_of(id, T0 + 3), AttemptStatus::Confirmed { media, .. } if media.id == m1.id));
-    assert_eq!(code(s.confirm(Uuid::from_u128(99), &confirm(1), T0)), (404, "not_found".into()));
+    assert_eq!(http_code(s.confirm(Uuid::from_u128(99), &confirm(1), T0)), (404, "not_found".into()));
 }
 
 #[test]
@@ -85,8 +77,8 @@ fn a_mismatch_at_confirm_rejects_the_attempt_for_good() {
     let id = Uuid::from_u128(1);
     let a = s.authorize(&req(1, 10), T0).unwrap();
     s.put_signed(a.upload.as_ref().and_then(|u| u.put()).unwrap(), 10, T0).unwrap();
-    assert_eq!(code(s.confirm(id, &confirm(11), T0)), (422, "size_mismatch".into()));
-    assert_eq!(code(s.confirm(id, &confirm(10), T0)), (422, "size_mismatch".into()), "rejected stays rejected");
+    assert_eq!(http_code(s.confirm(id, &confirm(11), T0)), (422, "size_mismatch".into()));
+    assert_eq!(http_code(s.confirm(id, &confirm(10), T0)), (422, "size_mismatch".into()), "rejected stays rejected");
     assert!(matches!(s.status_of(id, T0), AttemptStatus::Rejected { code, .. } if code == "size_mismatch"));
     assert!(s.media.is_empty());
 }
@@ -101,10 +93,10 @@ fn attempts_expire_after_their_ttl_and_lose_their_object() {
     let later = T0 + s.config.attempt_ttl_ms;
     assert_eq!(s.status_of(id, later), AttemptStatus::Expired { id });
     assert!(s.objects.is_empty(), "the expired attempt's object is deleted");
-    assert_eq!(code(s.confirm(id, &confirm(10), later)), (410, "expired".into()));
-    assert_eq!(code(s.renew(id, later)), (410, "expired".into()));
+    assert_eq!(http_code(s.confirm(id, &confirm(10), later)), (410, "expired".into()));
+    assert_eq!(http_code(s.renew(id, later)), (410, "expired".into()));
     // As the reference server answers a repeat of an expired attempt.
-    assert_eq!(code(s.authorize(&req(1, 10), later)), (410, "expired".into()));
+    assert_eq!(http_code(s.authorize(&req(1, 10), later)), (410, "expired".into()));
 }
 
 #[test]
@@ -116,7 +108,7 @@ fn status_answers_every_id_in_order_and_refuses_more_than_500() {
     assert_eq!(r.results.iter().map(|x| x.id()).collect::<Vec<_>>(), ids);
     assert!(matches!(r.results[0], AttemptStatus::NotFound { .. }));
     let many: Vec<Uuid> = (0..501).map(Uuid::from_u128).collect();
-    assert_eq!(code(s.status(&many, T0)), (422, "too_many_ids".into()));
+    assert_eq!(http_code(s.status(&many, T0)), (422, "too_many_ids".into()));
 }
 
 #[test]
@@ -128,7 +120,7 @@ fn the_server_clock_offset_shifts_its_expiries() {
     // At client time T0 + 10 min the URL (T0 - 45 min) looks long expired to
     // the client, but the server clock says T0 - 50 min: still valid.
     assert_eq!(s.put_signed(&url, 10, T0 + 10 * MINUTE), Ok(()), "valid on the server's (earlier) clock");
-    assert_eq!(code(s.put_signed(&url, 10, T0 + 15 * MINUTE)), (403, "url_expired".into()));
+    assert_eq!(http_code(s.put_signed(&url, 10, T0 + 15 * MINUTE)), (403, "url_expired".into()));
 }
 
 #[test]

@@ -9,7 +9,6 @@ use support::*;
 use upload_once_core::ErrorCode;
 use upload_once_core::decide::signing::{part_requests, parts, renew};
 use upload_once_core::decide::{Attempt, Refusal};
-use upload_once_core::retry::Failure;
 use upload_once_core::wire::{AttemptState, AuthorizeRequest, ConfirmRequest, PartRequest, PartsRequest};
 use uuid::Uuid;
 
@@ -68,13 +67,6 @@ fn part_requests_are_checked_against_the_plan() {
     assert_eq!(code(part_requests(&[bad_sha], 150)), ErrorCode::InvalidChecksum);
 }
 
-fn failure_code(r: Result<impl std::fmt::Debug, Failure>) -> (u16, String) {
-    match r {
-        Err(Failure::Http { status, code, .. }) => (status, code.unwrap_or_default()),
-        other => panic!("expected an HTTP failure, got {other:?}"),
-    }
-}
-
 #[test]
 fn the_simulation_answers_a_rejected_attempt_with_its_own_code() {
     let mut s = FakeServer::new(ServerConfig { multipart_threshold: 20, ..ServerConfig::default() });
@@ -89,10 +81,10 @@ fn the_simulation_answers_a_rejected_attempt_with_its_own_code() {
     s.authorize(&authorize(30), T0).unwrap();
     let wrong_type =
         ConfirmRequest { size: 30, content_type: "image/jpeg".into(), sha256: None, composite_sha256: None };
-    assert_eq!(failure_code(s.confirm(id, &wrong_type, T0)), (422, "type_mismatch".into()));
-    assert_eq!(failure_code(s.renew(id, T0)), (422, "type_mismatch".into()));
+    assert_eq!(http_code(s.confirm(id, &wrong_type, T0)), (422, "type_mismatch".into()));
+    assert_eq!(http_code(s.renew(id, T0)), (422, "type_mismatch".into()));
     let one = PartsRequest { parts: vec![request(1)] };
-    assert_eq!(failure_code(s.sign_parts(id, &one, T0)), (422, "type_mismatch".into()));
+    assert_eq!(http_code(s.sign_parts(id, &one, T0)), (422, "type_mismatch".into()));
     // A used id with another file.
-    assert_eq!(failure_code(s.authorize(&authorize(31), T0)), (422, "id_reused".into()));
+    assert_eq!(http_code(s.authorize(&authorize(31), T0)), (422, "id_reused".into()));
 }

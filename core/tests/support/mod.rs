@@ -209,6 +209,14 @@ pub fn problem(status: u16, code: ErrorCode, message: &str) -> Failure {
     Failure::http(status, Some(code.as_str()), message)
 }
 
+/// The status and code of a request's failure (a test expects one).
+pub fn http_code(r: Result<impl std::fmt::Debug, Failure>) -> (u16, String) {
+    match r {
+        Err(Failure::Http { status, code, .. }) => (status, code.unwrap_or_default()),
+        other => panic!("expected an HTTP failure, got {other:?}"),
+    }
+}
+
 /// The answer to a refusal of the server's rules.
 pub fn refused(refusal: confirm::Refusal) -> Failure {
     problem(refusal.code.http_status(), refusal.code, &refusal.reason)

@@ -334,10 +334,17 @@ impl Client {
     }
 
     /// Waits until the page says `ticket` is done, then answers whether its
-    /// action failed (its write refused), with the store's code and words.
+    /// action failed: its write refused (with the store's code and words),
+    /// or the uploader closed meanwhile (what was not written then never
+    /// will be).
     async fn ticket_result(&self, ticket: Ticket) -> Result<()> {
         self.ticket_done(ticket).await;
-        self.page().take_failure(ticket).map_or(Ok(()), |e| Err(Error::Stored(e)))
+        let mut page = self.page();
+        match page.take_failure(ticket) {
+            Some(e) => Err(Error::Stored(e)),
+            None if page.is_closed() => Err(Error::Closed),
+            None => Ok(()),
+        }
     }
 
     /// Runs `work` as a task and queues the input it answers.

@@ -1,0 +1,247 @@
+// The cluster layer's stack, as docs/deploy.md §3 deploys the server: two
+// instances of the release build on one PostgreSQL database and one S3
+// bucket (moto's server: an S3 nobody here wrote), sharing the signing key
+// and the admin token, behind nginx with the site file of docs/deploy.md.
+// Optionally the fault proxy (testing/fault-proxy) in front of nginx, so
+// answers can be dropped on purpose.
+//
+// `cargo xtask test cluster` starts PostgreSQL and moto, builds the release
+// server, and passes them in the environment:
+//   UPLOAD_ONCE_SERVER_BIN, UPLOAD_ONCE_CLUSTER_PG_ADMIN_URL,
+//   UPLOAD_ONCE_CLUSTER_S3_ENDPOINT, UPLOAD_ONCE_NGINX, UPLOAD_ONCE_FAULT_PROXY_BIN
+import { spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ROOT, TARGET, SERVER_BIN, freePort, listensOn, until, untilListening } from "../e2e/harness.mjs";
+import { PROXY_BIN } from "../faults/stack.mjs";
+
+const PG_ADMIN_URL = process.env.UPLOAD_ONCE_CLUSTER_PG_ADMIN_URL;
+const S3_ENDPOINT = process.env.UPLOAD_ONCE_CLUSTER_S3_ENDPOINT;
+const NGINX = process.env.UPLOAD_ONCE_NGINX ?? "/usr/sbin/nginx";
+
+/**
+ * The nginx site file of docs/deploy.md (its only `nginx` block), with its
+ * `listen` port and its upstream's `server` lines replaced, and nothing else:
+ * the test fails if the replacement changed any other line.
+ */
+export function siteConfig(listenPort, upstreams) {
+  const doc = readFileSync(join(ROOT, "docs/deploy.md"), "utf8");
+  const blocks = [...doc.matchAll(/```nginx\n([\s\S]*?)```/g)].map((m) => m[1]);
+  if (blocks.length !== 1) throw new Error(`docs/deploy.md must hold exactly one nginx block, not ${blocks.length}`);
+  const original = blocks[0].split("\n");
+  let upstreamIndex = 0;
+  let listens = 0;
+  const lines = original.map((line) => {
+    if (/^\s+server \S+:\d+;$/.test(line)) {
+      const to = upstreams[upstreamIndex++];
+      return to === undefined ? line : line.replace(/\S+:\d+;$/, `${to};`);
+    }
+    if (/^\s+listen \d+;$/.test(line)) {
+      listens++;
+      return line.replace(/\d+;$/, `127.0.0.1:${listenPort};`);
+    }
+    return line;
+  });
+  if (upstreamIndex !== upstreams.length || listens !== 1) {
+    throw new Error(`the nginx block has ${upstreamIndex} upstream servers and ${listens} listen lines; the test replaces ${upstreams.length} and 1`);
+  }
+  const changed = lines.filter((l, i) => l !== original[i]).length;
+  if (changed !== upstreams.length + 1) throw new Error(`replacing the addresses changed ${changed} lines`);
+  return lines.join("\n");
+}
+
+/** nginx with the site file, on a free loopback port, all its files in `dir`. */
+async function startNginx(dir, upstreams) {
+  for (let tries = 1; ; tries++) {
+    const port = await freePort();
+    const site = join(dir, "upload-once.conf");
+    writeFileSync(site, siteConfig(port, upstreams));
+    // What Debian's /etc/nginx/nginx.conf gives the site file, with the
+    // paths in `dir` (nginx runs as root here, in the foreground).
+    writeFileSync(join(dir, "nginx.conf"), [
+      "daemon off;", "worker_processes 1;", `pid ${join(dir, "nginx.pid")};`, `error_log ${join(dir, "error.log")} warn;`,
+      "events { worker_connections 1024; }",
+      "http {",
+      `  access_log ${join(dir, "access.log")};`,
+      ...["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map((t) => `  ${t}_temp_path ${join(dir, t)};`),
+      `  include ${site};`,
+      "}",
+    ].join("\n"));
+    const child = spawn(NGINX, ["-p", dir, "-c", join(dir, "nginx.conf")], { stdio: ["ignore", "pipe", "pipe"] });
+    child.log = "";
+    child.stdout.on("data", (d) => { child.log += d; });
+    child.stderr.on("data", (d) => { child.log += d; });
+    const up = await until("nginx to listen", () => child.exitCode !== null || listensOn(child.pid, port), 10_000, 50).catch(() => false);
+    if (up && child.exitCode === null) return { child, port, base: `http://127.0.0.1:${port}` };
+    child.kill("SIGKILL");
+    let errors = child.log;
+    try { errors += readFileSync(join(dir, "error.log"), "utf8"); } catch {}
+    if (!/Address already in use/.test(errors) || tries >= 5) throw new Error(`nginx did not start:\n${errors}`);
+  }
+}
+
+function psql(sql, url = PG_ADMIN_URL) {
+  const r = spawnSync("psql", [url, "-v", "ON_ERROR_STOP=1", "-qAtc", sql], { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`psql ${sql}: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+/** A fresh bucket in moto, which browsers from any origin may PUT to. */
+async function createBucket(name) {
+  // moto checks no signature: these requests are unsigned.
+  const made = await fetch(`${S3_ENDPOINT}/${name}`, { method: "PUT" });
+  if (!made.ok) throw new Error(`create bucket ${name}: ${made.status} ${await made.text()}`);
+  const cors = `<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>PUT</AllowedMethod><AllowedMethod>GET</AllowedMethod><AllowedMethod>HEAD</AllowedMethod><AllowedHeader>*</AllowedHeader><ExposeHeader>ETag</ExposeHeader><MaxAgeSeconds>3600</MaxAgeSeconds></CORSRule></CORSConfiguration>`;
+  const set = await fetch(`${S3_ENDPOINT}/${name}?cors`, { method: "PUT", body: cors, headers: { "content-type": "application/xml" } });
+  if (!set.ok) throw new Error(`bucket CORS: ${set.status} ${await set.text()}`);
+}
+
+const xmlValues = (xml, tag) => [...xml.matchAll(new RegExp(`<${tag}>([^<]*)</${tag}>`, "g"))].map((m) => m[1]);
+
+/** Every object in the bucket: key → size (ListObjectsV2, every page). */
+export async function bucketObjects(bucket) {
+  const objects = new Map();
+  let token = null;
+  do {
+    const q = new URLSearchParams({ "list-type": "2", ...(token ? { "continuation-token": token } : {}) });
+    const res = await fetch(`${S3_ENDPOINT}/${bucket}?${q}`);
+    const xml = await res.text();
+    if (!res.ok) throw new Error(`list ${bucket}: ${res.status} ${xml}`);
+    for (const c of xml.split("<Contents>").slice(1)) objects.set(xmlValues(c, "Key")[0], Number(xmlValues(c, "Size")[0]));
+    token = /<IsTruncated>true<\/IsTruncated>/.test(xml) ? xmlValues(xml, "NextContinuationToken")[0] : null;
+  } while (token);
+  return objects;
+}
+
+/** The multipart uploads still open in the bucket (their keys). */
+export async function openUploads(bucket) {
+  const res = await fetch(`${S3_ENDPOINT}/${bucket}?uploads`);
+  const xml = await res.text();
+  if (!res.ok) throw new Error(`list uploads of ${bucket}: ${res.status} ${xml}`);
+  return xml.split("<Upload>").slice(1).map((u) => xmlValues(u, "Key")[0]);
+}
+
+/**
+ * Starts the cluster `name`: a fresh database and bucket, two instances,
+ * nginx, and (with `faults`) the fault proxy in front of nginx. The pages'
+ * and links' public address is the outermost one.
+ */
+export async function startCluster(name, { serverArgs = [], faults = false } = {}) {
+  if (!PG_ADMIN_URL || !S3_ENDPOINT) throw new Error("run through `cargo xtask test cluster` (it starts PostgreSQL and moto)");
+  mkdirSync(join(TARGET, "test-data"), { recursive: true });
+  const dir = mkdtempSync(join(TARGET, "test-data", `cluster-${name}-`));
+  const id = `${name.replace(/[^a-z0-9]/g, "")}${randomBytes(4).toString("hex")}`;
+  const database = `cluster_${id}`;
+  psql(`CREATE DATABASE ${database}`);
+  const databaseUrl = PG_ADMIN_URL.replace(/\/[^/]*$/, `/${database}`);
+  const bucket = `cluster-${id}`;
+  await createBucket(bucket);
+  const admin = `cluster-admin-${randomBytes(8).toString("hex")}`;
+  const signingKey = randomBytes(32).toString("hex");
+
+  let proxy = null;
+  let proxyBase = null;
+  if (faults) {
+    const child = spawn(PROXY_BIN, ["--listen", "127.0.0.1:0"], { stdio: ["ignore", "ignore", "pipe"] });
+    child.log = "";
+    child.stderr.on("data", (d) => { child.log += d; });
+    let port;
+    const listened = await untilListening(child, "the fault proxy", (out) => {
+      port = /fault-proxy: listening on 127\.0\.0\.1:(\d+)/.exec(out)?.[1];
+      return port !== undefined;
+    });
+    if (!listened) throw new Error(`the fault proxy could not listen:\n${child.log}`);
+    proxyBase = `http://127.0.0.1:${port}`;
+    const call = async (method, path, body) => {
+      const res = await fetch(`${proxyBase}/__faults/${path}`, {
+        method, headers: { "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined,
+      });
+      if (!res.ok) throw new Error(`proxy ${path}: ${res.status} ${await res.text()}`);
+      return res.json();
+    };
+    proxy = {
+      child,
+      rules: (...rules) => call("POST", "rules", { rules }),
+      reset: () => call("POST", "reset"),
+      upstream: (url) => call("POST", "upstream", { upstream: url }),
+      seed: (seed) => call("POST", "seed", { seed }),
+      log: () => call("GET", "log"),
+      inFlight: async () => Object.values((await call("GET", "log")).in_flight),
+    };
+  }
+
+  const ports = [await freePort(), await freePort()];
+  const nginx = await startNginx(dir, ports.map((p) => `127.0.0.1:${p}`));
+  const publicUrl = proxyBase ?? nginx.base;
+  if (proxy) await proxy.upstream(nginx.base);
+
+  const instances = ports.map((port, i) => {
+    const label = "AB"[i];
+    const dataDir = join(dir, `instance-${label}`);
+    mkdirSync(dataDir, { recursive: true });
+    const args = [
+      "--listen", `127.0.0.1:${port}`, "--data-dir", dataDir, "--admin-token", admin, "--signing-key", signingKey,
+      "--public-url", publicUrl, "--trusted-proxy", "127.0.0.1",
+      "--database-url", databaseUrl, "--storage", "s3", "--s3-endpoint", S3_ENDPOINT, "--s3-bucket", bucket,
+      "--www-dir", join(ROOT, "www"), "--pkg-dir", join(ROOT, "pkg"), ...serverArgs,
+    ];
+    const instance = {
+      label, port, base: `http://127.0.0.1:${port}`, child: null, log: "", starts: 0,
+      async start() {
+        const child = spawn(SERVER_BIN, args, {
+          stdio: ["ignore", "pipe", "pipe"],
+          env: { ...process.env, RUST_LOG: "warn", AWS_ACCESS_KEY_ID: "cluster", AWS_SECRET_ACCESS_KEY: "cluster" },
+        });
+        instance.child = child;
+        instance.starts++;
+        child.stdout.on("data", (d) => { instance.log += d; });
+        child.stderr.on("data", (d) => { instance.log += d; });
+        const listening = await untilListening(child, `instance ${label}`, () => instance.log.includes(`listening on 127.0.0.1:${port} `));
+        if (!listening) throw new Error(`instance ${label} did not start:\n${instance.log.slice(-3000)}`);
+        await until(`instance ${label} to be ready`, async () => {
+          try { return (await fetch(`${instance.base}/readyz`)).ok; } catch { return false; }
+        }, 30_000, 50);
+      },
+      /** Stops it with `signal` and waits until it is gone. */
+      async stop(signal = "SIGTERM") {
+        const child = instance.child;
+        if (!child || child.exitCode !== null || child.signalCode !== null) return;
+        const exited = new Promise((r) => child.once("exit", r));
+        child.kill(signal);
+        await exited;
+      },
+      /** Its Prometheus metrics: name{labels} → value (none while it is down). */
+      async metrics() {
+        const text = await fetch(`${instance.base}/metrics`).then((r) => r.text(), () => "");
+        const out = new Map();
+        for (const line of text.split("\n")) {
+          const m = /^([a-z_]+(?:\{[^}]*\})?) (\S+)$/.exec(line);
+          if (m) out.set(m[1], Number(m[2]));
+        }
+        return out;
+      },
+    };
+    return instance;
+  });
+  // One after the other: the first creates the schema.
+  for (const instance of instances) await instance.start();
+
+  const api = { base: nginx.base, admin };
+  return {
+    name, dir, bucket, database, nginx, proxy, instances, api,
+    /** Where the browser goes: the fault proxy, or nginx. */
+    base: publicUrl,
+    guestUrl: (ev) => `${publicUrl}/?event=${ev.event.slug}&code=${ev.guest_code}`,
+    wallUrl: (ev) => `${publicUrl}/wall.html?event=${ev.event.slug}&code=${ev.guest_code}`,
+    objects: () => bucketObjects(bucket),
+    openUploads: () => openUploads(bucket),
+    /** A query in the cluster's database; its rows as text, one per line. */
+    psql: (sql) => psql(sql, databaseUrl),
+    async stop() {
+      for (const instance of instances) await instance.stop("SIGTERM").catch(() => {});
+      nginx.child.kill("SIGQUIT");
+      proxy?.child.kill("SIGTERM");
+    },
+  };
+}

@@ -1,0 +1,79 @@
+// The live wall through nginx, across instances: a wall whose feed one
+// instance (A) serves shows, within a second, a photo a host approves on
+// the other (B). When A is killed, the wall's EventSource reconnects
+// through nginx to B, with the id of the last event it saw
+// (`Last-Event-ID`), and misses nothing approved while it was away.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { createEvent, photo, until } from "../e2e/harness.mjs";
+import { launch } from "../e2e/pages.mjs";
+import { startCluster } from "./cluster.mjs";
+
+let cluster, browser;
+before(async () => { cluster = await startCluster("wall"); browser = await launch(); });
+after(async () => { await browser?.close(); await cluster?.stop(); });
+
+async function call(base, method, path, token, body, extra = {}) {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}), ...extra },
+    body: body && JSON.stringify(body),
+  });
+  assert.ok(response.ok, `${method} ${path}: ${response.status} ${await response.clone().text()}`);
+  return response.json();
+}
+
+/** A guest's photo through nginx, its bytes straight to the bucket; confirmed and pending. */
+async function upload(ev, seed) {
+  const base = cluster.nginx.base;
+  const { session_token: token } = await call(base, "POST", `/v1/events/${ev.event.slug}/sessions`, null, { guest_code: ev.guest_code });
+  const bytes = photo(seed, 20_000, 64, 48);
+  const id = randomUUID();
+  const attempt = await call(base, "POST", `/v1/events/${ev.event.slug}/attempts`, token, { id, filename: `p${seed}.png`, size: bytes.length, content_type: "image/png" });
+  const put = await fetch(attempt.upload.url, { method: "PUT", headers: attempt.upload.headers, body: bytes });
+  assert.equal(put.status, 200, `PUT to the bucket: ${await put.text()}`);
+  return call(base, "POST", `/v1/attempts/${id}/confirm`, token, { size: bytes.length, content_type: "image/png" }, { "idempotency-key": id });
+}
+
+/** The instance whose live feed the wall listens to (its `upload_once_live_walls` gauge). */
+async function servingWall() {
+  return until("one instance to serve the wall's feed", async () => {
+    const walls = await Promise.all(cluster.instances.map(async (i) => (await i.metrics()).get("upload_once_live_walls") ?? 0));
+    const serving = cluster.instances.filter((_, k) => walls[k] === 1);
+    return walls.reduce((a, b) => a + b, 0) === 1 && serving[0];
+  }, 10_000, 50);
+}
+
+test("a wall on one instance shows what a host approves on the other, and follows it when its instance dies", async () => {
+  const ev = await createEvent(cluster.api);
+  const media = [];
+  for (let seed = 1; seed <= 4; seed++) media.push(await upload(ev, seed));
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const wall = await context.newPage();
+  await wall.goto(cluster.wallUrl(ev));
+  await wall.waitForSelector("body[data-live='1']");
+  const a = await servingWall();
+  const b = cluster.instances.find((i) => i !== a);
+  const onWall = (m) => wall.waitForSelector(`[data-testid='wall-item'][data-id='${m.id}']`, { state: "attached", timeout: 15_000 });
+
+  // Approved on B, shown by A's feed.
+  for (const m of media.slice(0, 2)) {
+    const approved = Date.now();
+    await call(b.base, "POST", `/v1/media/${m.id}/moderation`, ev.host_token, { decision: "approve" });
+    await onWall(m);
+    const elapsed = Date.now() - approved;
+    console.log(`approved on ${b.label}, on the wall of ${a.label} after ${elapsed} ms`);
+    assert.ok(elapsed < 1_000, `on the wall ${elapsed} ms after the approval on the other instance`);
+  }
+
+  // A dies; two more are approved on B before the wall is back.
+  await a.stop("SIGKILL");
+  for (const m of media.slice(2)) await call(b.base, "POST", `/v1/media/${m.id}/moderation`, ev.host_token, { decision: "approve" });
+  for (const m of media.slice(2)) await onWall(m);
+  assert.equal(await servingWall(), b, "the wall listens to B now");
+  const shown = await wall.$$eval("[data-testid='wall-item']", (items) => items.map((i) => i.dataset.id));
+  assert.deepEqual([...shown].sort(), media.map((m) => m.id).sort(), "every approved photo once, none twice");
+  await a.start();
+  await context.close();
+});

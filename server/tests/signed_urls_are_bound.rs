@@ -135,6 +135,38 @@ async fn an_expired_url_is_refused() {
     assert_eq!(server.stored_keys().await, vec![early.object_key.clone()], "nothing stored for the late PUT");
 }
 
+/// A PUT without `Content-Length` is refused by the store, `411
+/// MissingContentLength`, as S3 documents ("required for PUTs", in its
+/// common request headers): a bucket's creation and an object's, each
+/// signed without a length. (A chunked PUT through an upload URL, which
+/// signs the length, is refused too: see
+/// `a_body_of_any_other_length_stores_nothing`.)
+#[tokio::test]
+async fn a_put_without_content_length_is_refused() {
+    if !is_s3() {
+        return;
+    }
+    use rusty_s3::S3Action;
+    let server = TestServer::start().await;
+    let credentials = support::s3_credentials();
+    let bucket_named = |name: String| {
+        rusty_s3::Bucket::new(support::s3_endpoint().parse().unwrap(), rusty_s3::UrlStyle::Path, name, "us-east-1")
+            .unwrap()
+    };
+    let ttl = Duration::from_secs(60);
+
+    let other = bucket_named(support::unique_name("t-"));
+    let url = rusty_s3::actions::CreateBucket::new(&other, &credentials).sign(ttl);
+    let r = server.http.put(url).send().await.unwrap();
+    assert_eq!(s3_error(r).await, (StatusCode::LENGTH_REQUIRED, "MissingContentLength".into()), "CreateBucket");
+
+    let bucket = bucket_named(server.bucket.clone().unwrap());
+    let url = rusty_s3::actions::PutObject::new(&bucket, Some(&credentials), "chunked").sign(ttl);
+    let r = server.http.put(url).body(streamed(&[b"he", b"llo"])).send().await.unwrap();
+    assert_eq!(s3_error(r).await, (StatusCode::LENGTH_REQUIRED, "MissingContentLength".into()), "PutObject");
+    assert!(server.stored_keys().await.is_empty(), "nothing stored");
+}
+
 #[tokio::test]
 async fn every_signed_parameter_is_bound() {
     if is_s3() {

@@ -94,7 +94,9 @@ pub async fn create_bucket(endpoint: &str, name: &str) {
             .unwrap();
     let credentials = s3_credentials();
     let url = rusty_s3::actions::CreateBucket::new(&bucket, &credentials).sign(Duration::from_secs(60));
-    let r = Client::new().put(url).send().await.expect("the test S3 server answers");
+    // With `Content-Length: 0`: S3 requires the header on every PUT
+    // (`411 MissingContentLength` without it).
+    let r = Client::new().put(url).header("content-length", "0").send().await.expect("the test S3 server answers");
     assert!(r.status().is_success(), "create bucket {name}: {} {}", r.status(), r.text().await.unwrap_or_default());
 }
 

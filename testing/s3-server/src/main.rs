@@ -8,7 +8,8 @@
 //! that behave like S3's where s3s-fs's do not (`store.rs`: an object's or a
 //! part's checksum verified before anything is filed, `NoSuchUpload`, parts
 //! listed with their ETags and checksums, page by page, no part filed after
-//! an abort).
+//! an abort), and a PUT without `Content-Length` refused as S3 refuses it
+//! (`411 MissingContentLength`; s3s takes it).
 //!
 //! Test-only: never deploy it. Known gaps of s3s-fs 0.14.1 are listed in
 //! docs/deploy.md ("The loopback test store").
@@ -105,11 +106,28 @@ impl Cors {
     }
 }
 
+/// S3's answer to a PUT without `Content-Length` (AWS's common request
+/// headers: it "is required for PUTs"): `411 MissingContentLength`. s3s
+/// takes such a PUT, chunked or empty.
+fn missing_content_length() -> Response<s3s::Body> {
+    let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>MissingContentLength</Code>\
+                <Message>You must provide the Content-Length HTTP header.</Message></Error>";
+    let mut response = Response::new(s3s::Body::from(body.to_owned()));
+    *response.status_mut() = StatusCode::LENGTH_REQUIRED;
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/xml"));
+    response
+}
+
 async fn handle(s3: S3Service, cors: Cors, req: Request<Incoming>) -> Result<Response<s3s::Body>, Infallible> {
     if req.method() == Method::OPTIONS && req.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD) {
         return Ok(cors.preflight(&req));
     }
     let origin = req.headers().get(header::ORIGIN).cloned();
+    if req.method() == Method::PUT && !req.headers().contains_key(header::CONTENT_LENGTH) {
+        let mut response = missing_content_length();
+        cors.decorate(origin.as_ref(), &mut response);
+        return Ok(response);
+    }
     let mut response = match hyper::service::Service::call(&s3, req).await {
         Ok(r) => r,
         Err(e) => {

@@ -89,7 +89,9 @@ async fn a_withdrawn_upload_in_parts_is_aborted() {
         put = put.header(k, v);
     }
     if let Ok(r) = put.send().await {
-        assert!(r.status().is_client_error(), "a part after the withdrawal: {}", r.status());
+        if !support::store_lacks("a part after the withdrawal", support::StoreCheck::NoSuchUploadForParts) {
+            assert!(r.status().is_client_error(), "a part after the withdrawal: {}", r.status());
+        }
     }
     assert_eq!(guest.sign_raw(id, json!({"parts": [{"number": 3}]})).await.status(), StatusCode::GONE);
 }

@@ -142,6 +142,10 @@ async fn a_stored_object_that_contradicts_the_authorization_rejects_the_attempt(
         },
     ];
     for Case { what, auth_sha, stored_type, stored, code } in cases {
+        // Only the SHA-256 the store kept tells these bytes apart.
+        if code == "checksum_mismatch" && support::store_lacks(what, support::StoreCheck::PutChecksum) {
+            continue;
+        }
         let (id, key) = authorize(&guest, 5, auth_sha).await;
         store_directly(&server, &key, stored_type, stored).await;
         assert_eq!(guest.status(&[id]).await["results"][0]["object_stored"], true, "{what}");
@@ -202,6 +206,12 @@ async fn a_claimed_sha256_that_the_stored_object_does_not_have_is_rejected() {
 /// an unverified one, whichever was claimed.
 #[tokio::test]
 async fn an_object_assembled_from_parts_is_known_by_its_parts() {
+    if support::store_lacks(
+        "an_object_assembled_from_parts_is_known_by_its_parts",
+        support::StoreCheck::CompositeChecksum,
+    ) {
+        return;
+    }
     use support::multipart::{FILE, VIDEO, composite, file, options, plan};
     let server = TestServer::start_with(options()).await;
     let guest = server.big_guest().await;

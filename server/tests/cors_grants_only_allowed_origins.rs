@@ -61,6 +61,9 @@ async fn the_allowed_origin_passes_every_preflight_it_needs() {
         (&format!("/v1/events/{}/wall", guest.slug()), "GET", "x-guest-code"),
     ];
     for (path, method, headers) in cases {
+        if path == storage_url && support::store_lacks("the bucket's preflight", support::StoreCheck::Cors) {
+            continue;
+        }
         let r = preflight(&server, path, APP, method, headers).await;
         assert!(r.status().is_success(), "{method} {path}: {}", r.status());
         assert_eq!(header(&r, "access-control-allow-origin").as_deref(), Some(APP), "{method} {path}");
@@ -88,10 +91,12 @@ async fn the_allowed_origin_can_read_answers_and_the_etag() {
     let r = req.send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     assert!(header(&r, "etag").is_some());
-    assert_eq!(header(&r, "access-control-allow-origin").as_deref(), Some(APP));
-    let exposed = list(&r, "access-control-expose-headers");
-    assert!(exposed.contains(&"etag".to_owned()), "ETag must be readable from JS: {exposed:?}");
-    assert!(exposed.contains(&"retry-after".to_owned()), "Retry-After must be readable from JS: {exposed:?}");
+    if !support::store_lacks("the bucket's CORS answer", support::StoreCheck::Cors) {
+        assert_eq!(header(&r, "access-control-allow-origin").as_deref(), Some(APP));
+        let exposed = list(&r, "access-control-expose-headers");
+        assert!(exposed.contains(&"etag".to_owned()), "ETag must be readable from JS: {exposed:?}");
+        assert!(exposed.contains(&"retry-after".to_owned()), "Retry-After must be readable from JS: {exposed:?}");
+    }
 
     // Problems are readable too, so the client sees their codes.
     let r = server
@@ -112,6 +117,7 @@ async fn any_other_origin_is_granted_nothing() {
     let a = guest.authorize(Uuid::new_v4(), 5).await;
     let upload = a.put().unwrap();
     let storage_path = upload.url.clone();
+    let bucket_cors = !support::store_lacks("the bucket's preflights", support::StoreCheck::Cors);
     let others = [
         "http://evil.example",
         "https://app.example",
@@ -123,6 +129,9 @@ async fn any_other_origin_is_granted_nothing() {
     ];
     for origin in others {
         for (path, method) in [(storage_path.as_str(), "PUT"), ("/v1/attempts/status", "POST")] {
+            if path == storage_path && !bucket_cors {
+                continue;
+            }
             let r = preflight(&server, path, origin, method, "content-type, authorization").await;
             assert_eq!(header(&r, "access-control-allow-origin"), None, "preflight from {origin} for {method} {path}");
         }

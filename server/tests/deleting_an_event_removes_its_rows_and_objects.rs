@@ -65,6 +65,13 @@ fn keys_of(keys: &[String], slug: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn deleting_an_event_removes_all_its_rows_and_objects_and_leaves_other_events_alone() {
+    // Its event holds a duplicate, found by the SHA-256 the store verified and kept.
+    if support::store_lacks(
+        "deleting_an_event_removes_all_its_rows_and_objects_and_leaves_other_events_alone",
+        support::StoreCheck::PutChecksum,
+    ) {
+        return;
+    }
     let server = TestServer::start_with(support::multipart::options()).await;
     let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let event = server.scoped_event("event", 1 << 40, &["image/*", VIDEO]).await;

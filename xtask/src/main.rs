@@ -9,6 +9,10 @@
 
 mod backends;
 mod engines;
+// Its store and test list are for the cluster layer (run.rs), which does
+// not start it yet.
+#[allow(dead_code)]
+mod moto;
 mod run;
 mod server;
 mod setup;
@@ -23,7 +27,7 @@ fn usage() -> ExitCode {
   test [layer ...]     run the test suite (all layers, or: {})
   bench [--quick]      run the benchmarks and write docs/benchmarks.md
   soak [--uploads N]   chaos soak through the fault proxy, with a checker (docs/reliability.md)
-  setup                install what is missing (toolchain, browsers, npm packages)",
+  setup                install what is missing (toolchain, browsers, npm packages, moto)",
         run::LAYERS.join(", ")
     );
     ExitCode::from(2)
@@ -38,7 +42,8 @@ fn main() -> ExitCode {
         Some("soak") => run::soak(&args[1..]),
         Some("setup") => setup::ensure_all(true)
             .and_then(|()| engines::ensure_engines("setup").map(drop))
-            .and_then(|()| setup::ensure_npm_packages()),
+            .and_then(|()| setup::ensure_npm_packages())
+            .and_then(|()| moto::ensure_moto().map(drop)),
         _ => return usage(),
     };
     match result {

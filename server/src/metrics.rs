@@ -15,6 +15,8 @@
 //! | `upload_once_sweep_backlog_dead_objects` | gauge | — | the same |
 //! | `upload_once_media_answers_total` | counter | `answer`: `full`, `partial`, `unsatisfiable`, `redirect`, `placeholder` | [`crate::media::MediaServices::count`], the media URLs |
 //! | `upload_once_live_walls` | gauge | — | walls listening to their live feed now |
+//! | `upload_once_rendition_jobs_total` | counter | `outcome`: `done`, `placeholder` | rendition jobs this instance ended ([`Metrics::rendition_job_ended`]); a claim whose lease ran out ends nothing, so over every instance the sum is one per media |
+//! | `upload_once_sweeper_expired_attempts_total` | counter | — | attempts this instance's sweeper marked expired, each under its row lock ([`Metrics::swept`]) |
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -127,6 +129,8 @@ pub struct Metrics {
     confirms: Family<OutcomeLabels, Counter>,
     store_seconds: Family<OperationLabels, Histogram, fn() -> Histogram>,
     store_errors: Family<OperationLabels, Counter>,
+    rendition_jobs: Family<OutcomeLabels, Counter>,
+    expired_by_sweeper: Counter,
 }
 
 impl Default for Metrics {
@@ -169,7 +173,18 @@ impl Metrics {
         );
         let store_errors = Family::<OperationLabels, Counter>::default();
         registry.register("object_store_errors", "Object store calls that failed, by operation", store_errors.clone());
+        let rendition_jobs = Family::<OutcomeLabels, Counter>::default();
+        registry.register("rendition_jobs", "Rendition jobs this instance ended, by outcome", rendition_jobs.clone());
+        let expired_by_sweeper = Counter::default();
+        registry.register(
+            "sweeper_expired_attempts",
+            "Attempts this instance's sweeper marked expired",
+            expired_by_sweeper.clone(),
+        );
         // Every series from zero, so a rate is there before the first event.
+        for outcome in ["done", "placeholder"] {
+            drop(rendition_jobs.get_or_create(&OutcomeLabels { outcome }));
+        }
         for outcome in ConfirmOutcome::ALL {
             drop(confirms.get_or_create(&OutcomeLabels { outcome: outcome.as_str() }));
         }
@@ -177,7 +192,17 @@ impl Metrics {
             drop(store_seconds.get_or_create(&OperationLabels { operation }));
             drop(store_errors.get_or_create(&OperationLabels { operation }));
         }
-        Metrics { registry, requests, confirms, store_seconds, store_errors }
+        Metrics { registry, requests, confirms, store_seconds, store_errors, rendition_jobs, expired_by_sweeper }
+    }
+
+    /// Counts one rendition job this instance ended: `done` or `placeholder`.
+    pub fn rendition_job_ended(&self, outcome: &'static str) {
+        self.rendition_jobs.get_or_create(&OutcomeLabels { outcome }).inc();
+    }
+
+    /// Counts the attempts one sweep marked expired.
+    pub fn swept(&self, expired: u64) {
+        self.expired_by_sweeper.inc_by(expired);
     }
 
     /// Counts one confirm's outcome.

@@ -212,13 +212,14 @@ impl MediaDb {
     }
 
     /// Ends a held job: `done` with the display size, or `placeholder` with
-    /// the reason.
-    pub async fn finish(&self, job: Claimed, outcome: &Result<(u32, u32), String>, now: UnixMillis) -> Result<()> {
+    /// the reason. False when the claim was no longer the job's (its lease
+    /// ran out and another claim holds it, or ended it): nothing changed.
+    pub async fn finish(&self, job: Claimed, outcome: &Result<(u32, u32), String>, now: UnixMillis) -> Result<bool> {
         let (state, reason, size) = match outcome {
             Ok(size) => ("done", None, Some(*size)),
             Err(reason) => ("placeholder", Some(reason.as_str()), None),
         };
-        sqlx::query(
+        let ended = sqlx::query(
             "UPDATE rendition_jobs SET state = $1, reason = $2, width = $3, height = $4, finished_at = $5
              WHERE media_id = $6 AND state = 'running' AND tries = $7",
         )
@@ -231,7 +232,7 @@ impl MediaDb {
         .bind(job.tries)
         .execute(&self.pool)
         .await?;
-        Ok(())
+        Ok(ended.rows_affected() == 1)
     }
 
     /// The pixels whose decode began at or after `since` for the other

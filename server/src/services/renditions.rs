@@ -122,10 +122,10 @@ async fn run(state: &AppState, job: Claimed) {
     };
     let now = state.now();
     let written = match outcome {
-        Ok(size) => state.media.db.finish(job, &Ok(size), now).await,
+        Ok(size) => finish(state, job, Ok(size), now).await,
         Err(Failure::Placeholder(reason)) => {
             tracing::info!(media = %job.media_id, "rendition job: a placeholder: {reason}");
-            state.media.db.finish(job, &Err(reason), now).await
+            finish(state, job, Err(reason), now).await
         }
         Err(Failure::Deferred(at)) => {
             tracing::info!(media = %job.media_id, "rendition job: its guest is over the rendition budget; again at {at}");
@@ -135,7 +135,7 @@ async fn run(state: &AppState, job: Claimed) {
             tracing::warn!(media = %job.media_id, "rendition job: no rendition after {} tries: {detail}", job.tries);
             // The store's own text (an S3 error carries a signed URL) stays
             // in the log.
-            state.media.db.finish(job, &Err("the original could not be read from storage".into()), now).await
+            finish(state, job, Err("the original could not be read from storage".into()), now).await
         }
         Err(Failure::Transient(reason)) => {
             let backoff = 1_000 * (1i64 << job.tries.clamp(0, 6));
@@ -148,6 +148,20 @@ async fn run(state: &AppState, job: Claimed) {
         tracing::warn!(media = %job.media_id, "rendition job: its end could not be recorded: {e}");
     }
     state.media.events.finished();
+}
+
+/// Ends the job, and counts it if this claim ended it (a claim whose lease
+/// ran out ends nothing).
+async fn finish(
+    state: &AppState,
+    job: Claimed,
+    outcome: std::result::Result<(u32, u32), String>,
+    now: UnixMillis,
+) -> crate::error::Result<()> {
+    if state.media.db.finish(job, &outcome, now).await? {
+        state.metrics.rendition_job_ended(if outcome.is_ok() { "done" } else { "placeholder" });
+    }
+    Ok(())
 }
 
 /// How much lower than the requests' a decode's CPU priority is (a nice

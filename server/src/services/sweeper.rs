@@ -74,6 +74,7 @@ pub async fn sweep_once(state: &AppState) -> Result<SweepReport> {
         if a.state == AttemptState::Authorized && a.expires_at <= now {
             lock.expire().await?;
             report.expired += 1;
+            state.metrics.swept(1);
         }
         // Else confirmed (or changed) while we waited for the lock: dropping
         // the lock leaves it as it is.

@@ -4,6 +4,13 @@
 //
 //   node tests/faults/soak.mjs [--uploads 300] [--minutes 20] [--seed 1] [--fault-rate 0.15]
 //                              [--reload-every 3000] [--uplink 500000] [--cpu-hog 2] [--large 3]
+//                              [--cluster]
+//
+// `--cluster` runs it on the cluster of tests/cluster/cluster.mjs (two
+// instances behind nginx, PostgreSQL, moto), with the fault proxy in front
+// of nginx, and restarts each instance during the run: one SIGKILL, one
+// SIGTERM (`cargo xtask soak --cluster` starts what that needs). The
+// cluster layer's test runs the same soak (`soak()`, exported).
 //
 // The uplink is throttled (bytes/s, Chromium's network emulation) so that
 // reloads land in the middle of transfers. Among the faults, clients hang up
@@ -21,26 +28,16 @@
 import { spawn } from "node:child_process";
 import { readdirSync, existsSync, statSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createEvent, hostMedia, photo } from "../e2e/harness.mjs";
 import { launch, openGuest } from "../e2e/pages.mjs";
 import { startStack } from "./stack.mjs";
 
-const argv = process.argv.slice(2);
-const opt = (name, fallback) => (argv.includes(`--${name}`) ? Number(argv[argv.indexOf(`--${name}`) + 1]) : fallback);
-const UPLOADS = opt("uploads", 300);
-const MINUTES = opt("minutes", 20);
-const SEED = opt("seed", 1);
-const RATE = opt("fault-rate", 0.15);
-const RELOAD_EVERY = opt("reload-every", 3000);
-const UPLINK = opt("uplink", 500_000);
-const CPU_HOG = opt("cpu-hog", 2);
-const LARGE = opt("large", 3);
 const LARGE_BYTES = 11 * 1024 * 1024;
 const BATCH = 10;
-
-let state = SEED * 2654435761 >>> 0 || 1;
-const rand = () => { state ^= state << 13; state ^= state >>> 17; state ^= state << 5; return (state >>> 0) / 2 ** 32; };
+/** The server flags of a soak: its large files go up in parts. */
+export const SOAK_SERVER_ARGS = ["--multipart-threshold", "8MiB", "--part-size", "5MiB"];
 
 /** Random faults on every route the browser uses. */
 function faultRules(rate) {
@@ -109,17 +106,47 @@ function objectSize(dataDir, key) {
   return parts === meta.size ? meta.size : NaN;
 }
 
-async function main() {
+/** What the embedded store holds: its objects (key → size) and the parts of uploads still open. */
+function localStorage(dataDir) {
+  const objects = new Map(objectFiles(dataDir).map((k) => [k, objectSize(dataDir, k)]));
+  // Parts of large files become their object at confirm, and no upload is
+  // left open.
+  const partsLeft = [];
+  const walkParts = (d) => {
+    if (!existsSync(d)) return;
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      if (e.isDirectory()) walkParts(join(d, e.name));
+      else partsLeft.push(join(d, e.name));
+    }
+  };
+  walkParts(join(dataDir, "objects", ".parts"));
+  return { objects, partsLeft };
+}
+
+/**
+ * The soak on `stack`: `{ api: {base, admin}, proxy, guestUrl(ev),
+ * storage() → {objects: Map key → size, partsLeft: []}, ready() → bool }`.
+ * `during({ list })`, if given, runs beside it from the first pick (the
+ * cluster's instance restarts), and is awaited before the checker.
+ * Returns `{ ok, line }`; the details go to stderr.
+ */
+export async function soak(stack, {
+  uploads: UPLOADS = 300, minutes: MINUTES = 20, seed: SEED = 1, faultRate: RATE = 0.15, reloadEvery: RELOAD_EVERY = 3000,
+  uplink: UPLINK = 500_000, cpuHog: CPU_HOG = 2, large: LARGE = 3,
+} = {}, { during } = {}) {
+  let state = SEED * 2654435761 >>> 0 || 1;
+  const rand = () => { state ^= state << 13; state ^= state >>> 17; state ^= state << 5; return (state >>> 0) / 2 ** 32; };
   const deadline = Date.now() + MINUTES * 60_000;
   const hogs = Array.from({ length: CPU_HOG }, () => spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }));
-  const stack = await startStack(`soak-${SEED}`, { serverArgs: ["--multipart-threshold", "8MiB", "--part-size", "5MiB"] });
   const browser = await launch();
+  let result = { ok: false, line: "did not finish" };
+  let beside = null;
   let reloads = 0;
   let retriesPressed = 0;
   const failedWith = {};
   try {
     await stack.proxy.seed(SEED);
-    const ev = await createEvent(stack.server, { moderation: "none" });
+    const ev = await createEvent(stack.api, { moderation: "none" });
     const context = await browser.newContext();
     const page = await openGuest(context, stack.guestUrl(ev));
     const cdp = await context.newCDPSession(page);
@@ -143,6 +170,7 @@ async function main() {
     const list = () => page.evaluate(() => window.uploader.list()).catch(() => []);
     const ready = () => page.waitForSelector("body[data-ready='1']", { timeout: 60_000 });
     await stack.proxy.rules(...faultRules(RATE));
+    beside = during?.({ list });
 
     let lastReload = Date.now();
     const maybeReload = async () => {
@@ -197,6 +225,7 @@ async function main() {
     }
 
     // Quiet network, everything settles; then the checker.
+    const besideReport = await beside;
     const faultLog = (await stack.proxy.log()).faults;
     const faults = faultLog.length;
     const hangUps = faultLog.filter((f) => f.action.kind === "hang_up").length;
@@ -216,31 +245,21 @@ async function main() {
       if (attempts.filter((a) => !a.replacedBy).every((a) => a.confirmation === "confirmed")) break;
       await sleep(500);
     }
-    const media = await hostMedia(stack.server, ev);
+    const media = await hostMedia(stack.api, ev);
     const perFile = new Map();
     for (const m of media) perFile.set(m.filename, (perFile.get(m.filename) ?? 0) + 1);
     const lost = picked.filter((name) => !perFile.has(name)).length;
     const duplicates = [...perFile.values()].reduce((n, c) => n + Math.max(0, c - 1), 0);
-    const objects = new Set(objectFiles(stack.server.dataDir));
+    const { objects, partsLeft: leftParts } = await stack.storage();
     // A media's object, and the renditions the server makes of it.
     const referenced = new Set(media.flatMap((m) => [m.object_key, `${m.object_key}-display`, `${m.object_key}-thumb`]));
-    const unreferenced = [...objects].filter((k) => !referenced.has(k));
-    const missing = media.filter((m) => !objects.has(m.object_key) || objectSize(stack.server.dataDir, m.object_key) !== m.size);
-    // Parts of large files become their object at confirm, and no upload is
-    // left open.
-    const leftParts = [];
-    const walkParts = (d) => {
-      if (!existsSync(d)) return;
-      for (const e of readdirSync(d, { withFileTypes: true })) {
-        if (e.isDirectory()) walkParts(join(d, e.name));
-        else leftParts.push(join(d, e.name));
-      }
-    };
-    walkParts(join(stack.server.dataDir, "objects", ".parts"));
+    const unreferenced = [...objects.keys()].filter((k) => !referenced.has(k));
+    const missing = media.filter((m) => objects.get(m.object_key) !== m.size);
     const orphans = unreferenced.length + missing.length + leftParts.length;
-    const serverReady = (await fetch(`${stack.server.base}/readyz`)).status === 200;
+    const serverReady = await stack.ready();
     const large = picked.filter((name) => name.endsWith(".mp4")).length;
-    console.log(`uploads ${picked.length} (in parts ${large}), faults ${faults} (hang-ups ${hangUps}), reloads ${reloads}, confirmed ${media.length}, lost ${lost}, duplicates ${duplicates}, orphans ${orphans}${serverReady ? "" : ", server not ready"}`);
+    const line = `uploads ${picked.length} (in parts ${large}), faults ${faults} (hang-ups ${hangUps}), reloads ${reloads}, confirmed ${media.length}, lost ${lost}, duplicates ${duplicates}, orphans ${orphans}, parts left ${leftParts.length}${serverReady ? "" : ", server not ready"}`;
+    result = { ok: !(lost || duplicates || orphans || !serverReady), line, confirmed: media.length, lost, duplicates, orphans, partsLeft: leftParts.length, during: besideReport };
     console.error(`(seed ${SEED}, fault rate ${RATE}, uplink ${UPLINK} B/s, reload every ~${RELOAD_EVERY} ms, cpu hogs ${CPU_HOG}, retries pressed ${retriesPressed}, files picked again ${repicks}, failures retried by hand ${JSON.stringify(failedWith)}, ${Math.round((Date.now() - (deadline - MINUTES * 60_000)) / 1000)} s)`);
     if (lost || duplicates || orphans || !serverReady) {
       if (unreferenced.length) console.error("objects without a media row:", unreferenced.slice(0, 10));
@@ -251,13 +270,44 @@ async function main() {
         const attempts = await list();
         console.error("lost:", lostNames.slice(0, 10), attempts.filter((a) => lostNames.includes(a.fileName)).slice(0, 5));
       }
-      process.exitCode = 1;
     }
   } finally {
     for (const hog of hogs) hog.kill("SIGKILL");
+    await beside?.catch(() => {});
     await browser.close();
+  }
+  return result;
+}
+
+async function main() {
+  const argv = process.argv.slice(2);
+  const opt = (name, fallback) => (argv.includes(`--${name}`) ? Number(argv[argv.indexOf(`--${name}`) + 1]) : fallback);
+  const options = {
+    uploads: opt("uploads", 300), minutes: opt("minutes", 20), seed: opt("seed", 1), faultRate: opt("fault-rate", 0.15),
+    reloadEvery: opt("reload-every", 3000), uplink: opt("uplink", 500_000), cpuHog: opt("cpu-hog", 2), large: opt("large", 3),
+  };
+  let stack;
+  let during;
+  if (argv.includes("--cluster")) {
+    const { startCluster, restartEachInstance } = await import("../cluster/cluster.mjs");
+    stack = await startCluster(`soak-${options.seed}`, { serverArgs: SOAK_SERVER_ARGS, faults: true });
+    during = restartEachInstance(stack);
+  } else {
+    const local = await startStack(`soak-${options.seed}`, { serverArgs: SOAK_SERVER_ARGS });
+    stack = {
+      ...local, api: local.server,
+      storage: () => localStorage(local.server.dataDir),
+      ready: async () => (await fetch(`${local.server.base}/readyz`)).status === 200,
+    };
+  }
+  try {
+    const { ok, line, during: report } = await soak(stack, options, { during });
+    console.log(line);
+    if (report) console.log(report);
+    if (!ok) process.exitCode = 1;
+  } finally {
     await stack.stop();
   }
 }
 
-main().catch((e) => { console.error(e); process.exit(1); });
+if (import.meta.url === pathToFileURL(process.argv[1]).href) main().catch((e) => { console.error(e); process.exit(1); });

@@ -13,6 +13,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { ROOT, TARGET, SERVER_BIN, freePort, listensOn, until, untilListening } from "../e2e/harness.mjs";
 import { PROXY_BIN } from "../faults/stack.mjs";
 
@@ -49,6 +50,37 @@ export function siteConfig(listenPort, upstreams) {
   const changed = lines.filter((l, i) => l !== original[i]).length;
   if (changed !== upstreams.length + 1) throw new Error(`replacing the addresses changed ${changed} lines`);
   return lines.join("\n");
+}
+
+/** A fault proxy (testing/fault-proxy) on a port of its own; its upstream is set later. */
+async function startFaultProxy() {
+  const child = spawn(PROXY_BIN, ["--listen", "127.0.0.1:0"], { stdio: ["ignore", "ignore", "pipe"] });
+  child.log = "";
+  child.stderr.on("data", (d) => { child.log += d; });
+  let port;
+  const listened = await untilListening(child, "the fault proxy", (out) => {
+    port = /fault-proxy: listening on 127\.0\.0\.1:(\d+)/.exec(out)?.[1];
+    return port !== undefined;
+  });
+  if (!listened) throw new Error(`the fault proxy could not listen:\n${child.log}`);
+  const base = `http://127.0.0.1:${port}`;
+  const call = async (method, path, body) => {
+    const res = await fetch(`${base}/__faults/${path}`, {
+      method, headers: { "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined,
+    });
+    if (!res.ok) throw new Error(`proxy ${path}: ${res.status} ${await res.text()}`);
+    return res.json();
+  };
+  return {
+    child, base,
+    rules: (...rules) => call("POST", "rules", { rules }),
+    clearRules: () => call("DELETE", "rules"),
+    reset: () => call("POST", "reset"),
+    upstream: (url) => call("POST", "upstream", { upstream: url }),
+    seed: (seed) => call("POST", "seed", { seed }),
+    log: () => call("GET", "log"),
+    inFlight: async () => Object.values((await call("GET", "log")).in_flight),
+  };
 }
 
 /** nginx with the site file, on a free loopback port, all its files in `dir`. */
@@ -140,36 +172,15 @@ export async function startCluster(name, { serverArgs = [], faults = false } = {
   const admin = `cluster-admin-${randomBytes(8).toString("hex")}`;
   const signingKey = randomBytes(32).toString("hex");
 
-  let proxy = null;
-  let proxyBase = null;
-  if (faults) {
-    const child = spawn(PROXY_BIN, ["--listen", "127.0.0.1:0"], { stdio: ["ignore", "ignore", "pipe"] });
-    child.log = "";
-    child.stderr.on("data", (d) => { child.log += d; });
-    let port;
-    const listened = await untilListening(child, "the fault proxy", (out) => {
-      port = /fault-proxy: listening on 127\.0\.0\.1:(\d+)/.exec(out)?.[1];
-      return port !== undefined;
-    });
-    if (!listened) throw new Error(`the fault proxy could not listen:\n${child.log}`);
-    proxyBase = `http://127.0.0.1:${port}`;
-    const call = async (method, path, body) => {
-      const res = await fetch(`${proxyBase}/__faults/${path}`, {
-        method, headers: { "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined,
-      });
-      if (!res.ok) throw new Error(`proxy ${path}: ${res.status} ${await res.text()}`);
-      return res.json();
-    };
-    proxy = {
-      child,
-      rules: (...rules) => call("POST", "rules", { rules }),
-      reset: () => call("POST", "reset"),
-      upstream: (url) => call("POST", "upstream", { upstream: url }),
-      seed: (seed) => call("POST", "seed", { seed }),
-      log: () => call("GET", "log"),
-      inFlight: async () => Object.values((await call("GET", "log")).in_flight),
-    };
-  }
+  // With faults: one fault proxy in front of nginx (the browser's way in),
+  // and one between the instances and moto (their object store calls can
+  // be slowed, and the browser's PUTs go through it too: they are signed
+  // for the endpoint the instances know).
+  const proxy = faults ? await startFaultProxy() : null;
+  const storageProxy = faults ? await startFaultProxy() : null;
+  if (storageProxy) await storageProxy.upstream(S3_ENDPOINT);
+  const proxyBase = proxy?.base ?? null;
+  const s3Endpoint = storageProxy?.base ?? S3_ENDPOINT;
 
   const ports = [await freePort(), await freePort()];
   const nginx = await startNginx(dir, ports.map((p) => `127.0.0.1:${p}`));
@@ -183,7 +194,7 @@ export async function startCluster(name, { serverArgs = [], faults = false } = {
     const args = [
       "--listen", `127.0.0.1:${port}`, "--data-dir", dataDir, "--admin-token", admin, "--signing-key", signingKey,
       "--public-url", publicUrl, "--trusted-proxy", "127.0.0.1",
-      "--database-url", databaseUrl, "--storage", "s3", "--s3-endpoint", S3_ENDPOINT, "--s3-bucket", bucket,
+      "--database-url", databaseUrl, "--storage", "s3", "--s3-endpoint", s3Endpoint, "--s3-bucket", bucket,
       "--www-dir", join(ROOT, "www"), "--pkg-dir", join(ROOT, "pkg"), ...serverArgs,
     ];
     const instance = {
@@ -216,7 +227,7 @@ export async function startCluster(name, { serverArgs = [], faults = false } = {
         const text = await fetch(`${instance.base}/metrics`).then((r) => r.text(), () => "");
         const out = new Map();
         for (const line of text.split("\n")) {
-          const m = /^([a-z_]+(?:\{[^}]*\})?) (\S+)$/.exec(line);
+          const m = /^([a-z_]+(?:\{.*\})?) (\S+)$/.exec(line);
           if (m) out.set(m[1], Number(m[2]));
         }
         return out;
@@ -229,19 +240,83 @@ export async function startCluster(name, { serverArgs = [], faults = false } = {
 
   const api = { base: nginx.base, admin };
   return {
-    name, dir, bucket, database, nginx, proxy, instances, api,
+    name, dir, bucket, database, nginx, proxy, storageProxy, instances, api,
     /** Where the browser goes: the fault proxy, or nginx. */
     base: publicUrl,
     guestUrl: (ev) => `${publicUrl}/?event=${ev.event.slug}&code=${ev.guest_code}`,
     wallUrl: (ev) => `${publicUrl}/wall.html?event=${ev.event.slug}&code=${ev.guest_code}`,
-    objects: () => bucketObjects(bucket),
-    openUploads: () => openUploads(bucket),
+    /** The bucket's objects (key → size), and the keys of the multipart uploads still open. */
+    storage: async () => ({ objects: await bucketObjects(bucket), partsLeft: await openUploads(bucket) }),
+    /** Whether every instance is up and ready. */
+    ready: async () => (await Promise.all(instances.map((i) => fetch(`${i.base}/readyz`).then((r) => r.ok, () => false)))).every(Boolean),
     /** A query in the cluster's database; its rows as text, one per line. */
     psql: (sql) => psql(sql, databaseUrl),
     async stop() {
       for (const instance of instances) await instance.stop("SIGTERM").catch(() => {});
       nginx.child.kill("SIGQUIT");
       proxy?.child.kill("SIGTERM");
+      storageProxy?.child.kill("SIGTERM");
     },
+  };
+}
+
+/** Requests the instance is at work on now (the scrape is not one). */
+async function busy(instance) {
+  return (await instance.metrics()).get("upload_once_requests_in_flight") ?? 0;
+}
+
+/**
+ * The soak's instance losses (tests/faults/soak.mjs `during`): instance A
+ * is killed (SIGKILL) while a file is part-way through its parts and a
+ * confirm is at work on A, then started again; once A has carried the load
+ * for a while, B is stopped gracefully (SIGTERM) while it is at work on
+ * requests, and started again. Resolves to what happened.
+ */
+export function restartEachInstance(cluster, { within = 240_000 } = {}) {
+  const [a, b] = cluster.instances;
+  const isConfirm = (r) => r.method === "POST" && r.path.endsWith("/confirm");
+  return async ({ list }) => {
+    const report = { killed: null, stopped: null };
+    const by = Date.now() + within;
+    // Every object store HEAD (each confirm makes one) takes 300 ms more
+    // while the moment is sought, so a confirm is at work long enough to be
+    // caught.
+    await cluster.storageProxy.rules({ method: "HEAD", path: "*", action: { kind: "delay", ms: 300 } });
+    // A confirm at work, and A at work, while a file is part-way through its parts.
+    let midParts = null;
+    let atWork = 0;
+    while (Date.now() < by) {
+      midParts = (await list()).find((x) => x.partCount > 1 && x.partsDone > 0 && x.partsDone < x.partCount);
+      if (midParts && (await cluster.proxy.inFlight()).some(isConfirm) && (atWork = await busy(a)) > 0) break;
+      midParts = null;
+      await sleep(5);
+    }
+    const killedAt = Date.now();
+    await a.stop("SIGKILL");
+    await cluster.storageProxy.clearRules();
+    await a.start();
+    // The confirms A was at work on: nginx answered them 502 (it never
+    // sends a POST that reached an instance to another one).
+    const cut = (await cluster.proxy.log()).requests.filter((r) => isConfirm(r) && r.status === 502 && r.at_ms <= killedAt && r.done_ms >= killedAt);
+    report.killed = {
+      instance: a.label, requestsAtWork: atWork, confirmsCut: cut.length,
+      partsOfALargeFile: midParts ? `${midParts.partsDone} of ${midParts.partCount}` : "none part-way (time ran out)",
+    };
+    // A carries the load for a while (B is up too), then B stops while at work.
+    const confirmed = async () => (await list()).filter((x) => x.confirmation === "confirmed").length;
+    const before = await confirmed();
+    while (Date.now() < by && (await confirmed()) < before + 10) await sleep(200);
+    let bAtWork = 0;
+    while (Date.now() < by && (bAtWork = await busy(b)) === 0) await sleep(5);
+    const exited = new Promise((r) => b.child.once("exit", (code, signal) => r({ code, signal })));
+    const stopping = Date.now();
+    b.child.kill("SIGTERM");
+    const exit = await exited;
+    const stopped = Date.now();
+    // What B was at work on, it finished: no request answered 502 meanwhile.
+    const cutByTheStop = (await cluster.proxy.log()).requests.filter((r) => r.status === 502 && r.done_ms >= stopping && r.at_ms <= stopped);
+    report.stopped = { instance: b.label, requestsAtWork: bAtWork, exit, stoppedInMs: stopped - stopping, answered502: cutByTheStop.length };
+    await b.start();
+    return report;
   };
 }

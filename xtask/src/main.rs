@@ -3,7 +3,7 @@
 //! - `cargo xtask demo`: builds the npm package, starts the reference server
 //!   with a demo event, serves the guest page.
 //! - `cargo xtask test [layer ...]`: every test layer (core, server, browser,
-//!   e2e, vite, soak-short, bench-smoke, size); exits non-zero on any failure.
+//!   e2e, faults, cluster, size, bench); exits non-zero on any failure.
 //!
 //! Both install what a fresh Debian machine lacks (as root).
 
@@ -11,7 +11,6 @@ mod backends;
 mod engines;
 // Its store and test list are for the cluster layer (run.rs), which does
 // not start it yet.
-#[allow(dead_code)]
 mod moto;
 mod run;
 mod server;
@@ -26,8 +25,10 @@ fn usage() -> ExitCode {
   demo                 build the package, start the server at http://127.0.0.1:8080 with a demo event
   test [layer ...]     run the test suite (all layers, or: {})
   bench [--quick]      run the benchmarks and write docs/benchmarks.md
-  soak [--uploads N]   chaos soak through the fault proxy, with a checker (docs/reliability.md)
-  setup                install what is missing (toolchain, browsers, npm packages, moto)",
+  soak [--uploads N] [--cluster]
+                       chaos soak through the fault proxy, with a checker (docs/reliability.md);
+                       --cluster: on two instances behind nginx, PostgreSQL and moto
+  setup                install what is missing (toolchain, browsers, npm packages, moto, nginx)",
         run::LAYERS.join(", ")
     );
     ExitCode::from(2)
@@ -43,7 +44,8 @@ fn main() -> ExitCode {
         Some("setup") => setup::ensure_all(true)
             .and_then(|()| engines::ensure_engines("setup").map(drop))
             .and_then(|()| setup::ensure_npm_packages())
-            .and_then(|()| moto::ensure_moto().map(drop)),
+            .and_then(|()| moto::ensure_moto().map(drop))
+            .and_then(|()| setup::ensure_nginx().map(drop)),
         _ => return usage(),
     };
     match result {

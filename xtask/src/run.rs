@@ -6,11 +6,12 @@ use std::time::Instant;
 
 use crate::backends::{Combination, Postgres, S3Server, build_s3_server, test_env};
 use crate::engines::{WasmRun, ensure_engines, versions, wasm_runs};
+use crate::moto::{Moto, moto_test_args, moto_test_env};
 use crate::server::{Server, build_server, reserve_page_port, target_dir};
-use crate::setup::{Result, ensure_all, ensure_chromium, ensure_npm, extend_path, root, sh};
+use crate::setup::{Result, ensure_all, ensure_chromium, ensure_nginx, ensure_npm, extend_path, root, sh};
 
 /// Every test layer, in the order `cargo xtask test` runs them.
-pub const LAYERS: &[&str] = &["core", "server", "browser", "e2e", "faults", "size", "bench"];
+pub const LAYERS: &[&str] = &["core", "server", "browser", "e2e", "faults", "cluster", "size", "bench"];
 
 /// The package budget: `.wasm` + JS glue, gzip -9. The build fails past it.
 /// The size measured with multipart transfer, pause and resume, attempts
@@ -415,9 +416,59 @@ fn layer_faults() -> Result {
     ]))
 }
 
-/// `cargo xtask soak [--uploads N] [--minutes M] [--seed S] [--fault-rate P] [--reload-every MS]`
+/// What the cluster needs (tests/cluster/cluster.mjs), started and built:
+/// PostgreSQL, moto, nginx, the release server, the fault proxy, the
+/// package and Chromium. Returns the node command (in tests/cluster) with
+/// its environment, and the stores, which stop when dropped.
+fn cluster_command() -> Result<(Command, Postgres, Moto)> {
+    let (chromium, _) = ensure_chromium()?;
+    let nginx = ensure_nginx()?;
+    build_package("web", "pkg")?;
+    ensure_npm(&root().join("tests/e2e"))?;
+    // As it is deployed: the release build, without the test hooks.
+    sh(Command::new("cargo").args(["build", "--quiet", "--release", "-p", "upload-once-server"]).current_dir(root()))?;
+    sh(Command::new("cargo").args(["build", "--quiet", "-p", "upload-once-fault-proxy"]).current_dir(root()))?;
+    let pg = Postgres::start()?;
+    let moto = Moto::start("cluster")?;
+    let mut node = Command::new("node");
+    node.current_dir(root().join("tests/cluster"))
+        .env("UPLOAD_ONCE_SERVER_BIN", target_dir().join("release/upload-once-server"))
+        .env("UPLOAD_ONCE_FAULT_PROXY_BIN", target_dir().join("debug/upload-once-fault-proxy"))
+        .env("UPLOAD_ONCE_CLUSTER_PG_ADMIN_URL", &pg.admin_url)
+        .env("UPLOAD_ONCE_CLUSTER_S3_ENDPOINT", &moto.endpoint)
+        .env("UPLOAD_ONCE_NGINX", nginx)
+        .env("UPLOAD_ONCE_CHROMIUM", chromium)
+        .env("UPLOAD_ONCE_ROOT", root())
+        .env("UPLOAD_ONCE_TARGET_DIR", target_dir());
+    Ok((node, pg, moto))
+}
+
+/// As it is deployed (docs/deploy.md §3): the server tests that reach the
+/// bucket against moto's server (an S3 nobody here wrote; what moto does
+/// not check stays with testing/s3-server, xtask/src/moto.rs), then
+/// tests/cluster: two release instances on one PostgreSQL and one moto
+/// bucket behind nginx, with instance loss during a fault soak, the live
+/// wall across instances, limits, and work done once.
+fn layer_cluster() -> Result {
+    let (mut node, pg, moto) = cluster_command()?;
+    eprintln!("\n--- the server tests that reach the bucket, against moto (PostgreSQL) ---");
+    let mut tests = Command::new("cargo");
+    tests.args(moto_test_args()).current_dir(root()).env_remove("UPLOAD_ONCE_TEST_DATABASE_URL");
+    for (k, v) in moto_test_env(Some(&pg.admin_url), &moto) {
+        tests.env(k, v);
+    }
+    sh(&mut tests)?;
+    eprintln!("\n--- the cluster: two instances behind nginx ---");
+    sh(node.args(["--test", "--test-concurrency=1", "--test-reporter=spec"]))
+}
+
+/// `cargo xtask soak [--uploads N] [--minutes M] [--seed S] [--fault-rate P] [--reload-every MS] [--cluster]`
 pub fn soak(args: &[String]) -> Result {
     ensure_all(true)?;
+    if args.iter().any(|a| a == "--cluster") {
+        let (mut node, _pg, _moto) = cluster_command()?;
+        return sh(node.arg("../faults/soak.mjs").args(args));
+    }
     sh(faults_command()?.arg("soak.mjs").args(args))
 }
 
@@ -521,7 +572,7 @@ pub fn test(args: &[String]) -> Result {
     if let Some(unknown) = layers.iter().find(|l| !LAYERS.contains(l)) {
         return Err(format!("unknown test layer `{unknown}` (layers: {})", LAYERS.join(", ")));
     }
-    ensure_all(layers.iter().any(|l| matches!(*l, "browser" | "e2e" | "faults" | "bench")))?;
+    ensure_all(layers.iter().any(|l| matches!(*l, "browser" | "e2e" | "faults" | "cluster" | "bench")))?;
     // The servers' data of the previous run (kept until now for a look after
     // a failure); without this it piles up run after run.
     let _ = std::fs::remove_dir_all(target_dir().join("test-data"));
@@ -535,6 +586,7 @@ pub fn test(args: &[String]) -> Result {
             "browser" => layer_browser(),
             "e2e" => layer_e2e(),
             "faults" => layer_faults(),
+            "cluster" => layer_cluster(),
             "size" => layer_size(),
             // Tiny sizes, only to keep the benchmarks working.
             "bench" => run_bench(true, &target_dir().join("bench-smoke.md")),

@@ -73,6 +73,16 @@ fn is_root() -> bool {
     output("id", &["-u"]).as_deref() == Some("0")
 }
 
+/// nginx (Debian's package), the cluster layer's load balancer; its path.
+pub fn ensure_nginx() -> Result<PathBuf> {
+    let found = || find("nginx").or_else(|| Some(PathBuf::from("/usr/sbin/nginx")).filter(|p| p.is_file()));
+    if let Some(nginx) = found() {
+        return Ok(nginx);
+    }
+    apt_install(&["nginx"])?;
+    found().ok_or_else(|| "nginx is installed but not found".to_owned())
+}
+
 /// Installs Debian packages (once `apt-get update`d per run).
 pub fn apt_install(packages: &[&str]) -> Result {
     static UPDATED: OnceLock<()> = OnceLock::new();

@@ -1,0 +1,76 @@
+// Work is done once: both instances run rendition workers and the sweeper
+// over the same database, yet each media's renditions are made once and
+// each lapsed attempt is expired once. Counted from each instance's own
+// metrics: rendition jobs ended (a claim whose lease ran out ends nothing),
+// rendition PUTs to the bucket, and attempts its sweeper expired. How the
+// work fell between the two is printed.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createEvent, photo, until } from "../e2e/harness.mjs";
+import { startCluster } from "./cluster.mjs";
+import { authorize, ok, sendAndConfirm, session } from "./client.mjs";
+
+const PHOTOS = 20;
+const LAPSED = 20;
+
+let cluster;
+before(async () => {
+  // Attempts lapse after 10 s, and each instance sweeps every 200 ms: both
+  // sweepers find every lapsed attempt at about the same time.
+  cluster = await startCluster("once-work", { serverArgs: ["--attempt-ttl", "10s", "--url-ttl", "5s", "--sweep-interval", "200ms"] });
+});
+after(async () => { await cluster?.stop(); });
+
+const sum = async (series) => (await Promise.all(cluster.instances.map(async (i) => (await i.metrics()).get(series) ?? 0)));
+
+test("renditions are made once per photo and lapsed attempts expired once, with both instances at work", async () => {
+  const base = cluster.nginx.base;
+  const ev = await createEvent(cluster.api, { moderation: "none" });
+  const token = await session(base, ev);
+  // Twenty that lapse (authorized, never sent), and twenty photos sent and confirmed.
+  const lapsed = [];
+  for (let k = 0; k < LAPSED; k++) lapsed.push(await authorize(base, ev, token, 1000 + k));
+  // Each photo from a guest of its own (a session's jobs take one worker at
+  // a time, in the whole cluster), large enough that its rendition takes a
+  // while (1600×1200): the jobs are still there when the other instance's
+  // workers look.
+  const sent = await Promise.all(Array.from({ length: PHOTOS }, async (_, k) => {
+    const guest = await session(base, ev);
+    return sendAndConfirm(base, guest, await authorize(base, ev, guest, k + 1, photo(k + 1, 400_000, 1600, 1200)));
+  }));
+  assert.equal(new Set(sent.map((m) => m.id)).size, PHOTOS);
+
+  // Each photo's display rendition asked of both instances at once: each
+  // makes the job if it is missing and wakes its own workers, so the two
+  // instances' workers race for every job (and their scans too).
+  const { items } = await ok(base, "GET", `/v1/events/${ev.event.slug}/wall?code=${ev.guest_code}`);
+  assert.equal(items.length, PHOTOS);
+  await Promise.all(items.flatMap((item) => cluster.instances.map(async (instance) => {
+    const url = new URL(item.url, base);
+    const res = await fetch(`${instance.base}${url.pathname}${url.search}`);
+    assert.equal(res.status, 200, `${item.url} from ${instance.label}: ${res.status}`);
+    await res.arrayBuffer();
+  })));
+  const doneSeries = 'upload_once_rendition_jobs_total{outcome="done"}';
+  await until("every rendition job to end", async () => (await sum(doneSeries)).reduce((a, b) => a + b) >= PHOTOS, 60_000, 200);
+  await until("every lapsed attempt to be expired", async () => {
+    const states = await Promise.all(lapsed.map(({ id }) => ok(base, "GET", `/v1/attempts/${id}`, { token }).then((s) => s.state)));
+    return states.every((s) => s === "expired");
+  }, 60_000, 500);
+  // A few more sweeps by each instance: a second expiry would be counted now.
+  const sweepsBefore = await sum('upload_once_http_requests_total{route="/v1/admin/sweep",method="POST",status="200"}');
+  for (const instance of cluster.instances) {
+    for (let k = 0; k < 3; k++) await ok(instance.base, "POST", "/v1/admin/sweep", { token: cluster.api.admin });
+  }
+  assert.ok(sweepsBefore.every((n) => n === 0));
+
+  const done = await sum(doneSeries);
+  const placeholders = await sum('upload_once_rendition_jobs_total{outcome="placeholder"}');
+  const puts = await sum('upload_once_object_store_request_duration_seconds_count{operation="put"}');
+  const expired = await sum("upload_once_sweeper_expired_attempts_total");
+  console.log(`rendition jobs ended per instance: ${done.join(" + ")}; rendition PUTs: ${puts.join(" + ")}; expired by each sweeper: ${expired.join(" + ")}`);
+  assert.equal(done.reduce((a, b) => a + b), PHOTOS, "one rendition job ended per photo");
+  assert.equal(placeholders.reduce((a, b) => a + b), 0);
+  assert.equal(puts.reduce((a, b) => a + b), 2 * PHOTOS, "a display and a thumb per photo, each stored once");
+  assert.equal(expired.reduce((a, b) => a + b), LAPSED, "each lapsed attempt expired once");
+});

@@ -11,7 +11,7 @@
 //   UPLOAD_ONCE_CLUSTER_S3_ENDPOINT, UPLOAD_ONCE_NGINX, UPLOAD_ONCE_FAULT_PROXY_BIN
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ROOT, TARGET, SERVER_BIN, freePort, listensOn, until, untilListening } from "../e2e/harness.mjs";
@@ -318,5 +318,53 @@ export function restartEachInstance(cluster, { within = 240_000 } = {}) {
     report.stopped = { instance: b.label, requestsAtWork: bAtWork, exit, stoppedInMs: stopped - stopping, answered502: cutByTheStop.length };
     await b.start();
     return report;
+  };
+}
+
+/** An instance's resident memory (KiB) and open descriptors now, read from /proc. */
+export function resources(instance) {
+  const pid = instance.child?.pid;
+  try {
+    const rss = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
+    return { pid, rssKiB: rss, fds: readdirSync(`/proc/${pid}/fd`).length };
+  } catch {
+    return { pid, rssKiB: NaN, fds: NaN };
+  }
+}
+
+/**
+ * Watches the instances every `every` ms until `stop()`: the rendition jobs
+ * each process ended (its last count before it stopped; a process killed
+ * within `every` of a job may lose that count, so the total is a floor),
+ * and each instance's memory and descriptors when first seen after its
+ * last start, at their highest, and at the end.
+ */
+export function watchInstances(cluster, every = 2_000) {
+  const ended = new Map();
+  const seen = new Map();
+  let running = true;
+  const sample = async () => {
+    for (const instance of cluster.instances) {
+      const m = await instance.metrics();
+      if (m.size) {
+        const n = (m.get('upload_once_rendition_jobs_total{outcome="done"}') ?? 0) + (m.get('upload_once_rendition_jobs_total{outcome="placeholder"}') ?? 0);
+        ended.set(instance.child.pid, n);
+      }
+      const now = resources(instance);
+      const s = seen.get(instance.label);
+      if (!s || s.first.pid !== now.pid) seen.set(instance.label, { first: now, peakRssKiB: now.rssKiB, peakFds: now.fds });
+      else Object.assign(s, { peakRssKiB: Math.max(s.peakRssKiB, now.rssKiB), peakFds: Math.max(s.peakFds, now.fds) });
+    }
+  };
+  const loop = (async () => { while (running) { await sample().catch(() => {}); await sleep(every); } })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      await sample().catch(() => {});
+      const jobsEnded = [...ended.values()].reduce((a, b) => a + b, 0);
+      const perInstance = [...seen].map(([label, s]) => ({ label, since: s.first, peakRssKiB: s.peakRssKiB, peakFds: s.peakFds, end: resources(cluster.instances.find((i) => i.label === label)) }));
+      return { jobsEnded, perInstance };
+    },
   };
 }

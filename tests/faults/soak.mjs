@@ -288,10 +288,15 @@ async function main() {
   };
   let stack;
   let during;
+  let watch = null;
   if (argv.includes("--cluster")) {
-    const { startCluster, restartEachInstance } = await import("../cluster/cluster.mjs");
-    stack = await startCluster(`soak-${options.seed}`, { serverArgs: SOAK_SERVER_ARGS, faults: true });
-    during = restartEachInstance(stack);
+    const { startCluster, restartEachInstance, watchInstances } = await import("../cluster/cluster.mjs");
+    // Guest sessions lapse during a long run (`--session-ttl`, in minutes).
+    const sessionTtl = opt("session-ttl", 0);
+    const serverArgs = [...SOAK_SERVER_ARGS, ...(sessionTtl ? ["--session-ttl", `${sessionTtl}m`] : [])];
+    stack = await startCluster(`soak-${options.seed}`, { serverArgs, faults: true });
+    during = restartEachInstance(stack, { within: options.minutes * 60_000 });
+    watch = watchInstances(stack);
   } else {
     const local = await startStack(`soak-${options.seed}`, { serverArgs: SOAK_SERVER_ARGS });
     stack = {
@@ -301,10 +306,27 @@ async function main() {
     };
   }
   try {
-    const { ok, line, during: report } = await soak(stack, options, { during });
+    const started = Date.now();
+    const { ok, line, confirmed, during: report } = await soak(stack, options, { during });
     console.log(line);
-    if (report) console.log(report);
-    if (!ok) process.exitCode = 1;
+    if (report) console.log(JSON.stringify(report));
+    let twice = 0;
+    if (watch) {
+      // Every media's rendition job ends (done, or a placeholder for what
+      // is not a photo) before the work is counted.
+      const open = () => Number(stack.psql("SELECT count(*) FROM rendition_jobs WHERE state IN ('queued', 'running')"));
+      const by = Date.now() + 120_000;
+      while (open() > 0 && Date.now() < by) await sleep(1_000);
+      const jobs = Number(stack.psql("SELECT count(*) FROM rendition_jobs"));
+      const { jobsEnded, perInstance } = await watch.stop();
+      twice = Math.max(0, jobsEnded - jobs);
+      console.log(`rendition jobs ${jobs} for ${confirmed} media, still open ${open()}, ended by the instances (at least) ${jobsEnded}: jobs done twice ${twice}`);
+      for (const i of perInstance) {
+        console.log(`instance ${i.label}: since its last start RSS ${i.since.rssKiB} KiB, ${i.since.fds} descriptors; peak ${i.peakRssKiB} KiB, ${i.peakFds}; at the end ${i.end.rssKiB} KiB, ${i.end.fds}`);
+      }
+    }
+    console.log(`wall time ${Math.round((Date.now() - started) / 1000)} s`);
+    if (!ok || twice) process.exitCode = 1;
   } finally {
     await stack.stop();
   }

@@ -17,6 +17,17 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ROOT, TARGET, SERVER_BIN, freePort, listensOn, until, untilListening } from "../e2e/harness.mjs";
 import { PROXY_BIN } from "../faults/stack.mjs";
 
+// Every process the cluster starts is stopped when this one ends, also on
+// Ctrl-C or an uncaught error (nginx and the proxies would outlive it).
+const children = new Set();
+function track(child) {
+  children.add(child);
+  child.once("exit", () => children.delete(child));
+  return child;
+}
+process.once("exit", () => { for (const c of children) c.kill("SIGKILL"); });
+for (const signal of ["SIGINT", "SIGTERM"]) process.once(signal, () => process.exit(130));
+
 const PG_ADMIN_URL = process.env.UPLOAD_ONCE_CLUSTER_PG_ADMIN_URL;
 const S3_ENDPOINT = process.env.UPLOAD_ONCE_CLUSTER_S3_ENDPOINT;
 const NGINX = process.env.UPLOAD_ONCE_NGINX ?? "/usr/sbin/nginx";
@@ -54,7 +65,7 @@ export function siteConfig(listenPort, upstreams) {
 
 /** A fault proxy (testing/fault-proxy) on a port of its own; its upstream is set later. */
 async function startFaultProxy() {
-  const child = spawn(PROXY_BIN, ["--listen", "127.0.0.1:0"], { stdio: ["ignore", "ignore", "pipe"] });
+  const child = track(spawn(PROXY_BIN, ["--listen", "127.0.0.1:0"], { stdio: ["ignore", "ignore", "pipe"] }));
   child.log = "";
   child.stderr.on("data", (d) => { child.log += d; });
   let port;
@@ -100,7 +111,7 @@ async function startNginx(dir, upstreams) {
       `  include ${site};`,
       "}",
     ].join("\n"));
-    const child = spawn(NGINX, ["-p", dir, "-c", join(dir, "nginx.conf")], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = track(spawn(NGINX, ["-p", dir, "-c", join(dir, "nginx.conf")], { stdio: ["ignore", "pipe", "pipe"] }));
     child.log = "";
     child.stdout.on("data", (d) => { child.log += d; });
     child.stderr.on("data", (d) => { child.log += d; });
@@ -200,10 +211,10 @@ export async function startCluster(name, { serverArgs = [], faults = false } = {
     const instance = {
       label, port, base: `http://127.0.0.1:${port}`, child: null, log: "", starts: 0,
       async start() {
-        const child = spawn(SERVER_BIN, args, {
+        const child = track(spawn(SERVER_BIN, args, {
           stdio: ["ignore", "pipe", "pipe"],
           env: { ...process.env, RUST_LOG: "warn", AWS_ACCESS_KEY_ID: "cluster", AWS_SECRET_ACCESS_KEY: "cluster" },
-        });
+        }));
         instance.child = child;
         instance.starts++;
         child.stdout.on("data", (d) => { instance.log += d; });

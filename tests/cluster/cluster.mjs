@@ -11,7 +11,7 @@
 //   UPLOAD_ONCE_CLUSTER_S3_ENDPOINT, UPLOAD_ONCE_NGINX, UPLOAD_ONCE_FAULT_PROXY_BIN
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ROOT, TARGET, SERVER_BIN, freePort, listensOn, until, untilListening } from "../e2e/harness.mjs";
@@ -20,12 +20,13 @@ import { PROXY_BIN } from "../faults/stack.mjs";
 // Every process the cluster starts is stopped when this one ends, also on
 // Ctrl-C or an uncaught error (nginx and the proxies would outlive it).
 const children = new Set();
-function track(child) {
+function track(child, signal = "SIGKILL") {
+  child.stopWith = signal;
   children.add(child);
   child.once("exit", () => children.delete(child));
   return child;
 }
-process.once("exit", () => { for (const c of children) c.kill("SIGKILL"); });
+process.once("exit", () => { for (const c of children) c.kill(c.stopWith); });
 for (const signal of ["SIGINT", "SIGTERM"]) process.once(signal, () => process.exit(130));
 
 const PG_ADMIN_URL = process.env.UPLOAD_ONCE_CLUSTER_PG_ADMIN_URL;
@@ -45,9 +46,10 @@ export function siteConfig(listenPort, upstreams) {
   let upstreamIndex = 0;
   let listens = 0;
   const lines = original.map((line) => {
-    if (/^\s+server \S+:\d+;$/.test(line)) {
+    const server = /^(\s+server )(\S+:\d+)(.*;)$/.exec(line);
+    if (server) {
       const to = upstreams[upstreamIndex++];
-      return to === undefined ? line : line.replace(/\S+:\d+;$/, `${to};`);
+      return to === undefined ? line : `${server[1]}${to}${server[3]}`;
     }
     if (/^\s+listen \d+;$/.test(line)) {
       listens++;
@@ -111,7 +113,8 @@ async function startNginx(dir, upstreams) {
       `  include ${site};`,
       "}",
     ].join("\n"));
-    const child = track(spawn(NGINX, ["-p", dir, "-c", join(dir, "nginx.conf")], { stdio: ["ignore", "pipe", "pipe"] }));
+    // SIGTERM: the master stops its workers (killed, it would leave them).
+    const child = track(spawn(NGINX, ["-p", dir, "-c", join(dir, "nginx.conf")], { stdio: ["ignore", "pipe", "pipe"] }), "SIGTERM");
     child.log = "";
     child.stdout.on("data", (d) => { child.log += d; });
     child.stderr.on("data", (d) => { child.log += d; });
@@ -174,6 +177,8 @@ export async function startCluster(name, { serverArgs = [], faults = false } = {
   if (!PG_ADMIN_URL || !S3_ENDPOINT) throw new Error("run through `cargo xtask test cluster` (it starts PostgreSQL and moto)");
   mkdirSync(join(TARGET, "test-data"), { recursive: true });
   const dir = mkdtempSync(join(TARGET, "test-data", `cluster-${name}-`));
+  // nginx's workers (`nobody`) use its temporary directories in here.
+  chmodSync(dir, 0o755);
   const id = `${name.replace(/[^a-z0-9]/g, "")}${randomBytes(4).toString("hex")}`;
   const database = `cluster_${id}`;
   psql(`CREATE DATABASE ${database}`);
@@ -211,6 +216,8 @@ export async function startCluster(name, { serverArgs = [], faults = false } = {
     const instance = {
       label, port, base: `http://127.0.0.1:${port}`, child: null, log: "", starts: 0,
       async start() {
+        // This start's own output (a line of the last one would say it listens).
+        instance.log = "";
         const child = track(spawn(SERVER_BIN, args, {
           stdio: ["ignore", "pipe", "pipe"],
           env: { ...process.env, RUST_LOG: "warn", AWS_ACCESS_KEY_ID: "cluster", AWS_SECRET_ACCESS_KEY: "cluster" },

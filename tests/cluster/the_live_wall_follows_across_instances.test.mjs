@@ -2,7 +2,8 @@
 // instance (A) serves shows, within a second, a photo a host approves on
 // the other (B). When A is killed, the wall's EventSource reconnects
 // through nginx to B, with the id of the last event it saw
-// (`Last-Event-ID`), and misses nothing approved while it was away.
+// (`Last-Event-ID`), and misses nothing approved while it was away: the
+// wall's fallback poll is cut off then, so only the feed can bring them.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
@@ -51,6 +52,11 @@ test("a wall on one instance shows what a host approves on the other, and follow
   for (let seed = 1; seed <= 4; seed++) media.push(await upload(ev, seed));
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const wall = await context.newPage();
+  // Every request for the live feed, with its Last-Event-ID.
+  const feeds = [];
+  wall.on("request", async (request) => {
+    if (new URL(request.url()).pathname.endsWith("/wall/live")) feeds.push((await request.allHeaders())["last-event-id"] ?? null);
+  });
   await wall.goto(cluster.wallUrl(ev));
   await wall.waitForSelector("body[data-live='1']");
   const a = await servingWall();
@@ -67,11 +73,16 @@ test("a wall on one instance shows what a host approves on the other, and follow
     assert.ok(elapsed < 1_000, `on the wall ${elapsed} ms after the approval on the other instance`);
   }
 
-  // A dies; two more are approved on B before the wall is back.
+  // A dies; two more are approved on B before the wall is back. The wall's
+  // fallback poll is cut off, so only the reconnected feed can bring them.
+  await wall.route((url) => url.pathname.endsWith("/wall"), (route) => route.abort());
+  const feedsBefore = feeds.length;
   await a.stop("SIGKILL");
   for (const m of media.slice(2)) await call(b.base, "POST", `/v1/media/${m.id}/moderation`, ev.host_token, { decision: "approve" });
   for (const m of media.slice(2)) await onWall(m);
   assert.equal(await servingWall(), b, "the wall listens to B now");
+  const reconnects = feeds.slice(feedsBefore);
+  assert.ok(reconnects.length >= 1 && reconnects.every((id) => id), `the feed reconnected with the last event's id: ${JSON.stringify(reconnects)}`);
   const shown = await wall.$$eval("[data-testid='wall-item']", (items) => items.map((i) => i.dataset.id));
   assert.deepEqual([...shown].sort(), media.map((m) => m.id).sort(), "every approved photo once, none twice");
   await a.start();

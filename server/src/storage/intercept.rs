@@ -208,6 +208,11 @@ impl<I: Interceptor> ObjectStore for Intercepted<I> {
         self.around(call(Operation::Put, key), run, |meta| meta).await
     }
 
+    async fn put_file(&self, key: &str, content_type: &str, path: &std::path::Path) -> Result<ObjectMeta> {
+        let run = self.inner.put_file(key, content_type, path);
+        self.around(call(Operation::Put, key), run, |meta| meta).await
+    }
+
     fn presign_get(&self, key: &str, expires_at: UnixMillis, answer: &GetAnswer<'_>) -> Option<String> {
         self.inner.presign_get(key, expires_at, answer)
     }

@@ -886,34 +886,14 @@ impl ObjectStore for LocalObjectStore {
     }
 
     async fn put(&self, key: &str, content_type: &str, bytes: Bytes) -> Result<ObjectMeta> {
-        if !is_valid_key(key) {
-            return Err(Error::Io(io::Error::new(io::ErrorKind::InvalidInput, format!("not an object key: {key}"))));
-        }
-        let body = futures_util::stream::iter([Ok::<_, io::Error>(bytes.clone())]);
-        let received = self.receive(body, bytes.len() as u64).await.map_err(unavailable)?;
-        let meta = MetaFile {
-            size: received.size,
-            content_type: content_type.to_owned(),
-            sha256: Some(received.sha256.clone()),
-            composite_sha256: None,
-            parts: Vec::new(),
-        };
-        let _guard = self.key_lock(key).lock().await;
-        // Replaced, not refused: the old object stays whole until the rename.
-        let object_path = self.object_path(key);
-        if let Some(parent) = object_path.parent() {
-            tokio::fs::create_dir_all(parent).await.map_err(|e| unavailable(e.into()))?;
-        }
-        let meta_tmp = received.path.with_extension("meta");
-        write_synced(&meta_tmp, &serde_json::to_vec(&meta).unwrap_or_default()).await.map_err(unavailable)?;
-        // The object first, then its metadata: a reader between the two sees
-        // a size that does not match, which reads as absent (never a mix).
-        tokio::fs::rename(&received.path, &object_path).await.map_err(|e| unavailable(e.into()))?;
-        tokio::fs::rename(&meta_tmp, self.meta_path(key)).await.map_err(|e| unavailable(e.into()))?;
-        if let Some(parent) = object_path.parent() {
-            sync_dir(parent).await;
-        }
-        Ok(Self::to_meta(meta))
+        let size = bytes.len() as u64;
+        self.put_stream(key, content_type, futures_util::stream::iter([Ok::<_, io::Error>(bytes)]), size).await
+    }
+
+    async fn put_file(&self, key: &str, content_type: &str, path: &Path) -> Result<ObjectMeta> {
+        let file = tokio::fs::File::open(path).await?;
+        let size = file.metadata().await?.len();
+        self.put_stream(key, content_type, super::file_chunks(file), size).await
     }
 
     fn presign_get(&self, _key: &str, _expires_at: UnixMillis, _answer: &super::GetAnswer<'_>) -> Option<String> {
@@ -958,5 +938,42 @@ impl ObjectStore for LocalObjectStore {
         .await;
         let _ = tokio::fs::remove_file(&path).await;
         written.map_err(|e| Error::ObjectStore(format!("cannot write under {}: {e}", self.root.join(".tmp").display())))
+    }
+}
+
+impl LocalObjectStore {
+    /// Stores `size` bytes from `body` under `key`, replacing what is there.
+    async fn put_stream<S, E>(&self, key: &str, content_type: &str, body: S, size: u64) -> Result<ObjectMeta>
+    where
+        S: Stream<Item = std::result::Result<Bytes, E>> + Unpin,
+        E: std::fmt::Display,
+    {
+        if !is_valid_key(key) {
+            return Err(Error::Io(io::Error::new(io::ErrorKind::InvalidInput, format!("not an object key: {key}"))));
+        }
+        let received = self.receive(body, size).await.map_err(unavailable)?;
+        let meta = MetaFile {
+            size: received.size,
+            content_type: content_type.to_owned(),
+            sha256: Some(received.sha256.clone()),
+            composite_sha256: None,
+            parts: Vec::new(),
+        };
+        let _guard = self.key_lock(key).lock().await;
+        // Replaced, not refused: the old object stays whole until the rename.
+        let object_path = self.object_path(key);
+        if let Some(parent) = object_path.parent() {
+            tokio::fs::create_dir_all(parent).await.map_err(|e| unavailable(e.into()))?;
+        }
+        let meta_tmp = received.path.with_extension("meta");
+        write_synced(&meta_tmp, &serde_json::to_vec(&meta).unwrap_or_default()).await.map_err(unavailable)?;
+        // The object first, then its metadata: a reader between the two sees
+        // a size that does not match, which reads as absent (never a mix).
+        tokio::fs::rename(&received.path, &object_path).await.map_err(|e| unavailable(e.into()))?;
+        tokio::fs::rename(&meta_tmp, self.meta_path(key)).await.map_err(|e| unavailable(e.into()))?;
+        if let Some(parent) = object_path.parent() {
+            sync_dir(parent).await;
+        }
+        Ok(Self::to_meta(meta))
     }
 }

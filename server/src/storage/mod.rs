@@ -132,6 +132,11 @@ pub trait ObjectStore: Send + Sync + 'static {
     /// one, whole.
     async fn put(&self, key: &str, content_type: &str, bytes: Bytes) -> Result<ObjectMeta>;
 
+    /// Stores the file at `path` under `key` (a video's shareable
+    /// rendition), as [`ObjectStore::put`] does, read as it goes rather
+    /// than held in memory.
+    async fn put_file(&self, key: &str, content_type: &str, path: &std::path::Path) -> Result<ObjectMeta>;
+
     /// A URL a browser can read the object from directly (ranges included),
     /// answered with `answer`'s headers, valid until `expires_at`; `None`
     /// when this server serves the bytes itself (the embedded store).
@@ -155,4 +160,18 @@ const QUERY_VALUE: &percent_encoding::AsciiSet =
 /// Percent-encodes a query value (RFC 3986 unreserved characters kept).
 pub fn percent_encode(value: &str) -> String {
     percent_encoding::utf8_percent_encode(value, QUERY_VALUE).to_string()
+}
+
+/// A file's bytes as a stream of chunks (64 KiB), read as they are taken.
+pub fn file_chunks(file: tokio::fs::File) -> impl futures_util::Stream<Item = std::io::Result<Bytes>> + Send + Unpin {
+    use tokio::io::AsyncReadExt;
+    Box::pin(futures_util::stream::try_unfold(file, |mut file| async move {
+        let mut chunk = vec![0; 64 << 10];
+        let n = file.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        chunk.truncate(n);
+        Ok(Some((Bytes::from(chunk), file)))
+    }))
 }

@@ -124,11 +124,33 @@ fn webkit_driver() -> Option<PathBuf> {
 }
 
 fn ensure_webkit(layer: &str) -> Result<Option<WebKit>> {
+    // WebKitGTK plays media through GStreamer: a video's shareable MP4
+    // (H.264, AAC) needs its libav plugins, the MP4 demuxer the good ones.
+    let have_media = || {
+        ["gstreamer1.0-libav", "gstreamer1.0-plugins-good"].iter().all(|p| {
+            Command::new("dpkg-query")
+                .args(["-W", "-f=${Status}", p])
+                .output()
+                .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
+        })
+    };
     let have_all = || {
-        webkit_driver().is_some() && find("xvfb-run").is_some() && find("xauth").is_some() && persistent_browser_runs()
+        webkit_driver().is_some()
+            && find("xvfb-run").is_some()
+            && find("xauth").is_some()
+            && persistent_browser_runs()
+            && have_media()
     };
     if !have_all()
-        && let Err(e) = apt_install(&["webkit2gtk-driver", "xvfb", "xauth", "python3-gi", "gir1.2-webkit2-4.1"])
+        && let Err(e) = apt_install(&[
+            "webkit2gtk-driver",
+            "xvfb",
+            "xauth",
+            "python3-gi",
+            "gir1.2-webkit2-4.1",
+            "gstreamer1.0-libav",
+            "gstreamer1.0-plugins-good",
+        ])
         && (webkit_driver().is_none() || find("xvfb-run").is_none())
     {
         return missing(layer, "WebKit", format!("WebKitGTK's WebDriver or Xvfb is not installed ({e})"));

@@ -94,7 +94,9 @@ pub fn apt_install(packages: &[&str]) -> Result {
         let _ = UPDATED.set(());
     }
     sh(Command::new("apt-get")
-        .args(["install", "-y", "-q", "--no-install-recommends"])
+        // Waits for another apt (a second setup, the system's own) rather
+        // than failing on its lock.
+        .args(["-o", "DPkg::Lock::Timeout=600", "install", "-y", "-q", "--no-install-recommends"])
         .args(packages)
         .env("DEBIAN_FRONTEND", "noninteractive"))
 }
@@ -240,5 +242,16 @@ pub fn ensure_all(browsers: bool) -> Result {
     if browsers {
         ensure_chromium()?;
     }
+    ensure_ffmpeg()?;
     ensure_node()
+}
+
+/// ffmpeg and ffprobe (Debian's package): the server makes a video's
+/// poster and its shareable MP4 with them, and the tests make their video
+/// fixtures with them.
+pub fn ensure_ffmpeg() -> Result {
+    if find("ffmpeg").is_some() && find("ffprobe").is_some() {
+        return Ok(());
+    }
+    apt_install(&["ffmpeg"])
 }

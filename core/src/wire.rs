@@ -766,14 +766,18 @@ pub struct WallItem {
     /// Media id.
     pub id: Uuid,
     /// The display rendition (a photo about 1,600 px on its long edge, with
-    /// no metadata; a video as uploaded; else a placeholder image).
+    /// no metadata; a video's shareable MP4, with none either; else a
+    /// placeholder image).
     pub url: String,
-    /// The thumbnail (about 400 px; a placeholder image for a video).
+    /// The thumbnail (about 400 px; a video's poster).
     #[serde(default)]
     pub thumb_url: String,
     /// When `url` serves a placeholder image: why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placeholder: Option<String>,
+    /// A video's duration in milliseconds, once its shareable MP4 is made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
     /// Content type of the original (`video/…` plays from `url`).
     pub content_type: String,
     /// When it was approved.

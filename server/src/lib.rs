@@ -161,7 +161,13 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
         .clone()
         .unwrap_or_else(|| format!("sqlite://{}", config.data_dir.join("upload-once.db").display()));
     let sql = SqlStore::open(&database_url).await?;
-    let media = media::MediaServices::new(sql.pool().clone(), config.media_settings());
+    let settings = config.media_settings();
+    let video = media::video::VideoTools::find(&config.ffmpeg, &config.ffprobe, &settings.video_limits).await;
+    match &video {
+        Ok(tools) => tracing::info!("videos: posters and shareable MP4s by {}", tools.version),
+        Err(why) => tracing::warn!("videos: no posters and no shareable videos, the wall shows a placeholder: {why}"),
+    }
+    let media = media::MediaServices::new(sql.pool().clone(), settings, video);
     let records: Arc<dyn RecordStore> = Arc::new(sql);
     let admin_token: Arc<str> = config.admin_token.clone().unwrap_or_else(new_token).into();
     let ops = Arc::new(ops::Ops::default());

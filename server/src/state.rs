@@ -300,6 +300,7 @@ impl Links {
             url: self.media_url(m.event_id, m.id),
             thumb_url: self.rendition_url(m.event_id, m.id, Size::Thumb),
             placeholder: None,
+            duration_ms: None,
             content_type: m.content_type.clone(),
             approved_at: format_rfc3339(m.moderated_at.unwrap_or(m.created_at)),
         }

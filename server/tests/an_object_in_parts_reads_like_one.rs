@@ -68,9 +68,14 @@ async fn every_range_of_an_object_in_parts_is_its_bytes() {
 async fn a_media_link_serves_ranges_of_an_object_in_parts() {
     let server = TestServer::start_with(options()).await;
     let (_, bytes, media) = stored_in_parts(&server, 72).await;
+    // The host's link to the original (a video's display link serves its
+    // shareable copy, made by the rendition workers).
+    let stored = server.state.records.media(media.id).await.unwrap().unwrap();
+    let event = server.state.records.event_by_id(stored.event_id).await.unwrap().unwrap();
+    let original = server.state.links.original_url(media.id, &upload_once_server::media::host_binding(&event));
     let r = server
         .http
-        .get(media.url.as_deref().unwrap())
+        .get(original)
         .header("range", format!("bytes={}-{}", PART - 3, PART + 2))
         .send()
         .await

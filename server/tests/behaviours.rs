@@ -86,4 +86,5 @@ mod the_service_worker_is_served_with_its_build;
 mod the_wall_is_live;
 mod two_instances_confirm_once;
 mod undecodable_files_get_a_placeholder_and_a_reason;
+mod videos_are_shared_without_their_metadata;
 mod what_a_crash_left_under_tmp_is_removed;

@@ -16,7 +16,10 @@ use upload_once_server::clock::Clock;
 use upload_once_server::config::{Config, Secret};
 
 const DAY_MS: i64 = 86_400_000;
-const VIDEO: &[u8] = b"\x00\x00\x00\x18ftypmp42 not a real video";
+/// A small photo: its display rendition is what the links open.
+fn photo() -> Vec<u8> {
+    support::media::encoded(support::media::quadrants(16, 12), image::ImageFormat::Png)
+}
 
 async fn answer(server: &TestServer, url: &str) -> (StatusCode, Option<String>) {
     let r = server.http.get(url).send().await.unwrap();
@@ -35,8 +38,9 @@ fn param<'a>(url: &'a str, name: &str) -> &'a str {
 #[tokio::test]
 async fn a_media_link_expires_and_a_changed_one_opens_nothing() {
     let server = TestServer::start().await;
+    let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let guest = open_event(&server).await;
-    let media = upload_as(&guest, "video/mp4", "clip.mp4", VIDEO).await;
+    let media = upload_as(&guest, "image/png", "photo.png", &photo()).await;
     let listed = host_list(&guest).await;
     let original = listed[0]["original_url"].as_str().unwrap().to_owned();
     for url in [media.url.as_deref().unwrap(), &original] {
@@ -114,10 +118,13 @@ async fn links_signed_by_a_previous_key_keep_working_after_a_rotation() {
         ..Options::default()
     })
     .await;
+    let _workers = upload_once_server::services::renditions::spawn(&first.state);
     let guest = open_event(&first).await;
-    let media = upload_as(&guest, "video/mp4", "clip.mp4", VIDEO).await;
+    let media = upload_as(&guest, "image/png", "photo.png", &photo()).await;
     let original = host_list(&guest).await[0]["original_url"].as_str().unwrap().to_owned();
     assert_eq!(param(media.url.as_deref().unwrap(), "kid"), "k1");
+    // Its rendition made (the first instance's workers make it).
+    assert_eq!(answer(&first, media.url.as_deref().unwrap()).await, (StatusCode::OK, None));
 
     // Rotated: K2 signs, K1 is a previous key.
     let rotated = instance(&first, K2, "k2", vec![format!("k1:{K1}")]).await;
@@ -183,8 +190,9 @@ async fn a_bucket_url_never_outlives_the_link_that_redirected_to_it() {
         ..Options::default()
     })
     .await;
+    let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let guest = open_event(&server).await;
-    let media = upload_as(&guest, "video/mp4", "clip.mp4", VIDEO).await;
+    let media = upload_as(&guest, "image/png", "photo.png", &photo()).await;
     let exp: i64 = param(media.url.as_deref().unwrap(), "exp").parse().unwrap();
     let no_redirects = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let bucket_url_lifetime = |now_ms: i64| {

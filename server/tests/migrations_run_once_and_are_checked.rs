@@ -27,6 +27,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (43, "withdrawals", include_str!("../migrations/postgres/0043_withdrawals.sql")),
             (44, "short reservations", include_str!("../migrations/postgres/0044_short_reservations.sql")),
             (45, "revocations", include_str!("../migrations/postgres/0045_revocations.sql")),
+            (46, "videos", include_str!("../migrations/postgres/0046_videos.sql")),
         ]
     } else {
         vec![
@@ -42,6 +43,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (43, "withdrawals", include_str!("../migrations/sqlite/0043_withdrawals.sql")),
             (44, "short reservations", include_str!("../migrations/sqlite/0044_short_reservations.sql")),
             (45, "revocations", include_str!("../migrations/sqlite/0045_revocations.sql")),
+            (46, "videos", include_str!("../migrations/sqlite/0046_videos.sql")),
         ]
     }
 }

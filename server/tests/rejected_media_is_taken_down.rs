@@ -1,5 +1,5 @@
 //! A media the host rejects is taken down: its public links (display,
-//! thumbnail; a video's display plays the original) answer `410 removed`
+//! thumbnail; a video's display, its shareable copy) answer `410 removed`
 //! for anyone who has them, while the host still sees it through the links
 //! in the host's list; approved again, the public links work again.
 

@@ -209,6 +209,43 @@ pub struct Config {
     #[arg(long, env = "UPLOAD_ONCE_RENDER_MEGAPIXELS_PER_SESSION", default_value_t = 4000, value_parser = clap::value_parser!(u64).range(1..))]
     pub render_megapixels_per_session: u64,
 
+    /// The `ffmpeg` that makes a video's poster and its shareable MP4 (a
+    /// program on the `PATH`, or a path). Without it (or `ffprobe`) the
+    /// server still runs: videos get the placeholder, never the original,
+    /// and `/readyz` tells the admin why.
+    #[arg(long, env = "UPLOAD_ONCE_FFMPEG", default_value = "ffmpeg")]
+    pub ffmpeg: PathBuf,
+
+    /// The `ffprobe` that reads what a video holds.
+    #[arg(long, env = "UPLOAD_ONCE_FFPROBE", default_value = "ffprobe")]
+    pub ffprobe: PathBuf,
+
+    /// How many videos are made shareable at once on this instance (a
+    /// transcode takes every core it is given).
+    #[arg(long, env = "UPLOAD_ONCE_VIDEO_WORKERS", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub video_workers: u16,
+
+    /// How long one run of ffmpeg or ffprobe may take before it is killed
+    /// (the video then gets the placeholder).
+    #[arg(long, env = "UPLOAD_ONCE_VIDEO_TIMEOUT", default_value = "20m", value_parser = parse_duration)]
+    pub video_timeout: Duration,
+
+    /// The address space one run of ffmpeg or ffprobe may take.
+    #[arg(long, env = "UPLOAD_ONCE_VIDEO_MEMORY", default_value = "2GiB", value_parser = parse_bytes)]
+    pub video_memory: u64,
+
+    /// Videos longer than this are not made shareable: the host gets the
+    /// original, the wall the placeholder with the reason.
+    #[arg(long, env = "UPLOAD_ONCE_VIDEO_MAX_DURATION", default_value = "10m", value_parser = parse_duration)]
+    pub video_max_duration: Duration,
+
+    /// Where a video job copies the original and writes its shareable MP4
+    /// (a directory of its own per job, removed when the job ends); the
+    /// system's temporary directory by default. It needs room for twice
+    /// the largest video being processed at once.
+    #[arg(long, env = "UPLOAD_ONCE_VIDEO_SCRATCH_DIR")]
+    pub video_scratch_dir: Option<PathBuf>,
+
     /// Create this event at startup (if missing) and print its guest, host
     /// and wall links.
     #[arg(long, env = "UPLOAD_ONCE_DEMO_EVENT")]
@@ -398,6 +435,13 @@ impl Config {
         crate::media::MediaSettings {
             workers: usize::from(self.rendition_workers),
             session_pixels: self.render_megapixels_per_session.saturating_mul(1_000_000),
+            video_workers: usize::from(self.video_workers),
+            video_limits: crate::media::video::VideoLimits {
+                timeout: self.video_timeout,
+                memory: self.video_memory,
+                max_duration: self.video_max_duration,
+                scratch: self.video_scratch_dir.clone(),
+            },
             ..Default::default()
         }
     }

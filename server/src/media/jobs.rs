@@ -92,6 +92,19 @@ pub struct JobRow {
     pub pixels: Option<i64>,
     /// When its decode began (none: no pixel of it was decoded).
     pub decoded_at: Option<i64>,
+    /// A video's duration, once done.
+    pub duration_ms: Option<i64>,
+}
+
+/// What a job that ended `done` made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Made {
+    /// The display rendition's width (a video's, as shown).
+    pub width: u32,
+    /// The display rendition's height.
+    pub height: u32,
+    /// A video's duration.
+    pub duration_ms: Option<i64>,
 }
 
 /// A job a worker holds.
@@ -117,6 +130,7 @@ fn job_from_row(row: &sqlx::any::AnyRow) -> Result<JobRow> {
         height: row.try_get("height")?,
         pixels: row.try_get("pixels")?,
         decoded_at: row.try_get("decoded_at")?,
+        duration_ms: row.try_get("duration_ms")?,
     })
 }
 
@@ -214,22 +228,23 @@ impl MediaDb {
     /// Ends a held job: `done` with the display size, or `placeholder` with
     /// the reason. False when the claim was no longer the job's (its lease
     /// ran out and another claim holds it, or ended it): nothing changed.
-    pub async fn finish(&self, job: Claimed, outcome: &Result<(u32, u32), String>, now: UnixMillis) -> Result<bool> {
-        let (state, reason, size) = match outcome {
-            Ok(size) => ("done", None, Some(*size)),
+    pub async fn finish(&self, job: Claimed, outcome: &Result<Made, String>, now: UnixMillis) -> Result<bool> {
+        let (state, reason, made) = match outcome {
+            Ok(made) => ("done", None, Some(*made)),
             Err(reason) => ("placeholder", Some(reason.as_str()), None),
         };
         let ended = sqlx::query(
-            "UPDATE rendition_jobs SET state = $1, reason = $2, width = $3, height = $4, finished_at = $5
+            "UPDATE rendition_jobs SET state = $1, reason = $2, width = $3, height = $4, duration_ms = $8, finished_at = $5
              WHERE media_id = $6 AND state = 'running' AND tries = $7",
         )
         .bind(state)
         .bind(reason)
-        .bind(size.map(|s| i64::from(s.0)))
-        .bind(size.map(|s| i64::from(s.1)))
+        .bind(made.map(|s| i64::from(s.width)))
+        .bind(made.map(|s| i64::from(s.height)))
         .bind(now)
         .bind(job.media_id.to_string())
         .bind(job.tries)
+        .bind(made.and_then(|s| s.duration_ms))
         .execute(&self.pool)
         .await?;
         Ok(ended.rows_affected() == 1)
@@ -309,7 +324,7 @@ impl MediaDb {
         }
         let list = (1..=ids.len()).map(|n| format!("${n}")).collect::<Vec<_>>().join(", ");
         let sql = format!(
-            "SELECT media_id, state, tries, reason, width, height, pixels, decoded_at
+            "SELECT media_id, state, tries, reason, width, height, pixels, decoded_at, duration_ms
              FROM rendition_jobs WHERE media_id IN ({list})"
         );
         let mut query = sqlx::query(&sql);
@@ -367,7 +382,7 @@ impl JobEvents {
 /// Why a content type gets the placeholder.
 pub fn reason_for_type(content_type: &str) -> String {
     if content_type.starts_with("video/") {
-        "a video: it is served as uploaded, and no still is made of it".to_owned()
+        "videos are not made shareable on this server".to_owned()
     } else if content_type.starts_with("image/") {
         format!("{content_type} photos cannot be decoded by this server")
     } else {

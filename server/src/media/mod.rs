@@ -21,6 +21,7 @@ pub mod jobs;
 pub mod live;
 pub mod range;
 pub mod renditions;
+pub mod video;
 pub mod zip;
 
 use std::sync::Arc;
@@ -63,10 +64,21 @@ impl Size {
         }
     }
 
-    /// Where this rendition of the object `object_key` is stored.
+    /// Where this rendition of the object `object_key` is stored (a
+    /// video's: its poster's).
     pub fn key(self, object_key: &str) -> String {
         format!("{object_key}-{}", self.as_str())
     }
+}
+
+/// Where the shareable video of the object `object_key` is stored.
+pub fn video_key(object_key: &str) -> String {
+    format!("{object_key}-video")
+}
+
+/// Every object a media record may have beside its original.
+pub fn rendition_keys(object_key: &str) -> [String; 3] {
+    [Size::Thumb.key(object_key), Size::Display.key(object_key), video_key(object_key)]
 }
 
 /// How the media features are tuned (the server's flags).
@@ -88,6 +100,10 @@ pub struct MediaSettings {
     /// The pixels of originals one guest session may have decoded within
     /// [`jobs::BUDGET_WINDOW`]; its further photos wait their turn.
     pub session_pixels: u64,
+    /// Videos made shareable at once on this instance.
+    pub video_workers: usize,
+    /// How far one video job may go.
+    pub video_limits: video::VideoLimits,
 }
 
 impl Default for MediaSettings {
@@ -99,6 +115,8 @@ impl Default for MediaSettings {
             wait: Duration::from_secs(20),
             live_poll: Duration::from_millis(500),
             session_pixels: 4_000_000_000,
+            video_workers: 1,
+            video_limits: video::VideoLimits::default(),
         }
     }
 }
@@ -114,6 +132,10 @@ pub struct MediaServices {
     pub live: live::LiveHub,
     /// Tuning.
     pub settings: MediaSettings,
+    /// ffmpeg and ffprobe, or why videos are not processed here.
+    pub video: std::result::Result<video::VideoTools, String>,
+    /// Video jobs running on this instance ([`MediaSettings::video_workers`]).
+    pub video_slots: tokio::sync::Semaphore,
     answers: [AtomicU64; Answer::ALL.len()],
 }
 
@@ -157,11 +179,17 @@ impl std::fmt::Debug for MediaServices {
 
 impl MediaServices {
     /// The services over the records' database pool.
-    pub fn new(pool: AnyPool, settings: MediaSettings) -> Arc<MediaServices> {
+    pub fn new(
+        pool: AnyPool,
+        settings: MediaSettings,
+        video: std::result::Result<video::VideoTools, String>,
+    ) -> Arc<MediaServices> {
         Arc::new(MediaServices {
             db: jobs::MediaDb::new(pool),
             events: jobs::JobEvents::default(),
             live: live::LiveHub::default(),
+            video_slots: tokio::sync::Semaphore::new(settings.video_workers.max(1)),
+            video,
             settings,
             answers: Default::default(),
         })

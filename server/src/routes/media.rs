@@ -343,12 +343,6 @@ async fn rendition(
     crate::media::check_rendition(&links.signer, media.event_id, id, query.link(), lifetimes.now())
         .map_err(link_refused)?;
     taken_down(&records, &links, lifetimes.now(), &media, query).await?;
-    // A video plays as uploaded (ranges and all); it has no still.
-    if size == Size::Display && media.content_type.starts_with("video/") {
-        let served = served_type(&media.content_type);
-        let until = redirect_until(lifetimes.now(), query);
-        return serve_object(stored, &media.object_key, served, until, headers).await;
-    }
     let Some(job) = finished_job(&ops, &services, &lifetimes, id).await? else {
         return Err(Error::problem(
             ErrorCode::ObjectStoreUnavailable,
@@ -356,6 +350,13 @@ async fn rendition(
         ));
     };
     match job.state {
+        // A video's display URL plays its shareable MP4 (ranges and all),
+        // never the original; its thumbnail is its poster's.
+        JobState::Done if size == Size::Display && media.content_type.starts_with("video/") => {
+            let key = crate::media::video_key(&media.object_key);
+            let until = redirect_until(lifetimes.now(), query);
+            serve_object(stored, &key, (crate::media::video::VIDEO_TYPE, true), until, headers).await
+        }
         JobState::Done => {
             let key = size.key(&media.object_key);
             serve_object(stored, &key, (RENDITION_TYPE, true), redirect_until(lifetimes.now(), query), headers).await
@@ -369,7 +370,7 @@ async fn rendition(
 #[utoipa::path(get, path = "/v1/media/{id}/display", tag = "wall",
     params(("id" = Uuid, Path, description = "Media id"), MediaContentQuery),
     responses(
-        (status = 200, description = "A photo: JPEG, at most 1,600 px on its long edge, upright, with no metadata. A video: the video as uploaded (Range answered). Anything else: a placeholder PNG, the reason in X-Placeholder-Reason"),
+        (status = 200, description = "A photo: JPEG, at most 1,600 px on its long edge, upright, with no metadata. A video: its shareable MP4 (H.264, AAC, faststart, at most 1080p, no metadata; Range answered). Anything else, or a video that could not be made shareable: a placeholder PNG, the reason in X-Placeholder-Reason"),
         (status = 206, description = "A video: the one byte range asked for"),
         (status = 307, description = "S3 storage: the bucket's presigned URL"),
         (status = 403, body = Problem, content_type = "application/problem+json", description = "url_expired: the link is past its `exp` (links made before links expired, too); a fresh one comes with the status, the wall, the host's list"),
@@ -392,7 +393,7 @@ pub async fn display(
 #[utoipa::path(get, path = "/v1/media/{id}/thumb", tag = "wall",
     params(("id" = Uuid, Path, description = "Media id"), MediaContentQuery),
     responses(
-        (status = 200, description = "A photo: JPEG, at most 400 px on its long edge, upright, with no metadata. Anything else (a video too): a placeholder PNG, the reason in X-Placeholder-Reason"),
+        (status = 200, description = "A photo: JPEG, at most 400 px on its long edge, upright, with no metadata. A video: its poster, the same way. Anything else: a placeholder PNG, the reason in X-Placeholder-Reason"),
         (status = 307, description = "S3 storage: the bucket's presigned URL"),
         (status = 403, body = Problem, content_type = "application/problem+json", description = "url_expired: the link is past its `exp` (links made before links expired, too); a fresh one comes with the status, the wall, the host's list"),
         (status = 404, body = Problem, content_type = "application/problem+json", description = "not a link this server signed, or signed by a key it no longer has (`kid`); or no such media"),

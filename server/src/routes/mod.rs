@@ -55,13 +55,21 @@ pub async fn healthz(State(records): State<Records>) -> Result<&'static str> {
 /// not ready; why, in the database's or the store's own words, only with
 /// the admin token.
 #[utoipa::path(get, path = "/readyz", tag = "operations", responses(
-    (status = 200, description = "The database takes writes and the object store answers"),
+    (status = 200, description = "The database takes writes and the object store answers: `ready`; with the admin token, a second line says whether videos get a poster and a shareable MP4 (ffmpeg found) or the placeholder only, and why"),
     (status = 503, body = Problem, content_type = "application/problem+json",
         description = "not_ready; with the admin token, database_unavailable or object_store_unavailable and why, in `detail` (the database's reason first when both fail)"),
 ))]
 pub async fn readyz(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let Some((code, reason)) = operations::readiness(&state).await else { return "ready".into_response() };
-    if extract::require_admin(&state.admin_token, &headers).is_ok() {
+    let admin = extract::require_admin(&state.admin_token, &headers).is_ok();
+    let Some((code, reason)) = operations::readiness(&state).await else {
+        // The admin also learns how videos are handled here.
+        return match (&state.media.video, admin) {
+            (_, false) => "ready".into_response(),
+            (Ok(tools), true) => format!("ready\nvideos: posters and shareable MP4s ({})", tools.version).into_response(),
+            (Err(why), true) => format!("ready\nvideos: the placeholder only ({why})").into_response(),
+        };
+    };
+    if admin {
         problem_response(code, reason)
     } else {
         problem_response(ErrorCode::NotReady, "the server is not ready".to_owned())

@@ -10,9 +10,11 @@ use tokio::task::JoinHandle;
 use upload_once_core::time::UnixMillis;
 use uuid::Uuid;
 
-use crate::media::Size;
-use crate::media::jobs::{BUDGET_WINDOW, Claimed, DEFER, MAX_TRIES, reason_for_type};
+use crate::media::jobs::{BUDGET_WINDOW, Claimed, DEFER, MAX_TRIES, Made, reason_for_type};
 use crate::media::renditions::{self, MAX_SOURCE_BYTES, RENDITION_TYPE};
+use crate::media::video::{self, Scratch, VIDEO_TYPE};
+use crate::media::{Size, rendition_keys, video_key};
+use crate::store::MediaRow;
 use crate::state::AppState;
 
 /// The running workers and scanner; dropping it stops them (tests).
@@ -155,7 +157,7 @@ async fn run(state: &AppState, job: Claimed) {
 async fn finish(
     state: &AppState,
     job: Claimed,
-    outcome: std::result::Result<(u32, u32), String>,
+    outcome: std::result::Result<Made, String>,
     now: UnixMillis,
 ) -> crate::error::Result<()> {
     if state.media.db.finish(job, &outcome, now).await? {
@@ -205,12 +207,15 @@ async fn within_budget(state: &AppState, job: Claimed, pixels: i64) -> std::resu
     Ok(())
 }
 
-/// Reads the original and stores both renditions; the display size.
-async fn render(state: &AppState, job: Claimed) -> std::result::Result<(u32, u32), Failure> {
+/// Reads the original and stores its renditions; what was made.
+async fn render(state: &AppState, job: Claimed) -> std::result::Result<Made, Failure> {
     let media_id = job.media_id;
     let Some(media) = state.records.media(media_id).await? else {
         return Err(Failure::Placeholder("the media record is gone".into()));
     };
+    if media.content_type.starts_with("video/") {
+        return render_video(state, &media).await;
+    }
     let Some(format) = renditions::decodable(&media.content_type) else {
         return Err(Failure::Placeholder(reason_for_type(&media.content_type)));
     };
@@ -260,13 +265,92 @@ async fn render(state: &AppState, job: Claimed) -> std::result::Result<(u32, u32
     // so after marking it gone, and this check comes after the writes, so
     // either that delete saw the renditions or this check sees it gone and
     // deletes them: none is left behind.
-    if still_wanted(state, media_id).await? {
-        return Ok((made.width, made.height));
+    kept_if_wanted(state, &media, Made { width: made.width, height: made.height, duration_ms: None }).await
+}
+
+/// What a job made, if its media is still wanted after the writes; if not,
+/// its renditions are deleted again. The media may have gone while this
+/// worker rendered: its event deleted, or the media removed after a
+/// takedown. Whoever deleted its objects did so after marking it gone, and
+/// this check comes after the writes, so either that delete saw the
+/// renditions or this check sees it gone and deletes them: none is left
+/// behind.
+async fn kept_if_wanted(state: &AppState, media: &MediaRow, made: Made) -> std::result::Result<Made, Failure> {
+    if still_wanted(state, media.id).await? {
+        return Ok(made);
     }
-    for size in [Size::Thumb, Size::Display] {
-        state.objects.delete(&size.key(&media.object_key)).await?;
+    for key in rendition_keys(&media.object_key) {
+        state.objects.delete(&key).await?;
     }
     Err(Failure::Placeholder("the media was deleted while its renditions were made".into()))
+}
+
+/// A video's poster (thumbnail and display stills) and its shareable MP4
+/// ([`crate::media::video`]), made by ffmpeg from a copy of the original in
+/// a scratch directory that is removed however the job ends.
+async fn render_video(state: &AppState, media: &MediaRow) -> std::result::Result<Made, Failure> {
+    let tools = match &state.media.video {
+        Ok(tools) => tools.clone(),
+        Err(_) => return Err(Failure::Placeholder(reason_for_type(&media.content_type))),
+    };
+    // One video at a time per instance (by default): the job holds its
+    // claim, renewed, while it waits here.
+    let _slot = state.media.video_slots.acquire().await.map_err(|_| Failure::Transient("shutting down".into()))?;
+    let logged = |why: renditions::Unrenderable| {
+        tracing::info!(media = %media.id, "video job: {}: {}", why.reason, why.detail);
+        Failure::Placeholder(why.reason)
+    };
+    let scratch = Scratch::new(&tools.scratch).map_err(|e| Failure::Transient(format!("no scratch directory: {e}")))?;
+    let input = scratch.path("original");
+    copy_original(state, media, &input).await?;
+    let (probe, plain_pixels) = video::probe(&tools, &input).await.map_err(logged)?;
+    let max = tools.max_duration;
+    if probe.duration > max {
+        return Err(Failure::Placeholder(format!(
+            "longer than {} minutes: the host has the original, and the wall no copy of it",
+            max.as_secs().div_ceil(60)
+        )));
+    }
+    let png = video::poster(&tools, &input, &probe).await.map_err(logged)?;
+    let stills = decode_at_low_priority(move || renditions::make(&png, image::ImageFormat::Png))
+        .await
+        .map_err(|e| Failure::Placeholder(format!("the still could not be decoded: {e}")))?
+        .map_err(logged)?;
+    let output = scratch.path("shareable.mp4");
+    let copy = probe.copyable(plain_pixels);
+    video::shareable(&tools, &input, &output, &probe, copy).await.map_err(logged)?;
+    for (size, bytes) in [(Size::Thumb, stills.thumb), (Size::Display, stills.display)] {
+        state.objects.put(&size.key(&media.object_key), RENDITION_TYPE, bytes.into()).await?;
+    }
+    state.objects.put_file(&video_key(&media.object_key), VIDEO_TYPE, &output).await?;
+    // Its size as shown, read from what was written.
+    let (shown, _) = video::probe(&tools, &output).await.map_err(logged)?;
+    let (width, height) = (shown.width, shown.height);
+    let duration_ms = Some(probe.duration.as_millis() as i64);
+    tracing::info!(media = %media.id, copy, width, height, "video job: poster and shareable video stored");
+    kept_if_wanted(state, media, Made { width, height, duration_ms }).await
+}
+
+/// Copies the original from the object store to `path`; no more bytes than
+/// its record says.
+async fn copy_original(state: &AppState, media: &MediaRow, path: &std::path::Path) -> std::result::Result<(), Failure> {
+    use tokio::io::AsyncWriteExt;
+    let Some((_, mut body)) = state.objects.get(&media.object_key).await? else {
+        return Err(Failure::Transient("the original is not in the object store".into()));
+    };
+    let local = |e: std::io::Error| Failure::Transient(format!("writing the original to the scratch directory: {e}"));
+    let mut file = tokio::fs::File::create(path).await.map_err(local)?;
+    let mut written = 0u64;
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| Failure::Transient(format!("reading the original: {e}")))?;
+        written += chunk.len() as u64;
+        if written > media.size {
+            return Err(Failure::Placeholder("the original is larger than its record says".into()));
+        }
+        file.write_all(&chunk).await.map_err(local)?;
+    }
+    file.flush().await.map_err(local)?;
+    Ok(())
 }
 
 /// Whether a media is still there to be shown: its record is, it was not

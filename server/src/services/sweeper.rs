@@ -140,8 +140,8 @@ const EVENT_BATCH: u32 = 10;
 
 /// Deletes the object under `key` and its renditions (absent is fine).
 pub async fn delete_media_objects(state: &AppState, key: &str) -> Result<()> {
-    use crate::media::Size;
-    for key in [Size::Thumb.key(key), Size::Display.key(key), key.to_owned()] {
+    let [thumb, display, video] = crate::media::rendition_keys(key);
+    for key in [thumb, display, video, key.to_owned()] {
         state.objects.delete(&key).await?;
     }
     Ok(())

@@ -45,12 +45,11 @@ pub async fn wall_items(links: &Links, media: &MediaServices, rows: &[MediaRow])
         .iter()
         .map(|m| {
             let mut item = links.wall_item(m);
-            if !m.content_type.starts_with("video/") {
-                item.placeholder = jobs
-                    .get(&m.id)
-                    .filter(|j| j.state == JobState::Placeholder)
-                    .map(|j| j.reason.clone().unwrap_or_else(|| crate::media::jobs::reason_for_type(&m.content_type)));
-            }
+            let job = jobs.get(&m.id);
+            item.placeholder = job
+                .filter(|j| j.state == JobState::Placeholder)
+                .map(|j| j.reason.clone().unwrap_or_else(|| crate::media::jobs::reason_for_type(&m.content_type)));
+            item.duration_ms = job.and_then(|j| j.duration_ms).and_then(|d| u64::try_from(d).ok());
             item
         })
         .collect())

@@ -198,3 +198,90 @@ pub fn bomb_png(width: u32, height: u32) -> Vec<u8> {
     writer.finish().unwrap();
     out
 }
+
+/// The place a phone video's fixture says it was taken (ISO 6709).
+pub const VIDEO_LOCATION: &str = "+48.8584+002.2945/";
+/// The device model a phone video's fixture carries.
+pub const VIDEO_MODEL: &str = "Pocketphone 15 Pro";
+
+/// Whether this ffmpeg has the encoder `name` (`libx265`, …).
+pub fn has_encoder(name: &str) -> bool {
+    let out = std::process::Command::new("ffmpeg").args(["-hide_banner", "-encoders"]).output();
+    let out = out.expect("ffmpeg runs (cargo xtask setup installs it)");
+    String::from_utf8_lossy(&out.stdout).split_whitespace().any(|word| word == name)
+}
+
+/// A phone-like video made by ffmpeg in the test: `seconds` of its test
+/// pattern (`width` × `height`, stored landscape) with a tone, encoded by
+/// `encoder` (`libx264`, `libx265`) in `pix_fmt` (`yuv420p`: what phones
+/// write) into `container` (`mp4`, `mov`), with
+/// a 90° rotation, a location, a make and model and a creation time, and
+/// its index at the end (no faststart), as a phone writes it.
+pub fn phone_video(encoder: &str, pix_fmt: &str, container: &str, seconds: u32, width: u32, height: u32) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join(format!("plain.{container}"));
+    let out = dir.path().join(format!("clip.{container}"));
+    let source = format!("testsrc=size={width}x{height}:rate=15:duration={seconds}");
+    let tone = format!("sine=frequency=440:duration={seconds}");
+    let location = format!("location={VIDEO_LOCATION}");
+    let model = format!("model={VIDEO_MODEL}");
+    let mut encode: Vec<&str> = vec!["-v", "error", "-f", "lavfi", "-i", &source, "-f", "lavfi", "-i", &tone];
+    encode.extend(["-c:v", encoder, "-pix_fmt", pix_fmt, "-c:a", "aac"]);
+    if encoder == "libx265" {
+        encode.extend(["-tag:v", "hvc1", "-x265-params", "log-level=error"]);
+    }
+    // Every tag written (make and model as QuickTime keys).
+    encode.extend(["-metadata", &location, "-metadata", "make=Pocketphone", "-metadata", &model]);
+    encode.extend(["-movflags", "use_metadata_tags", "-y", plain.to_str().unwrap()]);
+    // ffmpeg 5 writes a rotation matrix only when it copies a stream.
+    let copy = [
+        "-v", "error", "-i", plain.to_str().unwrap(), "-map", "0", "-c", "copy", "-metadata:s:v:0", "rotate=90",
+        "-metadata", "creation_time=2026-06-01T12:00:00Z", "-movflags", "use_metadata_tags", "-y",
+        out.to_str().unwrap(),
+    ];
+    for args in [&encode[..], &copy[..]] {
+        let status = std::process::Command::new("ffmpeg").args(args).status().expect("ffmpeg runs");
+        assert!(status.success(), "ffmpeg {args:?}");
+    }
+    std::fs::read(out).unwrap()
+}
+
+/// What ffprobe reads in `bytes`: `-show_format -show_streams` as JSON.
+pub fn ffprobe(bytes: &[u8]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("probed");
+    std::fs::write(&path, bytes).unwrap();
+    let out = std::process::Command::new("ffprobe")
+        .args(["-v", "error", "-print_format", "json", "-show_format", "-show_streams"])
+        .arg(&path)
+        .output()
+        .expect("ffprobe runs");
+    assert!(out.status.success(), "ffprobe: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The top-level boxes of an MP4/MOV file, in order (`ftyp`, `moov`, …).
+pub fn top_level_boxes(bytes: &[u8]) -> Vec<String> {
+    let mut boxes = Vec::new();
+    let mut at = 0usize;
+    while at + 8 <= bytes.len() {
+        let mut size = u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap()) as u64;
+        let kind = String::from_utf8_lossy(&bytes[at + 4..at + 8]).into_owned();
+        if size == 1 && at + 16 <= bytes.len() {
+            size = u64::from_be_bytes(bytes[at + 8..at + 16].try_into().unwrap());
+        } else if size == 0 {
+            size = (bytes.len() - at) as u64;
+        }
+        boxes.push(kind);
+        if size < 8 {
+            break;
+        }
+        at += size as usize;
+    }
+    boxes
+}
+
+/// Whether `needle` occurs in `bytes`.
+pub fn contains(bytes: &[u8], needle: &str) -> bool {
+    bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
+}

@@ -330,12 +330,16 @@ function itemKey(m) {
 }
 
 function preview(m) {
-  if (isVideo(m.content_type)) {
-    const video = h("video", { controls: true, preload: "metadata", playsinline: true, src: m.url, "aria-label": t("host.item.videoLabel", { name: m.filename }) });
+  if (isVideo(m.content_type) && m.preview !== "placeholder") {
+    // The shareable copy, its poster (the thumbnail: one signature opens
+    // every size) until it plays.
+    const poster = m.url.replace("/display?", "/thumb?");
+    const video = h("video", { controls: true, preload: "metadata", playsinline: true, src: m.url, poster, "aria-label": t("host.item.videoLabel", { name: m.filename }) });
     video.muted = true;
     return video;
   }
-  if (isImage(m.content_type)) {
+  if (isImage(m.content_type) || isVideo(m.content_type)) {
+    // A video that could not be made shareable: its placeholder image.
     return h("img", { src: m.url, alt: t("host.item.photoAlt", { name: m.filename }), loading: "lazy", decoding: "async" });
   }
   return icon(ICONS.photo, 40);

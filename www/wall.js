@@ -183,16 +183,18 @@ function add(item) {
   if (!item || !item.id || seen.has(item.id)) return;
   seen.add(item.id);
   let media;
-  if (isVideo(item.content_type)) {
-    media = h("video", { src: item.url, autoplay: true, loop: true, playsinline: true, preload: "metadata", "aria-label": t("common.video") });
+  if (isVideo(item.content_type) && !item.placeholder) {
+    // The shareable copy (no location, no device), its poster until it plays.
+    media = h("video", { src: item.url, poster: item.thumb_url || "", autoplay: true, loop: true, playsinline: true, preload: "metadata", "aria-label": t("common.video") });
     media.muted = true;
   } else {
     media = h("img", { src: item.url, alt: t("common.photo"), decoding: "async" });
   }
   let tries = 1;
   media.addEventListener("error", () => {
-    // A photo's rendition may still be in the making: ask again later.
-    if (media.tagName === "IMG" && tries < IMAGE_TRIES) {
+    // A rendition (a photo's, a video's) may still be in the making: ask
+    // again later.
+    if (tries < IMAGE_TRIES) {
       tries += 1;
       setTimeout(() => { media.src = `${item.url}&try=${tries}`; }, 3_000);
       return;

@@ -1,7 +1,9 @@
 // A video on the wall can be sought into in every engine: the wall plays
-// it from its media URL, which answers HTTP Range requests (206); after a
-// seek to 2.5 s, `currentTime` is there, and the server counted partial
-// answers (upload_once_media_answers_total{answer="partial"}) for it.
+// its shareable copy (the server's H.264 MP4 of it, with no metadata) from
+// its media URL, which answers HTTP Range requests (206); after a seek to
+// 2.5 s, `currentTime` is there, and the server counted partial answers
+// (upload_once_media_answers_total{answer="partial"}) for it. WebKitGTK
+// plays H.264 through GStreamer's libav plugins (setup installs them).
 //
 // The fixture, fixtures/seek.webm (22 KB), is 4 s of ffmpeg's test pattern,
 // 64×48 at 5 frames per second, VP8, every frame a key frame:

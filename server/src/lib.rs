@@ -167,7 +167,12 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
         Ok(tools) => tracing::info!("videos: posters and shareable MP4s by {}", tools.version),
         Err(why) => tracing::warn!("videos: no posters and no shareable videos, the wall shows a placeholder: {why}"),
     }
-    let media = media::MediaServices::new(sql.pool().clone(), settings, video);
+    let heic = media::heic::HeicTools::find(&config.heif_convert).await;
+    match &heic {
+        Ok(tools) => tracing::info!("HEIC photos: decoded by heif-convert ({})", tools.version),
+        Err(why) => tracing::warn!("HEIC photos: not decoded, the wall shows a placeholder: {why}"),
+    }
+    let media = media::MediaServices::new(sql.pool().clone(), settings, video, heic);
     let records: Arc<dyn RecordStore> = Arc::new(sql);
     let admin_token: Arc<str> = config.admin_token.clone().unwrap_or_else(new_token).into();
     let ops = Arc::new(ops::Ops::default());

@@ -38,6 +38,7 @@ mod duplicates_never_transfer;
 mod ended_records_are_deleted_after_the_retention;
 mod forwarded_for_is_believed_only_from_trusted_proxies;
 mod graceful_shutdown_finishes_confirms_in_flight;
+mod heic_photos_are_shown_upright_and_without_metadata;
 mod large_files_go_up_in_parts;
 mod live_walls_are_capped_per_address_and_event;
 mod malformed_input_is_a_problem;

@@ -1,5 +1,5 @@
-//! A file the server cannot make a rendition of (a corrupt JPEG, a HEIC
-//! photo, a video ffmpeg cannot read) is shown as a placeholder image, with
+//! A file the server cannot make a rendition of (a corrupt JPEG, a broken
+//! HEIC photo, a video ffmpeg cannot read) is shown as a placeholder image, with
 //! the reason on the wall item, in the host's list and in a header: never a
 //! 5xx, and never the original.
 
@@ -10,7 +10,7 @@ use support::TestServer;
 use support::media::{host_list, open_event, upload_as, wall};
 
 #[tokio::test]
-async fn a_corrupt_jpeg_a_heic_photo_and_a_broken_video_get_the_placeholder_with_a_reason() {
+async fn a_corrupt_jpeg_a_broken_heic_photo_and_a_broken_video_get_the_placeholder_with_a_reason() {
     let server = TestServer::start().await;
     let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let guest = open_event(&server).await;
@@ -19,7 +19,7 @@ async fn a_corrupt_jpeg_a_heic_photo_and_a_broken_video_get_the_placeholder_with
     corrupt.extend((0..2000u32).map(|i| (i * 7919 % 251) as u8));
     let cases = [
         ("image/jpeg", "broken.jpg", corrupt, "not a readable"),
-        ("image/heic", "IMG_0002.HEIC", b"\0\0\0\x18ftypheic\0\0\0\0mif1heic".to_vec(), "cannot be decoded"),
+        ("image/heic", "IMG_0002.HEIC", b"\0\0\0\x18ftypheic\0\0\0\0mif1heic".to_vec(), "not a readable HEIC"),
         ("video/mp4", "clip.mp4", b"\0\0\0\x18ftypmp42\0\0\0\0mp42isom".to_vec(), "not a readable video"),
     ];
     let mut ids = Vec::new();

@@ -218,6 +218,7 @@ async fn the_admin_learns_which_ffmpeg_makes_the_videos() {
     let r = server.http.get(server.url("/readyz")).bearer_auth(support::ADMIN).send().await.unwrap();
     let said = r.text().await.unwrap();
     assert!(said.starts_with("ready\nvideos: posters and shareable MP4s (ffmpeg version"), "{said}");
+    assert!(said.contains("\nHEIC photos: decoded by heif-convert ("), "{said}");
     let r = server.http.get(server.url("/readyz")).send().await.unwrap();
     assert_eq!(r.text().await.unwrap(), "ready", "a stranger learns nothing of the tools");
 }

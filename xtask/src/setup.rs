@@ -242,16 +242,18 @@ pub fn ensure_all(browsers: bool) -> Result {
     if browsers {
         ensure_chromium()?;
     }
-    ensure_ffmpeg()?;
+    ensure_media_tools()?;
     ensure_node()
 }
 
-/// ffmpeg and ffprobe (Debian's package): the server makes a video's
+/// ffmpeg and ffprobe (Debian's `ffmpeg`): the server makes a video's
 /// poster and its shareable MP4 with them, and the tests make their video
-/// fixtures with them.
-pub fn ensure_ffmpeg() -> Result {
-    if find("ffmpeg").is_some() && find("ffprobe").is_some() {
+/// fixtures with them. libheif's heif-convert and heif-enc
+/// (`libheif-examples`): the server decodes HEIC photos with the first, the
+/// tests make their HEIC fixtures with the second.
+pub fn ensure_media_tools() -> Result {
+    if ["ffmpeg", "ffprobe", "heif-convert", "heif-enc"].iter().all(|tool| find(tool).is_some()) {
         return Ok(());
     }
-    apt_install(&["ffmpeg"])
+    apt_install(&["ffmpeg", "libheif-examples"])
 }

@@ -216,6 +216,11 @@ pub struct Config {
     #[arg(long, env = "UPLOAD_ONCE_FFMPEG", default_value = "ffmpeg")]
     pub ffmpeg: PathBuf,
 
+    /// libheif's `heif-convert`, which decodes HEIC/HEIF photos (an
+    /// iPhone's) for their renditions. Without it they get the placeholder.
+    #[arg(long, env = "UPLOAD_ONCE_HEIF_CONVERT", default_value = "heif-convert")]
+    pub heif_convert: PathBuf,
+
     /// The `ffprobe` that reads what a video holds.
     #[arg(long, env = "UPLOAD_ONCE_FFPROBE", default_value = "ffprobe")]
     pub ffprobe: PathBuf,

@@ -17,10 +17,12 @@
 //!
 //! The handlers are in routes/media.rs.
 
+pub mod heic;
 pub mod jobs;
 pub mod live;
 pub mod range;
 pub mod renditions;
+pub mod tools;
 pub mod video;
 pub mod zip;
 
@@ -134,6 +136,8 @@ pub struct MediaServices {
     pub settings: MediaSettings,
     /// ffmpeg and ffprobe, or why videos are not processed here.
     pub video: std::result::Result<video::VideoTools, String>,
+    /// heif-convert, or why HEIC photos are not decoded here.
+    pub heic: std::result::Result<heic::HeicTools, String>,
     /// Video jobs running on this instance ([`MediaSettings::video_workers`]).
     pub video_slots: tokio::sync::Semaphore,
     answers: [AtomicU64; Answer::ALL.len()],
@@ -183,6 +187,7 @@ impl MediaServices {
         pool: AnyPool,
         settings: MediaSettings,
         video: std::result::Result<video::VideoTools, String>,
+        heic: std::result::Result<heic::HeicTools, String>,
     ) -> Arc<MediaServices> {
         Arc::new(MediaServices {
             db: jobs::MediaDb::new(pool),
@@ -190,6 +195,7 @@ impl MediaServices {
             live: live::LiveHub::default(),
             video_slots: tokio::sync::Semaphore::new(settings.video_workers.max(1)),
             video,
+            heic,
             settings,
             answers: Default::default(),
         })

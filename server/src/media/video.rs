@@ -21,10 +21,11 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde::Deserialize;
-use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
 use super::renditions::Unrenderable;
+use super::tools::{self, RunError, run};
+pub use super::tools::Scratch;
 
 /// The content type of a shareable video.
 pub const VIDEO_TYPE: &str = "video/mp4";
@@ -34,15 +35,6 @@ pub const LONG_EDGE: u32 = 1920;
 pub const SHORT_EDGE: u32 = 1080;
 /// The video bitrate a transcode is capped at (`-maxrate`), bits/s.
 pub const MAX_VIDEO_BITRATE: u32 = 5_000_000;
-/// Prefix of the scratch directories (so that a start can remove those an
-/// earlier process left).
-const SCRATCH_PREFIX: &str = "upload-once-video-";
-/// How long a scratch directory goes unmodified before a start takes it
-/// for one a killed process left.
-const SCRATCH_ABANDONED_AFTER: Duration = Duration::from_secs(6 * 3600);
-/// The most a tool's error output is read (the rest is dropped).
-const MAX_TOOL_OUTPUT: usize = 64 << 10;
-
 /// Where the tools are, and how far each run of them may go.
 #[derive(Clone, Debug)]
 pub struct VideoTools {
@@ -111,7 +103,7 @@ impl VideoTools {
         }
         let scratch = limits.scratch.clone().unwrap_or_else(std::env::temp_dir);
         std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
-        remove_abandoned_scratch(&scratch);
+        tools::remove_abandoned_scratch(&scratch);
         Ok(VideoTools {
             ffmpeg: ffmpeg.to_owned(),
             ffprobe: ffprobe.to_owned(),
@@ -121,56 +113,6 @@ impl VideoTools {
             max_duration: limits.max_duration,
             scratch,
         })
-    }
-}
-
-/// Removes scratch directories a killed process left (unmodified for
-/// [`SCRATCH_ABANDONED_AFTER`]: another instance on this machine may be
-/// using newer ones).
-fn remove_abandoned_scratch(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let old = entry
-            .metadata()
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age > SCRATCH_ABANDONED_AFTER);
-        if name.to_string_lossy().starts_with(SCRATCH_PREFIX) && old {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
-}
-
-/// A job's own directory, removed with everything in it when dropped.
-#[derive(Debug)]
-pub struct Scratch {
-    dir: PathBuf,
-}
-
-impl Scratch {
-    /// A new directory under `parent`.
-    pub fn new(parent: &Path) -> std::io::Result<Scratch> {
-        let dir = parent.join(format!("{SCRATCH_PREFIX}{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir(&dir)?;
-        Ok(Scratch { dir })
-    }
-
-    /// A path inside it.
-    pub fn path(&self, name: &str) -> PathBuf {
-        self.dir.join(name)
-    }
-
-    /// The directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -275,89 +217,14 @@ pub fn parse_probe(json: &[u8]) -> Result<(Probe, bool), Unrenderable> {
     ))
 }
 
-/// Why a run of a tool gave nothing.
-#[derive(Debug)]
-enum RunError {
-    /// It ran past [`VideoTools::timeout`] and was killed.
-    TimedOut(Duration),
-    /// It could not start, or it failed: what it said.
-    Failed(String),
-}
-
-impl RunError {
-    /// The fixed sentence for the wall (`failed` when the tool failed), and
-    /// the detail for the log.
-    fn unrenderable(self, failed: &str) -> Unrenderable {
-        match self {
-            RunError::TimedOut(limit) => Unrenderable {
-                reason: "this video takes longer to process than the server allows".into(),
-                detail: format!("killed after {} s", limit.as_secs_f64()),
-            },
-            RunError::Failed(detail) => Unrenderable { reason: failed.into(), detail },
-        }
-    }
-}
-
-/// What a run of a tool left: its standard output, or why it failed.
-async fn run(tools: &VideoTools, program: &Path, args: &[&str]) -> Result<Vec<u8>, RunError> {
-    let mut command = Command::new(program);
-    command.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
-    #[cfg(target_os = "linux")]
-    {
-        let memory = tools.memory;
-        // SAFETY: between fork and exec, only async-signal-safe calls
-        // (setpriority, setrlimit), on values copied before the fork.
-        unsafe {
-            command.pre_exec(move || {
-                libc::setpriority(libc::PRIO_PROCESS, 0, 10);
-                let limit = libc::rlimit { rlim_cur: memory as libc::rlim_t, rlim_max: memory as libc::rlim_t };
-                libc::setrlimit(libc::RLIMIT_AS, &limit);
-                Ok(())
-            });
-        }
-    }
-    let mut child =
-        command.spawn().map_err(|e| RunError::Failed(format!("{} cannot be run: {e}", program.display())))?;
-    let mut stdout = child.stdout.take().expect("piped");
-    let mut stderr = child.stderr.take().expect("piped");
-    let work = async {
-        let mut out = Vec::new();
-        let mut err = Vec::new();
-        // All of the error output is read (a tool whose pipe is full would
-        // stop), its first [`MAX_TOOL_OUTPUT`] bytes kept.
-        let drain = async {
-            let mut chunk = [0u8; 4096];
-            while let Ok(n) = stderr.read(&mut chunk).await {
-                if n == 0 {
-                    break;
-                }
-                let room = MAX_TOOL_OUTPUT.saturating_sub(err.len());
-                err.extend_from_slice(&chunk[..n.min(room)]);
-            }
-        };
-        let (read_out, ()) = tokio::join!(stdout.read_to_end(&mut out), drain);
-        read_out.map_err(|e| e.to_string())?;
-        let status = child.wait().await.map_err(|e| e.to_string())?;
-        if status.success() {
-            Ok(out)
-        } else {
-            Err(format!("{status}: {}", String::from_utf8_lossy(&err).trim()))
-        }
-    };
-    match tokio::time::timeout(tools.timeout, work).await {
-        Ok(done) => done.map_err(RunError::Failed),
-        // Dropping the future drops the child, which kills it.
-        Err(_) => Err(RunError::TimedOut(tools.timeout)),
-    }
-}
-
 /// Reads what the video at `input` holds.
 pub async fn probe(tools: &VideoTools, input: &Path) -> Result<(Probe, bool), Unrenderable> {
     let input = input.to_string_lossy();
     let json = run(
-        tools,
         &tools.ffprobe,
         &["-v", "error", "-print_format", "json", "-show_format", "-show_streams", "--", &input],
+        tools.timeout,
+        tools.memory,
     )
     .await
     .map_err(|e| e.unrenderable("not a readable video file"))?;
@@ -370,12 +237,13 @@ pub async fn poster(tools: &VideoTools, input: &Path, probe: &Probe) -> Result<V
     let at = format!("{:.3}", (probe.duration.as_secs_f64() / 2.0).min(1.0));
     let input = input.to_string_lossy();
     let png = run(
-        tools,
         &tools.ffmpeg,
         &[
             "-nostdin", "-v", "error", "-ss", &at, "-i", &input, "-map", "0:v:0", "-frames:v", "1", "-an", "-sn",
             "-map_metadata", "-1", "-f", "image2pipe", "-c:v", "png", "-",
         ],
+        tools.timeout,
+        tools.memory,
     )
     .await
     .map_err(|e| e.unrenderable("no still could be taken from this video"))?;
@@ -438,10 +306,10 @@ pub fn shareable_args(input: &str, output: &str, probe: &Probe, copy: bool) -> V
 pub async fn shareable(tools: &VideoTools, input: &Path, output: &Path, probe: &Probe, copy: bool) -> Result<(), Unrenderable> {
     let args = shareable_args(&input.to_string_lossy(), &output.to_string_lossy(), probe, copy);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    run(tools, &tools.ffmpeg, &args)
+    run(&tools.ffmpeg, &args, tools.timeout, tools.memory)
         .await
         .map(drop)
-        .map_err(|e| e.unrenderable("this video could not be made playable for the wall"))
+        .map_err(|e: RunError| e.unrenderable("this video could not be made playable for the wall"))
 }
 
 #[cfg(test)]

@@ -55,7 +55,7 @@ pub async fn healthz(State(records): State<Records>) -> Result<&'static str> {
 /// not ready; why, in the database's or the store's own words, only with
 /// the admin token.
 #[utoipa::path(get, path = "/readyz", tag = "operations", responses(
-    (status = 200, description = "The database takes writes and the object store answers: `ready`; with the admin token, a second line says whether videos get a poster and a shareable MP4 (ffmpeg found) or the placeholder only, and why"),
+    (status = 200, description = "The database takes writes and the object store answers: `ready`; with the admin token, a line says whether videos get a poster and a shareable MP4 (ffmpeg found) or the placeholder only, and why, and one the same of HEIC photos (heif-convert)"),
     (status = 503, body = Problem, content_type = "application/problem+json",
         description = "not_ready; with the admin token, database_unavailable or object_store_unavailable and why, in `detail` (the database's reason first when both fail)"),
 ))]
@@ -63,11 +63,18 @@ pub async fn readyz(State(state): State<AppState>, headers: HeaderMap) -> Respon
     let admin = extract::require_admin(&state.admin_token, &headers).is_ok();
     let Some((code, reason)) = operations::readiness(&state).await else {
         // The admin also learns how videos are handled here.
-        return match (&state.media.video, admin) {
-            (_, false) => "ready".into_response(),
-            (Ok(tools), true) => format!("ready\nvideos: posters and shareable MP4s ({})", tools.version).into_response(),
-            (Err(why), true) => format!("ready\nvideos: the placeholder only ({why})").into_response(),
+        if !admin {
+            return "ready".into_response();
+        }
+        let videos = match &state.media.video {
+            Ok(tools) => format!("videos: posters and shareable MP4s ({})", tools.version),
+            Err(why) => format!("videos: the placeholder only ({why})"),
         };
+        let heic = match &state.media.heic {
+            Ok(tools) => format!("HEIC photos: decoded by heif-convert ({})", tools.version),
+            Err(why) => format!("HEIC photos: the placeholder only ({why})"),
+        };
+        return format!("ready\n{videos}\n{heic}").into_response();
     };
     if admin {
         problem_response(code, reason)

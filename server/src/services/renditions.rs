@@ -216,6 +216,9 @@ async fn render(state: &AppState, job: Claimed) -> std::result::Result<Made, Fai
     if media.content_type.starts_with("video/") {
         return render_video(state, &media).await;
     }
+    if crate::media::heic::is_heif(&media.content_type) {
+        return render_heic(state, job, &media).await;
+    }
     let Some(format) = renditions::decodable(&media.content_type) else {
         return Err(Failure::Placeholder(reason_for_type(&media.content_type)));
     };
@@ -329,6 +332,49 @@ async fn render_video(state: &AppState, media: &MediaRow) -> std::result::Result
     let duration_ms = Some(probe.duration.as_millis() as i64);
     tracing::info!(media = %media.id, copy, width, height, "video job: poster and shareable video stored");
     kept_if_wanted(state, media, Made { width, height, duration_ms }).await
+}
+
+/// An HEIC/HEIF photo's renditions: decoded upright by heif-convert
+/// ([`crate::media::heic`]) from a copy in a scratch directory, then made
+/// like any photo's. Its pixels count against its session's budget once
+/// decoded (the header is not read before).
+async fn render_heic(state: &AppState, job: Claimed, media: &MediaRow) -> std::result::Result<Made, Failure> {
+    let tools = match &state.media.heic {
+        Ok(tools) => tools.clone(),
+        Err(_) => return Err(Failure::Placeholder(reason_for_type(&media.content_type))),
+    };
+    if media.size > MAX_SOURCE_BYTES {
+        return Err(Failure::Placeholder(format!(
+            "{} bytes is more than the {MAX_SOURCE_BYTES} bytes a photo is decoded from",
+            media.size
+        )));
+    }
+    if let Some(pixels) = job.pixels {
+        within_budget(state, job, pixels).await?;
+    }
+    let limits = &state.media.settings.video_limits;
+    let parent = limits.scratch.clone().unwrap_or_else(std::env::temp_dir);
+    let scratch = Scratch::new(&parent).map_err(|e| Failure::Transient(format!("no scratch directory: {e}")))?;
+    let input = scratch.path("original");
+    copy_original(state, media, &input).await?;
+    state.media.db.record_pixels(job, job.pixels.unwrap_or(0), Some(state.now())).await?;
+    // A photo's decode: two minutes at most, whatever a video may take.
+    let timeout = limits.timeout.min(std::time::Duration::from_secs(120));
+    let png = crate::media::heic::to_png(&tools, &input, &scratch, timeout, limits.memory).await.map_err(|why| {
+        tracing::info!(media = %media.id, "HEIC job: {}: {}", why.reason, why.detail);
+        Failure::Placeholder(why.reason)
+    })?;
+    drop(scratch);
+    let header = renditions::header(&png, image::ImageFormat::Png).map_err(Failure::from)?;
+    state.media.db.record_pixels(job, header.pixels() as i64, None).await?;
+    let made = decode_at_low_priority(move || renditions::make(&png, image::ImageFormat::Png))
+        .await
+        .map_err(|e| Failure::Placeholder(format!("the decoder failed on this file: {e}")))?
+        .inspect_err(|why| tracing::info!(media = %media.id, "HEIC job: {}: {}", why.reason, why.detail))?;
+    for (size, bytes) in [(Size::Thumb, made.thumb), (Size::Display, made.display)] {
+        state.objects.put(&size.key(&media.object_key), RENDITION_TYPE, bytes.into()).await?;
+    }
+    kept_if_wanted(state, media, Made { width: made.width, height: made.height, duration_ms: None }).await
 }
 
 /// Copies the original from the object store to `path`; no more bytes than

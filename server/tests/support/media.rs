@@ -285,3 +285,22 @@ pub fn top_level_boxes(bytes: &[u8]) -> Vec<String> {
 pub fn contains(bytes: &[u8], needle: &str) -> bool {
     bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
+
+/// An HEIC photo made by libheif's own encoder (`heif-enc`) from a JPEG
+/// of `image` with EXIF orientation `orientation` and a GPS position
+/// ([`with_exif`]): heif-enc keeps the EXIF block in the HEIC and turns the
+/// orientation into the image's `irot`/`imir` transformations.
+pub fn heic(image: RgbImage, orientation: u16) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let (jpeg, out) = (dir.path().join("photo.jpg"), dir.path().join("photo.heic"));
+    std::fs::write(&jpeg, with_exif(image, orientation)).unwrap();
+    let status = std::process::Command::new("heif-enc")
+        .args(["-q", "90", "-o"])
+        .arg(&out)
+        .arg(&jpeg)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("heif-enc runs (cargo xtask setup installs libheif-examples)");
+    assert!(status.success(), "heif-enc");
+    std::fs::read(out).unwrap()
+}

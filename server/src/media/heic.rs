@@ -1,0 +1,77 @@
+//! HEIC and HEIF photos (an iPhone's, AirDropped or exported): decoded by
+//! libheif's own `heif-convert` run as a child process ([`super::tools`]),
+//! which applies the image's transformations (`irot`, `imir`, `clap`), so
+//! the PNG it writes is upright, and takes the primary image of a file that
+//! holds several (a burst, a depth map, a thumbnail). 10-bit HDR images come
+//! out as 16-bit PNG. That PNG is then made into the same thumbnail and
+//! display JPEGs as any photo ([`super::renditions::make`]), with no
+//! metadata.
+//!
+//! A child process rather than the `libheif-rs` crate: the crate needs
+//! libheif 1.17 or newer (its `v1_17` floor), and Debian 12 ships 1.15.1;
+//! its `embedded-libheif` alternative compiles libheif from source (C++,
+//! CMake) in every clean build of a 2-core machine. A child process also
+//! keeps a decoder crash or a decompression bomb out of the server's own
+//! memory: it runs under the same time and address-space limits as ffmpeg.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::process::Command;
+
+use super::renditions::Unrenderable;
+use super::tools::{RunError, Scratch, run};
+
+/// The content types decoded here.
+pub fn is_heif(content_type: &str) -> bool {
+    matches!(content_type, "image/heic" | "image/heif" | "image/heic-sequence" | "image/heif-sequence")
+}
+
+/// `heif-convert`, found and checked at start.
+#[derive(Clone, Debug)]
+pub struct HeicTools {
+    /// The program.
+    pub heif_convert: PathBuf,
+    /// The libheif version it reports (logged, and told to the admin).
+    pub version: String,
+}
+
+impl HeicTools {
+    /// Finds `program` (on the `PATH`, or a path) and checks that it runs;
+    /// why not, in words for the log and the admin.
+    pub async fn find(program: &Path) -> Result<HeicTools, String> {
+        let out = Command::new(program).arg("--help").stdin(Stdio::null()).kill_on_drop(true).output();
+        let out = tokio::time::timeout(Duration::from_secs(10), out)
+            .await
+            .map_err(|_| format!("{} --help did not answer in 10 s", program.display()))?
+            .map_err(|e| format!("{} cannot be run: {e}", program.display()))?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        let version = text.lines().map(str::trim).find(|l| l.contains("libheif")).unwrap_or("").to_owned();
+        Ok(HeicTools { heif_convert: program.to_owned(), version })
+    }
+}
+
+/// Decodes the HEIC/HEIF file at `input` into an upright PNG (its primary
+/// image), in `scratch`.
+pub async fn to_png(
+    tools: &HeicTools,
+    input: &Path,
+    scratch: &Scratch,
+    timeout: Duration,
+    memory: u64,
+) -> Result<Vec<u8>, Unrenderable> {
+    let output = scratch.path("decoded.png");
+    let (input, out) = (input.to_string_lossy(), output.to_string_lossy());
+    run(&tools.heif_convert, &["--quiet", &input, &out], timeout, memory)
+        .await
+        .map_err(|e: RunError| e.unrenderable("not a readable HEIC file"))?;
+    // A file of several top-level images is written as decoded-1.png, …:
+    // the first is the primary one.
+    for candidate in [output.clone(), scratch.path("decoded-1.png")] {
+        if let Ok(png) = tokio::fs::read(&candidate).await {
+            return Ok(png);
+        }
+    }
+    Err(Unrenderable { reason: "not a readable HEIC file".into(), detail: "heif-convert wrote no image".into() })
+}

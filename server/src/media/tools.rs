@@ -1,0 +1,148 @@
+//! Running the field's media tools (ffmpeg, ffprobe, heif-convert) as
+//! child processes: no shell, the arguments as a list, at a lower CPU
+//! priority, under an address-space limit, killed when their time is up or
+//! when the job that runs them is dropped (a shutdown); and the scratch
+//! directory of a job, removed with everything in it however the job ends.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::process::Command;
+
+use super::renditions::Unrenderable;
+
+/// Prefix of the scratch directories (so that a start can remove those an
+/// earlier process left).
+const SCRATCH_PREFIX: &str = "upload-once-media-";
+/// How long a scratch directory goes unmodified before a start takes it
+/// for one a killed process left.
+const SCRATCH_ABANDONED_AFTER: Duration = Duration::from_secs(6 * 3600);
+/// The most a tool's error output is read (the rest is dropped).
+const MAX_TOOL_OUTPUT: usize = 64 << 10;
+
+/// Removes scratch directories a killed process left (unmodified for
+/// [`SCRATCH_ABANDONED_AFTER`]: another instance on this machine may be
+/// using newer ones).
+pub fn remove_abandoned_scratch(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > SCRATCH_ABANDONED_AFTER);
+        if name.to_string_lossy().starts_with(SCRATCH_PREFIX) && old {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// A job's own directory, removed with everything in it when dropped.
+#[derive(Debug)]
+pub struct Scratch {
+    dir: PathBuf,
+}
+
+impl Scratch {
+    /// A new directory under `parent`.
+    pub fn new(parent: &Path) -> std::io::Result<Scratch> {
+        let dir = parent.join(format!("{SCRATCH_PREFIX}{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir(&dir)?;
+        Ok(Scratch { dir })
+    }
+
+    /// A path inside it.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Why a run of a tool gave nothing.
+#[derive(Debug)]
+pub enum RunError {
+    /// It ran past [`VideoTools::timeout`] and was killed.
+    TimedOut(Duration),
+    /// It could not start, or it failed: what it said.
+    Failed(String),
+}
+
+impl RunError {
+    /// The fixed sentence for the wall (`failed` when the tool failed), and
+    /// the detail for the log.
+    pub fn unrenderable(self, failed: &str) -> Unrenderable {
+        match self {
+            RunError::TimedOut(limit) => Unrenderable {
+                reason: "this video takes longer to process than the server allows".into(),
+                detail: format!("killed after {} s", limit.as_secs_f64()),
+            },
+            RunError::Failed(detail) => Unrenderable { reason: failed.into(), detail },
+        }
+    }
+}
+
+/// What a run of a tool left: its standard output, or why it failed.
+pub async fn run(program: &Path, args: &[&str], timeout: Duration, memory: u64) -> Result<Vec<u8>, RunError> {
+    let mut command = Command::new(program);
+    command.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: between fork and exec, only async-signal-safe calls
+        // (setpriority, setrlimit), on values copied before the fork.
+        unsafe {
+            command.pre_exec(move || {
+                libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+                let limit = libc::rlimit { rlim_cur: memory as libc::rlim_t, rlim_max: memory as libc::rlim_t };
+                libc::setrlimit(libc::RLIMIT_AS, &limit);
+                Ok(())
+            });
+        }
+    }
+    let mut child =
+        command.spawn().map_err(|e| RunError::Failed(format!("{} cannot be run: {e}", program.display())))?;
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let work = async {
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        // All of the error output is read (a tool whose pipe is full would
+        // stop), its first [`MAX_TOOL_OUTPUT`] bytes kept.
+        let drain = async {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = stderr.read(&mut chunk).await {
+                if n == 0 {
+                    break;
+                }
+                let room = MAX_TOOL_OUTPUT.saturating_sub(err.len());
+                err.extend_from_slice(&chunk[..n.min(room)]);
+            }
+        };
+        let (read_out, ()) = tokio::join!(stdout.read_to_end(&mut out), drain);
+        read_out.map_err(|e| e.to_string())?;
+        let status = child.wait().await.map_err(|e| e.to_string())?;
+        if status.success() {
+            Ok(out)
+        } else {
+            Err(format!("{status}: {}", String::from_utf8_lossy(&err).trim()))
+        }
+    };
+    match tokio::time::timeout(timeout, work).await {
+        Ok(done) => done.map_err(RunError::Failed),
+        // Dropping the future drops the child, which kills it.
+        Err(_) => Err(RunError::TimedOut(timeout)),
+    }
+}

@@ -47,6 +47,7 @@ mod media_links_expire_and_survive_a_key_rotation;
 mod media_urls_answer_range_requests;
 mod migrations_run_once_and_are_checked;
 mod moderation_and_wall;
+mod nothing_shared_carries_a_location;
 mod multipart_confirm_is_create_or_return;
 mod multipart_uploads_leave_no_parts_behind;
 mod one_guest_cannot_take_the_rendition_workers;

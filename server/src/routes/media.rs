@@ -38,7 +38,7 @@ use crate::store::{EventRow, MediaRow};
 
 /// Content types a browser may render inline from this origin. Anything
 /// else (HTML, SVG, scripts, unknown) is sent as a download.
-const INLINE_TYPES: &[&str] = &[
+pub const INLINE_TYPES: &[&str] = &[
     "image/jpeg",
     "image/png",
     "image/gif",

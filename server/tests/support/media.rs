@@ -304,3 +304,32 @@ pub fn heic(image: RgbImage, orientation: u16) -> Vec<u8> {
     assert!(status.success(), "heif-enc");
     std::fs::read(out).unwrap()
 }
+
+/// A video made by ffmpeg with `encoder` into `container` (`webm`,
+/// `ogg`), tagged with [`VIDEO_LOCATION`] (Matroska tags, Vorbis comments).
+pub fn tagged_video(encoder: &str, container: &str) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join(format!("clip.{container}"));
+    let location = format!("location={VIDEO_LOCATION}");
+    let status = std::process::Command::new("ffmpeg")
+        .args(["-v", "error", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=10:duration=1", "-c:v", encoder])
+        .args(["-metadata", &location, "-y"])
+        .arg(&out)
+        .status()
+        .expect("ffmpeg runs");
+    assert!(status.success(), "ffmpeg {encoder} {container}");
+    std::fs::read(out).unwrap()
+}
+
+/// A PNG of `image` with a `tEXt` chunk holding [`VIDEO_LOCATION`].
+pub fn png_with_location(image: &RgbImage) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut encoder = png::Encoder::new(&mut out, image.width(), image.height());
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder.add_text_chunk("Location".into(), VIDEO_LOCATION.into()).unwrap();
+    let mut writer = encoder.write_header().unwrap();
+    writer.write_image_data(image.as_raw()).unwrap();
+    writer.finish().unwrap();
+    out
+}

@@ -85,7 +85,12 @@ async function resync() {
     let after = null;
     for (;;) {
       const page = await fetchPage(after);
-      for (const item of page.items) if (item && item.id) current.add(item.id);
+      for (const item of page.items) {
+        if (!item || !item.id) continue;
+        current.add(item.id);
+        // One dropped because its rendition was not made yet, back.
+        if (!seen.has(item.id) && !before.has(item.id)) add(item);
+      }
       if (page.items.length < PAGE_SIZE || !page.next || page.next === after) break;
       after = page.next;
     }
@@ -199,11 +204,16 @@ function add(item) {
       setTimeout(() => { media.src = `${item.url}&try=${tries}`; }, 3_000);
       return;
     }
+    // Not made yet (a long video's transcode): off the wall until the next
+    // resync finds it again.
     li.remove();
+    seen.delete(item.id);
   });
   const li = h("li", { class: "wall-item", "data-testid": "wall-item", dataset: { id: item.id, approvedAt: item.approved_at || "" } }, media);
-  // Newest first: items arrive in approval order.
-  $("wall").prepend(li);
+  // Newest first: before the first item approved no later (items arrive in
+  // approval order; one whose rendition came late comes back in its place).
+  const older = Array.from($("wall").children).find((el) => (el.dataset.approvedAt || "") <= (item.approved_at || ""));
+  $("wall").insertBefore(li, older || null);
   $("empty").hidden = true;
 }
 

@@ -99,6 +99,10 @@ impl RunError {
 pub async fn run(program: &Path, args: &[&str], timeout: Duration, memory: u64) -> Result<Vec<u8>, RunError> {
     let mut command = Command::new(program);
     command.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    // glibc reserves an arena of 64 MiB of address space per thread: on a
+    // machine of many cores a threaded encoder would hit the address-space
+    // limit on reservations alone.
+    command.env("MALLOC_ARENA_MAX", "2");
     #[cfg(target_os = "linux")]
     {
         // SAFETY: between fork and exec, only async-signal-safe calls

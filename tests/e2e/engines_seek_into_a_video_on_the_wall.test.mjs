@@ -12,8 +12,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { randomUUID } from "node:crypto";
-import { startServer, createEvent, wallUrl, until } from "./harness.mjs";
+import { startServer, createEvent, wallUrl, until, uploadThroughApi } from "./harness.mjs";
 import { skipUnless, openEngine } from "./engines.mjs";
 
 const VIDEO = readFileSync(new URL("./fixtures/seek.webm", import.meta.url));
@@ -22,25 +21,6 @@ let server;
 before(async () => { server = await startServer("seek"); });
 after(async () => { await server?.stop(); });
 
-/** A guest's upload through the API: session, authorize, PUT, confirm. */
-async function upload(ev, name, type, bytes) {
-  const json = { "content-type": "application/json" };
-  const session = await (await fetch(`${server.base}/v1/events/${ev.event.slug}/sessions`, {
-    method: "POST", headers: json, body: JSON.stringify({ guest_code: ev.guest_code }),
-  })).json();
-  const auth = { ...json, authorization: `Bearer ${session.session_token}` };
-  const id = randomUUID();
-  const attempt = await (await fetch(`${server.base}/v1/events/${ev.event.slug}/attempts`, {
-    method: "POST", headers: auth, body: JSON.stringify({ id, filename: name, size: bytes.length, content_type: type }),
-  })).json();
-  const put = await fetch(attempt.upload.url, { method: "PUT", headers: attempt.upload.headers, body: bytes });
-  assert.equal(put.status, 200);
-  const confirmed = await fetch(`${server.base}/v1/attempts/${id}/confirm`, {
-    method: "POST", headers: { ...auth, "idempotency-key": id }, body: JSON.stringify({ size: bytes.length, content_type: type }),
-  });
-  assert.equal(confirmed.status, 200);
-  return confirmed.json();
-}
 
 /** How many media answers were partial (206) so far. */
 async function partialAnswers() {
@@ -52,7 +32,7 @@ async function partialAnswers() {
 for (const engine of ["chromium", "firefox", "webkit"]) {
   test(`${engine}: a video on the wall seeks through range requests`, { skip: skipUnless(engine) }, async () => {
     const ev = await createEvent(server, { moderation: "none", types: ["video/webm"] });
-    await upload(ev, "party.webm", "video/webm", VIDEO);
+    await uploadThroughApi(server, ev, "party.webm", "video/webm", VIDEO);
     const before = await partialAnswers();
     const page = await openEngine(engine);
     try {

@@ -2,6 +2,7 @@
 // file, events made through its admin API, generated photos, a static server
 // for the Vite example, and a headless Chromium driven by playwright-core.
 import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, existsSync } from "node:fs";
 import { deflateSync } from "node:zlib";
@@ -227,6 +228,27 @@ export async function hostMedia(server, ev, moderation) {
   });
   if (!res.ok) throw new Error(`media list: ${res.status}`);
   return (await res.json()).media;
+}
+
+/** A guest's upload through the API, without a page: session, authorize,
+ * PUT, confirm; the confirmed media record. */
+export async function uploadThroughApi(server, ev, name, type, bytes) {
+  const json = { "content-type": "application/json" };
+  const session = await (await fetch(`${server.base}/v1/events/${ev.event.slug}/sessions`, {
+    method: "POST", headers: json, body: JSON.stringify({ guest_code: ev.guest_code }),
+  })).json();
+  const auth = { ...json, authorization: `Bearer ${session.session_token}` };
+  const id = randomUUID();
+  const attempt = await (await fetch(`${server.base}/v1/events/${ev.event.slug}/attempts`, {
+    method: "POST", headers: auth, body: JSON.stringify({ id, filename: name, size: bytes.length, content_type: type }),
+  })).json();
+  const put = await fetch(attempt.upload.url, { method: "PUT", headers: attempt.upload.headers, body: bytes });
+  if (put.status !== 200) throw new Error(`PUT of ${name}: ${put.status}`);
+  const confirmed = await fetch(`${server.base}/v1/attempts/${id}/confirm`, {
+    method: "POST", headers: { ...auth, "idempotency-key": id }, body: JSON.stringify({ size: bytes.length, content_type: type }),
+  });
+  if (confirmed.status !== 200) throw new Error(`confirm of ${name}: ${confirmed.status}`);
+  return confirmed.json();
 }
 
 export function guestUrl(server, ev) {

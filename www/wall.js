@@ -33,6 +33,10 @@ const IMAGE_TRIES = 3;
 
 let cursor = null;
 const seen = new Set();
+/** How often each media left the wall unloaded (it comes back at most
+ * DROPS times: a video this browser cannot play is not fetched for ever). */
+const drops = new Map();
+const DROPS = 5;
 let failures = 0;
 /** The live feed, once opened. */
 let live = null;
@@ -89,7 +93,7 @@ async function resync() {
         if (!item || !item.id) continue;
         current.add(item.id);
         // One dropped because its rendition was not made yet, back.
-        if (!seen.has(item.id) && !before.has(item.id)) add(item);
+        if (!seen.has(item.id) && !before.has(item.id) && (drops.get(item.id) || 0) < DROPS) add(item);
       }
       if (page.items.length < PAGE_SIZE || !page.next || page.next === after) break;
       after = page.next;
@@ -208,6 +212,7 @@ function add(item) {
     // resync finds it again.
     li.remove();
     seen.delete(item.id);
+    drops.set(item.id, (drops.get(item.id) || 0) + 1);
   });
   const li = h("li", { class: "wall-item", "data-testid": "wall-item", dataset: { id: item.id, approvedAt: item.approved_at || "" } }, media);
   // Newest first: before the first item approved no later (items arrive in

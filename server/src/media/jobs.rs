@@ -317,6 +317,25 @@ impl MediaDb {
         Ok(())
     }
 
+    /// Puts back in the queue, as new, the jobs that ended on the
+    /// placeholder for one of these reasons (a tool that was missing and is
+    /// here now); how many.
+    pub async fn requeue_placeholders(&self, reasons: &[String], now: UnixMillis) -> Result<u64> {
+        let mut requeued = 0;
+        for reason in reasons {
+            let done = sqlx::query(
+                "UPDATE rendition_jobs SET state = 'queued', tries = 0, reason = NULL, due_at = $1
+                 WHERE state = 'placeholder' AND reason = $2",
+            )
+            .bind(now)
+            .bind(reason)
+            .execute(&self.pool)
+            .await?;
+            requeued += done.rows_affected();
+        }
+        Ok(requeued)
+    }
+
     /// The jobs of these media records (those that have one).
     pub async fn jobs(&self, ids: &[Uuid]) -> Result<Vec<JobRow>> {
         if ids.is_empty() {

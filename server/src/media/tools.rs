@@ -19,6 +19,9 @@ const SCRATCH_PREFIX: &str = "upload-once-media-";
 /// How long a scratch directory goes unmodified before a start takes it
 /// for one a killed process left.
 const SCRATCH_ABANDONED_AFTER: Duration = Duration::from_secs(6 * 3600);
+/// The most of a tool's standard output that is kept (a poster's PNG, at
+/// most 1600 px a side, is far smaller); the rest fails the run.
+const MAX_TOOL_STDOUT: u64 = 64 << 20;
 /// The most a tool's error output is read (the rest is dropped).
 const MAX_TOOL_OUTPUT: usize = 64 << 10;
 
@@ -50,8 +53,10 @@ pub struct Scratch {
 impl Scratch {
     /// A new directory under `parent`.
     pub fn new(parent: &Path) -> std::io::Result<Scratch> {
+        use std::os::unix::fs::DirBuilderExt;
         let dir = parent.join(format!("{SCRATCH_PREFIX}{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir(&dir)?;
+        // The guest's original, GPS and all, is no other local user's.
+        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
         Ok(Scratch { dir })
     }
 
@@ -135,8 +140,14 @@ pub async fn run(program: &Path, args: &[&str], timeout: Duration, memory: u64) 
                 err.extend_from_slice(&chunk[..n.min(room)]);
             }
         };
-        let (read_out, ()) = tokio::join!(stdout.read_to_end(&mut out), drain);
+        // What a tool pipes back (a poster) is bounded too.
+        let mut limited = (&mut stdout).take(MAX_TOOL_STDOUT);
+        let (read_out, ()) = tokio::join!(limited.read_to_end(&mut out), drain);
         read_out.map_err(|e| e.to_string())?;
+        if out.len() as u64 >= MAX_TOOL_STDOUT {
+            // Killed when the child is dropped.
+            return Err(format!("its output passed {MAX_TOOL_STDOUT} bytes"));
+        }
         let status = child.wait().await.map_err(|e| e.to_string())?;
         if status.success() {
             Ok(out)

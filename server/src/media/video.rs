@@ -33,6 +33,11 @@ pub const VIDEO_TYPE: &str = "video/mp4";
 pub const LONG_EDGE: u32 = 1920;
 /// The short edge of a shareable video.
 pub const SHORT_EDGE: u32 = 1080;
+/// The only demuxers a guest's file is opened with (`-format_whitelist`):
+/// MP4/MOV, Matroska/WebM and Ogg. Never a playlist (HLS, concat), whose
+/// entries could name the server's own files or URLs, whatever the file's
+/// declared type.
+pub const DEMUXERS: &str = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,ogg";
 /// The video bitrate a transcode is capped at (`-maxrate`), bits/s.
 pub const MAX_VIDEO_BITRATE: u32 = 5_000_000;
 /// Where the tools are, and how far each run of them may go.
@@ -222,7 +227,10 @@ pub async fn probe(tools: &VideoTools, input: &Path) -> Result<(Probe, bool), Un
     let input = input.to_string_lossy();
     let json = run(
         &tools.ffprobe,
-        &["-v", "error", "-print_format", "json", "-show_format", "-show_streams", "--", &input],
+        &[
+            "-v", "error", "-protocol_whitelist", "file", "-format_whitelist", DEMUXERS, "-print_format", "json",
+            "-show_format", "-show_streams", "--", &input,
+        ],
         tools.timeout,
         tools.memory,
     )
@@ -230,6 +238,10 @@ pub async fn probe(tools: &VideoTools, input: &Path) -> Result<(Probe, bool), Un
     .map_err(|e| e.unrenderable("not a readable video file"))?;
     parse_probe(&json)
 }
+
+/// The poster's scale: no larger than the display rendition made of it,
+/// never up (the PNG piped back stays small whatever the video's size).
+const POSTER_FIT: &str = "scale=w='min(iw,1600)':h='min(ih,1600)':force_original_aspect_ratio=decrease";
 
 /// A still of the video at `input` from its first second, upright, as PNG.
 pub async fn poster(tools: &VideoTools, input: &Path, probe: &Probe) -> Result<Vec<u8>, Unrenderable> {
@@ -239,8 +251,9 @@ pub async fn poster(tools: &VideoTools, input: &Path, probe: &Probe) -> Result<V
     let png = run(
         &tools.ffmpeg,
         &[
-            "-nostdin", "-v", "error", "-ss", &at, "-i", &input, "-map", "0:v:0", "-frames:v", "1", "-an", "-sn",
-            "-map_metadata", "-1", "-f", "image2pipe", "-c:v", "png", "-",
+            "-nostdin", "-v", "error", "-protocol_whitelist", "file", "-format_whitelist", DEMUXERS, "-ss", &at, "-i",
+            &input, "-map", "0:V:0", "-frames:v", "1", "-an", "-sn", "-vf", POSTER_FIT, "-map_metadata", "-1", "-f",
+            "image2pipe", "-c:v", "png", "-",
         ],
         tools.timeout,
         tools.memory,
@@ -258,12 +271,17 @@ pub async fn poster(tools: &VideoTools, input: &Path, probe: &Probe) -> Result<V
 
 /// The arguments that make the shareable MP4 of `input` at `output`.
 pub fn shareable_args(input: &str, output: &str, probe: &Probe, copy: bool) -> Vec<String> {
-    let mut args: Vec<String> = ["-nostdin", "-v", "error", "-i", input, "-map", "0:v:0", "-map", "0:a:0?"]
+    let mut args: Vec<String> = [
+        "-nostdin", "-v", "error", "-protocol_whitelist", "file", "-format_whitelist", DEMUXERS, "-i", input, "-map",
+        "0:V:0", "-map", "0:a:0?",
+    ]
         .iter()
         .map(|s| (*s).to_owned())
         .collect();
     if copy {
-        args.extend(["-c", "copy"].map(String::from));
+        // The streams as they are, but for the H.264 SEI messages, where
+        // some cameras write their own data (GPS included).
+        args.extend(["-c", "copy", "-bsf:v", "filter_units=remove_types=6"].map(String::from));
     } else {
         // Upright first (ffmpeg applies the rotation matrix when it
         // decodes), then scaled down to fit 1080p either way up, to even

@@ -207,6 +207,9 @@ async fn within_budget(state: &AppState, job: Claimed, pixels: i64) -> std::resu
     Ok(())
 }
 
+/// How long a video that found every video slot taken waits in the queue.
+const VIDEO_SLOT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Reads the original and stores its renditions; what was made.
 async fn render(state: &AppState, job: Claimed) -> std::result::Result<Made, Failure> {
     let media_id = job.media_id;
@@ -296,9 +299,12 @@ async fn render_video(state: &AppState, media: &MediaRow) -> std::result::Result
         Ok(tools) => tools.clone(),
         Err(_) => return Err(Failure::Placeholder(reason_for_type(&media.content_type))),
     };
-    // One video at a time per instance (by default): the job holds its
-    // claim, renewed, while it waits here.
-    let _slot = state.media.video_slots.acquire().await.map_err(|_| Failure::Transient("shutting down".into()))?;
+    // One video at a time per instance (by default). A video that finds no
+    // slot goes back in the queue for a few seconds rather than hold its
+    // worker, so photos never wait behind a transcode.
+    let Ok(_slot) = state.media.video_slots.try_acquire() else {
+        return Err(Failure::Deferred(state.now() + VIDEO_SLOT_WAIT.as_millis() as i64));
+    };
     let logged = |why: renditions::Unrenderable| {
         tracing::info!(media = %media.id, "video job: {}: {}", why.reason, why.detail);
         Failure::Placeholder(why.reason)
@@ -322,13 +328,14 @@ async fn render_video(state: &AppState, media: &MediaRow) -> std::result::Result
     let output = scratch.path("shareable.mp4");
     let copy = probe.copyable(plain_pixels);
     video::shareable(&tools, &input, &output, &probe, copy).await.map_err(logged)?;
+    // Its size as shown, read from what was written, before anything is
+    // stored.
+    let (shown, _) = video::probe(&tools, &output).await.map_err(logged)?;
+    let (width, height) = (shown.width, shown.height);
     for (size, bytes) in [(Size::Thumb, stills.thumb), (Size::Display, stills.display)] {
         state.objects.put(&size.key(&media.object_key), RENDITION_TYPE, bytes.into()).await?;
     }
     state.objects.put_file(&video_key(&media.object_key), VIDEO_TYPE, &output).await?;
-    // Its size as shown, read from what was written.
-    let (shown, _) = video::probe(&tools, &output).await.map_err(logged)?;
-    let (width, height) = (shown.width, shown.height);
     let duration_ms = Some(probe.duration.as_millis() as i64);
     tracing::info!(media = %media.id, copy, width, height, "video job: poster and shareable video stored");
     kept_if_wanted(state, media, Made { width, height, duration_ms }).await

@@ -47,11 +47,34 @@ async fn main() {
         let started = Instant::now();
         let input_str = input.to_str().unwrap();
         ffmpeg(&[
-            "-v", "error", "-f", "lavfi", "-i", source, "-f", "lavfi", "-i", "sine=duration=60", "-c:v", encoder,
-            "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-b:v", "12M", "-c:a", "aac", "-y", input_str,
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            source,
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=duration=60",
+            "-c:v",
+            encoder,
+            "-preset",
+            "ultrafast",
+            "-pix_fmt",
+            "yuv420p",
+            "-b:v",
+            "12M",
+            "-c:a",
+            "aac",
+            "-y",
+            input_str,
         ]);
-        println!("| (fixture: 60 s of 1080p30 {name}, {} MB, made in {:.0} s) | | |",
-            std::fs::metadata(&input).unwrap().len() / 1_000_000, started.elapsed().as_secs_f64());
+        println!(
+            "| (fixture: 60 s of 1080p30 {name}, {} MB, made in {:.0} s) | | |",
+            std::fs::metadata(&input).unwrap().len() / 1_000_000,
+            started.elapsed().as_secs_f64()
+        );
         let started = Instant::now();
         let (probe, plain) = video::probe(&tools, &input).await.unwrap();
         report(&format!("{name}: probe"), started);
@@ -70,14 +93,33 @@ async fn main() {
     // A 12 MP photo (4032 × 3024, an iPhone's), as HEIC.
     let heic_tools = HeicTools::find(Path::new("heif-convert")).await.unwrap();
     let png = scratch.path("photo.png");
-    ffmpeg(&["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=4032x3024", "-frames:v", "1", "-y", png.to_str().unwrap()]);
+    ffmpeg(&[
+        "-v",
+        "error",
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=4032x3024",
+        "-frames:v",
+        "1",
+        "-y",
+        png.to_str().unwrap(),
+    ]);
     let photo = scratch.path("photo.heic");
     let status = Command::new("heif-enc").args(["-q", "80", "-o"]).arg(&photo).arg(&png).output().unwrap();
     assert!(status.status.success());
     let started = Instant::now();
     let decoded = heic::to_png(&heic_tools, &photo, &scratch, limits.timeout, limits.memory).await.unwrap();
-    report(&format!("HEIC 12 MP ({} KB): heif-convert to PNG", std::fs::metadata(&photo).unwrap().len() / 1000), started);
+    report(
+        &format!("HEIC 12 MP ({} KB): heif-convert to PNG", std::fs::metadata(&photo).unwrap().len() / 1000),
+        started,
+    );
     let started = Instant::now();
     let made = renditions::make(&decoded, image::ImageFormat::Png).unwrap();
-    println!("| HEIC 12 MP: the two JPEGs ({} × {}, in the server's process) | {:.2} s | |", made.width, made.height, started.elapsed().as_secs_f64());
+    println!(
+        "| HEIC 12 MP: the two JPEGs ({} × {}, in the server's process) | {:.2} s | |",
+        made.width,
+        made.height,
+        started.elapsed().as_secs_f64()
+    );
 }

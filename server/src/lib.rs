@@ -179,7 +179,10 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
         now_possible.push(media::jobs::reason_for_type("video/mp4"));
     }
     if heic.is_ok() {
-        now_possible.extend(["image/heic", "image/heif", "image/heic-sequence", "image/heif-sequence"].map(media::jobs::reason_for_type));
+        now_possible.extend(
+            ["image/heic", "image/heif", "image/heic-sequence", "image/heif-sequence"]
+                .map(media::jobs::reason_for_type),
+        );
     }
     let media = media::MediaServices::new(sql.pool().clone(), settings, video, heic);
     match media.db.requeue_placeholders(&now_possible, clock.now()).await {

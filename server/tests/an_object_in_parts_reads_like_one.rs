@@ -73,13 +73,7 @@ async fn a_media_link_serves_ranges_of_an_object_in_parts() {
     let stored = server.state.records.media(media.id).await.unwrap().unwrap();
     let event = server.state.records.event_by_id(stored.event_id).await.unwrap().unwrap();
     let original = server.state.links.original_url(media.id, &upload_once_server::media::host_binding(&event));
-    let r = server
-        .http
-        .get(original)
-        .header("range", format!("bytes={}-{}", PART - 3, PART + 2))
-        .send()
-        .await
-        .unwrap();
+    let r = server.http.get(original).header("range", format!("bytes={}-{}", PART - 3, PART + 2)).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::PARTIAL_CONTENT);
     let got = r.bytes().await.unwrap();
     assert_eq!(&got[..], &bytes[(PART - 3) as usize..=(PART + 2) as usize], "the six bytes around the first edge");

@@ -9,7 +9,7 @@ use crate::support;
 
 use reqwest::StatusCode;
 use support::TestServer;
-use support::media::{BLUE, GREEN, RED, WHITE, has_exif, heic, host_list, near, open_event, quadrants, upload_as, wall};
+use support::media::{assert_turned_clockwise, has_exif, heic, host_list, open_event, quadrants, upload_as, wall};
 
 #[tokio::test]
 async fn a_rotated_heic_photo_with_a_location_reaches_the_wall_upright_and_without_exif() {
@@ -33,14 +33,7 @@ async fn a_rotated_heic_photo_with_a_location_reaches_the_wall_upright_and_witho
         assert_eq!(r.headers()["content-type"], "image/jpeg", "{url}: {:?}", r.headers().get("x-placeholder-reason"));
         let bytes = r.bytes().await.unwrap();
         assert!(!has_exif(&bytes), "{url}: no EXIF block, no GPS rationals");
-        let shown = image::load_from_memory(&bytes).unwrap().to_rgb8();
-        assert_eq!((shown.width(), shown.height()), (32, 64), "{url}: upright");
-        // Turned clockwise: the stored bottom-left (green) is now top-left.
-        let at = |x: u32, y: u32| shown.get_pixel(x, y).0;
-        assert!(near(at(8, 16), GREEN), "top-left {:?}", at(8, 16));
-        assert!(near(at(24, 16), RED), "top-right {:?}", at(24, 16));
-        assert!(near(at(8, 48), WHITE), "bottom-left {:?}", at(8, 48));
-        assert!(near(at(24, 48), BLUE), "bottom-right {:?}", at(24, 48));
+        assert_turned_clockwise(&image::load_from_memory(&bytes).unwrap().to_rgb8(), url);
     }
     // The host alone has the original, byte for byte.
     let listed = host_list(&guest).await;

@@ -114,6 +114,8 @@ async fn a_sessions_photos_take_one_worker_at_a_time() {
     assert_eq!(b.media_id, other.id, "another session's photo, not the same session's second");
     assert_eq!(db.claim(now, lease).await.unwrap(), None, "its session's worker is busy");
     // Once the first ends, the second is next.
-    db.finish(a, &Ok(upload_once_server::media::jobs::Made { width: 64, height: 48, duration_ms: None }), now).await.unwrap();
+    db.finish(a, &Ok(upload_once_server::media::jobs::Made { width: 64, height: 48, duration_ms: None }), now)
+        .await
+        .unwrap();
     assert_eq!(db.claim(now, lease).await.unwrap().map(|c| c.media_id), Some(second.id));
 }

@@ -149,11 +149,7 @@ pub async fn run(program: &Path, args: &[&str], timeout: Duration, memory: u64) 
             return Err(format!("its output passed {MAX_TOOL_STDOUT} bytes"));
         }
         let status = child.wait().await.map_err(|e| e.to_string())?;
-        if status.success() {
-            Ok(out)
-        } else {
-            Err(format!("{status}: {}", String::from_utf8_lossy(&err).trim()))
-        }
+        if status.success() { Ok(out) } else { Err(format!("{status}: {}", String::from_utf8_lossy(&err).trim())) }
     };
     match tokio::time::timeout(timeout, work).await {
         Ok(done) => done.map_err(RunError::Failed),

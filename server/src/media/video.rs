@@ -24,8 +24,8 @@ use serde::Deserialize;
 use tokio::process::Command;
 
 use super::renditions::Unrenderable;
-use super::tools::{self, RunError, run};
 pub use super::tools::Scratch;
+use super::tools::{self, RunError, run};
 
 /// The content type of a shareable video.
 pub const VIDEO_TYPE: &str = "video/mp4";
@@ -90,11 +90,7 @@ impl VideoTools {
     pub async fn find(ffmpeg: &Path, ffprobe: &Path, limits: &VideoLimits) -> Result<VideoTools, String> {
         let mut version = String::new();
         for tool in [ffmpeg, ffprobe] {
-            let out = Command::new(tool)
-                .arg("-version")
-                .stdin(Stdio::null())
-                .kill_on_drop(true)
-                .output();
+            let out = Command::new(tool).arg("-version").stdin(Stdio::null()).kill_on_drop(true).output();
             let out = tokio::time::timeout(Duration::from_secs(10), out)
                 .await
                 .map_err(|_| format!("{} -version did not answer in 10 s", tool.display()))?
@@ -228,8 +224,18 @@ pub async fn probe(tools: &VideoTools, input: &Path) -> Result<(Probe, bool), Un
     let json = run(
         &tools.ffprobe,
         &[
-            "-v", "error", "-protocol_whitelist", "file", "-format_whitelist", DEMUXERS, "-print_format", "json",
-            "-show_format", "-show_streams", "--", &input,
+            "-v",
+            "error",
+            "-protocol_whitelist",
+            "file",
+            "-format_whitelist",
+            DEMUXERS,
+            "-print_format",
+            "json",
+            "-show_format",
+            "-show_streams",
+            "--",
+            &input,
         ],
         tools.timeout,
         tools.memory,
@@ -251,9 +257,32 @@ pub async fn poster(tools: &VideoTools, input: &Path, probe: &Probe) -> Result<V
     let png = run(
         &tools.ffmpeg,
         &[
-            "-nostdin", "-v", "error", "-protocol_whitelist", "file", "-format_whitelist", DEMUXERS, "-ss", &at, "-i",
-            &input, "-map", "0:V:0", "-frames:v", "1", "-an", "-sn", "-vf", POSTER_FIT, "-map_metadata", "-1", "-f",
-            "image2pipe", "-c:v", "png", "-",
+            "-nostdin",
+            "-v",
+            "error",
+            "-protocol_whitelist",
+            "file",
+            "-format_whitelist",
+            DEMUXERS,
+            "-ss",
+            &at,
+            "-i",
+            &input,
+            "-map",
+            "0:V:0",
+            "-frames:v",
+            "1",
+            "-an",
+            "-sn",
+            "-vf",
+            POSTER_FIT,
+            "-map_metadata",
+            "-1",
+            "-f",
+            "image2pipe",
+            "-c:v",
+            "png",
+            "-",
         ],
         tools.timeout,
         tools.memory,
@@ -272,12 +301,23 @@ pub async fn poster(tools: &VideoTools, input: &Path, probe: &Probe) -> Result<V
 /// The arguments that make the shareable MP4 of `input` at `output`.
 pub fn shareable_args(input: &str, output: &str, probe: &Probe, copy: bool) -> Vec<String> {
     let mut args: Vec<String> = [
-        "-nostdin", "-v", "error", "-protocol_whitelist", "file", "-format_whitelist", DEMUXERS, "-i", input, "-map",
-        "0:V:0", "-map", "0:a:0?",
+        "-nostdin",
+        "-v",
+        "error",
+        "-protocol_whitelist",
+        "file",
+        "-format_whitelist",
+        DEMUXERS,
+        "-i",
+        input,
+        "-map",
+        "0:V:0",
+        "-map",
+        "0:a:0?",
     ]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
     if copy {
         // The streams as they are, but for the H.264 SEI messages, where
         // some cameras write their own data (GPS included).
@@ -296,8 +336,22 @@ pub fn shareable_args(input: &str, output: &str, probe: &Probe, copy: bool) -> V
         let buffer = (2 * MAX_VIDEO_BITRATE).to_string();
         args.extend(
             [
-                "-vf", &fit, "-c:v", "libx264", "-preset", "veryfast", "-crf", "23", "-maxrate", &rate, "-bufsize",
-                &buffer, "-pix_fmt", "yuv420p", "-profile:v", "high",
+                "-vf",
+                &fit,
+                "-c:v",
+                "libx264",
+                "-preset",
+                "veryfast",
+                "-crf",
+                "23",
+                "-maxrate",
+                &rate,
+                "-bufsize",
+                &buffer,
+                "-pix_fmt",
+                "yuv420p",
+                "-profile:v",
+                "high",
             ]
             .map(String::from),
         );
@@ -311,9 +365,26 @@ pub fn shareable_args(input: &str, output: &str, probe: &Probe, copy: bool) -> V
         [
             // No tag of the original's (global, stream or chapter), no
             // chapters, no encoder name, no creation time.
-            "-map_metadata", "-1", "-map_metadata:s", "-1", "-map_chapters", "-1", "-fflags", "+bitexact",
-            "-flags:v", "+bitexact", "-flags:a", "+bitexact", "-sn", "-dn", "-movflags", "+faststart", "-f", "mp4",
-            "--", output,
+            "-map_metadata",
+            "-1",
+            "-map_metadata:s",
+            "-1",
+            "-map_chapters",
+            "-1",
+            "-fflags",
+            "+bitexact",
+            "-flags:v",
+            "+bitexact",
+            "-flags:a",
+            "+bitexact",
+            "-sn",
+            "-dn",
+            "-movflags",
+            "+faststart",
+            "-f",
+            "mp4",
+            "--",
+            output,
         ]
         .map(String::from),
     );
@@ -321,7 +392,13 @@ pub fn shareable_args(input: &str, output: &str, probe: &Probe, copy: bool) -> V
 }
 
 /// Writes the shareable MP4 of the video at `input` to `output`.
-pub async fn shareable(tools: &VideoTools, input: &Path, output: &Path, probe: &Probe, copy: bool) -> Result<(), Unrenderable> {
+pub async fn shareable(
+    tools: &VideoTools,
+    input: &Path,
+    output: &Path,
+    probe: &Probe,
+    copy: bool,
+) -> Result<(), Unrenderable> {
     let args = shareable_args(&input.to_string_lossy(), &output.to_string_lossy(), probe, copy);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     run(&tools.ffmpeg, &args, tools.timeout, tools.memory)
@@ -369,7 +446,8 @@ mod tests {
 
     #[test]
     fn every_metadata_tag_is_dropped_and_the_index_goes_first() {
-        let probe = Probe { video_codec: "hevc".into(), audio_codec: None, width: 640, height: 480, duration: Duration::ZERO };
+        let probe =
+            Probe { video_codec: "hevc".into(), audio_codec: None, width: 640, height: 480, duration: Duration::ZERO };
         for copy in [true, false] {
             let args = shareable_args("in", "out.mp4", &probe, copy).join(" ");
             assert!(args.contains("-map_metadata -1"), "{args}");

@@ -14,8 +14,8 @@ use crate::media::jobs::{BUDGET_WINDOW, Claimed, DEFER, MAX_TRIES, Made, reason_
 use crate::media::renditions::{self, MAX_SOURCE_BYTES, RENDITION_TYPE};
 use crate::media::video::{self, Scratch, VIDEO_TYPE};
 use crate::media::{Size, rendition_keys, video_key};
-use crate::store::MediaRow;
 use crate::state::AppState;
+use crate::store::MediaRow;
 
 /// The running workers and scanner; dropping it stops them (tests).
 #[derive(Debug)]
@@ -256,6 +256,19 @@ async fn render(state: &AppState, job: Claimed) -> std::result::Result<Made, Fai
         within_budget(state, job, pixels).await?;
     }
     state.media.db.record_pixels(job, pixels, Some(state.now())).await?;
+    let (width, height) = store_stills(state, &media, bytes, format).await?;
+    kept_if_wanted(state, &media, Made { width, height, duration_ms: None }).await
+}
+
+/// Decodes a photo (or a video's still) at a low priority into both
+/// renditions and stores them; the display rendition's size.
+async fn store_stills(
+    state: &AppState,
+    media: &MediaRow,
+    bytes: Vec<u8>,
+    format: image::ImageFormat,
+) -> std::result::Result<(u32, u32), Failure> {
+    let media_id = media.id;
     let made = decode_at_low_priority(move || renditions::make(&bytes, format))
         .await
         .map_err(|e| {
@@ -266,12 +279,7 @@ async fn render(state: &AppState, job: Claimed) -> std::result::Result<Made, Fai
     for (size, bytes) in [(Size::Thumb, made.thumb), (Size::Display, made.display)] {
         state.objects.put(&size.key(&media.object_key), RENDITION_TYPE, bytes.into()).await?;
     }
-    // The media may have gone while this worker rendered: its event deleted,
-    // or the media removed after a takedown. Whoever deleted its objects did
-    // so after marking it gone, and this check comes after the writes, so
-    // either that delete saw the renditions or this check sees it gone and
-    // deletes them: none is left behind.
-    kept_if_wanted(state, &media, Made { width: made.width, height: made.height, duration_ms: None }).await
+    Ok((made.width, made.height))
 }
 
 /// What a job made, if its media is still wanted after the writes; if not,
@@ -321,10 +329,6 @@ async fn render_video(state: &AppState, media: &MediaRow) -> std::result::Result
         )));
     }
     let png = video::poster(&tools, &input, &probe).await.map_err(logged)?;
-    let stills = decode_at_low_priority(move || renditions::make(&png, image::ImageFormat::Png))
-        .await
-        .map_err(|e| Failure::Placeholder(format!("the still could not be decoded: {e}")))?
-        .map_err(logged)?;
     let output = scratch.path("shareable.mp4");
     let copy = probe.copyable(plain_pixels);
     video::shareable(&tools, &input, &output, &probe, copy).await.map_err(logged)?;
@@ -332,9 +336,7 @@ async fn render_video(state: &AppState, media: &MediaRow) -> std::result::Result
     // stored.
     let (shown, _) = video::probe(&tools, &output).await.map_err(logged)?;
     let (width, height) = (shown.width, shown.height);
-    for (size, bytes) in [(Size::Thumb, stills.thumb), (Size::Display, stills.display)] {
-        state.objects.put(&size.key(&media.object_key), RENDITION_TYPE, bytes.into()).await?;
-    }
+    store_stills(state, media, png, image::ImageFormat::Png).await?;
     state.objects.put_file(&video_key(&media.object_key), VIDEO_TYPE, &output).await?;
     let duration_ms = Some(probe.duration.as_millis() as i64);
     tracing::info!(media = %media.id, copy, width, height, "video job: poster and shareable video stored");
@@ -374,14 +376,8 @@ async fn render_heic(state: &AppState, job: Claimed, media: &MediaRow) -> std::r
     drop(scratch);
     let header = renditions::header(&png, image::ImageFormat::Png).map_err(Failure::from)?;
     state.media.db.record_pixels(job, header.pixels() as i64, None).await?;
-    let made = decode_at_low_priority(move || renditions::make(&png, image::ImageFormat::Png))
-        .await
-        .map_err(|e| Failure::Placeholder(format!("the decoder failed on this file: {e}")))?
-        .inspect_err(|why| tracing::info!(media = %media.id, "HEIC job: {}: {}", why.reason, why.detail))?;
-    for (size, bytes) in [(Size::Thumb, made.thumb), (Size::Display, made.display)] {
-        state.objects.put(&size.key(&media.object_key), RENDITION_TYPE, bytes.into()).await?;
-    }
-    kept_if_wanted(state, media, Made { width: made.width, height: made.height, duration_ms: None }).await
+    let (width, height) = store_stills(state, media, png, image::ImageFormat::Png).await?;
+    kept_if_wanted(state, media, Made { width, height, duration_ms: None }).await
 }
 
 /// Copies the original from the object store to `path`; no more bytes than

@@ -279,6 +279,43 @@ impl S3ObjectStore {
         Ok(response)
     }
 
+    /// PUTs `size` bytes of `body` whose SHA-256 is `sha256` under `key`
+    /// (the bucket checks the checksum).
+    async fn put_body(
+        &self,
+        key: &str,
+        content_type: &str,
+        sha256: String,
+        size: u64,
+        body: reqwest::Body,
+        timeout: Duration,
+    ) -> Result<ObjectMeta> {
+        let checksum = checksum_header(&sha256).unwrap_or_default();
+        let mut action = PutObject::new(&self.bucket, Some(&self.credentials), key);
+        action.headers_mut().insert("content-type", content_type.to_owned());
+        action.headers_mut().insert("x-amz-checksum-sha256", checksum.clone());
+        let url = action.sign_with_time(REQUEST_TTL, &real_now());
+        let request = self
+            .http
+            .put(url)
+            .header("content-type", content_type)
+            .header("content-length", size)
+            .header("x-amz-checksum-sha256", checksum)
+            .body(body)
+            .timeout(timeout);
+        let response = self.send("PUT", request).await?;
+        if !response.status().is_success() {
+            return Err(Self::unexpected("PUT", response.status()));
+        }
+        Ok(ObjectMeta {
+            size,
+            content_type: content_type.to_owned(),
+            etag: format!("\"{sha256}\""),
+            sha256: Some(sha256),
+            composite_sha256: None,
+        })
+    }
+
     fn unexpected(what: &str, status: reqwest::StatusCode) -> Error {
         // 403 and the like: credentials, bucket policy or clock skew. Not a
         // client's fault, and possibly passing (rotated keys): retryable.
@@ -502,30 +539,8 @@ impl ObjectStore for S3ObjectStore {
 
     async fn put(&self, key: &str, content_type: &str, bytes: Bytes) -> Result<ObjectMeta> {
         let sha256 = crate::secrets::sha256_hex(&bytes);
-        let checksum = checksum_header(&sha256).unwrap_or_default();
-        let mut action = PutObject::new(&self.bucket, Some(&self.credentials), key);
-        action.headers_mut().insert("content-type", content_type.to_owned());
-        action.headers_mut().insert("x-amz-checksum-sha256", checksum.clone());
-        let url = action.sign_with_time(REQUEST_TTL, &real_now());
         let size = bytes.len() as u64;
-        let request = self
-            .http
-            .put(url)
-            .header("content-type", content_type)
-            .header("x-amz-checksum-sha256", checksum)
-            .body(bytes)
-            .timeout(REQUEST_TIMEOUT);
-        let response = self.send("PUT", request).await?;
-        if !response.status().is_success() {
-            return Err(Self::unexpected("PUT", response.status()));
-        }
-        Ok(ObjectMeta {
-            size,
-            content_type: content_type.to_owned(),
-            etag: format!("\"{sha256}\""),
-            sha256: Some(sha256),
-            composite_sha256: None,
-        })
+        self.put_body(key, content_type, sha256, size, bytes.into(), REQUEST_TIMEOUT).await
     }
 
     async fn put_file(&self, key: &str, content_type: &str, path: &std::path::Path) -> Result<ObjectMeta> {
@@ -540,34 +555,11 @@ impl ObjectStore for S3ObjectStore {
             sha2::Digest::update(&mut hasher, &chunk);
         }
         let sha256 = hex::encode(sha2::Digest::finalize(hasher));
-        let checksum = checksum_header(&sha256).unwrap_or_default();
-        let mut action = PutObject::new(&self.bucket, Some(&self.credentials), key);
-        action.headers_mut().insert("content-type", content_type.to_owned());
-        action.headers_mut().insert("x-amz-checksum-sha256", checksum.clone());
-        let url = action.sign_with_time(REQUEST_TTL, &real_now());
         let body = reqwest::Body::wrap_stream(super::file_chunks(tokio::fs::File::open(path).await?));
         // As long as a request may take at the slowest rate a bucket is
         // expected to take (1 MiB/s), and never less than a small object's.
         let timeout = REQUEST_TIMEOUT.max(Duration::from_secs(size >> 20));
-        let request = self
-            .http
-            .put(url)
-            .header("content-type", content_type)
-            .header("content-length", size)
-            .header("x-amz-checksum-sha256", checksum)
-            .body(body)
-            .timeout(timeout);
-        let response = self.send("PUT", request).await?;
-        if !response.status().is_success() {
-            return Err(Self::unexpected("PUT", response.status()));
-        }
-        Ok(ObjectMeta {
-            size,
-            content_type: content_type.to_owned(),
-            etag: format!("\"{sha256}\""),
-            sha256: Some(sha256),
-            composite_sha256: None,
-        })
+        self.put_body(key, content_type, sha256, size, body, timeout).await
     }
 
     fn presign_get(&self, key: &str, expires_at: UnixMillis, answer: &GetAnswer<'_>) -> Option<String> {

@@ -179,6 +179,18 @@ pub fn has_exif(bytes: &[u8]) -> bool {
     bytes.windows(6).any(|w| w == b"Exif\0\0") || bytes.windows(rationals.len()).any(|w| w == rationals.as_slice())
 }
 
+/// Asserts that `shown` is [`quadrants`] of 64 × 32 turned clockwise to
+/// 32 × 64 (EXIF orientation 6 applied): the stored bottom-left (green) is
+/// now top-left, the stored top-left (red) top-right, and so on.
+pub fn assert_turned_clockwise(shown: &RgbImage, what: &str) {
+    assert_eq!((shown.width(), shown.height()), (32, 64), "{what}: upright");
+    let at = |x: u32, y: u32| shown.get_pixel(x, y).0;
+    assert!(near(at(8, 16), GREEN), "{what}: top-left {:?}", at(8, 16));
+    assert!(near(at(24, 16), RED), "{what}: top-right {:?}", at(24, 16));
+    assert!(near(at(8, 48), WHITE), "{what}: bottom-left {:?}", at(8, 48));
+    assert!(near(at(24, 48), BLUE), "{what}: bottom-right {:?}", at(24, 48));
+}
+
 /// Whether `px` is `want`, give or take what JPEG does to a solid block.
 pub fn near(px: [u8; 3], want: [u8; 3]) -> bool {
     px.iter().zip(want).all(|(&a, b)| a.abs_diff(b) <= 40)
@@ -235,8 +247,21 @@ pub fn phone_video(encoder: &str, pix_fmt: &str, container: &str, seconds: u32, 
     encode.extend(["-movflags", "use_metadata_tags", "-y", plain.to_str().unwrap()]);
     // ffmpeg 5 writes a rotation matrix only when it copies a stream.
     let copy = [
-        "-v", "error", "-i", plain.to_str().unwrap(), "-map", "0", "-c", "copy", "-metadata:s:v:0", "rotate=90",
-        "-metadata", "creation_time=2026-06-01T12:00:00Z", "-movflags", "use_metadata_tags", "-y",
+        "-v",
+        "error",
+        "-i",
+        plain.to_str().unwrap(),
+        "-map",
+        "0",
+        "-c",
+        "copy",
+        "-metadata:s:v:0",
+        "rotate=90",
+        "-metadata",
+        "creation_time=2026-06-01T12:00:00Z",
+        "-movflags",
+        "use_metadata_tags",
+        "-y",
         out.to_str().unwrap(),
     ];
     for args in [&encode[..], &copy[..]] {

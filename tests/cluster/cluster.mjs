@@ -300,24 +300,32 @@ export function restartEachInstance(cluster, { within = 240_000 } = {}) {
     // while the moment is sought, so a confirm is at work long enough to be
     // caught.
     await cluster.storageProxy.rules({ method: "HEAD", path: "*", action: { kind: "delay", ms: 300 } });
-    // A confirm at work, and A at work, while a file is part-way through its parts.
+    // A confirm at work, and A at work, while a file is part-way through its
+    // parts. nginx may have sent that confirm to B: then A's kill cut none,
+    // and A is killed again at the next such moment (kills counts them).
     let midParts = null;
     let atWork = 0;
-    while (Date.now() < by) {
-      midParts = (await list()).find((x) => x.partCount > 1 && x.partsDone > 0 && x.partsDone < x.partCount);
-      if (midParts && (await cluster.proxy.inFlight()).some(isConfirm) && (atWork = await busy(a)) > 0) break;
+    let cut = [];
+    let kills = 0;
+    while (Date.now() < by && cut.length === 0) {
       midParts = null;
-      await sleep(5);
+      while (Date.now() < by) {
+        midParts = (await list()).find((x) => x.partCount > 1 && x.partsDone > 0 && x.partsDone < x.partCount);
+        if (midParts && (await cluster.proxy.inFlight()).some(isConfirm) && (atWork = await busy(a)) > 0) break;
+        midParts = null;
+        await sleep(5);
+      }
+      const killedAt = Date.now();
+      await a.stop("SIGKILL");
+      kills += 1;
+      await a.start();
+      // The confirms A was at work on: nginx answered them 502 (it never
+      // sends a POST that reached an instance to another one).
+      cut = (await cluster.proxy.log()).requests.filter((r) => isConfirm(r) && r.status === 502 && r.at_ms <= killedAt && r.done_ms >= killedAt);
     }
-    const killedAt = Date.now();
-    await a.stop("SIGKILL");
     await cluster.storageProxy.clearRules();
-    await a.start();
-    // The confirms A was at work on: nginx answered them 502 (it never
-    // sends a POST that reached an instance to another one).
-    const cut = (await cluster.proxy.log()).requests.filter((r) => isConfirm(r) && r.status === 502 && r.at_ms <= killedAt && r.done_ms >= killedAt);
     report.killed = {
-      instance: a.label, requestsAtWork: atWork, confirmsCut: cut.length,
+      instance: a.label, kills, requestsAtWork: atWork, confirmsCut: cut.length,
       partsOfALargeFile: midParts ? `${midParts.partsDone} of ${midParts.partCount}` : "none part-way (time ran out)",
     };
     // A carries the load for a while (B is up too), then B stops while at work.

@@ -38,6 +38,9 @@ pub const SHORT_EDGE: u32 = 1080;
 /// entries could name the server's own files or URLs, whatever the file's
 /// declared type.
 pub const DEMUXERS: &str = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,ogg";
+/// What every run of a tool on a guest's file starts with: errors only,
+/// and the file opened by [`DEMUXERS`] over the file protocol alone.
+const GUARDED: [&str; 6] = ["-v", "error", "-protocol_whitelist", "file", "-format_whitelist", DEMUXERS];
 /// The video bitrate a transcode is capped at (`-maxrate`), bits/s.
 pub const MAX_VIDEO_BITRATE: u32 = 5_000_000;
 /// Where the tools are, and how far each run of them may go.
@@ -223,20 +226,7 @@ pub async fn probe(tools: &VideoTools, input: &Path) -> Result<(Probe, bool), Un
     let input = input.to_string_lossy();
     let json = run(
         &tools.ffprobe,
-        &[
-            "-v",
-            "error",
-            "-protocol_whitelist",
-            "file",
-            "-format_whitelist",
-            DEMUXERS,
-            "-print_format",
-            "json",
-            "-show_format",
-            "-show_streams",
-            "--",
-            &input,
-        ],
+        &[&GUARDED[..], &["-print_format", "json", "-show_format", "-show_streams", "--", &input]].concat(),
         tools.timeout,
         tools.memory,
     )
@@ -257,33 +247,31 @@ pub async fn poster(tools: &VideoTools, input: &Path, probe: &Probe) -> Result<V
     let png = run(
         &tools.ffmpeg,
         &[
-            "-nostdin",
-            "-v",
-            "error",
-            "-protocol_whitelist",
-            "file",
-            "-format_whitelist",
-            DEMUXERS,
-            "-ss",
-            &at,
-            "-i",
-            &input,
-            "-map",
-            "0:V:0",
-            "-frames:v",
-            "1",
-            "-an",
-            "-sn",
-            "-vf",
-            POSTER_FIT,
-            "-map_metadata",
-            "-1",
-            "-f",
-            "image2pipe",
-            "-c:v",
-            "png",
-            "-",
-        ],
+            &["-nostdin"],
+            &GUARDED[..],
+            &[
+                "-ss",
+                &at,
+                "-i",
+                &input,
+                "-map",
+                "0:V:0",
+                "-frames:v",
+                "1",
+                "-an",
+                "-sn",
+                "-vf",
+                POSTER_FIT,
+                "-map_metadata",
+                "-1",
+                "-f",
+                "image2pipe",
+                "-c:v",
+                "png",
+                "-",
+            ][..],
+        ]
+        .concat(),
         tools.timeout,
         tools.memory,
     )
@@ -300,24 +288,12 @@ pub async fn poster(tools: &VideoTools, input: &Path, probe: &Probe) -> Result<V
 
 /// The arguments that make the shareable MP4 of `input` at `output`.
 pub fn shareable_args(input: &str, output: &str, probe: &Probe, copy: bool) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "-nostdin",
-        "-v",
-        "error",
-        "-protocol_whitelist",
-        "file",
-        "-format_whitelist",
-        DEMUXERS,
-        "-i",
-        input,
-        "-map",
-        "0:V:0",
-        "-map",
-        "0:a:0?",
-    ]
-    .iter()
-    .map(|s| (*s).to_owned())
-    .collect();
+    let mut args: Vec<String> = ["-nostdin"]
+        .iter()
+        .chain(&GUARDED)
+        .chain(&["-i", input, "-map", "0:V:0", "-map", "0:a:0?"])
+        .map(|s| (*s).to_owned())
+        .collect();
     if copy {
         // The streams as they are, but for the H.264 SEI messages, where
         // some cameras write their own data (GPS included).

@@ -207,6 +207,17 @@ async fn within_budget(state: &AppState, job: Claimed, pixels: i64) -> std::resu
     Ok(())
 }
 
+/// A photo's original is no larger than [`MAX_SOURCE_BYTES`].
+fn not_too_large(media: &MediaRow) -> std::result::Result<(), Failure> {
+    if media.size > MAX_SOURCE_BYTES {
+        return Err(Failure::Placeholder(format!(
+            "{} bytes is more than the {MAX_SOURCE_BYTES} bytes a photo is decoded from",
+            media.size
+        )));
+    }
+    Ok(())
+}
+
 /// How long a video that found every video slot taken waits in the queue.
 const VIDEO_SLOT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -225,12 +236,7 @@ async fn render(state: &AppState, job: Claimed) -> std::result::Result<Made, Fai
     let Some(format) = renditions::decodable(&media.content_type) else {
         return Err(Failure::Placeholder(reason_for_type(&media.content_type)));
     };
-    if media.size > MAX_SOURCE_BYTES {
-        return Err(Failure::Placeholder(format!(
-            "{} bytes is more than the {MAX_SOURCE_BYTES} bytes a photo is decoded from",
-            media.size
-        )));
-    }
+    not_too_large(&media)?;
     // Known from an earlier claim: over the budget, it waits without a read.
     if let Some(pixels) = job.pixels {
         within_budget(state, job, pixels).await?;
@@ -352,12 +358,7 @@ async fn render_heic(state: &AppState, job: Claimed, media: &MediaRow) -> std::r
         Ok(tools) => tools.clone(),
         Err(_) => return Err(Failure::Placeholder(reason_for_type(&media.content_type))),
     };
-    if media.size > MAX_SOURCE_BYTES {
-        return Err(Failure::Placeholder(format!(
-            "{} bytes is more than the {MAX_SOURCE_BYTES} bytes a photo is decoded from",
-            media.size
-        )));
-    }
+    not_too_large(media)?;
     if let Some(pixels) = job.pixels {
         within_budget(state, job, pixels).await?;
     }

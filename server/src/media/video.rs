@@ -76,6 +76,14 @@ pub struct VideoLimits {
     pub scratch: Option<PathBuf>,
 }
 
+impl VideoLimits {
+    /// Where scratch directories are made: [`VideoLimits::scratch`], or the
+    /// system's temporary directory.
+    pub fn scratch_dir(&self) -> PathBuf {
+        self.scratch.clone().unwrap_or_else(std::env::temp_dir)
+    }
+}
+
 impl Default for VideoLimits {
     fn default() -> Self {
         VideoLimits {
@@ -105,7 +113,7 @@ impl VideoTools {
                 version = String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or("").to_owned();
             }
         }
-        let scratch = limits.scratch.clone().unwrap_or_else(std::env::temp_dir);
+        let scratch = limits.scratch_dir();
         std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
         tools::remove_abandoned_scratch(&scratch);
         Ok(VideoTools {

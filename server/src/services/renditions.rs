@@ -363,8 +363,8 @@ async fn render_heic(state: &AppState, job: Claimed, media: &MediaRow) -> std::r
         within_budget(state, job, pixels).await?;
     }
     let limits = &state.media.settings.video_limits;
-    let parent = limits.scratch.clone().unwrap_or_else(std::env::temp_dir);
-    let scratch = Scratch::new(&parent).map_err(|e| Failure::Transient(format!("no scratch directory: {e}")))?;
+    let scratch =
+        Scratch::new(&limits.scratch_dir()).map_err(|e| Failure::Transient(format!("no scratch directory: {e}")))?;
     let input = scratch.path("original");
     copy_original(state, media, &input).await?;
     state.media.db.record_pixels(job, job.pixels.unwrap_or(0), Some(state.now())).await?;

@@ -85,6 +85,19 @@ struct MetaFile {
     parts: Vec<(u32, u64)>,
 }
 
+impl MetaFile {
+    /// The record of an object received whole (not filed from parts).
+    fn whole(content_type: &str, received: &Received) -> MetaFile {
+        MetaFile {
+            size: received.size,
+            content_type: content_type.to_owned(),
+            sha256: Some(received.sha256.clone()),
+            composite_sha256: None,
+            parts: Vec::new(),
+        }
+    }
+}
+
 /// A part's record, `<n>.meta` beside its bytes.
 #[derive(Serialize, Deserialize)]
 struct PartMetaFile {
@@ -385,13 +398,7 @@ impl LocalObjectStore {
     where
         F: AsyncFnOnce() -> Result<()>,
     {
-        let meta = MetaFile {
-            size: received.size,
-            content_type: content_type.to_owned(),
-            sha256: Some(received.sha256.clone()),
-            composite_sha256: None,
-            parts: Vec::new(),
-        };
+        let meta = MetaFile::whole(content_type, &received);
         let _guard = self.key_lock(key).lock().await;
         allow().await?;
         self.commit_locked(key, meta, received).await
@@ -952,13 +959,7 @@ impl LocalObjectStore {
             return Err(Error::Io(io::Error::new(io::ErrorKind::InvalidInput, format!("not an object key: {key}"))));
         }
         let received = self.receive(body, size).await.map_err(unavailable)?;
-        let meta = MetaFile {
-            size: received.size,
-            content_type: content_type.to_owned(),
-            sha256: Some(received.sha256.clone()),
-            composite_sha256: None,
-            parts: Vec::new(),
-        };
+        let meta = MetaFile::whole(content_type, &received);
         let _guard = self.key_lock(key).lock().await;
         // Replaced, not refused: the old object stays whole until the rename.
         let object_path = self.object_path(key);

@@ -6,18 +6,12 @@
 //
 // Environment: UPLOAD_ONCE_SERVER_BIN (server binary), UPLOAD_ONCE_CHROMIUM,
 // UPLOAD_ONCE_ROOT (repository root; pkg/ must hold the web build).
-import { spawn, execFileSync } from "node:child_process";
-import { readFileSync, writeFileSync, mkdirSync, rmSync, existsSync, openSync, writeSync, closeSync } from "node:fs";
-import { randomBytes } from "node:crypto";
+import { execFileSync } from "node:child_process";
+import { readFileSync, writeFileSync, mkdirSync, rmSync, existsSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { join, dirname } from "node:path";
-import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
-import { spawnOnFreePort } from "../tests/e2e/harness.mjs";
-
-const ROOT = process.env.UPLOAD_ONCE_ROOT ?? join(dirname(fileURLToPath(import.meta.url)), "..");
-const SERVER_BIN = process.env.UPLOAD_ONCE_SERVER_BIN ?? join(ROOT, "target/fast/upload-once-server");
-const CHROMIUM = process.env.UPLOAD_ONCE_CHROMIUM ?? "/usr/bin/chromium";
+import { ROOT, CHROMIUM, MiB, CHROMIUM_ARGS, median, startServer, writeRandomFile, json, createEvent, buildUppyPage } from "./stack.mjs";
 const args = process.argv.slice(2);
 const QUICK = args.includes("--quick");
 const OUT = args.includes("--out") ? args[args.indexOf("--out") + 1] : join(ROOT, "docs/benchmarks.md");
@@ -26,7 +20,6 @@ const SERVER_JSON = args.includes("--server-json") ? args[args.indexOf("--server
 const ONLY = args.flatMap((a, i) => (a === "--only" ? [args[i + 1]] : []));
 const want = (name) => ONLY.length === 0 || ONLY.includes(name);
 
-const MiB = 1 << 20;
 const P = QUICK
   ? { rounds: 1, warmup: 0, transfer: 4 * MiB, memory: 16 * MiB, add: 20, restore: 40, firstload: 1, hashFiles: 4, hashBytes: 1 * MiB, hashRounds: 1, hashUplinkRounds: 1, multipart: 40 * MiB, multipartRounds: 1, multipartUplink: 40 * MiB, multipartUplinkRounds: 1 }
   : { rounds: 5, warmup: 1, transfer: 256 * MiB, memory: 1024 * MiB, add: 500, restore: 1000, firstload: 5, hashFiles: 30, hashBytes: 4 * MiB, hashRounds: 9, hashUplinkRounds: 3, multipart: 1024 * MiB, multipartRounds: 3, multipartUplink: 256 * MiB, multipartUplinkRounds: 3 };
@@ -41,69 +34,11 @@ if (args.includes("--multipart-rounds")) P.multipartRounds = Number(args[args.in
 // Loopback transfers of 256 MiB vary by ±10 % from round to round: more rounds.
 const TRANSFER_ROUNDS = QUICK ? P.rounds : 9;
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const fmt = (x, d = 1) => Number(x).toFixed(d);
 
-/**
- * Starts a reference server on a fresh data dir, serving `www` (the bench
- * pages by default) and pkg/. `extra`: more command-line arguments.
- */
-async function startServer({ extra = [], www = join(ROOT, "bench/www") } = {}) {
-  const dataDir = join(ROOT, "target/bench-data", `${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2, 6)}`);
-  rmSync(dataDir, { recursive: true, force: true });
-  mkdirSync(dataDir, { recursive: true });
-  const admin = `bench-${Math.random().toString(36).slice(2)}`;
-  // The server binds the port it is told, and says so; another port is
-  // tried if another process took that one first.
-  const { child, port } = await spawnOnFreePort("the bench server", (port) => spawn(SERVER_BIN, [
-    "--listen", `127.0.0.1:${port}`, "--data-dir", dataDir, "--admin-token", admin,
-    "--www-dir", www, "--pkg-dir", join(ROOT, "pkg"), ...extra,
-  ], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, RUST_LOG: "warn" } }), (out, port) => out.includes(`listening on 127.0.0.1:${port} `));
-  child.stdout.resume();
-  child.stderr.pipe(process.stderr);
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
-    try { if ((await fetch(`${base}/healthz`)).ok) break; } catch {}
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  // The benchmark's objects take gigabytes: gone with the server.
-  const stop = async () => {
-    if (child.exitCode === null) {
-      child.kill("SIGTERM");
-      await new Promise((r) => child.once("exit", r));
-    }
-    rmSync(dataDir, { recursive: true, force: true });
-  };
-  return { base, admin, stop };
-}
 
-/** Writes `bytes` of random bytes to `path`, 8 MiB at a time. */
-function writeRandomFile(path, bytes) {
-  mkdirSync(dirname(path), { recursive: true });
-  const fd = openSync(path, "w");
-  try {
-    for (let n = 0; n < bytes; n += 8 * MiB) writeSync(fd, randomBytes(Math.min(8 * MiB, bytes - n)));
-  } finally {
-    closeSync(fd);
-  }
-}
 
-async function json(res) {
-  if (!res.ok) throw new Error(`${res.status} ${await res.text()}`);
-  return res.json();
-}
 
-async function createEvent(server) {
-  const slug = `bench-${Math.random().toString(36).slice(2, 10)}`;
-  return json(await fetch(`${server.base}/v1/events`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${server.admin}`, "content-type": "application/json" },
-    body: JSON.stringify({ slug, title: "Benchmarks", max_file_bytes: 4 * 1024 * MiB, allowed_types: ["*/*"], moderation: "none" }),
-  }));
-}
 
 async function joinEvent(server, ev) {
   return json(await fetch(`${server.base}/v1/events/${ev.event.slug}/sessions`, {
@@ -169,20 +104,7 @@ const SLOW_4G = { offline: false, latency: 562.5, downloadThroughput: 180000, up
 const SLOW_CPU = 4;
 // A fast venue uplink for the hashing scenario: 100 Mbit/s up, 5 ms.
 const UPLINK = { offline: false, latency: 5, downloadThroughput: 25_000_000, uploadThroughput: 12_500_000 };
-const CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"];
 
-/**
- * Bundles the Uppy peer (bench/peers/uppy.js) into bench/www/uppy.bundle.js
- * for the first-load page (bench/www/uppy.html), as its size is measured
- * (esbuild --bundle --minify), and writes brotli/gzip copies beside the bench
- * pages, as `cargo xtask` does for www/ and pkg/: the server sends them as they are.
- */
-function buildUppyPage() {
-  execFileSync(join(ROOT, "bench/node_modules/.bin/esbuild"), [join(ROOT, "bench/peers/uppy.js"), "--bundle", "--minify", "--format=esm",
-    `--outfile=${join(ROOT, "bench/www/uppy.bundle.js")}`, "--log-level=error"]);
-  execFileSync("node", [join(ROOT, "xtask/minify/precompress.mjs"), join(ROOT, "bench/www")], { stdio: ["ignore", "ignore", "inherit"] });
-}
 
 /**
  * Opens `url` in a new Chromium profile (its own HTTP cache and compiled-code

@@ -1,0 +1,137 @@
+// A phone's uplink: the whole job, files picked → every file confirmed, for
+// four uploaders on the same reference server in the same run, interleaved
+// (bench/www/uplink.js): the bare protocol by hand (authorize, XHR PUT,
+// confirm), upload-once, Uppy + aws-s3, and Uppy + aws-s3 + golden-retriever;
+// three requests at once each. Each run is a fresh Chromium profile on disk
+// (IndexedDB as a phone's, not an incognito one in memory) and a fresh event
+// (nothing is a duplicate), with the page's uplink emulated through CDP
+// (`Network.emulateNetworkConditions`) and its CPU slowed
+// (`Emulation.setCPUThrottlingRate`). every run also traces where each
+// file's time went (bench/www/trace.js).
+//
+//   node bench/phone_uplink.mjs [--quick] [--rounds N] [--only-load 4|256]
+//                               [--profiles 100x1,100x4,20x1,20x4,loop]
+//                               [--variants bare,once,uppy,uppy-gr] [--json FILE]
+//
+// The server is told to send every file in one PUT (`--multipart-threshold
+// 8GiB`), so a 256 MiB file goes the same way in every variant.
+// Environment: UPLOAD_ONCE_SERVER_BIN, UPLOAD_ONCE_CHROMIUM, UPLOAD_ONCE_ROOT.
+import { mkdirSync, rmSync, existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+import { ROOT, CHROMIUM, MiB, CHROMIUM_ARGS, median, startServer, writeRandomFile, createEvent, buildUppyPage } from "./stack.mjs";
+
+const args = process.argv.slice(2);
+const opt = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
+const QUICK = args.includes("--quick");
+const ROUNDS = Number(opt("--rounds", QUICK ? 1 : 3));
+const VARIANTS = opt("--variants", "bare,once,uppy,uppy-gr").split(",");
+const LOADS = [
+  { key: "4", name: QUICK ? "4 × 1 MiB" : "30 × 4 MiB", n: QUICK ? 4 : 30, bytes: (QUICK ? 1 : 4) * MiB },
+  { key: "256", name: QUICK ? "1 × 16 MiB" : "1 × 256 MiB", n: 1, bytes: (QUICK ? 16 : 256) * MiB },
+].filter((l) => !args.includes("--only-load") || l.key === opt("--only-load"));
+// Uplink in Mbit/s (download 100 Mbit/s), 20 ms latency, CPU slowdown.
+const ALL_PROFILES = {
+  "100x1": { name: "100 Mbit/s, 20 ms, CPU 1×", up: 100, cpu: 1 },
+  "100x4": { name: "100 Mbit/s, 20 ms, CPU 4× slower", up: 100, cpu: 4 },
+  "20x1": { name: "20 Mbit/s, 20 ms, CPU 1×", up: 20, cpu: 1 },
+  "20x4": { name: "20 Mbit/s, 20 ms, CPU 4× slower", up: 20, cpu: 4 },
+  loop: { name: "loopback, CPU 1×", up: null, cpu: 1 },
+};
+const PROFILES = opt("--profiles", QUICK ? "100x4" : "100x1,100x4,20x1,20x4,loop").split(",").map((k) => ({ key: k, ...ALL_PROFILES[k] }));
+
+/** One run: a fresh profile, the page, the emulation, the pick, the job. */
+async function run(server, variant, load, profile, files) {
+  const dir = join(ROOT, "target/bench-profiles", `uplink-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2, 6)}`);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const context = await chromium.launchPersistentContext(dir, { executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  try {
+    const page = context.pages()[0] ?? await context.newPage();
+    let failed;
+    const failure = new Promise((_, reject) => { failed = reject; });
+    failure.catch(() => {});
+    page.on("pageerror", (e) => failed(e));
+    await page.goto(`${server.base}/uplink.html`);
+    await page.waitForSelector("body[data-ready='1']");
+    const cdp = await context.newCDPSession(page);
+    await cdp.send("Network.enable");
+    if (profile.up) {
+      await cdp.send("Network.emulateNetworkConditions", {
+        offline: false, latency: 20, uploadThroughput: (profile.up * 1e6) / 8, downloadThroughput: 100e6 / 8,
+      });
+    }
+    if (profile.cpu > 1) await cdp.send("Emulation.setCPUThrottlingRate", { rate: profile.cpu });
+    const ev = await createEvent(server);
+    const job = page.evaluate(({ variant, ctx }) => window.runVariant(variant, ctx), {
+      variant, ctx: { event: ev.event.slug, code: ev.guest_code, db: `uplink-${Date.now()}` },
+    });
+    job.catch(() => {});
+    await Promise.race([failure, page.waitForFunction(() => window.__armed === true, null, { timeout: 60_000 })]);
+    await page.setInputFiles("#pick", files);
+    const ms = await Promise.race([failure, job]);
+    const trace = await page.evaluate(() => window.traceOf());
+    return { ms, trace };
+  } finally {
+    await context.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Medians over files of each step's time from the one before it, and the first and tenth file's first byte. */
+function breakdown(traces) {
+  const steps = [["durable", "pick"], ["hashed", "durable"], ["authSent", "hashed"], ["authorized", "authSent"], ["firstByte", "authorized"],
+    ["lastByte", "firstByte"], ["confirmSent", "lastByte"], ["confirmed", "confirmSent"]];
+  const out = {};
+  for (const [to, from] of steps) {
+    const xs = traces.flatMap((t) => t.files.map((f) => (f[to] ?? null) - (from === "pick" ? 0 : f[from] ?? f[to]))).filter((x) => Number.isFinite(x));
+    out[`${from}→${to}`] = xs.length ? median(xs) : null;
+  }
+  out.firstFileFirstByte = median(traces.map((t) => t.files[0]?.firstByte ?? NaN).filter(Number.isFinite));
+  out.tenthFileFirstByte = traces.every((t) => t.files.length >= 10) ? median(traces.map((t) => t.files[9].firstByte)) : null;
+  out.keptBeforeLastConfirm = median(traces.map((t) => t.files.filter((f) => f.kept !== null && f.kept <= Math.max(...t.files.map((g) => g.confirmed ?? 0))).length));
+  out.idbTransactions = median(traces.map((t) => t.transactions.length));
+  out.strictTransactions = median(traces.map((t) => t.transactions.filter((x) => x.durability === "strict").length));
+  return out;
+}
+
+async function main() {
+  buildUppyPage();
+  const server = await startServer({ extra: ["--multipart-threshold", "8GiB"] });
+  const results = [];
+  try {
+    const dir = join(ROOT, "target/bench-uplink");
+    for (const load of LOADS) {
+      const files = Array.from({ length: load.n }, (_, i) => join(dir, `${load.key}-${String(i).padStart(2, "0")}.bin`));
+      for (const f of files) if (!existsSync(f)) writeRandomFile(f, load.bytes);
+      for (const profile of PROFILES) {
+        const got = Object.fromEntries(VARIANTS.map((v) => [v, []]));
+        const traces = Object.fromEntries(VARIANTS.map((v) => [v, []]));
+        for (let r = 0; r < ROUNDS; r++) {
+          // Interleaved, in an order that turns each round.
+          for (let i = 0; i < VARIANTS.length; i++) {
+            const variant = VARIANTS[(i + r) % VARIANTS.length];
+            const { ms, trace } = await run(server, variant, load, profile, files);
+            got[variant].push(ms);
+            traces[variant].push(trace);
+            console.log(`${load.name}, ${profile.name}, round ${r + 1}: ${variant} ${Math.round(ms)} ms`);
+          }
+        }
+        const row = { load: load.name, profile: profile.name, ms: Object.fromEntries(VARIANTS.map((v) => [v, median(got[v])])), all: got };
+        row.breakdown = Object.fromEntries(VARIANTS.map((v) => [v, breakdown(traces[v])]));
+        row.lastTrace = Object.fromEntries(VARIANTS.map((v) => [v, traces[v].at(-1)]));
+        for (const v of VARIANTS) console.log(`${v}, median step times (ms):`, JSON.stringify(row.breakdown[v]));
+        const bare = row.ms.bare;
+        if (bare) console.log("ratios (bare ÷ variant):", JSON.stringify(Object.fromEntries(VARIANTS.map((v) => [v, +(bare / row.ms[v]).toFixed(3)]))));
+        results.push(row);
+      }
+    }
+  } finally {
+    await server.stop();
+  }
+  const out = opt("--json", join(ROOT, "target/bench-uplink.json"));
+  writeFileSync(out, JSON.stringify(results, null, 1));
+  console.log(`written: ${out}`);
+}
+
+await main();

@@ -712,6 +712,7 @@ impl Scheduler {
         }
         let env = Self::env(&self.policy, self.online, e.has_blob, now, entropy);
         let revision = e.record.revision;
+        let succeeded = matches!(&outcome, Outcome::Authorize(Ok(_)) | Outcome::Renew(Ok(_)) | Outcome::Upload(Ok(_)));
         let followup = match outcome {
             Outcome::Authorize(r) => e.record.handle_authorize(r, &env),
             Outcome::Upload(r) => e.record.handle_upload(r, &env),
@@ -722,9 +723,20 @@ impl Scheduler {
             | Outcome::PartSent { .. }
             | Outcome::FileHashed(_) => Followup::None,
         };
-        let changed = e.record.revision != revision;
-        if changed {
-            self.mark_dirty(*id);
+        if e.record.revision != revision {
+            if succeeded && !e.record.is_terminal() && e.record.multipart.is_none() {
+                // An answer the server keeps the last word on: the PUT after
+                // an authorize or a renew, and the confirm after a PUT, need
+                // not wait for it to be written (docs/protocol.md §5.1). A
+                // reload that loses it authorizes again under the same id
+                // (create-or-return: the same attempt, a fresh URL) or asks
+                // the server, whose status says whether the object is stored.
+                // Not a plan of parts: a reload without it would learn the
+                // plan again from a renew, and send parts the store holds.
+                self.mark_dirty_lazily(*id);
+            } else {
+                self.mark_dirty(*id);
+            }
         }
         self.apply_followup(*id, followup, now, entropy);
     }

@@ -65,7 +65,16 @@ fn retry_after_authorize_asks_the_server_first() {
     let id = sim.add_jpeg(100);
     sim.tick_until_answered(id, ReqKind::Authorize);
     assert!(sim.cancel(id));
-    assert!(sim.retry(id));
+    // The PUT went out with the authorize's answer (it does not wait for that
+    // answer to be written): the guest's retry comes once it was aborted.
+    assert_eq!(sim.stats.kinds_for(id), vec![ReqKind::Authorize, ReqKind::Upload]);
+    assert!(!sim.retry(id), "nothing to retry while the aborted PUT is still on the wire");
+    let mut ticks = 0;
+    while !sim.retry(id) {
+        assert!(ticks < 100, "the aborted PUT never answered");
+        sim.tick();
+        ticks += 1;
+    }
     assert_eq!(sim.record(id).step, Step::Check);
     let from = sim.stats.sent.len();
     sim.run_until_idle();

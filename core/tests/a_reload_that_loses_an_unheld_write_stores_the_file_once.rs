@@ -1,0 +1,69 @@
+//! The answers the server keeps the last word on are written without
+//! holding the next step (issue 34, docs/protocol.md §5.1): the PUT goes
+//! before the authorize's URL is on disk, the confirm before the PUT's
+//! success is. A reload that loses those writes finds a record a step
+//! behind; it asks the server what became of the attempt, and the file is
+//! stored once, its bytes sent once.
+
+mod support;
+
+use support::*;
+use upload_once_core::attempt::{Step, Transfer};
+
+/// A page whose record writes wait until the test lets them happen.
+fn slow_disk(seed: u64) -> Sim {
+    Sim::new(SimConfig { seed, defer_persist: 1.0, concurrency: 1, ..SimConfig::default() })
+}
+
+#[test]
+fn lost_authorize_answer_asks_the_server_and_confirms_without_a_second_put() {
+    let mut sim = slow_disk(341);
+    let id = sim.add_jpeg(100);
+    sim.tick_until(|sim| sim.stats.kinds_for(id).contains(&ReqKind::Confirm));
+    assert_eq!(sim.stats.kinds_for(id), vec![ReqKind::Authorize, ReqKind::Upload, ReqKind::Confirm]);
+    let stored = sim.db.get(&id).expect("the new record was written before anything was sent");
+    assert_eq!(
+        (stored.step, stored.object_key.as_deref()),
+        (Step::Authorize, None),
+        "the authorize's answer was not written when the page went (the fault this test is about)"
+    );
+    let key = sim.server.object_key_of(id).expect("authorized");
+    assert_eq!(sim.server.puts_for_key(&key), 1);
+    // The confirm never reached the server: the page went with it.
+    sim.reload(Reload::KEEP_BLOBS);
+    sim.config.defer_persist = 0.0;
+    let from = sim.stats.sent.len();
+    sim.run_until_idle();
+    let kinds = sim.stats.kinds_since(from);
+    // The record names the attempt: the server says what became of it.
+    assert_eq!(without_renews(&kinds), vec![ReqKind::Status, ReqKind::Confirm], "{kinds:?}");
+    assert_eq!(sim.server.puts_for_key(&key), 1, "the bytes were not sent again");
+    assert_eq!(sim.server.attempts.len(), 1, "no second attempt");
+    assert_eq!(sim.server.media_rows_for_attempt(id), 1);
+    sim.check_exactly_once().unwrap();
+}
+
+#[test]
+fn lost_put_success_asks_the_server_and_confirms_without_a_second_put() {
+    let mut sim = slow_disk(342);
+    let id = sim.add_jpeg(100);
+    // The authorize's answer reaches the disk; the PUT's success will not.
+    sim.config.defer_persist = 0.0;
+    sim.tick_until(|sim| sim.db.get(&id).is_some_and(|r| r.object_key.is_some()));
+    sim.config.defer_persist = 1.0;
+    sim.tick_until(|sim| sim.stats.kinds_for(id).contains(&ReqKind::Confirm));
+    let stored = sim.db.get(&id).expect("written");
+    assert!(stored.object_key.is_some());
+    assert_ne!(stored.transfer, Transfer::Uploaded, "the PUT's success was not written (the fault this test is about)");
+    let key = stored.object_key.clone().unwrap();
+    assert_eq!(sim.server.puts_for_key(&key), 1);
+    sim.reload(Reload::KEEP_BLOBS);
+    sim.config.defer_persist = 0.0;
+    let from = sim.stats.sent.len();
+    sim.run_until_idle();
+    let kinds = sim.stats.kinds_since(from);
+    assert_eq!(without_renews(&kinds), vec![ReqKind::Status, ReqKind::Confirm], "{kinds:?}");
+    assert_eq!(sim.server.puts_for_key(&key), 1, "the bytes were not sent again");
+    assert_eq!(sim.server.media_rows_for_attempt(id), 1);
+    sim.check_exactly_once().unwrap();
+}

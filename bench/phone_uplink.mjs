@@ -84,7 +84,8 @@ function breakdown(traces) {
     ["lastByte", "firstByte"], ["confirmSent", "lastByte"], ["confirmed", "confirmSent"]];
   const out = {};
   for (const [to, from] of steps) {
-    const xs = traces.flatMap((t) => t.files.map((f) => (f[to] ?? null) - (from === "pick" ? 0 : f[from] ?? f[to]))).filter((x) => Number.isFinite(x));
+    // A step the variant does not take (no record, no hash) is left out.
+    const xs = traces.flatMap((t) => t.files.filter((f) => f[to] !== null).map((f) => f[to] - (from === "pick" ? 0 : f[from] ?? f[to])));
     out[`${from}→${to}`] = xs.length ? median(xs) : null;
   }
   out.firstFileFirstByte = median(traces.map((t) => t.files[0]?.firstByte ?? NaN).filter(Number.isFinite));

@@ -74,30 +74,36 @@ const variants = {
     };
   },
 
-  async once({ event, code, db }) {
-    const uploader = await Uploader.open({ apiBase: api, event, guestCode: code, dbName: db, concurrency: CONCURRENCY });
-    if (!uploader.event) await new Promise((resolve) => uploader.onSessionChange((ev) => ev && resolve()));
-    return async (files) => {
-      const views = new Map();
-      const all = new Promise((resolve, reject) => {
-        uploader.onChange((a) => {
-          views.set(a.id, a);
-          if (a.terminal && a.confirmation !== "confirmed") reject(new Error(`${a.fileName}: ${a.confirmation} ${JSON.stringify(a.error)}`));
-          const list = [...views.values()];
-          if (list.length === files.length && list.every((v) => v.confirmation === "confirmed")) resolve(list);
-        });
-      });
-      const outcomes = await uploader.add(files);
-      if (!outcomes.every((o) => o.ok && o.status === "new")) throw new Error(`add: ${JSON.stringify(outcomes.map((o) => o.status ?? o.error))}`);
-      const list = await all;
-      window.__kept = list.filter((v) => v.fileKept).length;
-      uploader.close();
-    };
-  },
+  once: (ctx) => onceVariant(ctx, {}),
+  // Diagnostics (not in the default run): what keeping and hashing cost.
+  "once-nokeep": (ctx) => onceVariant(ctx, { keepFileMaxBytes: 0 }),
+  "once-nohash": (ctx) => onceVariant(ctx, { hashFileMaxBytes: 0 }),
+  "once-neither": (ctx) => onceVariant(ctx, { keepFileMaxBytes: 0, hashFileMaxBytes: 0 }),
 
   uppy: (ctx) => uppyVariant(ctx, false),
   "uppy-gr": (ctx) => uppyVariant(ctx, true),
 };
+
+async function onceVariant({ event, code, db }, options) {
+  const uploader = await Uploader.open({ apiBase: api, event, guestCode: code, dbName: db, concurrency: CONCURRENCY, ...options });
+  if (!uploader.event) await new Promise((resolve) => uploader.onSessionChange((ev) => ev && resolve()));
+  return async (files) => {
+    const views = new Map();
+    const all = new Promise((resolve, reject) => {
+      uploader.onChange((a) => {
+        views.set(a.id, a);
+        if (a.terminal && a.confirmation !== "confirmed") reject(new Error(`${a.fileName}: ${a.confirmation} ${JSON.stringify(a.error)}`));
+        const list = [...views.values()];
+        if (list.length === files.length && list.every((v) => v.confirmation === "confirmed")) resolve(list);
+      });
+    });
+    const outcomes = await uploader.add(files);
+    if (!outcomes.every((o) => o.ok && o.status === "new")) throw new Error(`add: ${JSON.stringify(outcomes.map((o) => o.status ?? o.error))}`);
+    const list = await all;
+    window.__kept = list.filter((v) => v.fileKept).length;
+    uploader.close();
+  };
+}
 
 async function uppyVariant({ event, code }, goldenRetriever) {
   const token = await join(event, code);

@@ -243,6 +243,19 @@ impl Entry {
         self.persisted_revision >= self.strict_revision
     }
 
+    /// Hashed, and waiting only for a free slot to send the authorize that
+    /// carries its hash (not paused, not in a backoff).
+    fn is_hashed_and_waiting(&self) -> bool {
+        self.owned
+            && !self.busy
+            && !self.record.paused
+            && self.record.next_retry_at.is_none()
+            && self.record.sha256.is_some()
+            && self.record.object_key.is_none()
+            && self.record.step == crate::attempt::Step::Authorize
+            && !self.record.is_terminal()
+    }
+
     /// Busy with anything: a command of its own, a status batch, or parts.
     fn is_busy(&self) -> bool {
         self.busy || self.pipeline.is_busy()
@@ -907,13 +920,19 @@ impl Scheduler {
         // Whole files are hashed while others are on the wire, as many at
         // once as may be sent at once (the browser hashes off the main
         // thread), as long as the bytes in memory for them stay within
-        // `hash_limit` (one file of any size may always be hashed).
+        // `hash_limit` (one file of any size may always be hashed). Only
+        // just ahead of the sends: the files hashed and waiting for their
+        // authorize, with those being hashed, are at most as many as may be
+        // sent at once. Hashing a whole pick at once held the first files'
+        // authorizes and PUTs back on a phone's CPU (issue 34: the first
+        // byte of 30 photos 1.1 s after the pick, against 0.2 s bare).
         let (hashing_files, hashing_bytes) = self
             .entries
             .iter()
             .filter(|e| e.hashing)
             .fold((0usize, 0u64), |(n, bytes), e| (n + 1, bytes + e.record.file.size));
-        let hash_slots = self.concurrency.max(1);
+        let hashed_waiting = self.entries.iter().filter(|e| e.is_hashed_and_waiting()).count();
+        let hash_slots = self.concurrency.max(1).saturating_sub(hashed_waiting);
         let hash_limit = self.hash_limit;
         // In order, by position: nothing below adds or removes an entry (a
         // lookup by id per entry made every poll quadratic in the attempts).

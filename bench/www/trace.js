@@ -47,6 +47,17 @@
     return request;
   };
 
+  // One-byte reads (the library's check that a picked file still reads,
+  // before its PUT): how long each waited.
+  trace.probes = [];
+  const arrayBuffer = Blob.prototype.arrayBuffer;
+  Blob.prototype.arrayBuffer = function () {
+    const start = now();
+    const out = arrayBuffer.apply(this, arguments);
+    if (this.size <= 1) out.then(() => trace.probes.push({ start, ms: now() - start }), (e) => trace.probes.push({ start, ms: now() - start, failed: String(e) }));
+    return out;
+  };
+
   // SHA-256: each digest's hex, matched with the authorize that carries it.
   const digest = SubtleCrypto.prototype.digest;
   SubtleCrypto.prototype.digest = async function () {

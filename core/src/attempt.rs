@@ -391,6 +391,17 @@ impl AttemptRecord {
         self.transfer == Transfer::NeedsFile
     }
 
+    /// Records the token of the guest session that authorized it; whether
+    /// that changed it (a new revision, to be stored).
+    pub fn set_session_token(&mut self, token: &str, now: UnixMillis) -> bool {
+        if self.session_token.as_deref() == Some(token) {
+            return false;
+        }
+        self.session_token = Some(token.to_owned());
+        self.touch(now);
+        true
+    }
+
     fn touch(&mut self, now: UnixMillis) {
         if self.transfer == Transfer::Uploaded {
             // Nothing is left to pause once the bytes are stored.

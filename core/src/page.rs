@@ -1173,7 +1173,12 @@ impl Page {
                 self.drop_session_if_forgotten(outcome_failure(&outcome), &token);
                 if matches!(outcome, Outcome::Authorize(Ok(_))) {
                     // The attempt belongs to the session that authorized it.
-                    self.sched.set_session_token(&id, &token);
+                    // The page's own session is stored (in `meta`) before it
+                    // is used: a reload that loses the record's copy asks
+                    // with that same token, so the PUT need not wait for it
+                    // to be written (issue 34); another one must be stored.
+                    let own = self.session.as_ref().is_some_and(|s| s.token == token);
+                    self.sched.set_session_token(&id, &token, !own, now);
                 }
                 self.progress.remove(&id);
                 self.sched.handle(&id, outcome, now, entropy);

@@ -504,14 +504,19 @@ impl Scheduler {
     }
 
     /// The guest session that authorized the attempt answered `token`: the
-    /// attempt is asked about with it from now on.
-    pub fn set_session_token(&mut self, id: &Uuid, token: &str) {
+    /// attempt is asked about with it from now on. `hold`: the attempt acts
+    /// only once that is stored (a token a reload would not find otherwise:
+    /// not the page's own stored session).
+    pub fn set_session_token(&mut self, id: &Uuid, token: &str, hold: bool, now: UnixMillis) {
         let Some(e) = self.entries.get_mut(id) else {
             return;
         };
-        if e.record.session_token.as_deref() != Some(token) {
-            e.record.session_token = Some(token.to_owned());
-            self.mark_dirty(*id);
+        if e.record.set_session_token(token, now) {
+            if hold {
+                self.mark_dirty(*id);
+            } else {
+                self.mark_dirty_lazily(*id);
+            }
         }
     }
 

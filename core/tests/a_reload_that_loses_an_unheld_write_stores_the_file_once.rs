@@ -67,3 +67,23 @@ fn lost_put_success_asks_the_server_and_confirms_without_a_second_put() {
     assert_eq!(sim.server.media_rows_for_attempt(id), 1);
     sim.check_exactly_once().unwrap();
 }
+
+#[test]
+fn the_put_does_not_wait_for_the_session_token_of_the_pages_own_session() {
+    // The record takes the token of the session that authorized it. When
+    // that is the page's own session (stored before it was used), the PUT
+    // does not wait for the record to be written: a reload asks with the
+    // same token anyway. The hash's write, still under way when the answer
+    // came, is not made a write the PUT waits for either.
+    let mut sim = slow_disk(343);
+    let id = sim.add_jpeg(100);
+    sim.tick_until(|sim| sim.stats.kinds_for(id).contains(&ReqKind::Upload));
+    assert_eq!(sim.record(id).session_token.as_deref(), Some(SESSION));
+    let stored = sim.db.get(&id).expect("written");
+    assert_eq!(stored.session_token, None, "the PUT went before the token was on disk");
+    assert_eq!(stored.revision, 1, "and before the hash's write: only the add's record is on disk");
+    sim.config.defer_persist = 0.0;
+    sim.run_until_idle();
+    assert_eq!(sim.db.get(&id).unwrap().session_token, sim.record(id).session_token, "then it is stored");
+    sim.check_exactly_once().unwrap();
+}

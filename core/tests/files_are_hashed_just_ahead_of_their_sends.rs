@@ -64,7 +64,12 @@ fn no_more_files_are_hashed_than_may_be_sent_next() {
     // The first authorize answers; its PUT takes its slot back at once. A
     // failed authorize frees the slot, and the fourth file's authorize goes;
     // the seventh file is hashed in its place.
-    s.handle(&Uuid::from_u128(1), Outcome::Authorize(Err(problem(503, upload_once_core::ErrorCode::Internal, "down"))), T0, &mut rng);
+    s.handle(
+        &Uuid::from_u128(1),
+        Outcome::Authorize(Err(problem(503, upload_once_core::ErrorCode::Internal, "down"))),
+        T0,
+        &mut rng,
+    );
     let persisted = s.record(&Uuid::from_u128(1)).unwrap().revision;
     s.mark_persisted(&Uuid::from_u128(1), persisted);
     let after = drain(&mut s);

@@ -255,3 +255,23 @@ fn a_content_hash_does_not_hold_the_authorize() {
     let Some(Command::Authorize { request, .. }) = s.poll(T0) else { panic!("the authorize goes at once") };
     assert_eq!(request.sha256, Some(fake_sha("photo", 0)));
 }
+
+#[test]
+fn a_session_token_a_reload_would_not_find_is_stored_before_the_put() {
+    // The page passes `hold` when the authorizing session is not its own
+    // stored one (it joined again meanwhile): then the record must carry it.
+    let mut server = FakeServer::new(ServerConfig::default());
+    let mut rng = TestRng::new(3);
+    let mut s = Scheduler::new(RetryPolicy::default(), 4);
+    s.set_hash_limit(0);
+    let r = record(1, 10);
+    let id = r.id;
+    s.insert(r, true, true, 1);
+    let Some(Command::Authorize { request, .. }) = s.poll(T0) else { panic!() };
+    s.set_session_token(&id, "an-earlier-session", true, T0);
+    s.handle(&id, Outcome::Authorize(server.authorize(&request, T0)), T0, &mut rng);
+    assert_eq!(s.poll(T0), None, "the token is not stored yet");
+    let revision = s.record(&id).unwrap().revision;
+    s.mark_persisted(&id, revision);
+    assert!(matches!(s.poll(T0), Some(Command::Upload { .. })));
+}

@@ -58,6 +58,16 @@
     return out;
   };
 
+  // The storage estimate (navigator.storage.estimate()).
+  trace.estimates = [];
+  if (typeof StorageManager !== "undefined") {
+    const estimate = StorageManager.prototype.estimate;
+    StorageManager.prototype.estimate = async function () {
+      const start = now();
+      try { return await estimate.apply(this, arguments); } finally { trace.estimates.push({ start, ms: now() - start }); }
+    };
+  }
+
   // SHA-256: each digest's hex, matched with the authorize that carries it.
   const digest = SubtleCrypto.prototype.digest;
   SubtleCrypto.prototype.digest = async function () {

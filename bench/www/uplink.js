@@ -162,6 +162,7 @@ window.traceOf = () => {
     files: files.map((f) => Object.fromEntries(keys.map((k) => [k, rel(f[k])]))),
     transactions: window.__trace.transactions.filter((t) => t.start >= t0).map((t) => ({ ...t, start: rel(t.start), end: rel(t.end) })),
     kept: window.__kept ?? null,
+    estimates: window.__trace.estimates.filter((p) => p.start >= t0).map((p) => ({ start: rel(p.start), ms: Math.round(p.ms) })),
     probes: window.__trace.probes.filter((p) => p.start >= t0).map((p) => ({ ...p, start: rel(p.start), ms: Math.round(p.ms) })),
   };
 };

@@ -1128,6 +1128,8 @@ pub struct Sent {
 #[derive(Clone, Debug, Default)]
 pub struct Stats {
     pub sent: Vec<Sent>,
+    /// How many files each `KeepFiles` kept, in order.
+    pub keep_batches: Vec<usize>,
     pub max_inflight: usize,
     /// Times the loop found nothing to do while `next_wakeup()` pointed at
     /// the present or the past.
@@ -1826,6 +1828,7 @@ impl Sim {
                 self.tabs[i].inbox.push_back(input);
             }
             Effect::KeepFiles(keys) => {
+                self.stats.keep_batches.push(keys.len());
                 self.kept.extend(keys);
                 self.tabs[i].inbox.push_back(Input::Kept(Ok(())));
             }

@@ -9,9 +9,9 @@
 // (`Emulation.setCPUThrottlingRate`). every run also traces where each
 // file's time went (bench/www/trace.js).
 //
-//   node bench/phone_uplink.mjs [--quick] [--rounds N] [--only-load 4|256]
+//   node bench/phone_uplink.mjs [--quick] [--rounds N] [--slow-rounds N] [--only-load 4|256]
 //                               [--profiles 100x1,100x4,20x1,20x4,loop]
-//                               [--variants bare,once,uppy,uppy-gr] [--json FILE]
+//                               [--variants bare,once,uppy,uppy-gr] [--json FILE] [--md FILE]
 //
 // The server is told to send every file in one PUT (`--multipart-threshold
 // 8GiB`), so a 256 MiB file goes the same way in every variant.
@@ -25,6 +25,8 @@ const args = process.argv.slice(2);
 const opt = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
 const QUICK = args.includes("--quick");
 const ROUNDS = Number(opt("--rounds", QUICK ? 1 : 3));
+// The 20 Mbit/s rows take minutes a run: fewer rounds there (`--slow-rounds`).
+const SLOW_ROUNDS = Number(opt("--slow-rounds", ROUNDS));
 const VARIANTS = opt("--variants", "bare,once,uppy,uppy-gr").split(",");
 const LOADS = [
   { key: "4", name: QUICK ? "4 × 1 MiB" : "30 × 4 MiB", n: QUICK ? 4 : 30, bytes: (QUICK ? 1 : 4) * MiB },
@@ -108,7 +110,8 @@ async function main() {
       for (const profile of PROFILES) {
         const got = Object.fromEntries(VARIANTS.map((v) => [v, []]));
         const traces = Object.fromEntries(VARIANTS.map((v) => [v, []]));
-        for (let r = 0; r < ROUNDS; r++) {
+        const rounds = profile.up !== null && profile.up < 100 ? SLOW_ROUNDS : ROUNDS;
+        for (let r = 0; r < rounds; r++) {
           // Interleaved, in an order that turns each round.
           for (let i = 0; i < VARIANTS.length; i++) {
             const variant = VARIANTS[(i + r) % VARIANTS.length];
@@ -132,7 +135,38 @@ async function main() {
   }
   const out = opt("--json", join(ROOT, "target/bench-uplink.json"));
   writeFileSync(out, JSON.stringify(results, null, 1));
-  console.log(`written: ${out}`);
+  const md = opt("--md", join(ROOT, "target/bench-uplink.md"));
+  writeFileSync(md, markdown(results));
+  console.log(`written: ${out}, ${md}`);
+}
+
+const NAMES = { bare: "bare protocol", once: "upload-once", uppy: "Uppy + aws-s3", "uppy-gr": "Uppy + golden-retriever" };
+
+/** The tables of docs/benchmarks.md, "A phone's uplink": times and ratios, then where upload-once's time went. */
+function markdown(results) {
+  const vs = VARIANTS.filter((v) => v !== "bare");
+  const lines = [
+    `| files | uplink, CPU | runs | bare protocol | ${vs.map((v) => NAMES[v] ?? v).join(" | ")} | target: upload-once ≥ 0.97× bare and ≥ Uppy + aws-s3 |`,
+    `| --- | --- | --- | --- | ${vs.map(() => "---").join(" | ")} | --- |`,
+  ];
+  for (const r of results) {
+    const cell = (v) => `${Math.round(r.ms[v])} ms (${(r.ms.bare / r.ms[v]).toFixed(3)})`;
+    const once = r.ms.bare / r.ms.once;
+    const met = once >= 0.97 && (!r.ms.uppy || r.ms.once <= r.ms.uppy);
+    const target = r.profile.startsWith("loopback") ? "reported, not a target" : met ? "**met**" : "**not met**";
+    lines.push(`| ${r.load} | ${r.profile} | ${r.all.bare.length} | ${Math.round(r.ms.bare)} ms | ${vs.map(cell).join(" | ")} | ${target} |`);
+  }
+  lines.push("", "Where each file's time went (medians over the files of every run; ms):", "",
+    "| files | uplink, CPU | variant | pick → record durable | → hashed | authorize round trip | answer → first byte | first → last byte | last byte → confirm sent | confirm round trip | first file's first byte | tenth file's first byte |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+  const n = (x) => (x === null || x === undefined || Number.isNaN(x) ? "—" : Math.round(x));
+  for (const r of results) {
+    for (const v of ["bare", "once"].filter((v) => r.breakdown[v])) {
+      const b = r.breakdown[v];
+      lines.push(`| ${r.load} | ${r.profile} | ${NAMES[v]} | ${n(b["pick→durable"])} | ${n(b["durable→hashed"])} | ${n(b["authSent→authorized"])} | ${n(b["authorized→firstByte"])} | ${n(b["firstByte→lastByte"])} | ${n(b["lastByte→confirmSent"])} | ${n(b["confirmSent→confirmed"])} | ${n(b.firstFileFirstByte)} | ${n(b.tenthFileFirstByte)} |`);
+    }
+  }
+  return lines.join("\n") + "\n";
 }
 
 await main();

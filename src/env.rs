@@ -72,7 +72,18 @@ pub async fn storage_room() -> Option<u64> {
 /// The SHA-256 of bytes `[start, end)` of a Blob, lowercase hex (WebCrypto,
 /// over that slice only; empty where WebCrypto is missing).
 pub async fn sha256_hex(blob: &web_sys::Blob, start: u64, end: u64) -> Result<String, String> {
-    let hashed = wasm_bindgen_futures::JsFuture::from(sha256_hex_js(blob, start as f64, end as f64)).await;
+    sha256_hex_of(sha256_hex_start(blob, start, end)).await
+}
+
+/// [`sha256_hex`], started now: its promise, to be awaited later with
+/// [`sha256_hex_of`].
+pub fn sha256_hex_start(blob: &web_sys::Blob, start: u64, end: u64) -> Promise {
+    sha256_hex_js(blob, start as f64, end as f64)
+}
+
+/// The answer of a hash started with [`sha256_hex_start`].
+pub async fn sha256_hex_of(started: Promise) -> Result<String, String> {
+    let hashed = wasm_bindgen_futures::JsFuture::from(started).await;
     hashed.map(|v| v.as_string().unwrap_or_default()).map_err(|e| js_sys::Error::from(e).message().into())
 }
 

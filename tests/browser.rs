@@ -14,6 +14,7 @@ mod common;
 mod a_refused_write_leaves_the_store_usable;
 mod a_repicked_file_is_never_spliced;
 mod an_action_whose_write_is_refused_leaves_nothing;
+mod each_file_is_hashed_once_and_its_authorize_carries_its_hash;
 mod engine_probes;
 mod expired_url_is_renewed;
 mod file_not_kept_attempt_goes_on;

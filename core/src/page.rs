@@ -848,6 +848,22 @@ impl Page {
         plan
     }
 
+    /// The new attempts of `plan` whose file the driver may start hashing
+    /// while their records are written (the scheduler asks for those hashes
+    /// first, once the records are stored: [`Command::HashFile`]): as many
+    /// as it hashes at once, of those it hashes whole. The driver answers
+    /// that command with the hash it started, so the first authorizes do not
+    /// wait for the write and then the hash, one after the other (issue 34).
+    pub fn hashes_ahead(&self, plan: &AddPlan) -> Vec<Uuid> {
+        let limit = self.sched.hash_limit();
+        plan.new_records
+            .iter()
+            .filter(|r| r.file.size <= limit && r.sha256.is_none())
+            .take(self.config.concurrency.max(1))
+            .map(|r| r.id)
+            .collect()
+    }
+
     /// Carries out an add's plan: its new records are stored first, strictly
     /// ([`Effect::Store`]); then they are driven once their locks are
     /// granted, and the files are kept for a reload. The ticket is done once

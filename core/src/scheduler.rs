@@ -347,6 +347,12 @@ impl Scheduler {
         }
     }
 
+    /// The largest file hashed whole before its authorize: see
+    /// [`Scheduler::set_hash_limit`].
+    pub fn hash_limit(&self) -> u64 {
+        self.hash_limit
+    }
+
     /// Files up to `bytes` are hashed whole before authorize (the server's
     /// multipart threshold: larger ones go up in parts, each hashed).
     pub fn set_hash_limit(&mut self, bytes: u64) {

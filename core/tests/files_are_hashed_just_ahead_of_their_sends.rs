@@ -94,3 +94,26 @@ fn a_paused_hashed_file_does_not_hold_the_others() {
     }
     assert_eq!(ids_of(&drain(&mut s), true), vec![3, 4]);
 }
+
+#[test]
+fn the_first_files_of_a_pick_are_hashed_while_their_records_are_written() {
+    // The driver starts these hashes beside the add's write, and answers the
+    // scheduler's first HashFile commands with them.
+    let mut sim = Sim::new(SimConfig { seed: 9, concurrency: 3, ..SimConfig::default() });
+    let infos: Vec<upload_once_core::attempt::FileInfo> = [4 * MIB, 100 * MIB, 4 * MIB, 4 * MIB, 4 * MIB]
+        .iter()
+        .enumerate()
+        .map(|(i, size)| upload_once_core::attempt::FileInfo {
+            name: format!("p{i}.jpg"),
+            size: *size,
+            content_type: "image/jpeg".into(),
+            last_modified: T0 - i as i64,
+        })
+        .collect();
+    let digests = vec![Vec::new(); infos.len()];
+    let mut rng = TestRng::new(9);
+    let plan = sim.page_mut().add(&infos, &digests, T0, &mut rng);
+    let ids: Vec<Uuid> = plan.new_records.iter().map(|r| r.id).collect();
+    // Three at once; the 100 MiB file goes up in parts (hashed part by part).
+    assert_eq!(sim.page().hashes_ahead(&plan), vec![ids[0], ids[2], ids[3]]);
+}

@@ -80,6 +80,12 @@ struct Shared {
     inputs: RefCell<VecDeque<Input>>,
     /// Files' bytes held in memory, by blob key.
     files: RefCell<IdMap<Blob>>,
+    /// Whole-file hashes started while an add's records were written
+    /// ([`Page::hashes_ahead`]), by attempt: the promise and the file's size.
+    hashes_ahead: RefCell<IdMap<(js_sys::Promise, u64)>>,
+    /// When each attempt's picked file was last read whole by its hash
+    /// (ms): a PUT soon after needs no other proof that it still reads.
+    read_whole_at: RefCell<IdMap<f64>>,
     locks: RefCell<IdMap<LockHandle>>,
     tickets: RefCell<Vec<(Ticket, Completion)>>,
     /// The last `add`, which the next one waits for.
@@ -126,6 +132,8 @@ impl Client {
             page: RefCell::new(page),
             inputs: RefCell::new(VecDeque::new()),
             files: RefCell::new(IdMap::default()),
+            hashes_ahead: RefCell::new(IdMap::default()),
+            read_whole_at: RefCell::new(IdMap::default()),
             locks: RefCell::new(IdMap::default()),
             tickets: RefCell::new(Vec::new()),
             last_add: RefCell::new(None),
@@ -442,12 +450,28 @@ impl Client {
                 held.insert(*key, files[*index].clone().into());
             }
         }
+        // The first files' hashes start now, beside the write (only read
+        // here: nothing is sent before the write is done).
+        let ahead = self.page().hashes_ahead(&plan);
+        for id in &ahead {
+            let record = plan.new_records.iter().find(|r| r.id == *id);
+            let index = record.and_then(|r| plan.hold.iter().find(|(_, key)| *key == r.blob_key)).map(|(i, _)| *i);
+            if let (Some(record), Some(index)) = (record, index) {
+                let size = record.file.size;
+                let promise = crate::env::sha256_hex_start(&files[index], 0, size);
+                self.0.hashes_ahead.borrow_mut().insert(*id, (promise, size));
+            }
+        }
         // Durable first: if the write fails (quota, storage gone), nothing
         // was written, nothing is sent, and nothing of the new attempts
         // remains.
         let outcomes = plan.outcomes.clone();
         let ticket = self.page().record_added(plan);
-        self.ticket_result(ticket).await?;
+        let written = self.ticket_result(ticket).await;
+        if written.is_err() {
+            self.0.hashes_ahead.borrow_mut().retain(|id, _| !ahead.contains(id));
+        }
+        written?;
         Ok(outcomes)
     }
 

@@ -15,6 +15,12 @@ use super::{Client, StoredSession, session_key};
 use crate::serde_js::{from_js, to_js};
 use crate::transport::ProgressFn;
 
+/// How long after a picked file was read whole (by its hash) its PUT starts
+/// without reading its first byte again to see that it still reads (the
+/// files are hashed just ahead of their sends: about one file's transfer
+/// before; an authorize that failed in between forgets the read).
+const READ_LATELY_MS: f64 = 2_000.0;
+
 impl Client {
     /// Joins the event, unless another page of this browser already did
     /// (every page speaks as one guest session); the session is stored
@@ -45,7 +51,14 @@ impl Client {
                 let result = api.status(&token, &ids).await;
                 return Input::Status { ids, result, token };
             }
-            Command::Authorize { id, request } => (id, Outcome::Authorize(api.authorize(&token, &request).await)),
+            Command::Authorize { id, request } => {
+                let answer = api.authorize(&token, &request).await;
+                if answer.is_err() {
+                    // Its PUT will come later than moments after the read.
+                    self.0.read_whole_at.borrow_mut().remove(&id);
+                }
+                (id, Outcome::Authorize(answer))
+            }
             Command::Renew { id } => (id, Outcome::Renew(api.renew(&token, id).await)),
             Command::Confirm { id, mut request } => {
                 // A file in parts: the composite checksum of the digests of
@@ -110,7 +123,12 @@ impl Client {
             None => blob,
         };
         let picked = self.is_picked(&id);
-        let sent = if !picked || crate::env::is_readable(&bytes).await {
+        // A picked file read whole by its hash moments ago still reads: the
+        // probe (a read of its first byte, 5–50 ms on a phone's CPU while
+        // other files are read) is for one that was not (issue 34).
+        let read_at = self.0.read_whole_at.borrow_mut().remove(&id);
+        let read_lately = read_at.is_some_and(|at| (crate::env::now() as f64) - at < READ_LATELY_MS);
+        let sent = if !picked || read_lately || crate::env::is_readable(&bytes).await {
             self.0.transport.put(id, number, &bytes, instruction, self.progress_fn(id, number)).await
         } else {
             Err(Failure::FileChanged)
@@ -131,8 +149,21 @@ impl Client {
         let Some(blob) = self.blob_for(id).await else {
             return Err(Failure::Unexpected("the file's bytes are not available".into()));
         };
-        match crate::env::sha256_hex(&blob, start, end).await {
-            Ok(hex) => Ok(hex),
+        // The whole file's hash may have started while its record was
+        // written (`Page::hashes_ahead`); else it starts now.
+        let ahead = self.0.hashes_ahead.borrow_mut().remove(id);
+        let started = match ahead {
+            Some((promise, size)) if start == 0 && end == size => promise,
+            _ => crate::env::sha256_hex_start(&blob, start, end),
+        };
+        let whole = start == 0 && end == blob.size() as u64;
+        match crate::env::sha256_hex_of(started).await {
+            Ok(hex) => {
+                if whole && self.is_picked(id) {
+                    self.0.read_whole_at.borrow_mut().insert(*id, crate::env::now() as f64);
+                }
+                Ok(hex)
+            }
             Err(_) if self.is_picked(id) && crate::env::read_failure_is_real().await => Err(Failure::FileUnreadable),
             Err(message) => Err(Failure::Unexpected(message)),
         }

@@ -140,6 +140,8 @@ pub struct Faults {
     pub inspect_db: RefCell<Option<String>>,
     /// What `inspect_db` found, one entry per authorize.
     pub stored_at_authorize: RefCell<Vec<Option<AttemptRecord>>>,
+    /// Every authorize request, as sent.
+    pub authorize_requests: RefCell<Vec<AuthorizeRequest>>,
 }
 
 /// An [`Api`] that counts and breaks requests around the real one.
@@ -173,6 +175,7 @@ impl Api for FaultyApi {
 
     fn authorize(&self, session: &str, request: &AuthorizeRequest) -> LocalFuture<Result<AttemptResponse, Failure>> {
         bump(&self.faults.authorizes);
+        self.faults.authorize_requests.borrow_mut().push(request.clone());
         if self.faults.offline.get() {
             return Box::pin(async { Err(Failure::Network) });
         }

@@ -546,7 +546,7 @@ fn run_bench(quick: bool, out: &Path) -> Result {
     cmd.arg("bench/run.mjs")
         .current_dir(root())
         .env("UPLOAD_ONCE_SERVER_BIN", &binary)
-        .env("UPLOAD_ONCE_CHROMIUM", chromium)
+        .env("UPLOAD_ONCE_CHROMIUM", &chromium)
         .env("UPLOAD_ONCE_ROOT", root())
         .arg("--server-json")
         .arg(&server_json)
@@ -555,7 +555,24 @@ fn run_bench(quick: bool, out: &Path) -> Result {
     if quick {
         cmd.arg("--quick");
     }
-    sh(&mut cmd)
+    sh(&mut cmd)?;
+    // A phone's uplink (issue 34): upload-once, the bare protocol and Uppy
+    // in the same run, its tables in target/bench-uplink.md (quoted in
+    // docs/benchmarks.md). The smoke run checks the harness on four small
+    // files.
+    let mut uplink = Command::new("node");
+    uplink
+        .arg("bench/phone_uplink.mjs")
+        .current_dir(root())
+        .env("UPLOAD_ONCE_SERVER_BIN", &binary)
+        .env("UPLOAD_ONCE_CHROMIUM", chromium)
+        .env("UPLOAD_ONCE_ROOT", root());
+    if quick {
+        uplink.args(["--quick", "--only-load", "4", "--md"]).arg(target_dir().join("bench-uplink-smoke.md"));
+    } else {
+        uplink.args(["--slow-rounds", "1"]);
+    }
+    sh(&mut uplink)
 }
 
 /// `cargo xtask bench [--quick]`: the benchmarks, reported in docs/benchmarks.md.

@@ -129,7 +129,7 @@ export interface UploaderOptions {
   event: string;
   /** The event's guest code. */
   guestCode: string;
-  /** Requests at once across all files (default 3). */
+  /** Requests at once across all files (default 3): authorizes and transfers; confirms go beside them, in as many slots of their own. */
   concurrency?: number;
   /** The app's own size limit, checked with the event's before any network. */
   maxFileBytes?: number;

@@ -17,7 +17,8 @@ pub struct UploaderOptions {
     pub event: String,
     /// The event's guest code.
     pub guest_code: String,
-    /// Requests at once across all files.
+    /// Requests at once across all files (authorizes and transfers;
+    /// confirms go beside them, in as many slots of their own).
     pub concurrency: Option<u32>,
     /// The app's own size limit.
     pub max_file_bytes: Option<u64>,

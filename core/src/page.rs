@@ -73,7 +73,8 @@ pub struct PageConfig {
     pub event: String,
     /// Backoff and give-up limits.
     pub policy: RetryPolicy,
-    /// Requests at once across all attempts.
+    /// Requests at once across all attempts (authorizes and transfers;
+    /// confirms go beside them, in as many slots of their own).
     pub concurrency: usize,
     /// The app's own restrictions (the event's come with the session).
     pub restrictions: Restrictions,

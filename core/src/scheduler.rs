@@ -205,6 +205,8 @@ struct Entry {
     busy: bool,
     /// Busy with a command of its own (not a status batch): holds a slot.
     busy_alone: bool,
+    /// That command is a confirm: its slot is one of the confirm slots.
+    confirming: bool,
     dirty: bool,
     /// To be asked about by the next status batch (a refresh).
     refresh_due: bool,
@@ -322,6 +324,8 @@ pub struct Scheduler {
     entries: Entries,
     policy: RetryPolicy,
     concurrency: usize,
+    /// Confirms in flight: they go beside the transfers, as many as those.
+    confirms_active: usize,
     /// Parts of one multipart file sent at once.
     part_parallelism: usize,
     /// Files up to this size are hashed whole before authorize (the
@@ -333,12 +337,14 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
-    /// A scheduler running at most `concurrency` requests at once.
+    /// A scheduler running at most `concurrency` requests at once, and as
+    /// many confirms beside them.
     pub fn new(policy: RetryPolicy, concurrency: usize) -> Self {
         Scheduler {
             entries: Entries::default(),
             policy,
             concurrency: concurrency.max(1),
+            confirms_active: 0,
             part_parallelism: DEFAULT_PARALLELISM,
             hash_limit: DEFAULT_HASH_LIMIT,
             online: true,
@@ -398,9 +404,15 @@ impl Scheduler {
         self.entries.get(id).is_some_and(|e| e.has_blob)
     }
 
-    /// Requests in flight.
+    /// Requests in flight, but confirms (see [`Scheduler::confirms_active`]).
     pub fn active(&self) -> usize {
         self.active
+    }
+
+    /// Confirms in flight: they have slots of their own, as many as
+    /// `concurrency`, beside the transfers.
+    pub fn confirms_active(&self) -> usize {
+        self.confirms_active
     }
 
     /// Whether the attempt's latest revision is stored.
@@ -419,6 +431,7 @@ impl Scheduler {
     /// nothing is in flight.
     pub fn is_idle(&self) -> bool {
         self.active == 0
+            && self.confirms_active == 0
             && !self.entries.iter().any(|e| e.refresh_due || e.hashing)
             && self.entries.iter().all(|e| {
                 !e.owned
@@ -439,6 +452,7 @@ impl Scheduler {
             self.entries.get(&id).map_or((false, false, false, false, Pipeline::default()), |e| {
                 (e.busy, e.busy_alone, e.dirty, e.refresh_due, e.pipeline.clone())
             });
+        let confirming = self.entries.get(&id).is_some_and(|e| e.confirming);
         let (hashing, hash_failed) = self.entries.get(&id).map_or((false, false), |e| (e.hashing, e.hash_failed));
         let strict_revision = record.revision;
         let entry = Entry {
@@ -449,6 +463,7 @@ impl Scheduler {
             strict_revision,
             busy,
             busy_alone,
+            confirming,
             dirty,
             refresh_due,
             hashing,
@@ -467,7 +482,7 @@ impl Scheduler {
     pub fn remove(&mut self, id: &Uuid) -> Option<AttemptRecord> {
         let entry = self.entries.remove(id)?;
         if entry.busy_alone {
-            self.active = self.active.saturating_sub(1);
+            self.release_slot(entry.confirming);
         }
         self.active = self.active.saturating_sub(entry.pipeline.requests_in_flight());
         self.dirty.retain(|d| d != id);
@@ -711,8 +726,12 @@ impl Scheduler {
         if e.busy_alone {
             e.busy = false;
             e.busy_alone = false;
-            self.active = self.active.saturating_sub(1);
+            let confirming = std::mem::take(&mut e.confirming);
+            self.release_slot(confirming);
         }
+        let Some(e) = self.entries.get_mut(id) else {
+            return;
+        };
         if e.record.is_terminal() {
             // Cancelled while in flight. A confirm that committed anyway is
             // the truth: the media exists, so the attempt is confirmed.
@@ -953,6 +972,11 @@ impl Scheduler {
             // of transfers (one more request than `concurrency`), so the
             // next parts are signed before a slot frees.
             let sign = self.active < self.concurrency + 1;
+            // So is a confirm: it goes beside the transfers, in slots of its
+            // own, so a file's confirm does not hold the next file's PUT
+            // back for a round trip (issue 34; Uppy's limit is on uploads
+            // alone too).
+            let confirm_slot = self.confirms_active < self.concurrency;
             let parallelism = self.part_parallelism;
             let e = &mut self.entries.0[i];
             let id = e.record.id;
@@ -1001,7 +1025,9 @@ impl Scheduler {
                     return Some(Command::HashFile { id, size: request.size });
                 }
             }
-            if !network || e.pipeline.is_busy() {
+            let confirming = matches!(action, Action::Confirm(_));
+            let slot = if confirming { confirm_slot } else { network };
+            if !slot || e.pipeline.is_busy() {
                 // A multipart attempt checks with the server only once its
                 // parts on the wire have answered.
                 continue;
@@ -1016,10 +1042,24 @@ impl Scheduler {
             };
             e.busy = true;
             e.busy_alone = true;
-            self.active += 1;
+            e.confirming = confirming;
+            if confirming {
+                self.confirms_active += 1;
+            } else {
+                self.active += 1;
+            }
             return Some(command);
         }
         None
+    }
+
+    /// Gives back the slot of a command of an attempt's own.
+    fn release_slot(&mut self, confirming: bool) {
+        if confirming {
+            self.confirms_active = self.confirms_active.saturating_sub(1);
+        } else {
+            self.active = self.active.saturating_sub(1);
+        }
     }
 
     fn poll_status(&mut self, now: UnixMillis) -> Option<Vec<Uuid>> {

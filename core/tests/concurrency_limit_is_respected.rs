@@ -126,3 +126,30 @@ fn forgetting_an_attempt_in_flight_gives_its_slot_back() {
     );
     assert_eq!(sim.scheduler().active(), 1);
 }
+
+#[test]
+fn a_confirm_goes_beside_the_transfers_and_does_not_hold_the_next_file() {
+    // One transfer at a time: the first file's confirm does not keep the
+    // second file waiting for its round trip (issue 34); confirms have as
+    // many slots of their own.
+    let mut server = FakeServer::new(ServerConfig::default());
+    let mut rng = TestRng::new(5);
+    let mut s = scheduler_with(1, 3);
+    let Some(Command::Authorize { id: first, request }) = s.poll(T0) else { panic!() };
+    s.handle(&first, Outcome::Authorize(server.authorize(&request, T0)), T0, &mut rng);
+    let Some(Command::Upload { instruction, .. }) = s.poll(T0) else { panic!() };
+    server.put_signed(&instruction, 10, T0).unwrap();
+    s.handle(&first, Outcome::Upload(Ok(())), T0, &mut rng);
+    let next: Vec<Command> = std::iter::from_fn(|| s.poll(T0)).collect();
+    assert!(
+        matches!(next.as_slice(), [Command::Confirm { id, .. }, Command::Authorize { id: second, .. }] if *id == first && *second != first),
+        "the confirm and the next file's authorize go together: {next:?}"
+    );
+    assert_eq!((s.active(), s.confirms_active()), (1, 1));
+    // The second file's bytes go while the first's confirm is on the wire;
+    // a third file waits for the one transfer slot.
+    let Some(Command::Authorize { id: second, request }) = next.into_iter().nth(1) else { unreachable!() };
+    s.handle(&second, Outcome::Authorize(server.authorize(&request, T0)), T0, &mut rng);
+    assert!(matches!(s.poll(T0), Some(Command::Upload { id, .. }) if id == second));
+    assert_eq!(s.poll(T0), None, "one transfer at a time");
+}

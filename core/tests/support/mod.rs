@@ -1131,6 +1131,8 @@ pub struct Stats {
     /// How many files each `KeepFiles` kept, in order.
     pub keep_batches: Vec<usize>,
     pub max_inflight: usize,
+    /// The most confirms of one page on the wire at once.
+    pub max_confirms_in_flight: usize,
     /// Times the loop found nothing to do while `next_wakeup()` pointed at
     /// the present or the past.
     pub spurious_wakeups: usize,
@@ -1790,11 +1792,18 @@ impl Sim {
         }
         for tab in &self.tabs {
             // (A request waiting for the session holds its slot too.)
-            let on_wire = self.counted_on_wire(tab) + tab.page.requests_waiting_for_session();
+            let (confirms, rest) = self.counted_on_wire(tab);
+            let on_wire = rest + tab.page.requests_waiting_for_session();
             assert_eq!(
                 tab.page.scheduler().active(),
                 on_wire,
                 "scheduler.active() disagrees with the requests on the wire\n{}",
+                self.dump()
+            );
+            assert_eq!(
+                tab.page.scheduler().confirms_active(),
+                confirms,
+                "scheduler.confirms_active() disagrees with the confirms on the wire\n{}",
                 self.dump()
             );
         }
@@ -1802,11 +1811,16 @@ impl Sim {
 
     /// A tab's requests on the wire that still hold a slot: a forgotten
     /// attempt's request runs on, but its slot was given back.
-    fn counted_on_wire(&self, tab: &Tab) -> usize {
-        self.inflight
+    /// Requests of `tab`'s attempts on the wire: (confirms, the rest).
+    fn counted_on_wire(&self, tab: &Tab) -> (usize, usize) {
+        let mine = self
+            .inflight
             .iter()
-            .filter(|f| f.tab == tab.id && command_ids(&f.command).iter().any(|id| tab.page.record(id).is_some()))
-            .count()
+            .filter(|f| f.tab == tab.id && command_ids(&f.command).iter().any(|id| tab.page.record(id).is_some()));
+        mine.fold((0, 0), |(confirms, rest), f| match f.command {
+            Command::Confirm { .. } => (confirms + 1, rest),
+            _ => (confirms, rest + 1),
+        })
     }
 
     fn carry_out(&mut self, i: usize, effect: Effect) {
@@ -1965,8 +1979,11 @@ impl Sim {
                 .count();
             self.stats.max_parts_in_flight = self.stats.max_parts_in_flight.max(sending);
         }
-        let on_wire = self.counted_on_wire(&self.tabs[i]);
+        // Confirms go beside the transfers, in as many slots of their own.
+        let (confirms, on_wire) = self.counted_on_wire(&self.tabs[i]);
         let limit = self.config.concurrency.max(1);
+        assert!(confirms <= limit, "confirm limit {limit} exceeded: {confirms} in flight");
+        self.stats.max_confirms_in_flight = self.stats.max_confirms_in_flight.max(confirms);
         // One sign request of parts may go beside a full set of requests
         // (the next parts are signed while the current ones are sent).
         let signing =

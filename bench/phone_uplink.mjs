@@ -70,14 +70,37 @@ async function run(server, variant, load, profile, files) {
     });
     job.catch(() => {});
     await Promise.race([failure, page.waitForFunction(() => window.__armed === true, null, { timeout: 60_000 })]);
+    if (PROFILE) {
+      await cdp.send("Profiler.enable");
+      await cdp.send("Profiler.setSamplingInterval", { interval: 500 });
+      await cdp.send("Profiler.start");
+    }
     await page.setInputFiles("#pick", files);
     const ms = await Promise.race([failure, job]);
+    if (PROFILE) printProfile(variant, (await cdp.send("Profiler.stop")).profile);
     const trace = await page.evaluate(() => window.traceOf());
     return { ms, trace };
   } finally {
     await context.close();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** `--profile`: the page's main thread, sampled (CDP Profiler) from the pick to the end; the top functions by self time. */
+const PROFILE = args.includes("--profile");
+function printProfile(variant, profile) {
+  const self = new Map();
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const dt = profile.timeDeltas;
+  profile.samples.forEach((id, i) => {
+    const n = byId.get(id);
+    const key = `${n.callFrame.functionName || "(anonymous)"} ${n.callFrame.url.split("/").pop()}:${n.callFrame.lineNumber}`;
+    self.set(key, (self.get(key) ?? 0) + (dt[i] ?? 0) / 1000);
+  });
+  const total = [...self.values()].reduce((a, b) => a + b, 0);
+  const top = [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 25);
+  console.log(`${variant}: profile ${Math.round(total)} ms sampled`);
+  for (const [k, ms] of top) console.log(`  ${ms.toFixed(0).padStart(6)} ms  ${k}`);
 }
 
 /** Medians over files of each step's time from the one before it, and the first and tenth file's first byte. */

@@ -16,7 +16,7 @@
 // The server is told to send every file in one PUT (`--multipart-threshold
 // 8GiB`), so a 256 MiB file goes the same way in every variant.
 // Environment: UPLOAD_ONCE_SERVER_BIN, UPLOAD_ONCE_CHROMIUM, UPLOAD_ONCE_ROOT.
-import { mkdirSync, rmSync, existsSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, existsSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 import { ROOT, CHROMIUM, MiB, CHROMIUM_ARGS, median, startServer, writeRandomFile, createEvent, buildUppyPage } from "./stack.mjs";
@@ -128,8 +128,9 @@ async function main() {
   try {
     const dir = join(ROOT, "target/bench-uplink");
     for (const load of LOADS) {
-      const files = Array.from({ length: load.n }, (_, i) => join(dir, `${load.key}-${String(i).padStart(2, "0")}.bin`));
-      for (const f of files) if (!existsSync(f)) writeRandomFile(f, load.bytes);
+      // Named by their size: a file of another run's size is never reused.
+      const files = Array.from({ length: load.n }, (_, i) => join(dir, `${load.bytes}-${String(i).padStart(2, "0")}.bin`));
+      for (const f of files) if (!existsSync(f) || statSync(f).size !== load.bytes) writeRandomFile(f, load.bytes);
       for (const profile of PROFILES) {
         const got = Object.fromEntries(VARIANTS.map((v) => [v, []]));
         const traces = Object.fromEntries(VARIANTS.map((v) => [v, []]));

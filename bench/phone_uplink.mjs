@@ -19,7 +19,7 @@
 import { mkdirSync, rmSync, existsSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
-import { ROOT, CHROMIUM, MiB, CHROMIUM_ARGS, median, startServer, writeRandomFile, createEvent, buildUppyPage } from "./stack.mjs";
+import { ROOT, CHROMIUM, MiB, CHROMIUM_ARGS, median, startServer, writeRandomFile, createEvent, buildUppyPage, pageFailure } from "./stack.mjs";
 
 const args = process.argv.slice(2);
 const opt = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
@@ -50,10 +50,7 @@ async function run(server, variant, load, profile, files) {
   const context = await chromium.launchPersistentContext(dir, { executablePath: CHROMIUM, args: CHROMIUM_ARGS });
   try {
     const page = context.pages()[0] ?? await context.newPage();
-    let failed;
-    const failure = new Promise((_, reject) => { failed = reject; });
-    failure.catch(() => {});
-    page.on("pageerror", (e) => failed(e));
+    const failure = pageFailure(page);
     await page.goto(`${server.base}/uplink.html`);
     await page.waitForSelector("body[data-ready='1']");
     const cdp = await context.newCDPSession(page);

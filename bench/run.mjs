@@ -11,7 +11,7 @@ import { readFileSync, writeFileSync, mkdirSync, rmSync, existsSync } from "node
 import { cpus, totalmem } from "node:os";
 import { join, dirname } from "node:path";
 import { chromium } from "playwright-core";
-import { ROOT, CHROMIUM, MiB, CHROMIUM_ARGS, median, startServer, writeRandomFile, json, createEvent, buildUppyPage } from "./stack.mjs";
+import { ROOT, CHROMIUM, MiB, CHROMIUM_ARGS, median, startServer, writeRandomFile, json, createEvent, buildUppyPage, pageFailure } from "./stack.mjs";
 const args = process.argv.slice(2);
 const QUICK = args.includes("--quick");
 const OUT = args.includes("--out") ? args[args.indexOf("--out") + 1] : join(ROOT, "docs/benchmarks.md");
@@ -129,10 +129,7 @@ async function firstLoad(url, slow, { workers = true } = {}) {
   try {
     const page = context.pages()[0] ?? await context.newPage();
     // An error in the page fails the run at once.
-    let failed;
-    const failure = new Promise((_, reject) => { failed = reject; });
-    failure.catch(() => {});
-    page.on("pageerror", (e) => failed(e));
+    const failure = pageFailure(page);
     const cdp = await context.newCDPSession(page);
     await cdp.send("Network.enable");
     if (slow) {

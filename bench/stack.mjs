@@ -90,3 +90,12 @@ export function buildUppyPage() {
     `--outfile=${join(ROOT, "bench/www/uppy.bundle.js")}`, "--log-level=error"]);
   execFileSync("node", [join(ROOT, "xtask/minify/precompress.mjs"), join(ROOT, "bench/www")], { stdio: ["ignore", "ignore", "inherit"] });
 }
+
+/** A promise that rejects with the page's first uncaught error (raced against each step, so an error fails the run at once). */
+export function pageFailure(page) {
+  let failed;
+  const failure = new Promise((_, reject) => { failed = reject; });
+  failure.catch(() => {});
+  page.on("pageerror", (e) => failed(e));
+  return failure;
+}

@@ -30,15 +30,21 @@ fn a_new_attempt_waits_until_it_is_stored() {
     assert!(matches!(s.poll(T0), Some(Command::Authorize { .. })));
 }
 
-#[test]
-fn a_failure_is_stored_before_the_next_try() {
-    let mut rng = TestRng::new(2);
+/// A scheduler with one stored attempt whose authorize is on the wire.
+fn authorizing_one() -> (Scheduler, uuid::Uuid, upload_once_core::wire::AuthorizeRequest) {
     let mut s = Scheduler::new(RetryPolicy::default(), 4);
     s.set_hash_limit(0); // whole-file hashing: its own tests
     let r = record(1, 10);
     let id = r.id;
     s.insert(r, true, true, 1);
-    let Some(Command::Authorize { .. }) = s.poll(T0) else { panic!() };
+    let Some(Command::Authorize { request, .. }) = s.poll(T0) else { panic!("the authorize goes first") };
+    (s, id, request)
+}
+
+#[test]
+fn a_failure_is_stored_before_the_next_try() {
+    let mut rng = TestRng::new(2);
+    let (mut s, id, _) = authorizing_one();
     s.handle(&id, Outcome::Authorize(Err(problem(503, ErrorCode::Internal, "down"))), T0, &mut rng);
     let revision = s.record(&id).unwrap().revision;
     assert!(revision > 1);
@@ -59,12 +65,7 @@ fn the_answers_the_server_keeps_do_not_hold_the_next_step() {
     // on a phone's CPU).
     let mut server = FakeServer::new(ServerConfig::default());
     let mut rng = TestRng::new(2);
-    let mut s = Scheduler::new(RetryPolicy::default(), 4);
-    s.set_hash_limit(0); // whole-file hashing: its own tests
-    let r = record(1, 10);
-    let id = r.id;
-    s.insert(r, true, true, 1);
-    let Some(Command::Authorize { request, .. }) = s.poll(T0) else { panic!() };
+    let (mut s, id, request) = authorizing_one();
     s.handle(&id, Outcome::Authorize(server.authorize(&request, T0)), T0, &mut rng);
     assert!(s.record(&id).unwrap().revision > 1);
     assert_eq!(s.take_dirty(), vec![id], "the answer is stored");
@@ -262,12 +263,7 @@ fn a_session_token_a_reload_would_not_find_is_stored_before_the_put() {
     // stored one (it joined again meanwhile): then the record must carry it.
     let mut server = FakeServer::new(ServerConfig::default());
     let mut rng = TestRng::new(3);
-    let mut s = Scheduler::new(RetryPolicy::default(), 4);
-    s.set_hash_limit(0);
-    let r = record(1, 10);
-    let id = r.id;
-    s.insert(r, true, true, 1);
-    let Some(Command::Authorize { request, .. }) = s.poll(T0) else { panic!() };
+    let (mut s, id, request) = authorizing_one();
     s.set_session_token(&id, "an-earlier-session", true, T0);
     s.handle(&id, Outcome::Authorize(server.authorize(&request, T0)), T0, &mut rng);
     assert_eq!(s.poll(T0), None, "the token is not stored yet");

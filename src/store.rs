@@ -161,6 +161,12 @@ impl IndexedDbStore {
         Ok(IndexedDbStore { db, upgraded_elsewhere, blobs_broken: Cell::new(false), blobs_proven: Cell::new(false) })
     }
 
+    /// Why this store can no longer be used, once another page upgraded or
+    /// deleted the database (see [`IndexedDbStore::usable`]).
+    pub fn lost(&self) -> Option<Error> {
+        self.usable().err()
+    }
+
     /// Fails once another page has upgraded or deleted the database: this
     /// connection is closed, and only a reload can go on.
     fn usable(&self) -> Result<()> {

@@ -881,6 +881,13 @@ impl Page {
         ticket
     }
 
+    /// The page's storage is gone for good (another page upgraded or
+    /// deleted the database): reported as a storage error at once, before a
+    /// write fails, so no change that is not on disk is acted on meanwhile.
+    pub fn storage_lost(&mut self, error: Error) {
+        self.set_storage_error(Some(error));
+    }
+
     /// The answer to the first of the page's own writes: the add goes on
     /// (its ticket is done once its files are kept) or the forgotten
     /// attempt goes; or else nothing of the add remains, the attempt stays,
@@ -1302,6 +1309,10 @@ impl Page {
     }
 
     fn set_storage_error(&mut self, error: Option<Error>) {
+        // While writes fail, nothing acts on a state that is not on disk:
+        // the changes otherwise stored without holding their attempt hold
+        // it too (docs/protocol.md §5.1).
+        self.sched.set_hold_all(error.is_some());
         if self.storage_error != error {
             self.storage_error = error.clone();
             self.effects.push_back(Effect::StorageError(error));

@@ -241,8 +241,9 @@ impl Entry {
     }
 
     /// Every change it must not act before is stored (write-ahead).
-    fn may_act(&self) -> bool {
-        self.persisted_revision >= self.strict_revision
+    fn may_act(&self, hold_all: bool) -> bool {
+        let required = if hold_all { self.record.revision } else { self.strict_revision };
+        self.persisted_revision >= required
     }
 
     /// Hashed, and waiting only for a free slot to send the authorize that
@@ -326,6 +327,9 @@ pub struct Scheduler {
     concurrency: usize,
     /// Confirms in flight: they go beside the transfers, as many as those.
     confirms_active: usize,
+    /// Every change holds its attempt until stored (the page's storage is
+    /// failing: nothing acts on a state that is not on disk).
+    hold_all: bool,
     /// Parts of one multipart file sent at once.
     part_parallelism: usize,
     /// Files up to this size are hashed whole before authorize (the
@@ -345,12 +349,20 @@ impl Scheduler {
             policy,
             concurrency: concurrency.max(1),
             confirms_active: 0,
+            hold_all: false,
             part_parallelism: DEFAULT_PARALLELISM,
             hash_limit: DEFAULT_HASH_LIMIT,
             online: true,
             active: 0,
             dirty: Vec::new(),
         }
+    }
+
+    /// While `hold`, every change of an attempt holds it until stored, the
+    /// ones otherwise stored without holding it too (the page's storage is
+    /// failing: docs/protocol.md §5.1).
+    pub fn set_hold_all(&mut self, hold: bool) {
+        self.hold_all = hold;
     }
 
     /// The largest file hashed whole before its authorize: see
@@ -937,6 +949,7 @@ impl Scheduler {
 
     /// The next network command, if one may start now.
     pub fn poll(&mut self, now: UnixMillis) -> Option<Command> {
+        let hold_all = self.hold_all;
         if !self.online {
             return None;
         }
@@ -980,7 +993,7 @@ impl Scheduler {
             let parallelism = self.part_parallelism;
             let e = &mut self.entries.0[i];
             let id = e.record.id;
-            if !e.owned || e.busy || e.hashing || !e.may_act() || e.record.is_terminal() {
+            if !e.owned || e.busy || e.hashing || !e.may_act(hold_all) || e.record.is_terminal() {
                 continue;
             }
             let revision = e.record.revision;
@@ -1063,6 +1076,7 @@ impl Scheduler {
     }
 
     fn poll_status(&mut self, now: UnixMillis) -> Option<Vec<Uuid>> {
+        let hold_all = self.hold_all;
         // One batch asks about attempts of one session (the token goes with
         // the request): the first due attempt's.
         let mut ids = Vec::new();
@@ -1072,7 +1086,7 @@ impl Scheduler {
                 break;
             }
             let id = &e.record.id;
-            if e.is_busy() || !e.may_act() {
+            if e.is_busy() || !e.may_act(hold_all) {
                 continue;
             }
             let due = e.record.next_retry_at.is_none_or(|t| t <= now);
@@ -1098,11 +1112,12 @@ impl Scheduler {
 
     /// When a waiting attempt becomes due, if any.
     pub fn next_wakeup(&self) -> Option<UnixMillis> {
+        let hold_all = self.hold_all;
         self.entries
             .iter()
             // An attempt whose latest record is not stored yet acts once it
             // is (write-ahead): that is an input, not a time.
-            .filter(|e| e.owned && !e.busy && !e.record.is_terminal() && e.may_act())
+            .filter(|e| e.owned && !e.busy && !e.record.is_terminal() && e.may_act(hold_all))
             // Waiting for the guest, not for a time.
             .filter(|e| !e.record.needs_file() || e.has_blob)
             .filter(|e| !e.record.holds_back())

@@ -271,3 +271,19 @@ fn a_session_token_a_reload_would_not_find_is_stored_before_the_put() {
     s.mark_persisted(&id, revision);
     assert!(matches!(s.poll(T0), Some(Command::Upload { .. })));
 }
+
+#[test]
+fn while_storage_fails_every_change_holds_its_attempt() {
+    // The page's writes fail (another tab took the database): the answers
+    // otherwise stored without holding the next step hold it too, so no
+    // bytes go on a state that is not on disk.
+    let mut server = FakeServer::new(ServerConfig::default());
+    let mut rng = TestRng::new(4);
+    let (mut s, id, request) = authorizing_one();
+    s.set_hold_all(true);
+    s.handle(&id, Outcome::Authorize(server.authorize(&request, T0)), T0, &mut rng);
+    assert_eq!(s.poll(T0), None, "no PUT before the answer is stored");
+    let revision = s.record(&id).unwrap().revision;
+    s.mark_persisted(&id, revision);
+    assert!(matches!(s.poll(T0), Some(Command::Upload { .. })));
+}

@@ -212,6 +212,14 @@ impl Client {
     /// Hands every queued input to the page and carries out every effect,
     /// until there are none.
     fn step(&self) {
+        // Storage taken by a newer version in another tab is reported before
+        // any answer is handed over: nothing then acts on a state that could
+        // not be written.
+        if let Some(lost) = self.0.store.lost() {
+            if self.page().storage_error().is_none() {
+                self.page().storage_lost(core_error(&lost));
+            }
+        }
         loop {
             let online = is_online();
             if self.0.online.replace(Some(online)) != Some(online) {

@@ -52,9 +52,11 @@ async fn records_that_cannot_be_saved_are_reported_and_hold_their_attempt() {
     // The page keeps trying the write; two more failed tries after coming
     // back online are two moments it acted while online, and by then the
     // attempt's own retry was long due (its backoff is capped at 400 ms).
+    // The loss may be reported before any write failed (the page sees its
+    // connection closed first), so the first failed write is waited for.
     faults.offline.set(false);
+    wait_for("a failed write, counted", 5_000.0, || client.failed_writes() >= 1).await;
     let tries = client.failed_writes();
-    assert!(tries >= 1, "the failed write was counted");
     wait_for("two more tries of the write", 10_000.0, || client.failed_writes() >= tries + 2).await;
     let due = client.records().iter().filter_map(|r| r.next_retry_at).max();
     assert!(due.is_none_or(|t| (t as f64) < js_sys::Date::now()), "the attempt's retry was due meanwhile");

@@ -428,6 +428,9 @@ pub struct Page {
     /// Record writes that failed in a row (0 once one works).
     failed_writes: u32,
     storage_error: Option<Error>,
+    /// Set once the storage is gone for good ([`Page::storage_lost`]): the
+    /// error then stays, whatever a write still in flight answers.
+    storage_gone: bool,
     effects: VecDeque<Effect>,
     /// The guest's actions waiting on a write of their own, in order (the
     /// first may be in flight).
@@ -474,6 +477,7 @@ impl Page {
             persist_backoff_ms: PERSIST_RETRY_FIRST_MS,
             failed_writes: 0,
             storage_error: None,
+            storage_gone: false,
             effects: VecDeque::new(),
             own_writes: Vec::new(),
             failures: Vec::new(),
@@ -884,8 +888,13 @@ impl Page {
     /// The page's storage is gone for good (another page upgraded or
     /// deleted the database): reported as a storage error at once, before a
     /// write fails, so no change that is not on disk is acted on meanwhile.
+    /// The error is then reported once and stays: no later write's answer
+    /// clears or replaces it (only a reload can go on).
     pub fn storage_lost(&mut self, error: Error) {
-        self.set_storage_error(Some(error));
+        if !self.storage_gone {
+            self.set_storage_error(Some(error));
+            self.storage_gone = true;
+        }
     }
 
     /// The answer to the first of the page's own writes: the add goes on
@@ -1309,6 +1318,9 @@ impl Page {
     }
 
     fn set_storage_error(&mut self, error: Option<Error>) {
+        if self.storage_gone {
+            return;
+        }
         // While writes fail, nothing acts on a state that is not on disk:
         // the changes otherwise stored without holding their attempt hold
         // it too (docs/protocol.md §5.1).

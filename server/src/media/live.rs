@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{Notify, broadcast};
+use tokio::sync::{Notify, broadcast, watch};
 use uuid::Uuid;
 
 /// Pages a slow listener may fall behind before it reads the gap itself.
@@ -69,6 +69,11 @@ pub struct Feed {
     pub changes: broadcast::Sender<Arc<Change>>,
     /// Wakes the watcher (an approval on this instance).
     pub poke: Notify,
+    /// `true` once the watcher has read the position it starts from. A
+    /// listener reads what it has not seen only after that (see
+    /// `services::live::subscribe`): an approval committed after its read
+    /// then lies after the watcher's start, so the watcher broadcasts it.
+    pub started: watch::Sender<bool>,
 }
 
 /// Every event's feed on this instance.
@@ -78,17 +83,18 @@ pub struct LiveHub {
 }
 
 impl LiveHub {
-    /// Listens to an event's changes; with the feed, when it is new and
-    /// its watcher is to be started (services/live.rs).
-    pub fn subscribe(&self, event_id: i64) -> (broadcast::Receiver<Arc<Change>>, Option<Arc<Feed>>) {
+    /// Listens to an event's changes: the receiver, the feed, and whether
+    /// the feed is new (its watcher is then to be started:
+    /// services/live.rs).
+    pub fn subscribe(&self, event_id: i64) -> (broadcast::Receiver<Arc<Change>>, Arc<Feed>, bool) {
         let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(feed) = feeds.get(&event_id) {
-            return (feed.changes.subscribe(), None);
+            return (feed.changes.subscribe(), feed.clone(), false);
         }
         let (changes, receiver) = broadcast::channel(BACKLOG);
-        let feed = Arc::new(Feed { changes, poke: Notify::new() });
+        let feed = Arc::new(Feed { changes, poke: Notify::new(), started: watch::Sender::new(false) });
         feeds.insert(event_id, feed.clone());
-        (receiver, Some(feed))
+        (receiver, feed, true)
     }
 
     /// Something changed on an event's wall (an approval on this instance).

@@ -577,7 +577,7 @@ pub async fn wall_live(
     };
     // Subscribed before anything is read: nothing approved from now on is
     // missed.
-    let changes = crate::services::live::subscribe(&state, event.id);
+    let changes = crate::services::live::subscribe(&state, event.id).await;
     let listener = Listener {
         state,
         event_id: event.id,

@@ -11,11 +11,26 @@ use tokio::sync::broadcast;
 use crate::media::live::{CREDENTIALS_CHECK, Change, Feed, credentials};
 use crate::state::AppState;
 
+/// How long a new wall waits for its event's watcher to read where it
+/// starts (a bound on a database that does not answer; the wall then goes
+/// on, and its own read fails the same way).
+const START_WAIT: Duration = Duration::from_secs(10);
+
 /// Listens to an event's changes, starting its watcher if it has none.
-pub fn subscribe(state: &AppState, event_id: i64) -> broadcast::Receiver<Arc<Change>> {
-    let (receiver, new_feed) = state.media.live.subscribe(event_id);
-    if let Some(feed) = new_feed {
+/// Returns once the watcher has read the position it starts from: what
+/// the caller then reads itself ends at or after that position, and every
+/// approval committed later lies after it, so the watcher broadcasts it.
+/// (Before, a watcher that read its position after an approval on another
+/// instance never broadcast that approval, and a wall that had read the
+/// wall before it missed it.)
+pub async fn subscribe(state: &AppState, event_id: i64) -> broadcast::Receiver<Arc<Change>> {
+    let (receiver, feed, new) = state.media.live.subscribe(event_id);
+    let mut started = feed.started.subscribe();
+    if new {
         tokio::spawn(watch(state.clone(), event_id, feed));
+    }
+    if tokio::time::timeout(START_WAIT, started.wait_for(|s| *s)).await.is_err() {
+        tracing::warn!(event_id, "live wall: the watcher has not read its position yet");
     }
     receiver
 }
@@ -34,7 +49,10 @@ async fn watch(state: AppState, event_id: i64, feed: Arc<Feed>) {
     let poll = state.media.settings.live_poll;
     let mut position = loop {
         match state.media.db.max_wall_seq(event_id).await {
-            Ok(seq) => break seq,
+            Ok(seq) => {
+                feed.started.send_replace(true);
+                break seq;
+            }
             Err(e) => {
                 tracing::warn!(event_id, "live wall: could not read the wall's position: {e}");
                 tokio::time::sleep(Duration::from_secs(1)).await;

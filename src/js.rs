@@ -3,7 +3,7 @@
 use js_sys::{Array, Promise};
 use upload_once_core::options::UploaderOptions;
 use upload_once_core::page::Added;
-use upload_once_core::restrictions::Restrictions;
+use upload_once_core::restrictions::{PickLimits, Restrictions};
 use upload_once_core::retry::RetryPolicy;
 use upload_once_core::view::{AddOutcome, ErrorInfo};
 use uuid::Uuid;
@@ -31,6 +31,7 @@ pub fn parse_options(value: JsValue) -> Result<Options, Error> {
     }
     options.restrictions =
         Restrictions { max_file_bytes: o.max_file_bytes, allowed_types: o.allowed_types.unwrap_or_default() };
+    options.pick_limits = PickLimits { max_files: o.max_files_per_pick, max_bytes: o.max_pick_bytes };
     options.keep_file_max_bytes = o.keep_file_max_bytes.unwrap_or(options.keep_file_max_bytes);
     options.keep_files_total_bytes = o.keep_files_total_bytes.unwrap_or(options.keep_files_total_bytes);
     options.hash_file_max_bytes = o.hash_file_max_bytes.unwrap_or(options.hash_file_max_bytes);
@@ -315,6 +316,27 @@ impl Uploader {
     #[wasm_bindgen(getter)]
     pub fn idle(&self) -> bool {
         self.client.is_idle()
+    }
+
+    /// Whether this page drives an upload that goes on without the guest:
+    /// a file being hashed, sent or confirmed, or waiting to retry. Not
+    /// busy: everything finished, paused, or waiting for a file to be
+    /// picked again. Hold a Screen Wake Lock while it is `true` (the guest
+    /// page does), so a phone does not sleep mid-upload.
+    #[wasm_bindgen(getter)]
+    pub fn busy(&self) -> bool {
+        self.client.is_busy()
+    }
+
+    /// Calls `listener` each time `busy` changes, with its new value.
+    /// Returns a function that unsubscribes it.
+    #[wasm_bindgen(js_name = onBusyChange, unchecked_return_type = "() => void")]
+    pub fn on_busy_change(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "(busy: boolean) => void")] listener: js_sys::Function,
+    ) -> js_sys::Function {
+        let id = self.client.subscribe(ListenerKind::Busy, listener);
+        unsubscriber(&self.client, ListenerKind::Busy, id)
     }
 
     /// Stops this uploader (transfers are aborted, locks released); the

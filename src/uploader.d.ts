@@ -20,7 +20,8 @@ export type UploadErrorCode =
   | "too_many_sessions" | "event_bytes_exceeded" | "request_timeout" | "rate_limited" | "object_store_unavailable"
   | "database_unavailable" | "not_ready"
   | "file_changed" | "internal" | "network" | "storage_unavailable" | "quota_exceeded" | "needs_file"
-  | "file_unreadable" | "cancelled" | "retries_exhausted" | "invalid_options" | "unexpected_response" | "closed";
+  | "file_unreadable" | "too_many_files" | "pick_too_large" | "cancelled" | "retries_exhausted" | "invalid_options"
+  | "unexpected_response" | "closed";
 
 /** Every error the uploader throws or reports. `code` is stable; `message` is for people. */
 export interface UploadError extends Error {
@@ -135,6 +136,10 @@ export interface UploaderOptions {
   maxFileBytes?: number;
   /** The app's own allowed types (patterns like "image/*"). */
   allowedTypes?: string[];
+  /** At most this many files in one `add` (one pick): a pick over it is refused whole, each file with `too_many_files`, before anything is recorded or sent. */
+  maxFilesPerPick?: number;
+  /** At most this many bytes in one `add` (one pick), all its files together: a pick over it is refused whole, each file with `pick_too_large`, before anything is recorded or sent. */
+  maxPickBytes?: number;
   /** Files up to this size are kept in IndexedDB to survive a reload (default 64 MiB). */
   keepFileMaxBytes?: number;
   /** At most this many bytes of files are kept in total (default 512 MiB). */

@@ -192,6 +192,12 @@ error_codes! {
     /// memory, or a file the device no longer lets it read). Terminal: the
     /// guest picks the file again.
     FileUnreadable = "file_unreadable", 0;
+    /// More files were picked at once than the app allows (its
+    /// `maxFilesPerPick`): nothing of the pick was recorded or sent.
+    TooManyFiles = "too_many_files", 0;
+    /// The files picked at once add up to more bytes than the app allows
+    /// (its `maxPickBytes`): nothing of the pick was recorded or sent.
+    PickTooLarge = "pick_too_large", 0;
     /// The user cancelled the attempt.
     Cancelled = "cancelled", 0;
     /// A retryable failure repeated more often than the retry policy allows.

@@ -24,6 +24,10 @@ pub struct UploaderOptions {
     pub max_file_bytes: Option<u64>,
     /// The app's own allowed types (patterns like `image/*`).
     pub allowed_types: Option<Vec<String>>,
+    /// At most this many files in one pick (one `add`).
+    pub max_files_per_pick: Option<u32>,
+    /// At most this many bytes in one pick, all its files together.
+    pub max_pick_bytes: Option<u64>,
     /// Files up to this size are kept in IndexedDB to survive a reload.
     pub keep_file_max_bytes: Option<u64>,
     /// At most this many bytes of files are kept in total.

@@ -37,7 +37,7 @@ pub use crate::attempt::NotKept;
 use crate::attempt::{AttemptRecord, Confirmation, FileInfo};
 use crate::error::{Error, ErrorCode};
 use crate::idmap::{IdMap, IdSet};
-use crate::restrictions::{Restrictions, check_filename};
+use crate::restrictions::{PickLimits, Restrictions, check_filename};
 use crate::retry::{Disposition, Failure, Operation, RetryPolicy, classify};
 use crate::scheduler::{Command, Outcome, Scheduler};
 use crate::time::UnixMillis;
@@ -78,6 +78,8 @@ pub struct PageConfig {
     pub concurrency: usize,
     /// The app's own restrictions (the event's come with the session).
     pub restrictions: Restrictions,
+    /// The app's caps on one pick (one [`Page::add`]).
+    pub pick_limits: PickLimits,
     /// Files up to this size are kept in IndexedDB for a reload.
     pub keep_file_max_bytes: u64,
     /// At most this many bytes of files are kept in total.
@@ -190,6 +192,9 @@ pub enum Effect {
     FilesNotKept(Error),
     /// A ticket's action has finished.
     Done(Ticket),
+    /// The page became busy (`true`: it drives an attempt that goes on
+    /// without the guest) or stopped being busy ([`Page::is_busy`]).
+    BusyChanged(bool),
 }
 
 /// Something that happened: the answer to an [`Effect`], or news from
@@ -442,6 +447,8 @@ pub struct Page {
     next_ticket: u32,
     online: bool,
     closed: bool,
+    /// What the last [`Effect::BusyChanged`] said.
+    reported_busy: bool,
 }
 
 impl Page {
@@ -484,6 +491,7 @@ impl Page {
             next_ticket: 0,
             online: true,
             closed: false,
+            reported_busy: false,
         }
     }
 
@@ -585,6 +593,20 @@ impl Page {
     /// Every attempt's view, oldest first.
     pub fn views(&self) -> Vec<AttemptView> {
         self.sched.records().filter_map(|r| self.view(&r.id)).collect()
+    }
+
+    /// Whether this page drives (or is about to drive) an attempt that goes
+    /// on without the guest: not finished, not paused, not waiting for its
+    /// file to be picked again. A retry's wait, a renewal and a confirm
+    /// count; an attempt another page drives does not. What an app holds a
+    /// Screen Wake Lock for ([`Effect::BusyChanged`] says when it changes).
+    pub fn is_busy(&self) -> bool {
+        !self.closed
+            && self.sched.records().any(|r| {
+                let driven = self.sched.is_owned(&r.id) || self.fresh.contains_key(&r.id);
+                let waits_for_the_guest = r.holds_back() || (r.needs_file() && !self.has_blob(r));
+                driven && !r.is_terminal() && !waits_for_the_guest
+            })
     }
 
     /// Whether every attempt this page drives is finished (or waits for the
@@ -772,6 +794,15 @@ impl Page {
         entropy: &mut dyn Entropy,
     ) -> AddPlan {
         let mut plan = AddPlan { outcomes: Vec::new(), new_records: Vec::new(), hold: Vec::new(), keep: Vec::new() };
+        // A pick over the app's caps is refused whole, before anything.
+        let total_bytes = files.iter().fold(0u64, |sum, f| sum.saturating_add(f.size));
+        if let Err(error) = self.config.pick_limits.check(files.len(), total_bytes) {
+            plan.outcomes = files
+                .iter()
+                .map(|f| Added::Refused { file_name: f.name.clone(), error: error.clone() })
+                .collect();
+            return plan;
+        }
         let event_limits = self.session.as_ref().map(|s| Restrictions {
             max_file_bytes: Some(s.event.max_file_bytes),
             allowed_types: s.event.allowed_types.clone(),
@@ -1520,7 +1551,7 @@ impl Page {
             return Some(effect);
         }
         if self.closed {
-            return None;
+            return self.poll_busy();
         }
         if let Some(effect) = self.poll_store(now) {
             return Some(effect);
@@ -1552,7 +1583,17 @@ impl Page {
         // Polling may have changed records (an upload whose bytes are gone
         // waits for the file; one without a URL renews): they are stored
         // before they act, and the driver must not sleep on them.
-        self.poll_store(now).or_else(|| self.effects.pop_front())
+        self.poll_store(now).or_else(|| self.effects.pop_front()).or_else(|| self.poll_busy())
+    }
+
+    /// Says that [`Page::is_busy`] changed, once everything else was said
+    /// (the app hears the attempts' own changes first).
+    fn poll_busy(&mut self) -> Option<Effect> {
+        let busy = self.is_busy();
+        (busy != self.reported_busy).then(|| {
+            self.reported_busy = busy;
+            Effect::BusyChanged(busy)
+        })
     }
 
     fn poll_store(&mut self, now: UnixMillis) -> Option<Effect> {

@@ -90,6 +90,47 @@ impl Restrictions {
     }
 }
 
+/// Caps on one pick (one `add`), checked before anything is recorded or
+/// sent: a pick over either is refused whole, each of its files with the
+/// same error, so the guest picks fewer and nothing of the first pick
+/// remains.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PickLimits {
+    /// The most files one pick may hold; `None` means no limit.
+    pub max_files: Option<u32>,
+    /// The most bytes the files of one pick may add up to; `None` means no
+    /// limit.
+    pub max_bytes: Option<u64>,
+}
+
+impl PickLimits {
+    /// Checks a pick of `count` files whose sizes add up to `total_bytes`.
+    pub fn check(&self, count: usize, total_bytes: u64) -> Result<()> {
+        if let Some(max) = self.max_files {
+            if count > max as usize {
+                let files = |n: usize| if n == 1 { "1 file".to_owned() } else { format!("{n} files") };
+                return Err(Error::new(
+                    ErrorCode::TooManyFiles,
+                    format!("{} were picked at once but at most {} can be: pick fewer", files(count), files(max as usize)),
+                ));
+            }
+        }
+        if let Some(max) = self.max_bytes {
+            if total_bytes > max {
+                return Err(Error::new(
+                    ErrorCode::PickTooLarge,
+                    format!(
+                        "the files picked add up to {} but at most {} can be picked at once: pick fewer",
+                        human_bytes(total_bytes),
+                        human_bytes(max)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Checks a filename: 1..=255 bytes, no control characters.
 pub fn check_filename(name: &str) -> Result<()> {
     // Bidirectional overrides would let a name display as something else

@@ -26,6 +26,8 @@ fn client_only_codes_have_no_http_status() {
         "quota_exceeded",
         "needs_file",
         "file_unreadable",
+        "too_many_files",
+        "pick_too_large",
         "cancelled",
         "retries_exhausted",
         "invalid_options",

@@ -1,5 +1,5 @@
 //! The app's listeners (`onChange`, `onRemove`, `onStorageError`,
-//! `onSessionChange`).
+//! `onSessionChange`, `onBusyChange`).
 
 use js_sys::Function;
 use uuid::Uuid;
@@ -15,6 +15,7 @@ pub(super) struct Listeners {
     pub(super) remove: Vec<(u32, Function)>,
     pub(super) storage: Vec<(u32, Function)>,
     pub(super) session: Vec<(u32, Function)>,
+    pub(super) busy: Vec<(u32, Function)>,
 }
 
 /// Which listener list.
@@ -28,6 +29,8 @@ pub enum ListenerKind {
     Storage,
     /// `onSessionChange`.
     Session,
+    /// `onBusyChange`.
+    Busy,
 }
 
 impl Listeners {
@@ -37,6 +40,7 @@ impl Listeners {
             ListenerKind::Remove => &mut self.remove,
             ListenerKind::Storage => &mut self.storage,
             ListenerKind::Session => &mut self.session,
+            ListenerKind::Busy => &mut self.busy,
         }
     }
 }

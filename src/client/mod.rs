@@ -315,8 +315,18 @@ impl Client {
                     c.announce(&id);
                 }
             }
-            Effect::Changed(id) => self.notify(&id),
-            Effect::Removed(id) => self.call(ListenerKind::Remove, &JsValue::from_str(&id.to_string())),
+            Effect::Changed(id) => {
+                // A hash started ahead for an attempt that ended before it
+                // asked for it (cancelled, failed) is never taken.
+                if !self.page().is_active(&id) {
+                    self.0.hashes_ahead.borrow_mut().remove(&id);
+                }
+                self.notify(&id);
+            }
+            Effect::Removed(id) => {
+                self.0.hashes_ahead.borrow_mut().remove(&id);
+                self.call(ListenerKind::Remove, &JsValue::from_str(&id.to_string()));
+            }
             Effect::StorageError(error) => {
                 let value = error.map_or(JsValue::NULL, |e| {
                     to_js(&ErrorInfo { code: e.code.as_str().into(), message: e.message }).unwrap_or(JsValue::NULL)
@@ -332,6 +342,7 @@ impl Client {
                     let _ = listener.call2(&JsValue::NULL, &event, &error);
                 }
             }
+            Effect::BusyChanged(busy) => self.call(ListenerKind::Busy, &JsValue::from_bool(busy)),
             Effect::FilesNotKept(e) => {
                 web_sys::console::warn_1(&format!("upload-once: files are not kept across reloads ({e})").into());
             }

@@ -4,7 +4,7 @@
 use std::rc::Rc;
 
 use upload_once_core::page::PageConfig;
-use upload_once_core::restrictions::Restrictions;
+use upload_once_core::restrictions::{PickLimits, Restrictions};
 use upload_once_core::retry::RetryPolicy;
 
 use crate::error::{Error, Result};
@@ -24,6 +24,9 @@ pub struct Options {
     /// The app's own restrictions, checked with the event's before any
     /// network.
     pub restrictions: Restrictions,
+    /// The app's caps on one pick (`maxFilesPerPick`, `maxPickBytes`),
+    /// checked before anything of it is recorded.
+    pub pick_limits: PickLimits,
     /// Files up to this size are kept in IndexedDB so an upload survives a
     /// reload (default 64 MiB: phone photos and short clips; a bigger file
     /// is picked again after a reload rather than copied while it uploads).
@@ -51,6 +54,7 @@ impl Options {
             guest_code: guest_code.to_owned(),
             concurrency: 3,
             restrictions: Restrictions::default(),
+            pick_limits: PickLimits::default(),
             keep_file_max_bytes: 64 << 20,
             keep_files_total_bytes: 512 << 20,
             hash_file_max_bytes: upload_once_core::scheduler::DEFAULT_HASH_LIMIT,
@@ -80,6 +84,9 @@ impl Options {
         if self.retry.base_ms == 0 || self.retry.cap_ms < self.retry.base_ms {
             return bad("retry.baseMs must be positive and retry.capMs at least retry.baseMs");
         }
+        if self.pick_limits.max_files == Some(0) || self.pick_limits.max_bytes == Some(0) {
+            return bad("maxFilesPerPick and maxPickBytes must be at least 1");
+        }
         if self.db_name.is_empty() {
             return bad("dbName must not be empty");
         }
@@ -92,6 +99,7 @@ impl Options {
             policy: self.retry,
             concurrency: self.concurrency,
             restrictions: self.restrictions.clone(),
+            pick_limits: self.pick_limits,
             keep_file_max_bytes: self.keep_file_max_bytes,
             keep_files_total_bytes: self.keep_files_total_bytes,
             hash_file_max_bytes: self.hash_file_max_bytes,

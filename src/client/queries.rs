@@ -65,6 +65,12 @@ impl Client {
         self.0.inputs.borrow().is_empty() && self.0.page.borrow().is_idle()
     }
 
+    /// Whether this page drives an upload that goes on without the guest
+    /// (`Uploader.busy`, see [`upload_once_core::page::Page::is_busy`]).
+    pub fn is_busy(&self) -> bool {
+        self.0.page.borrow().is_busy()
+    }
+
     /// The answer of `navigator.storage.persist()`, once known.
     pub fn persisted(&self) -> Option<bool> {
         self.0.persisted.get()

@@ -21,7 +21,7 @@ use upload_once_core::attempt::{AttemptRecord, Confirmation, FileInfo};
 use upload_once_core::decide::{authorize, confirm, signing};
 use upload_once_core::error::{Error, ErrorCode};
 use upload_once_core::page::{AddPlan, Added, Effect, Input, Page, PageConfig, Session, Ticket};
-use upload_once_core::restrictions::{Restrictions, normalize_content_type};
+use upload_once_core::restrictions::{PickLimits, Restrictions, normalize_content_type};
 use upload_once_core::retry::{Failure, RetryPolicy};
 use upload_once_core::scheduler::{Command, Outcome, Scheduler};
 use upload_once_core::time::{UnixMillis, format_rfc3339};
@@ -1062,6 +1062,8 @@ fn failed_reply(command: &Command, failure: Failure) -> Reply {
 #[derive(Clone, Debug)]
 pub struct SimConfig {
     pub seed: u64,
+    /// The app's caps on one pick.
+    pub pick_limits: PickLimits,
     pub concurrency: usize,
     pub policy: RetryPolicy,
     pub server: ServerConfig,
@@ -1090,6 +1092,7 @@ impl Default for SimConfig {
     fn default() -> Self {
         SimConfig {
             seed: 1,
+            pick_limits: PickLimits::default(),
             concurrency: 3,
             policy: RetryPolicy::default(),
             server: ServerConfig::default(),
@@ -1243,6 +1246,8 @@ pub struct Tab {
     pub done: Vec<Ticket>,
     /// Storage errors reported to the app, in order.
     pub storage_errors: Vec<Option<Error>>,
+    /// What each `BusyChanged` said, in order.
+    pub busy_changes: Vec<bool>,
 }
 
 /// One request on the wire.
@@ -1352,6 +1357,7 @@ impl Sim {
             policy: self.config.policy,
             concurrency: self.config.concurrency,
             restrictions: Restrictions::default(),
+            pick_limits: self.config.pick_limits,
             keep_file_max_bytes: self.config.keep_file_max_bytes,
             keep_files_total_bytes: self.config.keep_files_total_bytes,
             hash_file_max_bytes: upload_once_core::scheduler::DEFAULT_HASH_LIMIT,
@@ -1370,6 +1376,7 @@ impl Sim {
             pending_store: None,
             done: Vec::new(),
             storage_errors: Vec::new(),
+            busy_changes: Vec::new(),
         }
     }
 
@@ -1892,6 +1899,10 @@ impl Sim {
             Effect::StorageError(e) => self.tabs[i].storage_errors.push(e),
             Effect::Done(ticket) => self.tabs[i].done.push(ticket),
             Effect::SessionChanged => self.stats.session_changes += 1,
+            Effect::BusyChanged(busy) => {
+                assert_eq!(busy, self.tabs[i].page.is_busy(), "BusyChanged says what is_busy says");
+                self.tabs[i].busy_changes.push(busy);
+            }
             Effect::Changed(_) | Effect::Removed(_) | Effect::FilesNotKept(_) => {}
         }
     }

@@ -277,6 +277,93 @@ function setUpUploader() {
   showStorageError(uploader.storageError);
 
   watchPersistence();
+  keepTheScreenOn();
+}
+
+// ------------------------------------------------------- screen on ----
+
+/** The guest's choice, kept across visits ("off" once they turned it off). */
+const WAKE_CHOICE = "upload-once:keep-screen-on";
+
+/**
+ * Holds a Screen Wake Lock while the uploader is busy (files going up,
+ * confirms, retries waiting their turn), with the guest's consent: the
+ * toggle, on unless they turned it off. The browser releases the lock when
+ * the page is hidden; it is asked for again when the page is shown, and
+ * given back when nothing is left to send. `body[data-wake-lock]` says
+ * where it stands: `unsupported`, `off`, `idle`, `held`, `refused`.
+ */
+function keepTheScreenOn() {
+  const box = $("wake");
+  if (!("wakeLock" in navigator)) {
+    document.body.dataset.wakeLock = "unsupported";
+    return;
+  }
+  box.hidden = false;
+  const toggle = $("wake-toggle");
+  const note = $("wake-note");
+  let sentinel = null;
+  let asking = false;
+  const stored = () => {
+    try {
+      return localStorage.getItem(WAKE_CHOICE);
+    } catch {
+      return null;
+    }
+  };
+  toggle.checked = stored() !== "off";
+  const wanted = () => !closed() && uploader.busy && toggle.checked && document.visibilityState === "visible";
+  const show = (state) => {
+    document.body.dataset.wakeLock = state;
+    note.textContent = state === "refused" ? t("guest.wake.refused") : "";
+  };
+  const sync = async () => {
+    if (!wanted()) {
+      const held = sentinel;
+      sentinel = null;
+      if (held) await held.release().catch(() => {});
+      if (!asking) show(toggle.checked ? "idle" : "off");
+      return;
+    }
+    if (sentinel || asking) return;
+    asking = true;
+    try {
+      const lock = await navigator.wakeLock.request("screen");
+      sentinel = lock;
+      // The browser lets go by itself when the page is hidden.
+      lock.addEventListener("release", () => {
+        if (sentinel !== lock) return;
+        sentinel = null;
+        show("idle");
+      });
+      show("held");
+    } catch (err) {
+      // Refused (no permission, a hidden page, a battery saver): the
+      // uploads go on; the guest is told to keep the phone awake.
+      console.warn("upload-once: the screen may sleep:", err && err.name);
+      show("refused");
+    } finally {
+      asking = false;
+    }
+    // Things may have changed while the browser answered.
+    if (!wanted() && sentinel) sync();
+  };
+  toggle.addEventListener("change", () => {
+    try {
+      if (toggle.checked) localStorage.removeItem(WAKE_CHOICE);
+      else localStorage.setItem(WAKE_CHOICE, "off");
+    } catch {
+      // Private mode without storage: the choice lasts this visit.
+    }
+    sync();
+  }, { signal: pageListeners.signal });
+  const stopBusy = uploader.onBusyChange(() => sync());
+  pageListeners.signal.addEventListener("abort", () => {
+    stopBusy();
+    sync();
+  });
+  document.addEventListener("visibilitychange", () => sync(), { signal: pageListeners.signal });
+  sync();
 }
 
 /** `uploader.persisted` is null until the browser answers; it has no event. */

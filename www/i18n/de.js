@@ -36,6 +36,8 @@ export default {
   "guest.persist.yes": "Dieser Browser bewahrt unfertige Uploads sicher auf diesem Gerät auf.",
   "guest.persist.no": "Dieser Browser löscht unfertige Uploads womöglich, wenn der Speicher knapp wird. Lass diese Seite offen, bis überall „Gespeichert“ steht.",
   "guest.persist.unknown": "Dieser Browser hat nicht gesagt, ob er unfertige Uploads sicher aufbewahrt.",
+  "guest.wake.toggle": "Bildschirm während des Hochladens anlassen",
+  "guest.wake.refused": "Dieser Browser lässt den Bildschirm nicht an: Lass diese Seite offen und das Handy wach, bis überall „Gespeichert“ steht.",
 
   // ---- guest page: when it cannot start
   "guest.missing.title": "Bitte nutze den Link deiner Gastgeber",

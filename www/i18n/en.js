@@ -39,6 +39,8 @@ export default {
   "guest.persist.yes": "This browser agreed to keep unfinished uploads safe on this device.",
   "guest.persist.no": "This browser may clear unfinished uploads if it runs low on space, so keep this page open until everything says Saved.",
   "guest.persist.unknown": "This browser didn't say whether it keeps unfinished uploads safe.",
+  "guest.wake.toggle": "Keep the screen on while uploading",
+  "guest.wake.refused": "This browser would not keep the screen on: keep this page open and the phone awake until everything says Saved.",
 
   // ---- guest page: when it cannot start
   "guest.missing.title": "Please use the link from your host",

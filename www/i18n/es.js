@@ -36,6 +36,8 @@ export default {
   "guest.persist.yes": "Este navegador ha aceptado conservar las subidas sin terminar en este dispositivo.",
   "guest.persist.no": "Este navegador puede borrar las subidas sin terminar si se queda sin espacio, así que mantén esta página abierta hasta que todo diga «Guardada».",
   "guest.persist.unknown": "Este navegador no ha dicho si conserva las subidas sin terminar.",
+  "guest.wake.toggle": "Mantener la pantalla encendida mientras se sube",
+  "guest.wake.refused": "Este navegador no mantiene la pantalla encendida: deja esta página abierta y el móvil despierto hasta que todo diga «Guardada».",
 
   // ---- guest page: when it cannot start
   "guest.missing.title": "Usa el enlace de los anfitriones",

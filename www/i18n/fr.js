@@ -36,6 +36,8 @@ export default {
   "guest.persist.yes": "Ce navigateur a accepté de conserver les envois inachevés sur cet appareil.",
   "guest.persist.no": "Ce navigateur peut effacer les envois inachevés s’il manque de place : gardez cette page ouverte jusqu’à ce que tout indique « Enregistré ».",
   "guest.persist.unknown": "Ce navigateur n’a pas dit s’il conserve les envois inachevés.",
+  "guest.wake.toggle": "Garder l’écran allumé pendant l’envoi",
+  "guest.wake.refused": "Ce navigateur ne garde pas l’écran allumé : laissez cette page ouverte et le téléphone éveillé jusqu’à ce que tout indique « Enregistré ».",
 
   // ---- guest page: when it cannot start
   "guest.missing.title": "Utilisez le lien de vos hôtes",

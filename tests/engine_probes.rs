@@ -149,6 +149,18 @@ export function serviceWorkers() {
   return "serviceWorker" in navigator && navigator.serviceWorker ? "present" : "missing";
 }
 
+export async function probeWakeLock() {
+  if (!("wakeLock" in navigator)) return "missing";
+  try {
+    const sentinel = await within(3000, navigator.wakeLock.request("screen"));
+    if (sentinel === "timeout") return "pending";
+    await sentinel.release();
+    return "granted";
+  } catch (e) {
+    return "refused:" + errName(e);
+  }
+}
+
 export async function probePersist() {
   if (!navigator.storage || typeof navigator.storage.persist !== "function") return "missing";
   try { return (await within(3000, navigator.storage.persist())) === true ? "granted" : "denied"; } catch (e) { return "error:" + errName(e); }
@@ -178,6 +190,8 @@ extern "C" {
     fn probe_blob_byob() -> String;
     #[wasm_bindgen(js_name = serviceWorkers)]
     fn service_workers() -> String;
+    #[wasm_bindgen(js_name = probeWakeLock)]
+    fn probe_wake_lock() -> js_sys::Promise;
     #[wasm_bindgen(js_name = probePersist)]
     fn probe_persist() -> js_sys::Promise;
     #[wasm_bindgen(js_name = engineName)]
@@ -211,8 +225,9 @@ async fn what_this_engine_does() {
     let locks = answer(probe_web_locks()).await;
     let channel = answer(probe_broadcast_channel()).await;
     let persist = answer(probe_persist()).await;
+    let wake_lock = answer(probe_wake_lock()).await;
     let line = format!(
-        "engine-probe: {engine} | blob-in-idb={blob} | refused-request-handling={mixed} | durability={durability} | web-locks={locks} | broadcast-channel={channel} | persist={persist} | blob-byob={} | service-worker={} | ua={}",
+        "engine-probe: {engine} | blob-in-idb={blob} | refused-request-handling={mixed} | durability={durability} | web-locks={locks} | broadcast-channel={channel} | persist={persist} | blob-byob={} | service-worker={} | wake-lock={wake_lock} | ua={}",
         probe_blob_byob(),
         service_workers(),
         web_sys::window().unwrap().navigator().user_agent().unwrap_or_default()

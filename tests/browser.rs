@@ -11,9 +11,11 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 mod common;
 
+mod a_pick_over_the_apps_caps_is_refused_whole;
 mod a_refused_write_leaves_the_store_usable;
 mod a_repicked_file_is_never_spliced;
 mod an_action_whose_write_is_refused_leaves_nothing;
+mod busy_is_said_while_files_go_up;
 mod each_file_is_hashed_once_and_its_authorize_carries_its_hash;
 mod engine_probes;
 mod expired_url_is_renewed;

@@ -141,12 +141,44 @@ async function main() {
   updateSummary();
   document.body.dataset.ready = "1";
   registerServiceWorker();
+  takeSharedFiles();
 
   setInterval(() => uploader.refresh(), REFRESH_MS);
   document.addEventListener("visibilitychange", () => {
     if (document.visibilityState === "visible") uploader.refresh();
   });
   setInterval(tick, 1000);
+}
+
+/**
+ * Files shared to the installed app from the gallery (www/sw.js kept them
+ * under `?share=<id>`): added as if picked, then deleted from the worker's
+ * cache, and the parameter dropped from the address. A reload before that
+ * adds them again, which the uploader answers as the same files.
+ */
+async function takeSharedFiles() {
+  const id = params().get("share");
+  if (!id || !("caches" in window)) return;
+  const cache = await caches.open("upload-once-shared");
+  const prefix = `/__upload-once/share/${id}/`;
+  const index = (request) => Number(new URL(request.url).pathname.slice(prefix.length));
+  const keys = (await cache.keys())
+    .filter((request) => new URL(request.url).pathname.startsWith(prefix))
+    .sort((a, b) => index(a) - index(b));
+  const files = [];
+  for (const key of keys) {
+    const response = await cache.match(key);
+    if (!response) continue;
+    const blob = await response.blob();
+    const name = decodeURIComponent(response.headers.get("x-name") || "shared");
+    const lastModified = Number(response.headers.get("x-last-modified")) || Date.now();
+    files.push(new File([blob], name, { type: blob.type, lastModified }));
+  }
+  if (files.length) await addFiles(files);
+  for (const key of keys) await cache.delete(key);
+  const url = new URL(location.href);
+  url.searchParams.delete("share");
+  history.replaceState(history.state, "", url);
 }
 
 /**

@@ -24,8 +24,17 @@
 // - Served by anything else (the placeholder left as it is), it caches
 //   nothing, answers nothing and deletes what an earlier build cached.
 //
+// - **Shared from the gallery** (the manifest's `share_target`, issue 33):
+//   files a guest shares to the installed app arrive as a POST to `/share`.
+//   The worker keeps them in a cache of their own and sends the browser to
+//   the event the guest last opened, with `?share=<id>`; the guest page
+//   takes them from there and gives them to `add`, as if picked (the same
+//   write-ahead record, the same dedup), then deletes them. The app's start
+//   URL (`/?source=app`) opens that event too. Without an event opened
+//   before, the page says its link is missing, and the files wait.
+//
 // The guest page registers it once the uploader is ready (www/guest.js).
-// docs/pages.md, "Repeat visits".
+// docs/pages.md, "Repeat visits" and "Shared from the gallery".
 
 const BUILD = "upload-once:build";
 
@@ -78,9 +87,20 @@ self.addEventListener("activate", (event) => {
 
 self.addEventListener("fetch", (event) => {
   const request = event.request;
-  if (!BUILT || request.method !== "GET") return;
   const url = new URL(request.url);
   if (url.origin !== self.location.origin) return;
+  if (request.method === "POST" && url.pathname === SHARE_ACTION) {
+    event.respondWith(receiveShare(request));
+    return;
+  }
+  if (request.mode === "navigate" && GUEST_PAGES.includes(url.pathname)) {
+    if (url.searchParams.get("source") === "app") {
+      event.respondWith(openLastEvent());
+      return;
+    }
+    event.waitUntil(rememberEvent(url));
+  }
+  if (!BUILT || request.method !== "GET") return;
   if (request.mode === "navigate") {
     if (GUEST_PAGES.includes(url.pathname)) event.respondWith(cached(request, "/"));
     return;
@@ -100,4 +120,71 @@ async function forGuest(event, key) {
   const client = event.clientId ? await self.clients.get(event.clientId) : null;
   const guest = client && GUEST_PAGES.includes(new URL(client.url).pathname);
   return guest ? cached(event.request, key) : fetch(event.request);
+}
+
+// ------------------------------------------------ shared from the gallery ----
+
+/** The manifest's `share_target.action`. */
+const SHARE_ACTION = "/share";
+/** Shared files until the guest page takes them, and the last event opened. */
+const SHARES = "upload-once-shared";
+const LAST_EVENT = "/__upload-once/last-event";
+/** The guest page's parameters that name its event (not `share`, `source`). */
+const EVENT_PARAMS = ["event", "code", "api", "lang"];
+
+/** Remembers the event of a guest page navigation, for shares and the app's start. */
+async function rememberEvent(url) {
+  if (!url.searchParams.get("event") || !url.searchParams.get("code")) return;
+  const query = new URLSearchParams();
+  for (const name of EVENT_PARAMS) {
+    const value = url.searchParams.get(name);
+    if (value) query.set(name, value);
+  }
+  const cache = await caches.open(SHARES);
+  await cache.put(LAST_EVENT, new Response(query.toString()));
+}
+
+/** The last event's guest page, with `extra` parameters. */
+async function lastEventUrl(extra = {}) {
+  const cache = await caches.open(SHARES);
+  const last = await cache.match(LAST_EVENT);
+  const query = new URLSearchParams(last ? await last.text() : "");
+  for (const [name, value] of Object.entries(extra)) query.set(name, value);
+  const search = query.toString();
+  return new URL(search ? `/?${search}` : "/", self.location.origin).href;
+}
+
+async function openLastEvent() {
+  return Response.redirect(await lastEventUrl(), 303);
+}
+
+/**
+ * Keeps the shared files (each under `/__upload-once/share/<id>/<n>`, its
+ * name and time in headers) and sends the browser to the guest page.
+ */
+async function receiveShare(request) {
+  let files = [];
+  try {
+    const form = await request.formData();
+    files = form.getAll("media").filter((f) => typeof f === "object" && f !== null && "name" in f);
+  } catch (err) {
+    console.warn("upload-once: a share without files:", err && err.name);
+  }
+  const id = self.crypto.randomUUID();
+  const cache = await caches.open(SHARES);
+  await Promise.all(
+    files.map((file, n) =>
+      cache.put(
+        `/__upload-once/share/${id}/${n}`,
+        new Response(file, {
+          headers: {
+            "content-type": file.type || "application/octet-stream",
+            "x-name": encodeURIComponent(file.name),
+            "x-last-modified": String(file.lastModified),
+          },
+        }),
+      ),
+    ),
+  );
+  return Response.redirect(await lastEventUrl({ share: id }), 303);
 }

@@ -144,5 +144,9 @@ async fn the_pages_allow_their_own_worker_only() {
         let csp = header(&r, "content-security-policy");
         let worker = csp.split(';').map(str::trim).find(|d| d.starts_with("worker-src ")).unwrap_or_default();
         assert_eq!(worker, "worker-src 'self'", "{path}: {csp}");
+        // The web app manifest (the share target of issue 33) from this
+        // origin only.
+        let manifest = csp.split(';').map(str::trim).find(|d| d.starts_with("manifest-src ")).unwrap_or_default();
+        assert_eq!(manifest, "manifest-src 'self'", "{path}: {csp}");
     }
 }

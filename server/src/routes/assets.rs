@@ -255,6 +255,9 @@ impl PagePolicy {
             // The guest page's service worker, `/sw.js` (without it the
             // worker would fall back to `script-src`).
             "worker-src 'self'".to_owned(),
+            // The guest page's web app manifest (installing it, sharing
+            // photos to it from the gallery).
+            "manifest-src 'self'".to_owned(),
             "form-action 'self'".to_owned(),
             "object-src 'none'".to_owned(),
             "base-uri 'none'".to_owned(),

@@ -152,9 +152,11 @@ async function main() {
 
 /**
  * Files shared to the installed app from the gallery (www/sw.js kept them
- * under `?share=<id>`): added as if picked, then deleted from the worker's
- * cache, and the parameter dropped from the address. A reload before that
- * adds them again, which the uploader answers as the same files.
+ * under `?share=<id>`). Any site can send a browser to this origin with a
+ * POST like a share, so nothing goes up until the guest says so: a notice
+ * names how many files came, with Add (they go to `add` as if picked: the
+ * same write-ahead record, the same dedup) and Discard. Either way they
+ * leave the worker's cache and `share` leaves the address.
  */
 async function takeSharedFiles() {
   const id = params().get("share");
@@ -174,11 +176,28 @@ async function takeSharedFiles() {
     const lastModified = Number(response.headers.get("x-last-modified")) || Date.now();
     files.push(new File([blob], name, { type: blob.type, lastModified }));
   }
-  if (files.length) await addFiles(files);
-  for (const key of keys) await cache.delete(key);
-  const url = new URL(location.href);
-  url.searchParams.delete("share");
-  history.replaceState(history.state, "", url);
+  const done = async (add) => {
+    li.remove();
+    if (add && files.length) await addFiles(files);
+    for (const key of keys) await cache.delete(key);
+    const url = new URL(location.href);
+    url.searchParams.delete("share");
+    history.replaceState(history.state, "", url);
+    document.body.dataset.share = add ? "added" : "discarded";
+  };
+  const li = h(
+    "li",
+    { class: "note note--info note--share", "data-testid": "shared-files", role: "status" },
+    h("span", { class: "note-text" }, h("strong", { text: t("guest.share.title", { count: files.length }) }), t("guest.share.text")),
+    h(
+      "span",
+      { class: "share-actions" },
+      h("button", { class: "button button--small", type: "button", "data-testid": "shared-add", onclick: () => done(true) }, t("guest.share.add")),
+      h("button", { class: "button button--small button--quiet", type: "button", "data-testid": "shared-discard", onclick: () => done(false) }, t("guest.share.discard")),
+    ),
+  );
+  $("notes").append(li);
+  document.body.dataset.share = "asking";
 }
 
 /**

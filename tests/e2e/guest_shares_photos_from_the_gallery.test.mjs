@@ -1,14 +1,18 @@
 // Issue 33: the guest page is an installable web app whose manifest has a
 // `share_target`. Photos shared to it from the gallery arrive as a POST to
 // `/share`; the service worker keeps them and sends the browser to the event
-// the guest opened last, whose page gives them to `add`: the same
-// write-ahead record and the same dedup as a pick. Chromium: the share is
+// the guest opened last, whose page asks the guest, then gives them to
+// `add`: the same write-ahead record and the same dedup as a pick. (Any
+// site can make such a POST, so nothing is sent before the guest's Add.) Chromium: the share is
 // the multipart POST navigation the browser makes for a share target (a
 // form posting to the manifest's action), through the real service worker
 // and the real server.
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, createEvent, hostMedia, guestUrl, photos, until } from "./harness.mjs";
+import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startServer, createEvent, hostMedia, guestUrl, photos, until, serveStatic } from "./harness.mjs";
 import { launch, openGuest, untilAllSaved, attempts } from "./pages.mjs";
 
 let server, browser;
@@ -82,6 +86,11 @@ test("photos shared from the gallery are added and uploaded once, and a second s
   const shared = photos(2, 90_000, "gallery");
   await share(page, manifest, shared);
   assert.equal(new URL(page.url()).searchParams.get("event"), ev.event.slug, "the event opened last");
+  await page.waitForSelector("[data-testid='shared-files']");
+  assert.match(await page.textContent("[data-testid='shared-files']"), /2 files were shared/);
+  assert.equal(puts.length, 0, "nothing sent before the guest says so");
+  assert.equal((await attempts(page)).length, 0, "nothing recorded either");
+  await page.click("[data-testid='shared-add']");
   const saved = await untilAllSaved(page, 2);
   assert.deepEqual(saved.map((c) => c.filename).sort(), ["gallery-1.png", "gallery-2.png"]);
   assert.equal((await hostMedia(server, ev)).length, 2);
@@ -95,6 +104,7 @@ test("photos shared from the gallery are added and uploaded once, and a second s
   // found at authorize and not sent again.
   const first = new Set((await attempts(page)).map((a) => a.id));
   await share(page, manifest, shared);
+  await page.click("[data-testid='shared-add']");
   await until("the second share to be taken", async () => (await sharesLeft(page)).length === 0 && !new URL(page.url()).searchParams.has("share"), 20_000);
   await untilAllSaved(page, 4);
   const media = await hostMedia(server, ev);
@@ -106,6 +116,62 @@ test("photos shared from the gallery are added and uploaded once, and a second s
     assert.ok(media.some((m) => m.id === a.media?.id), `${a.fileName} is the media already stored`);
   }
   assert.equal(puts.length, 2, "not sent again");
+  await context.close();
+});
+
+test("a share the guest discards sends and keeps nothing", async () => {
+  const ev = await createEvent(server);
+  const context = await browser.newContext();
+  const page = await openGuest(context, guestUrl(server, ev));
+  const manifest = await page.evaluate(() => fetch("/manifest.webmanifest").then((r) => r.json()));
+  await untilWorkerActive(page);
+  await page.reload();
+  await page.waitForSelector("body[data-ready='1']", { timeout: 20_000 });
+  const requests = [];
+  page.on("request", (r) => { if (r.method() !== "GET" && !new URL(r.url()).pathname.startsWith("/share")) requests.push(`${r.method()} ${new URL(r.url()).pathname}`); });
+  await share(page, manifest, photos(1, 50_000, "unasked"));
+  await page.click("[data-testid='shared-discard']");
+  await page.waitForSelector("body[data-share='discarded']");
+  assert.deepEqual(await sharesLeft(page), []);
+  assert.equal((await attempts(page)).length, 0);
+  assert.deepEqual(requests, [], "no request for the discarded file");
+  assert.equal((await hostMedia(server, ev)).length, 0);
+  await context.close();
+});
+
+test("another site posting files to the share target gets nothing uploaded without the guest", async () => {
+  const ev = await createEvent(server);
+  const context = await browser.newContext();
+  const page = await openGuest(context, guestUrl(server, ev));
+  await untilWorkerActive(page);
+  await page.reload();
+  await page.waitForSelector("body[data-ready='1']", { timeout: 20_000 });
+  const puts = [];
+  page.on("request", (r) => { if (r.method() === "PUT") puts.push(r.url()); });
+  // A page on another origin with a form aimed at the share target, as any
+  // site the guest visits could have (no referrer sent).
+  const dir = mkdtempSync(join(tmpdir(), "evil-"));
+  writeFileSync(join(dir, "index.html"), `<!doctype html><form id="f" method="post" enctype="multipart/form-data" action="${server.base}/share" referrerpolicy="no-referrer"><input type="file" name="media" id="i" multiple></form>`);
+  const evil = await serveStatic(dir);
+  try {
+    await page.goto(evil.origin);
+    await page.setInputFiles("#i", photos(2, 40_000, "planted"));
+    await Promise.all([
+      page.waitForURL((url) => url.origin === server.base && url.searchParams.has("share"), { timeout: 20_000 }),
+      page.evaluate(() => document.getElementById("f").submit()),
+    ]);
+    await page.waitForSelector("body[data-ready='1']", { timeout: 20_000 });
+    // The page acts on the share: it asks the guest (or, as it did before
+    // it asked, adds the files).
+    await until("the page to act on the share", async () =>
+      (await page.$("[data-testid='shared-files']")) !== null || (await attempts(page)).length > 0, 10_000);
+    assert.equal((await attempts(page)).length, 0, "nothing recorded");
+    assert.deepEqual(puts, [], "nothing sent");
+    assert.equal((await hostMedia(server, ev)).length, 0);
+  } finally {
+    await evil.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
   await context.close();
 });
 

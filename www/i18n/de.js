@@ -38,6 +38,10 @@ export default {
   "guest.persist.unknown": "Dieser Browser hat nicht gesagt, ob er unfertige Uploads sicher aufbewahrt.",
   "guest.wake.toggle": "Bildschirm während des Hochladens anlassen",
   "guest.wake.refused": "Dieser Browser lässt den Bildschirm nicht an: Lass diese Seite offen und das Handy wach, bis überall „Gespeichert“ steht.",
+  "guest.share.title": { one: "{count} Datei wurde an diese Veranstaltung geteilt", other: "{count} Dateien wurden an diese Veranstaltung geteilt" },
+  "guest.share.text": "Zu deinen Uploads hinzufügen? Vorher wird nichts gesendet.",
+  "guest.share.add": "Hinzufügen",
+  "guest.share.discard": "Verwerfen",
 
   // ---- guest page: when it cannot start
   "guest.missing.title": "Bitte nutze den Link deiner Gastgeber",

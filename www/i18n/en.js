@@ -41,6 +41,10 @@ export default {
   "guest.persist.unknown": "This browser didn't say whether it keeps unfinished uploads safe.",
   "guest.wake.toggle": "Keep the screen on while uploading",
   "guest.wake.refused": "This browser would not keep the screen on: keep this page open and the phone awake until everything says Saved.",
+  "guest.share.title": { one: "{count} file was shared to this event", other: "{count} files were shared to this event" },
+  "guest.share.text": "Add them to your uploads? Nothing is sent until you do.",
+  "guest.share.add": "Add",
+  "guest.share.discard": "Discard",
 
   // ---- guest page: when it cannot start
   "guest.missing.title": "Please use the link from your host",

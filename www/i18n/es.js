@@ -38,6 +38,10 @@ export default {
   "guest.persist.unknown": "Este navegador no ha dicho si conserva las subidas sin terminar.",
   "guest.wake.toggle": "Mantener la pantalla encendida mientras se sube",
   "guest.wake.refused": "Este navegador no mantiene la pantalla encendida: deja esta página abierta y el móvil despierto hasta que todo diga «Guardada».",
+  "guest.share.title": { one: "Se ha compartido {count} archivo con este evento", other: "Se han compartido {count} archivos con este evento" },
+  "guest.share.text": "¿Añadirlos a tus subidas? No se envía nada hasta que lo hagas.",
+  "guest.share.add": "Añadir",
+  "guest.share.discard": "Descartar",
 
   // ---- guest page: when it cannot start
   "guest.missing.title": "Usa el enlace de los anfitriones",

@@ -38,6 +38,10 @@ export default {
   "guest.persist.unknown": "Ce navigateur n’a pas dit s’il conserve les envois inachevés.",
   "guest.wake.toggle": "Garder l’écran allumé pendant l’envoi",
   "guest.wake.refused": "Ce navigateur ne garde pas l’écran allumé : laissez cette page ouverte et le téléphone éveillé jusqu’à ce que tout indique « Enregistré ».",
+  "guest.share.title": { one: "{count} fichier a été partagé avec cet événement", other: "{count} fichiers ont été partagés avec cet événement" },
+  "guest.share.text": "Les ajouter à vos envois ? Rien n’est envoyé avant.",
+  "guest.share.add": "Ajouter",
+  "guest.share.discard": "Ignorer",
 
   // ---- guest page: when it cannot start
   "guest.missing.title": "Utilisez le lien de vos hôtes",

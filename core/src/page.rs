@@ -1631,9 +1631,14 @@ impl Page {
         if self.keeping.in_flight.is_some() {
             return None;
         }
-        // A file whose attempt finished before its turn needs no copy.
-        let sched = &self.sched;
-        self.keeping.queue.retain(|(key, _)| sched.records().any(|r| r.blob_key == *key && !r.is_terminal()));
+        // A file whose attempt finished before its turn needs no copy. (One
+        // sorted list of the files still wanted, not a scan of every record
+        // per queued file: a pick of a thousand photos polls this often.)
+        if !self.keeping.queue.is_empty() {
+            let mut wanted: Vec<Uuid> = self.sched.records().filter(|r| !r.is_terminal()).map(|r| r.blob_key).collect();
+            wanted.sort_unstable();
+            self.keeping.queue.retain(|(key, _)| wanted.binary_search(key).is_ok());
+        }
         if self.keeping.queue.is_empty() || self.keeping.broken {
             self.keeping.queue.clear();
             return (!self.keeping.waiting.is_empty()).then(|| Effect::Done(self.keeping.waiting.remove(0)));

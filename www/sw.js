@@ -172,6 +172,12 @@ async function receiveShare(request) {
   }
   const id = self.crypto.randomUUID();
   const cache = await caches.open(SHARES);
+  // One share waits at a time: an earlier one the guest never answered
+  // goes, so posts to `/share` (any site can make one) cannot pile up in
+  // this origin's storage, which the uploads need.
+  for (const request of await cache.keys()) {
+    if (new URL(request.url).pathname.startsWith("/__upload-once/share/")) await cache.delete(request);
+  }
   await Promise.all(
     files.map((file, n) =>
       cache.put(

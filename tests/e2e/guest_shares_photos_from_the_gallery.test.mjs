@@ -119,7 +119,7 @@ test("photos shared from the gallery are added and uploaded once, and a second s
   await context.close();
 });
 
-test("a share the guest discards sends and keeps nothing", async () => {
+test("a share the guest discards, or leaves for another, sends and keeps nothing", async () => {
   const ev = await createEvent(server);
   const context = await browser.newContext();
   const page = await openGuest(context, guestUrl(server, ev));
@@ -129,7 +129,11 @@ test("a share the guest discards sends and keeps nothing", async () => {
   await page.waitForSelector("body[data-ready='1']", { timeout: 20_000 });
   const requests = [];
   page.on("request", (r) => { if (r.method() !== "GET" && !new URL(r.url()).pathname.startsWith("/share")) requests.push(`${r.method()} ${new URL(r.url()).pathname}`); });
+  // A share left unanswered is replaced by the next: one waits at a time.
+  await share(page, manifest, photos(2, 50_000, "ignored"));
   await share(page, manifest, photos(1, 50_000, "unasked"));
+  assert.equal((await sharesLeft(page)).length, 1, "only the last share is kept");
+  assert.match(await page.textContent("[data-testid='shared-files']"), /1 file was shared/);
   await page.click("[data-testid='shared-discard']");
   await page.waitForSelector("body[data-share='discarded']");
   assert.deepEqual(await sharesLeft(page), []);

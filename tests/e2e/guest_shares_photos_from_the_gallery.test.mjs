@@ -28,6 +28,16 @@ async function untilWorkerActive(page) {
   });
 }
 
+/**
+ * Once the first visit's worker is active, visits again: the worker sees
+ * that navigation and so learns the event (the first visit registered it).
+ */
+async function visitSeenByTheWorker(page) {
+  await untilWorkerActive(page);
+  await page.reload();
+  await page.waitForSelector("body[data-ready='1']", { timeout: 20_000 });
+}
+
 /** Shares `files` as the browser does for the manifest's share target, from `page`; resolves once the guest page it lands on is ready. */
 async function share(page, manifest, files) {
   const target = manifest.share_target;
@@ -77,9 +87,7 @@ test("photos shared from the gallery are added and uploaded once, and a second s
 
   // The worker learns the event from a visit it sees (the first one
   // registered it).
-  await untilWorkerActive(page);
-  await page.reload();
-  await page.waitForSelector("body[data-ready='1']", { timeout: 20_000 });
+  await visitSeenByTheWorker(page);
 
   const puts = [];
   page.on("request", (r) => { if (r.method() === "PUT") puts.push(r.url()); });
@@ -124,9 +132,7 @@ test("a share the guest discards, or leaves for another, sends and keeps nothing
   const context = await browser.newContext();
   const page = await openGuest(context, guestUrl(server, ev));
   const manifest = await page.evaluate(() => fetch("/manifest.webmanifest").then((r) => r.json()));
-  await untilWorkerActive(page);
-  await page.reload();
-  await page.waitForSelector("body[data-ready='1']", { timeout: 20_000 });
+  await visitSeenByTheWorker(page);
   const requests = [];
   page.on("request", (r) => { if (r.method() !== "GET" && !new URL(r.url()).pathname.startsWith("/share")) requests.push(`${r.method()} ${new URL(r.url()).pathname}`); });
   // A share left unanswered is replaced by the next: one waits at a time.
@@ -147,9 +153,7 @@ test("another site posting files to the share target gets nothing uploaded witho
   const ev = await createEvent(server);
   const context = await browser.newContext();
   const page = await openGuest(context, guestUrl(server, ev));
-  await untilWorkerActive(page);
-  await page.reload();
-  await page.waitForSelector("body[data-ready='1']", { timeout: 20_000 });
+  await visitSeenByTheWorker(page);
   const puts = [];
   page.on("request", (r) => { if (r.method() === "PUT") puts.push(r.url()); });
   // A page on another origin with a form aimed at the share target, as any
@@ -183,9 +187,7 @@ test("the installed app's start opens the event the guest opened last", async ()
   const ev = await createEvent(server);
   const context = await browser.newContext();
   const page = await openGuest(context, guestUrl(server, ev));
-  await untilWorkerActive(page);
-  await page.reload();
-  await page.waitForSelector("body[data-ready='1']", { timeout: 20_000 });
+  await visitSeenByTheWorker(page);
   await page.goto(`${server.base}/?source=app`);
   await page.waitForSelector("body[data-ready='1']", { timeout: 20_000 });
   const url = new URL(page.url());

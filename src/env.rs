@@ -2,11 +2,14 @@
 //! secure randomness, timers, online state and a wake-up signal for the
 //! driver loop.
 
-use std::cell::RefCell;
-use std::future::Future;
-use std::pin::Pin;
+use std::cell::{Cell, RefCell};
+use std::future::{Future, poll_fn};
+use std::pin::pin;
 use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
+use std::task::Poll;
+
+use futures_util::future::{Either, select};
+use futures_util::task::AtomicWaker;
 
 use js_sys::{Function, Promise, Reflect};
 use upload_once_core::Entropy;
@@ -154,28 +157,12 @@ pub async fn sleep(ms: f64) {
     let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
-struct Select<A: Future, B: Future> {
-    a: Pin<Box<A>>,
-    b: Pin<Box<B>>,
-}
-
-impl<A: Future, B: Future> Future for Select<A, B> {
-    type Output = Option<A::Output>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if let Poll::Ready(v) = self.a.as_mut().poll(cx) {
-            return Poll::Ready(Some(v));
-        }
-        match self.b.as_mut().poll(cx) {
-            Poll::Ready(_) => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-}
-
 /// Runs `fut` for at most `ms` milliseconds: `None` when time ran out.
 pub async fn timeout<F: Future>(ms: f64, fut: F) -> Option<F::Output> {
-    Select { a: Box::pin(fut), b: Box::pin(sleep(ms)) }.await
+    match select(pin!(fut), pin!(sleep(ms))).await {
+        Either::Left((output, _)) => Some(output),
+        Either::Right(_) => None,
+    }
 }
 
 /// Asks the browser to keep this origin's storage (`navigator.storage.persist()`).
@@ -187,36 +174,32 @@ pub async fn request_persistence() -> Option<bool> {
     wasm_bindgen_futures::JsFuture::from(promise).await.ok()?.as_bool()
 }
 
+/// A pending `setTimeout` and the closure it calls.
+type Timer = (JsValue, Closure<dyn FnMut()>);
+
 #[derive(Default)]
 struct SignalState {
-    raised: bool,
-    waker: Option<Waker>,
-    timer: Option<JsValue>,
-    timer_closure: Option<Closure<dyn FnMut()>>,
+    raised: Cell<bool>,
+    waker: AtomicWaker,
+    timer: RefCell<Option<Timer>>,
 }
 
 /// Wakes the driver loop: raised by inputs (a result arrived, a file was
 /// added, the browser came online) or by a timer.
 #[derive(Clone, Default)]
-pub struct Signal(Rc<RefCell<SignalState>>);
+pub struct Signal(Rc<SignalState>);
 
 impl Signal {
     /// Wakes the waiter (or makes its next wait return at once).
     pub fn raise(&self) {
-        let waker = {
-            let mut s = self.0.borrow_mut();
-            s.raised = true;
-            s.waker.take()
-        };
-        if let Some(w) = waker {
-            w.wake();
-        }
+        self.0.raised.set(true);
+        self.0.waker.wake();
     }
 
     /// Waits until raised, or until `deadline` (epoch ms) when given.
-    pub fn wait(&self, deadline: Option<UnixMillis>) -> SignalWait {
-        let mut s = self.0.borrow_mut();
-        if let Some(id) = s.timer.take() {
+    pub fn wait(&self, deadline: Option<UnixMillis>) -> impl Future<Output = ()> + 'static {
+        let mut timer = self.0.timer.borrow_mut();
+        if let Some((id, _)) = timer.take() {
             clear_timeout(&id);
         }
         if let Some(at) = deadline {
@@ -229,74 +212,12 @@ impl Signal {
                 }
             });
             let delay = (at - now()).max(0) as f64;
-            s.timer = Some(set_timeout(closure.as_ref().unchecked_ref(), delay));
-            s.timer_closure = Some(closure);
+            *timer = Some((set_timeout(closure.as_ref().unchecked_ref(), delay), closure));
         }
-        SignalWait(self.clone())
-    }
-}
-
-/// The future of [`Signal::wait`].
-pub struct SignalWait(Signal);
-
-impl Future for SignalWait {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let mut s = (self.0).0.borrow_mut();
-        if s.raised {
-            s.raised = false;
-            Poll::Ready(())
-        } else {
-            s.waker = Some(cx.waker().clone());
-            Poll::Pending
-        }
-    }
-}
-
-/// Something that happens once (an `add` finished, a restore settled),
-/// awaited by whoever holds a clone.
-#[derive(Clone, Default)]
-pub struct Completion(Rc<RefCell<(bool, Vec<Waker>)>>);
-
-impl Completion {
-    /// Marks it done and wakes every waiter.
-    pub fn complete(&self) {
-        let wakers = {
-            let mut s = self.0.borrow_mut();
-            s.0 = true;
-            std::mem::take(&mut s.1)
-        };
-        for w in wakers {
-            w.wake();
-        }
-    }
-
-    /// Whether it is done.
-    pub fn is_done(&self) -> bool {
-        self.0.borrow().0
-    }
-}
-
-impl Future for Completion {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let mut s = self.0.borrow_mut();
-        if s.0 {
-            Poll::Ready(())
-        } else {
-            s.1.push(cx.waker().clone());
-            Poll::Pending
-        }
-    }
-}
-
-/// Completes a [`Completion`] when dropped, however the holder ends.
-pub struct CompleteOnDrop(pub Completion);
-
-impl Drop for CompleteOnDrop {
-    fn drop(&mut self) {
-        self.0.complete();
+        let state = self.0.clone();
+        poll_fn(move |cx| {
+            state.waker.register(cx.waker());
+            if state.raised.replace(false) { Poll::Ready(()) } else { Poll::Pending }
+        })
     }
 }

@@ -15,7 +15,6 @@ use common::*;
 use upload_once::Added;
 use upload_once::client::ListenerKind;
 use upload_once::core::attempt::Confirmation;
-use upload_once::env::Completion;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen_test::*;
@@ -25,8 +24,8 @@ async fn a_first_visit_is_usable_before_the_join_answers() {
     let event = create_event(1_000_000, "none").await;
     let faults = Rc::new(Faults::default());
     let db = unique("db");
-    let gate = Completion::default();
-    *faults.hold_joins.borrow_mut() = Some(gate.clone());
+    let (gate, held) = futures_channel::oneshot::channel();
+    *faults.hold_joins.borrow_mut() = Some(held);
     let client = open(options(&event, &db), &faults).await;
     // Resolved while the join is held at the server's door.
     wait_for("the join to start", 10_000.0, || faults.joins.get() == 1).await;
@@ -44,7 +43,7 @@ async fn a_first_visit_is_usable_before_the_join_answers() {
         })
     };
     assert_eq!(faults.authorizes.get(), 0);
-    gate.complete();
+    gate.send(()).unwrap();
     wasm_bindgen_futures::JsFuture::from(adding).await.unwrap();
     settle(&client).await;
     assert_eq!(only_record(&client).confirmation, Confirmation::Confirmed);

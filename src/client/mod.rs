@@ -32,7 +32,9 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::spawn_local;
 use web_sys::{Blob, File};
 
-use crate::env::{CompleteOnDrop, Completion, CryptoEntropy, Signal, is_online, now, request_persistence};
+use futures_channel::oneshot;
+
+use crate::env::{CryptoEntropy, Signal, is_online, now, request_persistence};
 use crate::error::{Error, Result};
 use crate::serde_js::{from_js, to_js};
 use crate::store::IndexedDbStore;
@@ -87,11 +89,11 @@ struct Shared {
     /// (ms): a PUT soon after needs no other proof that it still reads.
     read_whole_at: RefCell<IdMap<f64>>,
     locks: RefCell<IdMap<LockHandle>>,
-    tickets: RefCell<Vec<(Ticket, Completion)>>,
+    tickets: RefCell<Vec<(Ticket, oneshot::Sender<()>)>>,
     /// The last `add`, which the next one waits for.
-    last_add: RefCell<Option<Completion>>,
+    last_add: RefCell<Option<oneshot::Receiver<()>>>,
     /// `add`s waiting for a join under way to answer.
-    join_waiters: RefCell<Vec<Completion>>,
+    join_waiters: RefCell<Vec<oneshot::Sender<()>>>,
     listeners: RefCell<Listeners>,
     persisted: Cell<Option<bool>>,
     /// The online state the page was last told.
@@ -235,9 +237,8 @@ impl Client {
                 }
             }
             if joined {
-                for waiter in self.0.join_waiters.borrow_mut().drain(..) {
-                    waiter.complete();
-                }
+                // Dropping a waiter's sender wakes it.
+                self.0.join_waiters.borrow_mut().clear();
             }
             let effect = self.page().poll_effect(now());
             match effect {
@@ -346,17 +347,8 @@ impl Client {
             Effect::FilesNotKept(e) => {
                 web_sys::console::warn_1(&format!("upload-once: files are not kept across reloads ({e})").into());
             }
-            Effect::Done(ticket) => {
-                let done: Vec<Completion> = {
-                    let mut tickets = self.0.tickets.borrow_mut();
-                    let (done, rest) = tickets.drain(..).partition(|(t, _)| *t == ticket);
-                    *tickets = rest;
-                    done.into_iter().map(|(_, c)| c).collect()
-                };
-                for c in done {
-                    c.complete();
-                }
-            }
+            // Dropping a waiter's sender wakes it.
+            Effect::Done(ticket) => self.0.tickets.borrow_mut().retain(|(t, _)| *t != ticket),
         }
     }
 
@@ -387,10 +379,10 @@ impl Client {
 
     /// Waits until the page says `ticket` is done.
     async fn ticket_done(&self, ticket: Ticket) {
-        let done = Completion::default();
-        self.0.tickets.borrow_mut().push((ticket, done.clone()));
+        let (done, answer) = oneshot::channel();
+        self.0.tickets.borrow_mut().push((ticket, done));
         self.0.signal.raise();
-        done.await;
+        let _ = answer.await;
     }
 
     /// Reconciles every unfinished attempt of this event with the server:
@@ -415,20 +407,21 @@ impl Client {
         if self.page().is_closed() {
             return Err(Error::Closed);
         }
-        let mine = Completion::default();
-        let _done = CompleteOnDrop(mine.clone());
+        // The next add waits for this one: `_done` is dropped when this
+        // one ends, however it ends.
+        let (_done, mine) = oneshot::channel::<()>();
         let previous = self.0.last_add.borrow_mut().replace(mine);
         if let Some(previous) = previous {
-            previous.await;
+            let _ = previous.await;
         }
         // On a first visit, files picked while the join is under way wait
         // for its answer (the event's restrictions, or a refused guest
         // code); a join that cannot be answered (offline) does not hold
         // them: the server checks the restrictions at authorize anyway.
         if self.page().is_joining() {
-            let answered = Completion::default();
-            self.0.join_waiters.borrow_mut().push(answered.clone());
-            answered.await;
+            let (answered, answer) = oneshot::channel();
+            self.0.join_waiters.borrow_mut().push(answered);
+            let _ = answer.await;
         }
         let infos: Vec<FileInfo> = files
             .iter()
@@ -604,12 +597,9 @@ impl Client {
             }
         }
         self.0.store.close_connection();
-        for (_, done) in self.0.tickets.borrow_mut().drain(..) {
-            done.complete();
-        }
-        for waiter in self.0.join_waiters.borrow_mut().drain(..) {
-            waiter.complete();
-        }
+        // Dropping the waiters' senders wakes them.
+        self.0.tickets.borrow_mut().clear();
+        self.0.join_waiters.borrow_mut().clear();
         self.0.signal.raise();
     }
 }

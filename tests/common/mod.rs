@@ -113,8 +113,8 @@ pub fn options(event: &CreateEventResponse, db: &str) -> Options {
 #[derive(Default)]
 pub struct Faults {
     pub joins: Cell<u32>,
-    /// While set, each join waits until this completes.
-    pub hold_joins: RefCell<Option<upload_once::env::Completion>>,
+    /// While set, the next join waits until its sender is dropped or sends.
+    pub hold_joins: RefCell<Option<futures_channel::oneshot::Receiver<()>>>,
     pub authorizes: Cell<u32>,
     pub puts: Cell<u32>,
     pub confirms: Cell<u32>,
@@ -163,11 +163,11 @@ fn bump(c: &Cell<u32>) {
 impl Api for FaultyApi {
     fn join(&self, guest_code: &str) -> LocalFuture<Result<SessionResponse, Failure>> {
         bump(&self.faults.joins);
-        let held = self.faults.hold_joins.borrow().clone();
+        let held = self.faults.hold_joins.borrow_mut().take();
         let call = self.inner.join(guest_code);
         Box::pin(async move {
             if let Some(gate) = held {
-                gate.await;
+                let _ = gate.await;
             }
             call.await
         })

@@ -18,7 +18,7 @@
 //!   in shutdown.rs.
 //!
 //! The settings are [`crate::config::limits::LimitsConfig`]; the quotas'
-//! rules are [`crate::rules::quota`]; `admit` (routes/admission.rs)
+//! rules are [`upload_once_core::decide::quota`]; `admit` (routes/admission.rs)
 //! is the one middleware that applies the per-request limits.
 
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};

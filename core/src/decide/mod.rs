@@ -7,13 +7,18 @@
 //! - [`authorize`]: the request's checks, and what a repeat of an id may be;
 //! - [`signing`]: whether a URL may be signed now (renew, parts), and which
 //!   parts may be asked for;
-//! - [`confirm`]: a confirm's outcome from what the store holds.
+//! - [`confirm`]: a confirm's outcome from what the store holds;
+//! - [`dedup`]: the scope where the same bytes are looked for, and when a
+//!   claimed SHA-256 names the file asked for;
+//! - [`quota`]: whether one more attempt or session fits.
 //!
 //! The client never calls them: what it does not call, the linker drops
 //! from the package.
 
 pub mod authorize;
 pub mod confirm;
+pub mod dedup;
+pub mod quota;
 pub mod signing;
 
 use crate::error::{Error, ErrorCode};

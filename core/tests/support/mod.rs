@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 
 use upload_once_core::Entropy;
 use upload_once_core::attempt::{AttemptRecord, Confirmation, FileInfo};
-use upload_once_core::decide::{authorize, confirm, signing};
+use upload_once_core::decide::{authorize, confirm, dedup, signing};
 use upload_once_core::error::{Error, ErrorCode};
 use upload_once_core::page::{AddPlan, Added, Effect, Input, Page, PageConfig, Session, Ticket};
 use upload_once_core::restrictions::{PickLimits, Restrictions, normalize_content_type};
@@ -318,12 +318,18 @@ impl FakeServer {
             if let Some(lapses) = self.sessions.get_mut(token) {
                 *lapses = (*lapses).max(at_least);
             }
-            // The same bytes already confirmed in scope: confirmed at once,
-            // pointing to that media; nothing is transferred.
+            // The same bytes already confirmed in scope, as the same file:
+            // confirmed at once, pointing to that media; nothing is
+            // transferred.
             if let (false, Some(sha256)) = (existed, &request.sha256) {
                 let found =
                     self.scope_of(request.id).and_then(|scope| self.content_index.get(&(scope, sha256.clone())));
-                if let Some(media_id) = found.copied() {
+                let same_file = |media_id: &&Uuid| {
+                    let media = self.media_row(**media_id);
+                    let indexed = dedup::Indexed { size: media.size, content_type: &media.content_type };
+                    dedup::claim_matches(&indexed, request.size, &normalize_content_type(&request.content_type))
+                };
+                if let Some(media_id) = found.filter(same_file).copied() {
                     let a = self.attempts.get_mut(&request.id).expect("just made");
                     a.state = AttemptState::Confirmed;
                     a.media_id = Some(media_id);
@@ -337,10 +343,9 @@ impl FakeServer {
 
     /// Where attempt `id`'s bytes are looked for (`None`: not at all).
     fn scope_of(&self, id: Uuid) -> Option<String> {
-        match self.config.dedup {
-            Dedup::None => None,
-            Dedup::Guest => self.attempts.get(&id).map(|a| a.session.clone()),
-            Dedup::Event => Some(String::new()),
+        match dedup::scope(self.config.dedup)? {
+            dedup::Scope::OwnSession => self.attempts.get(&id).map(|a| a.session.clone()),
+            dedup::Scope::Event => Some(String::new()),
         }
     }
 
@@ -392,7 +397,7 @@ impl FakeServer {
     /// attempt id, filename and key, no reason, and a URL only once approved.
     fn media_for(&self, media_id: Uuid, id: Uuid) -> Media {
         let media = self.media_row(media_id).clone();
-        if media.attempt_id == id {
+        if !dedup::is_duplicate(media.attempt_id, id) {
             return media;
         }
         let own = &self.attempts[&id];

@@ -10,7 +10,7 @@ use governor::Quota;
 
 use super::{parse_bytes, parse_duration};
 use crate::error::{Error, Result};
-use crate::rules::quota::AttemptQuotas;
+use upload_once_core::decide::quota::AttemptQuotas;
 
 /// How much of something per how long: `600/min`, `10/s`, `100/h`, or
 /// `50/10m` (any duration). A client may use the whole count at once, and

@@ -1,18 +1,18 @@
-//! Where the same bytes are looked for and what counts as a duplicate (the
-//! content identity beside the attempt id, docs/protocol.md §3.14): pure
-//! rules over the records. The hooks that apply them are in services/dedup.rs.
+//! The content index's entries, from core's dedup rules
+//! ([`upload_once_core::decide::dedup`]: the scope, when a claim names the
+//! file, what counts as a duplicate) over the server's records. The hooks
+//! that apply them are in services/dedup.rs.
 
-use upload_once_core::wire::Dedup;
+use upload_once_core::decide::dedup::{self, Scope};
 
 use super::records::{AttemptRow, EventRow, IndexEntry, MediaRow, NewAttempt};
 
 /// Where an attempt of `session_id` indexes `content_key` in `event`, or
 /// `None` when the event keeps every upload (or there is no key).
 pub fn entry(event: &EventRow, session_id: i64, content_key: Option<&str>) -> Option<IndexEntry> {
-    let scope_id = match event.dedup {
-        Dedup::None => return None,
-        Dedup::Guest => session_id,
-        Dedup::Event => 0,
+    let scope_id = match dedup::scope(event.dedup)? {
+        Scope::OwnSession => session_id,
+        Scope::Event => 0,
     };
     Some(IndexEntry { event_id: event.id, scope_id, content_key: content_key?.to_owned() })
 }
@@ -20,20 +20,20 @@ pub fn entry(event: &EventRow, session_id: i64, content_key: Option<&str>) -> Op
 /// Whether attempt `a` sees media `m` as a duplicate: another attempt
 /// stored it.
 pub fn is_duplicate(m: &MediaRow, a: &AttemptRow) -> bool {
-    m.attempt_row_id != a.row_id
+    dedup::is_duplicate(m.attempt_row_id, a.row_id)
 }
 
 /// The authorize hook: where the attempt's claimed SHA-256 would be indexed
 /// ([`RecordStore::authorize`](crate::store::RecordStore::authorize) makes
-/// it a duplicate when the index holds those bytes as the same kind of
-/// file). `None`: no dedup.
+/// it a duplicate when the media indexed there is the same file,
+/// [`dedup::claim_matches`]). `None`: no dedup.
 pub fn authorize_entry(event: &EventRow, attempt: &NewAttempt) -> Option<IndexEntry> {
     entry(event, attempt.session_id, attempt.sha256.as_deref())
 }
 
 #[cfg(test)]
 mod tests {
-    use upload_once_core::wire::ModerationPolicy;
+    use upload_once_core::wire::{Dedup, ModerationPolicy};
 
     use super::*;
 

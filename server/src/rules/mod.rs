@@ -4,5 +4,4 @@
 
 pub mod dedup;
 pub mod multipart;
-pub mod quota;
 pub mod records;

@@ -129,7 +129,7 @@ pub struct NewAttempt {
     pub plan: Option<PartPlan>,
     /// What the session and the event may hold, checked in the same
     /// transaction as the insert.
-    pub quotas: crate::rules::quota::AttemptQuotas,
+    pub quotas: upload_once_core::decide::quota::AttemptQuotas,
 }
 
 /// How long a session that authorized nothing counts against its event's

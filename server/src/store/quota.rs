@@ -1,12 +1,12 @@
 //! What a session and its event hold, as the quotas count it
-//! ([`crate::rules::quota`]): read inside the transaction that then inserts, so
+//! ([`upload_once_core::decide::quota`]): read inside the transaction that then inserts, so
 //! the count and the insert are one step.
 
 use sqlx::{AnyConnection, Row};
 use upload_once_core::time::UnixMillis;
 
 use crate::error::Result;
-use crate::rules::quota::QuotaUsage;
+use upload_once_core::decide::quota::QuotaUsage;
 
 /// The session's unconfirmed attempts and bytes, and the event's bytes, at
 /// `now`. Bytes count what is confirmed or reserved: authorized, not

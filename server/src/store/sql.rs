@@ -31,6 +31,7 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::rules::multipart::PartPlan;
+use upload_once_core::decide::{dedup, quota};
 
 mod content_index;
 
@@ -592,11 +593,11 @@ impl RecordStore for SqlStore {
         .await?;
         let opened: i64 = counted.try_get("opened")?;
         let from_client: i64 = counted.try_get("from_client")?;
-        let refusal = crate::rules::quota::session_refusal(opened as u64, s.max_per_hour)
-            .or_else(|| crate::rules::quota::client_session_refusal(from_client as u64, s.max_per_client_per_hour));
+        let refusal = quota::session_refusal(opened as u64, s.max_per_hour)
+            .or_else(|| quota::client_session_refusal(from_client as u64, s.max_per_client_per_hour));
         if let Some(refusal) = refusal {
             tx.rollback().await?;
-            return Err(refusal);
+            return Err(refusal.into());
         }
         let row = sqlx::query(
             "INSERT INTO sessions (event_id, token_hash, created_at, expires_at, client_key)
@@ -725,13 +726,16 @@ impl RecordStore for SqlStore {
         // the quotas as the nothing it adds (under the event's lock, the
         // index read and the insert are one step).
         let duplicate_of = match &dedup {
-            Some(entry) => content_index::indexed_media(&mut tx, entry, a.size, &a.content_type).await?,
+            Some(entry) => content_index::indexed_media(&mut tx, entry)
+                .await?
+                .filter(|(_, indexed)| dedup::claim_matches(&indexed.as_indexed(), a.size, &a.content_type))
+                .map(|(media_id, _)| media_id),
             None => None,
         };
-        let adds = if duplicate_of.is_some() { 0 } else { a.size };
-        if let Some(refusal) = crate::rules::quota::attempt_refusal(usage, &a.quotas, adds) {
+        let adds = dedup::bytes_added(duplicate_of.is_some(), a.size);
+        if let Some(refusal) = quota::attempt_refusal(usage, &a.quotas, adds) {
             tx.rollback().await?;
-            return Err(refusal);
+            return Err(refusal.into());
         }
         let inserted = insert_attempt(&mut tx, &a, duplicate_of.as_deref()).await?;
         let row = attempt_with_id(&mut tx, a.id, a.session_id).await?.ok_or_else(|| Error::not_found("attempt"))?;

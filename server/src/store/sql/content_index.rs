@@ -1,7 +1,7 @@
 //! The content index in SQL: content key → media, unique per (event,
 //! scope, key) (`content_index`, migration 4), and attempts confirmed as
-//! duplicates (`attempts.duplicate_of`). See [`crate::rules::dedup`] for what the
-//! server does with it.
+//! duplicates (`attempts.duplicate_of`). See [`crate::rules::dedup`] and
+//! [`upload_once_core::decide::dedup`] for what the server does with it.
 //!
 //! Create-or-return, never read-then-insert: the confirm that creates a
 //! media record claims its key in the same transaction
@@ -10,7 +10,8 @@
 //! waits for the first's row (PostgreSQL's unique index; SQLite's write
 //! lock), finds it, and becomes a duplicate of its media.
 
-use sqlx::AnyConnection;
+use sqlx::{AnyConnection, Row};
+use upload_once_core::decide::dedup;
 use upload_once_core::time::UnixMillis;
 
 use super::{ATTEMPT_COLUMNS, ATTEMPT_FROM, SqlAttemptLock, SqlStore, attempt_from_row};
@@ -59,27 +60,41 @@ impl SqlAttemptLock {
     }
 }
 
-/// The media indexed under `entry` whose file is the same kind as a claim
-/// of `size` bytes of `content_type`: a claim that differs in either is not
-/// that file (it goes up and is checked like any other).
+/// The file of a media the index holds, as read for
+/// [`dedup::claim_matches`].
+pub(super) struct IndexedFile {
+    size: i64,
+    content_type: String,
+}
+
+impl IndexedFile {
+    pub(super) fn as_indexed(&self) -> dedup::Indexed<'_> {
+        dedup::Indexed { size: self.size as u64, content_type: &self.content_type }
+    }
+}
+
+/// The media indexed under `entry` (its id and file), if any: whether it is
+/// the file a claim names is [`dedup::claim_matches`].
 pub(super) async fn indexed_media(
     conn: &mut AnyConnection,
     entry: &IndexEntry,
-    size: u64,
-    content_type: &str,
-) -> Result<Option<String>> {
-    let media_id = sqlx::query_scalar(
-        "SELECT ci.media_id FROM content_index ci JOIN media m ON m.id = ci.media_id
-         WHERE ci.event_id = $1 AND ci.scope_id = $2 AND ci.content_key = $3 AND m.size = $4 AND m.content_type = $5",
+) -> Result<Option<(String, IndexedFile)>> {
+    let row = sqlx::query(
+        "SELECT ci.media_id, m.size, m.content_type FROM content_index ci JOIN media m ON m.id = ci.media_id
+         WHERE ci.event_id = $1 AND ci.scope_id = $2 AND ci.content_key = $3",
     )
     .bind(entry.event_id)
     .bind(entry.scope_id)
     .bind(entry.content_key.clone())
-    .bind(size as i64)
-    .bind(content_type.to_owned())
     .fetch_optional(conn)
     .await?;
-    Ok(media_id)
+    row.map(|row| {
+        Ok((
+            row.try_get("media_id")?,
+            IndexedFile { size: row.try_get("size")?, content_type: row.try_get("content_type")? },
+        ))
+    })
+    .transpose()
 }
 
 impl SqlStore {

@@ -1,11 +1,11 @@
-//! The quotas a new attempt and a new session must fit in: pure rules the
-//! record store applies inside the transaction that inserts, to the usage
-//! it read in that same transaction (so concurrent requests cannot
-//! overshoot).
+//! The quotas a new attempt and a new session must fit in (docs/protocol.md
+//! §3.4): pure rules the server's record store applies inside the
+//! transaction that inserts, to the usage it read in that same transaction
+//! (so concurrent requests cannot overshoot). A duplicate found at
+//! authorize adds no bytes ([`super::dedup::bytes_added`]).
 
-use upload_once_core::ErrorCode;
-
-use crate::error::Error;
+use super::Refusal;
+use crate::error::ErrorCode;
 
 /// The quotas a new attempt must fit in (checked by the store, in the
 /// transaction that inserts it).
@@ -17,12 +17,6 @@ pub struct AttemptQuotas {
     pub max_session_bytes: u64,
     /// Bytes per event.
     pub max_event_bytes: u64,
-}
-
-impl AttemptQuotas {
-    /// No quota at all (tools and tests that store attempts directly).
-    pub const NONE: AttemptQuotas =
-        AttemptQuotas { max_unconfirmed: u64::MAX, max_session_bytes: u64::MAX, max_event_bytes: u64::MAX };
 }
 
 /// What a session and its event hold now, as counted for the quotas.
@@ -37,9 +31,9 @@ pub struct QuotaUsage {
 }
 
 /// Why one more attempt of `size` bytes does not fit, if it does not.
-pub fn attempt_refusal(usage: QuotaUsage, quotas: &AttemptQuotas, size: u64) -> Option<Error> {
+pub fn attempt_refusal(usage: QuotaUsage, quotas: &AttemptQuotas, size: u64) -> Option<Refusal> {
     if usage.unconfirmed >= quotas.max_unconfirmed {
-        return Some(Error::problem(
+        return Some(Refusal::new(
             ErrorCode::TooManyUnconfirmed,
             format!(
                 "this session already has {} attempts that are not confirmed (at most {}); confirm them, or wait for them to expire, before starting more",
@@ -48,7 +42,7 @@ pub fn attempt_refusal(usage: QuotaUsage, quotas: &AttemptQuotas, size: u64) -> 
         ));
     }
     if usage.session_bytes.saturating_add(size) > quotas.max_session_bytes {
-        return Some(Error::problem(
+        return Some(Refusal::new(
             ErrorCode::SessionBytesExceeded,
             format!(
                 "this file would bring this session to {} bytes; a session may have at most {}",
@@ -58,7 +52,7 @@ pub fn attempt_refusal(usage: QuotaUsage, quotas: &AttemptQuotas, size: u64) -> 
         ));
     }
     if usage.event_bytes.saturating_add(size) > quotas.max_event_bytes {
-        return Some(Error::problem(
+        return Some(Refusal::new(
             ErrorCode::EventBytesExceeded,
             format!(
                 "this file would bring the event to {} bytes; an event may hold at most {}",
@@ -71,9 +65,9 @@ pub fn attempt_refusal(usage: QuotaUsage, quotas: &AttemptQuotas, size: u64) -> 
 }
 
 /// Why one more session of an event does not fit, if it does not.
-pub fn session_refusal(opened_last_hour: u64, max_per_hour: u64) -> Option<Error> {
+pub fn session_refusal(opened_last_hour: u64, max_per_hour: u64) -> Option<Refusal> {
     (opened_last_hour >= max_per_hour).then(|| {
-        Error::problem(
+        Refusal::new(
             ErrorCode::TooManySessions,
             format!(
                 "this event opened {opened_last_hour} guest sessions in the last hour, the most it may; try again later"
@@ -84,9 +78,9 @@ pub fn session_refusal(opened_last_hour: u64, max_per_hour: u64) -> Option<Error
 
 /// Why one more session of an event from this client address does not
 /// fit, if it does not.
-pub fn client_session_refusal(opened_last_hour: u64, max_per_hour: u64) -> Option<Error> {
+pub fn client_session_refusal(opened_last_hour: u64, max_per_hour: u64) -> Option<Refusal> {
     (opened_last_hour >= max_per_hour).then(|| {
-        Error::problem(
+        Refusal::new(
             ErrorCode::TooManySessions,
             format!(
                 "this address opened {opened_last_hour} guest sessions of this event in the last hour, its share; try again later"

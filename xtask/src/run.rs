@@ -149,6 +149,7 @@ fn layer_core() -> Result {
 /// Rust type that crosses to JS without its TypeScript fails here.
 fn check_typescript(generated: &Path) -> Result {
     let dir = root().join("tests/types");
+    every_type_is_compared(&root().join("src/uploader.d.ts"), generated, &dir.join("uploader_matches_rust.ts"))?;
     ensure_npm(&dir)?;
     sh(Command::new("node")
         .arg(dir.join("node_modules/typescript/bin/tsc"))
@@ -156,6 +157,46 @@ fn check_typescript(generated: &Path) -> Result {
         .arg("uploader_matches_rust.ts")
         .arg(generated)
         .current_dir(&dir))
+}
+
+/// The names a declaration file exports (`export type X`, `export interface X`).
+fn exported_types(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| {
+            let rest = line.trim_start().strip_prefix("export ")?;
+            let rest = rest.strip_prefix("type ").or_else(|| rest.strip_prefix("interface "))?;
+            let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            (!name.is_empty()).then_some(name)
+        })
+        .collect()
+}
+
+/// That the check names every type: each type the hand-written declarations
+/// export as `Hand.<Name>`, and each declaration derived from Rust as
+/// `Rust.<Name>`. A type added on either side without its comparison fails
+/// here, before tsc (which checks only the pairs the file names).
+fn every_type_is_compared(hand_written: &Path, generated: &Path, check: &Path) -> Result {
+    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+    let check_text = read(check)?;
+    let mut missing = Vec::new();
+    for (side, file) in [("Hand", hand_written), ("Rust", generated)] {
+        for name in exported_types(&read(file)?) {
+            let named = check_text.match_indices(&format!("{side}.{name}")).any(|(at, found)| {
+                !check_text[at + found.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+            });
+            if !named {
+                missing.push(format!("{side}.{name} ({})", file.display()));
+            }
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "{} does not compare these types; add a `Same<…>` line for each:\n  {}",
+        check.display(),
+        missing.join("\n  ")
+    ))
 }
 
 /// The whole server suite once per backend combination: {SQLite,

@@ -10,6 +10,8 @@
 //! - [`confirm`]: a confirm's outcome from what the store holds;
 //! - [`dedup`]: the scope where the same bytes are looked for, and when a
 //!   claimed SHA-256 names the file asked for;
+//! - [`multipart`]: how a file in parts is split, and which parts a confirm
+//!   may assemble;
 //! - [`quota`]: whether one more attempt or session fits.
 //!
 //! The client never calls them: what it does not call, the linker drops
@@ -18,6 +20,7 @@
 pub mod authorize;
 pub mod confirm;
 pub mod dedup;
+pub mod multipart;
 pub mod quota;
 pub mod signing;
 

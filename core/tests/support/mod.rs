@@ -18,6 +18,7 @@ use std::fmt::Write as _;
 
 use upload_once_core::Entropy;
 use upload_once_core::attempt::{AttemptRecord, Confirmation, FileInfo};
+use upload_once_core::decide::multipart::{self, ListedPart, MAX_PARTS, PartBounds, PartPlan};
 use upload_once_core::decide::{authorize, confirm, dedup, signing};
 use upload_once_core::error::{Error, ErrorCode};
 use upload_once_core::page::{AddPlan, Added, Effect, Input, Page, PageConfig, Session, Ticket};
@@ -42,6 +43,10 @@ pub const T0: UnixMillis = 1_796_011_200_000;
 pub const SECOND: i64 = 1000;
 pub const MINUTE: i64 = 60 * SECOND;
 pub const HOUR: i64 = 60 * MINUTE;
+
+/// The simulated store's multipart bounds: S3's part count, but parts of
+/// any size (the simulation's files are a few bytes long).
+const SIM_PARTS: PartBounds = PartBounds { min_part_size: 1, max_parts: MAX_PARTS, grow_by: 1 };
 
 // ---------------------------------------------------------------------------
 // Randomness
@@ -459,11 +464,10 @@ impl FakeServer {
         let request = &AuthorizeRequest { content_type, ..request.clone() };
         let object_key = format!("uploads/{}", request.id);
         self.keys.insert(object_key.clone(), request.id);
-        let plan = (request.size > self.config.multipart_threshold).then(|| MultipartPlan {
-            part_size: self.config.part_size,
-            part_count: request.size.div_ceil(self.config.part_size) as u32,
-            expires_at: format_rfc3339(self.clock(now) + self.config.attempt_ttl_ms),
-        });
+        // The server's plan, with bounds that let the simulation's files
+        // of a few bytes go up in parts of a few bytes.
+        let plan = PartPlan::for_size(request.size, self.config.multipart_threshold, self.config.part_size, SIM_PARTS)
+            .map(|plan| plan.wire(format_rfc3339(self.clock(now) + self.config.attempt_ttl_ms)));
         self.attempts.insert(
             request.id,
             ServerAttempt {
@@ -660,13 +664,19 @@ impl FakeServer {
         // store's own part list, unless the client's file is not the parts'.
         let mut spliced = None;
         if let Some(plan) = &attempt.plan {
-            if (1..=plan.part_count).all(|n| attempt.parts.contains_key(&n)) {
-                let digests: String = attempt.parts.values().map(|p| p.sha256.clone().unwrap_or_default()).collect();
+            let plan = PartPlan { part_size: plan.part_size, part_count: plan.part_count };
+            let listed: Vec<ListedPart> = attempt
+                .parts
+                .values()
+                .map(|p| ListedPart { number: p.number, size: p.size, sha256: p.sha256.clone(), etag: String::new() })
+                .collect();
+            if let Ok(parts) = multipart::parts_to_complete(&plan, attempt.request.size, &listed) {
+                let digests: String = parts.iter().map(|p| p.sha256.clone().unwrap_or_default()).collect();
                 let composite = format!("{}-{}", fake_sha(&digests, 0), plan.part_count);
                 if claim.composite.is_some_and(|claimed| claimed != composite) {
                     spliced = Some(composite);
                 } else {
-                    let size = attempt.parts.values().map(|p| p.size).sum();
+                    let size = parts.iter().map(|p| p.size).sum();
                     let object =
                         StoredObject { size, content_type: attempt.request.content_type.clone(), content: composite };
                     self.attempts.get_mut(&id).expect("present").parts.clear();

@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::limits::Limits;
 use crate::media::MediaServices;
 use crate::metrics::ConfirmOutcome;
-use crate::rules::multipart::{PartPlan, composite_sha256, parts_to_complete, stored_parts, with_digests};
+use crate::rules::multipart::{PartBounds, PartPlan, composite_sha256, parts_to_complete, stored_parts, with_digests};
 use crate::secrets::new_object_key;
 use crate::state::{AppState, Lifetimes, Links, Objects, Records};
 use crate::storage::{ObjectMeta, PartGrant, PutGrant};
@@ -132,7 +132,7 @@ pub async fn authorize(
         expires_at: now + lifetimes.attempt_ttl_ms(),
         reserved_until: lifetimes.reservation_until(now + lifetimes.attempt_ttl_ms()),
         // Fixed now: a later change of the flags never alters it.
-        plan: PartPlan::for_size(req.size, config.multipart_threshold, config.part_size),
+        plan: PartPlan::for_size(req.size, config.multipart_threshold, config.part_size, PartBounds::S3),
         quotas: limits.config.attempt_quotas(),
     };
     // The same bytes already stored in the event's dedup scope: confirmed at

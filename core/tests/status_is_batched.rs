@@ -9,7 +9,7 @@ use support::*;
 use upload_once_core::attempt::{Confirmation, ModerationView, Step};
 use upload_once_core::retry::RetryPolicy;
 use upload_once_core::scheduler::{Command, Scheduler};
-use upload_once_core::wire::{MAX_STATUS_IDS, Moderation, StatusResponse};
+use upload_once_core::wire::{MAX_STATUS_IDS, StatusResponse};
 use uuid::Uuid;
 
 /// `n` restored (checking) and stored records.
@@ -151,8 +151,8 @@ fn a_refresh_asks_about_confirmed_media_awaiting_moderation() {
     let ids: Vec<Uuid> = (0..3).map(|_| sim.add_jpeg(10)).collect();
     sim.run_until_idle();
     let media: Vec<Uuid> = ids.iter().map(|id| sim.record(*id).media.as_ref().unwrap().id).collect();
-    sim.server.moderate(media[0], Moderation::Approved, None);
-    sim.server.moderate(media[1], Moderation::Rejected, Some("blurry"));
+    sim.server.moderate(media[0], ModerationDecision::Approve, None, sim.now);
+    sim.server.moderate(media[1], ModerationDecision::Reject, Some("blurry"), sim.now);
     sim.page_mut().refresh();
     assert!(!sim.scheduler().is_idle());
     let from = sim.stats.sent.len();

@@ -10,6 +10,7 @@
 //! - [`confirm`]: a confirm's outcome from what the store holds;
 //! - [`dedup`]: the scope where the same bytes are looked for, and when a
 //!   claimed SHA-256 names the file asked for;
+//! - [`moderation`]: what a host's decision changes;
 //! - [`multipart`]: how a file in parts is split, and which parts a confirm
 //!   may assemble;
 //! - [`quota`]: whether one more attempt or session fits.
@@ -20,6 +21,7 @@
 pub mod authorize;
 pub mod confirm;
 pub mod dedup;
+pub mod moderation;
 pub mod multipart;
 pub mod quota;
 pub mod signing;

@@ -19,14 +19,14 @@ use std::fmt::Write as _;
 use upload_once_core::Entropy;
 use upload_once_core::attempt::{AttemptRecord, Confirmation, FileInfo};
 use upload_once_core::decide::multipart::{self, ListedPart, MAX_PARTS, PartBounds, PartPlan};
-use upload_once_core::decide::{authorize, confirm, dedup, signing};
+use upload_once_core::decide::{authorize, confirm, dedup, moderation, signing};
 use upload_once_core::error::{Error, ErrorCode};
 use upload_once_core::page::{AddPlan, Added, Effect, Input, Page, PageConfig, Session, Ticket};
 use upload_once_core::restrictions::{PickLimits, Restrictions, normalize_content_type};
 use upload_once_core::retry::{Failure, RetryPolicy};
 use upload_once_core::scheduler::{Command, Outcome, Scheduler};
 use upload_once_core::time::{UnixMillis, format_rfc3339};
-pub use upload_once_core::wire::Dedup;
+pub use upload_once_core::wire::{Dedup, ModerationDecision};
 use upload_once_core::wire::{
     AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, EventInfo, MAX_STATUS_IDS, Media,
     MediaSummary, Moderation, ModerationPolicy, MultipartPlan, PartsRequest, PartsResponse, Rejection, SignedPart,
@@ -853,11 +853,20 @@ impl FakeServer {
         );
     }
 
-    /// The host moderates a media record.
-    pub fn moderate(&mut self, media_id: Uuid, moderation: Moderation, reason: Option<&str>) {
+    /// The host decides on a media record, by the server's rule.
+    pub fn moderate(&mut self, media_id: Uuid, decision: ModerationDecision, reason: Option<&str>, now: UnixMillis) {
+        let now = self.clock(now);
         let m = self.media.iter_mut().find(|m| m.id == media_id).expect("media exists");
-        m.moderation = moderation;
-        m.moderation_reason = reason.map(str::to_owned);
+        let recorded = moderation::Moderated {
+            state: m.moderation,
+            reason: m.moderation_reason.as_deref(),
+            moderated_at: None,
+            rejected_at: None,
+        };
+        if let Some(change) = moderation::decide(&recorded, decision, reason, now) {
+            m.moderation = change.moderated.state;
+            m.moderation_reason = change.moderated.reason.map(str::to_owned);
+        }
     }
 }
 

@@ -31,7 +31,7 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::rules::multipart::PartPlan;
-use upload_once_core::decide::{dedup, quota};
+use upload_once_core::decide::{dedup, moderation, quota};
 
 mod content_index;
 
@@ -873,43 +873,44 @@ impl RecordStore for SqlStore {
         reason: Option<&str>,
         now: UnixMillis,
     ) -> Result<Option<MediaRow>> {
-        let sql = match decision {
-            // Approving an approved record changes nothing (same wall
-            // position, same time, same reason). CASE evaluates the next
-            // position only for a record that is not approved yet.
-            ModerationDecision::Approve => format!(
-                "UPDATE media SET
-                    moderation_reason = CASE WHEN moderation = 'approved' THEN moderation_reason ELSE $1 END,
-                    moderated_at = CASE WHEN moderation = 'approved' THEN moderated_at ELSE $2 END,
-                    wall_seq = CASE WHEN moderation = 'approved' THEN wall_seq ELSE {} END,
-                    moderation = 'approved',
-                    rejected_at = NULL
-                 WHERE id = $3 AND event_id = $4 AND removed_at IS NULL",
-                self.dialect.next_wall_seq()
-            ),
-            // The wall position is kept (hidden by the state), so positions
-            // only grow and a wall cursor never skips an item. The retention
-            // runs from the first of consecutive rejections.
-            ModerationDecision::Reject => "UPDATE media SET moderation = 'rejected', moderation_reason = $1, moderated_at = $2,
-                    rejected_at = CASE WHEN moderation = 'rejected' AND rejected_at IS NOT NULL THEN rejected_at ELSE $2 END
-                 WHERE id = $3 AND event_id = $4 AND removed_at IS NULL"
-                .to_owned(),
-        };
         let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
         if decision == ModerationDecision::Approve {
             self.dialect.lock_wall(&mut tx).await?;
         }
-        let updated = sqlx::query(&sql)
-            .bind(reason)
-            .bind(now)
+        let sql = format!(
+            "SELECT moderation, moderation_reason, moderated_at, rejected_at FROM media
+             WHERE id = $1 AND event_id = $2 AND removed_at IS NULL{}",
+            self.dialect.row_lock()
+        );
+        let Some(row) = sqlx::query(&sql).bind(media_id.to_string()).bind(event_id).fetch_optional(&mut *tx).await?
+        else {
+            return Ok(None);
+        };
+        let state: String = row.try_get("moderation")?;
+        let recorded_reason: Option<String> = row.try_get("moderation_reason")?;
+        let recorded = moderation::Moderated {
+            state: moderation_from_db(&state),
+            reason: recorded_reason.as_deref(),
+            moderated_at: row.try_get("moderated_at")?,
+            rejected_at: row.try_get("rejected_at")?,
+        };
+        if let Some(change) = moderation::decide(&recorded, decision, reason, now) {
+            let wall_seq = if change.takes_wall_position { self.dialect.next_wall_seq() } else { "wall_seq" };
+            let m = change.moderated;
+            sqlx::query(&format!(
+                "UPDATE media SET moderation = $1, moderation_reason = $2, moderated_at = $3, rejected_at = $4,
+                     wall_seq = {wall_seq}
+                 WHERE id = $5"
+            ))
+            .bind(m.state.as_str())
+            .bind(m.reason)
+            .bind(m.moderated_at)
+            .bind(m.rejected_at)
             .bind(media_id.to_string())
-            .bind(event_id)
             .execute(&mut *tx)
             .await?;
-        tx.commit().await?;
-        if updated.rows_affected() == 0 {
-            return Ok(None);
         }
+        tx.commit().await?;
         self.media(media_id).await
     }
 

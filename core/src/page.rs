@@ -602,8 +602,8 @@ impl Page {
     /// Screen Wake Lock for ([`Effect::BusyChanged`] says when it changes).
     pub fn is_busy(&self) -> bool {
         !self.closed
-            && self.sched.records().any(|r| {
-                let driven = self.sched.is_owned(&r.id) || self.fresh.contains_key(&r.id);
+            && self.sched.records_with_standing().any(|(r, standing)| {
+                let driven = standing.owned || self.fresh.contains_key(&r.id);
                 let waits_for_the_guest = r.holds_back() || (r.needs_file() && !self.has_blob(r));
                 driven && !r.is_terminal() && !waits_for_the_guest
             })
@@ -619,12 +619,11 @@ impl Page {
             && self.store_in_flight.is_none()
             && self.taking_over.is_empty()
             && !self.locks.values().any(|s| *s == LockState::Asking)
-            && self.sched.records().all(|r| {
+            && self.sched.records_with_standing().all(|(r, standing)| {
                 // A fresh attempt whose lock is not granted yet is about to be
                 // driven here.
-                let waiting_for_lock =
-                    !r.is_terminal() && self.fresh.contains_key(&r.id) && !self.sched.is_owned(&r.id);
-                self.sched.is_persisted(&r.id) && !waiting_for_lock
+                let waiting_for_lock = !r.is_terminal() && !standing.owned && self.fresh.contains_key(&r.id);
+                standing.persisted && !waiting_for_lock
             })
     }
 

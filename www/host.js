@@ -325,8 +325,10 @@ function updateBulk() {
   every.disabled = bulkRunning || pending === 0;
 }
 
+// A card is made again when what it shows changes: its moderation, or its
+// preview (made, or only a placeholder, since the last read).
 function itemKey(m) {
-  return `${m.moderation}|${m.moderation_reason || ""}`;
+  return `${m.moderation}|${m.moderation_reason || ""}|${m.preview}|${m.preview_reason || ""}`;
 }
 
 function preview(m) {
@@ -359,6 +361,13 @@ function createItem(m) {
     age,
   );
   const info = h("div", { class: "media-info" }, meta);
+  // Its preview (a video's poster and shareable copy, a photo's sizes) is
+  // still being made; or could not be, and why.
+  if (m.preview === "pending") {
+    meta.insertBefore(h("span", { class: "badge badge--processing", "data-testid": "processing", text: t("host.item.processing") }), age.previousSibling);
+  } else if (m.preview === "placeholder" && m.preview_reason) {
+    info.append(h("p", { class: "media-meta", "data-testid": "preview-reason", text: t("host.item.previewReason", { reason: m.preview_reason }) }));
+  }
   if (m.moderation === "rejected") {
     info.append(h("p", { class: "media-meta", text: m.moderation_reason ? t("host.item.reason", { reason: m.moderation_reason }) : t("host.item.noReason") }));
   }

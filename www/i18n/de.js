@@ -205,6 +205,8 @@ export default {
   "host.item.state.pending": "Wartend",
   "host.item.state.approved": "An der Fotowand",
   "host.item.state.rejected": "Abgelehnt",
+  "host.item.processing": "Wird verarbeitet …",
+  "host.item.previewReason": "Keine Vorschau: {reason}",
   "host.reject.label": "Grund (freiwillig, der Gast sieht ihn)",
   "host.reject.placeholder": "z. B. unscharf oder ein privater Moment",
   "host.reject.confirm": "Ablehnen",

@@ -208,6 +208,8 @@ export default {
   "host.item.state.pending": "Waiting",
   "host.item.state.approved": "On the wall",
   "host.item.state.rejected": "Rejected",
+  "host.item.processing": "Processing…",
+  "host.item.previewReason": "No preview: {reason}",
   "host.reject.label": "Reason (optional, the guest sees it)",
   "host.reject.placeholder": "e.g. blurry, or a private moment",
   "host.reject.confirm": "Reject",

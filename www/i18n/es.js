@@ -205,6 +205,8 @@ export default {
   "host.item.state.pending": "En espera",
   "host.item.state.approved": "En el muro",
   "host.item.state.rejected": "Rechazada",
+  "host.item.processing": "Procesando…",
+  "host.item.previewReason": "Sin vista previa: {reason}",
   "host.reject.label": "Motivo (opcional, el invitado lo ve)",
   "host.reject.placeholder": "p. ej. borrosa, o un momento privado",
   "host.reject.confirm": "Rechazar",

@@ -205,6 +205,8 @@ export default {
   "host.item.state.pending": "En attente",
   "host.item.state.approved": "Sur le mur",
   "host.item.state.rejected": "Refusée",
+  "host.item.processing": "Traitement…",
+  "host.item.previewReason": "Pas d’aperçu : {reason}",
   "host.reject.label": "Motif (facultatif, l’invité le voit)",
   "host.reject.placeholder": "p. ex. floue, ou un moment privé",
   "host.reject.confirm": "Refuser",

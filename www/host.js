@@ -340,8 +340,13 @@ function preview(m) {
     video.muted = true;
     return video;
   }
-  if (isImage(m.content_type) || isVideo(m.content_type)) {
-    // A video that could not be made shareable: its placeholder image.
+  if (isVideo(m.content_type)) {
+    // A video that could not be made shareable: its poster where it got one
+    // (one over the length limit), else the placeholder image.
+    const poster = m.url.replace("/display?", "/thumb?");
+    return h("img", { src: poster, alt: t("host.item.videoLabel", { name: m.filename }), loading: "lazy", decoding: "async" });
+  }
+  if (isImage(m.content_type)) {
     return h("img", { src: m.url, alt: t("host.item.photoAlt", { name: m.filename }), loading: "lazy", decoding: "async" });
   }
   return icon(ICONS.photo, 40);

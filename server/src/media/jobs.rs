@@ -107,6 +107,17 @@ pub struct Made {
     pub duration_ms: Option<i64>,
 }
 
+/// How a job that ended `placeholder` ended: why, and the poster a video
+/// got all the same (one over the length limit: a poster, no shareable
+/// copy).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placeholder {
+    /// Why there is no rendition (a fixed sentence: the host's card shows it).
+    pub reason: String,
+    /// A video's poster, when one was made: its thumbnail is served.
+    pub poster: Option<Made>,
+}
+
 /// A job a worker holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Claimed {
@@ -226,12 +237,13 @@ impl MediaDb {
     }
 
     /// Ends a held job: `done` with the display size, or `placeholder` with
-    /// the reason. False when the claim was no longer the job's (its lease
-    /// ran out and another claim holds it, or ended it): nothing changed.
-    pub async fn finish(&self, job: Claimed, outcome: &Result<Made, String>, now: UnixMillis) -> Result<bool> {
+    /// the reason (and a video's poster's size, if it got one). False when
+    /// the claim was no longer the job's (its lease ran out and another
+    /// claim holds it, or ended it): nothing changed.
+    pub async fn finish(&self, job: Claimed, outcome: &Result<Made, Placeholder>, now: UnixMillis) -> Result<bool> {
         let (state, reason, made) = match outcome {
             Ok(made) => ("done", None, Some(*made)),
-            Err(reason) => ("placeholder", Some(reason.as_str()), None),
+            Err(p) => ("placeholder", Some(p.reason.as_str()), p.poster),
         };
         let ended = sqlx::query(
             "UPDATE rendition_jobs SET state = $1, reason = $2, width = $3, height = $4, duration_ms = $8, finished_at = $5

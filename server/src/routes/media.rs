@@ -357,7 +357,11 @@ async fn rendition(
             let until = redirect_until(lifetimes.now(), query);
             serve_object(stored, &key, (crate::media::video::VIDEO_TYPE, true), until, headers).await
         }
-        JobState::Done => {
+        // A video over the length limit has a poster all the same (its
+        // size recorded), and only that: its display is the placeholder.
+        JobState::Done | JobState::Placeholder
+            if job.state == JobState::Done || (size == Size::Thumb && job.width.is_some()) =>
+        {
             let key = size.key(&media.object_key);
             serve_object(stored, &key, (RENDITION_TYPE, true), redirect_until(lifetimes.now(), query), headers).await
         }

@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 use upload_once_core::time::UnixMillis;
 use uuid::Uuid;
 
-use crate::media::jobs::{BUDGET_WINDOW, Claimed, DEFER, MAX_TRIES, Made, reason_for_type};
+use crate::media::jobs::{BUDGET_WINDOW, Claimed, DEFER, MAX_TRIES, Made, Placeholder, reason_for_type};
 use crate::media::renditions::{self, MAX_SOURCE_BYTES, RENDITION_TYPE};
 use crate::media::video::{self, Scratch, VIDEO_TYPE};
 use crate::media::{Size, rendition_keys, video_key};
@@ -89,6 +89,9 @@ enum Failure {
     /// Its session is over its rendition budget: in the queue again, at
     /// this time, without counting the claim.
     Deferred(UnixMillis),
+    /// For good, a video's poster made and stored, and for the rest the
+    /// placeholder with this reason (a video over the length limit).
+    PosterOnly(String, Made),
 }
 
 impl From<crate::error::Error> for Failure {
@@ -127,7 +130,11 @@ async fn run(state: &AppState, job: Claimed) {
         Ok(size) => finish(state, job, Ok(size), now).await,
         Err(Failure::Placeholder(reason)) => {
             tracing::info!(media = %job.media_id, "rendition job: a placeholder: {reason}");
-            finish(state, job, Err(reason), now).await
+            finish(state, job, Err(Placeholder { reason, poster: None }), now).await
+        }
+        Err(Failure::PosterOnly(reason, poster)) => {
+            tracing::info!(media = %job.media_id, "rendition job: a poster and a placeholder: {reason}");
+            finish(state, job, Err(Placeholder { reason, poster: Some(poster) }), now).await
         }
         Err(Failure::Deferred(at)) => {
             tracing::info!(media = %job.media_id, "rendition job: its guest is over the rendition budget; again at {at}");
@@ -137,7 +144,8 @@ async fn run(state: &AppState, job: Claimed) {
             tracing::warn!(media = %job.media_id, "rendition job: no rendition after {} tries: {detail}", job.tries);
             // The store's own text (an S3 error carries a signed URL) stays
             // in the log.
-            finish(state, job, Err("the original could not be read from storage".into()), now).await
+            let reason = "the original could not be read from storage".into();
+            finish(state, job, Err(Placeholder { reason, poster: None }), now).await
         }
         Err(Failure::Transient(reason)) => {
             let backoff = 1_000 * (1i64 << job.tries.clamp(0, 6));
@@ -157,7 +165,7 @@ async fn run(state: &AppState, job: Claimed) {
 async fn finish(
     state: &AppState,
     job: Claimed,
-    outcome: std::result::Result<Made, String>,
+    outcome: std::result::Result<Made, Placeholder>,
     now: UnixMillis,
 ) -> crate::error::Result<()> {
     if state.media.db.finish(job, &outcome, now).await? {
@@ -327,14 +335,22 @@ async fn render_video(state: &AppState, media: &MediaRow) -> std::result::Result
     let input = scratch.path("original");
     copy_original(state, media, &input).await?;
     let (probe, plain_pixels) = video::probe(&tools, &input).await.map_err(logged)?;
+    let png = video::poster(&tools, &input, &probe).await.map_err(logged)?;
+    let duration_ms = Some(probe.duration.as_millis() as i64);
+    // Too long to be made shareable: its poster, and the original for the
+    // host; no transcode.
     let max = tools.max_duration;
     if probe.duration > max {
-        return Err(Failure::Placeholder(format!(
-            "longer than {} minutes: the host has the original, and the wall no copy of it",
-            max.as_secs().div_ceil(60)
-        )));
+        let (width, height) = store_stills(state, media, png, image::ImageFormat::Png).await?;
+        let poster = kept_if_wanted(state, media, Made { width, height, duration_ms }).await?;
+        return Err(Failure::PosterOnly(
+            format!(
+                "longer than {} minutes: the host has the original, and the wall no copy of it",
+                max.as_secs().div_ceil(60)
+            ),
+            poster,
+        ));
     }
-    let png = video::poster(&tools, &input, &probe).await.map_err(logged)?;
     let output = scratch.path("shareable.mp4");
     let copy = probe.copyable(plain_pixels);
     video::shareable(&tools, &input, &output, &probe, copy).await.map_err(logged)?;
@@ -344,7 +360,6 @@ async fn render_video(state: &AppState, media: &MediaRow) -> std::result::Result
     let (width, height) = (shown.width, shown.height);
     store_stills(state, media, png, image::ImageFormat::Png).await?;
     state.objects.put_file(&video_key(&media.object_key), VIDEO_TYPE, &output).await?;
-    let duration_ms = Some(probe.duration.as_millis() as i64);
     tracing::info!(media = %media.id, copy, width, height, "video job: poster and shareable video stored");
     kept_if_wanted(state, media, Made { width, height, duration_ms }).await
 }

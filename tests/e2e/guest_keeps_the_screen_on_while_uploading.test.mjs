@@ -88,6 +88,35 @@ test("the screen is kept on while files go up, and let go when they are saved", 
   await context.close();
 });
 
+// The browser lets a lock go by itself when the page is hidden (the screen
+// locks, another app comes up) and the page asks again when it is shown.
+// Pages cannot be hidden on this machine (headless or under Xvfb, every way
+// tried leaves them visible), so the browser's letting go is the real
+// sentinel's own release(), and the page being shown again is the
+// visibilitychange event it listens for, with the page visible.
+test("a lock the browser let go is asked for again when the page is shown, while files still go up", async () => {
+  const ev = await createEvent(server);
+  const { context, page, held, release } = await guestWithHeldPuts(ev);
+  await pick(page, photos(2, 120_000, "again"));
+  await until("a PUT on the wire", () => held.length >= 1, 20_000);
+  await until("the page to hold the lock", async () => (await wakeState(page)) === "held", 10_000);
+
+  await page.evaluate(() => window.__wake.sentinels[0].release());
+  await until("the page to see the lock gone", async () => (await wakeState(page)) === "idle", 10_000);
+  const gone = await wake(page);
+  assert.deepEqual([gone.busy, gone.requests, gone.released], [true, 1, [true]], "still busy, not asked again while hidden");
+
+  await page.evaluate(() => document.dispatchEvent(new Event("visibilitychange")));
+  await until("the page to hold a lock again", async () => (await wakeState(page)) === "held", 10_000);
+  assert.deepEqual((await wake(page)).released, [true, false], "a second, real sentinel");
+
+  release();
+  await untilAllSaved(page, 2);
+  await until("the page to let it go", async () => (await wakeState(page)) === "idle", 10_000);
+  assert.deepEqual((await wake(page)).released, [true, true]);
+  await context.close();
+});
+
 test("a refused lock is said to the guest, and the files still go up", async () => {
   const ev = await createEvent(server);
   const { context, page, held, release } = await guestWithHeldPuts(ev);

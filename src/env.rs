@@ -184,6 +184,16 @@ struct SignalState {
     timer: RefCell<Option<Timer>>,
 }
 
+impl Drop for SignalState {
+    /// A pending timer goes with the signal: the browser would otherwise
+    /// call its freed closure later, which throws an uncaught error.
+    fn drop(&mut self) {
+        if let Some((id, _)) = self.timer.get_mut().take() {
+            clear_timeout(&id);
+        }
+    }
+}
+
 /// Wakes the driver loop: raised by inputs (a result arrived, a file was
 /// added, the browser came online) or by a timer.
 #[derive(Clone, Default)]
@@ -204,7 +214,7 @@ impl Signal {
         }
         if let Some(at) = deadline {
             // The timer holds the signal weakly: a signal nobody waits on
-            // any more (a closed uploader) is freed with its timer.
+            // any more (a closed uploader) is freed, and its timer cleared.
             let me = Rc::downgrade(&self.0);
             let closure = Closure::<dyn FnMut()>::new(move || {
                 if let Some(state) = me.upgrade() {

@@ -11,6 +11,7 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 mod common;
 
+mod a_freed_uploader_leaves_no_timer_behind;
 mod a_pick_over_the_apps_caps_is_refused_whole;
 mod a_refused_write_leaves_the_store_usable;
 mod a_repicked_file_is_never_spliced;

@@ -166,9 +166,15 @@ async fn call_json(request: RequestBuilder, body: Result<JsValue, String>) -> Re
         };
         return Ok(parsed);
     }
+    Err(failure_of(response).await)
+}
+
+/// The [`Failure`] an answer outside 2xx is (its status, its problem body,
+/// its `Retry-After`).
+async fn failure_of(response: gloo_net::http::Response) -> Failure {
     let retry_after = response.headers().get("retry-after");
     let text = response.text().await.unwrap_or_default();
-    Err(http_failure(status, &response.status_text(), &text, retry_after))
+    http_failure(response.status(), &response.status_text(), &text, retry_after)
 }
 
 /// Sends a JSON request and reads the answer as `T`. The request itself is
@@ -229,13 +235,10 @@ impl Api for HttpApi {
         Box::pin(async move {
             let _signal = signal;
             let response = request.send().await.map_err(|_| Failure::Network)?;
-            let status = response.status();
-            if (200..300).contains(&status) {
+            if (200..300).contains(&response.status()) {
                 return Ok(());
             }
-            let retry_after = response.headers().get("retry-after");
-            let text = response.text().await.unwrap_or_default();
-            Err(http_failure(status, &response.status_text(), &text, retry_after))
+            Err(failure_of(response).await)
         })
     }
 }

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use upload_once_core::attempt::{AttemptRecord, FileInfo};
 use upload_once_core::idmap::IdMap;
 use upload_once_core::page::{Added, Effect, Input, Page, Session, Ticket};
+use upload_once_core::time::UnixMillis;
 use upload_once_core::restrictions::normalize_content_type;
 use upload_once_core::retry::Failure;
 use upload_once_core::view::ErrorInfo;
@@ -513,12 +514,19 @@ impl Client {
         }
     }
 
+    /// One of the guest's actions on an attempt (`cancel`, `pause`,
+    /// `resume`, `retry`): the page's answer, then the driver wakes to carry
+    /// it out. `NotFound` for an id the page does not know.
+    fn act(&self, id: &Uuid, action: fn(&mut Page, &Uuid, UnixMillis) -> Option<bool>) -> Result<bool> {
+        let answer = action(&mut self.page(), id, now()).ok_or_else(|| not_found(id))?;
+        self.0.signal.raise();
+        Ok(answer)
+    }
+
     /// Cancels an attempt: aborts its transfer; it shows as failed with
     /// `cancelled` and can be retried.
     pub fn cancel(&self, id: &Uuid) -> Result<bool> {
-        let ok = self.page().cancel(id, now()).ok_or_else(|| Error::NotFound(format!("no attempt {id}")))?;
-        self.0.signal.raise();
-        Ok(ok)
+        self.act(id, Page::cancel)
     }
 
     /// Pauses an attempt's transfer: what is being sent is aborted, parts
@@ -526,29 +534,23 @@ impl Client {
     /// [`Client::resume`] (a reload keeps it paused). False once its bytes
     /// are stored or it ended.
     pub fn pause(&self, id: &Uuid) -> Result<bool> {
-        let ok = self.page().pause(id, now()).ok_or_else(|| Error::NotFound(format!("no attempt {id}")))?;
-        self.0.signal.raise();
-        Ok(ok)
+        self.act(id, Page::pause)
     }
 
     /// Resumes a paused transfer. False when it was not paused.
     pub fn resume(&self, id: &Uuid) -> Result<bool> {
-        let ok = self.page().resume(id, now()).ok_or_else(|| Error::NotFound(format!("no attempt {id}")))?;
-        self.0.signal.raise();
-        Ok(ok)
+        self.act(id, Page::resume)
     }
 
     /// Retries a failed attempt (does nothing to an active one).
     pub fn retry(&self, id: &Uuid) -> Result<bool> {
-        let changed = self.page().retry(id, now()).ok_or_else(|| Error::NotFound(format!("no attempt {id}")))?;
-        self.0.signal.raise();
-        Ok(changed)
+        self.act(id, Page::retry)
     }
 
     /// Forgets an attempt: cancels it if active, deletes its record and (if
     /// unshared) its kept file.
     pub async fn forget(&self, id: &Uuid) -> Result<()> {
-        let ticket = self.page().forget(id, now()).ok_or_else(|| Error::NotFound(format!("no attempt {id}")))?;
+        let ticket = self.page().forget(id, now()).ok_or_else(|| not_found(id))?;
         self.ticket_result(ticket).await
     }
 
@@ -559,7 +561,7 @@ impl Client {
     /// error says why and the attempt stays (cancelled), to be removed again.
     pub async fn remove(&self, id: &Uuid) -> Result<()> {
         let token =
-            self.page().record(id).ok_or_else(|| Error::NotFound(format!("no attempt {id}")))?.session_token.clone();
+            self.page().record(id).ok_or_else(|| not_found(id))?.session_token.clone();
         self.page().cancel(id, now());
         self.0.signal.raise();
         if let Some(token) = token {
@@ -602,4 +604,9 @@ impl Client {
         self.0.join_waiters.borrow_mut().clear();
         self.0.signal.raise();
     }
+}
+
+/// The error for an attempt id this page does not know.
+fn not_found(id: &Uuid) -> Error {
+    Error::NotFound(format!("no attempt {id}"))
 }

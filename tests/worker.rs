@@ -9,11 +9,11 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_dedicated_worker);
 
 mod common;
 
-#[path = "happy_path_uploads_and_confirms.rs"]
-mod happy_path_uploads_and_confirms;
-#[path = "lost_confirm_answer_is_reconciled_after_reload.rs"]
-mod lost_confirm_answer_is_reconciled_after_reload;
 #[path = "expired_url_is_renewed.rs"]
 mod expired_url_is_renewed;
+#[path = "happy_path_uploads_and_confirms.rs"]
+mod happy_path_uploads_and_confirms;
 #[path = "large_file_resumes_from_the_servers_parts.rs"]
 mod large_file_resumes_from_the_servers_parts;
+#[path = "lost_confirm_answer_is_reconciled_after_reload.rs"]
+mod lost_confirm_answer_is_reconciled_after_reload;

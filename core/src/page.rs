@@ -796,10 +796,8 @@ impl Page {
         // A pick over the app's caps is refused whole, before anything.
         let total_bytes = files.iter().fold(0u64, |sum, f| sum.saturating_add(f.size));
         if let Err(error) = self.config.pick_limits.check(files.len(), total_bytes) {
-            plan.outcomes = files
-                .iter()
-                .map(|f| Added::Refused { file_name: f.name.clone(), error: error.clone() })
-                .collect();
+            plan.outcomes =
+                files.iter().map(|f| Added::Refused { file_name: f.name.clone(), error: error.clone() }).collect();
             return plan;
         }
         let event_limits = self.session.as_ref().map(|s| Restrictions {

@@ -111,7 +111,11 @@ impl PickLimits {
                 let files = |n: usize| if n == 1 { "1 file".to_owned() } else { format!("{n} files") };
                 return Err(Error::new(
                     ErrorCode::TooManyFiles,
-                    format!("{} were picked at once but at most {} can be: pick fewer", files(count), files(max as usize)),
+                    format!(
+                        "{} were picked at once but at most {} can be: pick fewer",
+                        files(count),
+                        files(max as usize)
+                    ),
                 ));
             }
         }

@@ -28,7 +28,8 @@ fn busy_from_the_pick_until_every_file_is_confirmed() {
 fn a_retry_waiting_for_its_time_is_still_busy() {
     for seed in 0..10 {
         let mut sim = Sim::first_visit(SimConfig { seed, ..SimConfig::default() });
-        sim.faults.random = Some(RandomFaults { probability: 0.4, weights: [1, 1, 1, 1, 1], max_retry_after_ms: 2_000 });
+        sim.faults.random =
+            Some(RandomFaults { probability: 0.4, weights: [1, 1, 1, 1, 1], max_retry_after_ms: 2_000 });
         for _ in 0..4 {
             sim.add_jpeg(100);
         }

@@ -22,9 +22,9 @@ use serde::{Deserialize, Serialize};
 use upload_once_core::attempt::{AttemptRecord, FileInfo};
 use upload_once_core::idmap::IdMap;
 use upload_once_core::page::{Added, Effect, Input, Page, Session, Ticket};
-use upload_once_core::time::UnixMillis;
 use upload_once_core::restrictions::normalize_content_type;
 use upload_once_core::retry::Failure;
+use upload_once_core::time::UnixMillis;
 use upload_once_core::view::ErrorInfo;
 use upload_once_core::wire::EventInfo;
 use uuid::Uuid;
@@ -560,8 +560,7 @@ impl Client {
     /// list), then it is forgotten here. If the server cannot be told, the
     /// error says why and the attempt stays (cancelled), to be removed again.
     pub async fn remove(&self, id: &Uuid) -> Result<()> {
-        let token =
-            self.page().record(id).ok_or_else(|| not_found(id))?.session_token.clone();
+        let token = self.page().record(id).ok_or_else(|| not_found(id))?.session_token.clone();
         self.page().cancel(id, now());
         self.0.signal.raise();
         if let Some(token) = token {

@@ -79,7 +79,12 @@ mod tests {
         assert!(change.takes_wall_position);
         assert_eq!(
             change.moderated,
-            Moderated { state: Moderation::Approved, reason: Some("lovely"), moderated_at: Some(10), rejected_at: None }
+            Moderated {
+                state: Moderation::Approved,
+                reason: Some("lovely"),
+                moderated_at: Some(10),
+                rejected_at: None
+            }
         );
         assert_eq!(decide(&change.moderated, ModerationDecision::Approve, Some("again"), 20), None, "nothing changes");
     }

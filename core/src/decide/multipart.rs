@@ -162,7 +162,11 @@ mod tests {
     fn other_bounds_plan_by_the_same_rule() {
         let tiny = PartBounds { min_part_size: 1, max_parts: 4, grow_by: 1 };
         assert_eq!(PartPlan::for_size(20, 20, 5, tiny), None, "at the threshold: one PUT");
-        assert_eq!(PartPlan::for_size(21, 20, 5, tiny), Some(PartPlan { part_size: 6, part_count: 4 }), "grown to fit 4 parts");
+        assert_eq!(
+            PartPlan::for_size(21, 20, 5, tiny),
+            Some(PartPlan { part_size: 6, part_count: 4 }),
+            "grown to fit 4 parts"
+        );
         assert_eq!(PartPlan::for_size(0, 0, 5, tiny), None, "an empty file is one PUT");
     }
 }

@@ -26,12 +26,12 @@ use upload_once_core::restrictions::{PickLimits, Restrictions, normalize_content
 use upload_once_core::retry::{Failure, RetryPolicy};
 use upload_once_core::scheduler::{Command, Outcome, Scheduler};
 use upload_once_core::time::{UnixMillis, format_rfc3339};
-pub use upload_once_core::wire::{Dedup, ModerationDecision};
 use upload_once_core::wire::{
     AttemptResponse, AttemptState, AttemptStatus, AuthorizeRequest, ConfirmRequest, EventInfo, MAX_STATUS_IDS, Media,
     MediaSummary, Moderation, ModerationPolicy, MultipartPlan, PartsRequest, PartsResponse, Rejection, SignedPart,
     StatusResponse, StoredPart, Upload, UploadInstruction,
 };
+pub use upload_once_core::wire::{Dedup, ModerationDecision};
 use uuid::Uuid;
 
 /// The event every simulated guest uploads to.

@@ -212,35 +212,67 @@ fn layer_server() -> Result {
     // The CORS test's origin.
     let s3 = S3Server::start(&s3_binary, "server-tests", &[], &["http://app.example".into()])?;
     // Every combination runs (and every test binary in it), so one failure
-    // does not hide another; the layer fails at the end if any did.
+    // does not hide another; the layer fails at the end if any did. Two
+    // combinations run at once, longest first: a server test spends most of
+    // its time waiting on its server, database or store, so two cores keep
+    // up with eight of them (four per combination). Each combination's
+    // output is printed whole once it ends, so the two never interleave.
+    let queue = std::sync::Mutex::new(vec![
+        Combination::ALL[0], // sqlite+local
+        Combination::ALL[2], // sqlite+s3
+        Combination::ALL[1], // postgres+local
+        Combination::ALL[3], // postgres+s3, taken first
+    ]);
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                while let Some(combination) = queue.lock().map(|mut q| q.pop()).ok().flatten() {
+                    let outcome = run_server_combination(combination, &pg, &s3);
+                    results.lock().map(|mut r| r.push((combination.name(), outcome))).ok();
+                }
+            });
+        }
+    });
     let mut timings = Vec::new();
     let mut failed = Vec::new();
-    for combination in Combination::ALL {
-        let started = Instant::now();
-        eprintln!("\n--- server tests: {} ---", combination.name());
-        let mut cmd = Command::new("cargo");
-        // Four tests at a time on two cores: most of a server test's time
-        // is spent waiting on its server, its database or its store.
-        cmd.args(["test", "--no-fail-fast", "-p", "upload-once-server", "--features", TEST_HOOKS])
-            .current_dir(root())
-            .env("RUST_TEST_THREADS", "4")
-            .env_remove("UPLOAD_ONCE_TEST_DATABASE_URL");
-        for (k, v) in test_env(combination, &pg, &s3) {
-            cmd.env(k, v);
-        }
-        let result = sh(&mut cmd);
-        timings.push(format!(
-            "  {:>15}: {} ({} s)",
-            combination.name(),
-            if result.is_ok() { "ok" } else { "FAILED" },
-            started.elapsed().as_secs()
-        ));
-        if result.is_err() {
-            failed.push(combination.name());
+    for (name, (ok, seconds)) in results.into_inner().unwrap_or_default() {
+        timings.push(format!("  {:>15}: {} ({seconds} s)", name, if ok { "ok" } else { "FAILED" }));
+        if !ok {
+            failed.push(name);
         }
     }
     eprintln!("\nserver tests per backend combination:\n{}", timings.join("\n"));
     if failed.is_empty() { Ok(()) } else { Err(format!("server tests failed with {}", failed.join(", "))) }
+}
+
+/// Runs the server tests with one backend combination, its output kept in a
+/// file and printed whole at the end; whether they passed, and their time.
+fn run_server_combination(combination: Combination, pg: &Postgres, s3: &S3Server) -> (bool, u64) {
+    let started = Instant::now();
+    let log_path = std::env::temp_dir().join(format!("upload-once-server-tests-{}.log", combination.name()));
+    let mut cmd = Command::new("cargo");
+    cmd.args(["test", "--no-fail-fast", "-p", "upload-once-server", "--features", TEST_HOOKS])
+        .current_dir(root())
+        .env("RUST_TEST_THREADS", "4")
+        .env_remove("UPLOAD_ONCE_TEST_DATABASE_URL");
+    for (k, v) in test_env(combination, pg, s3) {
+        cmd.env(k, v);
+    }
+    let ok = match std::fs::File::create(&log_path).and_then(|log| Ok((log.try_clone()?, log))) {
+        Ok((out, err)) => {
+            eprintln!("+ [{}] {}", combination.name(), crate::setup::describe(&cmd));
+            cmd.stdout(out).stderr(err).status().is_ok_and(|s| s.success())
+        }
+        Err(e) => {
+            eprintln!("could not make {}: {e}", log_path.display());
+            false
+        }
+    };
+    let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&log_path);
+    eprintln!("\n--- server tests: {} ---\n{output}", combination.name());
+    (ok, started.elapsed().as_secs())
 }
 
 /// The wasm browser tests in one engine; echoes their output and returns the

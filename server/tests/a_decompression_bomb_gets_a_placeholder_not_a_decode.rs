@@ -9,7 +9,7 @@ use crate::support;
 use image::ImageFormat;
 use reqwest::StatusCode;
 use support::TestServer;
-use support::media::{bomb_png, encoded, open_event, quadrants, upload_as, wall};
+use support::media::{bomb_png, encoded, open_event, quadrants, upload_as, wall_item};
 use upload_once_server::media::jobs::JobState;
 
 #[tokio::test]
@@ -27,9 +27,8 @@ async fn a_twenty_thousand_pixel_png_and_a_decompression_bomb_get_the_placeholde
     let photo =
         upload_as(&honest, "image/jpeg", "IMG_0001.JPG", &encoded(quadrants(1200, 900), ImageFormat::Jpeg)).await;
 
-    let items = wall(&hostile).await["items"].as_array().unwrap().clone();
     for id in [huge.id, bomb.id] {
-        let item = items.iter().find(|i| i["id"] == id.to_string()).unwrap();
+        let item = wall_item(&hostile, id).await;
         let r = server.http.get(item["thumb_url"].as_str().unwrap()).send().await.unwrap();
         assert_eq!(r.status(), StatusCode::OK);
         assert_eq!(r.headers()["content-type"], "image/png");
@@ -41,7 +40,7 @@ async fn a_twenty_thousand_pixel_png_and_a_decompression_bomb_get_the_placeholde
     }
 
     // The honest guest's photo is made.
-    let item = wall(&honest).await["items"].as_array().unwrap()[0].clone();
+    let item = wall_item(&honest, photo.id).await;
     let r = server.http.get(item["thumb_url"].as_str().unwrap()).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.headers()["content-type"], "image/jpeg");

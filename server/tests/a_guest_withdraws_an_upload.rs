@@ -12,7 +12,7 @@ use crate::support;
 
 use reqwest::{Method, StatusCode};
 use serde_json::json;
-use support::media::{host_list, open_event, upload_as, wall};
+use support::media::{host_list, open_event, upload_as, wall, wall_item};
 use support::multipart::{self, FILE, file, plan};
 use support::{Guest, Options, TestServer, problem};
 use uuid::Uuid;
@@ -99,12 +99,16 @@ async fn a_withdrawn_upload_in_parts_is_aborted() {
 #[tokio::test]
 async fn a_confirmed_upload_withdrawn_leaves_the_wall_and_the_hosts_list() {
     let server = TestServer::start().await;
+    let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let guest = open_event(&server).await;
     let kept = upload_as(&guest, "image/png", "kept.png", &[1; 64]).await;
     let gone = upload_as(&guest, "image/png", "gone.png", &[2; 64]).await;
     let on_wall =
         |w: &serde_json::Value, id: Uuid| w["items"].as_array().unwrap().iter().any(|i| i["id"] == id.to_string());
-    assert!(on_wall(&wall(&guest).await, gone.id), "approved on upload (no moderation)");
+    // Approved on upload (no moderation), on the wall once its renditions
+    // are settled.
+    wall_item(&guest, kept.id).await;
+    wall_item(&guest, gone.id).await;
     let url =
         server.state.links.media_url(server.state.records.media(gone.id).await.unwrap().unwrap().event_id, gone.id);
 

@@ -87,6 +87,7 @@ mod the_host_removes_a_guest;
 mod the_host_rotates_the_guest_code_and_the_tokens;
 mod the_service_worker_is_served_with_its_build;
 mod the_wall_is_live;
+mod the_wall_waits_for_the_renditions;
 mod two_instances_confirm_once;
 mod undecodable_files_get_a_placeholder_and_a_reason;
 mod videos_are_shared_without_their_metadata;

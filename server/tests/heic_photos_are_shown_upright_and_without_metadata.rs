@@ -9,7 +9,7 @@ use crate::support;
 
 use reqwest::StatusCode;
 use support::TestServer;
-use support::media::{assert_turned_clockwise, has_exif, heic, host_list, open_event, quadrants, upload_as, wall};
+use support::media::{assert_turned_clockwise, has_exif, heic, host_list, open_event, quadrants, upload_as, wall_item};
 
 #[tokio::test]
 async fn a_rotated_heic_photo_with_a_location_reaches_the_wall_upright_and_without_exif() {
@@ -22,7 +22,7 @@ async fn a_rotated_heic_photo_with_a_location_reaches_the_wall_upright_and_witho
     assert!(has_exif(&original), "the fixture carries its EXIF block, GPS and all");
     let media = upload_as(&guest, "image/heic", "IMG_0001.HEIC", &original).await;
 
-    let item = &wall(&guest).await["items"][0];
+    let item = &wall_item(&guest, media.id).await;
     for url in [item["url"].as_str().unwrap(), item["thumb_url"].as_str().unwrap()] {
         let deadline = Instant::now() + Duration::from_secs(60);
         let mut r = server.http.get(url).send().await.unwrap();

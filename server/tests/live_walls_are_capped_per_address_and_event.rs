@@ -38,6 +38,9 @@ async fn a_storm_of_live_walls_is_held_to_its_caps_and_another_events_wall_still
         l.max_live_per_event = PER_EVENT;
     }))
     .await;
+    // The honest wall's photo goes onto the wall once its renditions are
+    // settled.
+    let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let target = open_event(&server).await;
 
     // One address: its cap, then 429.

@@ -76,14 +76,19 @@ async fn wall(
     (ids, v["next_cursor"].as_str().unwrap().to_owned(), items)
 }
 
+/// Uploads `bytes` and waits for its rendition job to end (the test's
+/// workers end it): an approval then places it on the wall at once, and a
+/// media approved on upload is on the wall.
 async fn upload(guest: &Guest<'_>, bytes: &[u8]) -> (Uuid, String) {
     let (attempt, media) = guest.upload(bytes.to_vec()).await;
+    support::media::settled(guest.server, media.id).await;
     (attempt, media.id.to_string())
 }
 
 #[tokio::test]
 async fn the_host_moderates_and_the_wall_shows_only_approved_media_in_approval_order() {
     let server = TestServer::start().await;
+    let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let guest = server.guest().await;
     let slug = guest.slug().to_owned();
     let host = guest.event.host_token.clone();
@@ -185,6 +190,7 @@ async fn the_host_moderates_and_the_wall_shows_only_approved_media_in_approval_o
 #[tokio::test]
 async fn a_repeated_approve_leaves_the_wall_item_unchanged() {
     let server = TestServer::start().await;
+    let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let guest = server.guest().await;
     let slug = guest.slug().to_owned();
     let host = guest.event.host_token.clone();
@@ -203,7 +209,9 @@ async fn a_repeated_approve_leaves_the_wall_item_unchanged() {
 #[tokio::test]
 async fn the_wall_pages_by_cursor() {
     let server = TestServer::start().await;
-    // No moderation: every confirmed upload goes straight onto the wall.
+    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    // No moderation: every confirmed upload goes onto the wall once its
+    // renditions are settled.
     let event = server.create_event("busy-wall", 1000, &["image/*"], "none").await;
     let guest = server.guest_of(&event).await;
     let code = event.guest_code.clone();
@@ -218,12 +226,15 @@ async fn the_wall_pages_by_cursor() {
         }
     });
     let ids = futures_util::future::join_all(uploads).await;
-    // Confirm one after the other, so the wall order is known.
+    // Confirm one after the other, each placed on the wall (its renditions
+    // settled) before the next, so the wall order is known.
     let mut media = Vec::new();
     for id in ids {
         let r = guest.confirm(id, 4).await;
         assert_eq!(r.status(), StatusCode::OK);
-        media.push(r.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_owned());
+        let id: Uuid = r.json::<Value>().await.unwrap()["id"].as_str().unwrap().parse().unwrap();
+        support::media::settled(&server, id).await;
+        media.push(id.to_string());
     }
 
     let (page1, cursor1, _) = wall(&server, "busy-wall", WallAuth::CodeQuery(&code), None).await;
@@ -239,6 +250,7 @@ async fn the_wall_pages_by_cursor() {
 #[tokio::test]
 async fn only_this_events_host_may_moderate_or_list() {
     let server = TestServer::start().await;
+    let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let guest_a = server.guest().await;
     let guest_b = server.guest().await;
     let (att, media_a) = upload(&guest_a, b"aaa").await;
@@ -282,6 +294,7 @@ async fn only_this_events_host_may_moderate_or_list() {
 #[tokio::test]
 async fn the_wall_needs_this_events_code_or_token() {
     let server = TestServer::start().await;
+    let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let guest = server.guest().await;
     let other = server.guest().await;
     let slug = guest.slug().to_owned();
@@ -308,6 +321,7 @@ async fn the_wall_needs_this_events_code_or_token() {
 #[tokio::test]
 async fn a_rejection_never_makes_the_wall_cursor_skip_a_later_approval() {
     let server = TestServer::start().await;
+    let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let guest = server.guest().await;
     let slug = guest.slug().to_owned();
     let host = guest.event.host_token.clone();

@@ -17,7 +17,7 @@ use reqwest::StatusCode;
 use support::TestServer;
 use support::media::{
     VIDEO_LOCATION, contains, encoded, has_exif, heic, open_event, phone_video, png_with_location, quadrants,
-    tagged_video, upload_as, wall, with_exif,
+    tagged_video, upload_as, wall_item, with_exif,
 };
 use upload_once_server::routes::media::INLINE_TYPES;
 
@@ -66,9 +66,8 @@ async fn no_kind_of_media_shares_its_location() {
     // What the server makes renditions of (the rest gets the placeholder):
     // so that this test cannot pass by giving everything the placeholder.
     let made = |content_type: &str| !matches!(content_type, "image/avif" | "image/bmp");
-    let items = wall(&guest).await["items"].as_array().unwrap().clone();
     for (content_type, id, original) in uploaded {
-        let item = items.iter().find(|i| i["id"] == id.to_string()).unwrap();
+        let item = wall_item(&guest, id).await;
         for url in [item["url"].as_str().unwrap(), item["thumb_url"].as_str().unwrap()] {
             let deadline = Instant::now() + Duration::from_secs(120);
             let mut r = server.http.get(url).send().await.unwrap();

@@ -7,7 +7,9 @@ use crate::support;
 
 use reqwest::StatusCode;
 use support::TestServer;
-use support::media::{assert_turned_clockwise, has_exif, host_list, open_event, quadrants, upload_as, wall, with_exif};
+use support::media::{
+    assert_turned_clockwise, has_exif, host_list, open_event, quadrants, upload_as, wall_item, with_exif,
+};
 
 #[tokio::test]
 async fn a_rotated_photo_with_a_location_reaches_the_wall_upright_and_without_exif() {
@@ -21,8 +23,7 @@ async fn a_rotated_photo_with_a_location_reaches_the_wall_upright_and_without_ex
 
     // The guest's own answer points at the rendition, not the original.
     assert!(media.url.as_deref().unwrap().contains("/display?"), "{}", media.url.as_deref().unwrap());
-    let page = wall(&guest).await;
-    let item = &page["items"][0];
+    let item = &wall_item(&guest, media.id).await;
     assert_eq!(item["id"], media.id.to_string());
     assert_eq!(item["url"].as_str(), media.url.as_deref());
     for url in [item["url"].as_str().unwrap(), item["thumb_url"].as_str().unwrap()] {
@@ -56,8 +57,8 @@ async fn a_large_photo_is_scaled_to_the_display_and_thumbnail_sizes() {
     let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let guest = open_event(&server).await;
     let original = support::media::encoded(quadrants(2400, 1800), image::ImageFormat::Png);
-    upload_as(&guest, "image/png", "big.png", &original).await;
-    let item = &wall(&guest).await["items"][0];
+    let media = upload_as(&guest, "image/png", "big.png", &original).await;
+    let item = &wall_item(&guest, media.id).await;
     for (url, size) in
         [(item["url"].as_str().unwrap(), (1600, 1200)), (item["thumb_url"].as_str().unwrap(), (400, 300))]
     {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use reqwest::StatusCode;
 use serde_json::Value;
-use support::media::{moderate, upload_as};
+use support::media::{moderate, settled, upload_as};
 use support::{Guest, Options, TestServer, problem};
 use uuid::Uuid;
 
@@ -116,13 +116,18 @@ fn ids(sse: &Sse) -> Vec<String> {
     v["items"].as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap().to_owned()).collect()
 }
 
+/// Uploads a photo and waits for its rendition job to end (the test's
+/// workers end it), so that an approval places it at once.
 async fn photo(guest: &Guest<'_>, n: u8) -> Uuid {
-    upload_as(guest, "image/png", &format!("p{n}.png"), &[n; 40]).await.id
+    let id = upload_as(guest, "image/png", &format!("p{n}.png"), &[n; 40]).await.id;
+    settled(guest.server, id).await;
+    id
 }
 
 #[tokio::test]
 async fn an_approved_photo_reaches_a_listening_wall_within_a_second() {
     let server = TestServer::start().await;
+    let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let event = server.create_event("live-party", 1_000_000, &["image/*"], "required").await;
     let guest = server.guest_of(&event).await;
     let first = photo(&guest, 1).await;
@@ -157,6 +162,7 @@ async fn an_approved_photo_reaches_a_listening_wall_within_a_second() {
 #[tokio::test]
 async fn an_approval_on_another_instance_reaches_the_wall_within_a_second() {
     let server = TestServer::start().await;
+    let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let other =
         TestServer::start_with(Options { database_url: server.database_url.clone(), ..Options::default() }).await;
     let event = server.create_event("two-servers", 1_000_000, &["image/*"], "required").await;
@@ -202,6 +208,7 @@ async fn rotate(server: &TestServer, slug: &str, host_token: &str, what: &str) -
 #[tokio::test]
 async fn a_rotation_or_a_deletion_ends_the_walls_it_no_longer_opens() {
     let server = TestServer::start().await;
+    let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let event = server.create_event("rotating-party", 1_000_000, &["image/*"], "required").await;
     let slug = event.event.slug.clone();
     let guest = server.guest_of(&event).await;

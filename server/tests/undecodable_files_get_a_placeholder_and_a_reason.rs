@@ -7,7 +7,7 @@ use crate::support;
 
 use reqwest::StatusCode;
 use support::TestServer;
-use support::media::{host_list, open_event, upload_as, wall};
+use support::media::{host_list, open_event, upload_as, wall_item};
 
 #[tokio::test]
 async fn a_corrupt_jpeg_a_broken_heic_photo_and_a_broken_video_get_the_placeholder_with_a_reason() {
@@ -26,10 +26,8 @@ async fn a_corrupt_jpeg_a_broken_heic_photo_and_a_broken_video_get_the_placehold
     for (content_type, name, bytes, _) in &cases {
         ids.push(upload_as(&guest, content_type, name, bytes).await.id);
     }
-    let page = wall(&guest).await;
-    let items = page["items"].as_array().unwrap();
     for ((content_type, _, bytes, reason), id) in cases.iter().zip(&ids) {
-        let item = items.iter().find(|i| i["id"] == id.to_string()).unwrap();
+        let item = wall_item(&guest, *id).await;
         // The thumbnail of each is the placeholder, with its reason.
         let r = server.http.get(item["thumb_url"].as_str().unwrap()).send().await.unwrap();
         assert_eq!(r.status(), StatusCode::OK, "{content_type}");
@@ -38,14 +36,6 @@ async fn a_corrupt_jpeg_a_broken_heic_photo_and_a_broken_video_get_the_placehold
         assert!(header.contains(reason), "{content_type}: {header}");
         let png = r.bytes().await.unwrap();
         assert_eq!(image::guess_format(&png).unwrap(), image::ImageFormat::Png);
-        // Read once the job has ended (the thumbnail's answer waited for it).
-        let item = &wall(&guest).await["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|i| i["id"] == id.to_string())
-            .cloned()
-            .unwrap();
         let on_wall = item["placeholder"].as_str().unwrap_or_default();
         assert!(on_wall.contains(reason), "{content_type}: {on_wall}");
         let r = server.http.get(item["url"].as_str().unwrap()).send().await.unwrap();

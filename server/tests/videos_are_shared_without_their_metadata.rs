@@ -18,7 +18,7 @@ use reqwest::StatusCode;
 use serde_json::Value;
 use support::media::{
     VIDEO_LOCATION, VIDEO_MODEL, contains, ffprobe, has_encoder, host_list, open_event, phone_video, top_level_boxes,
-    upload_as, wall,
+    upload_as, wall_item,
 };
 use support::{Options, TestServer};
 use upload_once_server::config::Config;
@@ -79,8 +79,7 @@ async fn a_phone_video_is_shared_as_an_upright_poster_and_an_mp4_with_no_metadat
         assert_ne!(top_level_boxes(&original).iter().position(|b| b == "moov"), Some(1), "{case}: no faststart");
 
         let media = upload_as(&guest, content_type, &format!("IMG_0001.{container}"), &original).await;
-        let items = wall(&guest).await["items"].as_array().unwrap().clone();
-        let item = items.iter().find(|i| i["id"] == media.id.to_string()).unwrap().clone();
+        let item = wall_item(&guest, media.id).await;
         assert_eq!(item["url"].as_str(), media.url.as_deref(), "{case}");
 
         // The shareable video.
@@ -114,8 +113,7 @@ async fn a_phone_video_is_shared_as_an_upright_poster_and_an_mp4_with_no_metadat
         assert!(plain, "{case}: 8-bit 4:2:0");
         assert_eq!((shown.width, shown.height), (96, 160), "{case}: shown upright");
         // Its duration and size, on the wall once it is made.
-        let items = wall(&guest).await["items"].as_array().unwrap().clone();
-        let item = items.iter().find(|i| i["id"] == media.id.to_string()).unwrap().clone();
+        let item = wall_item(&guest, media.id).await;
         let duration = item["duration_ms"].as_u64().unwrap_or_default();
         assert!((1_800..=2_300).contains(&duration), "{case}: {item}");
         assert!(item.get("placeholder").is_none(), "{case}: {item}");

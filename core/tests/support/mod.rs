@@ -863,7 +863,9 @@ impl FakeServer {
             moderated_at: None,
             rejected_at: None,
         };
-        if let Some(change) = moderation::decide(&recorded, decision, reason, now) {
+        // The fake makes no renditions: every record's are settled.
+        let wall = moderation::Wall { placed: false, rendition_settled: true };
+        if let Some(change) = moderation::decide(&recorded, wall, decision, reason, now) {
             m.moderation = change.moderated.state;
             m.moderation_reason = change.moderated.reason.map(str::to_owned);
         }

@@ -565,6 +565,14 @@ pub async fn confirm_attempt(
     if let Some(outcome) = outcome {
         state.metrics.confirmed(outcome);
     }
+    if let Ok((media, ConfirmOutcome::Created)) = &result {
+        // Its renditions are begun now rather than at the next scan: the
+        // media goes onto the wall once they are settled.
+        match state.media.db.enqueue(media.id, state.now()).await {
+            Ok(()) => state.media.events.wake(),
+            Err(e) => tracing::warn!(media = %media.id, "confirm: the rendition job waits for the scan: {e}"),
+        }
+    }
     result.map(|(media, _)| media)
 }
 

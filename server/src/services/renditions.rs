@@ -52,8 +52,27 @@ async fn idle(state: &AppState, interval: Duration) {
     let _ = tokio::time::timeout(interval, state.media.events.wake.notified()).await;
 }
 
+/// How often the scanner looks for approved media whose renditions are
+/// settled and that have no wall position (an instance died between a
+/// job's end and its placement).
+const PLACEMENT_CHECK: Duration = Duration::from_secs(10);
+
 async fn scanner(state: AppState) {
+    let mut next_placement_check = tokio::time::Instant::now();
     loop {
+        if tokio::time::Instant::now() >= next_placement_check {
+            next_placement_check = tokio::time::Instant::now() + PLACEMENT_CHECK;
+            match state.records.unplaced_on_wall(100).await {
+                Ok(ids) => {
+                    for id in ids {
+                        if let Err(e) = place_on_wall(&state, id).await {
+                            tracing::warn!(media = %id, "rendition jobs: could not place a media on the wall: {e}");
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!("rendition jobs: the scan for media to place on the wall failed: {e}"),
+            }
+        }
         match state.media.db.enqueue_missing(state.now()).await {
             Ok(0) => idle(&state, state.media.settings.scan_interval).await,
             Ok(_) => state.media.events.wake(),
@@ -170,6 +189,22 @@ async fn finish(
 ) -> crate::error::Result<()> {
     if state.media.db.finish(job, &outcome, now).await? {
         state.metrics.rendition_job_ended(if outcome.is_ok() { "done" } else { "placeholder" });
+        // Its renditions are settled: an approved media goes onto the wall
+        // now, not before (the scanner places it if this instance dies
+        // first).
+        if let Err(e) = place_on_wall(state, job.media_id).await {
+            tracing::warn!(media = %job.media_id, "rendition job: could not place the media on the wall yet: {e}");
+        }
+    }
+    Ok(())
+}
+
+/// Places an approved media whose renditions are settled on the wall, and
+/// tells this instance's live walls (the others' watchers read it on their
+/// next poll).
+async fn place_on_wall(state: &AppState, media_id: Uuid) -> crate::error::Result<()> {
+    if let Some(row) = state.records.place_on_wall(media_id).await? {
+        state.media.live.poke(row.event_id);
     }
     Ok(())
 }

@@ -245,6 +245,18 @@ pub trait RecordStore: Send + Sync + 'static {
         now: UnixMillis,
     ) -> Result<Option<MediaRow>>;
 
+    /// Gives an approved media record whose renditions are settled the
+    /// next wall position, under the wall's lock; the record when it took
+    /// one, `None` when it takes none (not approved, placed already, its
+    /// renditions not settled, removed, or no such record). A rendition
+    /// job's end calls it, after the job's state is written.
+    async fn place_on_wall(&self, media_id: Uuid) -> Result<Option<MediaRow>>;
+
+    /// Approved media records whose renditions are settled and that have no
+    /// wall position (an instance that ended a job died before placing
+    /// it), at most `limit`.
+    async fn unplaced_on_wall(&self, limit: u32) -> Result<Vec<Uuid>>;
+
     /// Approved media after a wall position, in approval order.
     async fn wall(&self, event_id: i64, after_seq: i64, limit: u32) -> Result<Vec<MediaRow>>;
 

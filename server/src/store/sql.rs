@@ -87,6 +87,21 @@ fn part_digest_from_row(row: &AnyRow) -> Result<PartDigest> {
     })
 }
 
+/// The state of a media record's rendition job, as a column of a `SELECT`
+/// on `media` (NULL before the job is made).
+const RENDITION_STATE: &str = "(SELECT j.state FROM rendition_jobs j WHERE j.media_id = media.id) AS rendition";
+
+/// Where a media row read with `wall_seq` and [`RENDITION_STATE`] stands
+/// towards the wall.
+fn wall_of(row: &AnyRow) -> Result<moderation::Wall> {
+    let wall_seq: Option<i64> = row.try_get("wall_seq")?;
+    let rendition: Option<String> = row.try_get("rendition")?;
+    Ok(moderation::Wall {
+        placed: wall_seq.is_some(),
+        rendition_settled: matches!(rendition.as_deref(), Some("done" | "placeholder")),
+    })
+}
+
 fn media_from_row(row: &AnyRow) -> Result<MediaRow> {
     let moderation: String = row.try_get("moderation")?;
     Ok(MediaRow {
@@ -286,7 +301,7 @@ impl SqlStore {
         let row_id: i64 = locked.try_get(0)?;
         let sql = format!("SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.row_id = $1");
         let row = sqlx::query(&sql).bind(row_id).fetch_one(&mut *tx).await?;
-        Ok(Some(Box::new(SqlAttemptLock { attempt: attempt_from_row(&row)?, tx: Some(tx), dialect: self.dialect })))
+        Ok(Some(Box::new(SqlAttemptLock { attempt: attempt_from_row(&row)?, tx: Some(tx) })))
     }
 }
 
@@ -297,7 +312,6 @@ struct SqlAttemptLock {
     attempt: AttemptRow,
     /// `Some` until a finishing method takes it.
     tx: Option<Transaction<'static, Any>>,
-    dialect: Dialect,
 }
 
 impl Drop for SqlAttemptLock {
@@ -400,18 +414,13 @@ impl AttemptLock for SqlAttemptLock {
 
     async fn confirm(mut self: Box<Self>, media: NewMedia) -> Result<MediaRow> {
         let approved = media.moderation == Moderation::Approved;
-        if approved {
-            // Straight onto the wall: its position is handed out in commit order.
-            self.dialect.lock_wall(self.tx()).await?;
-        }
-        let sql = format!(
-            "INSERT INTO media (id, attempt_row_id, event_id, object_key, size, content_type, sha256, moderation, wall_seq, created_at, moderated_at, composite_sha256)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $9 THEN {} END, $10, CASE WHEN $9 THEN $10 END, $11)
-             ON CONFLICT (attempt_row_id) DO NOTHING",
-            self.dialect.next_wall_seq()
-        );
+        // No wall position yet, approved or not: its rendition job places it
+        // once the renditions are settled (`place_on_wall`).
+        let sql = "INSERT INTO media (id, attempt_row_id, event_id, object_key, size, content_type, sha256, moderation, created_at, moderated_at, composite_sha256)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $10, CASE WHEN $9 THEN $10 END, $11)
+             ON CONFLICT (attempt_row_id) DO NOTHING";
         let row_id = self.attempt.row_id;
-        let inserted = sqlx::query(&sql)
+        let inserted = sqlx::query(sql)
             .bind(media.id.to_string())
             .bind(row_id)
             .bind(self.attempt.event_id)
@@ -878,7 +887,7 @@ impl RecordStore for SqlStore {
             self.dialect.lock_wall(&mut tx).await?;
         }
         let sql = format!(
-            "SELECT moderation, moderation_reason, moderated_at, rejected_at FROM media
+            "SELECT moderation, moderation_reason, moderated_at, rejected_at, wall_seq, {RENDITION_STATE} FROM media
              WHERE id = $1 AND event_id = $2 AND removed_at IS NULL{}",
             self.dialect.row_lock()
         );
@@ -894,7 +903,7 @@ impl RecordStore for SqlStore {
             moderated_at: row.try_get("moderated_at")?,
             rejected_at: row.try_get("rejected_at")?,
         };
-        if let Some(change) = moderation::decide(&recorded, decision, reason, now) {
+        if let Some(change) = moderation::decide(&recorded, wall_of(&row)?, decision, reason, now) {
             let wall_seq = if change.takes_wall_position { self.dialect.next_wall_seq() } else { "wall_seq" };
             let m = change.moderated;
             sqlx::query(&format!(
@@ -912,6 +921,41 @@ impl RecordStore for SqlStore {
         }
         tx.commit().await?;
         self.media(media_id).await
+    }
+
+    async fn place_on_wall(&self, media_id: Uuid) -> Result<Option<MediaRow>> {
+        let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
+        self.dialect.lock_wall(&mut tx).await?;
+        let sql = format!(
+            "SELECT moderation, wall_seq, {RENDITION_STATE} FROM media WHERE id = $1 AND removed_at IS NULL{}",
+            self.dialect.row_lock()
+        );
+        let Some(row) = sqlx::query(&sql).bind(media_id.to_string()).fetch_optional(&mut *tx).await? else {
+            return Ok(None);
+        };
+        let state: String = row.try_get("moderation")?;
+        if !moderation::placed_once_settled(moderation_from_db(&state), wall_of(&row)?) {
+            return Ok(None);
+        }
+        sqlx::query(&format!("UPDATE media SET wall_seq = {} WHERE id = $1", self.dialect.next_wall_seq()))
+            .bind(media_id.to_string())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        self.media(media_id).await
+    }
+
+    async fn unplaced_on_wall(&self, limit: u32) -> Result<Vec<Uuid>> {
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT m.id FROM media m JOIN rendition_jobs j ON j.media_id = m.id
+             WHERE m.moderation = 'approved' AND m.wall_seq IS NULL AND m.removed_at IS NULL
+               AND j.state IN ('done', 'placeholder')
+             LIMIT $1",
+        )
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(ids.iter().filter_map(|id| Uuid::parse_str(id).ok()).collect())
     }
 
     async fn wall(&self, event_id: i64, after_seq: i64, limit: u32) -> Result<Vec<MediaRow>> {

@@ -76,6 +76,40 @@ pub async fn wall(guest: &Guest<'_>) -> Value {
     r.json().await.unwrap()
 }
 
+/// The wall's item for `id` once the wall shows it. The wall shows an
+/// approved media once its renditions are settled, which the test's
+/// rendition workers do: this reads the wall until then (a bound on a hang,
+/// not a measure of speed).
+pub async fn wall_item(guest: &Guest<'_>, id: Uuid) -> Value {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let page = wall(guest).await;
+        if let Some(item) = page["items"].as_array().unwrap().iter().find(|i| i["id"] == id.to_string()) {
+            return item.clone();
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the wall never showed {id}: {page}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until the rendition job of `id` has ended and, if the media is
+/// approved, its end has placed it on the wall: after this, an approval
+/// places it at once (the test's rendition workers end the job).
+pub async fn settled(server: &TestServer, id: Uuid) {
+    use upload_once_server::media::jobs::JobState;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let job = server.state.media.db.job(id).await.unwrap();
+        let media = server.state.records.media(id).await.unwrap().expect("the media exists");
+        let ended = job.is_some_and(|j| matches!(j.state, JobState::Done | JobState::Placeholder));
+        if ended && (media.moderation != upload_once_core::wire::Moderation::Approved || media.wall_seq.is_some()) {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the rendition job of {id} never ended");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// The admin token of the test servers.
 pub fn admin() -> &'static str {
     ADMIN

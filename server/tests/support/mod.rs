@@ -759,6 +759,12 @@ impl RecordStore for ObservedRecords {
     ) -> Result<Option<MediaRow>> {
         self.inner.moderate(event_id, media_id, decision, reason, now).await
     }
+    async fn place_on_wall(&self, media_id: Uuid) -> Result<Option<MediaRow>> {
+        self.inner.place_on_wall(media_id).await
+    }
+    async fn unplaced_on_wall(&self, limit: u32) -> Result<Vec<Uuid>> {
+        self.inner.unplaced_on_wall(limit).await
+    }
     async fn wall(&self, event_id: i64, after_seq: i64, limit: u32) -> Result<Vec<MediaRow>> {
         self.inner.wall(event_id, after_seq, limit).await
     }

@@ -220,12 +220,7 @@ async fn the_object_key_never_contains_anything_from_the_filename() {
 
 #[tokio::test]
 async fn authorize_after_the_attempt_ttl_is_410_expired() {
-    let server = TestServer::start_with(Options {
-        attempt_ttl: Some(Duration::from_secs(3600)),
-        url_ttl: Some(Duration::from_secs(600)),
-        ..Default::default()
-    })
-    .await;
+    let server = TestServer::start_with(Options::attempts_of_an_hour()).await;
     let guest = server.guest().await;
     let id = Uuid::new_v4();
     assert_eq!(guest.authorize_raw(png(id, 5)).await.status(), StatusCode::CREATED);

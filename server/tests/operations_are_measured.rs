@@ -125,12 +125,7 @@ async fn object_store_calls_are_timed_and_their_failures_counted_per_operation()
 
 #[tokio::test]
 async fn the_sweep_backlog_is_what_the_sweeper_has_still_to_do() {
-    let server = TestServer::start_with(Options {
-        attempt_ttl: Some(Duration::from_secs(3600)),
-        url_ttl: Some(Duration::from_secs(600)),
-        ..Default::default()
-    })
-    .await;
+    let server = TestServer::start_with(Options::attempts_of_an_hour()).await;
     let guest = server.guest().await;
     let backlog = |text: &str| {
         (

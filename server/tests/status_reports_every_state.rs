@@ -22,12 +22,7 @@ fn ms(v: &Value) -> i64 {
 
 #[tokio::test]
 async fn status_reports_every_state_in_request_order() {
-    let server = TestServer::start_with(Options {
-        attempt_ttl: Some(Duration::from_secs(3600)),
-        url_ttl: Some(Duration::from_secs(600)),
-        ..Default::default()
-    })
-    .await;
+    let server = TestServer::start_with(Options::attempts_of_an_hour()).await;
     let guest = server.guest().await;
     let (expired, waiting, stored, confirmed, rejected, unknown) =
         (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
@@ -113,12 +108,7 @@ async fn status_reports_every_state_in_request_order() {
 
 #[tokio::test]
 async fn renew_answers_by_state() {
-    let server = TestServer::start_with(Options {
-        attempt_ttl: Some(Duration::from_secs(3600)),
-        url_ttl: Some(Duration::from_secs(600)),
-        ..Default::default()
-    })
-    .await;
+    let server = TestServer::start_with(Options::attempts_of_an_hour()).await;
     let guest = server.guest().await;
     let (waiting, confirmed, rejected, unknown) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
     let w = guest.authorize(waiting, 5).await;

@@ -18,12 +18,7 @@ const HOUR: i64 = 3_600_000;
 
 #[tokio::test]
 async fn expired_attempts_are_marked_and_their_objects_deleted() {
-    let server = TestServer::start_with(Options {
-        attempt_ttl: Some(Duration::from_secs(3600)),
-        url_ttl: Some(Duration::from_secs(600)),
-        ..Default::default()
-    })
-    .await;
+    let server = TestServer::start_with(Options::attempts_of_an_hour()).await;
     let guest = server.guest().await;
     let (stale, fresh) = (Uuid::new_v4(), Uuid::new_v4());
     let a = guest.authorize(stale, 4).await;

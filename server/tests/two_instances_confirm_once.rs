@@ -60,6 +60,12 @@ async fn two_instances_confirm_each_attempt_exactly_once_and_share_media_urls() 
     .await;
     assert_ne!(a.base, b.base, "two instances");
     let instances = [&a, &b];
+    // Both instances make renditions, as deployed: the wall shows a media
+    // once its renditions are settled.
+    let _workers = (
+        upload_once_server::services::renditions::spawn(&a.state),
+        upload_once_server::services::renditions::spawn(&b.state),
+    );
 
     // One event and one guest; the session made on A works on B.
     let guest_a = a.guest().await;
@@ -138,6 +144,8 @@ async fn two_instances_confirm_each_attempt_exactly_once_and_share_media_urls() 
     let mut approved = Vec::new();
     for (i, media) in media_of.values().enumerate().take(6) {
         let media_id = media.iter().next().unwrap().clone();
+        // Its renditions settled, an approval places it at once.
+        support::media::settled(&a, media_id.parse().unwrap()).await;
         let server = instances[i % 2];
         let r = server
             .call(

@@ -6,7 +6,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { createEvent, photo, until } from "../e2e/harness.mjs";
+import { createEvent, photo, renditionsSettled, until } from "../e2e/harness.mjs";
 import { launch } from "../e2e/pages.mjs";
 import { startCluster } from "./cluster.mjs";
 
@@ -49,6 +49,9 @@ test("a wall on one instance shows what a host approves on the other, and follow
   const ev = await createEvent(cluster.api);
   const media = [];
   for (let seed = 1; seed <= 4; seed++) media.push(await upload(ev, seed));
+  // Measured from approvals of photos whose renditions are made (the wall
+  // waits for them).
+  await renditionsSettled(cluster.nginx.base, ev);
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const wall = await context.newPage();
   // Every request for the live feed, with where it asks to go on from (its

@@ -139,6 +139,20 @@ export async function until(what, fn, ms = 20_000, every = 100) {
 }
 
 /**
+ * Waits until the rendition job of every media of `ev` has ended, as the
+ * host's list at `base` says (`preview`): the wall shows an approved media
+ * once its renditions are settled, so an approval then puts it on the wall
+ * at once.
+ */
+export async function renditionsSettled(base, ev, ms = 30_000) {
+  await until("every rendition job of the event to end", async () => {
+    const response = await fetch(`${base}/v1/events/${ev.event.slug}/media`, { headers: { authorization: `Bearer ${ev.host_token}` } });
+    const { media } = await response.json();
+    return media.every((m) => m.preview === "done" || m.preview === "placeholder");
+  }, ms);
+}
+
+/**
  * Starts the reference server with a fresh data directory, serving the
  * guest/host/wall pages (or those of `wwwDir`) and the built package (or `pkgDir`). Resolves once
  * it listens (it says so) and /healthz is 200. `extraArgs`: more flags, or a

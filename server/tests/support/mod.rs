@@ -242,6 +242,18 @@ pub struct Options {
     pub shutdown: Option<tokio::sync::oneshot::Receiver<()>>,
 }
 
+impl Options {
+    /// Attempts that live an hour, with URLs of ten minutes: long enough
+    /// that a test moves the clock past one and not the other.
+    pub fn attempts_of_an_hour() -> Options {
+        Options {
+            attempt_ttl: Some(Duration::from_secs(3600)),
+            url_ttl: Some(Duration::from_secs(600)),
+            ..Options::default()
+        }
+    }
+}
+
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
 }

@@ -148,7 +148,7 @@ export async function renditionsSettled(base, ev, ms = 30_000) {
   await until("every rendition job of the event to end", async () => {
     const response = await fetch(`${base}/v1/events/${ev.event.slug}/media`, { headers: { authorization: `Bearer ${ev.host_token}` } });
     const { media } = await response.json();
-    return media.every((m) => m.preview === "done" || m.preview === "placeholder");
+    return media.every((m) => m.preview === "ready" || m.preview === "placeholder");
   }, ms);
 }
 

@@ -9,7 +9,7 @@ use crate::support;
 use image::ImageFormat;
 use reqwest::StatusCode;
 use support::TestServer;
-use support::media::{bomb_png, encoded, open_event, quadrants, upload_as, wall_item};
+use support::media::{bomb_png, encoded, heic, open_event, quadrants, upload_as, wall_item};
 use upload_once_server::media::jobs::JobState;
 
 #[tokio::test]
@@ -45,4 +45,29 @@ async fn a_twenty_thousand_pixel_png_and_a_decompression_bomb_get_the_placeholde
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.headers()["content-type"], "image/jpeg");
     assert_eq!(server.state.media.db.job(photo.id).await.unwrap().unwrap().state, JobState::Done);
+}
+
+/// An HEIC whose primary image claims 20,000 × 20,000 px (its `ispe`
+/// property rewritten) is refused from its boxes, before heif-convert
+/// decodes a pixel, and its guest's budget is not charged for a decode.
+#[tokio::test]
+async fn an_heic_claiming_four_hundred_megapixels_gets_the_placeholder_without_a_decode() {
+    let server = TestServer::start().await;
+    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let guest = open_event(&server).await;
+    let mut hostile = heic(quadrants(64, 32), 1);
+    // Every size property (heif-enc writes one per image item).
+    let sizes: Vec<usize> =
+        hostile.windows(4).enumerate().filter(|(_, w)| *w == b"ispe").map(|(at, _)| at + 8).collect();
+    assert!(!sizes.is_empty(), "the fixture has its size property");
+    for at in sizes {
+        hostile[at..at + 8].copy_from_slice(&[20_000u32.to_be_bytes(), 20_000u32.to_be_bytes()].concat());
+    }
+    let media = upload_as(&guest, "image/heic", "IMG_0666.HEIC", &hostile).await;
+
+    let item = wall_item(&guest, media.id).await;
+    assert_eq!(item["placeholder"], "larger than the 50 megapixels a photo is decoded from", "no tool's text");
+    let job = server.state.media.db.job(media.id).await.unwrap().unwrap();
+    assert_eq!(job.state, JobState::Placeholder);
+    assert_eq!(job.decoded_at, None, "refused from its boxes: nothing was decoded");
 }

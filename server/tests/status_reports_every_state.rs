@@ -5,8 +5,6 @@
 
 use crate::support;
 
-use std::time::Duration;
-
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use support::{Options, TestServer, problem, unsigned};

@@ -7,6 +7,12 @@
 //! display JPEGs as any photo ([`super::renditions::make`]), with no
 //! metadata.
 //!
+//! Before the decode, `heif-info` (the same package's) reads the primary
+//! image's size from the file's boxes (`pitm` names the primary item, its
+//! `ispe` property the size): a file claiming more pixels than a photo is
+//! decoded from is refused before a pixel is decoded, and the pixels count
+//! against its guest's rendition budget before the decode, as a JPEG's do.
+//!
 //! A child process rather than the `libheif-rs` crate: the crate needs
 //! libheif 1.17 or newer (its `v1_17` floor), and Debian 12 ships 1.15.1;
 //! its `embedded-libheif` alternative compiles libheif from source (C++,
@@ -20,7 +26,7 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
-use super::renditions::{MAX_PIXELS, Unrenderable};
+use super::renditions::{Header, MAX_PIXELS, Unrenderable, within_limits};
 use super::tools::{RunError, Scratch, run};
 
 /// The largest PNG read back: 50 megapixels of 16-bit RGBA, uncompressed.
@@ -31,27 +37,84 @@ pub fn is_heif(content_type: &str) -> bool {
     matches!(content_type, "image/heic" | "image/heif" | "image/heic-sequence" | "image/heif-sequence")
 }
 
-/// `heif-convert`, found and checked at start.
+/// `heif-convert` and `heif-info`, found and checked at start.
 #[derive(Clone, Debug)]
 pub struct HeicTools {
-    /// The program.
+    /// The decoder.
     pub heif_convert: PathBuf,
+    /// The reader of the boxes (the primary image's size), beside it.
+    pub heif_info: PathBuf,
     /// The libheif version it reports (logged, and told to the admin).
     pub version: String,
 }
 
 impl HeicTools {
-    /// Finds `program` (on the `PATH`, or a path) and checks that it runs;
-    /// why not, in words for the log and the admin.
+    /// Finds `program` (`heif-convert`, on the `PATH` or a path) and
+    /// `heif-info` beside it, and checks that both run; why not, in words
+    /// for the log and the admin.
     pub async fn find(program: &Path) -> Result<HeicTools, String> {
-        let out = Command::new(program).arg("--help").stdin(Stdio::null()).kill_on_drop(true).output();
-        let out = tokio::time::timeout(Duration::from_secs(10), out)
-            .await
-            .map_err(|_| format!("{} --help did not answer in 10 s", program.display()))?
-            .map_err(|e| format!("{} cannot be run: {e}", program.display()))?;
-        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        let text = help_of(program).await?;
         let version = text.lines().map(str::trim).find(|l| l.contains("libheif")).unwrap_or("").to_owned();
-        Ok(HeicTools { heif_convert: program.to_owned(), version })
+        let heif_info = match program.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.join("heif-info"),
+            _ => PathBuf::from("heif-info"),
+        };
+        help_of(&heif_info).await?;
+        Ok(HeicTools { heif_convert: program.to_owned(), heif_info, version })
+    }
+}
+
+/// What `program --help` says, if it runs.
+async fn help_of(program: &Path) -> Result<String, String> {
+    let out = Command::new(program).arg("--help").stdin(Stdio::null()).kill_on_drop(true).output();
+    let out = tokio::time::timeout(Duration::from_secs(10), out)
+        .await
+        .map_err(|_| format!("{} --help did not answer in 10 s", program.display()))?
+        .map_err(|e| format!("{} cannot be run: {e}", program.display()))?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
+}
+
+/// The size of the primary image of the HEIC/HEIF file at `input`, read
+/// from its boxes by `heif-info` without a decode; refused when it has
+/// more pixels than a photo is decoded from.
+pub async fn primary_size(
+    tools: &HeicTools,
+    input: &Path,
+    timeout: Duration,
+    memory: u64,
+) -> Result<Header, Unrenderable> {
+    let input = input.to_string_lossy();
+    let out = run(&tools.heif_info, &[&input], timeout, memory)
+        .await
+        .map_err(|e: RunError| e.unrenderable("not a readable HEIC file"))?;
+    let (width, height) = primary_in(&String::from_utf8_lossy(&out)).ok_or_else(|| Unrenderable {
+        reason: "not a readable HEIC file".into(),
+        detail: "heif-info named no primary image".into(),
+    })?;
+    within_limits(width, height)
+}
+
+/// The primary image's size in what `heif-info` printed: its line
+/// `image: 4032x3024 (id=49), primary`.
+fn primary_in(text: &str) -> Option<(u32, u32)> {
+    text.lines().map(str::trim).filter(|l| l.ends_with(", primary")).find_map(|line| {
+        let size = line.strip_prefix("image:")?.split_whitespace().next()?;
+        let (width, height) = size.split_once('x')?;
+        Some((width.parse().ok()?, height.parse().ok()?))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::primary_in;
+
+    #[test]
+    fn the_primary_image_is_the_one_heif_info_marks() {
+        let burst = "MIME type: image/heic\nmain brand: heic\n\nimage: 512x512 (id=1)\n  color profile: no\n\
+                     image: 4032x3024 (id=49), primary\n  color profile: nclx\n  depth channel: no\n";
+        assert_eq!(primary_in(burst), Some((4032, 3024)));
+        assert_eq!(primary_in("image: 320x240 (id=1)\n"), None, "no image marked primary");
+        assert_eq!(primary_in("image: 99999999999x2 (id=1), primary\n"), None, "no size past u32");
     }
 }
 

@@ -119,6 +119,12 @@ pub fn header(bytes: &[u8], format: ImageFormat) -> Result<Header, Unrenderable>
     // refused for its pixels, with that reason.
     reader.no_limits();
     let (width, height) = reader.into_dimensions().map_err(|e| Unrenderable::unreadable(&what, e))?;
+    within_limits(width, height)
+}
+
+/// A photo of `width` × `height`, as its header says; refused when it has
+/// more than [`MAX_PIXELS`] or an edge longer than a decode takes.
+pub fn within_limits(width: u32, height: u32) -> Result<Header, Unrenderable> {
     let header = Header { width, height };
     if header.pixels() > MAX_PIXELS || width.max(height) > MAX_EDGE {
         return Err(Unrenderable {

@@ -399,10 +399,11 @@ async fn render_video(state: &AppState, media: &MediaRow) -> std::result::Result
     kept_if_wanted(state, media, Made { width, height, duration_ms }).await
 }
 
-/// An HEIC/HEIF photo's renditions: decoded upright by heif-convert
-/// ([`crate::media::heic`]) from a copy in a scratch directory, then made
-/// like any photo's. Its pixels count against its session's budget once
-/// decoded (the header is not read before).
+/// An HEIC/HEIF photo's renditions: its primary image's size read from the
+/// boxes of a copy in a scratch directory (refused past the pixels a photo
+/// is decoded from, and counted against its session's budget, before a
+/// decode), then decoded upright by heif-convert ([`crate::media::heic`])
+/// and made like any photo's.
 async fn render_heic(state: &AppState, job: Claimed, media: &MediaRow) -> std::result::Result<Made, Failure> {
     let tools = match &state.media.heic {
         Ok(tools) => tools.clone(),
@@ -417,16 +418,22 @@ async fn render_heic(state: &AppState, job: Claimed, media: &MediaRow) -> std::r
         Scratch::new(&limits.scratch_dir()).map_err(|e| Failure::Transient(format!("no scratch directory: {e}")))?;
     let input = scratch.path("original");
     copy_original(state, media, &input).await?;
-    state.media.db.record_pixels(job, job.pixels.unwrap_or(0), Some(state.now())).await?;
     // A photo's decode: two minutes at most, whatever a video may take.
     let timeout = limits.timeout.min(std::time::Duration::from_secs(120));
-    let png = crate::media::heic::to_png(&tools, &input, &scratch, timeout, limits.memory).await.map_err(|why| {
+    let placeholder = |why: renditions::Unrenderable| {
         tracing::info!(media = %media.id, "HEIC job: {}: {}", why.reason, why.detail);
         Failure::Placeholder(why.reason)
-    })?;
+    };
+    let header = crate::media::heic::primary_size(&tools, &input, timeout, limits.memory).await.map_err(placeholder)?;
+    let pixels = header.pixels() as i64;
+    if job.pixels.is_none() {
+        state.media.db.record_pixels(job, pixels, None).await?;
+        within_budget(state, job, pixels).await?;
+    }
+    state.media.db.record_pixels(job, pixels, Some(state.now())).await?;
+    let png =
+        crate::media::heic::to_png(&tools, &input, &scratch, timeout, limits.memory).await.map_err(placeholder)?;
     drop(scratch);
-    let header = renditions::header(&png, image::ImageFormat::Png).map_err(Failure::from)?;
-    state.media.db.record_pixels(job, header.pixels() as i64, None).await?;
     let (width, height) = store_stills(state, media, png, image::ImageFormat::Png).await?;
     kept_if_wanted(state, media, Made { width, height, duration_ms: None }).await
 }

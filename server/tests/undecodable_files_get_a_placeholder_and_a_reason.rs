@@ -1,5 +1,6 @@
 //! A file the server cannot make a rendition of (a corrupt JPEG, a broken
-//! HEIC photo, a video ffmpeg cannot read) is shown as a placeholder image, with
+//! HEIC photo, a video ffmpeg cannot read, a real phone video or HEIC photo
+//! cut off half-way, as an interrupted copy leaves it) is shown as a placeholder image, with
 //! the reason on the wall item, in the host's list and in a header: never a
 //! 5xx, and never the original.
 
@@ -7,7 +8,12 @@ use crate::support;
 
 use reqwest::StatusCode;
 use support::TestServer;
-use support::media::{host_list, open_event, upload_as, wall_item};
+use support::media::{heic, host_list, open_event, phone_video, quadrants, upload_as, wall_item};
+
+/// The first half of `bytes`.
+fn cut_in_half(bytes: Vec<u8>) -> Vec<u8> {
+    bytes[..bytes.len() / 2].to_vec()
+}
 
 #[tokio::test]
 async fn a_corrupt_jpeg_a_broken_heic_photo_and_a_broken_video_get_the_placeholder_with_a_reason() {
@@ -21,6 +27,15 @@ async fn a_corrupt_jpeg_a_broken_heic_photo_and_a_broken_video_get_the_placehold
         ("image/jpeg", "broken.jpg", corrupt, "not a readable"),
         ("image/heic", "IMG_0002.HEIC", b"\0\0\0\x18ftypheic\0\0\0\0mif1heic".to_vec(), "not a readable HEIC"),
         ("video/mp4", "clip.mp4", b"\0\0\0\x18ftypmp42\0\0\0\0mp42isom".to_vec(), "not a readable video"),
+        // A phone's H.264 .mp4 (its index at the end, no faststart) and an
+        // HEIC photo, each cut off half-way.
+        (
+            "video/mp4",
+            "IMG_0003.mp4",
+            cut_in_half(phone_video("libx264", "yuv420p", "mp4", 2, 160, 96)),
+            "not a readable video",
+        ),
+        ("image/heic", "IMG_0004.HEIC", cut_in_half(heic(quadrants(640, 480), 1)), "not a readable HEIC"),
     ];
     let mut ids = Vec::new();
     for (content_type, name, bytes, _) in &cases {

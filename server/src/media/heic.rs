@@ -74,34 +74,41 @@ async fn help_of(program: &Path) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
 }
 
-/// The size of the primary image of the HEIC/HEIF file at `input`, read
-/// from its boxes by `heif-info` without a decode; refused when it has
-/// more pixels than a photo is decoded from.
-pub async fn primary_size(
-    tools: &HeicTools,
-    input: &Path,
-    timeout: Duration,
-    memory: u64,
-) -> Result<Header, Unrenderable> {
+/// The primary image of an HEIC/HEIF file, as its boxes say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Primary {
+    /// Its size.
+    pub header: Header,
+    /// Its place among the file's top-level images (0 for the first), the
+    /// order heif-convert writes them in: the primary one (`pitm`) need
+    /// not be the first.
+    pub index: usize,
+}
+
+/// The primary image of the HEIC/HEIF file at `input`, read from its boxes
+/// by `heif-info` without a decode; refused when it has more pixels than a
+/// photo is decoded from.
+pub async fn primary(tools: &HeicTools, input: &Path, timeout: Duration, memory: u64) -> Result<Primary, Unrenderable> {
     let input = input.to_string_lossy();
     let out = run(&tools.heif_info, &[&input], timeout, memory)
         .await
         .map_err(|e: RunError| e.unrenderable("not a readable HEIC file"))?;
-    let (width, height) = primary_in(&String::from_utf8_lossy(&out)).ok_or_else(|| Unrenderable {
+    let (index, width, height) = primary_in(&String::from_utf8_lossy(&out)).ok_or_else(|| Unrenderable {
         reason: "not a readable HEIC file".into(),
         detail: "heif-info named no primary image".into(),
     })?;
-    within_limits(width, height)
+    Ok(Primary { header: within_limits(width, height)?, index })
 }
 
-/// The primary image's size in what `heif-info` printed: its line
-/// `image: 4032x3024 (id=49), primary`.
-fn primary_in(text: &str) -> Option<(u32, u32)> {
-    text.lines().map(str::trim).filter(|l| l.ends_with(", primary")).find_map(|line| {
-        let size = line.strip_prefix("image:")?.split_whitespace().next()?;
-        let (width, height) = size.split_once('x')?;
-        Some((width.parse().ok()?, height.parse().ok()?))
-    })
+/// The primary image in what `heif-info` printed, a line per top-level
+/// image (`image: 4032x3024 (id=49), primary`): its place among them and
+/// its size.
+fn primary_in(text: &str) -> Option<(usize, u32, u32)> {
+    let images = text.lines().map(str::trim).filter(|l| l.starts_with("image:"));
+    let (index, line) = images.enumerate().find(|(_, l)| l.ends_with(", primary"))?;
+    let size = line.strip_prefix("image:")?.split_whitespace().next()?;
+    let (width, height) = size.split_once('x')?;
+    Some((index, width.parse().ok()?, height.parse().ok()?))
 }
 
 #[cfg(test)]
@@ -112,17 +119,19 @@ mod tests {
     fn the_primary_image_is_the_one_heif_info_marks() {
         let burst = "MIME type: image/heic\nmain brand: heic\n\nimage: 512x512 (id=1)\n  color profile: no\n\
                      image: 4032x3024 (id=49), primary\n  color profile: nclx\n  depth channel: no\n";
-        assert_eq!(primary_in(burst), Some((4032, 3024)));
+        assert_eq!(primary_in(burst), Some((1, 4032, 3024)), "the second top-level image");
+        assert_eq!(primary_in("image: 320x240 (id=1), primary\n  thumbnail: 16x8\n"), Some((0, 320, 240)));
         assert_eq!(primary_in("image: 320x240 (id=1)\n"), None, "no image marked primary");
         assert_eq!(primary_in("image: 99999999999x2 (id=1), primary\n"), None, "no size past u32");
     }
 }
 
-/// Decodes the HEIC/HEIF file at `input` into an upright PNG (its primary
-/// image), in `scratch`.
+/// Decodes the HEIC/HEIF file at `input` into an upright PNG of its
+/// `primary` image, in `scratch`.
 pub async fn to_png(
     tools: &HeicTools,
     input: &Path,
+    primary: Primary,
     scratch: &Scratch,
     timeout: Duration,
     memory: u64,
@@ -132,9 +141,9 @@ pub async fn to_png(
     run(&tools.heif_convert, &["--quiet", &input, &out], timeout, memory)
         .await
         .map_err(|e: RunError| e.unrenderable("not a readable HEIC file"))?;
-    // A file of several top-level images is written as decoded-1.png, …:
-    // the first is the primary one.
-    for candidate in [output.clone(), scratch.path("decoded-1.png")] {
+    // A file of several top-level images is written as decoded-1.png, …,
+    // in the order heif-info listed them.
+    for candidate in [output.clone(), scratch.path(&format!("decoded-{}.png", primary.index + 1))] {
         let Ok(meta) = tokio::fs::metadata(&candidate).await else { continue };
         // A PNG this large holds more pixels than a photo is decoded from.
         if meta.len() > MAX_PNG_BYTES {

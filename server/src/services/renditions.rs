@@ -424,15 +424,16 @@ async fn render_heic(state: &AppState, job: Claimed, media: &MediaRow) -> std::r
         tracing::info!(media = %media.id, "HEIC job: {}: {}", why.reason, why.detail);
         Failure::Placeholder(why.reason)
     };
-    let header = crate::media::heic::primary_size(&tools, &input, timeout, limits.memory).await.map_err(placeholder)?;
-    let pixels = header.pixels() as i64;
+    let primary = crate::media::heic::primary(&tools, &input, timeout, limits.memory).await.map_err(placeholder)?;
+    let pixels = primary.header.pixels() as i64;
     if job.pixels.is_none() {
         state.media.db.record_pixels(job, pixels, None).await?;
         within_budget(state, job, pixels).await?;
     }
     state.media.db.record_pixels(job, pixels, Some(state.now())).await?;
-    let png =
-        crate::media::heic::to_png(&tools, &input, &scratch, timeout, limits.memory).await.map_err(placeholder)?;
+    let png = crate::media::heic::to_png(&tools, &input, primary, &scratch, timeout, limits.memory)
+        .await
+        .map_err(placeholder)?;
     drop(scratch);
     let (width, height) = store_stills(state, media, png, image::ImageFormat::Png).await?;
     kept_if_wanted(state, media, Made { width, height, duration_ms: None }).await

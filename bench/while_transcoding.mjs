@@ -10,8 +10,9 @@
 // once by ffmpeg here, from a different test pattern, so none is a
 // duplicate of another.
 //
-// Reports, per worker count and phase: p50/p99, the transcodes that ran,
-// the photos' rendition jobs that ended, and the CPU used.
+// Reports, per worker count and phase: p50/p99, the videos sent, how fast
+// the job pool made the phase's photos' renditions (photos a minute, from
+// the phase's start until its last photo is made), and the CPU used.
 //
 //   node bench/while_transcoding.mjs [--samples 20] [--workers 1,2]
 //
@@ -118,18 +119,35 @@ async function honestSamples(server, page, n, label, check) {
   return { times: times.sort((a, b) => a - b), startedDuringTranscode: running };
 }
 
-async function phase(server, page, label, check) {
+/** How many of the event's photos have their renditions made (the host's list). */
+async function photosMade(server, ev) {
+  const { body } = await api(server, "GET", `/v1/events/${ev.event.slug}/media`, { token: ev.host_token });
+  return body.media.filter((m) => m.preview === "ready").length;
+}
+
+async function phase(server, ev, page, label, check) {
+  // What came before is made first, so the count below is this phase's.
+  const { body: listed } = await api(server, "GET", `/v1/events/${ev.event.slug}/media`, { token: ev.host_token });
+  await until("the earlier photos to be made", async () => (await photosMade(server, ev)) >= listed.media.length, 600_000, 100);
+  const madeBefore = listed.media.length;
   const wall = performance.now();
   const busy = machineBusySeconds();
   const { times, startedDuringTranscode } = await honestSamples(server, page, SAMPLES, label, check);
   const seconds = (performance.now() - wall) / 1000;
+  const machine = +((machineBusySeconds() - busy) / (seconds * 2)).toFixed(2);
+  // The job pool's throughput: the phase's photos made, from its start
+  // until the last of them is made (the transcode still running).
+  await until("the phase's photos to be made", async () => (await photosMade(server, ev)) >= madeBefore + SAMPLES, 600_000, 100);
+  const renderSeconds = (performance.now() - wall) / 1000;
   return {
     phase: label,
     samples: times.length,
     p50_ms: Math.round(percentile(times, 50)),
     p99_ms: Math.round(percentile(times, 99)),
     samples_started_during_a_transcode: startedDuringTranscode,
-    machine_busy: +((machineBusySeconds() - busy) / (seconds * 2)).toFixed(2),
+    machine_busy: machine,
+    photos_made_per_minute: +((SAMPLES / renderSeconds) * 60).toFixed(1),
+    last_photo_made_after_s: +renderSeconds.toFixed(1),
   };
 }
 
@@ -147,11 +165,11 @@ try {
       const context = await browser.newContext();
       const page = await openGuest(context, guestUrl(server, ev));
       await honestSamples(server, page, 3, "warm", false);
-      const idle = await phase(server, page, "idle", false);
+      const idle = await phase(server, ev, page, "idle", false);
       const stopped = { value: false };
       const load = videoLoad(server, videos, stopped);
       load.done.catch((e) => { console.error(`the video load failed: ${e.stack}`); });
-      const busy = await phase(server, page, "transcoding", true);
+      const busy = await phase(server, ev, page, "transcoding", true);
       stopped.value = true;
       await Promise.race([load.done, new Promise((r) => setTimeout(r, 120_000))]);
       report.runs.push({ rendition_workers: workers, videos_uploaded: load.counts.uploaded, phases: [idle, busy], p99_ratio: +(busy.p99_ms / idle.p99_ms).toFixed(2), p50_ratio: +(busy.p50_ms / idle.p50_ms).toFixed(2) });

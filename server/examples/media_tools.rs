@@ -58,7 +58,8 @@ async fn step(name: &str, input: &Path) -> String {
         }
         "heic" => {
             let tools = HeicTools::find(Path::new("heif-convert")).await.unwrap();
-            let png = heic::to_png(&tools, input, &scratch, limits().timeout, limits().memory).await.unwrap();
+            let primary = heic::primary(&tools, input, limits().timeout, limits().memory).await.unwrap();
+            let png = heic::to_png(&tools, input, primary, &scratch, limits().timeout, limits().memory).await.unwrap();
             let started = Instant::now();
             let made = renditions::make(&png, image::ImageFormat::Png).unwrap();
             format!(

@@ -111,21 +111,6 @@ fn primary_in(text: &str) -> Option<(usize, u32, u32)> {
     Some((index, width.parse().ok()?, height.parse().ok()?))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::primary_in;
-
-    #[test]
-    fn the_primary_image_is_the_one_heif_info_marks() {
-        let burst = "MIME type: image/heic\nmain brand: heic\n\nimage: 512x512 (id=1)\n  color profile: no\n\
-                     image: 4032x3024 (id=49), primary\n  color profile: nclx\n  depth channel: no\n";
-        assert_eq!(primary_in(burst), Some((1, 4032, 3024)), "the second top-level image");
-        assert_eq!(primary_in("image: 320x240 (id=1), primary\n  thumbnail: 16x8\n"), Some((0, 320, 240)));
-        assert_eq!(primary_in("image: 320x240 (id=1)\n"), None, "no image marked primary");
-        assert_eq!(primary_in("image: 99999999999x2 (id=1), primary\n"), None, "no size past u32");
-    }
-}
-
 /// Decodes the HEIC/HEIF file at `input` into an upright PNG of its
 /// `primary` image, in `scratch`.
 pub async fn to_png(
@@ -157,4 +142,19 @@ pub async fn to_png(
         }
     }
     Err(Unrenderable { reason: "not a readable HEIC file".into(), detail: "heif-convert wrote no image".into() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::primary_in;
+
+    #[test]
+    fn the_primary_image_is_the_one_heif_info_marks() {
+        let burst = "MIME type: image/heic\nmain brand: heic\n\nimage: 512x512 (id=1)\n  color profile: no\n\
+                     image: 4032x3024 (id=49), primary\n  color profile: nclx\n  depth channel: no\n";
+        assert_eq!(primary_in(burst), Some((1, 4032, 3024)), "the second top-level image");
+        assert_eq!(primary_in("image: 320x240 (id=1), primary\n  thumbnail: 16x8\n"), Some((0, 320, 240)));
+        assert_eq!(primary_in("image: 320x240 (id=1)\n"), None, "no image marked primary");
+        assert_eq!(primary_in("image: 99999999999x2 (id=1), primary\n"), None, "no size past u32");
+    }
 }

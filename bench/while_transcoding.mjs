@@ -32,6 +32,7 @@ const SAMPLES = Number(arg("--samples", 20));
 const WORKERS = String(arg("--workers", "1,2")).split(",").map(Number);
 const PATTERNS = ["testsrc", "testsrc2", "smptebars", "rgbtestsrc", "smptehdbars", "yuvtestsrc"];
 
+const PHASES = ["warm", "idle", "transcoding"];
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 
 /** CPU seconds of the whole machine so far (every core, busy time only). */
@@ -103,7 +104,9 @@ async function honestSamples(server, page, n, label, check) {
   let running = 0;
   for (let i = 0; i < n; i++) {
     const name = `${label}-${i + 1}.png`;
-    const buffer = photo(label.length * 100_000 + i + 1, 4 << 20);
+    // Each phase's photos its own: one with another's bytes would be a
+    // duplicate, confirmed without a transfer.
+    const buffer = photo(PHASES.indexOf(label) * 100_000 + i + 1, 4 << 20);
     if (check) {
       await until("a transcode to run", async () => transcoding(server.child.pid), 120_000, 50);
       running++;

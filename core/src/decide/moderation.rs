@@ -124,7 +124,11 @@ mod tests {
                 rejected_at: None
             }
         );
-        assert_eq!(decide(&change.moderated, SETTLED, ModerationDecision::Approve, Some("again"), 20), None, "nothing changes");
+        assert_eq!(
+            decide(&change.moderated, SETTLED, ModerationDecision::Approve, Some("again"), 20),
+            None,
+            "nothing changes"
+        );
     }
 
     #[test]
@@ -157,6 +161,8 @@ mod tests {
         // renditions settled once: it goes back now.
         let requeued = Wall { placed: true, rendition_settled: false };
         let rejected = decide(&change.moderated, requeued, ModerationDecision::Reject, None, 20).unwrap();
-        assert!(decide(&rejected.moderated, requeued, ModerationDecision::Approve, None, 30).unwrap().takes_wall_position);
+        assert!(
+            decide(&rejected.moderated, requeued, ModerationDecision::Approve, None, 30).unwrap().takes_wall_position
+        );
     }
 }

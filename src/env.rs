@@ -19,10 +19,6 @@ use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
 extern "C" {
-    #[wasm_bindgen(js_name = setTimeout)]
-    fn set_timeout(handler: &Function, ms: f64) -> JsValue;
-    #[wasm_bindgen(js_name = clearTimeout)]
-    fn clear_timeout(id: &JsValue);
     #[wasm_bindgen(js_namespace = Date, js_name = now)]
     fn date_now() -> f64;
     #[wasm_bindgen(js_namespace = crypto, js_name = getRandomValues)]
@@ -41,6 +37,26 @@ extern "C" {
     fn is_readable_js(blob: &web_sys::Blob) -> Promise;
     #[wasm_bindgen(js_name = readFailureIsReal)]
     fn read_failure_is_real_js() -> Promise;
+    #[wasm_bindgen(js_name = wakeAfter)]
+    fn wake_after(ms: f64, callback: &Function) -> f64;
+    #[wasm_bindgen(js_name = cancelWake)]
+    fn cancel_wake(id: f64);
+    #[wasm_bindgen(js_name = wakesPending)]
+    fn wakes_pending_js() -> u32;
+    #[wasm_bindgen(js_name = wakesInWorker)]
+    fn wakes_in_worker_js() -> bool;
+}
+
+/// Timers armed by [`sleep`], [`timeout`] and [`Signal::wait`] that have
+/// not fired nor been cancelled (tests: a closed uploader leaves none).
+pub fn wakes_pending() -> u32 {
+    wakes_pending_js()
+}
+
+/// Whether this page's timers are also armed in a dedicated worker, whose
+/// timers a hidden page's throttling does not slow (see `glue.js`).
+pub fn wakes_in_worker() -> bool {
+    wakes_in_worker_js()
 }
 
 /// After a read failed: whether it failed for the file itself, not because
@@ -149,12 +165,11 @@ pub fn is_online() -> bool {
     lookup("navigator.onLine").as_bool().unwrap_or(true)
 }
 
-/// Resolves after `ms` milliseconds.
+/// Resolves after `ms` milliseconds, on time in a hidden page too (see
+/// `wakeAfter` in `glue.js`). Dropped before then, its timer is cancelled.
 pub async fn sleep(ms: f64) {
-    let promise = Promise::new(&mut |resolve, _| {
-        set_timeout(&resolve, ms.max(0.0));
-    });
-    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+    let alarm = Signal::default();
+    alarm.wait(Some(now() + ms.max(0.0).ceil() as UnixMillis)).await;
 }
 
 /// Runs `fut` for at most `ms` milliseconds: `None` when time ran out.
@@ -174,8 +189,8 @@ pub async fn request_persistence() -> Option<bool> {
     wasm_bindgen_futures::JsFuture::from(promise).await.ok()?.as_bool()
 }
 
-/// A pending `setTimeout` and the closure it calls.
-type Timer = (JsValue, Closure<dyn FnMut()>);
+/// A pending wake (`wakeAfter`'s id) and the closure it calls.
+type Timer = (f64, Closure<dyn FnMut()>);
 
 #[derive(Default)]
 struct SignalState {
@@ -189,7 +204,7 @@ impl Drop for SignalState {
     /// call its freed closure later, which throws an uncaught error.
     fn drop(&mut self) {
         if let Some((id, _)) = self.timer.get_mut().take() {
-            clear_timeout(&id);
+            cancel_wake(id);
         }
     }
 }
@@ -210,7 +225,7 @@ impl Signal {
     pub fn wait(&self, deadline: Option<UnixMillis>) -> impl Future<Output = ()> + 'static {
         let mut timer = self.0.timer.borrow_mut();
         if let Some((id, _)) = timer.take() {
-            clear_timeout(&id);
+            cancel_wake(id);
         }
         if let Some(at) = deadline {
             // The timer holds the signal weakly: a signal nobody waits on
@@ -222,7 +237,7 @@ impl Signal {
                 }
             });
             let delay = (at - now()).max(0) as f64;
-            *timer = Some((set_timeout(closure.as_ref().unchecked_ref(), delay), closure));
+            *timer = Some((wake_after(delay, closure.as_ref().unchecked_ref()), closure));
         }
         let state = self.0.clone();
         poll_fn(move |cx| {

@@ -333,3 +333,75 @@ export async function storageRoom() {
     return null;
   }
 }
+
+// The driver's timers (backoff, renewal, polling, timeouts). A hidden page's
+// timers are throttled: Chromium wakes them once a second, and once a minute
+// when the page has been hidden for five minutes; a dedicated worker's timers
+// are not. So in a page each wait is armed twice, on the page and in one small
+// worker made from a Blob, and whichever fires first wakes the driver. Where
+// no worker can be made (no Worker, or a Content-Security-Policy whose
+// `worker-src` leaves out `blob:`), the page's timer alone does it. Inside a
+// worker (an uploader run off the main thread) its own timers are used.
+const WAKE_WORKER = "const t=new Map();onmessage=(e)=>{const[id,ms]=e.data;clearTimeout(t.get(id));t.delete(id);"
+  + "if(ms>=0)t.set(id,setTimeout(()=>{t.delete(id);postMessage(id);},ms));};";
+let wakeWorker; // undefined: not tried yet; null: none
+let wakeNext = 1;
+const wakes = new Map(); // id -> [callback, page timer]
+
+function wakeClock() {
+  if (wakeWorker !== undefined) return wakeWorker;
+  wakeWorker = null;
+  if (typeof document === "undefined" || typeof Worker !== "function" || typeof Blob !== "function") return null;
+  try {
+    const url = URL.createObjectURL(new Blob([WAKE_WORKER], { type: "text/javascript" }));
+    const worker = new Worker(url);
+    worker.onmessage = (e) => fireWake(e.data, true);
+    // Refused after construction (Firefox reports a CSP refusal this way):
+    // the page's timers go on alone.
+    worker.onerror = () => { if (wakeWorker === worker) wakeWorker = null; };
+    wakeWorker = worker;
+  } catch (_) {
+    wakeWorker = null;
+  }
+  return wakeWorker;
+}
+
+// The wake `id` fired, in the worker or on the page: the other is cleared.
+function fireWake(id, inWorker) {
+  const wake = wakes.get(id);
+  if (!wake) return;
+  wakes.delete(id);
+  if (inWorker) clearTimeout(wake[1]);
+  else if (wakeWorker) wakeWorker.postMessage([id, -1]);
+  wake[0]();
+}
+
+// Calls `callback` once, `ms` milliseconds from now (see above). Returns the
+// id `cancelWake` takes.
+export function wakeAfter(ms, callback) {
+  const id = wakeNext++;
+  const delay = Math.max(0, ms);
+  wakes.set(id, [callback, setTimeout(() => fireWake(id, false), delay)]);
+  const worker = wakeClock();
+  if (worker) worker.postMessage([id, delay]);
+  return id;
+}
+
+// Forgets a wake that has not fired (a fired one is already gone).
+export function cancelWake(id) {
+  const wake = wakes.get(id);
+  if (!wake) return;
+  wakes.delete(id);
+  clearTimeout(wake[1]);
+  if (wakeWorker) wakeWorker.postMessage([id, -1]);
+}
+
+// Wakes armed so far on this page (tests: a closed uploader leaves none).
+export function wakesPending() {
+  return wakes.size;
+}
+
+// Whether this page's waits are also armed in a worker (tests, diagnostics).
+export function wakesInWorker() {
+  return Boolean(wakeClock());
+}

@@ -3,7 +3,8 @@
 //! of `www/`, the rendered guest page or the package changes, and the
 //! package's version), revalidated on every visit (`no-cache`, an `ETag`),
 //! as JavaScript, never a stale precompressed copy, and with a policy that
-//! lets it fetch from this origin only. The pages allow it (`worker-src`).
+//! lets it fetch from this origin only. The pages allow it (`worker-src`),
+//! and the package's timer worker, made from a Blob.
 
 use crate::support;
 
@@ -137,13 +138,13 @@ async fn without_the_file_there_is_no_worker() {
 }
 
 #[tokio::test]
-async fn the_pages_allow_their_own_worker_only() {
+async fn the_pages_allow_their_own_workers_only() {
     let site = site(|_| {}).await;
     for path in ["/", "/index.html"] {
         let r = site.server.http.get(site.server.url(path)).send().await.unwrap();
         let csp = header(&r, "content-security-policy");
         let worker = csp.split(';').map(str::trim).find(|d| d.starts_with("worker-src ")).unwrap_or_default();
-        assert_eq!(worker, "worker-src 'self'", "{path}: {csp}");
+        assert_eq!(worker, "worker-src 'self' blob:", "{path}: {csp}");
         // The web app manifest (the share target of issue 33) from this
         // origin only.
         let manifest = csp.split(';').map(str::trim).find(|d| d.starts_with("manifest-src ")).unwrap_or_default();

@@ -253,8 +253,10 @@ impl PagePolicy {
             // The API (`?api=`), signed upload URLs, the live wall.
             format!("connect-src 'self'{others}"),
             // The guest page's service worker, `/sw.js` (without it the
-            // worker would fall back to `script-src`).
-            "worker-src 'self'".to_owned(),
+            // worker would fall back to `script-src`); and the package's
+            // timer worker, made from a Blob, whose timers a hidden tab's
+            // throttling does not slow (`wakeAfter` in src/glue.js).
+            "worker-src 'self' blob:".to_owned(),
             // The guest page's web app manifest (installing it, sharing
             // photos to it from the gallery).
             "manifest-src 'self'".to_owned(),

@@ -68,6 +68,9 @@ test("guest, host and wall work under the policy, with no violation", async () =
   await guest.waitForSelector("body[data-ready='1']", { timeout: 20_000 });
   await pick(guest, photos(2, 60_000, "csp"));
   await untilAllSaved(guest, 2);
+  // The uploader's timer worker (made from a Blob, allowed by `worker-src
+  // blob:`) runs: its waits are not slowed when the tab is hidden.
+  assert.ok(guest.workers().some((w) => w.url().startsWith("blob:")), "the guest page's timer worker runs");
 
   // The host, from a link with the token in the fragment: the list, the QR code, a decision.
   const host = await open(context, hostUrl(server, ev));

@@ -405,3 +405,57 @@ export function wakesPending() {
 export function wakesInWorker() {
   return Boolean(wakeClock());
 }
+
+// `serveUploader` (src/remote.rs): serves one uploader to whoever posts to
+// `port` (a worker's scope or a MessagePort). `open(options)` is
+// `Uploader.open`. Calls are `{ uploadOnce: n, call, args }`, answered with
+// `{ uploadOnce: n, value }` or `{ uploadOnce: n, error: { code, message } }`
+// (an Error's own properties do not survive postMessage); once `open`
+// answered, events follow as `{ uploadOnceEvent, value }`. It says `ready`
+// first. Other messages are the app's.
+const SERVED_CALLS = new Set(["add", "restore", "list", "get", "file", "retry", "cancel", "pause", "resume", "forget", "remove", "refresh"]);
+const SERVED_EVENTS = { change: "onChange", remove: "onRemove", storageError: "onStorageError", busy: "onBusyChange" };
+
+export function serveUploaderOn(port, open) {
+  let uploader = null;
+  const post = (message) => port.postMessage(message);
+  const state = () => ({
+    idle: uploader.idle, busy: uploader.busy, persisted: uploader.persisted, storageError: uploader.storageError,
+    sessionError: uploader.sessionError, event: uploader.event, attempts: uploader.list(),
+  });
+  const refusal = (code, message) => Object.assign(new Error(message), { code });
+  const carryOut = async (call, args) => {
+    if (call === "open") {
+      if (uploader) throw refusal("invalid_options", "an uploader is already open in this worker");
+      uploader = await open(args[0]);
+      for (const [name, on] of Object.entries(SERVED_EVENTS)) uploader[on]((value) => post({ uploadOnceEvent: name, value }));
+      uploader.onSessionChange((event, error) => post({ uploadOnceEvent: "session", value: [event, error] }));
+      return state();
+    }
+    if (!uploader) throw refusal("closed", "no uploader is open in this worker: send `open` first");
+    if (call === "state") return state();
+    if (call === "close") {
+      const closing = uploader;
+      uploader = null;
+      closing.close();
+      closing.free();
+      return undefined;
+    }
+    if (!SERVED_CALLS.has(call)) throw refusal("invalid_options", `\`${call}\` is not a call of the uploader`);
+    return uploader[call](...args);
+  };
+  port.addEventListener("message", async ({ data }) => {
+    if (!data || typeof data.uploadOnce !== "number") return;
+    const answer = { uploadOnce: data.uploadOnce };
+    try {
+      answer.value = await carryOut(String(data.call), Array.isArray(data.args) ? data.args : []);
+    } catch (e) {
+      answer.error = { code: (e && typeof e.code === "string") ? e.code : "invalid_options", message: String((e && e.message) || e) };
+    }
+    post(answer);
+  });
+  if (typeof port.start === "function") port.start();
+  // A page's calls posted before this ran (while the worker loaded the
+  // package) reached no listener: it waits for this before its first.
+  post({ uploadOnceEvent: "ready", value: null });
+}

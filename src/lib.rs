@@ -22,6 +22,7 @@ pub mod client;
 pub mod env;
 pub mod error;
 pub mod js;
+pub mod remote;
 pub mod serde_js;
 pub mod store;
 pub mod tabs;

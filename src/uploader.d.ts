@@ -163,3 +163,59 @@ export interface EventInfo {
   /** Files larger than this go up in parts (the server's setting); absent when the server does not say. */
   multipart_threshold?: number;
 }
+
+/** Where `serveUploader` serves: a dedicated worker's scope (`self`) or a `MessagePort`. */
+export interface UploaderPort {
+  postMessage(message: UploaderReply | UploaderEventMessage): void;
+  addEventListener(type: "message", listener: (event: MessageEvent) => void): void;
+  start?(): void;
+}
+
+/** What an uploader served from a worker (`serveUploader`) reports in one answer: its getters and its attempts. */
+export interface UploaderState {
+  idle: boolean;
+  busy: boolean;
+  persisted: boolean | null;
+  storageError: StorageErrorInfo | null;
+  sessionError: SessionErrorInfo | null;
+  event: EventInfo | null;
+  attempts: AttemptView[];
+}
+
+/** Each call a page may post to a worker that runs `serveUploader`: its arguments and the value it answers with (the `Uploader` method of the same name). */
+export interface UploaderCalls {
+  open: { args: [UploaderOptions]; value: UploaderState };
+  add: { args: [File[]]; value: AddOutcome[] };
+  restore: { args: []; value: AttemptView[] };
+  list: { args: []; value: AttemptView[] };
+  get: { args: [string]; value: AttemptView | undefined };
+  state: { args: []; value: UploaderState };
+  file: { args: [string]; value: Blob | null };
+  retry: { args: [string]; value: boolean };
+  cancel: { args: [string]; value: boolean };
+  pause: { args: [string]; value: boolean };
+  resume: { args: [string]; value: boolean };
+  forget: { args: [string]; value: undefined };
+  remove: { args: [string]; value: undefined };
+  refresh: { args: []; value: undefined };
+  close: { args: []; value: undefined };
+}
+
+/** A call posted to the worker: `uploadOnce` numbers it, and its answer carries the same number. */
+export type UploaderCall<K extends keyof UploaderCalls = keyof UploaderCalls> = K extends keyof UploaderCalls
+  ? { uploadOnce: number; call: K; args: UploaderCalls[K]["args"] }
+  : never;
+
+/** The worker's answer to a call: its value, or the error the method would have thrown (`code` is stable). */
+export type UploaderReply<K extends keyof UploaderCalls = keyof UploaderCalls> =
+  | { uploadOnce: number; value: UploaderCalls[K]["value"] }
+  | { uploadOnce: number; error: { code: UploadErrorCode | `http_${number}`; message: string } };
+
+/** A message of the served uploader: `ready` once it listens (calls posted before it are lost: wait for it), then, once `open` has answered, its events (the `on…` listeners of `Uploader`). */
+export type UploaderEventMessage =
+  | { uploadOnceEvent: "ready"; value: null }
+  | { uploadOnceEvent: "change"; value: AttemptView }
+  | { uploadOnceEvent: "remove"; value: string }
+  | { uploadOnceEvent: "storageError"; value: StorageErrorInfo | null }
+  | { uploadOnceEvent: "session"; value: [EventInfo | null, SessionErrorInfo | null] }
+  | { uploadOnceEvent: "busy"; value: boolean };

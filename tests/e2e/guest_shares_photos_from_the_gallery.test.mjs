@@ -83,7 +83,21 @@ test("photos shared from the gallery are added and uploaded once, and a second s
   assert.equal(manifest.share_target.method, "POST");
   assert.equal(manifest.share_target.enctype, "multipart/form-data");
   assert.deepEqual(manifest.share_target.params.files[0].accept, ["image/*", "video/*"]);
-  assert.ok(manifest.icons.length >= 1 && manifest.start_url === "/?source=app");
+  assert.equal(manifest.start_url, "/?source=app");
+  // Android's launcher wants PNG icons of 192 and 512 px, iOS's home screen
+  // an apple-touch-icon: each is served as a PNG of the size it claims.
+  const touch = await page.getAttribute("link[rel='apple-touch-icon']", "href");
+  const pngs = [...manifest.icons.filter((i) => i.type === "image/png").map((i) => [i.src, i.sizes]), [touch, "180x180"]];
+  assert.deepEqual(pngs.map(([, sizes]) => sizes).sort(), ["180x180", "192x192", "512x512"]);
+  for (const [src, sizes] of pngs) {
+    const served = await page.evaluate(async (src) => {
+      const r = await fetch(src);
+      const bitmap = await createImageBitmap(await r.blob());
+      return { type: r.headers.get("content-type"), size: `${bitmap.width}x${bitmap.height}` };
+    }, src);
+    assert.deepEqual(served, { type: "image/png", size: sizes }, src);
+  }
+  assert.ok(manifest.icons.some((i) => i.src === "/icon.svg" && i.sizes === "any"), "and the SVG for any size");
 
   // The worker learns the event from a visit it sees (the first one
   // registered it).

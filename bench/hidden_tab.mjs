@@ -19,7 +19,7 @@
 // tab opened with `Target.createTarget` hides the first one, as a guest
 // switching apps would.
 //
-//   node bench/hidden_tab.mjs [--rounds 3] [--files 30] [--kb 400] [--uplink-mbit 2] [--md out.md]
+//   node bench/hidden_tab.mjs [--scenario uplink|tail] [--rounds 3] [--files 30] [--kb 400] [--uplink-mbit 2] [--hide-before 0] [--md out.md]
 //
 // Environment: UPLOAD_ONCE_SERVER_BIN, UPLOAD_ONCE_FAULT_PROXY_BIN,
 // UPLOAD_ONCE_CHROMIUM (the e2e harness's defaults). The package in pkg/ is
@@ -33,14 +33,23 @@ import { startStack } from "../tests/faults/stack.mjs";
 const args = process.argv.slice(2);
 const arg = (name, dflt) => (args.includes(name) ? args[args.indexOf(name) + 1] : dflt);
 const ROUNDS = Number(arg("--rounds", 3));
-const FILES = Number(arg("--files", 30));
+const FILES = Number(arg("--files", args.includes("tail") ? 1 : 30));
 const MD = arg("--md", null);
-const KB = Number(arg("--kb", 400));
-const UPLINK_MBIT = Number(arg("--uplink-mbit", 2));
+// `uplink` (the default): 30 photos over a phone's uplink, answers lost at
+// random. `tail`: one photo whose first four confirm answers are lost, in a
+// page hidden for 40 s before the pick (past the intensive throttling's
+// start), no uplink emulation: nothing but the retry's waits is left.
+const SCENARIO = arg("--scenario", "uplink");
+const TAIL = SCENARIO === "tail";
+const KB = Number(arg("--kb", TAIL ? 200 : 400));
+const UPLINK_MBIT = Number(arg("--uplink-mbit", TAIL ? 0 : 2));
+const HIDE_BEFORE_S = Number(arg("--hide-before", TAIL ? 40 : 0));
 const GRACE_S = 1;
 
 /** The faults: answers lost, so the uploader retries after its backoff. */
-const RULES = [
+const RULES = TAIL ? [
+  { method: "POST", path: "/v1/attempts/*/confirm", probability: 1, times: 4, action: { kind: "drop_after" } },
+] : [
   { method: "POST", path: "/v1/attempts/*/confirm", probability: 0.35, action: { kind: "drop_after" } },
   { method: "POST", path: "/v1/events/*/attempts", probability: 0.2, action: { kind: "drop_before" } },
   { method: "POST", path: "/v1/attempts/status", probability: 0.2, action: { kind: "drop_before" } },
@@ -121,16 +130,23 @@ async function run(browser, stack, files, { hidden, worker }, seed) {
   // A phone's uplink: the job lasts long enough for the intensive
   // throttling to start (it waits for the page to be hidden past its grace
   // period and silent for 30 s).
-  await tab.send("Network.enable");
-  await tab.send("Network.emulateNetworkConditions", {
-    offline: false, latency: 20, downloadThroughput: -1, uploadThroughput: (UPLINK_MBIT * 1e6) / 8,
-  });
+  if (UPLINK_MBIT > 0) {
+    await tab.send("Network.enable");
+    await tab.send("Network.emulateNetworkConditions", {
+      offline: false, latency: 20, downloadThroughput: -1, uploadThroughput: (UPLINK_MBIT * 1e6) / 8,
+    });
+  }
+  let cover = null;
+  if (hidden && HIDE_BEFORE_S > 0) {
+    cover = (await browser.send("Target.createTarget", { url: "about:blank", newWindow: false })).targetId;
+    await until("the guest page to be hidden", async () => (await tab.evaluate("document.visibilityState")) === "hidden", 5_000);
+    await new Promise((r) => setTimeout(r, HIDE_BEFORE_S * 1000));
+  }
   const { root } = await tab.send("DOM.getDocument", { depth: 0 });
   const { nodeId } = await tab.send("DOM.querySelector", { nodeId: root.nodeId, selector: "[data-testid='file-input']" });
   const started = performance.now();
   await tab.send("DOM.setFileInputFiles", { nodeId, files });
-  let cover = null;
-  if (hidden) {
+  if (hidden && !cover) {
     // The guest picks, then switches away: another tab in front, in the
     // same window, hides the guest page.
     cover = (await browser.send("Target.createTarget", { url: "about:blank", newWindow: false })).targetId;

@@ -208,7 +208,8 @@ async fn a_rendition_made_during_the_deletion_leaves_nothing_behind() {
     let (e2, r2) = (entered.clone(), release.clone());
     let server = TestServer::start_with(support::Options {
         wrap_objects: Some(Box::new(move |inner| {
-            let gate = support::GatedObjects { entered: e2, release: r2, puts_ending_with: Some("-thumb") };
+            let gate =
+                support::GatedObjects { entered: e2, release: r2, gate: support::Gate::PutsEndingWith("-thumb") };
             std::sync::Arc::new(upload_once_server::storage::intercept::Intercepted::new(inner, gate))
         })),
         ..Default::default()

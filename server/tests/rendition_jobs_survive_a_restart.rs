@@ -7,32 +7,13 @@ use crate::support;
 
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
 use reqwest::StatusCode;
 use support::media::{open_event, quadrants, upload_as, with_exif};
-use support::{Options, TestServer};
-use tokio::sync::Notify;
-use upload_once_server::Result;
+use support::{Gate, GatedObjects, Options, TestServer};
+use tokio::sync::{Notify, Semaphore};
 use upload_once_server::media::jobs::JobState;
 use upload_once_server::storage::ObjectStore;
-use upload_once_server::storage::intercept::{Call, Intercepted, Interceptor, Operation};
-
-/// An object store whose reads of whole objects never end once `held`:
-/// a worker reading an original stops there, as if the server died.
-struct HeldReads {
-    entered: Arc<Notify>,
-}
-
-#[async_trait]
-impl Interceptor for HeldReads {
-    async fn before(&self, call: Call<'_>) -> Result<()> {
-        if call.operation == Operation::Get {
-            self.entered.notify_one();
-            std::future::pending::<()>().await;
-        }
-        Ok(())
-    }
-}
+use upload_once_server::storage::intercept::Intercepted;
 
 #[tokio::test]
 async fn a_job_left_running_by_a_dead_server_is_finished_by_the_next_one() {
@@ -43,7 +24,10 @@ async fn a_job_left_running_by_a_dead_server_is_finished_by_the_next_one() {
             let (entered, store) = (entered.clone(), store.clone());
             move |inner| {
                 *store.lock().unwrap() = Some(inner.clone());
-                Arc::new(Intercepted::new(inner, HeldReads { entered }))
+                // Reads of whole objects never end: a worker reading an
+                // original stops there, as if the server died.
+                let never = Arc::new(Semaphore::new(0));
+                Arc::new(Intercepted::new(inner, GatedObjects { entered, release: never, gate: Gate::Gets }))
             }
         })),
         ..Options::default()

@@ -9,43 +9,25 @@ use crate::support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use reqwest::StatusCode;
 use serde_json::Value;
 use support::media::{moderate, open_event, quadrants, upload_as, wall, with_exif};
-use support::{Guest, Options, TestServer};
+use support::{Gate, GatedObjects, Guest, Options, TestServer};
 use tokio::sync::{Notify, Semaphore};
 use upload_once_core::wire::Moderation;
-use upload_once_server::Result;
 use upload_once_server::media::jobs::{JobState, Made};
 use upload_once_server::services::renditions;
-use upload_once_server::storage::intercept::{Call, Intercepted, Interceptor, Operation};
+use upload_once_server::storage::intercept::Intercepted;
 use uuid::Uuid;
-
-/// An object store whose whole-object reads (a worker reading an original)
-/// wait until the test lets them through.
-struct GatedReads {
-    entered: Arc<Notify>,
-    open: Arc<Semaphore>,
-}
-
-#[async_trait]
-impl Interceptor for GatedReads {
-    async fn before(&self, call: Call<'_>) -> Result<()> {
-        if call.operation == Operation::Get {
-            self.entered.notify_one();
-            drop(self.open.acquire().await);
-        }
-        Ok(())
-    }
-}
 
 /// A test server whose rendition workers stop at the original's read until
 /// `open` has a permit.
 async fn gated_server(entered: &Arc<Notify>, open: &Arc<Semaphore>) -> TestServer {
     let (entered, open) = (entered.clone(), open.clone());
     TestServer::start_with(Options {
-        wrap_objects: Some(Box::new(move |inner| Arc::new(Intercepted::new(inner, GatedReads { entered, open })))),
+        wrap_objects: Some(Box::new(move |inner| {
+            Arc::new(Intercepted::new(inner, GatedObjects { entered, release: open, gate: Gate::Gets }))
+        })),
         ..Options::default()
     })
     .await

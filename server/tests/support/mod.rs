@@ -590,14 +590,25 @@ pub async fn problem(r: Response) -> (StatusCode, Value) {
     (status, v)
 }
 
-/// Gates an object store's calls: its `head` (holds a confirm inside its
-/// transaction), or its `put` of keys ending with a suffix (holds a
-/// rendition worker before it writes), waits until released.
+/// Which calls of an object store [`GatedObjects`] holds.
+#[derive(Clone, Copy)]
+pub enum Gate {
+    /// Every `head` (holds a confirm inside its transaction).
+    Heads,
+    /// Every `put` of a key ending with this (holds a rendition worker
+    /// before it writes).
+    PutsEndingWith(&'static str),
+    /// Every whole-object `get` (holds a rendition worker at the
+    /// original's read; never released, a server that died there).
+    Gets,
+}
+
+/// Gates an object store's calls: each call the [`Gate`] names tells
+/// `entered`, then waits for a permit of `release` (and uses it up).
 pub struct GatedObjects {
     pub entered: Arc<tokio::sync::Notify>,
     pub release: Arc<tokio::sync::Semaphore>,
-    /// `None`: heads wait; `Some(suffix)`: puts of keys ending with it.
-    pub puts_ending_with: Option<&'static str>,
+    pub gate: Gate,
 }
 
 impl GatedObjects {
@@ -607,16 +618,17 @@ impl GatedObjects {
         entered: Arc<tokio::sync::Notify>,
         release: Arc<tokio::sync::Semaphore>,
     ) -> Intercepted<GatedObjects> {
-        Intercepted::new(inner, GatedObjects { entered, release, puts_ending_with: None })
+        Intercepted::new(inner, GatedObjects { entered, release, gate: Gate::Heads })
     }
 }
 
 #[async_trait]
 impl Interceptor for GatedObjects {
     async fn before(&self, call: Call<'_>) -> Result<()> {
-        let gated = match self.puts_ending_with {
-            None => call.operation == Operation::Head,
-            Some(suffix) => call.operation == Operation::Put && call.key.ends_with(suffix),
+        let gated = match self.gate {
+            Gate::Heads => call.operation == Operation::Head,
+            Gate::PutsEndingWith(suffix) => call.operation == Operation::Put && call.key.ends_with(suffix),
+            Gate::Gets => call.operation == Operation::Get,
         };
         if gated {
             self.entered.notify_one();

@@ -15,19 +15,19 @@
 // throttling every hidden page gets.
 //
 // Playwright keeps every page it drives visible, so this drives Chromium
-// itself over the DevTools protocol (`--remote-debugging-pipe`): a second
-// tab opened with `Target.createTarget` hides the first one, as a guest
-// switching apps would.
+// itself over the DevTools protocol (tests/e2e/cdp.mjs): a second tab
+// opened in the same window hides the first one, as a guest switching apps
+// would.
 //
-//   node bench/hidden_tab.mjs [--scenario uplink|tail] [--rounds 3] [--files 30] [--kb 400] [--uplink-mbit 2] [--hide-before 0] [--md out.md]
+//   node bench/hidden_tab.mjs [--scenario uplink|tail|probe] [--rounds 3] [--files 30] [--kb 400] [--uplink-mbit 2] [--hide-before 0] [--md out.md]
 //
 // Environment: UPLOAD_ONCE_SERVER_BIN, UPLOAD_ONCE_FAULT_PROXY_BIN,
 // UPLOAD_ONCE_CHROMIUM (the e2e harness's defaults). The package in pkg/ is
 // the one measured (`cargo xtask test size` builds it).
-import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { CHROMIUM, CHROMIUM_ARGS, TARGET, createEvent, photos, until } from "../tests/e2e/harness.mjs";
+import { TARGET, createEvent, photos, until } from "../tests/e2e/harness.mjs";
+import { hide, openTab, pickFiles, startChromium } from "../tests/e2e/cdp.mjs";
 import { startStack } from "../tests/faults/stack.mjs";
 
 const args = process.argv.slice(2);
@@ -55,74 +55,13 @@ const RULES = TAIL ? [
   { method: "POST", path: "/v1/attempts/status", probability: 0.2, action: { kind: "drop_before" } },
 ];
 
-/** Chromium over its DevTools pipe (fd 3 in, fd 4 out, NUL-separated JSON). */
-async function chromium() {
-  const profile = mkdtempSync(join(TARGET, "bench-hidden-profile-"));
-  const child = spawn(CHROMIUM, [
-    ...CHROMIUM_ARGS, "--remote-debugging-pipe", `--user-data-dir=${profile}`,
-    `--enable-features=IntensiveWakeUpThrottling:grace_period_seconds/${GRACE_S}`, "about:blank",
-  ], { stdio: ["ignore", "ignore", "ignore", "pipe", "pipe"] });
-  const [input, output] = [child.stdio[3], child.stdio[4]];
-  let next = 1, pending = "";
-  const waiting = new Map();
-  const listeners = [];
-  output.on("data", (chunk) => {
-    pending += chunk.toString("utf8");
-    let end;
-    while ((end = pending.indexOf("\0")) >= 0) {
-      const message = JSON.parse(pending.slice(0, end));
-      pending = pending.slice(end + 1);
-      if (message.id && waiting.has(message.id)) {
-        const { resolve, reject } = waiting.get(message.id);
-        waiting.delete(message.id);
-        if (message.error) reject(new Error(`${message.error.message} ${message.error.data ?? ""}`));
-        else resolve(message.result);
-      } else if (message.method) {
-        for (const l of listeners) l(message);
-      }
-    }
-  });
-  const send = (method, params = {}, sessionId) => new Promise((resolve, reject) => {
-    const id = next++;
-    waiting.set(id, { resolve, reject });
-    input.write(JSON.stringify({ id, method, params, ...(sessionId ? { sessionId } : {}) }) + "\0");
-  });
-  const { targetInfos } = await until("Chromium's first tab", async () => {
-    const r = await send("Target.getTargets");
-    return r.targetInfos.some((t) => t.type === "page") && r;
-  }, 20_000);
-  return {
-    send,
-    on: (fn) => listeners.push(fn),
-    firstTab: targetInfos.find((t) => t.type === "page").targetId,
-    close: async () => {
-      await send("Browser.close").catch(() => {});
-      await new Promise((r) => (child.exitCode !== null ? r() : child.once("exit", r)));
-      rmSync(profile, { recursive: true, force: true });
-    },
-  };
-}
-
-/** A tab: its session, an evaluator, and the file input's node. */
-async function attach(browser, targetId) {
-  const { sessionId } = await browser.send("Target.attachToTarget", { targetId, flatten: true });
-  const send = (method, params) => browser.send(method, params, sessionId);
-  const evaluate = async (expression) => {
-    const r = await send("Runtime.evaluate", { expression, awaitPromise: true, returnByValue: true });
-    if (r.exceptionDetails) throw new Error(`${expression}: ${r.exceptionDetails.exception?.description ?? r.exceptionDetails.text}`);
-    return r.result.value;
-  };
-  return { sessionId, send, evaluate };
-}
-
 /** One run: 30 photos picked in a guest page, visible or hidden; ms from the pick until every one is confirmed. */
 async function run(browser, stack, files, { hidden, worker }, seed) {
   const ev = await createEvent(stack.server, { moderation: "none" });
   await stack.proxy.reset();
   await stack.proxy.seed(seed);
   await stack.proxy.rules(...RULES);
-  const { targetId } = await browser.send("Target.createTarget", { url: "about:blank", newWindow: false });
-  const tab = await attach(browser, targetId);
+  const tab = await openTab(browser);
   await tab.send("Page.enable");
   if (!worker) await tab.send("Page.addScriptToEvaluateOnNewDocument", { source: "delete globalThis.Worker;" });
   await tab.send("Page.navigate", { url: stack.guestUrl(ev) });
@@ -138,19 +77,15 @@ async function run(browser, stack, files, { hidden, worker }, seed) {
   }
   let cover = null;
   if (hidden && HIDE_BEFORE_S > 0) {
-    cover = (await browser.send("Target.createTarget", { url: "about:blank", newWindow: false })).targetId;
-    await until("the guest page to be hidden", async () => (await tab.evaluate("document.visibilityState")) === "hidden", 5_000);
+    cover = await hide(browser, tab);
     await new Promise((r) => setTimeout(r, HIDE_BEFORE_S * 1000));
   }
-  const { root } = await tab.send("DOM.getDocument", { depth: 0 });
-  const { nodeId } = await tab.send("DOM.querySelector", { nodeId: root.nodeId, selector: "[data-testid='file-input']" });
   const started = performance.now();
-  await tab.send("DOM.setFileInputFiles", { nodeId, files });
+  await pickFiles(tab, "[data-testid='file-input']", files);
   if (hidden && !cover) {
     // The guest picks, then switches away: another tab in front, in the
     // same window, hides the guest page.
-    cover = (await browser.send("Target.createTarget", { url: "about:blank", newWindow: false })).targetId;
-    await until("the guest page to be hidden", async () => (await tab.evaluate("document.visibilityState")) === "hidden", 5_000);
+    cover = await hide(browser, tab);
   }
   await until(`${files.length} photos confirmed`, async () => {
     const list = await tab.evaluate("JSON.stringify(window.uploader.list().map((a) => a.confirmation))");
@@ -164,15 +99,52 @@ async function run(browser, stack, files, { hidden, worker }, seed) {
   if (workers !== worker) throw new Error(`Worker is ${workers ? "there" : "missing"} in the page`);
   const lost = (await stack.proxy.log()).requests.filter((r) => r.fault).length;
   if (cover) await browser.send("Target.closeTarget", { targetId: cover });
-  await browser.send("Target.closeTarget", { targetId });
+  await tab.close();
   return { ms, lost };
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
+/**
+ * `probe`: what throttling does to the timers themselves, without the
+ * uploader. A chain of seven 200 ms timers, each set from the last one's
+ * callback, on the page and in a dedicated worker: visible, at once after
+ * the page is hidden, and after it has been hidden 35 s.
+ */
+async function probe(browser) {
+  const tab = await openTab(browser);
+  const chain = "new Promise((done) => { const t0 = performance.now(); let i = 0; const f = () => (++i > 6 ? done(performance.now() - t0) : setTimeout(f, 200)); setTimeout(f, 200); })";
+  const inWorker = `new Promise((done) => { const w = new Worker(URL.createObjectURL(new Blob([${JSON.stringify(`onmessage = () => { ${chain.replace("done(", "postMessage(")}; }`)}]))); w.onmessage = (e) => { w.terminate(); done(e.data); }; w.postMessage(0); })`;
+  const row = async (when) => {
+    const [page, worker] = [await tab.evaluate(chain), await tab.evaluate(inWorker)];
+    console.log(`${when}: page ${(page / 1000).toFixed(2)} s, worker ${(worker / 1000).toFixed(2)} s`);
+    return `| ${when} | ${(page / 1000).toFixed(2)} | ${(worker / 1000).toFixed(2)} |`;
+  };
+  const lines = ["| seven chained 200 ms timers (1.4 s) | on the page (s) | in a worker (s) |", "| --- | --- | --- |", await row("visible")];
+  const cover = await hide(browser, tab);
+  lines.push(await row("hidden, at once"));
+  await new Promise((r) => setTimeout(r, 35_000));
+  lines.push(await row("hidden for 35 s"));
+  await browser.send("Target.closeTarget", { targetId: cover });
+  await tab.close();
+  return lines;
+}
+
+if (SCENARIO === "probe") {
+  const browser = await startChromium([`--enable-features=IntensiveWakeUpThrottling:grace_period_seconds/${GRACE_S}`]);
+  try {
+    const lines = await probe(browser);
+    console.log(lines.join("\n"));
+    if (MD) writeFileSync(MD, lines.join("\n") + "\n");
+  } finally {
+    await browser.close();
+  }
+  process.exit(0);
+}
+
 const dir = mkdtempSync(join(TARGET, "bench-hidden-files-"));
 const stack = await startStack("hidden-tab");
-const browser = await chromium();
+const browser = await startChromium([`--enable-features=IntensiveWakeUpThrottling:grace_period_seconds/${GRACE_S}`]);
 const ways = [
   { name: "visible, as shipped", hidden: false, worker: true },
   { name: "hidden, as shipped", hidden: true, worker: true },

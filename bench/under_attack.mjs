@@ -25,8 +25,9 @@
 import { readFileSync, readdirSync } from "node:fs";
 import { request } from "node:http";
 import { deflateSync } from "node:zlib";
-import { startServer, createEvent, guestUrl, photo, until } from "../tests/e2e/harness.mjs";
+import { startServer, createEvent, guestUrl, until } from "../tests/e2e/harness.mjs";
 import { launch, openGuest } from "../tests/e2e/pages.mjs";
+import { honestSamples as guestSamples, machineBusySeconds, percentile } from "./honest_guest.mjs";
 
 const args = process.argv.slice(2);
 const arg = (name, fallback) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : fallback);
@@ -48,7 +49,6 @@ const BOMB_EDGE = arg("--bomb-edge", 7000);
 // of that many Mbit/s (CDP), as a phone at a venue does; 0: loopback.
 const UPLINK_MBIT = arg("--uplink-mbit", 0);
 
-const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 
 function serverVitals(pid) {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
@@ -61,13 +61,6 @@ function serverVitals(pid) {
 function cpuSeconds(pid) {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
   return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-/** CPU seconds of the whole machine so far (every core, busy time only). */
-function machineBusySeconds() {
-  const [, ...t] = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/);
-  const [user, nice, system, , , irq, softirq, steal] = t.map(Number);
-  return (user + nice + system + irq + softirq + steal) / 100;
 }
 
 /** What a phase cost: wall time, and CPU of the server, of this process (the attack's generator), and of the whole machine. */
@@ -222,24 +215,8 @@ function attack(base, ev, stopped) {
   return { counts, done: Promise.all(loops) };
 }
 
-async function honestSamples(page, n, label) {
-  const times = [];
-  for (let i = 0; i < n; i++) {
-    const name = `${label}-${i + 1}.png`;
-    // Each phase's photos its own ("warm" and "idle" once shared seeds:
-    // the first three idle photos were duplicates, confirmed without a
-    // transfer).
-    const buffer = photo(["warm", "idle", "attacked"].indexOf(label) * 100_000 + i + 1, 4 << 20);
-    const started = performance.now();
-    await page.setInputFiles("[data-testid='file-input']", [{ name, mimeType: "image/png", buffer }]);
-    await until(`${name} to be saved`, async () => {
-      const list = await page.evaluate(() => window.uploader.list());
-      return list.some((a) => a.fileName === name && a.confirmation === "confirmed");
-    }, 300_000, 20);
-    times.push(performance.now() - started);
-  }
-  return times.sort((a, b) => a - b);
-}
+/** The honest guest's samples of one phase (its photos its own: "warm" and "idle" once shared seeds, so the first three idle photos were duplicates, confirmed without a transfer). */
+const honestSamples = (page, n, label) => guestSamples(page, n, label, ["warm", "idle", "attacked"]);
 
 const server = await startServer("under-attack", ["--trusted-proxy", "127.0.0.1"]);
 const browser = await launch();

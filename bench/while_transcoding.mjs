@@ -23,8 +23,9 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startServer, createEvent, guestUrl, photo, until } from "../tests/e2e/harness.mjs";
+import { startServer, createEvent, guestUrl, until } from "../tests/e2e/harness.mjs";
 import { launch, openGuest } from "../tests/e2e/pages.mjs";
+import { honestSamples as guestSamples, machineBusySeconds, percentile } from "./honest_guest.mjs";
 
 const args = process.argv.slice(2);
 const arg = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
@@ -33,15 +34,6 @@ const WORKERS = String(arg("--workers", "1,2")).split(",").map(Number);
 const PATTERNS = ["testsrc", "testsrc2", "smptebars", "rgbtestsrc", "smptehdbars", "yuvtestsrc"];
 
 const PHASES = ["warm", "idle", "transcoding"];
-const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-
-/** CPU seconds of the whole machine so far (every core, busy time only). */
-function machineBusySeconds() {
-  const [, ...t] = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/);
-  const [user, nice, system, , , irq, softirq, steal] = t.map(Number);
-  return (user + nice + system + irq + softirq + steal) / 100;
-}
-
 /** Whether an ffmpeg child of `pid` is running (a transcode or a poster). */
 function transcoding(pid) {
   for (const entry of readdirSync("/proc")) {
@@ -100,26 +92,14 @@ function videoLoad(server, videos, stopped) {
 }
 
 async function honestSamples(server, page, n, label, check) {
-  const times = [];
   let running = 0;
-  for (let i = 0; i < n; i++) {
-    const name = `${label}-${i + 1}.png`;
-    // Each phase's photos its own: one with another's bytes would be a
-    // duplicate, confirmed without a transfer.
-    const buffer = photo(PHASES.indexOf(label) * 100_000 + i + 1, 4 << 20);
+  const times = await guestSamples(page, n, label, PHASES, async () => {
     if (check) {
       await until("a transcode to run", async () => transcoding(server.child.pid), 120_000, 50);
       running++;
     }
-    const started = performance.now();
-    await page.setInputFiles("[data-testid='file-input']", [{ name, mimeType: "image/png", buffer }]);
-    await until(`${name} to be saved`, async () => {
-      const list = await page.evaluate(() => window.uploader.list());
-      return list.some((a) => a.fileName === name && a.confirmation === "confirmed");
-    }, 300_000, 20);
-    times.push(performance.now() - started);
-  }
-  return { times: times.sort((a, b) => a - b), startedDuringTranscode: running };
+  });
+  return { times, startedDuringTranscode: running };
 }
 
 /** How many of the event's photos have their renditions made (the host's list). */

@@ -41,16 +41,8 @@ extern "C" {
     fn wake_after(ms: f64, callback: &Function) -> f64;
     #[wasm_bindgen(js_name = cancelWake)]
     fn cancel_wake(id: f64);
-    #[wasm_bindgen(js_name = wakesPending)]
-    fn wakes_pending_js() -> u32;
     #[wasm_bindgen(js_name = wakesInWorker)]
     fn wakes_in_worker_js() -> bool;
-}
-
-/// Timers armed by [`sleep`], [`timeout`] and [`Signal::wait`] that have
-/// not fired nor been cancelled (tests: a closed uploader leaves none).
-pub fn wakes_pending() -> u32 {
-    wakes_pending_js()
 }
 
 /// Whether this page's timers are also armed in a dedicated worker, whose

@@ -396,11 +396,6 @@ export function cancelWake(id) {
   if (wakeWorker) wakeWorker.postMessage([id, -1]);
 }
 
-// Wakes armed so far on this page (tests: a closed uploader leaves none).
-export function wakesPending() {
-  return wakes.size;
-}
-
 // Whether this page's waits are also armed in a worker (tests, diagnostics).
 export function wakesInWorker() {
   return Boolean(wakeClock());

@@ -102,3 +102,15 @@ export const retryOptions: Same<Hand.RetryOptions, Rust.RetryOptions> = true;
 // Not derived: `UploadError` is a JS `Error` that src/error.rs makes by
 // hand, with `code` set to an error's `Code`.
 export const uploadError: Same<Hand.UploadError["code"], Code> = true;
+
+// Not derived either: the worker's message API (`serveUploader`, src/remote.rs
+// and `serveUploaderOn` in src/glue.js) is JS over the `Uploader` class, so
+// its messages have no Rust type. Each is held against the types above that
+// it carries, so a change to one of those reaches it.
+export const uploaderState: Same<Hand.UploaderState["attempts"][number], Hand.AttemptView> = true;
+export const uploaderStateErrors: Same<NonNullable<Hand.UploaderState["storageError"]>, Hand.StorageErrorInfo> = true;
+export const uploaderCalls: Same<Hand.UploaderCalls["add"]["value"][number], Hand.AddOutcome> = true;
+export const uploaderCallOpen: Same<Hand.UploaderCall<"open">["args"][0], Hand.UploaderOptions> = true;
+export const uploaderReply: Same<Extract<Hand.UploaderReply, { error: unknown }>["error"]["code"], Code> = true;
+export const uploaderEventMessage: Same<Extract<Hand.UploaderEventMessage, { uploadOnceEvent: "change" }>["value"], Hand.AttemptView> = true;
+export const uploaderPort: Same<Parameters<Hand.UploaderPort["postMessage"]>[0], Hand.UploaderReply | Hand.UploaderEventMessage> = true;

@@ -366,14 +366,22 @@ function wakeClock() {
   return wakeWorker;
 }
 
-// The wake `id` fired, in the worker or on the page: the other is cleared.
-function fireWake(id, inWorker) {
+// Forgets wake `id` (its page timer cleared; its copy in the worker too,
+// unless that copy is what fired). Returns its callback, or null when it
+// had already fired or been cancelled.
+function forgetWake(id, firedInWorker) {
   const wake = wakes.get(id);
-  if (!wake) return;
+  if (!wake) return null;
   wakes.delete(id);
-  if (inWorker) clearTimeout(wake[1]);
-  else if (wakeWorker) wakeWorker.postMessage([id, -1]);
-  wake[0]();
+  clearTimeout(wake[1]);
+  if (!firedInWorker && wakeWorker) wakeWorker.postMessage([id, -1]);
+  return wake[0];
+}
+
+// The wake `id` fired, in the worker or on the page: the first one calls back.
+function fireWake(id, inWorker) {
+  const callback = forgetWake(id, inWorker);
+  if (callback) callback();
 }
 
 // Calls `callback` once, `ms` milliseconds from now (see above). Returns the
@@ -389,11 +397,7 @@ export function wakeAfter(ms, callback) {
 
 // Forgets a wake that has not fired (a fired one is already gone).
 export function cancelWake(id) {
-  const wake = wakes.get(id);
-  if (!wake) return;
-  wakes.delete(id);
-  clearTimeout(wake[1]);
-  if (wakeWorker) wakeWorker.postMessage([id, -1]);
+  forgetWake(id, false);
 }
 
 // Whether this page's waits are also armed in a worker (tests, diagnostics).

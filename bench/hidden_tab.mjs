@@ -26,8 +26,8 @@
 // the one measured (`cargo xtask test size` builds it).
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { TARGET, createEvent, photos, until } from "../tests/e2e/harness.mjs";
-import { hide, openTab, pickFiles, startChromium } from "../tests/e2e/cdp.mjs";
+import { TARGET, createEvent, until } from "../tests/e2e/harness.mjs";
+import { hide, openGuestTab, openTab, photosOnDisk, pickFiles, startChromium } from "../tests/e2e/cdp.mjs";
 import { startStack } from "../tests/faults/stack.mjs";
 
 const args = process.argv.slice(2);
@@ -61,11 +61,7 @@ async function run(browser, stack, files, { hidden, worker }, seed) {
   await stack.proxy.reset();
   await stack.proxy.seed(seed);
   await stack.proxy.rules(...RULES);
-  const tab = await openTab(browser);
-  await tab.send("Page.enable");
-  if (!worker) await tab.send("Page.addScriptToEvaluateOnNewDocument", { source: "delete globalThis.Worker;" });
-  await tab.send("Page.navigate", { url: stack.guestUrl(ev) });
-  await until("the guest page to be ready", () => tab.evaluate("document.body?.dataset.ready === '1'").catch(() => false), 30_000);
+  const tab = await openGuestTab(browser, stack.guestUrl(ev), { initScript: worker ? undefined : "delete globalThis.Worker;" });
   // A phone's uplink: the job lasts long enough for the intensive
   // throttling to start (it waits for the page to be hidden past its grace
   // period and silent for 30 s).
@@ -158,11 +154,7 @@ try {
       // Photos of their own per run (the server keeps one media per content).
       const roundDir = join(dir, `${round}-${i}`);
       mkdirSync(roundDir);
-      const files = photos(FILES, KB * 1000, `hidden-${round}-${i}`).map((p) => {
-        const path = join(roundDir, p.name);
-        writeFileSync(path, p.buffer);
-        return path;
-      });
+      const files = photosOnDisk(roundDir, FILES, KB * 1000, `hidden-${round}-${i}`);
       // The same faults for the four ways of a round.
       const r = await run(browser, stack, files, way, 1000 + round);
       times[way.name].push(r.ms);

@@ -4,9 +4,9 @@
 // only be seen this way: a second tab opened with `Target.createTarget` in
 // the same window hides the first, as a guest switching apps would.
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { CHROMIUM, CHROMIUM_ARGS, TARGET, until } from "./harness.mjs";
+import { CHROMIUM, CHROMIUM_ARGS, TARGET, photos, until } from "./harness.mjs";
 
 /**
  * Starts Chromium with a fresh profile. `extraArgs` are added to the
@@ -76,4 +76,26 @@ export async function pickFiles(tab, selector, files) {
   const { root } = await tab.send("DOM.getDocument", { depth: 0 });
   const { nodeId } = await tab.send("DOM.querySelector", { nodeId: root.nodeId, selector });
   await tab.send("DOM.setFileInputFiles", { nodeId, files });
+}
+
+/**
+ * Opens `url` (a guest page) in a new tab and waits until it is ready.
+ * `initScript` runs in the page before any of its own scripts.
+ */
+export async function openGuestTab(browser, url, { initScript } = {}) {
+  const tab = await openTab(browser);
+  await tab.send("Page.enable");
+  if (initScript) await tab.send("Page.addScriptToEvaluateOnNewDocument", { source: initScript });
+  await tab.send("Page.navigate", { url });
+  await until("the guest page to be ready", () => tab.evaluate("document.body?.dataset.ready === '1'").catch(() => false), 30_000);
+  return tab;
+}
+
+/** `photos(n, bytes, prefix)` written into `dir`; resolves to their paths (what `pickFiles` takes). */
+export function photosOnDisk(dir, n, bytes, prefix) {
+  return photos(n, bytes, prefix).map((p) => {
+    const path = join(dir, p.name);
+    writeFileSync(path, p.buffer);
+    return path;
+  });
 }

@@ -8,11 +8,11 @@
 // once, and the page stayed hidden throughout.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { TARGET, createEvent } from "../e2e/harness.mjs";
-import { hide, openTab, pickFiles, startChromium } from "../e2e/cdp.mjs";
-import { startStack, rowsByAttempt, photos, until } from "./stack.mjs";
+import { hide, openGuestTab, photosOnDisk, pickFiles, startChromium } from "../e2e/cdp.mjs";
+import { startStack, rowsByAttempt, until } from "./stack.mjs";
 
 let stack, browser;
 before(async () => {
@@ -32,16 +32,9 @@ test("a hidden page, frozen and woken mid-way, with answers lost, confirms every
     { method: "POST", path: "/v1/events/*/attempts", probability: 0.2, times: 2, action: { kind: "drop_before" } },
   );
   const dir = mkdtempSync(join(TARGET, "hidden-photos-"));
-  const files = photos(10, 150_000, "hidden").map((p) => {
-    const path = join(dir, p.name);
-    writeFileSync(path, p.buffer);
-    return path;
-  });
-  const tab = await openTab(browser);
+  const files = photosOnDisk(dir, 10, 150_000, "hidden");
+  const tab = await openGuestTab(browser, stack.guestUrl(ev));
   try {
-    await tab.send("Page.enable");
-    await tab.send("Page.navigate", { url: stack.guestUrl(ev) });
-    await until("the guest page to be ready", () => tab.evaluate("document.body?.dataset.ready === '1'").catch(() => false), 30_000);
     await pickFiles(tab, "[data-testid='file-input']", files);
     const cover = await hide(browser, tab);
 

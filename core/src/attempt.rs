@@ -324,6 +324,13 @@ pub struct AttemptRecord {
     /// reason reads the same after a reload. Left out when kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_kept: Option<NotKept>,
+    /// Its bytes were handed to a driver outside the page (a Background
+    /// Fetch, which goes on after the tab is closed): it is paused here, and
+    /// the service worker confirms it when the fetch ends; a page that takes
+    /// it back ([`AttemptRecord::take_back`]) drives it again. Left out of
+    /// the stored record when false.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub background: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -360,6 +367,7 @@ impl AttemptRecord {
             paused: false,
             session_token: None,
             not_kept: None,
+            background: false,
         }
     }
 
@@ -583,6 +591,49 @@ impl AttemptRecord {
         self.paused = false;
         self.retries = 0;
         self.next_retry_at = None;
+        self.touch(now);
+        true
+    }
+
+    /// Whether its bytes can be handed to a Background Fetch: a transfer in
+    /// one PUT with its signed URL in hand, not paused, not sent yet (or
+    /// being sent: the PUT starts again there).
+    pub fn can_hand_over(&self) -> bool {
+        self.can_pause()
+            && !self.paused
+            && self.multipart.is_none()
+            && self.step == Step::Upload
+            && self.upload.is_some()
+    }
+
+    /// Hands its bytes to a Background Fetch: it is paused here (the caller
+    /// aborts what is being sent) and marked [`AttemptRecord::background`].
+    /// False when it cannot be handed over.
+    pub fn hand_over(&mut self, now: UnixMillis) -> bool {
+        if !self.can_hand_over() {
+            return false;
+        }
+        self.paused = true;
+        self.background = true;
+        self.touch(now);
+        true
+    }
+
+    /// A page takes it back from a Background Fetch: it is driven here again
+    /// from what the server says (the fetch may have stored its bytes), with
+    /// a fresh retry budget. False when it was not handed over.
+    pub fn take_back(&mut self, now: UnixMillis) -> bool {
+        if !self.background {
+            return false;
+        }
+        self.background = false;
+        if self.paused {
+            self.resume(now);
+        }
+        if !self.is_terminal() && self.object_key.is_some() {
+            self.step = Step::Check;
+            self.next_retry_at = None;
+        }
         self.touch(now);
         true
     }

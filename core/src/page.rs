@@ -352,6 +352,9 @@ enum OwnWrite {
     Add(AddPlan),
     /// A forget: the attempt's record deleted.
     Forget(Uuid),
+    /// A hand-over: the attempts handed to a Background Fetch stored,
+    /// strictly, before their locks are let go.
+    HandOver(Vec<Uuid>),
 }
 
 /// Where an attempt's Web Lock stands.
@@ -393,6 +396,9 @@ pub struct Page {
     fresh: IdSet,
     /// Attempts whose lock was just granted and whose record is being read.
     taking_over: IdSet,
+    /// Attempts taken back from a Background Fetch once their lock is held
+    /// ([`Page::take_back`]).
+    taking_back: IdSet,
     /// Records a restore just read, waiting for their lock.
     restoring: IdMap<AttemptRecord>,
     /// Attempts another page changed, being read.
@@ -462,6 +468,7 @@ impl Page {
             locks: IdMap::default(),
             fresh: IdSet::default(),
             taking_over: IdSet::default(),
+            taking_back: IdSet::default(),
             restoring: IdMap::default(),
             remote_loads: IdSet::default(),
             restores: Vec::new(),
@@ -694,6 +701,9 @@ impl Page {
     fn take_over(&mut self, mut record: AttemptRecord, now: UnixMillis) {
         let stored_revision = record.revision;
         record.restore(now);
+        if self.taking_back.remove(&record.id).is_some() {
+            record.take_back(now);
+        }
         let has_blob = self.has_blob(&record);
         self.sched.insert(record, has_blob, true, stored_revision);
     }
@@ -929,7 +939,7 @@ impl Page {
     /// (its ticket is done once its files are kept) or the forgotten
     /// attempt goes; or else nothing of the add remains, the attempt stays,
     /// and the ticket is done with the failure ([`Page::take_failure`]).
-    fn handle_own_write(&mut self, ticket: Ticket, result: Result<(), Error>) {
+    fn handle_own_write(&mut self, ticket: Ticket, result: Result<(), Error>, now: UnixMillis) {
         let (_, write) = self.own_writes.remove(0);
         match (write, result) {
             (OwnWrite::Add(plan), Ok(())) => return self.handle_added(&plan, ticket),
@@ -939,6 +949,13 @@ impl Page {
             }
             (OwnWrite::Forget(id), Ok(())) => self.forgotten(&id),
             (OwnWrite::Forget(_), Err(error)) => self.failures.push((ticket, error)),
+            (OwnWrite::HandOver(ids), Ok(())) => self.handed_over(&ids),
+            (OwnWrite::HandOver(ids), Err(error)) => {
+                for id in &ids {
+                    self.sched.take_back(id, now);
+                }
+                self.failures.push((ticket, error));
+            }
         }
         self.effects.push_back(Effect::Done(ticket));
     }
@@ -1140,6 +1157,99 @@ impl Page {
         self.effects.push_back(Effect::Removed(*id));
     }
 
+    /// Prepares a hand-over ([`Page::hand_over`]): the files not sent yet are
+    /// hashed and authorized all at once (each needs its signed URL), and
+    /// no new transfer starts. [`Page::hand_over_waits`] says when they all
+    /// answered.
+    pub fn prepare_hand_over(&mut self) {
+        self.sched.prepare_hand_over(true);
+    }
+
+    /// Whether a hand-over being prepared still waits for a signed URL.
+    pub fn hand_over_waits(&self) -> bool {
+        self.sched.hand_over_waits()
+    }
+
+    /// Hands the transfers this page drives in one PUT, with their signed
+    /// URL in hand, to a Background Fetch (which goes on after the tab is
+    /// closed): each is paused here ([`AttemptRecord::hand_over`], what is
+    /// being sent is aborted), stored strictly, then its lock is let go, so
+    /// that the service worker can confirm it when the fetch ends. The ids
+    /// handed over, and the ticket done once they are stored and let go (or
+    /// could not be stored: then they are taken back at once, and
+    /// [`Page::take_failure`] says why).
+    pub fn hand_over(&mut self, now: UnixMillis) -> (Vec<Uuid>, Ticket) {
+        self.sched.prepare_hand_over(false);
+        let ticket = self.ticket();
+        let candidates: Vec<Uuid> = self
+            .sched
+            .records()
+            .filter(|r| r.can_hand_over() && self.sched.is_owned(&r.id) && self.has_blob(r))
+            .filter(|r| self.locks.get(&r.id) == Some(&LockState::Held))
+            .map(|r| r.id)
+            .collect();
+        let mut ids = Vec::new();
+        for id in candidates {
+            if self.sched.hand_over(&id, now) {
+                self.effects.push_back(Effect::Abort(id));
+                self.effects.push_back(Effect::Changed(id));
+                ids.push(id);
+            }
+        }
+        if ids.is_empty() || self.closed {
+            self.effects.push_back(Effect::Done(ticket));
+        } else {
+            self.own_writes.push((ticket, OwnWrite::HandOver(ids.clone())));
+        }
+        (ids, ticket)
+    }
+
+    /// Takes back every attempt of this page handed to a Background Fetch
+    /// ([`AttemptRecord::take_back`]): one this page holds the lock of goes
+    /// on at once; the others once their lock is held again (the service
+    /// worker may be confirming them: then they show what it stored). Only
+    /// those of `only`, when given. The ids taken back.
+    pub fn take_back(&mut self, only: Option<&[Uuid]>, now: UnixMillis) -> Vec<Uuid> {
+        self.sched.prepare_hand_over(false);
+        let handed: Vec<(Uuid, bool)> = self
+            .sched
+            .records()
+            .filter(|r| r.background && only.is_none_or(|ids| ids.contains(&r.id)))
+            .map(|r| (r.id, r.is_terminal()))
+            .collect();
+        let mut ids = Vec::new();
+        for (id, terminal) in handed {
+            if self.sched.is_owned(&id) {
+                self.sched.take_back(&id, now);
+                self.effects.push_back(Effect::Changed(id));
+            } else if !terminal {
+                self.taking_back.insert(id, ());
+                self.fresh.remove(&id);
+                self.request_lock(id);
+            } else {
+                continue;
+            }
+            ids.push(id);
+        }
+        ids
+    }
+
+    /// The hand-over's records are stored: their locks are let go, so the
+    /// service worker can drive them.
+    fn handed_over(&mut self, ids: &[Uuid]) {
+        for id in ids {
+            if self.sched.record(id).is_none_or(|r| !r.background) {
+                continue;
+            }
+            if self.locks.remove(id).is_some() {
+                self.effects.push_back(Effect::ReleaseLock(*id));
+            }
+            self.fresh.remove(id);
+            self.sched.set_owned(id, false);
+            self.effects.push_back(Effect::Changed(*id));
+        }
+    }
+
     /// Ask the server for fresh moderation states.
     pub fn refresh(&mut self) {
         self.sched.request_refresh();
@@ -1291,7 +1401,7 @@ impl Page {
         let records = match self.store_in_flight.take() {
             None => return,
             Some(Writing::Records(records)) => records,
-            Some(Writing::Own(ticket)) => return self.handle_own_write(ticket, result),
+            Some(Writing::Own(ticket)) => return self.handle_own_write(ticket, result, now),
         };
         if let Err(error) = result {
             // The attempts wait for their records (write-ahead), so the write
@@ -1604,6 +1714,9 @@ impl Page {
             let (records, delete) = match write {
                 OwnWrite::Add(plan) => (plan.new_records.clone(), Vec::new()),
                 OwnWrite::Forget(id) => (Vec::new(), vec![*id]),
+                OwnWrite::HandOver(ids) => {
+                    (ids.iter().filter_map(|id| self.sched.record(id).cloned()).collect(), Vec::new())
+                }
             };
             return Some(Effect::Store { records, delete, durability: Durability::Strict });
         }

@@ -25,7 +25,7 @@
 use uuid::Uuid;
 
 use crate::Entropy;
-use crate::attempt::{Action, AttemptRecord, Confirmation, Env, Followup, ModerationView, NotKept, Transfer};
+use crate::attempt::{Action, AttemptRecord, Confirmation, Env, Followup, ModerationView, NotKept, Step, Transfer};
 use crate::multipart::{DEFAULT_PARALLELISM, PartAction, PartFailure, Pipeline};
 use crate::retry::{Failure, RetryPolicy};
 use crate::time::UnixMillis;
@@ -355,6 +355,10 @@ pub struct Scheduler {
     hold_all: bool,
     /// Parts of one multipart file sent at once.
     part_parallelism: usize,
+    /// A hand-over to a Background Fetch is being prepared: every file is
+    /// hashed and authorized, beyond the concurrency limit, and no new
+    /// transfer starts ([`Scheduler::prepare_hand_over`]).
+    preparing_hand_over: bool,
     /// Files up to this size are hashed whole before authorize (the
     /// server's multipart threshold).
     hash_limit: u64,
@@ -374,6 +378,7 @@ impl Scheduler {
             confirms_active: 0,
             hold_all: false,
             part_parallelism: DEFAULT_PARALLELISM,
+            preparing_hand_over: false,
             hash_limit: DEFAULT_HASH_LIMIT,
             online: true,
             active: 0,
@@ -386,6 +391,29 @@ impl Scheduler {
     /// failing: docs/protocol.md §5.1).
     pub fn set_hold_all(&mut self, hold: bool) {
         self.hold_all = hold;
+    }
+
+    /// While `preparing`, the files not sent yet are hashed and authorized
+    /// all at once, beyond the concurrency limit (small requests), and no
+    /// new transfer starts: their bytes are about to go by a Background
+    /// Fetch, which needs each signed URL.
+    pub fn prepare_hand_over(&mut self, preparing: bool) {
+        self.preparing_hand_over = preparing;
+    }
+
+    /// Whether a hand-over is being prepared.
+    pub fn is_preparing_hand_over(&self) -> bool {
+        self.preparing_hand_over
+    }
+
+    /// Whether a hand-over being prepared still waits for an attempt's
+    /// signed URL (one this page drives, not paused, whose hash or
+    /// authorize has not answered and is not in a backoff).
+    pub fn hand_over_waits(&self) -> bool {
+        self.entries.iter().any(|e| {
+            let r = &e.record;
+            e.owned && !r.is_terminal() && !r.paused && r.step == Step::Authorize && r.next_retry_at.is_none()
+        })
     }
 
     /// The largest file hashed whole before its authorize: see
@@ -635,6 +663,30 @@ impl Scheduler {
             self.mark_dirty(*id);
         }
         ok
+    }
+
+    /// Hands the attempt's bytes to a Background Fetch
+    /// ([`AttemptRecord::hand_over`]). The caller aborts what is being sent.
+    pub fn hand_over(&mut self, id: &Uuid, now: UnixMillis) -> bool {
+        self.change(id, |r| r.hand_over(now))
+    }
+
+    /// Takes the attempt back from a Background Fetch
+    /// ([`AttemptRecord::take_back`]).
+    pub fn take_back(&mut self, id: &Uuid, now: UnixMillis) -> bool {
+        self.change(id, |r| r.take_back(now))
+    }
+
+    /// Applies `change` to the attempt's record; a changed record is stored.
+    fn change(&mut self, id: &Uuid, change: impl FnOnce(&mut AttemptRecord) -> bool) -> bool {
+        let Some(e) = self.entries.get_mut(id) else {
+            return false;
+        };
+        let changed = change(&mut e.record);
+        if changed {
+            self.mark_dirty(*id);
+        }
+        changed
     }
 
     /// The user asked to retry a failed attempt. Does nothing for an active
@@ -1005,7 +1057,8 @@ impl Scheduler {
             .filter(|e| e.hashing)
             .fold((0usize, 0u64), |(n, bytes), e| (n + 1, bytes + e.record.file.size));
         let hashed_waiting = self.entries.iter().filter(|e| e.is_hashed_and_waiting()).count();
-        let hash_slots = self.concurrency.max(1).saturating_sub(hashed_waiting);
+        let preparing = self.preparing_hand_over;
+        let hash_slots = if preparing { usize::MAX } else { self.concurrency.max(1).saturating_sub(hashed_waiting) };
         let hash_limit = self.hash_limit;
         // In order, by position: nothing below adds or removes an entry (a
         // lookup by id per entry made every poll quadratic in the attempts).
@@ -1069,7 +1122,14 @@ impl Scheduler {
                 }
             }
             let confirming = matches!(action, Action::Confirm(_));
-            let slot = if confirming { confirm_slot } else { network };
+            if preparing && matches!(action, Action::Upload(_)) {
+                continue;
+            }
+            let slot = if confirming {
+                confirm_slot
+            } else {
+                network || (preparing && matches!(action, Action::Authorize(_)))
+            };
             if !slot || e.pipeline.is_busy() {
                 // A multipart attempt checks with the server only once its
                 // parts on the wire have answered.

@@ -27,7 +27,7 @@ use ts_rs::{Config, TS};
 use crate::ErrorCode;
 use crate::attempt::{AttemptError, Confirmation, ModerationView, NotKept, Transfer};
 use crate::options::{RetryOptions, UploaderOptions};
-use crate::view::{AddOutcome, AttemptView, ErrorInfo};
+use crate::view::{AddOutcome, AttemptView, BackgroundFetchSettled, ErrorInfo};
 use crate::wire::{Dedup, EventInfo, MediaSummary, Moderation, ModerationPolicy};
 
 /// The module name the checker imports the declarations from.
@@ -63,6 +63,7 @@ fn module() -> String {
         declaration::<Moderation>(),
         declaration::<ErrorInfo>(),
         declaration::<AddOutcome>(),
+        declaration::<BackgroundFetchSettled>(),
         declaration::<EventInfo>(),
         declaration::<ModerationPolicy>(),
         declaration::<Dedup>(),

@@ -78,6 +78,10 @@ pub struct AttemptView {
     /// The guest paused the transfer (`pause`); nothing is sent until
     /// `resume`.
     pub paused: bool,
+    /// Its bytes were handed to a Background Fetch (`handOver`): the
+    /// browser sends them, also after the tab is closed, and the service
+    /// worker confirms it; `takeBack` drives it here again.
+    pub in_background: bool,
     /// Waiting for the browser to come back online.
     pub offline: bool,
     /// For a file that goes up in parts: how many the store holds.
@@ -142,7 +146,8 @@ impl AttemptView {
             file_held: facts.file_held,
             file_kept: facts.file_kept,
             not_kept_reason: if facts.file_kept { None } else { facts.not_kept },
-            paused: a.paused && !a.is_terminal(),
+            paused: a.paused && !a.background && !a.is_terminal(),
+            in_background: a.background && !a.is_terminal(),
             offline: !facts.online && !a.is_terminal() && !a.needs_file(),
             parts_done: a.multipart.as_ref().map(|l| l.done.len() as u32),
             part_count: a.multipart.as_ref().map(|l| l.part_count),
@@ -159,6 +164,21 @@ pub struct ErrorInfo {
     pub code: String,
     /// For people.
     pub message: String,
+}
+
+/// What the service worker did with the attempts of one Background Fetch
+/// when it ended (`settleBackgroundFetch`, `BackgroundFetchSettled`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct BackgroundFetchSettled {
+    /// Attempts the fetch carried.
+    pub total: u32,
+    /// Confirmed (by this settle, or before it).
+    pub confirmed: u32,
+    /// Cancelled: the guest cancelled the fetch in the browser's download UI.
+    pub cancelled: u32,
+    /// Left for the next visit (not stored, or driven by an open page).
+    pub waiting: u32,
 }
 
 /// What `add` did with one file (`AddOutcome`).

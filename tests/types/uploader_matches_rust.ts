@@ -89,6 +89,7 @@ export const addOutcome: Same<
 > = true;
 
 export const eventInfo: Same<Hand.EventInfo, Rust.EventInfo> = true;
+export const backgroundFetchSettled: Same<Hand.BackgroundFetchSettled, Rust.BackgroundFetchSettled> = true;
 
 // The unions the hand-written file writes out inline, field by field (the
 // xtask fails if a type derived from Rust is named by no line here).

@@ -1178,6 +1178,8 @@ pub struct Stats {
     pub adds_refused: usize,
     /// Tabs opened beside the first.
     pub tabs_opened: usize,
+    /// PUTs a Background Fetch sent ([`Sim::background_fetch`]).
+    pub background_puts: usize,
     /// Joins of the event.
     pub joins: usize,
     /// Times a page said its session was joined or refused.
@@ -1699,6 +1701,58 @@ impl Sim {
         tab
     }
 
+    // ----- Background Fetch ----------------------------------------------------
+
+    /// The guest's page hands its transfers in one PUT to a Background
+    /// Fetch (`Client::hand_over`): the ids handed over.
+    pub fn hand_over(&mut self) -> Vec<Uuid> {
+        let now = self.now;
+        let (ids, _ticket) = self.tabs[0].page.hand_over(now);
+        ids
+    }
+
+    /// The guest's page prepares a hand-over: every file's signed URL
+    /// first (`Client::hand_over` waits for [`Page::hand_over_waits`]).
+    pub fn prepare_hand_over(&mut self) {
+        self.tabs[0].page.prepare_hand_over();
+    }
+
+    /// The guest's page takes every hand-over back (`Client::take_back`).
+    pub fn take_back(&mut self) -> Vec<Uuid> {
+        let now = self.now;
+        self.tabs[0].page.take_back(None, now)
+    }
+
+    /// The browser's Background Fetch sends the stored records' PUTs of
+    /// `ids` (the signed URL and headers each record holds), as the page
+    /// built them: what each PUT answered.
+    pub fn background_fetch(&mut self, ids: &[Uuid]) -> Vec<Result<(), Failure>> {
+        let now = self.now;
+        ids.iter()
+            .map(|id| {
+                let record = self.db.get(id).expect("a stored record").clone();
+                let upload = record.upload.expect("handed over with its signed URL");
+                self.stats.background_puts += 1;
+                self.server.put_signed(&upload, record.file.size, now)
+            })
+            .collect()
+    }
+
+    /// The service worker settles a Background Fetch of `ids`
+    /// (`settleBackgroundFetch`): a page of its own that restores only
+    /// those attempts. Its index in the tabs.
+    pub fn open_service_worker(&mut self, ids: &[Uuid]) -> usize {
+        let mut tab = self.new_tab();
+        let records: Vec<AttemptRecord> = self.stored_records();
+        let kept: Vec<Uuid> = self.kept.iter().copied().collect();
+        tab.page.open(records.clone(), &kept);
+        tab.page.set_session(Session { token: self.session_token.clone(), event: self.event_info() });
+        let mine: Vec<AttemptRecord> = records.into_iter().filter(|r| ids.contains(&r.id)).collect();
+        tab.page.restore(mine, &kept);
+        self.tabs.push(tab);
+        self.tabs.len() - 1
+    }
+
     fn stored_records(&self) -> Vec<AttemptRecord> {
         let mut records: Vec<AttemptRecord> = self.db.values().filter(|r| r.event == EVENT).cloned().collect();
         records.sort_by_key(|r| (r.created_at, r.id));
@@ -2017,7 +2071,13 @@ impl Sim {
             self.stats.max_parts_in_flight = self.stats.max_parts_in_flight.max(sending);
         }
         // Confirms go beside the transfers, in as many slots of their own.
-        let (confirms, on_wire) = self.counted_on_wire(&self.tabs[i]);
+        let (confirms, mut on_wire) = self.counted_on_wire(&self.tabs[i]);
+        if self.tabs[i].page.scheduler().is_preparing_hand_over() {
+            // A hand-over being prepared authorizes every file at once.
+            let tab = self.tabs[i].id;
+            on_wire -=
+                self.inflight.iter().filter(|f| f.tab == tab && matches!(f.command, Command::Authorize { .. })).count();
+        }
         let limit = self.config.concurrency.max(1);
         assert!(confirms <= limit, "confirm limit {limit} exceeded: {confirms} in flight");
         self.stats.max_confirms_in_flight = self.stats.max_confirms_in_flight.max(confirms);

@@ -417,6 +417,7 @@ const SERVED_EVENTS = { change: "onChange", remove: "onRemove", storageError: "o
 
 export function serveUploaderOn(port, open) {
   let uploader = null;
+  let opening = false;
   const post = (message) => port.postMessage(message);
   const state = () => ({
     idle: uploader.idle, busy: uploader.busy, persisted: uploader.persisted, storageError: uploader.storageError,
@@ -425,8 +426,13 @@ export function serveUploaderOn(port, open) {
   const refusal = (code, message) => Object.assign(new Error(message), { code });
   const carryOut = async (call, args) => {
     if (call === "open") {
-      if (uploader) throw refusal("invalid_options", "an uploader is already open in this worker");
-      uploader = await open(args[0]);
+      if (uploader || opening) throw refusal("invalid_options", "an uploader is already open in this worker");
+      opening = true;
+      try {
+        uploader = await open(args[0]);
+      } finally {
+        opening = false;
+      }
       for (const [name, on] of Object.entries(SERVED_EVENTS)) uploader[on]((value) => post({ uploadOnceEvent: name, value }));
       uploader.onSessionChange((event, error) => post({ uploadOnceEvent: "session", value: [event, error] }));
       return state();
@@ -457,4 +463,33 @@ export function serveUploaderOn(port, open) {
   // A page's calls posted before this ran (while the worker loaded the
   // package) reached no listener: it waits for this before its first.
   post({ uploadOnceEvent: "ready", value: null });
+}
+
+// ------------------------------------------- Background Fetch (issue 33) ----
+// The calls `handOver`, `takeBack` and `settleBackgroundFetch` make
+// (src/client/background.rs): the API is Chromium's only, and not in
+// web-sys.
+
+/** Whether `registration` (a ServiceWorkerRegistration) has Background Fetch. */
+export function hasBackgroundFetch(registration) {
+  return !!(registration && registration.backgroundFetch && typeof registration.backgroundFetch.fetch === "function");
+}
+
+/** Starts Background Fetch `id` of `puts` ([{ url, method, headers, body }]). */
+export async function startBackgroundFetch(registration, id, puts, title) {
+  const requests = puts.map(
+    (p) => new Request(p.url, { method: p.method, headers: p.headers, body: p.body, mode: "cors", credentials: "omit" }),
+  );
+  await registration.backgroundFetch.fetch(id, requests, { title });
+}
+
+/** The ids of the registration's Background Fetches still running. */
+export async function backgroundFetchIds(registration) {
+  return registration.backgroundFetch.getIds();
+}
+
+/** Aborts Background Fetch `id`, if it still runs. */
+export async function abortBackgroundFetch(registration, id) {
+  const fetch = await registration.backgroundFetch.get(id);
+  return fetch ? fetch.abort() : false;
 }

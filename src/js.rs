@@ -250,6 +250,42 @@ impl Uploader {
         })
     }
 
+    /// Hands the transfers that go up in one PUT to a Background Fetch of
+    /// the page's service worker (`registration`), where the browser has the
+    /// API (Chromium): the browser sends their bytes, also after the tab is
+    /// closed, shows the progress in its download UI under `title`, and the
+    /// service worker confirms each one when the fetch ends
+    /// (`settleBackgroundFetch`). They show `inBackground` here meanwhile.
+    /// Resolves to the ids handed over (none without the API).
+    #[wasm_bindgen(js_name = handOver, unchecked_return_type = "Promise<string[]>")]
+    pub fn hand_over(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ServiceWorkerRegistration")] registration: JsValue,
+        title: String,
+    ) -> Promise {
+        let client = self.client.clone();
+        future_to_promise(async move {
+            let ids = client.hand_over(&registration, &title).await?;
+            Ok(ids.iter().map(|id| JsValue::from_str(&id.to_string())).collect::<Array>().into())
+        })
+    }
+
+    /// Takes back every transfer handed to a Background Fetch (`handOver`):
+    /// the fetches still running are aborted (not read as the guest's
+    /// cancel), and the attempts go on here from what the server says.
+    /// Resolves to the ids taken back.
+    #[wasm_bindgen(js_name = takeBack, unchecked_return_type = "Promise<string[]>")]
+    pub fn take_back(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ServiceWorkerRegistration")] registration: JsValue,
+    ) -> Promise {
+        let client = self.client.clone();
+        future_to_promise(async move {
+            let ids = client.take_back(&registration).await?;
+            Ok(ids.iter().map(|id| JsValue::from_str(&id.to_string())).collect::<Array>().into())
+        })
+    }
+
     /// Asks the server for fresh moderation states of confirmed attempts.
     pub fn refresh(&self) {
         self.client.refresh();

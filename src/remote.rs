@@ -14,6 +14,9 @@
 //! `Uploader` class (`serveUploaderOn` in `glue.js`), so the package pays
 //! almost nothing for it. README, "The uploader in a worker", has a
 //! page-side proxy.
+//!
+//! Also here: `settleBackgroundFetch`, the service worker's side of
+//! `Uploader.handOver` (src/client/background.rs).
 
 use js_sys::Promise;
 use wasm_bindgen::prelude::*;
@@ -33,4 +36,22 @@ extern "C" {
 pub fn serve_uploader(#[wasm_bindgen(unchecked_param_type = "UploaderPort")] port: JsValue) -> Result<(), JsValue> {
     let open = Closure::<dyn FnMut(JsValue) -> Promise>::new(Uploader::open);
     serve_uploader_on(&port, open.into_js_value().unchecked_ref())
+}
+
+/// In the page's service worker, when a Background Fetch that `handOver`
+/// started ends (`backgroundfetchsuccess`, `backgroundfetchfail`,
+/// `backgroundfetchabort`): opens the same uploader there, asks the server
+/// what became of each attempt the fetch carried, and confirms those whose
+/// bytes are stored, with the same idempotent confirm (the same attempt
+/// ids). A fetch the guest cancelled in the browser's download UI cancels
+/// them. Resolves to what it did, or `null` for a fetch that is not the
+/// uploader's, still runs, or was taken back by a page (`takeBack`).
+#[wasm_bindgen(js_name = settleBackgroundFetch, unchecked_return_type = "Promise<BackgroundFetchSettled | null>")]
+pub fn settle_background_fetch(
+    #[wasm_bindgen(unchecked_param_type = "BackgroundFetchRegistration")] registration: JsValue,
+) -> Promise {
+    wasm_bindgen_futures::future_to_promise(async move {
+        let settled = crate::client::settle_background_fetch(&registration).await?;
+        Ok(settled.and_then(|s| crate::serde_js::to_js(&s).ok()).unwrap_or(JsValue::NULL))
+    })
 }

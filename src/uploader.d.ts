@@ -96,6 +96,8 @@ export interface AttemptView {
   notKeptReason: "too_large" | "over_total" | "no_room" | "refused" | null;
   /** The guest paused the transfer (`pause(id)`): nothing is sent until `resume(id)`; parts the server holds stay stored, and a reload keeps it paused. */
   paused: boolean;
+  /** Its bytes were handed to a Background Fetch (`handOver`): the browser sends them, also after the tab is closed, and the service worker confirms it (`settleBackgroundFetch`); `takeBack` drives it here again. */
+  inBackground: boolean;
   /** Waiting for the browser to come back online. */
   offline: boolean;
   /** The same photo (the same bytes) was already shared in this event, by this guest or another (within the event's `dedup` scope): it is stored only once (a file that goes up in one PUT was not sent again; a large file in parts was sent, and its copy dropped at confirm), and `media` is that media record. */
@@ -219,3 +221,15 @@ export type UploaderEventMessage =
   | { uploadOnceEvent: "storageError"; value: StorageErrorInfo | null }
   | { uploadOnceEvent: "session"; value: [EventInfo | null, SessionErrorInfo | null] }
   | { uploadOnceEvent: "busy"; value: boolean };
+
+/** What `settleBackgroundFetch` did with the attempts of one Background Fetch. */
+export interface BackgroundFetchSettled {
+  /** Attempts the fetch carried. */
+  total: number;
+  /** Confirmed (by this settle, or before it). */
+  confirmed: number;
+  /** Cancelled: the guest cancelled the fetch in the browser's download UI. */
+  cancelled: number;
+  /** Left for the next visit (not stored, or driven by an open page). */
+  waiting: number;
+}

@@ -141,6 +141,7 @@ async function main() {
   updateSummary();
   document.body.dataset.ready = "1";
   registerServiceWorker();
+  keepGoingInTheBackground();
   takeSharedFiles();
 
   setInterval(() => uploader.refresh(), REFRESH_MS);
@@ -208,7 +209,78 @@ async function takeSharedFiles() {
  */
 function registerServiceWorker() {
   if (!("serviceWorker" in navigator)) return;
-  navigator.serviceWorker.register("/sw.js", { scope: "/" }).catch((err) => console.warn("no service worker:", err));
+  // Where the browser has Background Fetch (Chromium), the worker is a
+  // module that also loads the package: it confirms the uploads this page
+  // hands over when it is hidden (www/sw-background.js imports www/sw.js).
+  const options = BACKGROUND_FETCH ? { scope: "/", type: "module" } : { scope: "/" };
+  navigator.serviceWorker
+    .register(BACKGROUND_FETCH ? "/sw-background.js" : "/sw.js", options)
+    .catch((err) => console.warn("no service worker:", err));
+}
+
+/** Whether this browser can send uploads after the tab is closed. */
+const BACKGROUND_FETCH = "BackgroundFetchManager" in self && "serviceWorker" in navigator;
+/**
+ * How long the page stays hidden before it hands its uploads to the
+ * browser: a glance at another app does not restart what is on the wire.
+ */
+const HAND_OVER_AFTER_MS = 3_000;
+
+/**
+ * Uploads that outlive the tab (issue 33). While this page is hidden (the
+ * phone locked, another app, the tab switcher, where the guest may close
+ * it), what is left to send in one PUT goes to a Background Fetch: the
+ * browser sends it, shows it in its download UI, and the service worker
+ * confirms each file (`settleBackgroundFetch`). When the page is seen again
+ * it takes everything back (`takeBack`), as it does when it opens: the
+ * server says what became of each. Without the API (Firefox, Safari) the
+ * page goes on while the browser lets it, and the next visit resumes.
+ */
+async function keepGoingInTheBackground() {
+  if (!BACKGROUND_FETCH) return;
+  let registration;
+  try {
+    registration = await navigator.serviceWorker.ready;
+  } catch {
+    return;
+  }
+  let timer = null;
+  let handing = Promise.resolve();
+  const takeBack = async () => {
+    await handing;
+    document.body.dataset.background = "taking-back";
+    try {
+      await uploader.takeBack(registration);
+    } catch (err) {
+      console.warn("upload-once: could not take the uploads back:", err && err.message);
+    }
+    document.body.dataset.background = "here";
+  };
+  const handOver = () => {
+    timer = null;
+    if (document.visibilityState !== "hidden" || !uploader.busy) return;
+    const title = t("guest.background.title", { event: (uploader.event && uploader.event.title) || "" });
+    handing = uploader
+      .handOver(registration, title)
+      .then((ids) => {
+        if (ids.length) document.body.dataset.background = `handed:${ids.length}`;
+      })
+      .catch((err) => console.warn("upload-once: could not hand the uploads over:", err && err.message));
+  };
+  await takeBack();
+  document.addEventListener(
+    "visibilitychange",
+    () => {
+      if (document.visibilityState === "hidden") {
+        if (timer === null) timer = setTimeout(handOver, HAND_OVER_AFTER_MS);
+        return;
+      }
+      if (timer !== null) clearTimeout(timer);
+      timer = null;
+      takeBack();
+    },
+    { signal: pageListeners.signal },
+  );
 }
 
 function explainOpenError(err, event) {
@@ -875,6 +947,7 @@ function noteFor(view) {
     const s = Math.max(0, Math.ceil((view.nextRetryAt - Date.now()) / 1000));
     return t("guest.note.retryingIn", { when: inSeconds(s), reason: shortReason(view.error) });
   }
+  if (view.inBackground) return t("guest.note.background");
   if (view.paused) return t("guest.note.paused");
   if (navigator.onLine === false) return t("guest.note.offline");
   if (!view.drivenHere) return t("guest.note.otherTab");

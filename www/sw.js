@@ -158,6 +158,12 @@ async function openLastEvent() {
   return Response.redirect(await lastEventUrl(), 303);
 }
 
+// The guest taps the browser's notice of uploads handed over to it (a
+// Background Fetch, www/sw-background.js): the event's page opens.
+self.addEventListener("backgroundfetchclick", (event) => {
+  event.waitUntil(lastEventUrl().then((url) => self.clients.openWindow(url)));
+});
+
 /**
  * Keeps the shared files (each under `/__upload-once/share/<id>/<n>`, its
  * name and time in headers) and sends the browser to the guest page.

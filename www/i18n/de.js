@@ -99,6 +99,8 @@ export default {
   "guest.note.retryingIn": "Neuer Versuch {when} ({reason})",
   "guest.note.offline": "Pausiert: geht weiter, sobald du wieder online bist.",
   "guest.note.paused": "Pausiert: nichts wird gesendet, bis du fortsetzt.",
+  "guest.note.background": "An den Browser übergeben: Er lädt weiter hoch, auch wenn du diese Seite schließt.",
+  "guest.background.title": "Fotos und Videos werden zu {event} hochgeladen",
   "guest.note.otherTab": "Wird von einem anderen Tab dieses Browsers hochgeladen.",
   "guest.note.tryingAgain": "Neuer Versuch ({reason})",
   "guest.reason.network": "Verbindung verloren",

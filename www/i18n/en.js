@@ -102,6 +102,8 @@ export default {
   "guest.note.retryingIn": "Retrying {when} ({reason})",
   "guest.note.offline": "Paused: continues when you're back online.",
   "guest.note.paused": "Paused: nothing is sent until you resume.",
+  "guest.note.background": "Handed to the browser: it goes on uploading even if you close this page.",
+  "guest.background.title": "Uploading photos and videos to {event}",
   "guest.note.otherTab": "Being uploaded by another tab of this browser.",
   "guest.note.tryingAgain": "Trying again ({reason})",
   "guest.reason.network": "connection lost",

@@ -99,6 +99,8 @@ export default {
   "guest.note.retryingIn": "Nuevo intento {when} ({reason})",
   "guest.note.offline": "En pausa: sigue cuando vuelvas a tener conexión.",
   "guest.note.paused": "En pausa: no se envía nada hasta que lo reanudes.",
+  "guest.note.background": "En manos del navegador: sigue subiendo aunque cierres esta página.",
+  "guest.background.title": "Subiendo fotos y vídeos a {event}",
   "guest.note.otherTab": "La está subiendo otra pestaña de este navegador.",
   "guest.note.tryingAgain": "Intentándolo de nuevo ({reason})",
   "guest.reason.network": "conexión perdida",

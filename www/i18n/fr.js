@@ -99,6 +99,8 @@ export default {
   "guest.note.retryingIn": "Nouvel essai {when} ({reason})",
   "guest.note.offline": "En pause : reprend dès que vous êtes de nouveau en ligne.",
   "guest.note.paused": "En pause : rien n'est envoyé tant que vous ne reprenez pas.",
+  "guest.note.background": "Confié au navigateur : l'envoi continue même si vous fermez cette page.",
+  "guest.background.title": "Envoi de photos et vidéos à {event}",
   "guest.note.otherTab": "Envoyé par un autre onglet de ce navigateur.",
   "guest.note.tryingAgain": "Nouvel essai ({reason})",
   "guest.reason.network": "connexion perdue",

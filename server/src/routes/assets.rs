@@ -82,6 +82,10 @@ pub const BUILD_PLACEHOLDER: &str = "\"upload-once:build\"";
 /// The service worker's file in `www/`, served at `/sw.js`.
 pub const SERVICE_WORKER: &str = "sw.js";
 
+/// The module service worker in `www/` where the browser has Background
+/// Fetch, served at `/sw-background.js`: it imports `/sw.js` and the package.
+pub const BACKGROUND_WORKER: &str = "sw-background.js";
+
 /// The `Content-Security-Policy` of the service worker's script: it only
 /// fetches the guest page's files from this origin.
 pub const SERVICE_WORKER_POLICY: &str = "default-src 'none'; connect-src 'self'";
@@ -199,6 +203,27 @@ pub struct PagePolicy {
 }
 
 impl PagePolicy {
+    /// The origins besides this one that pages may reach: the bucket's, the
+    /// public URL's and the API's.
+    fn other_origins(&self) -> Vec<&str> {
+        let mut others: Vec<&str> = Vec::new();
+        for origin in self.storage_origins.iter().chain(&self.api_origins) {
+            if !others.contains(&origin.as_str()) {
+                others.push(origin);
+            }
+        }
+        others
+    }
+
+    /// The `Content-Security-Policy` of the service worker that settles
+    /// Background Fetches (`/sw-background.js`): the package from this
+    /// origin, compiled (`'wasm-unsafe-eval'`), and requests to this origin
+    /// and the API's (the confirms; it sends no bytes itself).
+    pub fn background_worker_policy(&self) -> String {
+        let api: String = self.api_origins.iter().map(|o| format!(" {o}")).collect();
+        format!("default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; connect-src 'self'{api}")
+    }
+
     /// The policy of a configuration.
     pub fn from_config(config: &Config) -> PagePolicy {
         let mut storage = Vec::new();
@@ -232,12 +257,7 @@ impl PagePolicy {
     /// attribute (a style set from script through the CSSOM, such as a
     /// progress bar's width, is not governed by the policy).
     pub fn content_security_policy(&self, inline_scripts: &[&str]) -> String {
-        let mut others: Vec<&str> = Vec::new();
-        for origin in self.storage_origins.iter().chain(&self.api_origins) {
-            if !others.contains(&origin.as_str()) {
-                others.push(origin);
-            }
-        }
+        let others = self.other_origins();
         let others: String = others.iter().map(|o| format!(" {o}")).collect();
         let hashes: String = inline_scripts.iter().map(|s| format!(" {}", script_hash(s))).collect();
         [
@@ -411,6 +431,23 @@ async fn serve_service_worker(
     response
 }
 
+/// `/sw-background.js`, with its policy (it is small: read on each update
+/// check, revalidated like `/sw.js`).
+async fn serve_background_worker(config: Arc<Config>, file: PathBuf) -> Response {
+    let Ok(body) = tokio::fs::read(&file).await else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let policy = PagePolicy::from_config(&config).background_worker_policy();
+    let mut response = ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], Body::from(body)).into_response();
+    let h = response.headers_mut();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static(REVALIDATE));
+    if let Ok(v) = HeaderValue::from_str(&policy) {
+        h.insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response
+}
+
 /// The server's pages in `www`, by name: its top-level `*.html` files that
 /// ask to be filled in (a placeholder). Any other file, a page of one's own
 /// included, goes out as it is.
@@ -481,6 +518,13 @@ pub fn mount(
                     get(move |State(config): State<Arc<Config>>, headers: HeaderMap| {
                         serve_service_worker(config, dir.clone(), package.clone(), headers)
                     }),
+                );
+            }
+            if www.join(BACKGROUND_WORKER).is_file() {
+                let file = www.join(BACKGROUND_WORKER);
+                router = router.route(
+                    &format!("/{BACKGROUND_WORKER}"),
+                    get(move |State(config): State<Arc<Config>>| serve_background_worker(config, file.clone())),
                 );
             }
             router.fallback_service(

@@ -466,30 +466,125 @@ export function serveUploaderOn(port, open) {
 }
 
 // ------------------------------------------- Background Fetch (issue 33) ----
-// The calls `handOver`, `takeBack` and `settleBackgroundFetch` make
-// (src/client/background.rs): the API is Chromium's only, and not in
-// web-sys.
+// `handOver`, `takeBack` and `settleBackgroundFetch` (src/remote.rs): JS over
+// the `Uploader` class and its hand-over steps (src/client/background.rs).
+// A fetch's id is `upload-once|1|<db>|<api>|<event>|<code>|<ids>|<n>`: the
+// service worker opens the same uploader from it.
 
-/** Whether `registration` (a ServiceWorkerRegistration) has Background Fetch. */
-export function hasBackgroundFetch(registration) {
+const FETCH_PREFIX = "upload-once|1|";
+/** At most this many bytes go to one Background Fetch (they are copied into memory: see below); the rest stays with the page. */
+const HAND_OVER_MAX_BYTES = 256 * 1024 * 1024;
+/** Where a page notes a fetch it took back: its abort is not the guest's cancel. */
+const TAKEN_BACK = "upload-once-background";
+const takenBackKey = (id) => `/__upload-once/taken-back/${encodeURIComponent(id)}`;
+
+function hasBackgroundFetch(registration) {
   return !!(registration && registration.backgroundFetch && typeof registration.backgroundFetch.fetch === "function");
 }
 
-/** Starts Background Fetch `id` of `puts` ([{ url, method, headers, body }]). */
-export async function startBackgroundFetch(registration, id, puts, title) {
-  const requests = puts.map(
-    (p) => new Request(p.url, { method: p.method, headers: p.headers, body: p.body, mode: "cors", credentials: "omit" }),
-  );
-  await registration.backgroundFetch.fetch(id, requests, { title });
+function parseFetchId(id) {
+  const fields = typeof id === "string" && id.startsWith(FETCH_PREFIX) ? id.slice(FETCH_PREFIX.length).split("|") : [];
+  if (fields.length !== 6) return null;
+  try {
+    const [db, api, event, code] = fields.slice(0, 4).map(decodeURIComponent);
+    return { owner: [db, api, event, code], ids: fields[4].split(",") };
+  } catch {
+    return null;
+  }
 }
 
-/** The ids of the registration's Background Fetches still running. */
-export async function backgroundFetchIds(registration) {
-  return registration.backgroundFetch.getIds();
+/** Resolves once `done()` holds (asked at each of the uploader's changes, and every 250 ms), or after `ms`. */
+function until(uploader, done, ms) {
+  return new Promise((resolve) => {
+    const stops = [];
+    const check = () => {
+      if (!done()) return;
+      for (const stop of stops) stop();
+      resolve();
+    };
+    stops.push(uploader.onChange(check), uploader.onBusyChange(check));
+    const poll = setInterval(check, 250);
+    const limit = setTimeout(() => { done = () => true; check(); }, ms);
+    stops.push(() => clearInterval(poll), () => clearTimeout(limit));
+    check();
+  });
 }
 
-/** Aborts Background Fetch `id`, if it still runs. */
-export async function abortBackgroundFetch(registration, id) {
-  const fetch = await registration.backgroundFetch.get(id);
-  return fetch ? fetch.abort() : false;
+export async function handOverWith(uploader, registration, title) {
+  if (!hasBackgroundFetch(registration)) return [];
+  uploader.prepareHandOver();
+  await until(uploader, () => uploader.handOverReady, 10_000);
+  const puts = uploader.handOverNow();
+  const ids = puts.map((p) => p.id);
+  // Stored as handed over and let go (not driven here), or taken back
+  // at once (their write failed).
+  await until(uploader, () => ids.every((id) => { const a = uploader.get(id); return !a || !a.inBackground || !a.drivenHere; }), 10_000);
+  const sent = [], requests = [];
+  let bytes = 0;
+  for (const put of puts) {
+    const file = uploader.get(put.id)?.inBackground ? await uploader.file(put.id) : null;
+    if (!file || bytes + file.size > HAND_OVER_MAX_BYTES) continue;
+    bytes += file.size;
+    // Chromium's Background Fetch sends no bytes of a Blob backed by a file
+    // on disk (a picked `File`): the bytes go in memory (the files handed
+    // over go up in one PUT each, so each is at most the multipart size).
+    const body = new Blob([await file.arrayBuffer()], { type: file.type });
+    requests.push(new Request(put.url, { method: put.method, headers: put.headers, body, mode: "cors", credentials: "omit" }));
+    sent.push(put.id);
+  }
+  if (sent.length) {
+    const owner = uploader.handOverOwner.map(encodeURIComponent).join("|");
+    try {
+      await registration.backgroundFetch.fetch(`${FETCH_PREFIX}${owner}|${sent.join(",")}|${crypto.randomUUID()}`, requests, { title });
+    } catch (err) {
+      console.warn("upload-once: the browser refused the Background Fetch:", err);
+      sent.length = 0;
+    }
+  }
+  const left = ids.filter((id) => !sent.includes(id));
+  if (left.length) uploader.takeBackNow(left);
+  return sent;
+}
+
+export async function takeBackWith(uploader, registration) {
+  if (hasBackgroundFetch(registration)) {
+    const [db, api, event] = uploader.handOverOwner;
+    for (const id of await registration.backgroundFetch.getIds()) {
+      const owner = parseFetchId(id)?.owner;
+      const fetch = owner && owner[0] === db && owner[1] === api && owner[2] === event && (await registration.backgroundFetch.get(id));
+      if (!fetch) continue;
+      const cache = await caches.open(TAKEN_BACK);
+      await cache.put(takenBackKey(id), new Response(""));
+      // Already over: no abort event will read the note.
+      if (!(await fetch.abort())) await cache.delete(takenBackKey(id));
+    }
+  }
+  return uploader.takeBackNow();
+}
+
+export async function settleWith(registration, open) {
+  const handed = parseFetchId(registration.id);
+  if (!handed || registration.result === "") return null;
+  const aborted = registration.failureReason === "aborted";
+  if (aborted && (await (await caches.open(TAKEN_BACK)).delete(takenBackKey(registration.id)))) return null;
+  const [dbName, apiBase, event, guestCode] = handed.owner;
+  const uploader = await open({ apiBase, event, guestCode, dbName });
+  try {
+    await uploader.restore(handed.ids);
+    // The guest cancelled it in the browser's download UI: a cancel there
+    // is a cancel here, for what is still handed over.
+    if (aborted) for (const id of handed.ids) if (uploader.get(id)?.inBackground) await uploader.cancel(id);
+    await until(uploader, () => uploader.idle, 60_000);
+    const settled = { total: handed.ids.length, confirmed: 0, cancelled: 0, waiting: 0 };
+    for (const id of handed.ids) {
+      const a = uploader.get(id);
+      if (a?.confirmation === "confirmed") settled.confirmed++;
+      else if (a?.error?.code === "cancelled") settled.cancelled++;
+      else settled.waiting++;
+    }
+    return settled;
+  } finally {
+    uploader.close();
+    uploader.free();
+  }
 }

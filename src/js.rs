@@ -53,6 +53,15 @@ fn parse_id(id: &str) -> Result<Uuid, Error> {
     Uuid::try_parse(id).map_err(|_| Error::NotFound(format!("`{id}` is not an attempt id")))
 }
 
+/// Attempt ids from an optional array of strings (`None` for `undefined`;
+/// a string that is no id is left out).
+fn ids_of(value: &JsValue) -> Option<Vec<Uuid>> {
+    if value.is_undefined() || value.is_null() {
+        return None;
+    }
+    Some(Array::from(value).iter().filter_map(|v| Uuid::try_parse(&v.as_string()?).ok()).collect())
+}
+
 /// Collects `File`s from a FileList or an array.
 fn files_of(value: &JsValue) -> Result<Vec<File>, Error> {
     let list = Array::from(value);
@@ -169,11 +178,14 @@ impl Uploader {
 
     /// After a reload: asks the server what became of every unfinished
     /// attempt and continues from there (only one tab drives each attempt).
+    /// Only the attempts of `ids`, when given (the service worker settling
+    /// a Background Fetch).
     #[wasm_bindgen(unchecked_return_type = "Promise<AttemptView[]>")]
-    pub fn restore(&self) -> Promise {
+    pub fn restore(&self, #[wasm_bindgen(unchecked_param_type = "string[] | undefined")] ids: JsValue) -> Promise {
         let client = self.client.clone();
+        let only = ids_of(&ids);
         future_to_promise(async move {
-            client.restore().await?;
+            client.restore_only(only.as_deref()).await?;
             Ok(to_js(&client.views()).map_err(Error::InvalidOptions)?)
         })
     }
@@ -250,40 +262,48 @@ impl Uploader {
         })
     }
 
-    /// Hands the transfers that go up in one PUT to a Background Fetch of
-    /// the page's service worker (`registration`), where the browser has the
-    /// API (Chromium): the browser sends their bytes, also after the tab is
-    /// closed, shows the progress in its download UI under `title`, and the
-    /// service worker confirms each one when the fetch ends
-    /// (`settleBackgroundFetch`). They show `inBackground` here meanwhile.
-    /// Resolves to the ids handed over (none without the API).
-    #[wasm_bindgen(js_name = handOver, unchecked_return_type = "Promise<string[]>")]
-    pub fn hand_over(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "ServiceWorkerRegistration")] registration: JsValue,
-        title: String,
-    ) -> Promise {
-        let client = self.client.clone();
-        future_to_promise(async move {
-            let ids = client.hand_over(&registration, &title).await?;
-            Ok(ids.iter().map(|id| JsValue::from_str(&id.to_string())).collect::<Array>().into())
-        })
+    /// The first step of `handOver` (a function of the package, which
+    /// apps call rather than these): every file not sent yet is hashed and
+    /// authorized at once, and no new transfer starts.
+    #[wasm_bindgen(js_name = prepareHandOver)]
+    pub fn prepare_hand_over(&self) {
+        self.client.prepare_hand_over();
     }
 
-    /// Takes back every transfer handed to a Background Fetch (`handOver`):
-    /// the fetches still running are aborted (not read as the guest's
-    /// cancel), and the attempts go on here from what the server says.
-    /// Resolves to the ids taken back.
-    #[wasm_bindgen(js_name = takeBack, unchecked_return_type = "Promise<string[]>")]
-    pub fn take_back(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "ServiceWorkerRegistration")] registration: JsValue,
-    ) -> Promise {
-        let client = self.client.clone();
-        future_to_promise(async move {
-            let ids = client.take_back(&registration).await?;
-            Ok(ids.iter().map(|id| JsValue::from_str(&id.to_string())).collect::<Array>().into())
-        })
+    /// Whether every file of a hand-over being prepared has its signed URL.
+    #[wasm_bindgen(getter, js_name = handOverReady)]
+    pub fn hand_over_ready(&self) -> bool {
+        self.client.hand_over_ready()
+    }
+
+    /// The step of `handOver` that hands the transfers in one PUT over:
+    /// each is paused here, stored as handed over, then let go. Their ids
+    /// and PUTs (`{ id, method, url, headers }`).
+    #[wasm_bindgen(js_name = handOverNow, unchecked_return_type = "HandedOverPut[]")]
+    pub fn hand_over_now(&self) -> Array {
+        let puts = Array::new();
+        for (id, upload) in self.client.hand_over() {
+            if let Ok(put) = to_js(&upload) {
+                let _ = js_sys::Reflect::set(&put, &"id".into(), &id.to_string().into());
+                puts.push(&put);
+            }
+        }
+        puts
+    }
+
+    /// The step of `takeBack` that drives the attempts handed over (those of
+    /// `ids`, when given) here again, from what the server says. Their ids.
+    #[wasm_bindgen(js_name = takeBackNow, unchecked_return_type = "string[]")]
+    pub fn take_back_now(&self, #[wasm_bindgen(unchecked_param_type = "string[] | undefined")] ids: JsValue) -> Array {
+        let only = ids_of(&ids);
+        let taken = self.client.take_back(only.as_deref());
+        taken.iter().map(|id| JsValue::from_str(&id.to_string())).collect()
+    }
+
+    /// Whose hand-overs these are: `[dbName, apiBase, event, guestCode]`.
+    #[wasm_bindgen(getter, js_name = handOverOwner, unchecked_return_type = "[string, string, string, string]")]
+    pub fn hand_over_owner(&self) -> Array {
+        self.client.owner().iter().map(|s| JsValue::from_str(s)).collect()
     }
 
     /// Asks the server for fresh moderation states of confirmed attempts.

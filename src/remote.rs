@@ -15,8 +15,9 @@
 //! almost nothing for it. README, "The uploader in a worker", has a
 //! page-side proxy.
 //!
-//! Also here: `settleBackgroundFetch`, the service worker's side of
-//! `Uploader.handOver` (src/client/background.rs).
+//! Also here: `handOver`, `takeBack` and `settleBackgroundFetch`, uploads
+//! that outlive the tab (src/client/background.rs), JS over the `Uploader`
+//! class in the same way.
 
 use js_sys::Promise;
 use wasm_bindgen::prelude::*;
@@ -38,6 +39,49 @@ pub fn serve_uploader(#[wasm_bindgen(unchecked_param_type = "UploaderPort")] por
     serve_uploader_on(&port, open.into_js_value().unchecked_ref())
 }
 
+#[wasm_bindgen(module = "/src/glue.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = handOverWith)]
+    fn hand_over_with(uploader: &JsValue, registration: &JsValue, title: &str) -> Promise;
+    #[wasm_bindgen(js_name = takeBackWith)]
+    fn take_back_with(uploader: &JsValue, registration: &JsValue) -> Promise;
+    #[wasm_bindgen(js_name = settleWith)]
+    fn settle_with(registration: &JsValue, open: &js_sys::Function) -> Promise;
+}
+
+/// Hands the transfers of `uploader` that go up in one PUT to a Background
+/// Fetch of the page's service worker (`registration`), where the browser
+/// has the API (Chromium): every file not sent yet is authorized first
+/// (each needs its signed URL); then each is paused here, stored as handed
+/// over (its view says `inBackground`) and let go, and the browser sends
+/// the same PUTs, also after the tab is closed, showing their progress in
+/// its download UI under `title`. The service worker confirms each one when
+/// the fetch ends (`settleBackgroundFetch`). Resolves to the ids handed
+/// over (none without the API, or with nothing left to send in one PUT);
+/// if the browser refuses the fetch, they go on in the page.
+#[wasm_bindgen(js_name = handOver, unchecked_return_type = "Promise<string[]>")]
+pub fn hand_over(
+    #[wasm_bindgen(unchecked_param_type = "Uploader")] uploader: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "ServiceWorkerRegistration")] registration: JsValue,
+    title: &str,
+) -> Promise {
+    hand_over_with(&uploader, &registration, title)
+}
+
+/// Takes back every transfer of `uploader` handed to a Background Fetch
+/// (`handOver`): its fetches still running are noted as taken back (so the
+/// service worker does not read their abort as the guest's cancel) and
+/// aborted, and the attempts go on in the page from what the server says.
+/// Call it when the page opens and whenever it is seen again. Resolves to
+/// the ids taken back.
+#[wasm_bindgen(js_name = takeBack, unchecked_return_type = "Promise<string[]>")]
+pub fn take_back(
+    #[wasm_bindgen(unchecked_param_type = "Uploader")] uploader: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "ServiceWorkerRegistration")] registration: JsValue,
+) -> Promise {
+    take_back_with(&uploader, &registration)
+}
+
 /// In the page's service worker, when a Background Fetch that `handOver`
 /// started ends (`backgroundfetchsuccess`, `backgroundfetchfail`,
 /// `backgroundfetchabort`): opens the same uploader there, asks the server
@@ -50,8 +94,6 @@ pub fn serve_uploader(#[wasm_bindgen(unchecked_param_type = "UploaderPort")] por
 pub fn settle_background_fetch(
     #[wasm_bindgen(unchecked_param_type = "BackgroundFetchRegistration")] registration: JsValue,
 ) -> Promise {
-    wasm_bindgen_futures::future_to_promise(async move {
-        let settled = crate::client::settle_background_fetch(&registration).await?;
-        Ok(settled.and_then(|s| crate::serde_js::to_js(&s).ok()).unwrap_or(JsValue::NULL))
-    })
+    let open = Closure::<dyn FnMut(JsValue) -> Promise>::new(Uploader::open);
+    settle_with(&registration, open.into_js_value().unchecked_ref())
 }

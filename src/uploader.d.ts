@@ -96,7 +96,7 @@ export interface AttemptView {
   notKeptReason: "too_large" | "over_total" | "no_room" | "refused" | null;
   /** The guest paused the transfer (`pause(id)`): nothing is sent until `resume(id)`; parts the server holds stay stored, and a reload keeps it paused. */
   paused: boolean;
-  /** Its bytes were handed to a Background Fetch (`handOver`): the browser sends them, also after the tab is closed, and the service worker confirms it (`settleBackgroundFetch`); `takeBack` drives it here again. */
+  /** Its bytes were handed to a Background Fetch (`handOver(uploader, …)`): the browser sends them, also after the tab is closed, and the service worker confirms it (`settleBackgroundFetch`); `takeBack(uploader, …)` drives it here again. */
   inBackground: boolean;
   /** Waiting for the browser to come back online. */
   offline: boolean;
@@ -221,6 +221,15 @@ export type UploaderEventMessage =
   | { uploadOnceEvent: "storageError"; value: StorageErrorInfo | null }
   | { uploadOnceEvent: "session"; value: [EventInfo | null, SessionErrorInfo | null] }
   | { uploadOnceEvent: "busy"; value: boolean };
+
+/** One PUT a hand-over gives to the Background Fetch (`Uploader.handOverNow`). */
+export interface HandedOverPut {
+  id: string;
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  expires_at: string;
+}
 
 /** What `settleBackgroundFetch` did with the attempts of one Background Fetch. */
 export interface BackgroundFetchSettled {

@@ -31,6 +31,8 @@ const spoken = new Map();
 /** Lines kept in the log region; older ones are dropped. */
 const ANNOUNCER_LINES = 20;
 
+/** The package's `handOver` and `takeBack` (uploads that outlive the tab), once it is loaded. */
+let background = null;
 /** @type {import("/pkg/upload_once.js").Uploader} */
 let uploader;
 /**
@@ -91,8 +93,9 @@ async function main() {
   // The package (its JS, preloaded with the page, then its `.wasm`) loads
   // and the uploader opens while the page comes up: the pick button waits
   // for neither, not even for the package's JS to be compiled and run.
-  const opening = import("/pkg/upload_once.js").then(async ({ default: init, Uploader }) => {
+  const opening = import("/pkg/upload_once.js").then(async ({ default: init, Uploader, handOver, takeBack }) => {
     await init();
+    background = { handOver, takeBack };
     return Uploader.open({ apiBase: api.base, event, guestCode, concurrency: 3 });
   });
   setUpPage();
@@ -250,7 +253,7 @@ async function keepGoingInTheBackground() {
     await handing;
     document.body.dataset.background = "taking-back";
     try {
-      await uploader.takeBack(registration);
+      await background.takeBack(uploader, registration);
     } catch (err) {
       console.warn("upload-once: could not take the uploads back:", err && err.message);
     }
@@ -260,8 +263,8 @@ async function keepGoingInTheBackground() {
     timer = null;
     if (document.visibilityState !== "hidden" || !uploader.busy) return;
     const title = t("guest.background.title", { event: (uploader.event && uploader.event.title) || "" });
-    handing = uploader
-      .handOver(registration, title)
+    handing = background
+      .handOver(uploader, registration, title)
       .then((ids) => {
         if (ids.length) document.body.dataset.background = `handed:${ids.length}`;
       })

@@ -950,11 +950,12 @@ impl Page {
             (OwnWrite::Forget(id), Ok(())) => self.forgotten(&id),
             (OwnWrite::Forget(_), Err(error)) => self.failures.push((ticket, error)),
             (OwnWrite::HandOver(ids), Ok(())) => self.handed_over(&ids),
-            (OwnWrite::HandOver(ids), Err(error)) => {
+            // Not stored: they go on here (their views say so).
+            (OwnWrite::HandOver(ids), Err(_)) => {
                 for id in &ids {
                     self.sched.take_back(id, now);
+                    self.effects.push_back(Effect::Changed(*id));
                 }
-                self.failures.push((ticket, error));
             }
         }
         self.effects.push_back(Effect::Done(ticket));
@@ -1176,8 +1177,8 @@ impl Page {
     /// being sent is aborted), stored strictly, then its lock is let go, so
     /// that the service worker can confirm it when the fetch ends. The ids
     /// handed over, and the ticket done once they are stored and let go (or
-    /// could not be stored: then they are taken back at once, and
-    /// [`Page::take_failure`] says why).
+    /// could not be stored: then they are taken back at once, and their
+    /// views say so).
     pub fn hand_over(&mut self, now: UnixMillis) -> (Vec<Uuid>, Ticket) {
         self.sched.prepare_hand_over(false);
         let ticket = self.ticket();

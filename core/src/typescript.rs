@@ -28,7 +28,7 @@ use crate::ErrorCode;
 use crate::attempt::{AttemptError, Confirmation, ModerationView, NotKept, Transfer};
 use crate::options::{RetryOptions, UploaderOptions};
 use crate::view::{AddOutcome, AttemptView, BackgroundFetchSettled, ErrorInfo};
-use crate::wire::{Dedup, EventInfo, MediaSummary, Moderation, ModerationPolicy};
+use crate::wire::{Dedup, EventInfo, MediaSummary, Moderation, ModerationPolicy, UploadInstruction};
 
 /// The module name the checker imports the declarations from.
 const MODULE: &str = "upload-once-core/generated";
@@ -64,6 +64,7 @@ fn module() -> String {
         declaration::<ErrorInfo>(),
         declaration::<AddOutcome>(),
         declaration::<BackgroundFetchSettled>(),
+        declaration::<UploadInstruction>(),
         declaration::<EventInfo>(),
         declaration::<ModerationPolicy>(),
         declaration::<Dedup>(),

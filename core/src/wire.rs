@@ -218,6 +218,7 @@ impl AttemptState {
 /// How to send the bytes: a signed request straight to object storage.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct UploadInstruction {
     /// Always `PUT`.
     pub method: String,

@@ -48,7 +48,6 @@ mod options;
 mod queries;
 mod requests;
 
-pub use background::{HandOver, settle as settle_background_fetch};
 pub use listeners::ListenerKind;
 use listeners::Listeners;
 pub use options::{Adapters, Options};
@@ -97,8 +96,6 @@ struct Shared {
     last_add: RefCell<Option<oneshot::Receiver<()>>>,
     /// `add`s waiting for a join under way to answer.
     join_waiters: RefCell<Vec<oneshot::Sender<()>>>,
-    /// Callers of [`Client::until`], woken after each step of the loop.
-    step_waiters: RefCell<Vec<oneshot::Sender<()>>>,
     listeners: RefCell<Listeners>,
     persisted: Cell<Option<bool>>,
     /// The online state the page was last told.
@@ -145,7 +142,6 @@ impl Client {
             tickets: RefCell::new(Vec::new()),
             last_add: RefCell::new(None),
             join_waiters: RefCell::new(Vec::new()),
-            step_waiters: RefCell::new(Vec::new()),
             listeners: RefCell::new(Listeners::default()),
             persisted: Cell::new(None),
             online: Cell::new(None),
@@ -250,11 +246,7 @@ impl Client {
             match effect {
                 Some(effect) => self.carry_out(effect),
                 None if had_inputs || !self.0.inputs.borrow().is_empty() => {}
-                None => {
-                    // Dropping a waiter's sender wakes it.
-                    self.0.step_waiters.borrow_mut().clear();
-                    return;
-                }
+                None => return,
             }
         }
     }
@@ -387,23 +379,6 @@ impl Client {
         });
     }
 
-    /// Waits until `done` says so of the page (looked at after each step of
-    /// the loop), or until `deadline`.
-    pub async fn until(&self, done: impl Fn(&Page) -> bool, deadline: UnixMillis) {
-        loop {
-            if done(&self.page()) || self.page().is_closed() {
-                return;
-            }
-            let left = deadline.saturating_sub(now());
-            if left <= 0 {
-                return;
-            }
-            let (stepped, answer) = oneshot::channel();
-            self.0.step_waiters.borrow_mut().push(stepped);
-            let _ = crate::env::timeout(left as f64, answer).await;
-        }
-    }
-
     /// Waits until the page says `ticket` is done.
     async fn ticket_done(&self, ticket: Ticket) {
         let (done, answer) = oneshot::channel();
@@ -416,18 +391,15 @@ impl Client {
     /// each is driven by exactly one page (Web Locks), starting from what
     /// the server says became of it. Resolves once every lock has an answer.
     pub async fn restore(&self) -> Result<Vec<Uuid>> {
-        self.restore_where(|_| true).await
+        self.restore_only(None).await
     }
 
-    /// [`Client::restore`] for these attempts only (the service worker
-    /// settling a Background Fetch: the others are the pages').
-    pub async fn restore_only(&self, ids: &[Uuid]) -> Result<Vec<Uuid>> {
-        self.restore_where(|r| ids.contains(&r.id)).await
-    }
-
-    async fn restore_where(&self, wanted: impl Fn(&AttemptRecord) -> bool) -> Result<Vec<Uuid>> {
+    /// [`Client::restore`], for the attempts of `only` when given (the
+    /// service worker settling a Background Fetch: the others are the
+    /// pages').
+    pub async fn restore_only(&self, only: Option<&[Uuid]>) -> Result<Vec<Uuid>> {
         let mut records = self.0.store.load_attempts(&self.0.options.event).await?;
-        records.retain(|r| wanted(r));
+        records.retain(|r| only.is_none_or(|ids| ids.contains(&r.id)));
         let kept = self.0.store.blob_keys().await.unwrap_or_default();
         let ids = records.iter().map(|r| r.id).collect();
         let ticket = self.page().restore(records, &kept);
@@ -638,7 +610,6 @@ impl Client {
         // Dropping the waiters' senders wakes them.
         self.0.tickets.borrow_mut().clear();
         self.0.join_waiters.borrow_mut().clear();
-        self.0.step_waiters.borrow_mut().clear();
         self.0.signal.raise();
     }
 }

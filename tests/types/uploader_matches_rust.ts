@@ -90,6 +90,12 @@ export const addOutcome: Same<
 
 export const eventInfo: Same<Hand.EventInfo, Rust.EventInfo> = true;
 export const backgroundFetchSettled: Same<Hand.BackgroundFetchSettled, Rust.BackgroundFetchSettled> = true;
+// `Uploader.handOverNow` writes each PUT's `UploadInstruction` with the
+// attempt's `id` set on it (src/js.rs); its headers are always present.
+export const handedOverPut: Same<
+  Hand.HandedOverPut,
+  Narrowed<Rust.UploadInstruction, { headers: Record<string, string> }> & { id: string }
+> = true;
 
 // The unions the hand-written file writes out inline, field by field (the
 // xtask fails if a type derived from Rust is named by no line here).

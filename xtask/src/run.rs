@@ -20,8 +20,10 @@ pub const LAYERS: &[&str] = &["core", "server", "browser", "e2e", "faults", "clu
 /// 159,533 bytes in the builds of 2026-12-02, docs/package-size.md), then
 /// the reorderings of issue 34 (161,335 to 161,960 bytes on 2026-12-03),
 /// then `busy`/`onBusyChange` and the pick caps of issue 33 (163,653 →
-/// 164,900 bytes the same day), plus 2 KiB.
-pub const PACKAGE_BUDGET_BYTES: u64 = 164_900 + 2 * 1024;
+/// 164,900 bytes the same day), then uploads that outlive the tab
+/// (Background Fetch, issue 33: 166,063 → 170,255 bytes on 2026-12-04),
+/// plus 2 KiB.
+pub const PACKAGE_BUDGET_BYTES: u64 = 170_255 + 2 * 1024;
 
 /// The server's test-only hooks (`--test-hooks`): built for the server tests
 /// and the fault suite only; the e2e layer builds without them, and checks

@@ -151,3 +151,33 @@ async fn the_pages_allow_their_own_workers_only() {
         assert_eq!(manifest, "manifest-src 'self'", "{path}: {csp}");
     }
 }
+
+/// The repository's module worker for Background Fetch.
+fn background_source() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../www/sw-background.js")).unwrap()
+}
+
+#[tokio::test]
+async fn the_background_fetch_worker_may_compile_the_package_and_reach_the_api_only() {
+    let site = site(|c| c.page_api_origins = vec!["https://api.example.com".into()]).await;
+    write(&www(&site).join("sw-background.js"), background_source().as_bytes());
+    // (The routes are read when the server starts: a second server sees the file.)
+    let mut options = Options::default();
+    options.pkg_dir = Some(site.dir.path().join("pkg"));
+    options.www_dir = Some(www(&site));
+    options.configure = Some(Box::new(|c: &mut upload_once_server::config::Config| {
+        c.page_api_origins = vec!["https://api.example.com".into()]
+    }));
+    let server = TestServer::start_with(options).await;
+    let r = server.http.get(server.url("/sw-background.js")).header("accept-encoding", "br, gzip").send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(header(&r, "content-type").starts_with("text/javascript"), "{}", header(&r, "content-type"));
+    assert_eq!(header(&r, "cache-control"), "no-cache");
+    assert_eq!(header(&r, "x-content-type-options"), "nosniff");
+    assert_eq!(
+        header(&r, "content-security-policy"),
+        "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; connect-src 'self' https://api.example.com"
+    );
+    let body = r.text().await.unwrap();
+    assert!(body.contains("import \"/sw.js\";") && body.contains("settleBackgroundFetch"), "{body}");
+}

@@ -570,7 +570,7 @@ export async function settleWith(registration, open) {
   const [dbName, apiBase, event, guestCode] = handed.owner;
   const uploader = await open({ apiBase, event, guestCode, dbName });
   try {
-    await uploader.restore(handed.ids);
+    await uploader.restoreOnly(handed.ids);
     // The guest cancelled it in the browser's download UI: a cancel there
     // is a cancel here, for what is still handed over.
     if (aborted) for (const id of handed.ids) if (uploader.get(id)?.inBackground) await uploader.cancel(id);

@@ -178,10 +178,15 @@ impl Uploader {
 
     /// After a reload: asks the server what became of every unfinished
     /// attempt and continues from there (only one tab drives each attempt).
-    /// Only the attempts of `ids`, when given (the service worker settling
-    /// a Background Fetch).
     #[wasm_bindgen(unchecked_return_type = "Promise<AttemptView[]>")]
-    pub fn restore(&self, #[wasm_bindgen(unchecked_param_type = "string[] | undefined")] ids: JsValue) -> Promise {
+    pub fn restore(&self) -> Promise {
+        self.restore_only(JsValue::UNDEFINED)
+    }
+
+    /// `restore()` for the attempts of `ids` only (the service worker
+    /// settling a Background Fetch: the others are the pages').
+    #[wasm_bindgen(js_name = restoreOnly, unchecked_return_type = "Promise<AttemptView[]>")]
+    pub fn restore_only(&self, #[wasm_bindgen(unchecked_param_type = "string[]")] ids: JsValue) -> Promise {
         let client = self.client.clone();
         let only = ids_of(&ids);
         future_to_promise(async move {

@@ -92,7 +92,7 @@ pub fn take_back(
 /// uploader's, still runs, or was taken back by a page (`takeBack`).
 #[wasm_bindgen(js_name = settleBackgroundFetch, unchecked_return_type = "Promise<BackgroundFetchSettled | null>")]
 pub fn settle_background_fetch(
-    #[wasm_bindgen(unchecked_param_type = "BackgroundFetchRegistration")] registration: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "EndedBackgroundFetch")] registration: JsValue,
 ) -> Promise {
     let open = Closure::<dyn FnMut(JsValue) -> Promise>::new(Uploader::open);
     settle_with(&registration, open.into_js_value().unchecked_ref())

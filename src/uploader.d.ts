@@ -231,6 +231,15 @@ export interface HandedOverPut {
   expires_at: string;
 }
 
+/** What `settleBackgroundFetch` reads of a `BackgroundFetchRegistration` (Chromium's; not in TypeScript's DOM types). */
+export interface EndedBackgroundFetch {
+  id: string;
+  /** `""` while it runs. */
+  result: "" | "success" | "failure";
+  /** `"aborted"` when it was cancelled (in the browser's download UI, or by a page's `takeBack`). */
+  failureReason: string;
+}
+
 /** What `settleBackgroundFetch` did with the attempts of one Background Fetch. */
 export interface BackgroundFetchSettled {
   /** Attempts the fetch carried. */

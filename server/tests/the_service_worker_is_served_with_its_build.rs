@@ -169,7 +169,8 @@ async fn the_background_fetch_worker_may_compile_the_package_and_reach_the_api_o
         c.page_api_origins = vec!["https://api.example.com".into()]
     }));
     let server = TestServer::start_with(options).await;
-    let r = server.http.get(server.url("/sw-background.js")).header("accept-encoding", "br, gzip").send().await.unwrap();
+    let r =
+        server.http.get(server.url("/sw-background.js")).header("accept-encoding", "br, gzip").send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     assert!(header(&r, "content-type").starts_with("text/javascript"), "{}", header(&r, "content-type"));
     assert_eq!(header(&r, "cache-control"), "no-cache");

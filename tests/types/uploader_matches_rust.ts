@@ -120,4 +120,6 @@ export const uploaderCalls: Same<Hand.UploaderCalls["add"]["value"][number], Han
 export const uploaderCallOpen: Same<Hand.UploaderCall<"open">["args"][0], Hand.UploaderOptions> = true;
 export const uploaderReply: Same<Extract<Hand.UploaderReply, { error: unknown }>["error"]["code"], Code> = true;
 export const uploaderEventMessage: Same<Extract<Hand.UploaderEventMessage, { uploadOnceEvent: "change" }>["value"], Hand.AttemptView> = true;
+// `settleBackgroundFetch` reads these of the browser's registration (src/glue.js, `settleWith`).
+export const endedBackgroundFetch: Same<keyof Hand.EndedBackgroundFetch, "id" | "result" | "failureReason"> = true;
 export const uploaderPort: Same<Parameters<Hand.UploaderPort["postMessage"]>[0], Hand.UploaderReply | Hand.UploaderEventMessage> = true;

@@ -288,14 +288,20 @@ async function busy(instance) {
  * is killed (SIGKILL) while a file is part-way through its parts and a
  * confirm is at work on A, then started again; once A has carried the load
  * for a while, B is stopped gracefully (SIGTERM) while it is at work on
- * requests, and started again. Resolves to what happened.
+ * requests, and started again. With `rolling`, A is then stopped the same
+ * way too, so each instance has had a graceful restart (a rolling restart,
+ * B then A). With `afterConfirmed`, all of it starts once that many
+ * attempts are confirmed (`confirmed` must then be given). Resolves to
+ * what happened.
  */
-export function restartEachInstance(cluster, { within = 240_000 } = {}) {
+export function restartEachInstance(cluster, { within = 240_000, rolling = false, afterConfirmed = 0 } = {}) {
   const [a, b] = cluster.instances;
   const isConfirm = (r) => r.method === "POST" && r.path.endsWith("/confirm");
-  return async ({ list }) => {
+  return async ({ list, confirmed: confirmedSoFar }) => {
     const report = { killed: null, stopped: null };
     const by = Date.now() + within;
+    // A long run's losses come once this many attempts are confirmed.
+    while (afterConfirmed > 0 && Date.now() < by && (await confirmedSoFar()) < afterConfirmed) await sleep(1_000);
     // Every object store HEAD (each confirm makes one) takes 300 ms more
     // while the moment is sought, so a confirm is at work long enough to be
     // caught.
@@ -309,12 +315,18 @@ export function restartEachInstance(cluster, { within = 240_000 } = {}) {
     let kills = 0;
     while (Date.now() < by && cut.length === 0) {
       midParts = null;
+      // The guests' lists are read at most every 250 ms (a page asked every
+      // 5 ms would spend its time answering); the proxy and A every 5 ms.
+      let listedAt = 0;
       while (Date.now() < by) {
-        midParts = (await list()).find((x) => x.partCount > 1 && x.partsDone > 0 && x.partsDone < x.partCount);
+        if (Date.now() - listedAt > 250) {
+          midParts = (await list()).find((x) => x.partCount > 1 && x.partsDone > 0 && x.partsDone < x.partCount);
+          listedAt = Date.now();
+        }
         if (midParts && (await cluster.proxy.inFlight()).some(isConfirm) && (atWork = await busy(a)) > 0) break;
-        midParts = null;
         await sleep(5);
       }
+      if (!(midParts && atWork > 0)) midParts = null;
       const killedAt = Date.now();
       await a.stop("SIGKILL");
       kills += 1;
@@ -329,20 +341,29 @@ export function restartEachInstance(cluster, { within = 240_000 } = {}) {
       partsOfALargeFile: midParts ? `${midParts.partsDone} of ${midParts.partCount}` : "none part-way (time ran out)",
     };
     // A carries the load for a while (B is up too), then B stops while at work.
-    const confirmed = async () => (await list()).filter((x) => x.confirmation === "confirmed").length;
+    const confirmed = confirmedSoFar ?? (async () => (await list()).filter((x) => x.confirmation === "confirmed").length);
     const before = await confirmed();
     while (Date.now() < by && (await confirmed()) < before + 10) await sleep(200);
-    let bAtWork = 0;
-    while (Date.now() < by && (bAtWork = await busy(b)) === 0) await sleep(5);
-    const exited = new Promise((r) => b.child.once("exit", (code, signal) => r({ code, signal })));
-    const stopping = Date.now();
-    b.child.kill("SIGTERM");
-    const exit = await exited;
-    const stopped = Date.now();
-    // What B was at work on, it finished: no request answered 502 meanwhile.
-    const cutByTheStop = (await cluster.proxy.log()).requests.filter((r) => r.status === 502 && r.done_ms >= stopping && r.at_ms <= stopped);
-    report.stopped = { instance: b.label, requestsAtWork: bAtWork, exit, stoppedInMs: stopped - stopping, answered502: cutByTheStop.length };
-    await b.start();
+    // An instance stopped gracefully while at work, and started again: what
+    // it was at work on, it finished (no request answered 502 meanwhile).
+    const stopGracefully = async (instance) => {
+      let atWorkNow = 0;
+      while (Date.now() < by && (atWorkNow = await busy(instance)) === 0) await sleep(5);
+      const exited = new Promise((r) => instance.child.once("exit", (code, signal) => r({ code, signal })));
+      const stopping = Date.now();
+      instance.child.kill("SIGTERM");
+      const exit = await exited;
+      const stopped = Date.now();
+      const cutByTheStop = (await cluster.proxy.log()).requests.filter((r) => r.status === 502 && r.done_ms >= stopping && r.at_ms <= stopped);
+      await instance.start();
+      return { instance: instance.label, requestsAtWork: atWorkNow, exit, stoppedInMs: stopped - stopping, answered502: cutByTheStop.length };
+    };
+    report.stopped = await stopGracefully(b);
+    if (rolling) {
+      const restarted = await confirmed();
+      while (Date.now() < by && (await confirmed()) < restarted + 10) await sleep(200);
+      report.stoppedToo = await stopGracefully(a);
+    }
     return report;
   };
 }

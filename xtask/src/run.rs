@@ -539,7 +539,9 @@ fn layer_cluster() -> Result {
     sh(node.args(["--test", "--test-concurrency=1", "--test-reporter=spec"]))
 }
 
-/// `cargo xtask soak [--uploads N] [--minutes M] [--seed S] [--fault-rate P] [--reload-every MS] [--cluster]`
+/// `cargo xtask soak [--uploads N] [--minutes M] [--seed S] [--fault-rate P] [--reload-every MS]
+/// [--guests G] [--parallel P] [--shared S] [--cluster [--rolling] [--session-ttl MIN]]`
+/// (tests/faults/soak.mjs says what each does; docs/reliability.md §3 has the long run's line)
 pub fn soak(args: &[String]) -> Result {
     ensure_all(true)?;
     if args.iter().any(|a| a == "--cluster") {

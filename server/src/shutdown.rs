@@ -16,12 +16,20 @@
 //!   ([`crate::routes::operations::run_to_completion`]). Past the deadline the server
 //!   gives up on them: whatever had not committed is rolled back by the
 //!   database, and the client asks again (every step is idempotent).
+//!   A keep-alive connection from a `--trusted-proxy` is not closed while
+//!   idle: a load balancer may be writing a request on it at that moment,
+//!   and a POST it has sent it never sends to another instance (nginx
+//!   answers it `502`). So such a connection stays open for
+//!   `--shutdown-proxy-grace`, every answer from then on says
+//!   `Connection: close`, and the proxy, whose idle timeout is shorter,
+//!   closes what it does not use.
 
 use std::future::Future;
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::ConnectInfo;
+use axum::http::{HeaderValue, header};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -61,6 +69,8 @@ where
 {
     let router = crate::routes::app(state.clone());
     let header_timeout = state.limits.config.header_timeout;
+    let proxy_grace = state.limits.config.shutdown_proxy_grace;
+    let trusted_proxies = state.limits.config.trusted_proxies.clone();
     let forget = tokio::spawn({
         let limits = state.limits.clone();
         async move {
@@ -89,10 +99,24 @@ where
             },
             () = &mut shutdown => break,
         };
-        let service = router.clone().map_request(move |mut request: hyper::Request<Incoming>| {
-            request.extensions_mut().insert(ConnectInfo(peer));
-            request.map(Body::new)
-        });
+        let answers_stopping = stopping.clone();
+        let service = router
+            .clone()
+            .map_request(move |mut request: hyper::Request<Incoming>| {
+                request.extensions_mut().insert(ConnectInfo(peer));
+                request.map(Body::new)
+            })
+            .map_response(move |mut response: axum::response::Response| {
+                // Stopping: this answer is the connection's last.
+                if *answers_stopping.borrow() {
+                    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+                }
+                response
+            });
+        // Idle connections close at once on the stop, but a proxy's only
+        // after the grace (unless it closes them first).
+        let grace =
+            if trusted_proxies.iter().any(|net| net.contains(peer.ip())) { proxy_grace } else { Duration::ZERO };
         let mut stopping = stopping.clone();
         let connection_open = open_connection.clone();
         tokio::spawn(async move {
@@ -106,9 +130,18 @@ where
             let result = tokio::select! {
                 result = connection.as_mut() => result,
                 () = stop => {
-                    // Finishes the request under way, if any, then closes.
-                    connection.as_mut().graceful_shutdown();
-                    connection.await
+                    let closed_by_now = tokio::select! {
+                        result = connection.as_mut() => Some(result),
+                        () = tokio::time::sleep(grace) => None,
+                    };
+                    match closed_by_now {
+                        Some(result) => result,
+                        None => {
+                            // Finishes the request under way, if any, then closes.
+                            connection.as_mut().graceful_shutdown();
+                            connection.await
+                        }
+                    }
                 }
             };
             if let Err(e) = result {

@@ -262,6 +262,15 @@ pub struct LimitsConfig {
     /// exits.
     #[arg(long, env = "UPLOAD_ONCE_SHUTDOWN_TIMEOUT", default_value = "25s", value_parser = parse_duration)]
     pub shutdown_timeout: Duration,
+
+    /// On SIGTERM or Ctrl-C: how long an idle keep-alive connection from a
+    /// `--trusted-proxy` stays open (within `--shutdown-timeout`), so that a
+    /// request the proxy sends on it before it sees this instance stop is
+    /// answered (with `Connection: close`) rather than cut; the proxy closes
+    /// it first when its own idle timeout is shorter, as it should be.
+    /// Connections from anyone else that are idle close at once.
+    #[arg(long, env = "UPLOAD_ONCE_SHUTDOWN_PROXY_GRACE", default_value = "10s", value_parser = parse_duration)]
+    pub shutdown_proxy_grace: Duration,
 }
 
 impl LimitsConfig {

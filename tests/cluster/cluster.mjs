@@ -318,15 +318,20 @@ export function restartEachInstance(cluster, { within = 240_000, rolling = false
       // The guests' lists are read at most every 250 ms (a page asked every
       // 5 ms would spend its time answering); the proxy and A every 5 ms.
       let listedAt = 0;
+      let caught = false;
       while (Date.now() < by) {
         if (Date.now() - listedAt > 250) {
           midParts = (await list()).find((x) => x.partCount > 1 && x.partsDone > 0 && x.partsDone < x.partCount);
           listedAt = Date.now();
         }
-        if (midParts && (await cluster.proxy.inFlight()).some(isConfirm) && (atWork = await busy(a)) > 0) break;
+        if (midParts && (await cluster.proxy.inFlight()).some(isConfirm) && (atWork = await busy(a)) > 0) {
+          caught = true;
+          break;
+        }
         await sleep(5);
       }
-      if (!(midParts && atWork > 0)) midParts = null;
+      // Time ran out: nothing of this round's reads is reported.
+      if (!caught) midParts = null;
       const killedAt = Date.now();
       await a.stop("SIGKILL");
       kills += 1;

@@ -202,7 +202,7 @@ export async function soak(stack, {
       await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 5, downloadThroughput: -1, uploadThroughput: UPLINK });
       const bytesOf = new Map();
       const guest = {
-        page, cdp, context, bytesOf, names: plan.map((f) => f.name),
+        page, cdp, context, bytesOf,
         list: () => page.evaluate(() => window.uploader.list()).catch(() => []),
       };
       open.add(guest);

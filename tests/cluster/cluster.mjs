@@ -269,10 +269,21 @@ export async function startCluster(name, { serverArgs = [], faults = false } = {
     ready: async () => (await Promise.all(instances.map((i) => fetch(`${i.base}/readyz`).then((r) => r.ok, () => false)))).every(Boolean),
     /** A query in the cluster's database; its rows as text, one per line. */
     psql: (sql) => psql(sql, databaseUrl),
+    /**
+     * Tears it all down: nginx first, so its idle upstream connections are
+     * gone before the instances stop (an instance keeps a trusted proxy's
+     * idle connections open for its `--shutdown-proxy-grace` while nginx
+     * lives), then both instances at once.
+     */
     async stop() {
-      for (const instance of instances) await instance.stop("SIGTERM").catch(() => {});
-      nginx.child.kill("SIGQUIT");
       proxy?.child.kill("SIGTERM");
+      const child = nginx.child;
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once("exit", r));
+        child.kill("SIGTERM");
+        await exited;
+      }
+      await Promise.all(instances.map((instance) => instance.stop("SIGTERM").catch(() => {})));
       storageProxy?.child.kill("SIGTERM");
     },
   };

@@ -28,7 +28,7 @@ extern "C" {
 #[wasm_bindgen(module = "/src/glue.js")]
 extern "C" {
     #[wasm_bindgen(js_name = sha256Hex)]
-    fn sha256_hex_js(blob: &web_sys::Blob, start: f64, end: f64) -> Promise;
+    fn sha256_hex_js(blob: &web_sys::Blob, start: f64, end: f64, off_page: bool) -> Promise;
     #[wasm_bindgen(js_name = hashReadStats)]
     fn hash_read_stats_js() -> Vec<u32>;
     #[wasm_bindgen(js_name = storageRoom)]
@@ -87,9 +87,13 @@ pub async fn sha256_hex(blob: &web_sys::Blob, start: u64, end: u64) -> Result<St
 }
 
 /// [`sha256_hex`], started now: its promise, to be awaited later with
-/// [`sha256_hex_of`].
+/// [`sha256_hex_of`]. A whole file (a photo's hash before its authorize) is
+/// read and digested in the page's hash worker where one can be made, off
+/// the page's thread; a part is hashed on the page, where its buffers count
+/// against the parts' memory bound (`glue.js`).
 pub fn sha256_hex_start(blob: &web_sys::Blob, start: u64, end: u64) -> Promise {
-    sha256_hex_js(blob, start as f64, end as f64)
+    let whole = start == 0 && end == blob.size() as u64;
+    sha256_hex_js(blob, start as f64, end as f64, whole)
 }
 
 /// The answer of a hash started with [`sha256_hex_start`].
@@ -98,24 +102,30 @@ pub async fn sha256_hex_of(started: Promise) -> Result<String, String> {
     hashed.map(|v| v.as_string().unwrap_or_default()).map_err(|e| js_sys::Error::from(e).message().into())
 }
 
-/// How [`sha256_hex`] has read in this page (tests and diagnostics).
+/// How [`sha256_hex`] has read in this page and its hash worker (tests and
+/// diagnostics).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HashReads {
-    /// Reads made into the page's reused buffers (a BYOB reader of the
-    /// slice's byte stream).
+    /// Reads made into reused buffers (a BYOB reader of the slice's byte
+    /// stream), on the page and in the hash worker.
     pub pooled: u32,
     /// Of those, the ones that reused a buffer an earlier read left.
     pub reused: u32,
     /// Whether the page still reads that way (not once Blob streams turned
     /// out to have no BYOB reader, or two Blobs stalled).
     pub pooling: bool,
+    /// Whether the hash worker still reads that way (true before it has
+    /// read anything).
+    pub pooling_in_worker: bool,
+    /// Hashes the worker answered (whole files, off the page's thread).
+    pub in_worker: u32,
 }
 
-/// How [`sha256_hex`] has read in this page so far.
+/// How [`sha256_hex`] has read so far.
 pub fn hash_reads() -> HashReads {
     let stats = hash_read_stats_js();
     let at = |i: usize| stats.get(i).copied().unwrap_or(0);
-    HashReads { pooled: at(0), reused: at(1), pooling: at(2) == 1 }
+    HashReads { pooled: at(0), reused: at(1), pooling: at(2) == 1, pooling_in_worker: at(3) == 1, in_worker: at(4) }
 }
 
 /// Milliseconds since the epoch, from `Date.now()`.

@@ -162,19 +162,74 @@ export function timeoutSignal(ms) {
 // slice is read (one part of a large file, never the whole file). Resolves
 // with "" where WebCrypto is missing (a page not served over https or from
 // localhost): the part then goes without a checksum.
-// Detaching a read's buffer once hashed (`transfer(0)`) would free it at once,
-// but broke Chromium's in-memory Blobs being stored in IndexedDB meanwhile
-// (InvalidBlob); copying a default `stream()` reader's chunks into reused
-// buffers held more, not less (its chunks are garbage too). Below: the bytes
-// are read straight into reused buffers.
-export async function sha256Hex(blob, start, end) {
-  const subtle = typeof crypto !== "undefined" && crypto.subtle;
-  if (!subtle) return "";
-  const slice = blob.slice(start, end);
-  const digest = byobReads && slice.size <= POOLED_MAX_BYTES && !stalledBlobs.has(blob)
-    ? await digestThroughPool(subtle, blob, slice)
-    : await digestWhole(subtle, slice);
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+//
+// With `offPage`, a picked File or Blob is read and digested in a dedicated
+// worker (made once, from a Blob of `hashing`'s own source), so a phone's
+// page thread is left to the uploads: Chromium computes `digest` on the
+// calling thread. A worker that cannot be made (no Worker, a CSP whose
+// `worker-src` leaves out `blob:`) or that fails hands its hashes back to
+// the page. Parts are hashed on the page (offPage false): there the pool
+// below bounds the page's memory, which is what the parts' budget measures.
+export function sha256Hex(blob, start, end, offPage) {
+  const worker = offPage && typeof Blob === "function" && blob instanceof Blob && hashWorker();
+  if (!worker) return pageHashing.sha256Hex(blob, start, end);
+  return new Promise((resolve, reject) => {
+    const id = hashNext++;
+    hashCalls.set(id, { resolve, reject, blob, start, end });
+    worker.postMessage([id, blob, start, end]);
+  });
+}
+
+// How hashes have been read, on the page and in the worker: reads made into
+// reused buffers, how many of them reused one, and whether each still reads
+// that way (tests and diagnostics).
+export function hashReadStats() {
+  const [pooled, reused, byob] = pageHashing.stats();
+  return [pooled + workerStats[0], reused + workerStats[1], byob, workerStats[2], hashedInWorker];
+}
+
+let hashWorkerMade; // undefined: not tried yet; null: none
+let hashNext = 1;
+let hashedInWorker = 0;
+let workerStats = [0, 0, 1];
+const hashCalls = new Map(); // id -> { resolve, reject, blob, start, end }
+
+function hashWorker() {
+  if (hashWorkerMade !== undefined) return hashWorkerMade;
+  hashWorkerMade = null;
+  if (typeof document === "undefined" || typeof Worker !== "function") return null;
+  try {
+    const url = URL.createObjectURL(new Blob([`(${hashing})(self);`], { type: "text/javascript" }));
+    const worker = new Worker(url);
+    worker.onmessage = (e) => {
+      const [id, hex, pooled, reused, byob, name, message] = e.data;
+      workerStats = [pooled, reused, byob];
+      const call = hashCalls.get(id);
+      if (!call) return;
+      hashCalls.delete(id);
+      if (typeof hex === "string") {
+        hashedInWorker += 1;
+        call.resolve(hex);
+      } else {
+        call.reject(new DOMException(message, name));
+      }
+    };
+    // Refused or broken (Firefox reports a CSP refusal this way; a script
+    // that fails to run too): the page hashes, the waiting ones first.
+    worker.onerror = (e) => {
+      if (e && typeof e.preventDefault === "function") e.preventDefault();
+      if (hashWorkerMade !== worker) return;
+      hashWorkerMade = null;
+      worker.terminate();
+      const waiting = [...hashCalls.values()];
+      hashCalls.clear();
+      for (const call of waiting) pageHashing.sha256Hex(call.blob, call.start, call.end).then(call.resolve, call.reject);
+    };
+    hashWorkerMade = worker;
+  } catch (_) {
+    hashWorkerMade = null;
+  }
+  return hashWorkerMade;
 }
 
 // Buffers the hashed bytes are read into, reused: `blob.arrayBuffer()` makes a
@@ -196,101 +251,131 @@ export async function sha256Hex(blob, start, end) {
 // second Blob stalls in the page (a Blob read again from IndexedDB after a
 // reload is a new object), every Blob is. A picked file, read from disk, has not
 // been seen to stall.
-const POOLED_MAX_BYTES = 16 * 1024 * 1024;
-const POOL_IDLE_BUFFERS = 4;
-const POOL_RELEASE_MS = 5000;
-const BYOB_STALL_MS = 2000;
-const STALLED = Symbol("stalled");
-let byobReads = true; // false once Blob streams have no BYOB reader here, or two stalled
-const stalledBlobs = new WeakSet();
-let stalledCount = 0; // distinct Blobs that stalled
-// Reads made through the pool, how many of them reused a buffer, and
-// whether the page still reads through it (1) or not (0) (tests).
-const poolStats = { pooledReads: 0, reusedBuffers: 0 };
-export function hashReadStats() {
-  return [poolStats.pooledReads, poolStats.reusedBuffers, byobReads ? 1 : 0];
-}
-let idleBuffers = [];
-let releaseTimer = 0;
+// Detaching a read's buffer once hashed (`transfer(0)`) would free it at once,
+// but broke Chromium's in-memory Blobs being stored in IndexedDB meanwhile
+// (InvalidBlob); copying a default `stream()` reader's chunks into reused
+// buffers held more, not less (its chunks are garbage too).
+//
+// Self-contained (it names nothing outside itself but the platform's
+// globals), because its source is also the hash worker's script: `scope` is
+// the worker's global there, which it then answers `[id, blob, start, end]`
+// on; on the page it is null.
+function hashing(scope) {
+  const POOLED_MAX_BYTES = 16 * 1024 * 1024;
+  const POOL_IDLE_BUFFERS = 4;
+  const POOL_RELEASE_MS = 5000;
+  const BYOB_STALL_MS = 2000;
+  const STALLED = Symbol("stalled");
+  let byobReads = true; // false once Blob streams have no BYOB reader here, or two stalled
+  const stalledBlobs = new WeakSet();
+  let stalledCount = 0; // distinct Blobs that stalled
+  let pooledReads = 0;
+  let reusedBuffers = 0;
+  let idleBuffers = [];
+  let releaseTimer = 0;
 
-function takeBuffer(size) {
-  clearTimeout(releaseTimer);
-  let best = -1;
-  idleBuffers.forEach((b, i) => {
-    if (b.byteLength >= size && (best < 0 || b.byteLength < idleBuffers[best].byteLength)) best = i;
-  });
-  if (best >= 0) {
-    poolStats.reusedBuffers += 1;
-    return idleBuffers.splice(best, 1)[0];
+  async function sha256Hex(blob, start, end) {
+    const subtle = typeof crypto !== "undefined" && crypto.subtle;
+    if (!subtle) return "";
+    const slice = blob.slice(start, end);
+    const digest = byobReads && slice.size <= POOLED_MAX_BYTES && !stalledBlobs.has(blob)
+      ? await digestThroughPool(subtle, blob, slice)
+      : await digestWhole(subtle, slice);
+    return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
   }
-  // Rounded up to a MiB so that a last, shorter part or a file of about the
-  // same size reuses it.
-  return new ArrayBuffer(Math.max(1, Math.ceil(size / 1048576)) * 1048576);
-}
 
-function giveBack(buffer) {
-  // A buffer a failed read left detached (its length is 0) is not kept.
-  if (buffer && buffer.byteLength > 0) {
-    idleBuffers.push(buffer);
-    idleBuffers.sort((a, b) => b.byteLength - a.byteLength);
-    idleBuffers.length = Math.min(idleBuffers.length, POOL_IDLE_BUFFERS);
-  }
-  clearTimeout(releaseTimer);
-  releaseTimer = setTimeout(() => { idleBuffers = []; }, POOL_RELEASE_MS);
-}
-
-async function digestThroughPool(subtle, blob, slice) {
-  const size = slice.size;
-  if (size === 0) return subtle.digest("SHA-256", new Uint8Array(0));
-  let reader;
-  try {
-    reader = slice.stream().getReader({ mode: "byob" });
-  } catch (_) {
-    byobReads = false; // this browser's Blob stream is not a byte stream
-    return digestWhole(subtle, slice);
-  }
-  poolStats.pooledReads += 1;
-  let buffer = takeBuffer(size);
-  try {
-    let filled = 0;
-    while (filled < size) {
-      const read = await readWithin(reader, new Uint8Array(buffer, filled, size - filled), BYOB_STALL_MS);
-      if (read === STALLED) {
-        if (!stalledBlobs.has(blob)) {
-          stalledBlobs.add(blob);
-          stalledCount += 1;
-          if (stalledCount >= 2) byobReads = false;
-        }
-        reader.cancel().catch(() => {});
-        return digestWhole(subtle, slice);
-      }
-      const { value, done } = read;
-      if (value) buffer = value.buffer; // the read moved our buffer here
-      if (done) break;
-      filled += value.byteLength;
+  function takeBuffer(size) {
+    clearTimeout(releaseTimer);
+    let best = -1;
+    idleBuffers.forEach((b, i) => {
+      if (b.byteLength >= size && (best < 0 || b.byteLength < idleBuffers[best].byteLength)) best = i;
+    });
+    if (best >= 0) {
+      reusedBuffers += 1;
+      return idleBuffers.splice(best, 1)[0];
     }
-    if (filled !== size) throw new DOMException("the file ended before its size", "NotReadableError");
-    reader.cancel().catch(() => {}); // its bytes are all read: let the stream go now
-    return await subtle.digest("SHA-256", new Uint8Array(buffer, 0, size));
-  } catch (e) {
-    reader.cancel().catch(() => {});
-    throw e;
-  } finally {
-    giveBack(buffer); // not kept if a stalled or failed read still holds it
+    // Rounded up to a MiB so that a last, shorter part or a file of about the
+    // same size reuses it.
+    return new ArrayBuffer(Math.max(1, Math.ceil(size / 1048576)) * 1048576);
   }
-}
 
-// The slice's digest from one new buffer of its bytes (`arrayBuffer()`).
-async function digestWhole(subtle, slice) {
-  return subtle.digest("SHA-256", await slice.arrayBuffer());
-}
+  function giveBack(buffer) {
+    // A buffer a failed read left detached (its length is 0) is not kept.
+    if (buffer && buffer.byteLength > 0) {
+      idleBuffers.push(buffer);
+      idleBuffers.sort((a, b) => b.byteLength - a.byteLength);
+      idleBuffers.length = Math.min(idleBuffers.length, POOL_IDLE_BUFFERS);
+    }
+    clearTimeout(releaseTimer);
+    releaseTimer = setTimeout(() => { idleBuffers = []; }, POOL_RELEASE_MS);
+  }
 
-// One read, or `STALLED` if it brings nothing within `ms`.
-function readWithin(reader, view, ms) {
-  let timer;
-  const stalled = new Promise((resolve) => { timer = setTimeout(() => resolve(STALLED), ms); });
-  return Promise.race([reader.read(view), stalled]).finally(() => clearTimeout(timer));
+  async function digestThroughPool(subtle, blob, slice) {
+    const size = slice.size;
+    if (size === 0) return subtle.digest("SHA-256", new Uint8Array(0));
+    let reader;
+    try {
+      reader = slice.stream().getReader({ mode: "byob" });
+    } catch (_) {
+      byobReads = false; // this browser's Blob stream is not a byte stream
+      return digestWhole(subtle, slice);
+    }
+    pooledReads += 1;
+    let buffer = takeBuffer(size);
+    try {
+      let filled = 0;
+      while (filled < size) {
+        const read = await readWithin(reader, new Uint8Array(buffer, filled, size - filled), BYOB_STALL_MS);
+        if (read === STALLED) {
+          if (!stalledBlobs.has(blob)) {
+            stalledBlobs.add(blob);
+            stalledCount += 1;
+            if (stalledCount >= 2) byobReads = false;
+          }
+          reader.cancel().catch(() => {});
+          return digestWhole(subtle, slice);
+        }
+        const { value, done } = read;
+        if (value) buffer = value.buffer; // the read moved our buffer here
+        if (done) break;
+        filled += value.byteLength;
+      }
+      if (filled !== size) throw new DOMException("the file ended before its size", "NotReadableError");
+      reader.cancel().catch(() => {}); // its bytes are all read: let the stream go now
+      return await subtle.digest("SHA-256", new Uint8Array(buffer, 0, size));
+    } catch (e) {
+      reader.cancel().catch(() => {});
+      throw e;
+    } finally {
+      giveBack(buffer); // not kept if a stalled or failed read still holds it
+    }
+  }
+
+  // The slice's digest from one new buffer of its bytes (`arrayBuffer()`).
+  async function digestWhole(subtle, slice) {
+    return subtle.digest("SHA-256", await slice.arrayBuffer());
+  }
+
+  // One read, or `STALLED` if it brings nothing within `ms`.
+  function readWithin(reader, view, ms) {
+    let timer;
+    const stalled = new Promise((resolve) => { timer = setTimeout(() => resolve(STALLED), ms); });
+    return Promise.race([reader.read(view), stalled]).finally(() => clearTimeout(timer));
+  }
+
+  const stats = () => [pooledReads, reusedBuffers, byobReads ? 1 : 0];
+  if (scope) {
+    scope.onmessage = (e) => {
+      const [id, blob, start, end] = e.data;
+      sha256Hex(blob, start, end).then(
+        (hex) => scope.postMessage([id, hex, ...stats()]),
+        (err) => scope.postMessage([id, null, ...stats(), String((err && err.name) || "Error"), String((err && err.message) || err)]),
+      );
+    };
+  }
+  return { sha256Hex, stats };
 }
+const pageHashing = hashing(null);
 
 // Whether the browser still reads this file: a File picked from disk whose
 // bytes changed (or that was removed) since the pick is refused by Chromium

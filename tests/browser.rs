@@ -35,3 +35,4 @@ mod stored_records_and_answers_keep_their_format;
 mod two_tabs_joining_at_once_share_one_session;
 mod two_tabs_upload_each_attempt_once;
 mod waits_fire_while_the_pages_timers_are_held;
+mod whole_files_are_hashed_off_the_pages_thread;

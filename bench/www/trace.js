@@ -5,7 +5,8 @@
 // (performance.now(), ms) of:
 //   durable     the IndexedDB transaction that first put its record completed
 //   kept        the transaction that put its file's bytes completed
-//   hashed      the SHA-256 that went with its authorize resolved
+//   hashed      the SHA-256 that went with its authorize resolved (on the page,
+//               or answered by a worker)
 //   authSent / authorized   its authorize request / answer
 //   putStart    its storage PUT was sent (XHR send)
 //   firstByte   the PUT's first upload progress event with bytes sent
@@ -76,6 +77,23 @@
     if (!trace.digests.has(hex)) trace.digests.set(hex, now());
     return out;
   };
+
+  // A digest answered by a worker (upload-once hashes a whole file in its
+  // hash worker): any worker message that carries a 64-hex string, timed
+  // when the page gets it. The emulated CPU slowdown (CDP) throttles only
+  // the page's thread, so a worker runs at this machine's speed.
+  const Worker0 = window.Worker;
+  if (typeof Worker0 === "function") {
+    window.Worker = class extends Worker0 {
+      constructor(...args) {
+        super(...args);
+        this.addEventListener("message", (e) => {
+          const hex = Array.isArray(e.data) ? e.data.find((x) => typeof x === "string" && /^[0-9a-f]{64}$/.test(x)) : null;
+          if (hex && !trace.digests.has(hex)) trace.digests.set(hex, now());
+        });
+      }
+    };
+  }
 
   // The API, through fetch: authorize (POST …/attempts) and confirm.
   const fetch0 = window.fetch;

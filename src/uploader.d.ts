@@ -132,7 +132,7 @@ export interface UploaderOptions {
   event: string;
   /** The event's guest code. */
   guestCode: string;
-  /** Requests at once across all files (default 3): authorizes and transfers; confirms go beside them, in as many slots of their own. */
+  /** Transfers at once across all files (default 3), and the authorizes they start with; while every slot is taken, the next files are authorized ahead (one per transfer on the wire), so each PUT starts the moment a slot frees; confirms go beside them, in as many slots of their own. */
   concurrency?: number;
   /** The app's own size limit, checked with the event's before any network. */
   maxFileBytes?: number;

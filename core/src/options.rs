@@ -17,8 +17,10 @@ pub struct UploaderOptions {
     pub event: String,
     /// The event's guest code.
     pub guest_code: String,
-    /// Requests at once across all files (authorizes and transfers;
-    /// confirms go beside them, in as many slots of their own).
+    /// Transfers at once across all files (and the authorizes they start
+    /// with); while every slot is taken, the next files are authorized
+    /// ahead, one per transfer on the wire, and confirms go beside them in
+    /// as many slots of their own.
     pub concurrency: Option<u32>,
     /// The app's own size limit.
     pub max_file_bytes: Option<u64>,

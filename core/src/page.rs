@@ -73,8 +73,10 @@ pub struct PageConfig {
     pub event: String,
     /// Backoff and give-up limits.
     pub policy: RetryPolicy,
-    /// Requests at once across all attempts (authorizes and transfers;
-    /// confirms go beside them, in as many slots of their own).
+    /// Transfers at once across all files (and the authorizes they start
+    /// with); while every slot is taken, the next files are authorized
+    /// ahead, one per transfer on the wire, and confirms go beside them in
+    /// as many slots of their own.
     pub concurrency: usize,
     /// The app's own restrictions (the event's come with the session).
     pub restrictions: Restrictions,

@@ -205,8 +205,8 @@ struct Entry {
     busy: bool,
     /// Busy with a command of its own (not a status batch): holds a slot.
     busy_alone: bool,
-    /// That command is a confirm: its slot is one of the confirm slots.
-    confirming: bool,
+    /// Which slot that command holds.
+    slot: Slot,
     dirty: bool,
     /// To be asked about by the next status batch (a refresh).
     refresh_due: bool,
@@ -256,6 +256,18 @@ impl Entry {
             && self.record.sha256.is_some()
             && self.record.object_key.is_none()
             && self.record.step == crate::attempt::Step::Authorize
+            && !self.record.is_terminal()
+    }
+
+    /// Authorized, and waiting only for a transfer slot to send its bytes
+    /// in one PUT (not paused, not in a backoff).
+    fn is_authorized_and_waiting(&self) -> bool {
+        self.owned
+            && !self.is_busy()
+            && !self.record.paused
+            && self.record.next_retry_at.is_none()
+            && self.record.step == Step::Upload
+            && self.has_blob
             && !self.record.is_terminal()
     }
 
@@ -342,6 +354,22 @@ pub struct Standing {
     pub persisted: bool,
 }
 
+/// Which of the page's slots a command of an attempt's own holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Slot {
+    /// One of the `concurrency` request slots (transfers, and authorizes
+    /// while one is free).
+    #[default]
+    Request,
+    /// One of as many confirm slots, beside the transfers.
+    Confirm,
+    /// An authorize sent while every request slot is taken, so that its
+    /// answer is in before a transfer slot frees: one per transfer on the
+    /// wire, counted with the files being authorized and those authorized
+    /// and waiting for a transfer slot.
+    AuthorizeAhead,
+}
+
 /// Drives many attempts.
 #[derive(Debug)]
 pub struct Scheduler {
@@ -350,6 +378,8 @@ pub struct Scheduler {
     concurrency: usize,
     /// Confirms in flight: they go beside the transfers, as many as those.
     confirms_active: usize,
+    /// Authorizes sent ahead, while every request slot was taken.
+    authorizes_ahead: usize,
     /// Every change holds its attempt until stored (the page's storage is
     /// failing: nothing acts on a state that is not on disk).
     hold_all: bool,
@@ -376,6 +406,7 @@ impl Scheduler {
             policy,
             concurrency: concurrency.max(1),
             confirms_active: 0,
+            authorizes_ahead: 0,
             hold_all: false,
             part_parallelism: DEFAULT_PARALLELISM,
             preparing_hand_over: false,
@@ -485,6 +516,14 @@ impl Scheduler {
         self.confirms_active
     }
 
+    /// Authorizes in flight that were sent ahead, while every request slot
+    /// was taken: with the other files being authorized and those
+    /// authorized and waiting for a transfer slot, at most as many as the
+    /// transfers on the wire.
+    pub fn authorizes_ahead(&self) -> usize {
+        self.authorizes_ahead
+    }
+
     /// Whether the attempt's latest revision is stored.
     pub fn is_persisted(&self, id: &Uuid) -> bool {
         self.entries.get(id).is_some_and(Entry::persisted)
@@ -502,6 +541,7 @@ impl Scheduler {
     pub fn is_idle(&self) -> bool {
         self.active == 0
             && self.confirms_active == 0
+            && self.authorizes_ahead == 0
             && !self.entries.iter().any(|e| e.refresh_due || e.hashing)
             && self.entries.iter().all(|e| {
                 !e.owned
@@ -522,7 +562,7 @@ impl Scheduler {
             self.entries.get(&id).map_or((false, false, false, false, Pipeline::default()), |e| {
                 (e.busy, e.busy_alone, e.dirty, e.refresh_due, e.pipeline.clone())
             });
-        let confirming = self.entries.get(&id).is_some_and(|e| e.confirming);
+        let slot = self.entries.get(&id).map_or(Slot::Request, |e| e.slot);
         let (hashing, hash_failed) = self.entries.get(&id).map_or((false, false), |e| (e.hashing, e.hash_failed));
         let strict_revision = record.revision;
         let entry = Entry {
@@ -533,7 +573,7 @@ impl Scheduler {
             strict_revision,
             busy,
             busy_alone,
-            confirming,
+            slot,
             dirty,
             refresh_due,
             hashing,
@@ -552,7 +592,7 @@ impl Scheduler {
     pub fn remove(&mut self, id: &Uuid) -> Option<AttemptRecord> {
         let entry = self.entries.remove(id)?;
         if entry.busy_alone {
-            self.release_slot(entry.confirming);
+            self.release_slot(entry.slot);
         }
         self.active = self.active.saturating_sub(entry.pipeline.requests_in_flight());
         self.dirty.retain(|d| d != id);
@@ -820,8 +860,8 @@ impl Scheduler {
         if e.busy_alone {
             e.busy = false;
             e.busy_alone = false;
-            let confirming = std::mem::take(&mut e.confirming);
-            self.release_slot(confirming);
+            let slot = std::mem::take(&mut e.slot);
+            self.release_slot(slot);
         }
         let Some(e) = self.entries.get_mut(id) else {
             return;
@@ -1029,8 +1069,21 @@ impl Scheduler {
         ids
     }
 
-    /// The next network command, if one may start now.
+    /// The next network command, if one may start now. `None` means none
+    /// may until something comes in: a scan that changed a record on its
+    /// way (an expired URL now asks for a renewal, a file is attached
+    /// again) is made once more, since the counts it started from (the
+    /// files authorized and waiting) may have moved.
     pub fn poll(&mut self, now: UnixMillis) -> Option<Command> {
+        let mut changed = false;
+        let command = self.poll_once(now, &mut changed);
+        if command.is_some() || !changed {
+            return command;
+        }
+        self.poll_once(now, &mut changed)
+    }
+
+    fn poll_once(&mut self, now: UnixMillis, changed: &mut bool) -> Option<Command> {
         let hold_all = self.hold_all;
         if !self.online {
             return None;
@@ -1057,6 +1110,19 @@ impl Scheduler {
             .filter(|e| e.hashing)
             .fold((0usize, 0u64), |(n, bytes), e| (n + 1, bytes + e.record.file.size));
         let hashed_waiting = self.entries.iter().filter(|e| e.is_hashed_and_waiting()).count();
+        // The next files are authorized while the current ones are sent, so
+        // a file's PUT starts the moment a transfer slot frees instead of a
+        // round trip later (issue 34): an authorize may go while every
+        // request slot is taken, as long as the files being authorized and
+        // those authorized and waiting for a transfer slot are fewer than
+        // the transfers on the wire (each of which will free one).
+        let (mut transfers, mut getting_ready) = (0usize, 0usize);
+        for e in self.entries.iter() {
+            let alone = e.busy_alone && e.slot != Slot::Confirm;
+            transfers += usize::from(alone && e.record.step == Step::Upload) + e.pipeline.requests_in_flight();
+            getting_ready += usize::from(alone && e.record.step == Step::Authorize || e.is_authorized_and_waiting());
+        }
+        let ahead_slot = getting_ready < transfers.min(self.concurrency);
         let preparing = self.preparing_hand_over;
         let hash_slots = if preparing { usize::MAX } else { self.concurrency.max(1).saturating_sub(hashed_waiting) };
         let hash_limit = self.hash_limit;
@@ -1084,6 +1150,7 @@ impl Scheduler {
             if e.record.revision != revision {
                 // Write-ahead: the changed record is stored before it acts.
                 e.mark_dirty(&mut self.dirty);
+                *changed = true;
                 continue;
             }
             if action == Action::Parts {
@@ -1121,16 +1188,18 @@ impl Scheduler {
                     return Some(Command::HashFile { id, size: request.size });
                 }
             }
-            let confirming = matches!(action, Action::Confirm(_));
+            let authorizing = matches!(action, Action::Authorize(_));
             if preparing && matches!(action, Action::Upload(_)) {
                 continue;
             }
-            let slot = if confirming {
-                confirm_slot
-            } else {
-                network || (preparing && matches!(action, Action::Authorize(_)))
+            let slot = match action {
+                Action::Confirm(_) => confirm_slot.then_some(Slot::Confirm),
+                _ if network || (preparing && authorizing) => Some(Slot::Request),
+                Action::Authorize(_) if ahead_slot => Some(Slot::AuthorizeAhead),
+                _ => None,
             };
-            if !slot || e.pipeline.is_busy() {
+            let Some(slot) = slot else { continue };
+            if e.pipeline.is_busy() {
                 // A multipart attempt checks with the server only once its
                 // parts on the wire have answered.
                 continue;
@@ -1145,11 +1214,11 @@ impl Scheduler {
             };
             e.busy = true;
             e.busy_alone = true;
-            e.confirming = confirming;
-            if confirming {
-                self.confirms_active += 1;
-            } else {
-                self.active += 1;
+            e.slot = slot;
+            match slot {
+                Slot::Request => self.active += 1,
+                Slot::Confirm => self.confirms_active += 1,
+                Slot::AuthorizeAhead => self.authorizes_ahead += 1,
             }
             return Some(command);
         }
@@ -1157,12 +1226,13 @@ impl Scheduler {
     }
 
     /// Gives back the slot of a command of an attempt's own.
-    fn release_slot(&mut self, confirming: bool) {
-        if confirming {
-            self.confirms_active = self.confirms_active.saturating_sub(1);
-        } else {
-            self.active = self.active.saturating_sub(1);
-        }
+    fn release_slot(&mut self, slot: Slot) {
+        let count = match slot {
+            Slot::Request => &mut self.active,
+            Slot::Confirm => &mut self.confirms_active,
+            Slot::AuthorizeAhead => &mut self.authorizes_ahead,
+        };
+        *count = count.saturating_sub(1);
     }
 
     fn poll_status(&mut self, now: UnixMillis) -> Option<Vec<Uuid>> {

@@ -147,9 +147,14 @@ fn a_confirm_goes_beside_the_transfers_and_does_not_hold_the_next_file() {
     );
     assert_eq!((s.active(), s.confirms_active()), (1, 1));
     // The second file's bytes go while the first's confirm is on the wire;
-    // a third file waits for the one transfer slot.
+    // the third file is authorized meanwhile, and its bytes wait for the
+    // one transfer slot.
     let Some(Command::Authorize { id: second, request }) = next.into_iter().nth(1) else { unreachable!() };
     s.handle(&second, Outcome::Authorize(server.authorize(&request, T0)), T0, &mut rng);
     assert!(matches!(s.poll(T0), Some(Command::Upload { id, .. }) if id == second));
+    let Some(Command::Authorize { id: third, request }) = s.poll(T0) else { panic!("the next file authorized ahead") };
+    assert!(third != first && third != second);
+    assert_eq!((s.active(), s.authorizes_ahead()), (1, 1));
+    s.handle(&third, Outcome::Authorize(server.authorize(&request, T0)), T0, &mut rng);
     assert_eq!(s.poll(T0), None, "one transfer at a time");
 }

@@ -1162,6 +1162,9 @@ pub struct Stats {
     pub max_inflight: usize,
     /// The most confirms of one page on the wire at once.
     pub max_confirms_in_flight: usize,
+    /// The most authorizes of one page sent ahead at once (while every
+    /// request slot was taken).
+    pub max_authorizes_ahead: usize,
     /// Times the loop found nothing to do while `next_wakeup()` pointed at
     /// the present or the past.
     pub spurious_wakeups: usize,
@@ -1882,7 +1885,7 @@ impl Sim {
             let (confirms, rest) = self.counted_on_wire(tab);
             let on_wire = rest + tab.page.requests_waiting_for_session();
             assert_eq!(
-                tab.page.scheduler().active(),
+                tab.page.scheduler().active() + tab.page.scheduler().authorizes_ahead(),
                 on_wire,
                 "scheduler.active() disagrees with the requests on the wire\n{}",
                 self.dump()
@@ -2080,6 +2083,12 @@ impl Sim {
         }
         let limit = self.config.concurrency.max(1);
         assert!(confirms <= limit, "confirm limit {limit} exceeded: {confirms} in flight");
+        // The next files' authorizes may go while every slot is taken, at
+        // most as many again (with the files authorized and waiting).
+        let ahead = self.tabs[i].page.scheduler().authorizes_ahead();
+        assert!(ahead <= limit, "authorizes ahead {ahead} over the limit {limit}");
+        self.stats.max_authorizes_ahead = self.stats.max_authorizes_ahead.max(ahead);
+        on_wire -= ahead.min(on_wire);
         self.stats.max_confirms_in_flight = self.stats.max_confirms_in_flight.max(confirms);
         // One sign request of parts may go beside a full set of requests
         // (the next parts are signed while the current ones are sent).

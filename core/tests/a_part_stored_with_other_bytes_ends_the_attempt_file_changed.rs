@@ -12,16 +12,9 @@ mod support;
 use support::*;
 use upload_once_core::attempt::{Confirmation, Transfer};
 
-fn multipart_sim(seed: u64) -> Sim {
-    let mut config = SimConfig { seed, concurrency: 4, ..SimConfig::default() };
-    config.server.multipart_threshold = 20;
-    config.server.part_size = 5;
-    Sim::new(config)
-}
-
 #[test]
 fn a_412_for_a_part_ends_the_attempt_file_changed() {
-    let mut sim = multipart_sim(71);
+    let mut sim = Sim::multipart(71);
     sim.server.parts_held_otherwise.insert(4);
     let id = sim.add_jpeg(48);
     sim.run_until_idle();
@@ -43,7 +36,7 @@ fn a_412_for_a_part_ends_the_attempt_file_changed() {
 
 #[test]
 fn a_file_the_browser_will_not_read_ends_file_unreadable() {
-    let mut sim = multipart_sim(72);
+    let mut sim = Sim::multipart(72);
     let id = sim.add_jpeg(48);
     let blob_key = sim.record(id).blob_key;
     sim.unreadable.insert(blob_key);
@@ -58,7 +51,7 @@ fn a_file_the_browser_will_not_read_ends_file_unreadable() {
     );
 
     // A file that goes up in one PUT, hashed whole first: the same.
-    let mut sim = multipart_sim(73);
+    let mut sim = Sim::multipart(73);
     let id = sim.add_jpeg(12);
     sim.unreadable.insert(sim.record(id).blob_key);
     sim.run_until_idle();

@@ -10,13 +10,6 @@ use upload_once_core::attempt::{Confirmation, Transfer};
 use upload_once_core::scheduler::Command;
 use uuid::Uuid;
 
-fn multipart_sim(seed: u64) -> Sim {
-    let mut config = SimConfig { seed, concurrency: 4, ..SimConfig::default() };
-    config.server.multipart_threshold = 20;
-    config.server.part_size = 5;
-    Sim::new(config)
-}
-
 fn sending(sim: &Sim, id: Uuid) -> bool {
     sim.inflight()
         .iter()
@@ -39,20 +32,9 @@ fn until_sending(sim: &mut Sim, id: Uuid) {
     panic!("nothing was sent\n{}", sim.dump());
 }
 
-fn parts_sent_since(sim: &Sim, from: usize, id: Uuid) -> Vec<u32> {
-    sim.stats.sent[from..]
-        .iter()
-        .filter_map(|s| match &s.command {
-            Command::UploadPart { id: i, number, .. } if *i == id => Some(*number),
-            _ => None,
-        })
-        .collect()
-}
-
 #[test]
 fn a_paused_put_is_aborted_waits_and_goes_up_once_on_resume() {
-    let mut sim = Sim::with_seed(1);
-    let id = sim.add_jpeg(20_000);
+    let (mut sim, id) = Sim::with_jpeg(1, 20_000);
     until_sending(&mut sim, id);
     assert!(sim.pause(id), "a transfer under way can be paused");
     sim.run_until_idle();
@@ -78,13 +60,13 @@ fn a_paused_put_is_aborted_waits_and_goes_up_once_on_resume() {
 
 #[test]
 fn a_paused_large_file_keeps_its_stored_parts_and_sends_only_the_rest() {
-    let mut sim = multipart_sim(2);
+    let mut sim = Sim::multipart(2);
     let id = sim.add_jpeg(48); // 10 parts
     sim.tick_until(|s| s.server.attempts.get(&id).is_some_and(|a| a.parts.len() >= 4) && sending(s, id));
     assert!(sim.pause(id));
     let paused_at = sim.stats.sent.len();
     sim.run_until_idle();
-    assert!(parts_sent_since(&sim, paused_at, id).is_empty(), "no part starts after the pause");
+    assert!(sim.stats.parts_since(paused_at, id).is_empty(), "no part starts after the pause");
     let stored: Vec<u32> = sim.server.attempts[&id].parts.keys().copied().collect();
     let r = sim.record(id);
     assert!(r.paused && !r.is_terminal() && r.retries == 0, "{r:?}");
@@ -97,7 +79,7 @@ fn a_paused_large_file_keeps_its_stored_parts_and_sends_only_the_rest() {
     assert!(sim.resume(id));
     sim.run_until_idle();
     assert_eq!(sim.record(id).confirmation, Confirmation::Confirmed);
-    let resent = parts_sent_since(&sim, resumed_at, id);
+    let resent = sim.stats.parts_since(resumed_at, id);
     assert!(resent.iter().all(|n| !stored.contains(n)), "no stored part is sent again: {resent:?} vs {stored:?}");
     assert_eq!(resent.len() + stored.len(), 10);
     assert!(sim.server.parts_stored.values().all(|n| *n == 1));
@@ -106,15 +88,12 @@ fn a_paused_large_file_keeps_its_stored_parts_and_sends_only_the_rest() {
 
 #[test]
 fn a_reload_keeps_the_pause_and_still_asks_the_server() {
-    let mut sim = Sim::with_seed(3);
-    let id = sim.add_jpeg(20_000);
+    let (mut sim, id) = Sim::with_jpeg(3, 20_000);
     until_sending(&mut sim, id);
     sim.pause(id);
     sim.run_until_idle();
     sim.reload(Reload::KEEP_BLOBS);
-    let from = sim.stats.sent.len();
-    sim.run_until_idle();
-    assert_eq!(sim.stats.kinds_since(from), vec![ReqKind::Status], "asked, and sent nothing");
+    assert_eq!(sim.kinds_sent_until_idle(), vec![ReqKind::Status], "asked, and sent nothing");
     assert!(sim.record(id).paused);
     assert!(sim.page().view(&id).unwrap().paused);
 
@@ -126,8 +105,7 @@ fn a_reload_keeps_the_pause_and_still_asks_the_server() {
 
 #[test]
 fn stored_bytes_cannot_be_paused_and_a_repeat_changes_nothing() {
-    let mut sim = Sim::with_seed(4);
-    let id = sim.add_jpeg(20_000);
+    let (mut sim, id) = Sim::with_jpeg(4, 20_000);
     sim.run_until_idle();
     assert_eq!(sim.record(id).confirmation, Confirmation::Confirmed);
     assert!(!sim.pause(id), "nothing left to pause");

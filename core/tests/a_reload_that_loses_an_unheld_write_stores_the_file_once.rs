@@ -22,9 +22,7 @@ fn slow_disk(seed: u64) -> Sim {
 fn reload_and_finish(sim: &mut Sim, id: uuid::Uuid, key: &str) {
     sim.reload(Reload::KEEP_BLOBS);
     sim.config.defer_persist = 0.0;
-    let from = sim.stats.sent.len();
-    sim.run_until_idle();
-    let kinds = sim.stats.kinds_since(from);
+    let kinds = sim.kinds_sent_until_idle();
     assert_eq!(without_renews(&kinds), vec![ReqKind::Status, ReqKind::Confirm], "{kinds:?}");
     assert_eq!(sim.server.puts_for_key(key), 1, "the bytes were not sent again");
     assert_eq!(sim.server.attempts.len(), 1, "no second attempt");

@@ -16,19 +16,11 @@ use proptest::test_runner::RngSeed;
 use support::*;
 use upload_once_core::attempt::{Confirmation, Transfer};
 use upload_once_core::page::Added;
-use upload_once_core::scheduler::Command;
 use upload_once_core::wire::StoredPart;
 use uuid::Uuid;
 
 /// Files over 20 bytes go up in parts of 5 (the fake server's units).
-const PART: u64 = 5;
-
-fn multipart_sim(seed: u64) -> Sim {
-    let mut config = SimConfig { seed, concurrency: 4, ..SimConfig::default() };
-    config.server.multipart_threshold = 20;
-    config.server.part_size = PART;
-    Sim::new(config)
-}
+const PART: u64 = MULTIPART_PART_SIZE;
 
 /// Where the picked file differs from the one whose parts are stored.
 #[derive(Clone, Copy, Debug)]
@@ -88,16 +80,6 @@ fn set_stored_parts(sim: &mut Sim, id: Uuid, parts: BTreeMap<u32, StoredPart>) {
     sim.server.attempts.get_mut(&id).unwrap().parts = parts;
 }
 
-fn parts_sent_for(sim: &Sim, from: usize, id: Uuid) -> Vec<u32> {
-    sim.stats.sent[from..]
-        .iter()
-        .filter_map(|s| match &s.command {
-            Command::UploadPart { id: i, number, .. } if *i == id => Some(*number),
-            _ => None,
-        })
-        .collect()
-}
-
 fn scenario() -> impl Strategy<Value = (u32, Vec<bool>, Differs, usize, u64)> {
     (5u32..=12)
         .prop_flat_map(|count| {
@@ -132,7 +114,7 @@ proptest! {
         (count, mask, differs, pick, seed) in scenario()
     ) {
         let stored: Vec<u32> = (1..=count).filter(|n| mask[*n as usize - 1]).collect();
-        let mut sim = multipart_sim(seed);
+        let mut sim = Sim::multipart(seed);
         let (id, blob_key, content) = waiting_attempt(&mut sim, count, &stored);
         let differing = differing_part(differs, &stored, count, pick);
         let picked = match differing {
@@ -163,15 +145,15 @@ proptest! {
             prop_assert_eq!(listed, want, "the old ledger is the store's parts of the original file");
             sim.run_until_idle();
             prop_assert_eq!(&sim.server.attempts[&id].parts, &store_before, "not a byte sent to the old attempt");
-            prop_assert!(parts_sent_for(&sim, from, id).is_empty());
+            prop_assert!(sim.stats.parts_since(from, id).is_empty());
             prop_assert_eq!(sim.record(id).transfer, Transfer::NeedsFile);
             prop_assert_eq!(sim.record(new_id).confirmation, Confirmation::Confirmed);
-            prop_assert_eq!(parts_sent_for(&sim, from, new_id).len() as u32, count, "the other file went up whole");
+            prop_assert_eq!(sim.stats.parts_since(from, new_id).len() as u32, count, "the other file went up whole");
         } else {
             prop_assert_eq!(&added, &Added::Reattached(id));
             sim.run_until_idle();
             prop_assert_eq!(sim.record(id).confirmation, Confirmation::Confirmed);
-            let sent = parts_sent_for(&sim, from, id);
+            let sent = sim.stats.parts_since(from, id);
             prop_assert!(sent.iter().all(|n| !stored.contains(n)), "no stored part sent again: {:?}", sent);
             prop_assert_eq!(sent.len() + stored.len(), count as usize);
         }
@@ -188,7 +170,7 @@ proptest! {
 #[test]
 fn a_part_the_file_was_not_checked_against_is_checked_before_a_byte_is_sent() {
     for same_file in [false, true] {
-        let mut sim = multipart_sim(7);
+        let mut sim = Sim::multipart(7);
         let (id, blob_key, content) = waiting_attempt(&mut sim, 8, &[]);
         // The ledger knows the parts the server listed at the reload; the
         // store finished one more meanwhile.
@@ -207,7 +189,7 @@ fn a_part_the_file_was_not_checked_against_is_checked_before_a_byte_is_sent() {
         assert_eq!(sim.reattach_with(blob_key, &picked), Added::Reattached(id), "checked against the known parts");
         sim.run_until_idle();
         assert_eq!(sim.stats.rechecks, 1, "the file went through the add again");
-        let sent = parts_sent_for(&sim, from, id);
+        let sent = sim.stats.parts_since(from, id);
         if same_file {
             assert_eq!(sim.record(id).confirmation, Confirmation::Confirmed);
             assert!(sent.iter().all(|n| !known.contains(n) && *n != extra), "{sent:?}");
@@ -223,7 +205,7 @@ fn a_part_the_file_was_not_checked_against_is_checked_before_a_byte_is_sent() {
             assert_eq!(sim.reattach_with(blob_key, &content), Added::Reattached(id));
             sim.run_until_idle();
             assert_eq!(sim.record(id).confirmation, Confirmation::Confirmed);
-            let sent = parts_sent_for(&sim, from, id);
+            let sent = sim.stats.parts_since(from, id);
             assert!(sent.iter().all(|n| !known.contains(n) && *n != extra), "{sent:?}");
         }
         // (Two files of one name, each stored once: the checker of the sim

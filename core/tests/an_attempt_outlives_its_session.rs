@@ -51,8 +51,7 @@ fn a_confirm_whose_answer_was_lost_is_found_after_the_session_lapsed() {
 #[test]
 fn a_session_the_server_forgot_fails_the_attempt_visibly_without_a_successor() {
     let mut sim = sim_with_sessions(2);
-    let id = sim.add_jpeg(20_000);
-    sim.tick_until_answered(id, ReqKind::Authorize);
+    let id = sim.add_jpeg_answered(20_000, ReqKind::Authorize);
     // The host revoked the guest sessions (or the database was restored
     // from a backup): the server no longer knows this one.
     sim.server.sessions.clear();

@@ -15,9 +15,7 @@ use upload_once_core::page::Added;
 #[test]
 fn a_file_attached_to_an_expired_attempt_is_stored_or_refused_visibly() {
     let mut sim = Sim::with_seed(71);
-    let id = sim.add_jpeg(100);
-    sim.tick_until_answered(id, ReqKind::Authorize);
-    sim.persist_all();
+    let id = sim.add_jpeg_answered_and_persisted(100, ReqKind::Authorize);
     // The bytes are lost with the page: the attempt waits for the guest.
     sim.reload(Reload::LOSE_BLOBS);
     sim.run_until_idle();

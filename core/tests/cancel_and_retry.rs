@@ -11,8 +11,7 @@ use upload_once_core::scheduler::Command;
 #[test]
 fn a_cancelled_attempt_sends_nothing_more() {
     let mut sim = Sim::with_seed(91);
-    let id = sim.add_jpeg(100);
-    sim.tick_until_answered(id, ReqKind::Authorize);
+    let id = sim.add_jpeg_answered(100, ReqKind::Authorize);
     let sent = sim.stats.sent.len();
     assert!(sim.cancel(id));
     let r = sim.record(id);
@@ -25,8 +24,7 @@ fn a_cancelled_attempt_sends_nothing_more() {
 
 #[test]
 fn cancelling_twice_is_harmless() {
-    let mut sim = Sim::with_seed(92);
-    let id = sim.add_jpeg(100);
+    let (mut sim, id) = Sim::with_jpeg(92, 100);
     assert!(sim.cancel(id));
     let revision = sim.record(id).revision;
     sim.advance(1);
@@ -36,8 +34,7 @@ fn cancelling_twice_is_harmless() {
 
 #[test]
 fn finished_attempts_cannot_be_cancelled() {
-    let mut sim = Sim::with_seed(93);
-    let id = sim.add_jpeg(100);
+    let (mut sim, id) = Sim::with_jpeg(93, 100);
     sim.run_until_idle();
     let before = sim.record(id).clone();
     assert!(!sim.cancel(id));
@@ -47,8 +44,7 @@ fn finished_attempts_cannot_be_cancelled() {
 
 #[test]
 fn retry_before_authorize_committed_authorizes_with_the_same_id() {
-    let mut sim = Sim::with_seed(94);
-    let id = sim.add_jpeg(100);
+    let (mut sim, id) = Sim::with_jpeg(94, 100);
     assert!(sim.cancel(id));
     sim.persist_all();
     assert!(sim.retry(id));
@@ -62,8 +58,7 @@ fn retry_before_authorize_committed_authorizes_with_the_same_id() {
 #[test]
 fn retry_after_authorize_asks_the_server_first() {
     let mut sim = Sim::with_seed(95);
-    let id = sim.add_jpeg(100);
-    sim.tick_until_answered(id, ReqKind::Authorize);
+    let id = sim.add_jpeg_answered(100, ReqKind::Authorize);
     assert!(sim.cancel(id));
     // The PUT went out with the authorize's answer (it does not wait for that
     // answer to be written): the guest's retry comes once it was aborted.
@@ -76,9 +71,7 @@ fn retry_after_authorize_asks_the_server_first() {
         ticks += 1;
     }
     assert_eq!(sim.record(id).step, Step::Check);
-    let from = sim.stats.sent.len();
-    sim.run_until_idle();
-    let kinds = sim.stats.kinds_since(from);
+    let kinds = sim.kinds_sent_until_idle();
     assert_eq!(without_renews(&kinds), vec![ReqKind::Status, ReqKind::Upload, ReqKind::Confirm], "{kinds:?}");
     assert!(renews(&kinds) <= 1);
     assert_eq!(sim.stats.count(ReqKind::Authorize), 1);
@@ -87,8 +80,7 @@ fn retry_after_authorize_asks_the_server_first() {
 
 #[test]
 fn a_double_retry_retries_once() {
-    let mut sim = Sim::with_seed(96);
-    let id = sim.add_jpeg(100);
+    let (mut sim, id) = Sim::with_jpeg(96, 100);
     assert!(sim.cancel(id));
     assert!(sim.retry(id), "first click");
     let revision = sim.record(id).revision;
@@ -103,8 +95,7 @@ fn a_double_retry_retries_once() {
 #[test]
 fn retrying_an_active_attempt_does_nothing() {
     let mut sim = Sim::with_seed(97);
-    let id = sim.add_jpeg(100);
-    sim.tick_until_answered(id, ReqKind::Authorize);
+    let id = sim.add_jpeg_answered(100, ReqKind::Authorize);
     let before = sim.record(id).clone();
     assert!(!sim.retry(id));
     assert_eq!(sim.record(id), &before);
@@ -112,8 +103,7 @@ fn retrying_an_active_attempt_does_nothing() {
 
 #[test]
 fn an_attempt_cancelled_in_flight_cannot_be_retried_until_the_answer_is_in() {
-    let mut sim = Sim::with_seed(98);
-    let id = sim.add_jpeg(100);
+    let (mut sim, id) = Sim::with_jpeg(98, 100);
     sim.persist_all();
     assert!(matches!(sim.poll_all().as_slice(), [Command::Authorize { .. }]));
     assert!(sim.cancel(id));
@@ -131,9 +121,7 @@ fn an_attempt_cancelled_in_flight_cannot_be_retried_until_the_answer_is_in() {
 #[test]
 fn a_confirm_that_committed_after_cancel_is_adopted() {
     let mut sim = Sim::with_seed(99);
-    let id = sim.add_jpeg(100);
-    sim.tick_until_answered(id, ReqKind::Upload);
-    sim.persist_all();
+    let id = sim.add_jpeg_answered_and_persisted(100, ReqKind::Upload);
     assert!(matches!(sim.poll_all().as_slice(), [Command::Confirm { .. }]));
     assert!(sim.cancel(id), "cancel while the confirm is in flight");
     // The bytes are stored: the failure shows on the confirmation axis.
@@ -171,8 +159,7 @@ fn retries_exhausted_can_be_retried_by_hand_with_a_fresh_budget() {
 #[test]
 fn a_failed_moderation_refresh_leaves_a_confirmed_attempt_alone() {
     use upload_once_core::retry::Failure;
-    let mut sim = Sim::with_seed(123);
-    let id = sim.add_jpeg(100);
+    let (mut sim, id) = Sim::with_jpeg(123, 100);
     sim.run_until_idle();
     let before = sim.record(id).clone();
     assert_eq!(before.confirmation, Confirmation::Confirmed);

@@ -4,27 +4,11 @@
 mod support;
 
 use support::*;
-use upload_once_core::retry::RetryPolicy;
-use upload_once_core::scheduler::{Command, Outcome, Scheduler};
-
-fn persisted(n: u128) -> upload_once_core::attempt::AttemptRecord {
-    record(n, 10)
-}
-
-fn scheduler_with(concurrency: usize, records: u128) -> Scheduler {
-    let mut s = Scheduler::new(RetryPolicy::default(), concurrency);
-    s.set_hash_limit(0); // whole-file hashing: its own tests
-    for n in 1..=records {
-        let r = persisted(n);
-        let rev = r.revision;
-        s.insert(r, true, true, rev);
-    }
-    s
-}
+use upload_once_core::scheduler::{Command, Outcome};
 
 #[test]
 fn polling_stops_at_the_limit_and_resumes_when_a_slot_frees() {
-    let mut s = scheduler_with(2, 5);
+    let mut s = scheduler_with_records(2, 5);
     let a = s.poll(T0).expect("slot 1");
     let b = s.poll(T0).expect("slot 2");
     assert_eq!(s.poll(T0), None, "both slots taken");
@@ -42,14 +26,12 @@ fn polling_stops_at_the_limit_and_resumes_when_a_slot_frees() {
 
 #[test]
 fn attempts_are_started_in_the_order_the_guest_added_them() {
-    let mut s = Scheduler::new(RetryPolicy::default(), 10);
-    s.set_hash_limit(0); // whole-file hashing: its own tests
+    let mut s = new_scheduler(10);
     // Insert out of order; created_at decides.
     for (n, created) in [(3u128, T0 + 30), (1, T0 + 10), (2, T0 + 20)] {
         let mut r = record(n, 10);
         r.created_at = created;
-        let rev = r.revision;
-        s.insert(r, true, true, rev);
+        insert_stored(&mut s, [r]);
     }
     let order: Vec<u128> = (0..3).map(|_| command_ids(&s.poll(T0).unwrap())[0].as_u128()).collect();
     assert_eq!(order, vec![1, 2, 3]);
@@ -57,22 +39,20 @@ fn attempts_are_started_in_the_order_the_guest_added_them() {
 
 #[test]
 fn a_zero_limit_still_lets_one_request_through() {
-    let mut s = scheduler_with(0, 3);
+    let mut s = scheduler_with_records(0, 3);
     assert!(s.poll(T0).is_some());
     assert_eq!(s.poll(T0), None);
 }
 
 #[test]
 fn status_checks_take_a_slot_too() {
-    let mut s = Scheduler::new(RetryPolicy::default(), 1);
-    s.set_hash_limit(0); // whole-file hashing: its own tests
+    let mut s = new_scheduler(1);
     for n in 1..=3 {
         let mut r = record(n, 10);
         if n != 2 {
             r.restore(T0);
         }
-        let rev = r.revision;
-        s.insert(r, true, true, rev);
+        insert_stored(&mut s, [r]);
     }
     let first = s.poll(T0).unwrap();
     assert!(matches!(&first, Command::Status { ids } if ids.len() == 2), "{first:?}");
@@ -81,8 +61,7 @@ fn status_checks_take_a_slot_too() {
 
 #[test]
 fn attempts_owned_by_another_tab_are_not_driven() {
-    let mut s = Scheduler::new(RetryPolicy::default(), 4);
-    s.set_hash_limit(0); // whole-file hashing: its own tests
+    let mut s = new_scheduler(4);
     let r = record(1, 10);
     let (id, rev) = (r.id, r.revision);
     s.insert(r, true, false, rev);
@@ -132,9 +111,8 @@ fn a_confirm_goes_beside_the_transfers_and_does_not_hold_the_next_file() {
     // One transfer at a time: the first file's confirm does not keep the
     // second file waiting for its round trip (issue 34); confirms have as
     // many slots of their own.
-    let mut server = FakeServer::new(ServerConfig::default());
-    let mut rng = TestRng::new(5);
-    let mut s = scheduler_with(1, 3);
+    let (mut server, mut rng) = default_server_and_rng(5);
+    let mut s = scheduler_with_records(1, 3);
     let Some(Command::Authorize { id: first, request }) = s.poll(T0) else { panic!() };
     s.handle(&first, Outcome::Authorize(server.authorize(&request, T0)), T0, &mut rng);
     let Some(Command::Upload { instruction, .. }) = s.poll(T0) else { panic!() };

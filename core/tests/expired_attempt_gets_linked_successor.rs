@@ -100,8 +100,7 @@ fn the_successor_record_copies_the_file_and_checksum_but_nothing_server_side() {
 #[test]
 fn a_successor_is_stored_before_it_sends_anything_and_survives_a_reload() {
     let mut sim = short_ttl_sim(83);
-    let first = sim.add_jpeg(100);
-    sim.tick_until_answered(first, ReqKind::Authorize);
+    let first = sim.add_jpeg_answered(100, ReqKind::Authorize);
     sim.advance(11 * MINUTE);
     sim.tick_until(|s| s.scheduler().record(&first).is_some_and(|r| r.replaced_by.is_some()));
     let next = sim.record(first).replaced_by.unwrap();
@@ -120,9 +119,7 @@ fn a_successor_is_stored_before_it_sends_anything_and_survives_a_reload() {
 #[test]
 fn a_successor_lost_before_it_was_stored_is_started_again_exactly_once() {
     let mut sim = short_ttl_sim(84);
-    let first = sim.add_jpeg(100);
-    sim.tick_until_answered(first, ReqKind::Authorize);
-    sim.persist_all();
+    let first = sim.add_jpeg_answered_and_persisted(100, ReqKind::Authorize);
     sim.advance(11 * MINUTE);
     sim.tick_until(|s| s.scheduler().record(&first).is_some_and(|r| r.replaced_by.is_some()));
     let lost = sim.record(first).replaced_by.unwrap();

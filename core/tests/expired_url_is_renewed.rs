@@ -28,8 +28,7 @@ fn put_url_expiries(sim: &Sim) -> Vec<i64> {
 #[test]
 fn a_url_that_expired_while_waiting_is_renewed_and_the_put_uses_the_fresh_one() {
     let mut sim = Sim::with_seed(31);
-    let id = sim.add_jpeg(300);
-    sim.tick_until_answered(id, ReqKind::Authorize);
+    let id = sim.add_jpeg_answered(300, ReqKind::Authorize);
     let stale = parse_rfc3339(&sim.record(id).upload.as_ref().unwrap().expires_at).unwrap();
     sim.now = stale + 1; // the tab slept past the URL's expiry
     sim.run_until_idle();
@@ -52,9 +51,7 @@ fn a_url_that_expired_while_waiting_is_renewed_and_the_put_uses_the_fresh_one() 
 #[test]
 fn a_put_refused_because_the_url_expired_in_flight_is_renewed_and_repeated() {
     let mut sim = Sim::with_seed(32);
-    let id = sim.add_jpeg(300);
-    sim.tick_until_answered(id, ReqKind::Authorize);
-    sim.persist_all();
+    let id = sim.add_jpeg_answered_and_persisted(300, ReqKind::Authorize);
     let polled = sim.poll_all();
     assert!(matches!(polled.as_slice(), [Command::Upload { .. }]), "{polled:?}");
     sim.advance(sim.config.server.url_ttl_ms); // a very slow connection

@@ -11,10 +11,8 @@ use upload_once_core::scheduler::Command;
 
 #[test]
 fn a_lost_put_answer_then_an_expired_url_leads_to_confirm_only() {
-    let mut sim = Sim::with_seed(41);
-    sim.faults.script(ReqKind::Upload, Fault::DropAfter);
-    let id = sim.add_jpeg(300);
-    sim.tick_until_answered(id, ReqKind::Upload);
+    let mut sim = Sim::with_faults(41, &[(ReqKind::Upload, Fault::DropAfter)]);
+    let id = sim.add_jpeg_answered(300, ReqKind::Upload);
     assert_eq!(sim.record(id).step, Step::Check, "an ambiguous PUT failure asks the server first");
     sim.advance(sim.config.server.url_ttl_ms + MINUTE);
     sim.run_until_idle();
@@ -30,17 +28,13 @@ fn a_lost_put_answer_then_an_expired_url_leads_to_confirm_only() {
 #[test]
 fn a_reload_during_a_put_that_landed_confirms_after_the_url_expired() {
     let mut sim = Sim::with_seed(42);
-    let id = sim.add_jpeg(300);
-    sim.tick_until_answered(id, ReqKind::Authorize);
-    sim.persist_all();
+    let id = sim.add_jpeg_answered_and_persisted(300, ReqKind::Authorize);
     assert!(matches!(sim.poll_all().as_slice(), [Command::Upload { .. }]));
     // The PUT reaches storage, then the page goes away with its answer.
     sim.reload(Reload { lose_blob: 0.0, inflight_reached_server: 1.0 });
     sim.advance(sim.config.server.url_ttl_ms + MINUTE);
-    let before = sim.stats.sent.len();
-    sim.run_until_idle();
+    let after = sim.kinds_sent_until_idle();
 
-    let after: Vec<ReqKind> = sim.stats.sent[before..].iter().map(|s| ReqKind::of(&s.command)).collect();
     assert_eq!(after, vec![ReqKind::Status, ReqKind::Confirm]);
     let key = sim.server.object_key_of(id).unwrap();
     assert_eq!(sim.server.put_requests_for_key(&key), 1);
@@ -50,9 +44,7 @@ fn a_reload_during_a_put_that_landed_confirms_after_the_url_expired() {
 #[test]
 fn the_same_holds_when_the_bytes_were_lost_with_the_page() {
     let mut sim = Sim::with_seed(43);
-    let id = sim.add_jpeg(300);
-    sim.tick_until_answered(id, ReqKind::Authorize);
-    sim.persist_all();
+    let id = sim.add_jpeg_answered_and_persisted(300, ReqKind::Authorize);
     sim.poll_all();
     sim.reload(Reload { lose_blob: 1.0, inflight_reached_server: 1.0 });
     sim.advance(sim.config.server.url_ttl_ms + MINUTE);

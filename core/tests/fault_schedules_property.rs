@@ -35,53 +35,42 @@ struct Scenario {
     multipart: bool,
 }
 
-fn scenario() -> impl Strategy<Value = Scenario> {
-    (
-        any::<u64>(),
-        0.0..0.5f64,
-        prop::array::uniform5(0u32..4),
-        prop_oneof![Just(0.0), 0.0..0.06f64],
-        0.0..1.0f64,
-        prop_oneof![Just(0.0), 0.0..0.05f64],
-        1usize..=8,
-        1usize..=4,
-        prop_oneof![Just(3 * MINUTE), Just(30 * MINUTE), Just(24 * HOUR)],
-        prop_oneof![Just(30 * SECOND), Just(2 * MINUTE), Just(15 * MINUTE)],
-        prop_oneof![Just(0.0), 0.0..0.5f64],
-        (20usize..400, prop_oneof![Just(0.0), 0.0..0.05f64], prop_oneof![Just(0.0), 0.0..0.3f64], any::<bool>()),
-    )
-        .prop_map(
-            |(
-                seed,
-                fault_probability,
-                weights,
-                reload_probability,
-                lossy_reload_probability,
-                sleep_probability,
-                files,
-                concurrency,
-                attempt_ttl_ms,
-                url_ttl_ms,
-                defer_persist,
-                (fault_ticks, tab_probability, store_failure, multipart),
-            )| Scenario {
-                seed,
-                fault_probability,
-                weights,
-                reload_probability,
-                lossy_reload_probability,
-                sleep_probability,
-                files,
-                concurrency,
-                attempt_ttl_ms,
-                url_ttl_ms,
-                defer_persist,
-                fault_ticks,
-                tab_probability,
-                store_failure,
-                multipart,
-            },
-        )
+prop_compose! {
+    fn scenario()(
+        seed in any::<u64>(),
+        fault_probability in 0.0..0.5f64,
+        weights in prop::array::uniform5(0u32..4),
+        reload_probability in prop_oneof![Just(0.0), 0.0..0.06f64],
+        lossy_reload_probability in 0.0..1.0f64,
+        sleep_probability in prop_oneof![Just(0.0), 0.0..0.05f64],
+        files in 1usize..=8,
+        concurrency in 1usize..=4,
+        attempt_ttl_ms in prop_oneof![Just(3 * MINUTE), Just(30 * MINUTE), Just(24 * HOUR)],
+        url_ttl_ms in prop_oneof![Just(30 * SECOND), Just(2 * MINUTE), Just(15 * MINUTE)],
+        defer_persist in prop_oneof![Just(0.0), 0.0..0.5f64],
+        fault_ticks in 20usize..400,
+        tab_probability in prop_oneof![Just(0.0), 0.0..0.05f64],
+        store_failure in prop_oneof![Just(0.0), 0.0..0.3f64],
+        multipart in any::<bool>(),
+    ) -> Scenario {
+        Scenario {
+            seed,
+            fault_probability,
+            weights,
+            reload_probability,
+            lossy_reload_probability,
+            sleep_probability,
+            files,
+            concurrency,
+            attempt_ttl_ms,
+            url_ttl_ms,
+            defer_persist,
+            fault_ticks,
+            tab_probability,
+            store_failure,
+            multipart,
+        }
+    }
 }
 
 struct Run {

@@ -17,11 +17,7 @@ const MIB: u64 = 1 << 20;
 fn scheduler_with(concurrency: usize, files: usize) -> Scheduler {
     let mut s = Scheduler::new(RetryPolicy::default(), concurrency);
     s.set_hash_limit(64 * MIB);
-    for n in 1..=files {
-        let r = record(n as u128, 4 * MIB);
-        let rev = r.revision;
-        s.insert(r, true, true, rev);
-    }
+    insert_stored(&mut s, (1..=files).map(|n| record(n as u128, 4 * MIB)));
     s
 }
 

@@ -15,11 +15,7 @@ const MIB: u64 = 1 << 20;
 fn scheduler_with(concurrency: usize, sizes: &[u64]) -> Scheduler {
     let mut s = Scheduler::new(RetryPolicy::default(), concurrency);
     s.set_hash_limit(64 * MIB);
-    for (n, size) in sizes.iter().enumerate() {
-        let r = record(n as u128 + 1, *size);
-        let rev = r.revision;
-        s.insert(r, true, true, rev);
-    }
+    insert_stored(&mut s, sizes.iter().enumerate().map(|(n, size)| record(n as u128 + 1, *size)));
     s
 }
 

@@ -125,8 +125,7 @@ fn the_server_clock_offset_shifts_its_expiries() {
 
 #[test]
 fn faults_apply_before_or_after_the_server_commits() {
-    let mut sim = Sim::with_seed(1);
-    sim.faults.script(ReqKind::Authorize, Fault::DropBefore);
+    let mut sim = Sim::with_faults(1, &[(ReqKind::Authorize, Fault::DropBefore)]);
     let id = sim.add_jpeg(10);
     sim.persist_all();
     sim.poll_all();

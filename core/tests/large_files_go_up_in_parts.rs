@@ -12,21 +12,13 @@ use upload_once_core::multipart::Ledger;
 use upload_once_core::page::Added;
 use upload_once_core::wire::{MultipartPlan, StoredPart};
 
-/// Files over 20 bytes go up in parts of 5 (the fake server's units).
-fn multipart_sim(seed: u64) -> Sim {
-    let mut config = SimConfig { seed, concurrency: 4, ..SimConfig::default() };
-    config.server.multipart_threshold = 20;
-    config.server.part_size = 5;
-    Sim::new(config)
-}
-
 fn parts_sent(sim: &Sim, id: uuid::Uuid) -> usize {
     sim.stats.kinds_for(id).iter().filter(|k| **k == ReqKind::UploadPart).count()
 }
 
 #[test]
 fn a_large_file_goes_up_in_parts_and_is_confirmed_once() {
-    let mut sim = multipart_sim(1);
+    let mut sim = Sim::multipart(1);
     let id = sim.add_jpeg(48); // 10 parts: 9 of 5 bytes, the last of 3
     sim.run_until_idle();
     let r = sim.record(id);
@@ -46,7 +38,7 @@ fn a_large_file_goes_up_in_parts_and_is_confirmed_once() {
 
 #[test]
 fn a_small_file_keeps_the_single_put() {
-    let mut sim = multipart_sim(2);
+    let mut sim = Sim::multipart(2);
     let id = sim.add_jpeg(20);
     sim.run_until_idle();
     assert_eq!(sim.stats.kinds_for(id), vec![ReqKind::Authorize, ReqKind::Upload, ReqKind::Confirm]);
@@ -55,7 +47,7 @@ fn a_small_file_keeps_the_single_put() {
 
 #[test]
 fn a_part_cut_mid_way_is_sent_again_and_nothing_else_is() {
-    let mut sim = multipart_sim(3);
+    let mut sim = Sim::multipart(3);
     sim.faults.script(ReqKind::UploadPart, Fault::DropBefore);
     let id = sim.add_jpeg(48);
     sim.run_until_idle();
@@ -66,7 +58,7 @@ fn a_part_cut_mid_way_is_sent_again_and_nothing_else_is() {
 
 #[test]
 fn a_part_stored_whose_answer_was_lost_is_not_sent_again() {
-    let mut sim = multipart_sim(4);
+    let mut sim = Sim::multipart(4);
     sim.faults.script(ReqKind::UploadPart, Fault::DropAfter);
     let id = sim.add_jpeg(48);
     sim.run_until_idle();
@@ -79,7 +71,7 @@ fn a_part_stored_whose_answer_was_lost_is_not_sent_again() {
 
 #[test]
 fn a_reload_goes_on_from_the_first_part_the_server_does_not_have() {
-    let mut sim = multipart_sim(5);
+    let mut sim = Sim::multipart(5);
     let id = sim.add_jpeg(48);
     sim.tick_until(|s| s.server.attempts.values().any(|a| a.parts.len() >= 4));
     let stored_before: Vec<u32> = sim.server.attempts[&id].parts.keys().copied().collect();
@@ -105,7 +97,7 @@ fn a_reload_goes_on_from_the_first_part_the_server_does_not_have() {
 #[test]
 fn the_same_file_picked_again_goes_on_and_another_one_is_never_spliced_in() {
     // Large files are not kept: after a reload the attempt waits for its file.
-    let mut sim = multipart_sim(6);
+    let mut sim = Sim::multipart(6);
     let id = sim.add_jpeg(48);
     sim.tick_until(|s| s.server.attempts.values().any(|a| a.parts.len() >= 3));
     sim.reload(Reload::LOSE_BLOBS);
@@ -139,7 +131,7 @@ fn the_same_file_picked_again_goes_on_and_another_one_is_never_spliced_in() {
 
 #[test]
 fn an_expired_part_url_is_signed_again() {
-    let mut sim = multipart_sim(7);
+    let mut sim = Sim::multipart(7);
     sim.config.latency_ms = (10, 10);
     let id = sim.add_jpeg(48);
     sim.tick_until(|s| {

@@ -10,9 +10,8 @@ use upload_once_core::scheduler::Command;
 
 fn confirm_ids(sim: &Sim) -> Vec<uuid::Uuid> {
     sim.stats
-        .sent
-        .iter()
-        .filter_map(|s| match &s.command {
+        .commands()
+        .filter_map(|c| match c {
             Command::Confirm { id, .. } => Some(*id),
             _ => None,
         })
@@ -21,8 +20,7 @@ fn confirm_ids(sim: &Sim) -> Vec<uuid::Uuid> {
 
 #[test]
 fn a_dropped_confirm_answer_is_retried_and_returns_the_same_media() {
-    let mut sim = Sim::with_seed(21);
-    sim.faults.script(ReqKind::Confirm, Fault::DropAfter);
+    let mut sim = Sim::with_faults(21, &[(ReqKind::Confirm, Fault::DropAfter)]);
     let id = sim.add_jpeg(500);
     sim.run_until_idle();
 
@@ -44,15 +42,13 @@ fn a_dropped_confirm_answer_is_retried_and_returns_the_same_media() {
 
 #[test]
 fn the_repeated_confirm_carries_the_same_body() {
-    let mut sim = Sim::with_seed(22);
-    sim.faults.script(ReqKind::Confirm, Fault::DropAfter);
+    let mut sim = Sim::with_faults(22, &[(ReqKind::Confirm, Fault::DropAfter)]);
     sim.add_file("v.mp4", 777, "video/mp4");
     sim.run_until_idle();
     let bodies: Vec<_> = sim
         .stats
-        .sent
-        .iter()
-        .filter_map(|s| match &s.command {
+        .commands()
+        .filter_map(|c| match c {
             Command::Confirm { request, .. } => Some(request.clone()),
             _ => None,
         })
@@ -64,10 +60,14 @@ fn the_repeated_confirm_carries_the_same_body() {
 
 #[test]
 fn a_503_after_the_confirm_committed_is_also_harmless() {
-    let mut sim = Sim::with_seed(23);
-    sim.faults.script(ReqKind::Confirm, Fault::UnavailableAfterCommit);
-    sim.faults.script(ReqKind::Confirm, Fault::DropAfter);
-    sim.faults.script(ReqKind::Confirm, Fault::RateLimited { retry_after_ms: Some(2000) });
+    let mut sim = Sim::with_faults(
+        23,
+        &[
+            (ReqKind::Confirm, Fault::UnavailableAfterCommit),
+            (ReqKind::Confirm, Fault::DropAfter),
+            (ReqKind::Confirm, Fault::RateLimited { retry_after_ms: Some(2000) }),
+        ],
+    );
     let id = sim.add_jpeg(500);
     sim.run_until_idle();
     assert_eq!(confirm_ids(&sim), vec![id; 4]);
@@ -79,14 +79,10 @@ fn a_503_after_the_confirm_committed_is_also_harmless() {
 
 #[test]
 fn a_reload_after_the_lost_confirm_answer_asks_instead_of_confirming_again() {
-    let mut sim = Sim::with_seed(24);
-    sim.faults.script(ReqKind::Confirm, Fault::DropAfter);
-    let id = sim.add_jpeg(500);
-    sim.tick_until_answered(id, ReqKind::Confirm);
+    let mut sim = Sim::with_faults(24, &[(ReqKind::Confirm, Fault::DropAfter)]);
+    let id = sim.add_jpeg_answered(500, ReqKind::Confirm);
     sim.reload(Reload::KEEP_BLOBS);
-    let before = sim.stats.sent.len();
-    sim.run_until_idle();
-    let after: Vec<ReqKind> = sim.stats.sent[before..].iter().map(|s| ReqKind::of(&s.command)).collect();
+    let after = sim.kinds_sent_until_idle();
     assert_eq!(after, vec![ReqKind::Status], "the server already says confirmed: nothing else is sent");
     assert_eq!(sim.record(id).confirmation, Confirmation::Confirmed);
     assert_eq!(sim.record(id).media.as_ref().unwrap().id, sim.server.media[0].id);
@@ -96,9 +92,10 @@ fn a_reload_after_the_lost_confirm_answer_asks_instead_of_confirming_again() {
 
 #[test]
 fn a_dropped_authorize_answer_is_retried_with_the_same_id_and_makes_one_attempt() {
-    let mut sim = Sim::with_seed(25);
-    sim.faults.script(ReqKind::Authorize, Fault::DropAfter);
-    sim.faults.script(ReqKind::Authorize, Fault::UnavailableAfterCommit);
+    let mut sim = Sim::with_faults(
+        25,
+        &[(ReqKind::Authorize, Fault::DropAfter), (ReqKind::Authorize, Fault::UnavailableAfterCommit)],
+    );
     let id = sim.add_file("once.jpg", 42, "image/jpeg");
     sim.run_until_idle();
     assert_eq!(sim.stats.kinds_for(id)[..3], [ReqKind::Authorize; 3]);

@@ -7,16 +7,12 @@ mod support;
 use support::*;
 use upload_once_core::attempt::{Action, Confirmation, Step, Transfer};
 use upload_once_core::page::Added;
-use upload_once_core::retry::RetryPolicy;
-use upload_once_core::scheduler::Scheduler;
 
 /// Authorized, then the page reloads and the bytes are gone; returns where
 /// the requests after the reload start in `stats.sent`.
 fn lose_bytes_after_authorize(seed: u64) -> (Sim, uuid::Uuid, usize) {
     let mut sim = Sim::with_seed(seed);
-    let id = sim.add_jpeg(100);
-    sim.tick_until_answered(id, ReqKind::Authorize);
-    sim.persist_all();
+    let id = sim.add_jpeg_answered_and_persisted(100, ReqKind::Authorize);
     sim.reload(Reload::LOSE_BLOBS);
     let from = sim.stats.sent.len();
     sim.run_until_idle();
@@ -73,14 +69,12 @@ fn bytes_that_come_back_by_themselves_are_attached_on_the_next_poll() {
 
 #[test]
 fn attaching_to_an_attempt_that_does_not_need_its_file_changes_nothing() {
-    let mut sim = Sim::with_seed(64);
-    let id = sim.add_jpeg(100);
+    let (mut sim, id) = Sim::with_jpeg(64, 100);
     let revision = sim.record(id).revision;
     let blob_key = sim.record(id).blob_key;
     assert_eq!(sim.reattach(blob_key), Added::Duplicate(id), "picked again while it uploads");
     assert_eq!(sim.record(id).revision, revision);
-    let mut scheduler = Scheduler::new(RetryPolicy::default(), 1);
-    scheduler.set_hash_limit(0); // whole-file hashing: its own tests
+    let mut scheduler = new_scheduler(1);
     assert!(!scheduler.attach_file(&uuid::Uuid::from_u128(404), sim.now), "unknown id");
 }
 

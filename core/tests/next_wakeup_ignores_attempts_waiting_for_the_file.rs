@@ -14,8 +14,7 @@ use upload_once_core::scheduler::{Command, Scheduler};
 #[test]
 fn a_needs_file_attempt_with_a_stale_backoff_does_not_pull_the_wakeup_into_the_past() {
     let policy = RetryPolicy::default();
-    let mut server = FakeServer::new(ServerConfig::default());
-    let mut rng = TestRng::new(9);
+    let (mut server, mut rng) = default_server_and_rng(9);
 
     // Attempt A was authorized, then its bytes were lost: after a reload it
     // is restored in `needs_file`, without its blob.

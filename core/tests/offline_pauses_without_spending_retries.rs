@@ -11,11 +11,8 @@ use upload_once_core::scheduler::{Command, Outcome, Scheduler};
 
 #[test]
 fn nothing_is_polled_while_offline() {
-    let mut s = Scheduler::new(RetryPolicy::default(), 4);
-    s.set_hash_limit(0); // whole-file hashing: its own tests
-    let r = record(1, 10);
-    let rev = r.revision;
-    s.insert(r, true, true, rev);
+    let mut s = new_scheduler(4);
+    insert_stored(&mut s, [record(1, 10)]);
     s.set_online(false);
     assert_eq!(s.poll(T0), None);
     s.set_online(true);
@@ -68,8 +65,7 @@ fn requests_in_flight_when_the_link_drops_spend_no_retries() {
     for n in 1..=4 {
         let r = record(n, 10);
         ids.push(r.id);
-        let rev = r.revision;
-        s.insert(r, true, true, rev);
+        insert_stored(&mut s, [r]);
     }
     let polled: Vec<Command> = std::iter::from_fn(|| s.poll(T0)).collect();
     assert_eq!(polled.len(), 4);

@@ -7,10 +7,6 @@ use support::*;
 use upload_once_core::attempt::{Action, Confirmation, Step, Transfer};
 use upload_once_core::scheduler::Command;
 
-fn kinds_since(sim: &Sim, from: usize) -> Vec<ReqKind> {
-    sim.stats.sent[from..].iter().map(|s| ReqKind::of(&s.command)).collect()
-}
-
 #[test]
 fn restore_turns_every_unfinished_step_into_a_check() {
     for step_reached in [ReqKind::Authorize, ReqKind::Upload, ReqKind::Confirm] {
@@ -43,14 +39,10 @@ fn restore_leaves_terminal_attempts_alone() {
 
 #[test]
 fn confirmed_on_the_server_means_no_upload_and_no_confirm() {
-    let mut sim = Sim::with_seed(51);
-    sim.faults.script(ReqKind::Confirm, Fault::DropAfter);
-    let id = sim.add_jpeg(100);
-    sim.tick_until_answered(id, ReqKind::Confirm);
+    let mut sim = Sim::with_faults(51, &[(ReqKind::Confirm, Fault::DropAfter)]);
+    let id = sim.add_jpeg_answered(100, ReqKind::Confirm);
     sim.reload(Reload::KEEP_BLOBS);
-    let from = sim.stats.sent.len();
-    sim.run_until_idle();
-    assert_eq!(kinds_since(&sim, from), vec![ReqKind::Status]);
+    assert_eq!(sim.kinds_sent_until_idle(), vec![ReqKind::Status]);
     let r = sim.record(id);
     assert_eq!((r.confirmation, r.transfer, r.step), (Confirmation::Confirmed, Transfer::Uploaded, Step::Done));
     assert_eq!(r.media.as_ref().map(|m| m.id), Some(sim.server.media[0].id));
@@ -59,14 +51,10 @@ fn confirmed_on_the_server_means_no_upload_and_no_confirm() {
 
 #[test]
 fn authorized_with_the_object_stored_means_confirm_only() {
-    let mut sim = Sim::with_seed(52);
-    sim.faults.script(ReqKind::Upload, Fault::DropAfter);
-    let id = sim.add_jpeg(100);
-    sim.tick_until_answered(id, ReqKind::Upload);
+    let mut sim = Sim::with_faults(52, &[(ReqKind::Upload, Fault::DropAfter)]);
+    let id = sim.add_jpeg_answered(100, ReqKind::Upload);
     sim.reload(Reload::KEEP_BLOBS);
-    let from = sim.stats.sent.len();
-    sim.run_until_idle();
-    assert_eq!(kinds_since(&sim, from), vec![ReqKind::Status, ReqKind::Confirm]);
+    assert_eq!(sim.kinds_sent_until_idle(), vec![ReqKind::Status, ReqKind::Confirm]);
     assert_eq!(sim.server.puts_for_key(&sim.server.object_key_of(id).unwrap()), 1);
     sim.check_exactly_once().unwrap();
 }
@@ -74,13 +62,10 @@ fn authorized_with_the_object_stored_means_confirm_only() {
 #[test]
 fn authorized_without_the_object_uploads_when_the_bytes_are_held() {
     let mut sim = Sim::with_seed(53);
-    let id = sim.add_jpeg(100);
-    sim.tick_until_answered(id, ReqKind::Authorize);
-    sim.persist_all(); // the signed URL is in IndexedDB
+    // The signed URL is in IndexedDB.
+    sim.add_jpeg_answered_and_persisted(100, ReqKind::Authorize);
     sim.reload(Reload::KEEP_BLOBS);
-    let from = sim.stats.sent.len();
-    sim.run_until_idle();
-    let kinds = kinds_since(&sim, from);
+    let kinds = sim.kinds_sent_until_idle();
     assert_eq!(without_renews(&kinds), vec![ReqKind::Status, ReqKind::Upload, ReqKind::Confirm], "{kinds:?}");
     assert!(renews(&kinds) <= 1, "at most a fresh URL before the PUT: {kinds:?}");
     assert_eq!(sim.stats.count(ReqKind::Authorize), 1, "the attempt is not authorized twice");
@@ -90,12 +75,9 @@ fn authorized_without_the_object_uploads_when_the_bytes_are_held() {
 #[test]
 fn authorized_without_the_object_needs_the_file_when_the_bytes_are_gone() {
     let mut sim = Sim::with_seed(54);
-    let id = sim.add_jpeg(100);
-    sim.tick_until_answered(id, ReqKind::Authorize);
+    let id = sim.add_jpeg_answered(100, ReqKind::Authorize);
     sim.reload(Reload::LOSE_BLOBS);
-    let from = sim.stats.sent.len();
-    sim.run_until_idle();
-    assert_eq!(kinds_since(&sim, from), vec![ReqKind::Status], "nothing to upload");
+    assert_eq!(sim.kinds_sent_until_idle(), vec![ReqKind::Status], "nothing to upload");
     let r = sim.record(id);
     assert_eq!(r.transfer, Transfer::NeedsFile);
     assert_eq!(r.error.as_ref().unwrap().code, "needs_file");
@@ -107,13 +89,10 @@ fn authorized_without_the_object_needs_the_file_when_the_bytes_are_gone() {
 #[test]
 fn expired_on_the_server_is_terminal_with_its_reason() {
     let mut sim = Sim::with_seed(55);
-    let id = sim.add_jpeg(100);
-    sim.tick_until_answered(id, ReqKind::Authorize);
+    let id = sim.add_jpeg_answered(100, ReqKind::Authorize);
     sim.advance(sim.config.server.attempt_ttl_ms + 1);
     sim.reload(Reload::LOSE_BLOBS);
-    let from = sim.stats.sent.len();
-    sim.run_until_idle();
-    assert_eq!(kinds_since(&sim, from), vec![ReqKind::Status]);
+    assert_eq!(sim.kinds_sent_until_idle(), vec![ReqKind::Status]);
     let r = sim.record(id);
     assert_eq!((r.confirmation, r.step), (Confirmation::Expired, Step::Done));
     assert_eq!(r.error.as_ref().unwrap().code, "expired");
@@ -123,19 +102,15 @@ fn expired_on_the_server_is_terminal_with_its_reason() {
 
 #[test]
 fn rejected_on_the_server_is_terminal_with_the_servers_code_and_reason() {
-    let mut sim = Sim::with_seed(56);
-    sim.faults.script(ReqKind::Confirm, Fault::DropAfter);
-    let id = sim.add_jpeg(100);
-    sim.tick_until_answered(id, ReqKind::Upload);
+    let mut sim = Sim::with_faults(56, &[(ReqKind::Confirm, Fault::DropAfter)]);
+    let id = sim.add_jpeg_answered(100, ReqKind::Upload);
     // The stored object is not what was authorized (a tampered or broken store).
     let key = sim.server.object_key_of(id).unwrap();
     sim.server.plant_object(&key, 99, "image/jpeg");
     sim.tick_until_answered(id, ReqKind::Confirm);
     assert_eq!(sim.server.state_of(id), Some(upload_once_core::wire::AttemptState::Rejected));
     sim.reload(Reload::KEEP_BLOBS);
-    let from = sim.stats.sent.len();
-    sim.run_until_idle();
-    assert_eq!(kinds_since(&sim, from), vec![ReqKind::Status]);
+    assert_eq!(sim.kinds_sent_until_idle(), vec![ReqKind::Status]);
     let r = sim.record(id);
     assert_eq!((r.confirmation, r.step), (Confirmation::Rejected, Step::Done));
     let error = r.error.as_ref().unwrap();
@@ -147,14 +122,12 @@ fn rejected_on_the_server_is_terminal_with_the_servers_code_and_reason() {
 
 #[test]
 fn unknown_to_the_server_before_authorize_committed_authorizes_again_with_the_same_id() {
-    let mut sim = Sim::with_seed(57);
-    let id = sim.add_jpeg(100);
+    let (mut sim, id) = Sim::with_jpeg(57, 100);
     sim.persist_all();
     assert!(matches!(sim.poll_all().as_slice(), [Command::Authorize { .. }]));
     sim.reload(Reload { lose_blob: 0.0, inflight_reached_server: 0.0 });
     let from = sim.stats.sent.len();
-    sim.run_until_idle();
-    let kinds = kinds_since(&sim, from);
+    let kinds = sim.kinds_sent_until_idle();
     assert_eq!(
         without_renews(&kinds),
         vec![ReqKind::Status, ReqKind::Authorize, ReqKind::Upload, ReqKind::Confirm],
@@ -172,16 +145,14 @@ fn unknown_to_the_server_before_authorize_committed_authorizes_again_with_the_sa
 
 #[test]
 fn an_authorize_that_did_commit_before_the_reload_is_not_repeated() {
-    let mut sim = Sim::with_seed(58);
-    let id = sim.add_jpeg(100);
+    let (mut sim, id) = Sim::with_jpeg(58, 100);
     sim.persist_all();
     sim.poll_all();
     sim.reload(Reload { lose_blob: 0.0, inflight_reached_server: 1.0 });
-    let from = sim.stats.sent.len();
-    sim.run_until_idle();
     // Status says authorized without an object; this page never learned a
     // URL, so it renews one (not a second authorize) and uploads.
-    assert_eq!(kinds_since(&sim, from), vec![ReqKind::Status, ReqKind::Renew, ReqKind::Upload, ReqKind::Confirm]);
+    let kinds = sim.kinds_sent_until_idle();
+    assert_eq!(kinds, vec![ReqKind::Status, ReqKind::Renew, ReqKind::Upload, ReqKind::Confirm]);
     assert!(sim.record(id).object_key.is_some());
     sim.check_exactly_once().unwrap();
 }
@@ -191,14 +162,11 @@ fn unknown_to_the_server_after_authorize_fails_as_not_found() {
     // An object key means the server knew the attempt: "not found" now means
     // another session (or lost server data), not "authorize again".
     let mut sim = Sim::with_seed(59);
-    let id = sim.add_jpeg(100);
-    sim.tick_until_answered(id, ReqKind::Authorize);
-    sim.persist_all(); // the object key is in IndexedDB
+    // The object key is in IndexedDB.
+    let id = sim.add_jpeg_answered_and_persisted(100, ReqKind::Authorize);
     sim.server.attempts.clear();
     sim.reload(Reload::KEEP_BLOBS);
-    let from = sim.stats.sent.len();
-    sim.run_until_idle();
-    assert_eq!(kinds_since(&sim, from), vec![ReqKind::Status]);
+    assert_eq!(sim.kinds_sent_until_idle(), vec![ReqKind::Status]);
     let r = sim.record(id);
     assert_failed_with(r, "not_found");
     assert_eq!(r.transfer, Transfer::Failed);
@@ -206,15 +174,12 @@ fn unknown_to_the_server_after_authorize_fails_as_not_found() {
 
 #[test]
 fn finished_attempts_are_not_checked_again_after_a_reload() {
-    let mut sim = Sim::with_seed(60);
-    let id = sim.add_jpeg(100);
+    let (mut sim, id) = Sim::with_jpeg(60, 100);
     sim.run_until_idle();
     sim.reload(Reload::KEEP_BLOBS);
-    let from = sim.stats.sent.len();
-    sim.run_until_idle();
     // A restore refreshes moderation (the host may have decided meanwhile):
     // one status request, nothing that could store the photo again.
-    assert_eq!(kinds_since(&sim, from), vec![ReqKind::Status], "only the moderation refresh");
+    assert_eq!(sim.kinds_sent_until_idle(), vec![ReqKind::Status], "only the moderation refresh");
     assert_eq!(sim.record(id).confirmation, Confirmation::Confirmed, "the stored record is the confirmed one");
     assert_eq!(sim.server.media_rows_for_attempt(id), 1);
 }

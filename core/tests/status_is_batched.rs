@@ -7,23 +7,20 @@ use std::collections::BTreeSet;
 
 use support::*;
 use upload_once_core::attempt::{Confirmation, ModerationView, Step};
-use upload_once_core::retry::RetryPolicy;
 use upload_once_core::scheduler::{Command, Scheduler};
 use upload_once_core::wire::{MAX_STATUS_IDS, StatusResponse};
 use uuid::Uuid;
 
 /// `n` restored (checking) and stored records.
 fn checking(n: u128, concurrency: usize) -> (Scheduler, Vec<Uuid>) {
-    let mut s = Scheduler::new(RetryPolicy::default(), concurrency);
-    s.set_hash_limit(0); // whole-file hashing: its own tests
+    let mut s = new_scheduler(concurrency);
     let mut ids = Vec::new();
     for i in 1..=n {
         let mut r = record(i, 10);
         r.created_at = T0 + i as i64;
         r.restore(T0);
         ids.push(r.id);
-        let rev = r.revision;
-        s.insert(r, true, true, rev);
+        insert_stored(&mut s, [r]);
     }
     (s, ids)
 }
@@ -51,8 +48,7 @@ fn a_thousand_checks_take_two_requests_of_five_hundred() {
 #[test]
 fn with_one_slot_the_second_batch_waits_for_the_first_answer() {
     let (mut s, ids) = checking(1000, 1);
-    let mut server = FakeServer::new(ServerConfig::default());
-    let mut rng = TestRng::new(3);
+    let (mut server, mut rng) = default_server_and_rng(3);
     let first = status_ids(s.poll(T0));
     assert_eq!(s.poll(T0), None);
     let answer = server.status(&first, T0);
@@ -75,8 +71,7 @@ fn one_more_than_two_batches_makes_a_third_small_one() {
 #[test]
 fn checks_in_backoff_are_left_out_until_due() {
     let (mut s, ids) = checking(3, 4);
-    let mut server = FakeServer::new(ServerConfig::default());
-    let mut rng = TestRng::new(4);
+    let (mut server, mut rng) = default_server_and_rng(4);
     let batch = status_ids(s.poll(T0));
     assert_eq!(batch.len(), 3);
     // The request fails: all three back off.
@@ -103,8 +98,7 @@ fn checks_in_backoff_are_left_out_until_due() {
 #[test]
 fn an_answer_that_leaves_an_id_out_retries_only_that_one() {
     let (mut s, ids) = checking(3, 4);
-    let mut server = FakeServer::new(ServerConfig::default());
-    let mut rng = TestRng::new(5);
+    let (mut server, mut rng) = default_server_and_rng(5);
     let batch = status_ids(s.poll(T0));
     let mut answer = server.status(&batch, T0).unwrap();
     answer.results.retain(|st| st.id() != ids[1]);
@@ -134,9 +128,8 @@ fn a_large_restore_runs_through_the_real_server_without_exceeding_its_limit() {
     sim.run_until_idle();
     let batches: Vec<usize> = sim
         .stats
-        .sent
-        .iter()
-        .filter_map(|s| match &s.command {
+        .commands()
+        .filter_map(|c| match c {
             Command::Status { ids } => Some(ids.len()),
             _ => None,
         })
@@ -177,10 +170,8 @@ fn a_refresh_asks_about_confirmed_media_awaiting_moderation() {
 
 #[test]
 fn status_answers_are_matched_by_id() {
-    let mut s = Scheduler::new(RetryPolicy::default(), 4);
-    s.set_hash_limit(0); // whole-file hashing: its own tests
-    let mut server = FakeServer::new(ServerConfig::default());
-    let mut rng = TestRng::new(8);
+    let mut s = new_scheduler(4);
+    let (mut server, mut rng) = default_server_and_rng(8);
     let mut a = record(1, 10);
     let b = record(2, 10);
     // a was authorized before, b never was.
@@ -196,8 +187,7 @@ fn status_answers_are_matched_by_id() {
     let (ida, idb) = (a.id, b.id);
     for mut r in [a, b] {
         r.restore(T0);
-        let rev = r.revision;
-        s.insert(r, true, true, rev);
+        insert_stored(&mut s, [r]);
     }
     let batch = status_ids(s.poll(T0));
     let StatusResponse { mut results } = server.status(&batch, T0).unwrap();

@@ -8,20 +8,8 @@
 mod support;
 
 use support::*;
-use upload_once_core::retry::RetryPolicy;
 use upload_once_core::scheduler::{Command, Outcome, Scheduler};
 use uuid::Uuid;
-
-fn scheduler_with(concurrency: usize, files: u128) -> Scheduler {
-    let mut s = Scheduler::new(RetryPolicy::default(), concurrency);
-    s.set_hash_limit(0); // whole-file hashing: its own tests
-    for n in 1..=files {
-        let r = record(n, 10);
-        let rev = r.revision;
-        s.insert(r, true, true, rev);
-    }
-    s
-}
 
 fn drain(s: &mut Scheduler) -> Vec<Command> {
     std::iter::from_fn(|| s.poll(T0)).collect()
@@ -46,9 +34,8 @@ fn answer(s: &mut Scheduler, server: &mut FakeServer, commands: &[Command], rng:
 
 #[test]
 fn the_next_files_are_ready_when_a_transfer_slot_frees() {
-    let mut server = FakeServer::new(ServerConfig::default());
-    let mut rng = TestRng::new(3);
-    let mut s = scheduler_with(3, 10);
+    let (mut server, mut rng) = default_server_and_rng(3);
+    let mut s = scheduler_with_records(3, 10);
 
     // Nothing on the wire yet: three authorizes in the three slots, no more.
     let first = drain(&mut s);
@@ -83,15 +70,13 @@ fn the_next_files_are_ready_when_a_transfer_slot_frees() {
 fn a_status_check_alone_sends_no_authorize_ahead() {
     // Only transfers free a slot soon: a status check holding the one slot
     // is not a reason to authorize ahead.
-    let mut s = Scheduler::new(RetryPolicy::default(), 1);
-    s.set_hash_limit(0);
+    let mut s = new_scheduler(1);
     for n in 1..=2 {
         let mut r = record(n, 10);
         if n == 1 {
             r.restore(T0);
         }
-        let rev = r.revision;
-        s.insert(r, true, true, rev);
+        insert_stored(&mut s, [r]);
     }
     assert!(matches!(s.poll(T0), Some(Command::Status { .. })));
     assert_eq!(s.poll(T0), None);

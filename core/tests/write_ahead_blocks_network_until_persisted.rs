@@ -15,8 +15,7 @@ use upload_once_core::wire::UploadInstruction;
 
 #[test]
 fn a_new_attempt_waits_until_it_is_stored() {
-    let mut s = Scheduler::new(RetryPolicy::default(), 4);
-    s.set_hash_limit(0); // whole-file hashing: its own tests
+    let mut s = new_scheduler(4);
     let r = record(1, 10);
     let id = r.id;
     s.insert(r, true, true, 0);
@@ -32,13 +31,26 @@ fn a_new_attempt_waits_until_it_is_stored() {
 
 /// A scheduler with one stored attempt whose authorize is on the wire.
 fn authorizing_one() -> (Scheduler, uuid::Uuid, upload_once_core::wire::AuthorizeRequest) {
-    let mut s = Scheduler::new(RetryPolicy::default(), 4);
-    s.set_hash_limit(0); // whole-file hashing: its own tests
+    let mut s = new_scheduler(4);
     let r = record(1, 10);
     let id = r.id;
     s.insert(r, true, true, 1);
     let Some(Command::Authorize { request, .. }) = s.poll(T0) else { panic!("the authorize goes first") };
     (s, id, request)
+}
+
+/// [`authorizing_one`], changed by `hold`, then answered by a fake server
+/// (the generator seeded with `seed`): asserts the PUT waits (`why`) until
+/// the answered record is stored, and then goes.
+fn the_put_waits_for_the_answered_record(seed: u64, why: &str, hold: impl FnOnce(&mut Scheduler, uuid::Uuid)) {
+    let (mut server, mut rng) = default_server_and_rng(seed);
+    let (mut s, id, request) = authorizing_one();
+    hold(&mut s, id);
+    s.handle(&id, Outcome::Authorize(server.authorize(&request, T0)), T0, &mut rng);
+    assert_eq!(s.poll(T0), None, "{why}");
+    let revision = s.record(&id).unwrap().revision;
+    s.mark_persisted(&id, revision);
+    assert!(matches!(s.poll(T0), Some(Command::Upload { .. })));
 }
 
 #[test]
@@ -63,8 +75,7 @@ fn the_answers_the_server_keeps_do_not_hold_the_next_step() {
     // the PUT's success are stored, but the PUT and the confirm that follow
     // them do not wait for those writes (issue 34: each held a file 40–60 ms
     // on a phone's CPU).
-    let mut server = FakeServer::new(ServerConfig::default());
-    let mut rng = TestRng::new(2);
+    let (mut server, mut rng) = default_server_and_rng(2);
     let (mut s, id, request) = authorizing_one();
     s.handle(&id, Outcome::Authorize(server.authorize(&request, T0)), T0, &mut rng);
     assert!(s.record(&id).unwrap().revision > 1);
@@ -78,8 +89,7 @@ fn the_answers_the_server_keeps_do_not_hold_the_next_step() {
 
 #[test]
 fn stored_revisions_never_go_backwards() {
-    let mut s = Scheduler::new(RetryPolicy::default(), 4);
-    s.set_hash_limit(0); // whole-file hashing: its own tests
+    let mut s = new_scheduler(4);
     let r = record(1, 10);
     let id = r.id;
     s.insert(r, true, true, 0);
@@ -90,8 +100,7 @@ fn stored_revisions_never_go_backwards() {
 
 #[test]
 fn status_checks_wait_for_storage_too() {
-    let mut s = Scheduler::new(RetryPolicy::default(), 4);
-    s.set_hash_limit(0); // whole-file hashing: its own tests
+    let mut s = new_scheduler(4);
     let mut r = record(1, 10);
     let stored = r.revision;
     r.restore(T0);
@@ -106,8 +115,7 @@ fn status_checks_wait_for_storage_too() {
 
 #[test]
 fn dirty_records_are_listed_once_in_change_order() {
-    let mut s = Scheduler::new(RetryPolicy::default(), 4);
-    s.set_hash_limit(0); // whole-file hashing: its own tests
+    let mut s = new_scheduler(4);
     let (a, b) = (record(1, 10), record(2, 10));
     let (ida, idb) = (a.id, b.id);
     s.insert(b, true, true, 0);
@@ -150,14 +158,12 @@ fn with_slow_storage_no_request_ever_outruns_its_record() {
 fn a_record_changed_by_poll_is_reported_dirty_so_the_caller_does_not_sleep() {
     // Authorized, but without a URL (e.g. restored after the URL was
     // dropped): the next poll turns the upload into a renew.
-    let mut s = Scheduler::new(RetryPolicy::default(), 4);
-    s.set_hash_limit(0); // whole-file hashing: its own tests
+    let mut s = new_scheduler(4);
     let mut r = record(1, 10);
     r.step = Step::Upload;
     r.object_key = Some("uploads/1".into());
     r.upload = None;
-    let revision = r.revision;
-    s.insert(r, true, true, revision);
+    insert_stored(&mut s, [r]);
     assert!(!s.has_dirty());
     assert_eq!(s.poll(T0), None, "the changed record is stored before it acts");
     assert!(s.has_dirty(), "and the caller is told to store it, then poll again");
@@ -198,12 +204,10 @@ fn a_part_written_into_the_ledger_does_not_hold_the_next_parts() {
     let config = ServerConfig { multipart_threshold: 20, part_size: 5, ..ServerConfig::default() };
     let mut server = FakeServer::new(config);
     let mut rng = TestRng::new(3);
-    let mut s = Scheduler::new(RetryPolicy::default(), 4);
-    s.set_hash_limit(0);
+    let mut s = new_scheduler(4);
     let r = record(1, 48); // 10 parts of 5 bytes (the last of 3)
     let id = r.id;
-    let stored = r.revision;
-    s.insert(r, true, true, stored);
+    insert_stored(&mut s, [r]);
     let Some(Command::Authorize { request, .. }) = s.poll(T0) else { panic!("an authorize") };
     s.handle(&id, Outcome::Authorize(server.authorize(&request, T0)), T0, &mut rng);
     assert_eq!(s.poll(T0), None, "the authorized record is stored first (write-ahead)");
@@ -247,8 +251,7 @@ fn a_content_hash_does_not_hold_the_authorize() {
     s.set_hash_limit(64 << 20);
     let r = record(1, 10);
     let id = r.id;
-    let stored = r.revision;
-    s.insert(r, true, true, stored);
+    insert_stored(&mut s, [r]);
     assert!(matches!(s.poll(T0), Some(Command::HashFile { .. })));
     s.handle(&id, Outcome::FileHashed(Ok(fake_sha("photo", 0))), T0, &mut rng);
     assert_eq!(s.take_dirty(), vec![id], "the hash is to be written");
@@ -261,15 +264,9 @@ fn a_content_hash_does_not_hold_the_authorize() {
 fn a_session_token_a_reload_would_not_find_is_stored_before_the_put() {
     // The page passes `hold` when the authorizing session is not its own
     // stored one (it joined again meanwhile): then the record must carry it.
-    let mut server = FakeServer::new(ServerConfig::default());
-    let mut rng = TestRng::new(3);
-    let (mut s, id, request) = authorizing_one();
-    s.set_session_token(&id, "an-earlier-session", true, T0);
-    s.handle(&id, Outcome::Authorize(server.authorize(&request, T0)), T0, &mut rng);
-    assert_eq!(s.poll(T0), None, "the token is not stored yet");
-    let revision = s.record(&id).unwrap().revision;
-    s.mark_persisted(&id, revision);
-    assert!(matches!(s.poll(T0), Some(Command::Upload { .. })));
+    the_put_waits_for_the_answered_record(3, "the token is not stored yet", |s, id| {
+        s.set_session_token(&id, "an-earlier-session", true, T0)
+    });
 }
 
 #[test]
@@ -277,13 +274,5 @@ fn while_storage_fails_every_change_holds_its_attempt() {
     // The page's writes fail (another tab took the database): the answers
     // otherwise stored without holding the next step hold it too, so no
     // bytes go on a state that is not on disk.
-    let mut server = FakeServer::new(ServerConfig::default());
-    let mut rng = TestRng::new(4);
-    let (mut s, id, request) = authorizing_one();
-    s.set_hold_all(true);
-    s.handle(&id, Outcome::Authorize(server.authorize(&request, T0)), T0, &mut rng);
-    assert_eq!(s.poll(T0), None, "no PUT before the answer is stored");
-    let revision = s.record(&id).unwrap().revision;
-    s.mark_persisted(&id, revision);
-    assert!(matches!(s.poll(T0), Some(Command::Upload { .. })));
+    the_put_waits_for_the_answered_record(4, "no PUT before the answer is stored", |s, _| s.set_hold_all(true));
 }

@@ -40,6 +40,9 @@ pub const EVENT: &str = "party";
 /// 2026-11-30T04:00:00Z: an arbitrary, fixed start for virtual clocks.
 pub const T0: UnixMillis = 1_796_011_200_000;
 
+/// The part size of [`Sim::multipart`] (the fake server's units).
+pub const MULTIPART_PART_SIZE: u64 = 5;
+
 pub const SECOND: i64 = 1000;
 pub const MINUTE: i64 = 60 * SECOND;
 pub const HOUR: i64 = 60 * MINUTE;
@@ -1208,6 +1211,11 @@ impl Stats {
         self.sent.iter().filter(|s| ReqKind::of(&s.command) == kind).count()
     }
 
+    /// Every command sent, in order.
+    pub fn commands(&self) -> impl Iterator<Item = &Command> {
+        self.sent.iter().map(|s| &s.command)
+    }
+
     pub fn commands_for(&self, id: Uuid) -> Vec<&Command> {
         self.sent.iter().filter(|s| command_ids(&s.command).contains(&id)).map(|s| &s.command).collect()
     }
@@ -1219,6 +1227,18 @@ impl Stats {
     /// The kinds of all commands sent from index `from` on.
     pub fn kinds_since(&self, from: usize) -> Vec<ReqKind> {
         self.sent[from..].iter().map(|s| ReqKind::of(&s.command)).collect()
+    }
+
+    /// The numbers of the parts of attempt `id` sent from index `from` on,
+    /// in order.
+    pub fn parts_since(&self, from: usize, id: Uuid) -> Vec<u32> {
+        self.sent[from..]
+            .iter()
+            .filter_map(|s| match &s.command {
+                Command::UploadPart { id: i, number, .. } if *i == id => Some(*number),
+                _ => None,
+            })
+            .collect()
     }
 }
 
@@ -1371,6 +1391,25 @@ impl Sim {
 
     pub fn with_seed(seed: u64) -> Self {
         Sim::new(SimConfig { seed, ..SimConfig::default() })
+    }
+
+    /// A simulation seeded with `seed` in which `faults` are scripted, in
+    /// order (see [`FaultLayer::script`]).
+    pub fn with_faults(seed: u64, faults: &[(ReqKind, Fault)]) -> Self {
+        let mut sim = Sim::with_seed(seed);
+        for (kind, fault) in faults {
+            sim.faults.script(*kind, *fault);
+        }
+        sim
+    }
+
+    /// A simulation seeded with `seed` whose server takes files over 20
+    /// bytes in parts of [`MULTIPART_PART_SIZE`], four transfers at a time.
+    pub fn multipart(seed: u64) -> Self {
+        let mut config = SimConfig { seed, concurrency: 4, ..SimConfig::default() };
+        config.server.multipart_threshold = 20;
+        config.server.part_size = MULTIPART_PART_SIZE;
+        Sim::new(config)
     }
 
     /// A first visit: no stored session; the page joins in the background.
@@ -1539,6 +1578,30 @@ impl Sim {
     pub fn add_jpeg(&mut self, size: u64) -> Uuid {
         let name = format!("file-{}.jpg", self.files.len());
         self.add_file(&name, size, "image/jpeg")
+    }
+
+    /// A simulation seeded with `seed` in which the guest has picked one
+    /// jpeg of `size` bytes (nothing is sent yet): it and the jpeg's attempt.
+    pub fn with_jpeg(seed: u64, size: u64) -> (Sim, Uuid) {
+        let mut sim = Sim::with_seed(seed);
+        let id = sim.add_jpeg(size);
+        (sim, id)
+    }
+
+    /// The guest picks a jpeg of `size` bytes, then the simulation ticks
+    /// until its request of `kind` has been answered: its attempt.
+    pub fn add_jpeg_answered(&mut self, size: u64, kind: ReqKind) -> Uuid {
+        let id = self.add_jpeg(size);
+        self.tick_until_answered(id, kind);
+        id
+    }
+
+    /// [`Sim::add_jpeg_answered`], then every pending write is committed
+    /// (the answer is in IndexedDB): the jpeg's attempt.
+    pub fn add_jpeg_answered_and_persisted(&mut self, size: u64, kind: ReqKind) -> Uuid {
+        let id = self.add_jpeg_answered(size, kind);
+        self.persist_all();
+        id
     }
 
     pub fn file(&self, blob_key: Uuid) -> &FileSpec {
@@ -2347,6 +2410,13 @@ impl Sim {
         }
     }
 
+    /// Runs until idle: the kinds of the requests sent meanwhile, in order.
+    pub fn kinds_sent_until_idle(&mut self) -> Vec<ReqKind> {
+        let from = self.stats.sent.len();
+        self.run_until_idle();
+        self.stats.kinds_since(from)
+    }
+
     // ----- page reload ----------------------------------------------------------
 
     /// The guest's page reloads: its requests in flight and unwritten
@@ -2520,6 +2590,38 @@ pub fn jpeg(name: &str, size: u64) -> FileInfo {
 /// A fresh record with a deterministic id.
 pub fn record(n: u128, size: u64) -> AttemptRecord {
     AttemptRecord::new(Uuid::from_u128(n), EVENT, jpeg(&format!("file-{n}.jpg"), size), T0)
+}
+
+/// A fake server with the default config, and a generator seeded with
+/// `seed`: what a test of the bare scheduler answers its commands with.
+pub fn default_server_and_rng(seed: u64) -> (FakeServer, TestRng) {
+    (FakeServer::new(ServerConfig::default()), TestRng::new(seed))
+}
+
+/// A scheduler for `concurrency` transfers (default retry policy) that
+/// hashes no file whole before authorize (whole-file hashing has its own
+/// tests).
+pub fn new_scheduler(concurrency: usize) -> Scheduler {
+    let mut s = Scheduler::new(RetryPolicy::default(), concurrency);
+    s.set_hash_limit(0);
+    s
+}
+
+/// Adds `records` to `s` in order, each with its file held, owned by this
+/// page and stored at its current revision.
+pub fn insert_stored(s: &mut Scheduler, records: impl IntoIterator<Item = AttemptRecord>) {
+    for r in records {
+        let revision = r.revision;
+        s.insert(r, true, true, revision);
+    }
+}
+
+/// A [`new_scheduler`] holding the stored records 1 to `n` (see
+/// [`record`]; 10 bytes each), in order.
+pub fn scheduler_with_records(concurrency: usize, n: u128) -> Scheduler {
+    let mut s = new_scheduler(concurrency);
+    insert_stored(&mut s, (1..=n).map(|i| record(i, 10)));
+    s
 }
 
 /// Asserts a record is terminal with the given error code.

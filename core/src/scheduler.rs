@@ -667,42 +667,19 @@ impl Scheduler {
     /// The user cancelled the attempt. The caller aborts any request in
     /// flight; its result is ignored.
     pub fn cancel(&mut self, id: &Uuid, now: UnixMillis) -> bool {
-        let Some(e) = self.entries.get_mut(id) else {
-            return false;
-        };
-        let revision = e.record.revision;
-        let ok = e.record.cancel(now);
-        if e.record.revision != revision {
-            self.mark_dirty(*id);
-        }
-        ok
+        self.change(id, |r| r.cancel(now))
     }
 
     /// The guest paused the attempt's transfer. The caller aborts what is
     /// being sent; those answers are not failures. False when there is no
     /// transfer left to pause.
     pub fn pause(&mut self, id: &Uuid, now: UnixMillis) -> bool {
-        let Some(e) = self.entries.get_mut(id) else {
-            return false;
-        };
-        let revision = e.record.revision;
-        let ok = e.record.pause(now);
-        if e.record.revision != revision {
-            self.mark_dirty(*id);
-        }
-        ok
+        self.change(id, |r| r.pause(now))
     }
 
     /// The guest resumed a paused transfer. False when it was not paused.
     pub fn resume(&mut self, id: &Uuid, now: UnixMillis) -> bool {
-        let Some(e) = self.entries.get_mut(id) else {
-            return false;
-        };
-        let ok = e.record.resume(now);
-        if ok {
-            self.mark_dirty(*id);
-        }
-        ok
+        self.change(id, |r| r.resume(now))
     }
 
     /// Hands the attempt's bytes to a Background Fetch
@@ -717,16 +694,19 @@ impl Scheduler {
         self.change(id, |r| r.take_back(now))
     }
 
-    /// Applies `change` to the attempt's record; a changed record is stored.
+    /// Applies one of the guest's actions to the attempt's record and
+    /// answers what it answered; a record it changed (a new revision) is
+    /// stored.
     fn change(&mut self, id: &Uuid, change: impl FnOnce(&mut AttemptRecord) -> bool) -> bool {
         let Some(e) = self.entries.get_mut(id) else {
             return false;
         };
-        let changed = change(&mut e.record);
-        if changed {
+        let revision = e.record.revision;
+        let answer = change(&mut e.record);
+        if e.record.revision != revision {
             self.mark_dirty(*id);
         }
-        changed
+        answer
     }
 
     /// The user asked to retry a failed attempt. Does nothing for an active

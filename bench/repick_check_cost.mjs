@@ -13,10 +13,11 @@
 //
 // Environment as bench/resent_after_cuts.mjs. Everything runs on loopback
 // and stops by itself.
-import { mkdirSync, openSync, writeSync, closeSync, rmSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { createEvent, TARGET, until } from "../tests/e2e/harness.mjs";
 import { launch, openGuest, pick } from "../tests/e2e/pages.mjs";
+import { writeSeededFile } from "./stack.mjs";
 import { startStack, attempts, untilSettled } from "../tests/faults/stack.mjs";
 
 const MIB = 1 << 20;
@@ -27,20 +28,8 @@ const ROUNDS = arg("--rounds", 2);
 const SIZE = SIZE_MIB * MIB;
 const UPLINK = (100e6 / 8); // bytes per second
 
-function writeVideo(path, seed) {
-  const fd = openSync(path, "w");
-  const chunk = Buffer.alloc(MIB);
-  for (let i = 0; i < SIZE_MIB; i++) {
-    chunk.fill((seed * 31 + i) % 251);
-    chunk.writeUInt32BE(i, 0);
-    chunk.writeUInt32BE(seed, 4);
-    writeSync(fd, chunk);
-  }
-  closeSync(fd);
-}
-
 async function round(browser, path, seed) {
-  writeVideo(path, seed);
+  writeSeededFile(path, SIZE_MIB, seed);
   const stack = await startStack(`repick-${seed}`);
   try {
     const ev = await createEvent(stack.server, { moderation: "none", maxFileBytes: 4 * SIZE, types: ["video/*"] });

@@ -18,10 +18,11 @@
 // Environment: UPLOAD_ONCE_SERVER_BIN, UPLOAD_ONCE_FAULT_PROXY_BIN,
 // UPLOAD_ONCE_CHROMIUM (the e2e harness's defaults: target/debug, Debian's
 // chromium). Everything runs on loopback and stops by itself.
-import { mkdirSync, openSync, writeSync, closeSync, rmSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { createEvent, TARGET } from "../tests/e2e/harness.mjs";
 import { launch, openGuest, pick } from "../tests/e2e/pages.mjs";
+import { writeSeededFile } from "./stack.mjs";
 import { startStack, untilSettled } from "../tests/faults/stack.mjs";
 
 const MIB = 1 << 20;
@@ -32,19 +33,6 @@ const PART = 8 * MIB;
 // The parts cut (1-based), and how far into each.
 const CUT_PARTS = [20, 60, 100].map((n) => Math.min(n, Math.max(1, Math.floor((n / 128) * (SIZE / PART)))));
 const CUT_INTO = 4 * MIB;
-
-/** A file of `SIZE` bytes on disk, each MiB different (so no two runs' files are one media). */
-function writeVideo(path, seed) {
-  const fd = openSync(path, "w");
-  const chunk = Buffer.alloc(MIB);
-  for (let i = 0; i < SIZE_MIB; i++) {
-    chunk.fill((seed * 31 + i) % 251);
-    chunk.writeUInt32BE(i, 0);
-    chunk.writeUInt32BE(seed, 4);
-    writeSync(fd, chunk);
-  }
-  closeSync(fd);
-}
 
 /** Uploads the file through a stack started with `serverArgs`, with `rules` at the proxy. */
 async function run(name, serverArgs, rules, seed, browser, path) {
@@ -74,7 +62,7 @@ async function run(name, serverArgs, rules, seed, browser, path) {
 const dir = join(TARGET, "bench-resent");
 mkdirSync(dir, { recursive: true });
 const path = join(dir, "video.mp4");
-writeVideo(path, Date.now() % 1000);
+writeSeededFile(path, SIZE_MIB, Date.now() % 1000);
 const browser = await launch();
 try {
   // The proxy's first rule that fires takes the request, and later rules

@@ -11,7 +11,7 @@ import { readFileSync, writeFileSync, mkdirSync, rmSync, existsSync } from "node
 import { cpus, totalmem } from "node:os";
 import { join, dirname } from "node:path";
 import { chromium } from "playwright-core";
-import { ROOT, CHROMIUM, MiB, CHROMIUM_ARGS, median, startServer, writeRandomFile, json, createEvent, buildUppyPage, pageFailure } from "./stack.mjs";
+import { ROOT, CHROMIUM, MiB, CHROMIUM_ARGS, median, startServer, writeRandomFile, json, createEvent, openBenchPage, buildUppyPage, pageFailure } from "./stack.mjs";
 const args = process.argv.slice(2);
 const QUICK = args.includes("--quick");
 const OUT = args.includes("--out") ? args[args.indexOf("--out") + 1] : join(ROOT, "docs/benchmarks.md");
@@ -213,13 +213,8 @@ async function main() {
   const results = {};
   browserVersion = browser.version();
   try {
-    const page = await browser.newPage();
-    page.on("pageerror", (e) => console.error("page error:", e));
-    await page.goto(`${server.base}/index.html`);
-    await page.waitForSelector("body[data-ready='1']");
-    const ev = await createEvent(server);
+    const { page, ev, ctx } = await openBenchPage(browser, server);
     const session = await joinEvent(server, ev);
-    const ctx = { event: ev.event.slug, code: ev.guest_code };
 
     // --- first load: the guest page vs a page with Uppy, Slow 4G and loopback -
     if (want("firstload")) {
@@ -285,12 +280,7 @@ async function main() {
       // bench server (one PUT for any size); the same page on each.
       const mp = await startServer();
       try {
-        const mpPage = await browser.newPage();
-        mpPage.on("pageerror", (e) => console.error("page error:", e));
-        await mpPage.goto(`${mp.base}/index.html`);
-        await mpPage.waitForSelector("body[data-ready='1']");
-        const mev = await createEvent(mp);
-        const mctx = { event: mev.event.slug, code: mev.guest_code };
+        const { page: mpPage, ctx: mctx } = await openBenchPage(browser, mp);
         // A file on disk, as a guest picks one (an in-memory Blob of a
         // gigabyte in each of two pages is more than Chromium reads whole).
         const bigFile = join(ROOT, "target/bench-data", `multipart-${process.pid}.bin`);

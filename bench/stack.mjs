@@ -62,6 +62,22 @@ export function writeRandomFile(path, bytes) {
   }
 }
 
+/**
+ * Writes a file of `mib` MiB to `path`, each MiB filled differently and
+ * marked with its index and `seed` (so files of two seeds are never one media).
+ */
+export function writeSeededFile(path, mib, seed) {
+  const fd = openSync(path, "w");
+  const chunk = Buffer.alloc(MiB);
+  for (let i = 0; i < mib; i++) {
+    chunk.fill((seed * 31 + i) % 251);
+    chunk.writeUInt32BE(i, 0);
+    chunk.writeUInt32BE(seed, 4);
+    writeSync(fd, chunk);
+  }
+  closeSync(fd);
+}
+
 export async function json(res) {
   if (!res.ok) throw new Error(`${res.status} ${await res.text()}`);
   return res.json();
@@ -74,6 +90,20 @@ export async function createEvent(server) {
     headers: { authorization: `Bearer ${server.admin}`, "content-type": "application/json" },
     body: JSON.stringify({ slug, title: "Benchmarks", max_file_bytes: 4 * 1024 * MiB, allowed_types: ["*/*"], moderation: "none" }),
   }));
+}
+
+/**
+ * Opens the bench page (bench/www/index.html) of `server` in a new page of
+ * `browser`, its errors logged, and creates an event there; `ctx` is what the
+ * page's `transferUploadOnce` and `memoryDuringUpload` take to join it.
+ */
+export async function openBenchPage(browser, server) {
+  const page = await browser.newPage();
+  page.on("pageerror", (e) => console.error("page error:", e));
+  await page.goto(`${server.base}/index.html`);
+  await page.waitForSelector("body[data-ready='1']");
+  const ev = await createEvent(server);
+  return { page, ev, ctx: { event: ev.event.slug, code: ev.guest_code } };
 }
 
 export const CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",

@@ -11,7 +11,8 @@
 // Which engines run: UPLOAD_ONCE_E2E_ENGINES (comma-separated), set by
 // `cargo xtask test e2e` to the engines installed here (all three on CI).
 import { chromium, firefox } from "playwright-core";
-import { CHROMIUM, CHROMIUM_ARGS, until } from "./harness.mjs";
+import { CHROMIUM, CHROMIUM_ARGS, until, startServer, createEvent } from "./harness.mjs";
+import { startThrottle } from "./throttle.mjs";
 import { startWebKit } from "./webdriver.mjs";
 
 export const FIREFOX = process.env.UPLOAD_ONCE_FIREFOX ?? "/usr/bin/firefox-esr";
@@ -111,4 +112,31 @@ export function untilAllSaved(page, n, ms = 90_000) {
 /** Picks files in the guest page's file input. */
 export function pick(page, files) {
   return page.setInputFiles("[data-testid='file-input']", files);
+}
+
+/**
+ * Starts the server `name` behind a throttling proxy (uplink `rate` bytes/s,
+ * the server's --public-url is the proxy), creates an event and opens its
+ * guest page through the proxy in `engine`. `close()` closes the page, the
+ * proxy and the server; a failure part-way closes what was started.
+ */
+export async function openThrottledGuest(engine, name, rate) {
+  const proxy = await startThrottle(null, { rate });
+  const server = await startServer(name, ["--public-url", proxy.base]).catch(async (e) => { await proxy.close(); throw e; });
+  proxy.setUpstream(server.port);
+  let page;
+  const close = async () => {
+    await page?.close();
+    await proxy.close();
+    await server.stop();
+  };
+  try {
+    const ev = await createEvent(server);
+    page = await openEngine(engine);
+    await openGuest(page, `${proxy.base}/?event=${ev.event.slug}&code=${ev.guest_code}`);
+    return { proxy, server, ev, page, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
 }

@@ -7,20 +7,13 @@
 // is a network that stops answering (navigator.onLine stays true).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, createEvent, hostMedia, photos, until } from "./harness.mjs";
-import { startThrottle } from "./throttle.mjs";
-import { skipUnless, openEngine, openGuest, pick, attempts, untilAllSaved, offlineBanner } from "./engines.mjs";
+import { hostMedia, photos, until } from "./harness.mjs";
+import { skipUnless, openThrottledGuest, pick, attempts, untilAllSaved, offlineBanner } from "./engines.mjs";
 
 for (const engine of ["firefox", "webkit"]) {
   test(`${engine}: an upload interrupted by going offline completes after coming back`, { skip: skipUnless(engine) }, async () => {
-    const proxy = await startThrottle(null, { rate: 300_000 });
-    const server = await startServer(`offline-${engine}`, ["--public-url", proxy.base]).catch(async (e) => { await proxy.close(); throw e; });
-    proxy.setUpstream(server.port);
-    let page;
+    const { proxy, server, ev, page, close } = await openThrottledGuest(engine, `offline-${engine}`, 300_000);
     try {
-      const ev = await createEvent(server);
-      page = await openEngine(engine);
-      await openGuest(page, `${proxy.base}/?event=${ev.event.slug}&code=${ev.guest_code}`);
       await pick(page, photos(3, 600_000));
       await until("a transfer to start", async () => (await attempts(page)).some((a) => a.transfer === "uploading" && a.bytesSent > 0), 30_000, 50);
 
@@ -49,9 +42,7 @@ for (const engine of ["firefox", "webkit"]) {
       assert.equal(media.length, 3);
       assert.deepEqual(media.map((m) => m.attempt_id).sort(), (await attempts(page)).map((a) => a.id).sort(), "each attempt stored once");
     } finally {
-      await page?.close();
-      await proxy.close();
-      await server.stop();
+      await close();
     }
   });
 }

@@ -5,9 +5,8 @@
 // transfer is still under way when it is paused, in each engine.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, createEvent, hostMedia, photos, until } from "./harness.mjs";
-import { startThrottle } from "./throttle.mjs";
-import { skipUnless, openEngine, openGuest, untilReady, pick, attempts, untilAllSaved } from "./engines.mjs";
+import { hostMedia, photos, until } from "./harness.mjs";
+import { skipUnless, openThrottledGuest, untilReady, pick, attempts, untilAllSaved } from "./engines.mjs";
 
 /** Waits until the one attempt is paused, not sending, and the page idle. */
 function untilPausedAndIdle(page, what) {
@@ -20,14 +19,8 @@ function untilPausedAndIdle(page, what) {
 
 for (const engine of ["chromium", "firefox", "webkit"]) {
   test(`${engine}: a paused transfer sends nothing, stays paused after a reload, and goes up once on resume`, { skip: skipUnless(engine) }, async () => {
-    const proxy = await startThrottle(null, { rate: 1_000_000 });
-    const server = await startServer(`pause-${engine}`, ["--public-url", proxy.base]).catch(async (e) => { await proxy.close(); throw e; });
-    proxy.setUpstream(server.port);
-    let page;
+    const { proxy, server, ev, page, close } = await openThrottledGuest(engine, `pause-${engine}`, 1_000_000);
     try {
-      const ev = await createEvent(server);
-      page = await openEngine(engine);
-      await openGuest(page, `${proxy.base}/?event=${ev.event.slug}&code=${ev.guest_code}`);
       await pick(page, photos(1, 12_000_000));
       const [started] = await until("the transfer part-way", async () => {
         const list = await attempts(page);
@@ -55,9 +48,7 @@ for (const engine of ["chromium", "firefox", "webkit"]) {
       assert.equal(done.id, started.id, "the same attempt");
       assert.equal(done.paused, false);
     } finally {
-      await page?.close();
-      await proxy.close();
-      await server.stop();
+      await close();
     }
   });
 }

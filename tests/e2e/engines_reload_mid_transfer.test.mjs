@@ -9,20 +9,13 @@
 //   again finishes the same attempts, each stored once.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, createEvent, hostMedia, photos, until, screenshotPath } from "./harness.mjs";
-import { startThrottle } from "./throttle.mjs";
-import { skipUnless, openEngine, openGuest, untilReady, pick, attempts, untilAllSaved } from "./engines.mjs";
+import { hostMedia, photos, until, screenshotPath } from "./harness.mjs";
+import { skipUnless, openThrottledGuest, untilReady, pick, attempts, untilAllSaved } from "./engines.mjs";
 
 for (const engine of ["firefox", "webkit", "webkit-private"]) {
   test(`${engine}: a reload mid-transfer keeps every attempt and stores each file once`, { skip: skipUnless(engine) }, async () => {
-    const proxy = await startThrottle(null, { rate: 400_000 });
-    const server = await startServer(`reload-${engine}`, ["--public-url", proxy.base]).catch(async (e) => { await proxy.close(); throw e; });
-    proxy.setUpstream(server.port);
-    let page;
+    const { proxy, server, ev, page, close } = await openThrottledGuest(engine, `reload-${engine}`, 400_000);
     try {
-      const ev = await createEvent(server);
-      page = await openEngine(engine);
-      await openGuest(page, `${proxy.base}/?event=${ev.event.slug}&code=${ev.guest_code}`);
       const files = photos(5, 700_000);
       await pick(page, files);
       await until("a transfer to be under way", async () => {
@@ -54,9 +47,7 @@ for (const engine of ["firefox", "webkit", "webkit-private"]) {
       assert.equal(media.length, 5, "exactly 5 media records");
       assert.deepEqual(media.map((m) => m.attempt_id).sort(), before);
     } finally {
-      await page?.close();
-      await proxy.close();
-      await server.stop();
+      await close();
     }
   });
 }

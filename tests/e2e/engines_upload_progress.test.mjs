@@ -6,20 +6,13 @@
 // part-way.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, createEvent, hostMedia, photos, until } from "./harness.mjs";
-import { startThrottle } from "./throttle.mjs";
-import { skipUnless, openEngine, openGuest, pick, attempts, untilAllSaved } from "./engines.mjs";
+import { hostMedia, photos, until } from "./harness.mjs";
+import { skipUnless, openThrottledGuest, pick, attempts, untilAllSaved } from "./engines.mjs";
 
 for (const engine of ["firefox", "webkit"]) {
   test(`${engine}: upload progress shows part-way through a transfer`, { skip: skipUnless(engine) }, async () => {
-    const proxy = await startThrottle(null, { rate: 2_000_000 });
-    const server = await startServer(`progress-${engine}`, ["--public-url", proxy.base]).catch(async (e) => { await proxy.close(); throw e; });
-    proxy.setUpstream(server.port);
-    let page;
+    const { proxy, server, ev, page, close } = await openThrottledGuest(engine, `progress-${engine}`, 2_000_000);
     try {
-      const ev = await createEvent(server);
-      page = await openEngine(engine);
-      await openGuest(page, `${proxy.base}/?event=${ev.event.slug}&code=${ev.guest_code}`);
       await pick(page, photos(1, 12_000_000));
       const seen = new Set();
       await until("progress part-way", async () => {
@@ -32,9 +25,7 @@ for (const engine of ["firefox", "webkit"]) {
       await untilAllSaved(page, 1);
       assert.equal((await hostMedia(server, ev)).length, 1);
     } finally {
-      await page?.close();
-      await proxy.close();
-      await server.stop();
+      await close();
     }
   });
 }

@@ -6,8 +6,8 @@ import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { startServer, createEvent, hostMedia, guestUrl, photo, until, ROOT } from "./harness.mjs";
-import { launch, openGuest, pick, cards } from "./pages.mjs";
+import { startServer, createEvent, hostMedia, photo, until, ROOT } from "./harness.mjs";
+import { launch, pick, cards, openGuestInNewContext, throttleUplink } from "./pages.mjs";
 
 let server, browser;
 before(async () => { server = await startServer("german"); browser = await launch(); });
@@ -21,8 +21,7 @@ async function table(lang) {
 test("the guest page speaks German, with German numbers", async () => {
   const [en, de] = [await table("en"), await table("de")];
   const ev = await createEvent(server, { maxFileBytes: 2_500_000 });
-  const context = await browser.newContext({ locale: "de-DE" });
-  const page = await openGuest(context, guestUrl(server, ev));
+  const { context, page } = await openGuestInNewContext(browser, server, ev, { locale: "de-DE" });
   assert.equal(await page.evaluate(() => navigator.language), "de-DE", "the browser speaks German");
   assert.equal(await page.getAttribute("html", "lang"), "de");
   assert.equal((await page.textContent("#pick-label")).trim(), "Fotos oder Videos auswählen");
@@ -38,9 +37,7 @@ test("the guest page speaks German, with German numbers", async () => {
   assert.ok(refusal.includes(`Konnte nicht hinzugefügt werden: sie ist ${bigSize} groß, mehr als die 2,5 MB, die diese Veranstaltung annimmt`), refusal);
 
   // A photo that fits, on a slow uplink: its progress reads "NN %".
-  const cdp = await context.newCDPSession(page);
-  await cdp.send("Network.enable");
-  await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 20, downloadThroughput: -1, uploadThroughput: 500_000 });
+  const { unthrottle } = await throttleUplink(context, page, 500_000);
   const fits = photo(4, 1_240_000, 320, 240);
   await pick(page, [{ name: "foto.png", mimeType: "image/png", buffer: fits }]);
   const uploading = await until("the progress in German", async () => {
@@ -48,7 +45,7 @@ test("the guest page speaks German, with German numbers", async () => {
     return c && /^Wird hochgeladen: \d{1,3}\u00a0%$/.test(c.transfer) && c.transfer;
   }, 30_000, 50);
   assert.match(uploading, /\u00a0%$/, "a no-break space before the percent sign, as German writes it");
-  await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+  await unthrottle();
 
   const [saved] = await until("the photo to be saved", async () => {
     const all = await cards(page);

@@ -7,7 +7,7 @@ import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 import { startServer, createEvent, hostMedia, guestUrl, photos, until } from "./harness.mjs";
-import { launch, untilAllSaved, attempts } from "./pages.mjs";
+import { launch, untilAllSaved, attempts, throttleUplink } from "./pages.mjs";
 
 const untilReady = (page) => page.waitForSelector("body[data-ready='1']", { timeout: 20_000 });
 
@@ -60,9 +60,7 @@ test("a guest picks, cancels, retries and uploads with the keyboard only", async
   assertVisibleRing(await focusRing(page), "the file picker");
 
   // Space opens it; the chooser gets two photos. A slow uplink keeps them going.
-  const cdp = await context.newCDPSession(page);
-  await cdp.send("Network.enable");
-  await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 20, downloadThroughput: -1, uploadThroughput: 40_000 });
+  const { unthrottle } = await throttleUplink(context, page, 40_000);
   await page.keyboard.press("Space");
   const deadline = new AbortController();
   const opened = await Promise.race([chooser, sleep(10_000, null, { signal: deadline.signal }).catch(() => null)]);
@@ -103,7 +101,7 @@ test("a guest picks, cancels, retries and uploads with the keyboard only", async
   const cancelled = (await attempts(page)).find((a) => a.fileName === name);
   await page.keyboard.press("Enter");
   await until(`${name} to go again`, async () => (await attempts(page)).some((a) => a.id === cancelled.id && a.transfer !== "failed"), 10_000, 50);
-  await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+  await unthrottle();
   await untilAllSaved(page, 2);
   const media = await hostMedia(server, ev);
   assert.equal(media.length, 2);

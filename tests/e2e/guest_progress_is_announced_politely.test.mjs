@@ -5,8 +5,8 @@
 // region.
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, createEvent, guestUrl, photos, until } from "./harness.mjs";
-import { launch, openGuest, pick, attempts } from "./pages.mjs";
+import { startServer, createEvent, photos, until } from "./harness.mjs";
+import { launch, pick, attempts, openGuestInNewContext, throttleUplink } from "./pages.mjs";
 
 let server, browser;
 before(async () => { server = await startServer("announce"); browser = await launch(); });
@@ -14,8 +14,7 @@ after(async () => { await browser?.close(); await server?.stop(); });
 
 test("progress is announced at milestones, politely, never on every percent", async () => {
   const ev = await createEvent(server);
-  const context = await browser.newContext();
-  const page = await openGuest(context, guestUrl(server, ev));
+  const { context, page } = await openGuestInNewContext(browser, server, ev);
   const region = await page.evaluate(() => {
     const el = document.querySelector("[data-testid='announcer']");
     return { role: el.getAttribute("role"), live: el.getAttribute("aria-live") };
@@ -37,9 +36,7 @@ test("progress is announced at milestones, politely, never on every percent", as
     }).observe(document.getElementById("cards"), { subtree: true, attributes: true, attributeFilter: ["aria-valuenow"] });
   });
 
-  const cdp = await context.newCDPSession(page);
-  await cdp.send("Network.enable");
-  await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 20, downloadThroughput: -1, uploadThroughput: 250_000 });
+  await throttleUplink(context, page, 250_000);
   await pick(page, photos(2, 900_000));
   await until("two cards", async () => (await page.$$("[data-testid='card']")).length === 2, 10_000, 50);
   const live = await page.evaluate(() => [...document.querySelectorAll("[data-testid='transfer']")].map((el) => !!el.closest("[aria-live]")));

@@ -4,27 +4,16 @@
 // the other photo stays everywhere. After a reload it does not come back.
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, createEvent, hostMedia, guestUrl, wallUrl, photos, until } from "./harness.mjs";
-import { launch, openGuest, pick, untilAllSaved, cards } from "./pages.mjs";
+import { startServer, createEvent, hostMedia, photos, until } from "./harness.mjs";
+import { launch, cards, wallIds, uploadAndShowOnWall } from "./pages.mjs";
 
 let server, browser;
 before(async () => { server = await startServer("guest-removes"); browser = await launch(); });
 after(async () => { await browser?.close(); await server?.stop(); });
 
-const wallIds = (wall) => wall.$$eval("[data-testid='wall-item']", (els) => els.map((e) => e.dataset.id).sort());
-
 test("a photo the guest removes leaves the wall, the host's list and the page", async () => {
   const ev = await createEvent(server, { moderation: "none" });
-  const context = await browser.newContext();
-  const guest = await openGuest(context, guestUrl(server, ev));
-  await pick(guest, photos(2, 50_000, "remove"));
-  await untilAllSaved(guest, 2);
-  const media = await hostMedia(server, ev);
-  assert.equal(media.length, 2);
-
-  const wall = await context.newPage();
-  await wall.goto(`${wallUrl(server, ev)}&resync_ms=1000`);
-  await until("both photos on the wall", async () => (await wallIds(wall)).length === 2, 20_000);
+  const { context, guest, media, wall } = await uploadAndShowOnWall(browser, server, ev, photos(2, 50_000, "remove"));
 
   const [gone, kept] = await cards(guest);
   const goneMedia = media.find((m) => m.attempt_id === gone.id);

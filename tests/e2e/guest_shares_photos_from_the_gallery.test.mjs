@@ -12,8 +12,8 @@ import assert from "node:assert/strict";
 import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startServer, createEvent, hostMedia, guestUrl, photos, until, serveStatic } from "./harness.mjs";
-import { launch, openGuest, untilAllSaved, attempts } from "./pages.mjs";
+import { startServer, createEvent, hostMedia, photos, until, serveStatic } from "./harness.mjs";
+import { launch, untilAllSaved, attempts, openGuestInNewContext } from "./pages.mjs";
 
 let server, browser;
 before(async () => { server = await startServer("share"); browser = await launch(); });
@@ -73,8 +73,7 @@ function sharesLeft(page) {
 
 test("photos shared from the gallery are added and uploaded once, and a second share of them sends and stores nothing new", async () => {
   const ev = await createEvent(server);
-  const context = await browser.newContext();
-  const page = await openGuest(context, guestUrl(server, ev));
+  const { context, page } = await openGuestInNewContext(browser, server, ev);
 
   const manifestHref = await page.getAttribute("link[rel='manifest']", "href");
   assert.equal(manifestHref, "/manifest.webmanifest");
@@ -143,8 +142,7 @@ test("photos shared from the gallery are added and uploaded once, and a second s
 
 test("a share the guest discards, or leaves for another, sends and keeps nothing", async () => {
   const ev = await createEvent(server);
-  const context = await browser.newContext();
-  const page = await openGuest(context, guestUrl(server, ev));
+  const { context, page } = await openGuestInNewContext(browser, server, ev);
   const manifest = await page.evaluate(() => fetch("/manifest.webmanifest").then((r) => r.json()));
   await visitSeenByTheWorker(page);
   const requests = [];
@@ -165,8 +163,7 @@ test("a share the guest discards, or leaves for another, sends and keeps nothing
 
 test("another site posting files to the share target gets nothing uploaded without the guest", async () => {
   const ev = await createEvent(server);
-  const context = await browser.newContext();
-  const page = await openGuest(context, guestUrl(server, ev));
+  const { context, page } = await openGuestInNewContext(browser, server, ev);
   await visitSeenByTheWorker(page);
   const puts = [];
   page.on("request", (r) => { if (r.method() === "PUT") puts.push(r.url()); });
@@ -199,8 +196,7 @@ test("another site posting files to the share target gets nothing uploaded witho
 
 test("the installed app's start opens the event the guest opened last", async () => {
   const ev = await createEvent(server);
-  const context = await browser.newContext();
-  const page = await openGuest(context, guestUrl(server, ev));
+  const { context, page } = await openGuestInNewContext(browser, server, ev);
   await visitSeenByTheWorker(page);
   await page.goto(`${server.base}/?source=app`);
   await page.waitForSelector("body[data-ready='1']", { timeout: 20_000 });

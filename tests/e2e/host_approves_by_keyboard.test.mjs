@@ -7,8 +7,8 @@
 // each decision.
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, createEvent, hostMedia, guestUrl, hostUrl, photos, until } from "./harness.mjs";
-import { launch, openGuest, pick, untilAllSaved } from "./pages.mjs";
+import { startServer, createEvent, hostMedia, hostUrl, photos, until } from "./harness.mjs";
+import { launch, saveInNewContext } from "./pages.mjs";
 
 let server, browser;
 before(async () => { server = await startServer("host-keyboard"); browser = await launch(); });
@@ -39,10 +39,7 @@ async function moderation(ev) {
 
 test("a host moves, approves and rejects with the keyboard only", async () => {
   const ev = await createEvent(server);
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  const guest = await openGuest(context, guestUrl(server, ev));
-  await pick(guest, photos(3, 40_000));
-  await untilAllSaved(guest, 3);
+  const { context, page: guest } = await saveInNewContext(browser, server, ev, photos(3, 40_000), { viewport: { width: 1280, height: 900 } });
 
   const host = await context.newPage();
   await host.goto(hostUrl(server, ev, `&code=${ev.guest_code}`));

@@ -5,8 +5,8 @@
 // with the right counts (waiting, approved, rejected, all).
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, createEvent, hostMedia, guestUrl, hostUrl, photos, until } from "./harness.mjs";
-import { launch, openGuest, pick, untilAllSaved } from "./pages.mjs";
+import { startServer, createEvent, hostMedia, hostUrl, photos, until } from "./harness.mjs";
+import { launch, saveInNewContext } from "./pages.mjs";
 
 let server, browser;
 before(async () => { server = await startServer("host-bulk"); browser = await launch(); });
@@ -17,10 +17,7 @@ const count = (host, state) => host.textContent(`#count-${state}`).then(Number);
 
 test("select two and approve them, then approve all waiting; the filter follows", async () => {
   const ev = await createEvent(server);
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  const guest = await openGuest(context, guestUrl(server, ev));
-  await pick(guest, photos(5, 30_000));
-  await untilAllSaved(guest, 5);
+  const { context, page: guest } = await saveInNewContext(browser, server, ev, photos(5, 30_000), { viewport: { width: 1280, height: 900 } });
   // One is rejected beforehand, through the API: the filter has all three states.
   const [rejected] = await hostMedia(server, ev);
   const res = await fetch(`${server.base}/v1/media/${rejected.id}/moderation`, {

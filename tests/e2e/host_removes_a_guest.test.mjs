@@ -6,7 +6,7 @@
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import { startServer, createEvent, hostMedia, guestUrl, hostUrl, photos, until } from "./harness.mjs";
-import { launch, openGuest, pick, untilAllSaved, cards } from "./pages.mjs";
+import { launch, openGuest, pick, untilAllSaved, cards, saveInNewContext } from "./pages.mjs";
 
 let server, browser;
 before(async () => { server = await startServer("host-removes"); browser = await launch(); });
@@ -14,10 +14,7 @@ after(async () => { await browser?.close(); await server?.stop(); });
 
 test("a guest the host removes sees it, and another guest goes on", async () => {
   const ev = await createEvent(server);
-  const phone = await browser.newContext();
-  const guest = await openGuest(phone, guestUrl(server, ev));
-  await pick(guest, photos(1, 40_000, "removed"));
-  await untilAllSaved(guest, 1);
+  const { context: phone, page: guest } = await saveInNewContext(browser, server, ev, photos(1, 40_000, "removed"));
 
   const desk = await browser.newContext();
   const host = await desk.newPage();

@@ -4,8 +4,8 @@
 // carries the decision is the tabs' channel (BroadcastChannel), not polling.
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, createEvent, hostMedia, guestUrl, hostUrl, photos, until } from "./harness.mjs";
-import { launch, openGuest, pick, untilAllSaved } from "./pages.mjs";
+import { startServer, createEvent, hostMedia, hostUrl, photos, until } from "./harness.mjs";
+import { launch, saveInNewContext } from "./pages.mjs";
 
 let server, browser;
 before(async () => { server = await startServer("host-tabs"); browser = await launch(); });
@@ -16,10 +16,7 @@ const states = (page) => page.$$eval("#grid .media-item", (els) => Object.fromEn
 
 test("a decision in one host tab shows in the other without a re-read", async () => {
   const ev = await createEvent(server);
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  const guest = await openGuest(context, guestUrl(server, ev));
-  await pick(guest, photos(2, 30_000));
-  await untilAllSaved(guest, 2);
+  const { context, page: guest } = await saveInNewContext(browser, server, ev, photos(2, 30_000), { viewport: { width: 1280, height: 900 } });
 
   const url = hostUrl(server, ev, "&refresh_ms=600000");
   const [a, b] = [await context.newPage(), await context.newPage()];

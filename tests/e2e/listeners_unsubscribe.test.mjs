@@ -3,8 +3,8 @@
 // calling it twice is harmless. `persisted` is a boolean or null.
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, createEvent, guestUrl } from "./harness.mjs";
-import { launch, openGuest } from "./pages.mjs";
+import { startServer, createEvent } from "./harness.mjs";
+import { launch, openGuestInNewContext } from "./pages.mjs";
 
 let server, browser;
 before(async () => { server = await startServer("listeners"); browser = await launch(); });
@@ -12,8 +12,7 @@ after(async () => { await browser?.close(); await server?.stop(); });
 
 test("each subscription returns a function that unsubscribes it", async () => {
   const ev = await createEvent(server, { moderation: "none" });
-  const context = await browser.newContext();
-  const page = await openGuest(context, guestUrl(server, ev));
+  const { context, page } = await openGuestInNewContext(browser, server, ev);
   const result = await page.evaluate(async () => {
     const u = window.uploader;
     const heard = { change: 0, changeAfterStop: 0, removed: [], removedAfterStop: [] };

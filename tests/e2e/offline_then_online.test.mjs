@@ -2,8 +2,8 @@
 // banner, the upload pauses, and completes once the browser is back online.
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, createEvent, hostMedia, guestUrl, photos, until } from "./harness.mjs";
-import { launch, openGuest, pick, untilAllSaved, attempts } from "./pages.mjs";
+import { startServer, createEvent, hostMedia, photos, until } from "./harness.mjs";
+import { launch, pick, untilAllSaved, attempts, openGuestInNewContext, throttleUplink } from "./pages.mjs";
 
 let server, browser;
 before(async () => { server = await startServer("offline"); browser = await launch(); });
@@ -11,11 +11,8 @@ after(async () => { await browser?.close(); await server?.stop(); });
 
 test("an upload interrupted by going offline completes after coming back", async () => {
   const ev = await createEvent(server);
-  const context = await browser.newContext();
-  const page = await openGuest(context, guestUrl(server, ev));
-  const cdp = await context.newCDPSession(page);
-  await cdp.send("Network.enable");
-  await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 20, downloadThroughput: -1, uploadThroughput: 300_000 });
+  const { context, page } = await openGuestInNewContext(browser, server, ev);
+  const { unthrottle } = await throttleUplink(context, page, 300_000);
   await pick(page, photos(3, 600_000));
   await until("a transfer to start", async () => (await attempts(page)).some((a) => a.transfer === "uploading" && a.bytesSent > 0), 30_000, 50);
 
@@ -30,7 +27,7 @@ test("an upload interrupted by going offline completes after coming back", async
   assert.ok(offline.every((a) => a.confirmation === "unconfirmed"), `nothing is confirmed while offline: ${JSON.stringify(offline)}`);
   assert.ok(offline.every((a) => a.transfer !== "failed" && a.retries === 0), `going offline is not a failure, nor a retry: ${JSON.stringify(offline)}`);
 
-  await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+  await unthrottle();
   await context.setOffline(false);
   await untilAllSaved(page, 3, 90_000);
   await page.waitForSelector("[data-testid='offline-banner']", { state: "hidden" });

@@ -7,8 +7,8 @@ import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 import { readFileSync } from "node:fs";
-import { startServer, createEvent, hostMedia, guestUrl, hostUrl, wallUrl, photos, until } from "./harness.mjs";
-import { launch, openGuest, pick, cards, attempts } from "./pages.mjs";
+import { startServer, createEvent, hostMedia, hostUrl, photos, until } from "./harness.mjs";
+import { launch, pick, cards, attempts, openGuestInNewContext, throttleUplink, openWallWithPhotos, openEmptyWall } from "./pages.mjs";
 
 // Evaluated through the DevTools protocol rather than added as a <script>:
 // the pages' Content-Security-Policy refuses inline scripts, and they are
@@ -32,16 +32,13 @@ async function assertNoSeriousViolations(page, state) {
 
 test("guest, host and wall pages have no serious or critical axe violations", async () => {
   const ev = await createEvent(server);
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  const guest = await openGuest(context, guestUrl(server, ev));
+  const { context, page: guest } = await openGuestInNewContext(browser, server, ev, { viewport: { width: 1280, height: 900 } });
   await assertNoSeriousViolations(guest, "guest page, empty");
 
   // One saved, then on a slow uplink one uploading and one cancelled.
   await pick(guest, photos(1, 60_000, "saved"));
   await until("the first photo to be saved", async () => (await cards(guest)).some((c) => c.confirmation === "Saved"), 30_000);
-  const cdp = await context.newCDPSession(guest);
-  await cdp.send("Network.enable");
-  await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 20, downloadThroughput: -1, uploadThroughput: 60_000 });
+  const { unthrottle } = await throttleUplink(context, guest, 60_000);
   await pick(guest, photos(2, 700_000, "slow"));
   await until("both slow photos to be uploading", async () => (await attempts(guest)).filter((a) => a.transfer === "uploading").length === 2, 30_000, 50);
   await guest.click("[data-testid='card'][data-filename='slow-1.png'] [data-testid='cancel']");
@@ -54,7 +51,7 @@ test("guest, host and wall pages have no serious or critical axe violations", as
   await guest.waitForSelector("[data-testid='offline-banner']", { state: "visible" });
   await assertNoSeriousViolations(guest, "guest page offline");
   await context.setOffline(false);
-  await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+  await unthrottle();
   await until("the second slow photo to be saved", async () => (await hostMedia(server, ev)).length === 2, 30_000);
 
   // The host: waiting items, the guest link as a QR code, a reject form.
@@ -86,15 +83,9 @@ test("guest, host and wall pages have no serious or critical axe violations", as
     });
     assert.equal(res.status, 200);
   }
-  const wall = await context.newPage();
-  await wall.goto(wallUrl(server, ev));
-  await until("2 photos on the wall", async () => (await wall.$$("[data-testid='wall-item'] img")).length === 2, 20_000);
-  await wall.waitForFunction(() => [...document.querySelectorAll("[data-testid='wall-item'] img")].every((i) => i.complete && i.naturalWidth > 0));
+  const wall = await openWallWithPhotos(context, server, ev, 2);
   await assertNoSeriousViolations(wall, "wall with photos");
-  const quiet = await createEvent(server);
-  const emptyWall = await context.newPage();
-  await emptyWall.goto(wallUrl(server, quiet));
-  await emptyWall.waitForSelector("body[data-ready='1']");
+  const emptyWall = await openEmptyWall(context, server);
   await assertNoSeriousViolations(emptyWall, "empty wall");
   await context.close();
 });

@@ -6,8 +6,8 @@
 // list; wall: full, empty.
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, createEvent, hostMedia, guestUrl, hostUrl, wallUrl, photo, photos, until, screenshotPath } from "./harness.mjs";
-import { launch, openGuest, pick, untilAllSaved, attempts, cards } from "./pages.mjs";
+import { startServer, createEvent, hostMedia, guestUrl, hostUrl, photo, photos, until, screenshotPath } from "./harness.mjs";
+import { launch, openGuest, pick, untilAllSaved, attempts, cards, openWallWithPhotos, openEmptyWall } from "./pages.mjs";
 
 const SIZES = [[360, 740], [1280, 800]];
 
@@ -82,16 +82,10 @@ test("every page and state at 360 and 1280 px, none scrolling sideways", async (
   await until("the guest to see the rejection", async () => (await cards(guest)).some((c) => /Not accepted: a private moment/.test(c.moderation)), 20_000);
   await shoot(guest, "guest-rejected");
 
-  const wall = await context.newPage();
-  await wall.goto(wallUrl(server, ev));
-  await until("8 photos on the wall", async () => (await wall.$$("[data-testid='wall-item'] img")).length === 8, 20_000);
-  await wall.waitForFunction(() => [...document.querySelectorAll("[data-testid='wall-item'] img")].every((i) => i.complete && i.naturalWidth > 0));
+  const wall = await openWallWithPhotos(context, server, ev, 8);
   await shoot(wall, "wall-full");
 
-  const quiet = await createEvent(server);
-  const emptyWall = await context.newPage();
-  await emptyWall.goto(wallUrl(server, quiet));
-  await emptyWall.waitForSelector("body[data-ready='1']");
+  const emptyWall = await openEmptyWall(context, server);
   await shoot(emptyWall, "wall-empty");
   await context.close();
 });

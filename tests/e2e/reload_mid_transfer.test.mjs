@@ -3,8 +3,8 @@
 // exactly 5 media records.
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, createEvent, hostMedia, guestUrl, photos, until } from "./harness.mjs";
-import { launch, openGuest, pick, untilAllSaved, attempts } from "./pages.mjs";
+import { startServer, createEvent, hostMedia, photos, until } from "./harness.mjs";
+import { launch, pick, untilAllSaved, attempts, openGuestInNewContext, throttleUplink } from "./pages.mjs";
 
 let server, browser;
 before(async () => { server = await startServer("reload"); browser = await launch(); });
@@ -12,12 +12,9 @@ after(async () => { await browser?.close(); await server?.stop(); });
 
 test("a reload mid-transfer keeps every attempt and finishes it once", async () => {
   const ev = await createEvent(server);
-  const context = await browser.newContext();
-  const page = await openGuest(context, guestUrl(server, ev));
+  const { context, page } = await openGuestInNewContext(browser, server, ev);
   // Slow the uplink so the reload lands mid-transfer.
-  const cdp = await context.newCDPSession(page);
-  await cdp.send("Network.enable");
-  await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 20, downloadThroughput: -1, uploadThroughput: 400_000 });
+  const { unthrottle } = await throttleUplink(context, page, 400_000);
   await pick(page, photos(5, 700_000));
   await until("a transfer to be part-way", async () => {
     const list = await attempts(page);
@@ -30,7 +27,7 @@ test("a reload mid-transfer keeps every attempt and finishes it once", async () 
 
   await page.reload();
   await page.waitForSelector("body[data-ready='1']");
-  await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+  await unthrottle();
   const afterReload = (await attempts(page)).map((a) => a.id).sort();
   assert.deepEqual(afterReload, before, "the same cards come back");
   // With their thumbnails: from the file kept in IndexedDB, or the stored media.

@@ -3,8 +3,8 @@
 // set), and comes back when the host approves it again.
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, createEvent, hostMedia, guestUrl, wallUrl, photos, until } from "./harness.mjs";
-import { launch, openGuest, pick, untilAllSaved } from "./pages.mjs";
+import { startServer, createEvent, photos, until } from "./harness.mjs";
+import { launch, wallIds, uploadAndShowOnWall } from "./pages.mjs";
 
 let server, browser;
 before(async () => { server = await startServer("wall-takedown"); browser = await launch(); });
@@ -19,20 +19,9 @@ async function moderate(ev, id, decision) {
   assert.equal(res.status, 200, await res.text());
 }
 
-const wallIds = (wall) => wall.$$eval("[data-testid='wall-item']", (els) => els.map((e) => e.dataset.id).sort());
-
 test("a photo taken off the wall disappears from a wall showing it", async () => {
   const ev = await createEvent(server, { moderation: "none" });
-  const context = await browser.newContext();
-  const guest = await openGuest(context, guestUrl(server, ev));
-  await pick(guest, photos(2, 50_000));
-  await untilAllSaved(guest, 2);
-  const media = await hostMedia(server, ev);
-  assert.equal(media.length, 2);
-
-  const wall = await context.newPage();
-  await wall.goto(`${wallUrl(server, ev)}&resync_ms=1000`);
-  await until("both photos on the wall", async () => (await wallIds(wall)).length === 2, 20_000);
+  const { context, media, wall } = await uploadAndShowOnWall(browser, server, ev, photos(2, 50_000));
 
   const [down, up] = media.map((m) => m.id);
   await moderate(ev, down, "reject");

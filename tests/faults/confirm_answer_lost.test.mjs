@@ -2,20 +2,15 @@
 // [a retry, or a restore after a reload, returns the same media; exactly one row]
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createEvent } from "../e2e/harness.mjs";
 import { launch, openGuest, pick } from "../e2e/pages.mjs";
-import { startStack, attempts, untilSettled, rowsByAttempt, photos } from "./stack.mjs";
+import { startStack, openFreshGuest, attempts, untilSettled, rowsByAttempt, photos } from "./stack.mjs";
 
 let stack, browser;
 before(async () => { stack = await startStack("m1"); browser = await launch(); });
 after(async () => { await browser?.close(); await stack?.stop(); });
 
 test("the client retries the confirm with the same id and gets the same media", async () => {
-  await stack.proxy.reset();
-  const ev = await createEvent(stack.server);
-  await stack.proxy.rules({ method: "POST", path: "/v1/attempts/*/confirm", nth: 1, action: { kind: "drop_after" } });
-  const context = await browser.newContext();
-  const page = await openGuest(context, stack.guestUrl(ev));
+  const { ev, context, page } = await openFreshGuest(stack, browser, { method: "POST", path: "/v1/attempts/*/confirm", nth: 1, action: { kind: "drop_after" } });
   await pick(page, photos(1, 40_000));
   const [a] = await untilSettled(page, 1);
   assert.equal(a.confirmation, "confirmed");
@@ -30,16 +25,13 @@ test("the client retries the confirm with the same id and gets the same media", 
 });
 
 test("after a reload, restore finds the confirm that committed", async () => {
-  await stack.proxy.reset();
-  const ev = await createEvent(stack.server);
   // The first confirm commits and its answer is lost; every later one is
   // refused before it reaches the server, so only a restore can learn the truth.
-  await stack.proxy.rules(
+  const { ev, context, page } = await openFreshGuest(
+    stack, browser,
     { method: "POST", path: "/v1/attempts/*/confirm", nth: 1, action: { kind: "drop_after" } },
     { method: "POST", path: "/v1/attempts/*/confirm", probability: 1, action: { kind: "drop_before" } },
   );
-  const context = await browser.newContext();
-  const page = await openGuest(context, stack.guestUrl(ev));
   await pick(page, photos(1, 40_000));
   await until_(async () => (await stack.proxy.forwarded("POST", (p) => p.endsWith("/confirm"))).length === 1);
   const [before] = await attempts(page);

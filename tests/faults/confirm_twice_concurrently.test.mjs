@@ -2,9 +2,8 @@
 // [one row; both callers see the same media]
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createEvent } from "../e2e/harness.mjs";
-import { launch, openGuest, pick } from "../e2e/pages.mjs";
-import { startStack, attempts, untilSettled, rowsByAttempt, photos, until, nonEmpty, sessionToken } from "./stack.mjs";
+import { launch, pick } from "../e2e/pages.mjs";
+import { startStack, openFreshGuest, attempts, untilSettled, rowsByAttempt, photos, until, nonEmpty, sessionToken } from "./stack.mjs";
 
 let stack, browser;
 before(async () => { stack = await startStack("m2"); browser = await launch(); });
@@ -12,12 +11,8 @@ after(async () => { await browser?.close(); await stack?.stop(); });
 
 
 test("two concurrent confirms of one attempt return one media record", async () => {
-  await stack.proxy.reset();
-  const ev = await createEvent(stack.server);
   // The page uploads but cannot confirm: the attempt waits, bytes stored.
-  await stack.proxy.rules({ method: "POST", path: "/v1/attempts/*/confirm", probability: 1, action: { kind: "drop_before" } });
-  const context = await browser.newContext();
-  const page = await openGuest(context, stack.guestUrl(ev));
+  const { ev, context, page } = await openFreshGuest(stack, browser, { method: "POST", path: "/v1/attempts/*/confirm", probability: 1, action: { kind: "drop_before" } });
   await pick(page, photos(1, 30_000));
   const [a] = await until("the bytes to be stored", async () => nonEmpty((await attempts(page)).filter((x) => x.transfer === "uploaded")));
   const token = await sessionToken(page, ev.event.slug);
@@ -37,10 +32,7 @@ test("two concurrent confirms of one attempt return one media record", async () 
 });
 
 test("a double click on Retry retries once", async () => {
-  await stack.proxy.reset();
-  const ev = await createEvent(stack.server);
-  const context = await browser.newContext();
-  const page = await openGuest(context, stack.guestUrl(ev));
+  const { ev, context, page } = await openFreshGuest(stack, browser);
   // Hold the upload, cancel it: the card shows a failure with a Retry button.
   await stack.proxy.rules({ method: "PUT", path: "/storage/*", nth: 1, action: { kind: "delay", ms: 1500 } });
   await pick(page, photos(1, 30_000));

@@ -2,9 +2,9 @@
 // tab or device. [restore shows it confirmed; nothing is sent again]
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createEvent, photo } from "../e2e/harness.mjs";
+import { photo } from "../e2e/harness.mjs";
 import { launch, openGuest, pick } from "../e2e/pages.mjs";
-import { startStack, attempts, untilSettled, rowsByAttempt, until, nonEmpty, sessionToken } from "./stack.mjs";
+import { startStack, openFreshGuest, attempts, untilSettled, rowsByAttempt, until, nonEmpty, sessionToken } from "./stack.mjs";
 
 let stack, browser;
 before(async () => { stack = await startStack("m5"); browser = await launch(); });
@@ -12,11 +12,7 @@ after(async () => { await browser?.close(); await stack?.stop(); });
 
 
 test("restore after a confirm made elsewhere shows it confirmed and sends nothing", async () => {
-  await stack.proxy.reset();
-  const ev = await createEvent(stack.server);
-  await stack.proxy.rules({ method: "PUT", path: "/storage/*", probability: 1, action: { kind: "drop_before" } });
-  const context = await browser.newContext();
-  let page = await openGuest(context, stack.guestUrl(ev));
+  let { ev, context, page } = await openFreshGuest(stack, browser, { method: "PUT", path: "/storage/*", probability: 1, action: { kind: "drop_before" } });
   const bytes = photo(5, 25_000);
   await pick(page, [{ name: "elsewhere.png", mimeType: "image/png", buffer: bytes }]);
   const [a] = await until("the attempt to be authorized", async () => nonEmpty((await attempts(page)).filter((x) => x.objectKey)));

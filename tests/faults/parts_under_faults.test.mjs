@@ -49,6 +49,13 @@ async function assertStoredOnce(ev, a) {
   assert.match(media[0].composite_sha256 ?? "", new RegExp(`^[0-9a-f]{64}-${PARTS}$`));
 }
 
+/** The one fault happened, and the request it broke (its path ends in `suffix`) was forwarded again. */
+function assertSentAgain(log, suffix, message) {
+  assert.equal(log.faults.length, 1);
+  const sent = log.requests.filter((r) => r.path.endsWith(suffix) && r.forwarded);
+  assert.ok(sent.length >= 2, message);
+}
+
 test("a part stored whose answer was dropped is not sent again", async () => {
   const { ev, a, log, puts } = await uploadWith(1, { method: "PUT", path: "/storage/*", nth: 2, action: { kind: "drop_after" } });
   assert.equal(log.faults.length, 1, "the answer of a stored part was dropped");
@@ -69,16 +76,12 @@ test("a part cut mid-way is sent again, and only that part", async () => {
 
 test("a lost answer to the signing of parts is asked again", async () => {
   const { ev, a, log } = await uploadWith(3, { method: "POST", path: "/v1/attempts/*/parts", nth: 1, action: { kind: "drop_after" } });
-  assert.equal(log.faults.length, 1);
-  const signs = log.requests.filter((r) => r.path.endsWith("/parts") && r.forwarded);
-  assert.ok(signs.length >= 2, "signed again");
+  assertSentAgain(log, "/parts", "signed again");
   await assertStoredOnce(ev, a);
 });
 
 test("the confirm that assembles the parts commits and its answer is lost", async () => {
   const { ev, a, log } = await uploadWith(4, { method: "POST", path: "/v1/attempts/*/confirm", nth: 1, action: { kind: "drop_after" } });
-  assert.equal(log.faults.length, 1);
-  const confirms = log.requests.filter((r) => r.path.endsWith("/confirm") && r.forwarded);
-  assert.ok(confirms.length >= 2, "the confirm was sent again");
+  assertSentAgain(log, "/confirm", "the confirm was sent again");
   await assertStoredOnce(ev, a);
 });

@@ -7,7 +7,7 @@ import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { createEvent, photo } from "../e2e/harness.mjs";
 import { launch, openGuest, pick } from "../e2e/pages.mjs";
-import { startStack, untilSettled, rowsByAttempt } from "./stack.mjs";
+import { startStack, openFreshGuest, untilSettled, rowsByAttempt } from "./stack.mjs";
 
 let stack, browser;
 before(async () => { stack = await startStack("m7"); browser = await launch(); });
@@ -29,11 +29,7 @@ function storedObjects(dir) {
 }
 
 test("a PUT cut mid-way is sent again and the object is complete", async () => {
-  await stack.proxy.reset();
-  const ev = await createEvent(stack.server);
-  await stack.proxy.rules({ method: "PUT", path: "/storage/*", nth: 1, action: { kind: "cut_body", after_bytes: 100_000 } });
-  const context = await browser.newContext();
-  const page = await openGuest(context, stack.guestUrl(ev));
+  const { ev, context, page } = await openFreshGuest(stack, browser, { method: "PUT", path: "/storage/*", nth: 1, action: { kind: "cut_body", after_bytes: 100_000 } });
   const bytes = photo(9, 400_000);
   await pick(page, [{ name: "cut.png", mimeType: "image/png", buffer: bytes }]);
   const [a] = await untilSettled(page, 1);

@@ -2,20 +2,15 @@
 // [the client waits at least 3 s, then succeeds]
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createEvent } from "../e2e/harness.mjs";
-import { launch, openGuest, pick } from "../e2e/pages.mjs";
-import { startStack, untilSettled, rowsByAttempt, photos } from "./stack.mjs";
+import { launch, pick } from "../e2e/pages.mjs";
+import { startStack, openFreshGuest, untilSettled, rowsByAttempt, photos } from "./stack.mjs";
 
 let stack, browser;
 before(async () => { stack = await startStack("m12"); browser = await launch(); });
 after(async () => { await browser?.close(); await stack?.stop(); });
 
 test("a 429 with Retry-After: 3 is honoured", async () => {
-  await stack.proxy.reset();
-  const ev = await createEvent(stack.server);
-  await stack.proxy.rules({ method: "POST", path: "/v1/events/*/attempts", nth: 1, action: { kind: "status", status: 429, retry_after: "3" } });
-  const context = await browser.newContext();
-  const page = await openGuest(context, stack.guestUrl(ev));
+  const { ev, context, page } = await openFreshGuest(stack, browser, { method: "POST", path: "/v1/events/*/attempts", nth: 1, action: { kind: "status", status: 429, retry_after: "3" } });
   await pick(page, photos(1, 20_000));
   const [a] = await untilSettled(page, 1, 30_000);
   assert.equal(a.confirmation, "confirmed");

@@ -2,21 +2,17 @@
 // again mid-PUT. [the same attempt id carries on]
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createEvent, photo } from "../e2e/harness.mjs";
-import { launch, openGuest, pick } from "../e2e/pages.mjs";
-import { startStack, attempts, untilSettled, rowsByAttempt, until, nonEmpty } from "./stack.mjs";
+import { photo } from "../e2e/harness.mjs";
+import { launch, pick } from "../e2e/pages.mjs";
+import { startStack, openFreshGuest, attempts, untilSettled, rowsByAttempt, until, nonEmpty } from "./stack.mjs";
 
 let stack, browser;
 before(async () => { stack = await startStack("m9"); browser = await launch(); });
 after(async () => { await browser?.close(); await stack?.stop(); });
 
 test("the same attempt id carries on through two reloads", async () => {
-  await stack.proxy.reset();
-  const ev = await createEvent(stack.server);
   // The first PUT waits in the proxy: the reload lands after authorize, before the PUT.
-  await stack.proxy.rules({ method: "PUT", path: "/storage/*", nth: 1, action: { kind: "delay", ms: 5000 } });
-  const context = await browser.newContext();
-  const page = await openGuest(context, stack.guestUrl(ev));
+  const { ev, context, page } = await openFreshGuest(stack, browser, { method: "PUT", path: "/storage/*", nth: 1, action: { kind: "delay", ms: 5000 } });
   // A slow uplink from the start, so the upload after the first reload is
   // still running when the second reload comes.
   const cdp = await context.newCDPSession(page);

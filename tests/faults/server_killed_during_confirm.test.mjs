@@ -10,9 +10,8 @@
 // exactly one.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createEvent } from "../e2e/harness.mjs";
-import { launch, openGuest, pick } from "../e2e/pages.mjs";
-import { startStack, attempts, untilSettled, rowsByAttempt, photos, until, nonEmpty, attemptStatus } from "./stack.mjs";
+import { launch, pick } from "../e2e/pages.mjs";
+import { startStack, openFreshGuest, attempts, untilSettled, rowsByAttempt, photos, until, nonEmpty, attemptStatus } from "./stack.mjs";
 
 let stack, browser;
 before(async () => { stack = await startStack("m8"); browser = await launch(); });
@@ -21,10 +20,7 @@ after(async () => { await browser?.close(); await stack?.stop(); });
 const isConfirm = (r) => r.method === "POST" && r.path.endsWith("/confirm");
 
 test("a confirm killed inside its transaction leaves no row; the client's retry makes exactly one", async () => {
-  await stack.proxy.reset();
-  const ev = await createEvent(stack.server);
-  const context = await browser.newContext();
-  const page = await openGuest(context, stack.guestUrl(ev));
+  const { ev, context, page } = await openFreshGuest(stack, browser);
   // Far longer than the test needs: the kill ends it.
   await stack.hold(120_000);
   await pick(page, photos(1, 30_000));

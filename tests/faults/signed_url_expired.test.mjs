@@ -3,9 +3,8 @@
 // (b) the object is already stored [confirm only, no second PUT].
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createEvent } from "../e2e/harness.mjs";
-import { launch, openGuest, pick } from "../e2e/pages.mjs";
-import { startStack, untilSettled, rowsByAttempt, photos } from "./stack.mjs";
+import { launch, pick } from "../e2e/pages.mjs";
+import { startStack, openFreshGuest, untilSettled, rowsByAttempt, photos } from "./stack.mjs";
 
 let stack, browser;
 // Signed URLs live 2 s here.
@@ -13,11 +12,7 @@ before(async () => { stack = await startStack("m3", { serverArgs: ["--url-ttl", 
 after(async () => { await browser?.close(); await stack?.stop(); });
 
 test("a URL that expired before the PUT is renewed, then the upload completes", async () => {
-  await stack.proxy.reset();
-  const ev = await createEvent(stack.server);
-  await stack.proxy.rules({ method: "PUT", path: "/storage/*", nth: 1, action: { kind: "delay", ms: 3000 } });
-  const context = await browser.newContext();
-  const page = await openGuest(context, stack.guestUrl(ev));
+  const { ev, context, page } = await openFreshGuest(stack, browser, { method: "PUT", path: "/storage/*", nth: 1, action: { kind: "delay", ms: 3000 } });
   await pick(page, photos(1, 30_000));
   const [a] = await untilSettled(page, 1);
   assert.equal(a.confirmation, "confirmed");
@@ -30,16 +25,13 @@ test("a URL that expired before the PUT is renewed, then the upload completes", 
 });
 
 test("an expired URL whose object is already stored leads to confirm only", async () => {
-  await stack.proxy.reset();
-  const ev = await createEvent(stack.server);
-  await stack.proxy.rules(
+  const { ev, context, page } = await openFreshGuest(
+    stack, browser,
     // Stored, but the answer is lost…
     { method: "PUT", path: "/storage/*", nth: 1, action: { kind: "drop_after" } },
     // …and by the time the client asks, the URL has expired.
     { method: "POST", path: "/v1/attempts/status", nth: 1, action: { kind: "delay", ms: 2500 } },
   );
-  const context = await browser.newContext();
-  const page = await openGuest(context, stack.guestUrl(ev));
   await pick(page, photos(1, 30_000));
   const [a] = await untilSettled(page, 1);
   assert.equal(a.confirmation, "confirmed");

@@ -4,7 +4,8 @@
 // the proxy), so every request can be broken on purpose.
 import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { ROOT, startServer, untilListening, until, hostMedia, photos } from "../e2e/harness.mjs";
+import { ROOT, startServer, untilListening, until, hostMedia, photos, createEvent } from "../e2e/harness.mjs";
+import { openGuest } from "../e2e/pages.mjs";
 
 export const PROXY_BIN = process.env.UPLOAD_ONCE_FAULT_PROXY_BIN ?? join(ROOT, "target/debug/upload-once-fault-proxy");
 
@@ -78,6 +79,20 @@ export async function startStack(name, { serverArgs = [] } = {}) {
     guestUrl: (ev) => `${base}/?event=${ev.event.slug}&code=${ev.guest_code}`,
     stop: async () => { await proxy.stop(); await server.stop(); },
   };
+}
+
+/**
+ * The start of a test on `stack`: clears the proxy (its rules and its log),
+ * creates an event, sets this test's proxy `rules` (none: every request
+ * passes) and opens the event's guest page in a new context of `browser`.
+ */
+export async function openFreshGuest(stack, browser, ...rules) {
+  await stack.proxy.reset();
+  const ev = await createEvent(stack.server);
+  if (rules.length > 0) await stack.proxy.rules(...rules);
+  const context = await browser.newContext();
+  const page = await openGuest(context, stack.guestUrl(ev));
+  return { ev, context, page };
 }
 
 /** The attempts the page's uploader holds. */

@@ -6,21 +6,17 @@ import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { dirname, join } from "node:path";
-import { createEvent, photo } from "../e2e/harness.mjs";
-import { launch, openGuest, pick, cards } from "../e2e/pages.mjs";
-import { startStack, attempts, untilSettled, rowsByAttempt, until, nonEmpty } from "./stack.mjs";
+import { photo } from "../e2e/harness.mjs";
+import { launch, pick, cards } from "../e2e/pages.mjs";
+import { startStack, openFreshGuest, attempts, untilSettled, rowsByAttempt, until, nonEmpty } from "./stack.mjs";
 
 let stack, browser;
 before(async () => { stack = await startStack("m4"); browser = await launch(); });
 after(async () => { await browser?.close(); await stack?.stop(); });
 
 test("a stored object of another type is rejected, shown, and never retried", async () => {
-  await stack.proxy.reset();
-  const ev = await createEvent(stack.server);
   // The browser's own PUTs never arrive; another writer stores a GIF instead.
-  await stack.proxy.rules({ method: "PUT", path: "/storage/*", probability: 1, action: { kind: "drop_before" } });
-  const context = await browser.newContext();
-  const page = await openGuest(context, stack.guestUrl(ev));
+  const { ev, context, page } = await openFreshGuest(stack, browser, { method: "PUT", path: "/storage/*", probability: 1, action: { kind: "drop_before" } });
   const bytes = photo(3, 20_000);
   await pick(page, [{ name: "odd.png", mimeType: "image/png", buffer: bytes }]);
   const [a] = await until("the attempt to be authorized", async () => nonEmpty((await attempts(page)).filter((x) => x.objectKey)));

@@ -14,9 +14,8 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { createEvent } from "../e2e/harness.mjs";
-import { launch, openGuest, pick } from "../e2e/pages.mjs";
-import { startStack, untilSettled, rowsByAttempt, photos, until, nonEmpty } from "./stack.mjs";
+import { launch, pick } from "../e2e/pages.mjs";
+import { startStack, openFreshGuest, untilSettled, rowsByAttempt, photos, until, nonEmpty } from "./stack.mjs";
 
 // The confirm is held HOLD_MS after its expiry check, a moment after the
 // authorize: past the attempt's TTL, and then less than the 5 s a write
@@ -34,10 +33,7 @@ after(async () => { await browser?.close(); await stack?.stop(); });
 const isConfirm = (r) => r.method === "POST" && r.path.endsWith("/confirm");
 
 test("a sweep during a held confirm never leaves a media row without its object", async () => {
-  await stack.proxy.reset();
-  const ev = await createEvent(stack.server);
-  const context = await browser.newContext();
-  const page = await openGuest(context, stack.guestUrl(ev));
+  const { ev, context, page } = await openFreshGuest(stack, browser);
   await stack.hold(HOLD_MS);
   const authorized = page.waitForResponse((r) => r.request().method() === "POST" && /\/v1\/events\/[^/]+\/attempts$/.test(new URL(r.url()).pathname));
   await pick(page, photos(1, 20_000));

@@ -2,21 +2,16 @@
 // attempts. [each attempt uploaded once]
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createEvent } from "../e2e/harness.mjs";
 import { launch, openGuest, pick } from "../e2e/pages.mjs";
-import { startStack, attempts, untilSettled, rowsByAttempt, photos, until } from "./stack.mjs";
+import { startStack, openFreshGuest, attempts, untilSettled, rowsByAttempt, photos, until } from "./stack.mjs";
 
 let stack, browser;
 before(async () => { stack = await startStack("m10"); browser = await launch(); });
 after(async () => { await browser?.close(); await stack?.stop(); });
 
 test("two pages restoring the same attempts upload each once", async () => {
-  await stack.proxy.reset();
-  const ev = await createEvent(stack.server);
   // Authorize fails for now: the attempts stay pending (and their files are kept).
-  await stack.proxy.rules({ method: "POST", path: "/v1/events/*/attempts", probability: 1, action: { kind: "status", status: 503 } });
-  const context = await browser.newContext();
-  const first = await openGuest(context, stack.guestUrl(ev));
+  const { ev, context, page: first } = await openFreshGuest(stack, browser, { method: "POST", path: "/v1/events/*/attempts", probability: 1, action: { kind: "status", status: 503 } });
   await pick(first, photos(3, 50_000));
   // Closed once the three files are kept in IndexedDB (add() resolves then),
   // so that both pages restore them without the files being picked again.

@@ -1517,6 +1517,9 @@ impl Page {
             match stored {
                 Ok(Some(record)) if !record.is_terminal() => self.take_over(record, now),
                 other => {
+                    // Terminal (another page, or the service worker, ended
+                    // it) or gone: nothing is taken back.
+                    self.taking_back.remove(&id);
                     if let Ok(Some(record)) = other {
                         self.show(record);
                     }

@@ -628,7 +628,10 @@ impl AttemptRecord {
         }
         self.background = false;
         if self.paused {
-            self.resume(now);
+            // Resumed as `resume` does, in this one revision.
+            self.paused = false;
+            self.retries = 0;
+            self.next_retry_at = None;
         }
         if !self.is_terminal() && self.object_key.is_some() {
             self.step = Step::Check;

@@ -8,7 +8,7 @@
 
 use crate::support;
 
-use reqwest::{Method, StatusCode};
+use reqwest::StatusCode;
 use serde_json::{Value, json};
 use support::TestServer;
 use support::limits::with_limits;
@@ -75,14 +75,7 @@ async fn a_hash_guessing_guest_learns_only_already_shared() {
     assert!(summary.duplicate);
     assert_eq!(summary.url, None, "no URL of a photo the host has not approved");
 
-    let r = server
-        .call(
-            Method::POST,
-            &format!("/v1/media/{}/moderation", media.id),
-            Some(&owner.event.host_token),
-            Some(json!({"decision": "reject", "reason": "too blurry for the wall"})),
-        )
-        .await;
+    let r = server.moderate(&owner.event.host_token, media.id, "reject", Some("too blurry for the wall")).await;
     assert_eq!(r.status(), StatusCode::OK);
     for answer in [
         claimer.get(claimed).await.text().await.unwrap(),
@@ -97,14 +90,7 @@ async fn a_hash_guessing_guest_learns_only_already_shared() {
     assert_eq!(confirmed.moderation_reason, None);
 
     // Approved: on the wall, which every guest sees; now it may link there.
-    let r = server
-        .call(
-            Method::POST,
-            &format!("/v1/media/{}/moderation", media.id),
-            Some(&owner.event.host_token),
-            Some(json!({"decision": "approve"})),
-        )
-        .await;
+    let r = server.moderate(&owner.event.host_token, media.id, "approve", None).await;
     assert_eq!(r.status(), StatusCode::OK);
     let status: Value = claimer.get(claimed).await.json().await.unwrap();
     assert_eq!(status["media"]["moderation"], "approved");

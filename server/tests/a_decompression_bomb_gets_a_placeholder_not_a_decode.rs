@@ -14,8 +14,7 @@ use upload_once_server::media::jobs::JobState;
 
 #[tokio::test]
 async fn a_twenty_thousand_pixel_png_and_a_decompression_bomb_get_the_placeholder_without_a_decode() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let hostile = open_event(&server).await;
     let honest = open_event(&server).await;
 
@@ -52,8 +51,7 @@ async fn a_twenty_thousand_pixel_png_and_a_decompression_bomb_get_the_placeholde
 /// decodes a pixel, and its guest's budget is not charged for a decode.
 #[tokio::test]
 async fn an_heic_claiming_four_hundred_megapixels_gets_the_placeholder_without_a_decode() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let guest = open_event(&server).await;
     let mut hostile = heic(quadrants(64, 32), 1);
     // Every size property (heif-enc writes one per image item).

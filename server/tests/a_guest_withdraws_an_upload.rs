@@ -13,7 +13,7 @@ use crate::support;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 use support::media::{host_list, open_event, upload_as, wall, wall_item};
-use support::multipart::{self, FILE, file, plan};
+use support::multipart;
 use support::{Guest, Options, TestServer, problem};
 use uuid::Uuid;
 
@@ -73,10 +73,7 @@ async fn an_unconfirmed_upload_withdrawn_frees_its_bytes_and_its_url() {
 async fn a_withdrawn_upload_in_parts_is_aborted() {
     let server = TestServer::start_with(multipart::options()).await;
     let guest = server.big_guest().await;
-    let bytes = file(FILE, 3);
-    let id = Uuid::new_v4();
-    let answer = guest.authorize_video(id, FILE).await;
-    let plan = plan(&answer);
+    let (id, bytes, _, plan) = guest.authorize_file(3).await;
     guest.send_parts(id, &bytes, &plan, &[1]).await;
     let signed = guest.sign(id, &bytes, &plan, &[2]).await;
 
@@ -98,8 +95,7 @@ async fn a_withdrawn_upload_in_parts_is_aborted() {
 
 #[tokio::test]
 async fn a_confirmed_upload_withdrawn_leaves_the_wall_and_the_hosts_list() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let guest = open_event(&server).await;
     let kept = upload_as(&guest, "image/png", "kept.png", &[1; 64]).await;
     let gone = upload_as(&guest, "image/png", "gone.png", &[2; 64]).await;

@@ -12,7 +12,6 @@ use reqwest::StatusCode;
 use serde_json::json;
 use sqlx::Connection;
 use support::{LockHolder, Options, TestServer, fresh_database_url, is_postgres, until};
-use tokio::io::AsyncWriteExt;
 use upload_once_server::store::dialect::Dialect;
 use upload_once_server::store::sql::SqlStore;
 use uuid::Uuid;
@@ -43,21 +42,11 @@ async fn a_confirm_whose_client_hangs_up_while_it_waits_for_the_lock_finishes_an
     let server = TestServer::start().await;
     let database_url = server.database_url.clone().expect("the test server's database");
     let guest = server.guest().await;
-    let id = Uuid::new_v4();
-    let attempt = guest.authorize(id, 5).await;
-    assert_eq!(server.put(attempt.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    let (id, _) = guest.authorize_and_put(b"hello").await;
 
     // Hold the lock, so the confirm's transaction waits for it.
     let holder = LockHolder::hold(&database_url).await;
-    let mut client = tokio::net::TcpStream::connect(server.base.trim_start_matches("http://")).await.unwrap();
-    let body = json!({"size": 5, "content_type": "image/png"}).to_string();
-    let request = format!(
-        "POST /v1/attempts/{id}/confirm HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer {}\r\nIdempotency-Key: {id}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        guest.session,
-        body.len()
-    );
-    client.write_all(request.as_bytes()).await.unwrap();
+    let client = guest.send_confirm_by_hand(id, 5).await;
     let ops = server.state.ops.clone();
     until("the confirm's handler to run", LIMIT, || ops.requests_in_flight() == 1).await;
 

@@ -19,9 +19,7 @@ async fn a_lapsed_session_confirms_asks_and_renews_its_own_attempts_but_authoriz
     // Confirmed (as if its answer was lost), stored but never confirmed,
     // and never stored.
     let (confirmed, media) = guest.upload(b"kept!".to_vec()).await;
-    let stored = Uuid::new_v4();
-    let a = guest.authorize(stored, 5).await;
-    assert_eq!(server.put(a.put().unwrap(), b"later".to_vec()).await.status(), StatusCode::OK);
+    let (stored, _) = guest.authorize_and_put(b"later").await;
     let never = Uuid::new_v4();
     guest.authorize(never, 5).await;
 

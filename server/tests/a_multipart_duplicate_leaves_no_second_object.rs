@@ -9,7 +9,7 @@ use crate::support;
 
 use reqwest::StatusCode;
 use support::TestServer;
-use support::multipart::{FILE, composite, file, options, plan};
+use support::multipart::{FILE, composite, options, plan};
 use upload_once_core::wire::Media;
 use uuid::Uuid;
 
@@ -17,15 +17,12 @@ use uuid::Uuid;
 async fn the_second_upload_of_a_large_file_is_answered_with_the_first_media() {
     let server = TestServer::start_with(options()).await;
     let first = server.big_guest().await;
-    let video = file(FILE, 7);
-
-    let first_id = Uuid::new_v4();
-    let a = first.authorize_video(first_id, FILE).await;
-    first.send_parts(first_id, &video, &plan(&a), &[1, 2, 3]).await;
+    let (first_id, video, a, a_plan) = first.authorize_file(7).await;
+    first.send_parts(first_id, &video, &a_plan, &[1, 2, 3]).await;
     let r = first.confirm_video(first_id, FILE).await;
     assert_eq!(r.status(), StatusCode::OK);
     let stored: Media = r.json().await.unwrap();
-    assert_eq!(stored.composite_sha256.as_deref(), Some(composite(&video, &plan(&a)).as_str()));
+    assert_eq!(stored.composite_sha256.as_deref(), Some(composite(&video, &a_plan).as_str()));
     assert_eq!(server.stored_keys().await, vec![a.object_key.clone()]);
 
     // The same video from another device: nothing tells the server before

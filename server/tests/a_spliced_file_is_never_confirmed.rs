@@ -67,9 +67,7 @@ async fn parts_of_two_files_are_refused_with_file_changed_and_nothing_is_left_be
 async fn the_composite_of_the_parts_stored_confirms_and_is_recorded() {
     let server = TestServer::start_with(support::multipart::options()).await;
     let guest = server.big_guest().await;
-    let bytes = file(FILE, 62);
-    let id = Uuid::new_v4();
-    let plan = plan(&guest.authorize_video(id, FILE).await);
+    let (id, bytes, _, plan) = guest.authorize_file(62).await;
     guest.send_parts(id, &bytes, &plan, &[1, 2, 3]).await;
     let claimed = composite(&bytes, &plan);
     let r = guest.confirm_raw(id, json!({"size": FILE, "content_type": VIDEO, "composite_sha256": claimed})).await;
@@ -89,10 +87,7 @@ async fn the_composite_of_the_parts_stored_confirms_and_is_recorded() {
 async fn an_object_already_assembled_is_held_to_the_composite_too() {
     let server = TestServer::start_with(support::multipart::options()).await;
     let guest = server.big_guest().await;
-    let bytes = file(FILE, 63);
-    let id = Uuid::new_v4();
-    let authorized = guest.authorize_video(id, FILE).await;
-    let plan = plan(&authorized);
+    let (id, bytes, authorized, plan) = guest.authorize_file(63).await;
     guest.send_parts(id, &bytes, &plan, &[1, 2, 3]).await;
     // Assemble it as a confirm would, without recording the media.
     let upload_id = server.upload_id(&authorized.object_key).await.unwrap();

@@ -15,12 +15,11 @@ use upload_once_server::config::Config;
 
 #[tokio::test]
 async fn a_video_over_the_length_limit_gets_its_poster_and_the_placeholder() {
-    let server = TestServer::start_with(Options {
+    let (server, _workers) = TestServer::start_rendering_with(Options {
         configure: Some(Box::new(|c: &mut Config| c.video_max_duration = Duration::from_secs(1))),
         ..Options::default()
     })
     .await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let guest = open_event(&server).await;
     // 2 s, over the 1 s limit; stored 160 × 96, shown turned: 96 × 160.
     let original = phone_video("libx264", "yuv420p", "mp4", 2, 160, 96);

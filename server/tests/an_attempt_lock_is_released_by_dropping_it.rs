@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use support::TestServer;
-use uuid::Uuid;
 
 /// A bound on a hang, not a measure of speed.
 const LIMIT: Duration = Duration::from_secs(20);
@@ -18,9 +17,7 @@ const LIMIT: Duration = Duration::from_secs(20);
 async fn a_dropped_lock_rolls_back_and_keeps_its_connection() {
     let server = TestServer::start().await;
     let guest = server.guest().await;
-    let id = Uuid::new_v4();
-    let attempt = guest.authorize(id, 5).await;
-    assert_eq!(server.put(attempt.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    let (id, attempt) = guest.authorize_and_put(b"hello").await;
     let records = server.state.records.clone();
     let row = records.attempt_by_object_key(&attempt.object_key).await.unwrap().expect("the attempt");
 

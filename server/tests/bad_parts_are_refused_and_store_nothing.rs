@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::json;
-use support::multipart::{FILE, MIB, PART, file, options, part, plan, refused_by_s3};
+use support::multipart::{FILE, MIB, PART, options, part, plan, refused_by_s3};
 use support::{Options, TestServer, is_s3, problem, s3_error};
 use upload_once_server::secrets::sha256_hex;
 use uuid::Uuid;
@@ -109,9 +109,7 @@ async fn parts_are_refused_for_attempts_that_take_none() {
         .await;
 
     // Confirmed: its object can no longer change.
-    let bytes = file(FILE, 7);
-    let confirmed = Uuid::new_v4();
-    let p = plan(&guest.authorize_video(confirmed, FILE).await);
+    let (confirmed, bytes, _, p) = guest.authorize_file(7).await;
     guest.send_parts(confirmed, &bytes, &p, &[1, 2, 3]).await;
     assert_eq!(guest.confirm_video(confirmed, FILE).await.status(), StatusCode::OK);
     refused(guest.sign_raw(confirmed, one.clone()).await, StatusCode::CONFLICT, "already_confirmed", "after confirm")
@@ -146,10 +144,7 @@ async fn part_bytes_of_another_length_or_digest_are_not_stored() {
     }
     let server = TestServer::start_with(options()).await;
     let guest = server.big_guest().await;
-    let bytes = file(FILE, 8);
-    let id = Uuid::new_v4();
-    let authorized = guest.authorize_video(id, FILE).await;
-    let plan = plan(&authorized);
+    let (id, bytes, authorized, plan) = guest.authorize_file(8).await;
     let signed = guest.sign(id, &bytes, &plan, &[1, 3]).await;
     let (first, last) = (&signed[0].upload, &signed[1].upload);
 
@@ -203,10 +198,7 @@ async fn an_altered_part_url_is_refused() {
     }
     let server = TestServer::start_with(options()).await;
     let guest = server.big_guest().await;
-    let bytes = file(FILE, 9);
-    let id = Uuid::new_v4();
-    let authorized = guest.authorize_video(id, FILE).await;
-    let plan = plan(&authorized);
+    let (id, bytes, authorized, plan) = guest.authorize_file(9).await;
     let signed = guest.sign(id, &bytes, &plan, &[1]).await;
     let url = reqwest::Url::parse(&signed[0].upload.url).unwrap();
     let number_param = if is_s3() { "partNumber" } else { "part" };
@@ -261,10 +253,7 @@ async fn an_altered_part_url_is_refused() {
 async fn a_confirm_while_parts_are_missing_changes_nothing() {
     let server = TestServer::start_with(options()).await;
     let guest = server.big_guest().await;
-    let bytes = file(FILE, 10);
-    let id = Uuid::new_v4();
-    let authorized = guest.authorize_video(id, FILE).await;
-    let plan = plan(&authorized);
+    let (id, bytes, authorized, plan) = guest.authorize_file(10).await;
 
     // Before any part was even signed.
     refused(guest.confirm_video(id, FILE).await, StatusCode::CONFLICT, "object_missing", "no upload yet").await;

@@ -15,7 +15,6 @@ use upload_once_core::time::parse_rfc3339;
 use upload_once_server::clock::{Clock, ManualClock};
 use upload_once_server::config::{Config, parse_bytes, parse_duration};
 use upload_once_server::{Error, build_state};
-use uuid::Uuid;
 
 const MINUTE: i64 = 60_000;
 const HOUR: i64 = 60 * MINUTE;
@@ -215,9 +214,7 @@ async fn a_session_lasts_at_least_the_attempt_ttl() {
     // confirmed just before it expires, past the configured session TTL.
     let guest =
         support::Guest { server: &server, event, session: session["session_token"].as_str().unwrap().to_owned() };
-    let id = Uuid::new_v4();
-    let a = guest.authorize(id, 3).await;
-    assert_eq!(server.put(a.put().unwrap(), b"abc".to_vec()).await.status(), StatusCode::OK);
+    let (id, _) = guest.authorize_and_put(b"abc").await;
     server.clock.advance(2 * HOUR - 1000);
     assert_eq!(guest.confirm(id, 3).await.status(), StatusCode::OK);
 }
@@ -237,9 +234,7 @@ async fn an_attempt_can_be_confirmed_until_its_reported_expiry_even_late_in_a_se
     .await;
     let guest = server.guest().await; // session ends at t0 + 2 h
     server.clock.advance(90 * MINUTE);
-    let id = Uuid::new_v4();
-    let a = guest.authorize(id, 3).await;
-    assert_eq!(server.put(a.put().unwrap(), b"abc".to_vec()).await.status(), StatusCode::OK);
+    let (id, a) = guest.authorize_and_put(b"abc").await;
     let attempt_expires = parse_rfc3339(&a.expires_at).unwrap();
 
     // Just before the attempt's reported expiry (t0 + 2h30 as things are).

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use reqwest::StatusCode;
-use support::multipart::{FILE, file, plan};
+use support::multipart::FILE;
 use support::{Options, TestServer, until};
 use upload_once_server::Result;
 use upload_once_server::storage::ObjectStore;
@@ -28,19 +28,7 @@ const SLOW_EVENT: &str = "slow-bucket-event";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn other_events_confirm_while_confirms_wait_on_a_slow_store() {
-    let entered = Arc::new(AtomicUsize::new(0));
-    let release = Arc::new(tokio::sync::Semaphore::new(0));
-    let (e2, r2) = (entered.clone(), release.clone());
-    let server = TestServer::start_with(Options {
-        wrap_objects: Some(Box::new(move |inner| {
-            Arc::new(Intercepted::new(
-                inner,
-                SlowFor { prefix: format!("{SLOW_EVENT}/"), on: Held::Head, entered: e2, release: r2 },
-            )) as Arc<dyn ObjectStore>
-        })),
-        ..Default::default()
-    })
-    .await;
+    let (server, entered, release) = slow_server(format!("{SLOW_EVENT}/"), Held::Head, Options::default()).await;
     let slow = server.create_event(SLOW_EVENT, 1_000_000, &["image/*"], "required").await;
     let slow = server.guest_of(&slow).await;
     let mut ids = Vec::new();
@@ -82,24 +70,9 @@ async fn other_events_confirm_while_confirms_wait_on_a_slow_store() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn other_guests_confirm_while_the_store_assembles_a_large_file() {
-    let entered = Arc::new(AtomicUsize::new(0));
-    let release = Arc::new(tokio::sync::Semaphore::new(0));
-    let (e2, r2) = (entered.clone(), release.clone());
-    let server = TestServer::start_with(Options {
-        wrap_objects: Some(Box::new(move |inner| {
-            Arc::new(Intercepted::new(
-                inner,
-                SlowFor { prefix: String::new(), on: Held::Complete, entered: e2, release: r2 },
-            )) as Arc<dyn ObjectStore>
-        })),
-        ..support::multipart::options()
-    })
-    .await;
+    let (server, entered, release) = slow_server(String::new(), Held::Complete, support::multipart::options()).await;
     let guest = server.big_guest().await;
-    let bytes = file(FILE, 31);
-    let id = Uuid::new_v4();
-    let authorized = guest.authorize_video(id, FILE).await;
-    let plan = plan(&authorized);
+    let (id, bytes, authorized, plan) = guest.authorize_file(31).await;
     guest.send_parts(id, &bytes, &plan, &[1, 2, 3]).await;
     let confirm = guest.spawn_confirm(id, serde_json::json!({"size": FILE, "content_type": "video/mp4"}));
     until("the store to be assembling the large file", Duration::from_secs(30), || entered.load(Ordering::SeqCst) == 1)
@@ -116,6 +89,27 @@ async fn other_guests_confirm_while_the_store_assembles_a_large_file() {
     assert_eq!(guest.status_of(id).await["state"], "confirmed");
     assert!(server.object_bytes(&authorized.object_key).await == bytes);
     assert_eq!(server.counts().await.1, 4, "each confirmed once");
+}
+
+/// A server of these options whose object store holds the calls `on`
+/// keys under `prefix` (see [`SlowFor`]): how many have arrived there, and
+/// the permits that let them go on.
+async fn slow_server(
+    prefix: String,
+    on: Held,
+    options: Options,
+) -> (TestServer, Arc<AtomicUsize>, Arc<tokio::sync::Semaphore>) {
+    let entered = Arc::new(AtomicUsize::new(0));
+    let release = Arc::new(tokio::sync::Semaphore::new(0));
+    let (e2, r2) = (entered.clone(), release.clone());
+    let server = TestServer::start_with(Options {
+        wrap_objects: Some(Box::new(move |inner| {
+            Arc::new(Intercepted::new(inner, SlowFor { prefix, on, entered: e2, release: r2 })) as Arc<dyn ObjectStore>
+        })),
+        ..options
+    })
+    .await;
+    (server, entered, release)
 }
 
 /// Which store call waits until released.

@@ -11,19 +11,9 @@ use uuid::Uuid;
 async fn fifty_concurrent_confirms_make_one_media_row() {
     let server = TestServer::start().await;
     let guest = server.guest().await;
-    let id = Uuid::new_v4();
-    let attempt = guest.authorize(id, 5).await;
-    assert_eq!(server.put(attempt.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    let (id, _) = guest.authorize_and_put(b"hello").await;
 
-    let confirms = (0..50).map(|_| {
-        let guest = &guest;
-        async move {
-            let r = guest.confirm(id, 5).await;
-            let status = r.status();
-            (status, r.text().await.unwrap())
-        }
-    });
-    let results = futures_util::future::join_all(confirms).await;
+    let results = guest.confirm_concurrently(id, serde_json::json!({"size": 5, "content_type": "image/png"}), 50).await;
     let media_ids: std::collections::BTreeSet<String> = results
         .iter()
         .map(|(status, body)| {

@@ -12,15 +12,8 @@ use upload_once_server::secrets::sha256_hex;
 use uuid::Uuid;
 
 async fn authorize(guest: &Guest<'_>, size: u64, sha: Option<&str>) -> (Uuid, String) {
-    let id = Uuid::new_v4();
-    let mut body = json!({"id": id, "filename": "photo.png", "size": size, "content_type": "image/png"});
-    if let Some(sha) = sha {
-        body["sha256"] = json!(sha);
-    }
-    let r = guest.authorize_raw(body).await;
-    assert_eq!(r.status(), StatusCode::CREATED);
-    let v: Value = r.json().await.unwrap();
-    (id, v["object_key"].as_str().unwrap().to_owned())
+    let (id, a) = guest.authorize_png(size, sha).await;
+    (id, a.object_key)
 }
 
 /// Writes an object straight into the store, bypassing the attempt's signed
@@ -172,9 +165,7 @@ async fn a_stored_object_that_contradicts_the_authorization_rejects_the_attempt(
 async fn a_claimed_sha256_that_the_stored_object_does_not_have_is_rejected() {
     let server = TestServer::start().await;
     let guest = server.guest().await;
-    let id = Uuid::new_v4();
-    let a = guest.authorize(id, 5).await;
-    assert_eq!(server.put(a.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    let (id, a) = guest.authorize_and_put(b"hello").await;
     if support::is_s3() {
         // Known limit of S3 storage: a bucket knows an object's SHA-256 only
         // when the PUT carried it, i.e. when the attempt was authorized with

@@ -72,8 +72,7 @@ async fn deleting_an_event_removes_all_its_rows_and_objects_and_leaves_other_eve
     ) {
         return;
     }
-    let server = TestServer::start_with(support::multipart::options()).await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering_with(support::multipart::options()).await;
     let event = server.scoped_event("event", 1 << 40, &["image/*", VIDEO]).await;
     let slug = event.event.slug.clone();
     let guest = server.guest_of(&event).await;

@@ -71,7 +71,7 @@ async fn an_authorize_of_bytes_already_stored_is_confirmed_at_once() {
     assert_eq!(server.stored_keys().await, objects, "still the one object");
 
     // Status, confirm and a repeated authorize answer the same media.
-    let status = second.status_json(id).await;
+    let status = second.status_of(id).await;
     assert_eq!(status["state"], "confirmed");
     assert_eq!(status["media"]["id"], stored.id.to_string());
     assert_eq!(status["media"]["duplicate"], true);
@@ -86,27 +86,20 @@ async fn an_authorize_of_bytes_already_stored_is_confirmed_at_once() {
     assert_eq!((again.state, again.object_key.as_str()), (AttemptState::Confirmed, answer.object_key.as_str()));
     assert_eq!(again.media, answer.media);
     // The first attempt's own view is no duplicate.
-    assert_eq!(first.status_json(first_id).await["media"].get("duplicate"), None);
+    assert_eq!(first.status_of(first_id).await["media"].get("duplicate"), None);
 
     // The host's decision shows on the duplicate too, but not the host's
     // reason (a remark on another guest's upload).
-    let r = server
-        .call(
-            Method::POST,
-            &format!("/v1/media/{}/moderation", stored.id),
-            Some(&first.event.host_token),
-            Some(json!({"decision": "reject", "reason": "blurry"})),
-        )
-        .await;
+    let r = server.moderate(&first.event.host_token, stored.id, "reject", Some("blurry")).await;
     assert_eq!(r.status(), StatusCode::OK);
-    let status: Value = second.status_json(id).await;
+    let status: Value = second.status_of(id).await;
     assert_eq!((status["media"]["moderation"].as_str(), status["media"]["reason"].as_str()), (Some("rejected"), None));
 
     // Nothing to sweep, even once everything has expired.
     server.clock.advance(server.state.lifetimes.attempt_ttl_ms() + 1);
     server.sweep().await;
     assert_eq!(server.stored_keys().await, objects, "the media's object is kept");
-    assert_eq!(second.status_json(id).await["state"], "confirmed");
+    assert_eq!(second.status_of(id).await["state"], "confirmed");
     let listed = server.host_list(&first.event).await;
     assert_eq!((listed.media.len(), listed.deduplicated), (1, 1), "one media; one upload deduplicated");
     assert_eq!(server.counts().await, (2, 1));

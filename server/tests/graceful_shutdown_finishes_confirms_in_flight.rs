@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use support::{GatedObjects, Options, TestServer, until};
-use uuid::Uuid;
 
 /// A server whose object store's HEAD (the confirm's look at the stored
 /// bytes) waits until the test releases it, and which stops when told.
@@ -39,9 +38,7 @@ async fn confirm_in_flight(
     release: &tokio::sync::Semaphore,
 ) -> tokio::task::JoinHandle<reqwest::Result<reqwest::Response>> {
     let guest = server.guest().await;
-    let id = Uuid::new_v4();
-    let a = guest.authorize(id, 5).await;
-    assert_eq!(server.put(a.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    let (id, _) = guest.authorize_and_put(b"hello").await;
     let confirm = guest.spawn_confirm(id, serde_json::json!({"size": 5, "content_type": "image/png"}));
     entered.notified().await;
     // Nothing else may pass the gate.

@@ -3,21 +3,20 @@
 //! written with no metadata, so its GPS position never leaves the server;
 //! the host alone gets the original.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support;
 
 use reqwest::StatusCode;
 use support::TestServer;
 use support::media::{
-    RED, WHITE, assert_turned_clockwise, encoded, has_exif, heic, host_list, near, open_event, quadrants, upload_as,
-    wall_item,
+    RED, WHITE, assert_turned_clockwise, encoded, get_once_made, has_exif, heic, host_list, near, open_event,
+    quadrants, upload_as, wall_item,
 };
 
 #[tokio::test]
 async fn a_rotated_heic_photo_with_a_location_reaches_the_wall_upright_and_without_exif() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let guest = open_event(&server).await;
     // Stored landscape, 64 × 32, with "rotate 90° clockwise to show" (6).
     let original = heic(quadrants(64, 32), 6);
@@ -27,11 +26,7 @@ async fn a_rotated_heic_photo_with_a_location_reaches_the_wall_upright_and_witho
 
     let item = &wall_item(&guest, media.id).await;
     for url in [item["url"].as_str().unwrap(), item["thumb_url"].as_str().unwrap()] {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let mut r = server.http.get(url).send().await.unwrap();
-        while r.status() == StatusCode::SERVICE_UNAVAILABLE && Instant::now() < deadline {
-            r = server.http.get(url).send().await.unwrap();
-        }
+        let r = get_once_made(&server, url, Duration::from_secs(60)).await;
         assert_eq!(r.status(), StatusCode::OK, "{url}");
         assert_eq!(r.headers()["content-type"], "image/jpeg", "{url}: {:?}", r.headers().get("x-placeholder-reason"));
         let bytes = r.bytes().await.unwrap();
@@ -86,8 +81,7 @@ async fn display_of(guest: &support::Guest<'_>, id: uuid::Uuid) -> image::RgbIma
 /// 8-bit one.
 #[tokio::test]
 async fn the_primary_image_of_several_is_shown_and_a_ten_bit_photo_like_any_other() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let guest = open_event(&server).await;
     let dir = tempfile::tempdir().unwrap();
 

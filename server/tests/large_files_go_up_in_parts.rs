@@ -20,11 +20,7 @@ use uuid::Uuid;
 async fn a_large_file_goes_up_in_parts_and_is_assembled_into_one_media_record() {
     let server = TestServer::start_with(options()).await;
     let guest = server.big_guest().await;
-    let bytes = file(FILE, 1);
-    let id = Uuid::new_v4();
-
-    let authorized = guest.authorize_video(id, FILE).await;
-    let plan = plan(&authorized);
+    let (id, bytes, authorized, plan) = guest.authorize_file(1).await;
     assert_eq!((plan.part_size, plan.part_count), (PART, 3), "11 MiB in 5 MiB parts");
     assert_eq!(plan.expires_at, authorized.expires_at, "the plan lasts as long as its attempt");
     let renewed: upload_once_core::wire::AttemptResponse = guest.renew(id).await.json().await.unwrap();

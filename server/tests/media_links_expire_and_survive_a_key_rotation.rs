@@ -37,8 +37,7 @@ fn param<'a>(url: &'a str, name: &str) -> &'a str {
 
 #[tokio::test]
 async fn a_media_link_expires_and_a_changed_one_opens_nothing() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let guest = open_event(&server).await;
     let media = upload_as(&guest, "image/png", "photo.png", &photo()).await;
     let listed = host_list(&guest).await;
@@ -185,12 +184,11 @@ async fn a_bucket_url_never_outlives_the_link_that_redirected_to_it() {
     if !support::is_s3() {
         return;
     }
-    let server = TestServer::start_with(Options {
+    let (server, _workers) = TestServer::start_rendering_with(Options {
         configure: Some(Box::new(|c: &mut Config| c.media_url_ttl = std::time::Duration::from_secs(60))),
         ..Options::default()
     })
     .await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let guest = open_event(&server).await;
     let media = upload_as(&guest, "image/png", "photo.png", &photo()).await;
     let exp: i64 = param(media.url.as_deref().unwrap(), "exp").parse().unwrap();

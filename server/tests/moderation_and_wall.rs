@@ -21,20 +21,6 @@ async fn listed_ids(server: &TestServer, slug: &str, token: &str, filter: Option
     v["media"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap().to_owned()).collect()
 }
 
-async fn moderate(
-    server: &TestServer,
-    token: &str,
-    media: &str,
-    decision: &str,
-    reason: Option<&str>,
-) -> reqwest::Response {
-    let mut body = json!({"decision": decision});
-    if let Some(r) = reason {
-        body["reason"] = json!(r);
-    }
-    server.call(Method::POST, &format!("/v1/media/{media}/moderation"), Some(token), Some(body)).await
-}
-
 /// How a wall reader proves it may look.
 #[derive(Clone, Copy, Debug)]
 enum WallAuth<'a> {
@@ -87,8 +73,7 @@ async fn upload(guest: &Guest<'_>, bytes: &[u8]) -> (Uuid, String) {
 
 #[tokio::test]
 async fn the_host_moderates_and_the_wall_shows_only_approved_media_in_approval_order() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let guest = server.guest().await;
     let slug = guest.slug().to_owned();
     let host = guest.event.host_token.clone();
@@ -111,13 +96,13 @@ async fn the_host_moderates_and_the_wall_shows_only_approved_media_in_approval_o
 
     // Approve c, then a; reject b with a reason.
     server.clock.advance(1000);
-    let r = moderate(&server, &host, &c, "approve", None).await;
+    let r = server.moderate(&host, &c, "approve", None).await;
     assert_eq!(r.status(), StatusCode::OK);
     let approved_c: Value = r.json().await.unwrap();
     assert_eq!(approved_c["moderation"], "approved");
     server.clock.advance(1000);
-    assert_eq!(moderate(&server, &host, &a, "approve", None).await.status(), StatusCode::OK);
-    let r = moderate(&server, &host, &b, "reject", Some("  blurry  ")).await;
+    assert_eq!(server.moderate(&host, &a, "approve", None).await.status(), StatusCode::OK);
+    let r = server.moderate(&host, &b, "reject", Some("  blurry  ")).await;
     assert_eq!(r.status(), StatusCode::OK);
     let rejected_b: Value = r.json().await.unwrap();
     assert_eq!(
@@ -161,7 +146,7 @@ async fn the_host_moderates_and_the_wall_shows_only_approved_media_in_approval_o
     let (_, d) = upload(&guest, b"ddd").await;
     let (nothing, _, _) = wall(&server, &slug, WallAuth::CodeQuery(&code), Some(&same)).await;
     assert!(nothing.is_empty(), "pending media is not on the wall");
-    assert_eq!(moderate(&server, &host, &d, "approve", None).await.status(), StatusCode::OK);
+    assert_eq!(server.moderate(&host, &d, "approve", None).await.status(), StatusCode::OK);
     let (new, next, _) = wall(&server, &slug, WallAuth::CodeQuery(&code), Some(&same)).await;
     assert_eq!(new, vec![d.clone()]);
     let (nothing, _, _) = wall(&server, &slug, WallAuth::CodeQuery(&code), Some(&next)).await;
@@ -170,7 +155,7 @@ async fn the_host_moderates_and_the_wall_shows_only_approved_media_in_approval_o
     // Approve is idempotent: the item keeps its place and the cursor does
     // not hand it out again.
     server.clock.advance(1000);
-    let r = moderate(&server, &host, &c, "approve", None).await;
+    let r = server.moderate(&host, &c, "approve", None).await;
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.json::<Value>().await.unwrap()["moderation"], "approved");
     let (all, _, _) = wall(&server, &slug, WallAuth::CodeQuery(&code), None).await;
@@ -179,7 +164,7 @@ async fn the_host_moderates_and_the_wall_shows_only_approved_media_in_approval_o
     assert!(nothing.is_empty(), "a repeated approve is not news: {nothing:?}");
 
     // Rejecting an approved item takes it off the wall.
-    assert_eq!(moderate(&server, &host, &a, "reject", Some("oops")).await.status(), StatusCode::OK);
+    assert_eq!(server.moderate(&host, &a, "reject", Some("oops")).await.status(), StatusCode::OK);
     let (all, _, _) = wall(&server, &slug, WallAuth::CodeQuery(&code), None).await;
     assert_eq!(all, vec![c.clone(), d.clone()]);
     assert_eq!(guest.status(&[att_a]).await["results"][0]["media"]["reason"], "oops");
@@ -189,16 +174,15 @@ async fn the_host_moderates_and_the_wall_shows_only_approved_media_in_approval_o
 /// not the position, and not the `approved_at` the wall reports either.
 #[tokio::test]
 async fn a_repeated_approve_leaves_the_wall_item_unchanged() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let guest = server.guest().await;
     let slug = guest.slug().to_owned();
     let host = guest.event.host_token.clone();
     let (_, m) = upload(&guest, b"xyz").await;
-    assert_eq!(moderate(&server, &host, &m, "approve", None).await.status(), StatusCode::OK);
+    assert_eq!(server.moderate(&host, &m, "approve", None).await.status(), StatusCode::OK);
     let (_, _, before) = wall(&server, &slug, WallAuth::Bearer(&guest.event.wall_token), None).await;
     server.clock.advance(60_000);
-    assert_eq!(moderate(&server, &host, &m, "approve", None).await.status(), StatusCode::OK);
+    assert_eq!(server.moderate(&host, &m, "approve", None).await.status(), StatusCode::OK);
     let (_, _, after) = wall(&server, &slug, WallAuth::Bearer(&guest.event.wall_token), None).await;
     // The same items, their links up to their signatures: a link's expiry is
     // rounded up to a step (a day here), and the minute above may cross one.
@@ -208,8 +192,7 @@ async fn a_repeated_approve_leaves_the_wall_item_unchanged() {
 
 #[tokio::test]
 async fn the_wall_pages_by_cursor() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     // No moderation: every confirmed upload goes onto the wall once its
     // renditions are settled.
     let event = server.create_event("busy-wall", 1000, &["image/*"], "none").await;
@@ -249,8 +232,7 @@ async fn the_wall_pages_by_cursor() {
 
 #[tokio::test]
 async fn only_this_events_host_may_moderate_or_list() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let guest_a = server.guest().await;
     let guest_b = server.guest().await;
     let (att, media_a) = upload(&guest_a, b"aaa").await;
@@ -266,7 +248,7 @@ async fn only_this_events_host_may_moderate_or_list() {
     ];
     for (who, token) in forbidden {
         for decision in ["approve", "reject"] {
-            let (s, p) = problem(moderate(&server, token, &media_a, decision, Some("no")).await).await;
+            let (s, p) = problem(server.moderate(token, &media_a, decision, Some("no")).await).await;
             assert_eq!((s, p["code"].as_str()), (StatusCode::FORBIDDEN, Some("forbidden")), "{who} {decision}s");
         }
         let (s, p) = problem(list(&server, guest_a.slug(), token, None).await).await;
@@ -285,21 +267,20 @@ async fn only_this_events_host_may_moderate_or_list() {
     assert_eq!(guest_a.status(&[att]).await["results"][0]["media"]["moderation"], "pending");
     assert_eq!(listed_ids(&server, guest_a.slug(), &host_a, Some("pending")).await, vec![media_a.clone()]);
     // Each host moderates their own.
-    assert_eq!(moderate(&server, &host_b, &media_b, "approve", None).await.status(), StatusCode::OK);
-    assert_eq!(moderate(&server, &host_a, &media_a, "approve", None).await.status(), StatusCode::OK);
+    assert_eq!(server.moderate(&host_b, &media_b, "approve", None).await.status(), StatusCode::OK);
+    assert_eq!(server.moderate(&host_a, &media_a, "approve", None).await.status(), StatusCode::OK);
     let (wall_a, _, _) = wall(&server, guest_a.slug(), WallAuth::CodeQuery(&guest_a.event.guest_code), None).await;
     assert_eq!(wall_a, vec![media_a], "one event's wall shows only its own media");
 }
 
 #[tokio::test]
 async fn the_wall_needs_this_events_code_or_token() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let guest = server.guest().await;
     let other = server.guest().await;
     let slug = guest.slug().to_owned();
     let (_, m) = upload(&guest, b"aaa").await;
-    assert_eq!(moderate(&server, &guest.event.host_token, &m, "approve", None).await.status(), StatusCode::OK);
+    assert_eq!(server.moderate(&guest.event.host_token, &m, "approve", None).await.status(), StatusCode::OK);
 
     let cases = [
         (WallAuth::CodeQuery("wrong"), StatusCode::FORBIDDEN, "wrong_guest_code"),
@@ -320,8 +301,7 @@ async fn the_wall_needs_this_events_code_or_token() {
 
 #[tokio::test]
 async fn a_rejection_never_makes_the_wall_cursor_skip_a_later_approval() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let guest = server.guest().await;
     let slug = guest.slug().to_owned();
     let host = guest.event.host_token.clone();
@@ -330,14 +310,14 @@ async fn a_rejection_never_makes_the_wall_cursor_skip_a_later_approval() {
     let (_, second) = upload(&guest, b"second").await;
     let (_, third) = upload(&guest, b"third").await;
     for m in [&first, &second] {
-        assert_eq!(moderate(&server, &host, m, "approve", None).await.status(), StatusCode::OK);
+        assert_eq!(server.moderate(&host, m, "approve", None).await.status(), StatusCode::OK);
     }
     let (seen, cursor, _) = wall(&server, &slug, auth, None).await;
     assert_eq!(seen, vec![first.clone(), second.clone()]);
     // The newest item is taken down, then another is approved: the wall,
     // polling from its cursor, must still see the new one.
-    assert_eq!(moderate(&server, &host, &second, "reject", Some("blurry")).await.status(), StatusCode::OK);
-    assert_eq!(moderate(&server, &host, &third, "approve", None).await.status(), StatusCode::OK);
+    assert_eq!(server.moderate(&host, &second, "reject", Some("blurry")).await.status(), StatusCode::OK);
+    assert_eq!(server.moderate(&host, &third, "approve", None).await.status(), StatusCode::OK);
     let (next, _, _) = wall(&server, &slug, auth, Some(&cursor)).await;
     assert_eq!(next, vec![third.clone()]);
     let (all, _, _) = wall(&server, &slug, auth, None).await;

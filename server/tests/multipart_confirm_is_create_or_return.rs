@@ -8,24 +8,17 @@
 use crate::support;
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, OnceLock};
 
 use reqwest::StatusCode;
-use support::multipart::{FILE, MultipartFaults, composite, file, part, plan};
+use support::multipart::{FILE, MultipartFaults, VIDEO, composite, part};
 use support::{TestServer, problem};
 use upload_once_core::wire::Media;
-use uuid::Uuid;
 
 #[tokio::test]
 async fn a_complete_whose_answer_was_lost_is_taken_by_the_next_confirm() {
-    let faults = Arc::new(OnceLock::new());
-    let server = TestServer::start_with(MultipartFaults::options(faults.clone())).await;
-    let faults = faults.get().unwrap().clone();
+    let (server, faults) = MultipartFaults::start().await;
     let guest = server.big_guest().await;
-    let bytes = file(FILE, 20);
-    let id = Uuid::new_v4();
-    let authorized = guest.authorize_video(id, FILE).await;
-    let plan = plan(&authorized);
+    let (id, bytes, authorized, plan) = guest.authorize_file(20).await;
     guest.send_parts(id, &bytes, &plan, &[1, 2, 3]).await;
     // A second URL for part 2, as a client in doubt would ask for.
     let spare = guest.sign(id, &bytes, &plan, &[2]).await.remove(0);
@@ -91,25 +84,12 @@ async fn part_refused(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn racing_confirms_complete_the_upload_once_and_make_one_media_record() {
-    let faults = Arc::new(OnceLock::new());
-    let server = TestServer::start_with(MultipartFaults::options(faults.clone())).await;
-    let faults = faults.get().unwrap().clone();
+    let (server, faults) = MultipartFaults::start().await;
     let guest = server.big_guest().await;
-    let bytes = file(FILE, 21);
-    let id = Uuid::new_v4();
-    let authorized = guest.authorize_video(id, FILE).await;
-    let plan = plan(&authorized);
+    let (id, bytes, authorized, plan) = guest.authorize_file(21).await;
     guest.send_parts(id, &bytes, &plan, &[1, 2, 3]).await;
 
-    let confirms = (0..8).map(|_| {
-        let guest = &guest;
-        async move {
-            let r = guest.confirm_video(id, FILE).await;
-            let status = r.status();
-            (status, r.text().await.unwrap())
-        }
-    });
-    let answers = futures_util::future::join_all(confirms).await;
+    let answers = guest.confirm_concurrently(id, serde_json::json!({"size": FILE, "content_type": VIDEO}), 8).await;
     let ids: std::collections::BTreeSet<String> = answers
         .iter()
         .map(|(status, body)| {
@@ -133,14 +113,9 @@ async fn racing_confirms_complete_the_upload_once_and_make_one_media_record() {
 /// under the attempt's row lock, and every URL is bound to it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn racing_first_part_requests_make_one_upload() {
-    let faults = Arc::new(OnceLock::new());
-    let server = TestServer::start_with(MultipartFaults::options(faults.clone())).await;
-    let faults = faults.get().unwrap().clone();
+    let (server, faults) = MultipartFaults::start().await;
     let guest = server.big_guest().await;
-    let bytes = file(FILE, 22);
-    let id = Uuid::new_v4();
-    let authorized = guest.authorize_video(id, FILE).await;
-    let plan = plan(&authorized);
+    let (id, bytes, authorized, plan) = guest.authorize_file(22).await;
 
     let signs = (0..6).map(|i| {
         let (guest, bytes, plan) = (&guest, &bytes, &plan);

@@ -16,11 +16,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use reqwest::StatusCode;
 use serde_json::json;
-use support::multipart::{FILE, MultipartFaults, file, part, plan};
+use support::multipart::{FILE, MultipartFaults, part};
 use support::{Options, TestServer, until};
-use upload_once_core::wire::UploadInstruction;
 use upload_once_server::services::sweeper::sweep_once;
-use uuid::Uuid;
 
 const HOUR: i64 = 3_600_000;
 
@@ -44,10 +42,7 @@ async fn nothing_left(server: &TestServer, key: &str, upload_id: &str) {
 async fn the_sweeper_aborts_the_upload_of_an_expired_attempt_and_a_later_part_is_refused() {
     let server = TestServer::start_with(hour_long()).await;
     let guest = server.big_guest().await;
-    let bytes = file(FILE, 30);
-    let id = Uuid::new_v4();
-    let authorized = guest.authorize_video(id, FILE).await;
-    let plan = plan(&authorized);
+    let (id, bytes, authorized, plan) = guest.authorize_file(30).await;
     guest.send_parts(id, &bytes, &plan, &[1, 2]).await;
     // A URL for the last part, signed as late as it can be.
     server.clock.advance(HOUR - 60_000);
@@ -90,31 +85,14 @@ async fn the_sweeper_aborts_the_upload_of_an_expired_attempt_and_a_later_part_is
 async fn a_part_arriving_during_the_abort_is_refused_and_leaves_nothing() {
     let server = TestServer::start_with(hour_long()).await;
     let guest = server.big_guest().await;
-    let bytes = file(FILE, 31);
-    let id = Uuid::new_v4();
-    let authorized = guest.authorize_video(id, FILE).await;
-    let plan = plan(&authorized);
+    let (id, bytes, authorized, plan) = guest.authorize_file(31).await;
     guest.send_parts(id, &bytes, &plan, &[1, 3]).await;
     let second = guest.sign(id, &bytes, &plan, &[2]).await.remove(0);
     let upload_id = server.upload_id(&authorized.object_key).await.unwrap();
 
     // Part 2 starts: its first MiB is sent, the rest held back.
     let body = part(&bytes, &plan, 2);
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|chunk| (chunk, rx)) });
-    let put = {
-        let http = server.http.clone();
-        let upload: UploadInstruction = second.upload.clone();
-        let len = body.len();
-        tokio::spawn(async move {
-            let mut req = http.put(&upload.url).header("content-length", len).body(reqwest::Body::wrap_stream(stream));
-            for (k, v) in &upload.headers {
-                req = req.header(k, v);
-            }
-            req.send().await
-        })
-    };
-    tx.send(Ok(Bytes::copy_from_slice(&body[..1 << 20]))).await.unwrap();
+    let (tx, put) = support::multipart::held_back_put(&server, &second.upload, &body, 1 << 20).await;
     if server.state.local_store.as_deref().is_some() {
         // The embedded store has taken the request: its bytes are arriving.
         until("the part's bytes to arrive", Duration::from_secs(30), || !server.temp_files().is_empty()).await;
@@ -163,10 +141,8 @@ async fn an_upload_the_store_will_not_abort_does_not_hold_up_the_others() {
     let guest = server.big_guest().await;
     let mut attempts = Vec::new();
     for seed in [32, 33] {
-        let bytes = file(FILE, seed);
-        let id = Uuid::new_v4();
-        let authorized = guest.authorize_video(id, FILE).await;
-        guest.send_parts(id, &bytes, &plan(&authorized), &[1]).await;
+        let (id, bytes, authorized, plan) = guest.authorize_file(seed).await;
+        guest.send_parts(id, &bytes, &plan, &[1]).await;
         let upload_id = server.upload_id(&authorized.object_key).await.unwrap();
         attempts.push((authorized.object_key, upload_id));
     }
@@ -198,10 +174,8 @@ async fn an_upload_the_store_will_not_abort_does_not_hold_up_the_others() {
 async fn an_upload_already_gone_counts_as_aborted() {
     let server = TestServer::start_with(hour_long()).await;
     let guest = server.big_guest().await;
-    let bytes = file(FILE, 34);
-    let id = Uuid::new_v4();
-    let authorized = guest.authorize_video(id, FILE).await;
-    guest.send_parts(id, &bytes, &plan(&authorized), &[2]).await;
+    let (id, bytes, authorized, plan) = guest.authorize_file(34).await;
+    guest.send_parts(id, &bytes, &plan, &[2]).await;
     let upload_id = server.upload_id(&authorized.object_key).await.unwrap();
     server.state.objects.abort_multipart(&authorized.object_key, &upload_id).await.unwrap();
     assert!(!server.upload_is_open(&authorized.object_key, &upload_id).await);

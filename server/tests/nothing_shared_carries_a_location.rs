@@ -8,7 +8,7 @@
 //! The kinds come from the server's own list (`INLINE_TYPES`): a kind added
 //! there fails this test until it has a fixture here and is handled.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support;
 
@@ -16,8 +16,8 @@ use image::ImageFormat;
 use reqwest::StatusCode;
 use support::TestServer;
 use support::media::{
-    VIDEO_LOCATION, contains, encoded, has_exif, heic, open_event, phone_video, png_with_location, quadrants,
-    tagged_video, upload_as, wall_item, with_exif,
+    VIDEO_LOCATION, contains, encoded, get_once_made, has_exif, heic, open_event, phone_video, png_with_location,
+    quadrants, tagged_video, upload_as, wall_item, with_exif,
 };
 use upload_once_server::routes::media::INLINE_TYPES;
 
@@ -53,8 +53,7 @@ fn carries_a_location(bytes: &[u8]) -> bool {
 
 #[tokio::test]
 async fn no_kind_of_media_shares_its_location() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let guest = open_event(&server).await;
     let mut uploaded = Vec::new();
     for content_type in INLINE_TYPES {
@@ -69,11 +68,7 @@ async fn no_kind_of_media_shares_its_location() {
     for (content_type, id, original) in uploaded {
         let item = wall_item(&guest, id).await;
         for url in [item["url"].as_str().unwrap(), item["thumb_url"].as_str().unwrap()] {
-            let deadline = Instant::now() + Duration::from_secs(120);
-            let mut r = server.http.get(url).send().await.unwrap();
-            while r.status() == StatusCode::SERVICE_UNAVAILABLE && Instant::now() < deadline {
-                r = server.http.get(url).send().await.unwrap();
-            }
+            let r = get_once_made(&server, url, Duration::from_secs(120)).await;
             assert_eq!(r.status(), StatusCode::OK, "{content_type}: {url}");
             let served = r.headers()["content-type"].to_str().unwrap().to_owned();
             let placeholder = served == "image/png";

@@ -10,12 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::StatusCode;
-use serde_json::json;
 use sqlx::Connection;
 use support::{
     GatedObjects, Options, TestServer, create_bucket, fresh_database_url, is_s3, s3_endpoint, unique_name, until,
 };
-use tokio::io::AsyncWriteExt;
 use upload_once_server::store::sql::SqlStore;
 use uuid::Uuid;
 
@@ -51,9 +49,7 @@ async fn requests_and_confirms_are_counted_by_matched_route_status_and_outcome()
     let guest = server.guest().await;
     let (created, _) = guest.upload(b"hello".to_vec()).await;
     assert_eq!(guest.confirm(created, 5).await.status(), StatusCode::OK, "a replay");
-    let rejected = Uuid::new_v4();
-    let a = guest.authorize(rejected, 5).await;
-    assert_eq!(server.put(a.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    let (rejected, _) = guest.authorize_and_put(b"hello").await;
     for _ in 0..2 {
         assert_eq!(
             guest.confirm(rejected, 6).await.status(),
@@ -180,18 +176,8 @@ async fn hangups_requests_in_flight_and_dirty_connections_are_reported() {
 
     // A confirm held at its object HEAD, whose client hangs up.
     let guest = server.guest().await;
-    let id = Uuid::new_v4();
-    let attempt = guest.authorize(id, 5).await;
-    assert_eq!(server.put(attempt.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
-    let mut client = tokio::net::TcpStream::connect(server.base.trim_start_matches("http://")).await.unwrap();
-    let body = json!({"size": 5, "content_type": "image/png"}).to_string();
-    let request = format!(
-        "POST /v1/attempts/{id}/confirm HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer {}\r\nIdempotency-Key: {id}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        guest.session,
-        body.len()
-    );
-    client.write_all(request.as_bytes()).await.unwrap();
+    let (id, _) = guest.authorize_and_put(b"hello").await;
+    let client = guest.send_confirm_by_hand(id, 5).await;
     entered.notified().await;
     drop(client);
     let ops = server.state.ops.clone();

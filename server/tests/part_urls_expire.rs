@@ -13,12 +13,16 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use reqwest::StatusCode;
-use support::multipart::{FILE, file, part, plan};
-use support::{Options, TestServer, is_s3, problem, until};
-use upload_once_core::wire::UploadInstruction;
+use support::multipart::part;
+use support::{Guest, Options, TestServer, is_s3, problem, until};
+use upload_once_core::wire::{MultipartPlan, SignedPart};
 use uuid::Uuid;
 
-fn server_options(url_ttl: Duration) -> Options {
+/// A multipart server whose attempts last an hour and whose URLs last 2 s
+/// on S3 (the bucket checks them on its own real clock: the test waits)
+/// or 10 minutes with the embedded store (the test moves the clock).
+fn server_options() -> Options {
+    let url_ttl = if is_s3() { Duration::from_secs(2) } else { Duration::from_secs(600) };
     Options { url_ttl: Some(url_ttl), attempt_ttl: Some(Duration::from_secs(3600)), ..support::multipart::options() }
 }
 
@@ -40,11 +44,20 @@ async fn until_presigned_url_expired(url: &str) {
     }
 }
 
-/// Moves the server's clock to the start of its next whole second, so a
-/// URL signed now lives its whole TTL (URL expiries are whole seconds).
-fn to_whole_second(server: &TestServer) {
-    let now = upload_once_server::clock::Clock::now(server.clock.as_ref());
-    server.clock.set((now / 1000 + 1) * 1000);
+/// Moves the server's clock to the start of its next whole second and signs
+/// part `number` there, so its URL lives its whole TTL (URL expiries are
+/// whole seconds).
+async fn sign_at_a_whole_second(
+    guest: &Guest<'_>,
+    id: Uuid,
+    bytes: &[u8],
+    plan: &MultipartPlan,
+    number: u32,
+) -> SignedPart {
+    let clock = &guest.server.clock;
+    let now = upload_once_server::clock::Clock::now(clock.as_ref());
+    clock.set((now / 1000 + 1) * 1000);
+    guest.sign(id, bytes, plan, &[number]).await.remove(0)
 }
 
 #[tokio::test]
@@ -52,16 +65,10 @@ async fn an_expired_part_url_is_refused_and_a_fresh_one_works() {
     if support::store_lacks("an_expired_part_url_is_refused_and_a_fresh_one_works", support::StoreCheck::UrlExpiry) {
         return;
     }
-    let server =
-        TestServer::start_with(server_options(if is_s3() { Duration::from_secs(2) } else { Duration::from_secs(600) }))
-            .await;
+    let server = TestServer::start_with(server_options()).await;
     let guest = server.big_guest().await;
-    let bytes = file(FILE, 40);
-    let id = Uuid::new_v4();
-    let authorized = guest.authorize_video(id, FILE).await;
-    let plan = plan(&authorized);
-    to_whole_second(&server);
-    let stale = guest.sign(id, &bytes, &plan, &[1]).await.remove(0);
+    let (id, bytes, authorized, plan) = guest.authorize_file(40).await;
+    let stale = sign_at_a_whole_second(&guest, id, &bytes, &plan, 1).await;
     let upload_id = server.upload_id(&authorized.object_key).await.unwrap();
 
     if is_s3() {
@@ -78,8 +85,7 @@ async fn an_expired_part_url_is_refused_and_a_fresh_one_works() {
     }
     assert_eq!(server.listed_parts(&authorized.object_key, &upload_id).await, Vec::<u32>::new(), "not stored");
 
-    to_whole_second(&server);
-    let fresh = guest.sign(id, &bytes, &plan, &[1]).await.remove(0);
+    let fresh = sign_at_a_whole_second(&guest, id, &bytes, &plan, 1).await;
     assert_eq!(support::multipart::upload_of(&fresh.upload.url), upload_id, "the same upload");
     assert_eq!(server.put(&fresh.upload, part(&bytes, &plan, 1)).await.status(), StatusCode::OK);
     assert_eq!(server.listed_parts(&authorized.object_key, &upload_id).await, vec![1]);
@@ -87,34 +93,14 @@ async fn an_expired_part_url_is_refused_and_a_fresh_one_works() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_part_url_that_expires_while_its_bytes_arrive() {
-    let server =
-        TestServer::start_with(server_options(if is_s3() { Duration::from_secs(2) } else { Duration::from_secs(600) }))
-            .await;
+    let server = TestServer::start_with(server_options()).await;
     let guest = server.big_guest().await;
-    let bytes = file(FILE, 41);
-    let id = Uuid::new_v4();
-    let authorized = guest.authorize_video(id, FILE).await;
-    let plan = plan(&authorized);
-    to_whole_second(&server);
-    let signed = guest.sign(id, &bytes, &plan, &[2]).await.remove(0);
+    let (id, bytes, authorized, plan) = guest.authorize_file(41).await;
+    let signed = sign_at_a_whole_second(&guest, id, &bytes, &plan, 2).await;
     let upload_id = server.upload_id(&authorized.object_key).await.unwrap();
 
     let body = part(&bytes, &plan, 2);
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|chunk| (chunk, rx)) });
-    let put = {
-        let http = server.http.clone();
-        let upload: UploadInstruction = signed.upload.clone();
-        let len = body.len();
-        tokio::spawn(async move {
-            let mut req = http.put(&upload.url).header("content-length", len).body(reqwest::Body::wrap_stream(stream));
-            for (k, v) in &upload.headers {
-                req = req.header(k, v);
-            }
-            req.send().await
-        })
-    };
-    tx.send(Ok(Bytes::copy_from_slice(&body[..1 << 20]))).await.unwrap();
+    let (tx, put) = support::multipart::held_back_put(&server, &signed.upload, &body, 1 << 20).await;
     if is_s3() {
         // The store checked the URL when the request started; now it
         // expires on the store's clock, with the part half sent.

@@ -13,8 +13,7 @@ use support::media::{
 
 #[tokio::test]
 async fn a_rotated_photo_with_a_location_reaches_the_wall_upright_and_without_exif() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let guest = open_event(&server).await;
     // Stored landscape, 64×32, with "rotate 90° clockwise to show" (6).
     let original = with_exif(quadrants(64, 32), 6);
@@ -53,8 +52,7 @@ async fn a_rotated_photo_with_a_location_reaches_the_wall_upright_and_without_ex
 
 #[tokio::test]
 async fn a_large_photo_is_scaled_to_the_display_and_thumbnail_sizes() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let guest = open_event(&server).await;
     let original = support::media::encoded(quadrants(2400, 1800), image::ImageFormat::Png);
     let media = upload_as(&guest, "image/png", "big.png", &original).await;

@@ -5,38 +5,16 @@
 
 mod support;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::json;
-use support::{LockHolder, TestServer, problem, until};
+use support::{CapturedLog, LockHolder, TestServer, problem, until};
 use uuid::Uuid;
-
-/// Everything the server logs, kept for the test to read.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn lines_with(&self, text: &str) -> usize {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).lines().filter(|l| l.contains(text)).count()
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn readiness_fails_while_writes_cannot_get_the_lock_and_the_outage_is_logged_once() {
-    let log = Captured::default();
+    let log = CapturedLog::default();
     let writer = log.clone();
     tracing_subscriber::fmt()
         .with_ansi(false)

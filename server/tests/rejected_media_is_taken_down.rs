@@ -22,8 +22,7 @@ async fn status(server: &TestServer, url: &str) -> StatusCode {
 
 #[tokio::test]
 async fn public_links_of_a_rejected_media_answer_410_and_the_host_still_sees_it() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let guest = open_event(&server).await;
     let photo = support::media::encoded(RgbImage::from_pixel(64, 48, Rgb([200, 40, 40])), ImageFormat::Png);
     let media = upload_as(&guest, "image/png", "party.png", &photo).await;

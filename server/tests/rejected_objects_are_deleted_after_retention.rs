@@ -48,8 +48,7 @@ async fn stored(server: &TestServer, media: &Media) -> usize {
 
 #[tokio::test]
 async fn a_media_left_rejected_loses_its_objects_after_the_retention_and_one_approved_again_keeps_them() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let guest = open_event(&server).await;
     let photo = |r| support::media::encoded(RgbImage::from_pixel(64, 48, Rgb([r, 40, 40])), ImageFormat::Png);
     let left = upload_as(&guest, "image/png", "left.png", &photo(200)).await;
@@ -93,14 +92,7 @@ async fn a_media_left_rejected_loses_its_objects_after_the_retention_and_one_app
         assert_eq!((status, p["code"].as_str()), (StatusCode::GONE, Some("removed")), "{url}");
     }
     // No decision brings it back.
-    let r = server
-        .call(
-            Method::POST,
-            &format!("/v1/media/{}/moderation", left.id),
-            Some(&guest.event.host_token),
-            Some(json!({"decision": "approve"})),
-        )
-        .await;
+    let r = server.moderate(&guest.event.host_token, left.id, "approve", None).await;
     let (status, p) = problem(r).await;
     assert_eq!((status, p["code"].as_str()), (StatusCode::GONE, Some("removed")));
     // The ZIP of everything leaves it out, and still downloads.

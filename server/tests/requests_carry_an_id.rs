@@ -4,49 +4,20 @@
 
 mod support;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use reqwest::{Method, StatusCode};
-use serde_json::Value;
-use support::TestServer;
+use support::{CapturedLog, TestServer};
 use tracing_subscriber::EnvFilter;
 use upload_once_server::logs::{LogFormat, subscriber};
 use uuid::Uuid;
 
-/// Everything the server logs, kept for the tests to read.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    /// The JSON log lines that mention `text`.
-    fn json_lines_with(&self, text: &str) -> Vec<Value> {
-        let bytes = self.0.lock().unwrap().clone();
-        String::from_utf8(bytes)
-            .unwrap()
-            .lines()
-            .filter(|l| l.contains(text))
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
-            .collect()
-    }
-}
-
 /// This test binary's one subscriber: the server's JSON format, with the
 /// server's debug events.
-fn log() -> &'static Captured {
-    static LOG: OnceLock<Captured> = OnceLock::new();
+fn log() -> &'static CapturedLog {
+    static LOG: OnceLock<CapturedLog> = OnceLock::new();
     LOG.get_or_init(|| {
-        let captured = Captured::default();
+        let captured = CapturedLog::default();
         let writer = captured.clone();
         let filter = EnvFilter::new("upload_once_server=debug");
         tracing::subscriber::set_global_default(subscriber(LogFormat::Json, filter, move || writer.clone()))

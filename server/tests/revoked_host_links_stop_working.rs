@@ -32,8 +32,7 @@ async fn get(server: &TestServer, url: &str) -> StatusCode {
 
 #[tokio::test]
 async fn rotating_the_host_token_ends_the_host_links_made_before() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let guest = open_event(&server).await;
     let slug = guest.slug().to_owned();
     let photo = upload_as(&guest, "image/png", "p.png", &[5; 64]).await;
@@ -88,8 +87,7 @@ async fn a_zip_link_of_a_deleted_event_opens_nothing_of_a_later_event_of_the_sam
 
 #[tokio::test]
 async fn a_rendition_link_is_signed_for_its_event() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let guest = open_event(&server).await;
     let photo = upload_as(&guest, "image/png", "p.png", &[8; 64]).await;
     let event_id = server.state.records.media(photo.id).await.unwrap().unwrap().event_id;

@@ -88,7 +88,7 @@ async fn stores(dedup: &str, expected_media: usize) -> (TestServer, Race) {
     // is a duplicate unless it stored that media itself.
     let mut duplicates = 0;
     for (g, id, m) in &race.confirmed {
-        let status = guests[*g].status_json(*id).await;
+        let status = guests[*g].status_of(*id).await;
         assert_eq!(status["state"], "confirmed", "{status}");
         assert_eq!(status["media"]["id"], m.id.to_string(), "status and confirm agree");
         let duplicate = status["media"]["duplicate"].as_bool().unwrap_or(false);
@@ -168,7 +168,7 @@ async fn bytes_sent_without_their_sha256_are_found_where_the_store_hashes_them()
     if server.state.local_store.as_deref().is_some() {
         // The embedded store hashes every PUT: the confirm finds the bytes.
         assert_eq!(b.id, a.id, "one media");
-        assert_eq!(second.status_json(id).await["media"]["duplicate"], true);
+        assert_eq!(second.status_of(id).await["media"]["duplicate"], true);
         assert_eq!(server.stored_keys().await.len(), 1);
     } else {
         // A bucket knows the SHA-256 only of a PUT that carried it: nothing

@@ -15,9 +15,7 @@ use crate::support;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::StreamExt;
 use reqwest::{StatusCode, Url};
-use serde_json::json;
 use support::{Options, TestServer, is_s3, problem, put_with, s3_error, try_put_with};
 use upload_once_core::wire::{AttemptResponse, UploadInstruction};
 use upload_once_server::secrets::sha256_hex;
@@ -62,14 +60,15 @@ fn flip_last_hex(text: &str) -> String {
 }
 
 async fn authorize(guest: &support::Guest<'_>, size: u64, sha: Option<String>) -> (Uuid, AttemptResponse) {
-    let id = Uuid::new_v4();
-    let mut body = json!({"id": id, "filename": "photo.png", "size": size, "content_type": "image/png"});
-    if let Some(sha) = sha {
-        body["sha256"] = json!(sha);
-    }
-    let r = guest.authorize_raw(body).await;
-    assert_eq!(r.status(), StatusCode::CREATED);
-    (id, r.json().await.unwrap())
+    guest.authorize_png(size, sha.as_deref()).await
+}
+
+/// A fresh guest of `server` and its attempt for 5 bytes (a PNG, claiming
+/// `sha` if given).
+async fn guest_with_attempt(server: &TestServer, sha: Option<String>) -> (support::Guest<'_>, Uuid, AttemptResponse) {
+    let guest = server.guest().await;
+    let (id, a) = authorize(&guest, 5, sha).await;
+    (guest, id, a)
 }
 
 async fn assert_refused(r: reqwest::Response, status: StatusCode, code: &str, what: &str) {
@@ -84,31 +83,18 @@ async fn assert_s3_refused(r: reqwest::Response, statuses: &[u16], what: &str) -
     code
 }
 
-async fn object_bytes(server: &TestServer, key: &str) -> Vec<u8> {
-    let (_, mut stream) = server.state.objects.get(key).await.unwrap().expect("object stored");
-    let mut out = Vec::new();
-    while let Some(chunk) = stream.next().await {
-        out.extend_from_slice(&chunk.unwrap());
-    }
-    out
-}
-
 #[tokio::test]
 async fn an_expired_url_is_refused() {
     if support::store_lacks("an_expired_url_is_refused", support::StoreCheck::UrlExpiry) {
         return;
     }
+    // An S3 bucket checks expiry on its own (real) clock: sign for 3 s, and
+    // wait. Elsewhere the test moves the server's clock.
+    let url_ttl = Duration::from_secs(if is_s3() { 3 } else { 600 });
+    let server = TestServer::start_with(Options { url_ttl: Some(url_ttl), ..Options::attempts_of_an_hour() }).await;
+    let (guest, _, early) = guest_with_attempt(&server, None).await;
+    let (_, late) = authorize(&guest, 5, None).await;
     if is_s3() {
-        // The bucket checks expiry on its own (real) clock: sign for 3 s, and wait.
-        let server = TestServer::start_with(Options {
-            url_ttl: Some(Duration::from_secs(3)),
-            attempt_ttl: Some(Duration::from_secs(3600)),
-            ..Default::default()
-        })
-        .await;
-        let guest = server.guest().await;
-        let (_, early) = authorize(&guest, 5, None).await;
-        let (_, late) = authorize(&guest, 5, None).await;
         assert_eq!(server.put(early.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
         tokio::time::sleep(Duration::from_millis(3_500)).await;
         let code =
@@ -118,15 +104,6 @@ async fn an_expired_url_is_refused() {
         assert_eq!(server.stored_keys().await, vec![early.object_key.clone()], "nothing stored for the late PUT");
         return;
     }
-    let server = TestServer::start_with(Options {
-        url_ttl: Some(Duration::from_secs(600)),
-        attempt_ttl: Some(Duration::from_secs(3600)),
-        ..Default::default()
-    })
-    .await;
-    let guest = server.guest().await;
-    let (_, early) = authorize(&guest, 5, None).await;
-    let (_, late) = authorize(&guest, 5, None).await;
 
     // Up to its expiry the URL works...
     server.clock.advance(598_000);
@@ -179,9 +156,8 @@ async fn every_signed_parameter_is_bound() {
         return every_signed_parameter_is_bound_s3().await;
     }
     let server = TestServer::start().await;
-    let guest = server.guest().await;
     let sha = sha256_hex(b"hello");
-    let (_, plain) = authorize(&guest, 5, None).await;
+    let (guest, _, plain) = guest_with_attempt(&server, None).await;
     let (_, hashed) = authorize(&guest, 5, Some(sha.clone())).await;
     let (_, other) = authorize(&guest, 5, None).await;
     let url = plain.put().unwrap().url.clone();
@@ -245,9 +221,8 @@ async fn every_signed_parameter_is_bound() {
 
 async fn every_signed_parameter_is_bound_s3() {
     let server = TestServer::start().await;
-    let guest = server.guest().await;
     let sha = sha256_hex(b"hello");
-    let (_, plain) = authorize(&guest, 5, None).await;
+    let (guest, _, plain) = guest_with_attempt(&server, None).await;
     let (_, hashed) = authorize(&guest, 5, Some(sha.clone())).await;
     let (_, other) = authorize(&guest, 5, None).await;
     let (up, hashed_up) = (plain.put().cloned().unwrap(), hashed.put().cloned().unwrap());
@@ -360,8 +335,7 @@ async fn the_content_type_header_must_be_the_signed_one() {
         return;
     }
     let server = TestServer::start().await;
-    let guest = server.guest().await;
-    let (_, a) = authorize(&guest, 5, None).await;
+    let (_guest, _, a) = guest_with_attempt(&server, None).await;
     let url = &a.put().unwrap().url;
     if is_s3() {
         // The bucket compares the signed header byte for byte: send exactly
@@ -398,8 +372,7 @@ async fn a_body_of_any_other_length_stores_nothing() {
         return;
     }
     let server = TestServer::start().await;
-    let guest = server.guest().await;
-    let (_, a) = authorize(&guest, 5, None).await;
+    let (guest, _, a) = guest_with_attempt(&server, None).await;
     let upload = a.put().unwrap();
     let url = &upload.url;
     if is_s3() {
@@ -428,7 +401,7 @@ async fn a_body_of_any_other_length_stores_nothing() {
         }
         assert!(server.stored_keys().await.is_empty(), "nothing stored");
         assert_eq!(server.put(upload, b"hello".to_vec()).await.status(), StatusCode::OK);
-        assert_eq!(object_bytes(&server, &a.object_key).await, b"hello");
+        assert_eq!(server.object_bytes(&a.object_key).await, b"hello");
         return;
     }
 
@@ -453,7 +426,7 @@ async fn a_body_of_any_other_length_stores_nothing() {
 
     // Exactly the signed length, chunked or not, is stored.
     assert_eq!(put_raw(&server, url, Some("image/png"), streamed(&[b"he", b"llo"])).await.status(), StatusCode::OK);
-    assert_eq!(object_bytes(&server, &a.object_key).await, b"hello");
+    assert_eq!(server.object_bytes(&a.object_key).await, b"hello");
 }
 
 #[tokio::test]
@@ -508,8 +481,7 @@ async fn a_checksum_refusal_at_put_is_the_documented_422() {
         return;
     }
     let server = TestServer::start().await;
-    let guest = server.guest().await;
-    let (_, a) = authorize(&guest, 5, Some(sha256_hex(b"hello"))).await;
+    let (_guest, _, a) = guest_with_attempt(&server, Some(sha256_hex(b"hello"))).await;
     let r = server.put(a.put().unwrap(), b"jello".to_vec()).await;
     if is_s3() {
         // The bucket's own refusal: 400 BadDigest (the client fails the transfer either way).
@@ -523,8 +495,7 @@ async fn a_checksum_refusal_at_put_is_the_documented_422() {
 #[tokio::test]
 async fn the_same_bytes_twice_are_one_object_and_other_bytes_are_refused() {
     let server = TestServer::start().await;
-    let guest = server.guest().await;
-    let (_, a) = authorize(&guest, 5, None).await;
+    let (_guest, _, a) = guest_with_attempt(&server, None).await;
     let upload = a.put().unwrap();
 
     let first = server.put(upload, b"hello".to_vec()).await;
@@ -537,7 +508,7 @@ async fn the_same_bytes_twice_are_one_object_and_other_bytes_are_refused() {
             let code = assert_s3_refused(server.put(upload, body.to_vec()).await, &[412], what).await;
             assert_eq!(code, "PreconditionFailed", "{what}");
         }
-        assert_eq!(object_bytes(&server, &a.object_key).await, b"hello", "the object is unchanged");
+        assert_eq!(server.object_bytes(&a.object_key).await, b"hello", "the object is unchanged");
         assert_eq!(server.stored_keys().await, vec![a.object_key.clone()], "one object");
         return;
     }
@@ -548,15 +519,14 @@ async fn the_same_bytes_twice_are_one_object_and_other_bytes_are_refused() {
 
     let r = server.put(upload, b"jello".to_vec()).await;
     assert_refused(r, StatusCode::PRECONDITION_FAILED, "object_exists", "different bytes, same length").await;
-    assert_eq!(object_bytes(&server, &a.object_key).await, b"hello", "the object is unchanged");
+    assert_eq!(server.object_bytes(&a.object_key).await, b"hello", "the object is unchanged");
     assert!(server.temp_files().is_empty());
 }
 
 #[tokio::test]
 async fn a_confirmed_object_never_changes() {
     let server = TestServer::start().await;
-    let guest = server.guest().await;
-    let (id, a) = authorize(&guest, 5, None).await;
+    let (guest, id, a) = guest_with_attempt(&server, None).await;
     let upload: UploadInstruction = a.put().cloned().unwrap();
     assert_eq!(server.put(&upload, b"hello".to_vec()).await.status(), StatusCode::OK);
     assert_eq!(guest.confirm(id, 5).await.status(), StatusCode::OK);
@@ -573,15 +543,14 @@ async fn a_confirmed_object_never_changes() {
     }
     let after = server.state.objects.head(&a.object_key).await.unwrap().unwrap();
     assert_eq!(after, before, "same metadata and ETag");
-    assert_eq!(object_bytes(&server, &a.object_key).await, b"hello", "same bytes");
+    assert_eq!(server.object_bytes(&a.object_key).await, b"hello", "same bytes");
     assert_eq!(server.stored_keys().await, vec![a.object_key.clone()]);
 }
 
 #[tokio::test]
 async fn a_rejected_attempts_key_takes_no_upload() {
     let server = TestServer::start().await;
-    let guest = server.guest().await;
-    let (id, a) = authorize(&guest, 5, None).await;
+    let (guest, id, a) = guest_with_attempt(&server, None).await;
     let (status, p) = problem(guest.confirm(id, 6).await).await;
     assert_eq!((status, p["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("size_mismatch")));
 
@@ -604,14 +573,8 @@ async fn a_rejected_attempts_key_takes_no_upload() {
 
 #[tokio::test]
 async fn an_expired_attempts_key_takes_no_upload() {
-    let server = TestServer::start_with(Options {
-        url_ttl: Some(Duration::from_secs(600)),
-        attempt_ttl: Some(Duration::from_secs(3600)),
-        ..Default::default()
-    })
-    .await;
-    let guest = server.guest().await;
-    let (_, a) = authorize(&guest, 5, None).await;
+    let server = TestServer::start_with(Options::attempts_of_an_hour()).await;
+    let (guest, _, a) = guest_with_attempt(&server, None).await;
     server.clock.advance(3_600_000);
     server.sweep().await;
     assert_eq!(guest.status(&[a.id]).await["results"][0]["state"], "expired");

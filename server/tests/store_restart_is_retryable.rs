@@ -19,7 +19,6 @@ use reqwest::StatusCode;
 use serde_json::Value;
 use support::{GatedObjects, Options, TestServer, problem};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use uuid::Uuid;
 
 /// A test S3 server process of this test's own.
 struct Store {
@@ -145,9 +144,7 @@ async fn a_store_stopped_mid_confirm_is_503_and_the_retry_succeeds() {
     })
     .await;
     let guest = server.guest().await;
-    let id = Uuid::new_v4();
-    let a = guest.authorize(id, 5).await;
-    assert_eq!(server.put(a.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    let (id, a) = guest.authorize_and_put(b"hello").await;
 
     // The confirm stops inside its transaction, just before the HEAD; the
     // store goes down; the confirm goes on.
@@ -224,9 +221,7 @@ async fn a_store_answering_500_is_503_and_nothing_is_recorded() {
     let store = Store::start(binary).await;
     let server = TestServer::start_with(Options { s3_endpoint: Some(store.endpoint()), ..Default::default() }).await;
     let guest = server.guest().await;
-    let id = Uuid::new_v4();
-    let a = guest.authorize(id, 5).await;
-    assert_eq!(server.put(a.put().unwrap(), b"hello".to_vec()).await.status(), StatusCode::OK);
+    let (id, _) = guest.authorize_and_put(b"hello").await;
 
     // A second instance over the same database whose store answers 500.
     let (broken, task) = broken_store().await;

@@ -62,9 +62,7 @@ async fn a_confirm_held_mid_transaction_wins_over_the_sweeper_and_keeps_its_obje
     .await;
     let gate = server.state.test_hooks.as_ref().unwrap().gate_confirms();
     let guest = server.guest().await;
-    let id = Uuid::new_v4();
-    let a = guest.authorize(id, 4).await;
-    assert_eq!(server.put(a.put().unwrap(), b"race".to_vec()).await.status(), StatusCode::OK);
+    let (id, a) = guest.authorize_and_put(b"race").await;
     let row_id = server.state.records.attempt_by_object_key(&a.object_key).await.unwrap().unwrap().row_id;
 
     // Just before expiry, a confirm starts and stops inside its transaction
@@ -118,9 +116,7 @@ async fn a_confirm_that_saw_the_object_before_its_lock_rechecks_and_never_record
     })
     .await;
     let guest = server.guest().await;
-    let id = Uuid::new_v4();
-    let a = guest.authorize(id, 4).await;
-    assert_eq!(server.put(a.put().unwrap(), b"race".to_vec()).await.status(), StatusCode::OK);
+    let (id, _) = guest.authorize_and_put(b"race").await;
 
     server.clock.advance(HOUR - 1000);
     let confirm = spawn_confirm(&server, &guest.session, id);

@@ -8,8 +8,8 @@
 
 use crate::support;
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, OnceLock};
 
 use reqwest::StatusCode;
 use serde_json::json;
@@ -20,9 +20,7 @@ use upload_once_server::secrets::sha256_hex;
 use uuid::Uuid;
 
 async fn server_hiding_digests() -> (TestServer, Arc<MultipartFaults>) {
-    let faults = Arc::new(OnceLock::new());
-    let server = TestServer::start_with(MultipartFaults::options(faults.clone())).await;
-    let faults = faults.get().unwrap().clone();
+    let (server, faults) = MultipartFaults::start().await;
     faults.hide_digests.store(true, Ordering::SeqCst);
     (server, faults)
 }
@@ -31,10 +29,7 @@ async fn server_hiding_digests() -> (TestServer, Arc<MultipartFaults>) {
 async fn without_the_stores_digests_the_signed_ones_make_the_composite() {
     let (server, faults) = server_hiding_digests().await;
     let guest = server.big_guest().await;
-    let bytes = file(FILE, 50);
-    let id = Uuid::new_v4();
-    let authorized = guest.authorize_video(id, FILE).await;
-    let plan = plan(&authorized);
+    let (id, bytes, authorized, plan) = guest.authorize_file(50).await;
     guest.send_parts(id, &bytes, &plan, &[1, 2, 3]).await;
     let upload_id = server.upload_id(&authorized.object_key).await.unwrap();
     let listed = server.state.objects.list_parts(&authorized.object_key, &upload_id).await.unwrap().unwrap();
@@ -94,9 +89,7 @@ async fn the_stores_own_digests_win() {
     }
     let server = TestServer::start_with(support::multipart::options()).await;
     let guest = server.big_guest().await;
-    let bytes = file(FILE, 52);
-    let id = Uuid::new_v4();
-    let plan = plan(&guest.authorize_video(id, FILE).await);
+    let (id, bytes, _, plan) = guest.authorize_file(52).await;
     guest.send_parts(id, &bytes, &plan, &[1, 2, 3]).await;
     let other = sha256_hex(b"other bytes");
     assert_eq!(guest.sign_raw(id, json!({"parts": [{"number": 1, "sha256": other}]})).await.status(), StatusCode::OK);
@@ -114,10 +107,7 @@ async fn s3_lists_parts_page_by_page() {
     }
     let server = TestServer::start_with(support::multipart::options()).await;
     let guest = server.big_guest().await;
-    let bytes = file(FILE, 53);
-    let id = Uuid::new_v4();
-    let authorized = guest.authorize_video(id, FILE).await;
-    let plan = plan(&authorized);
+    let (id, bytes, authorized, plan) = guest.authorize_file(53).await;
     guest.send_parts(id, &bytes, &plan, &[3, 1, 2]).await;
     let upload_id = server.upload_id(&authorized.object_key).await.unwrap();
 

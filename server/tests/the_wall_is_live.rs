@@ -126,8 +126,7 @@ async fn photo(guest: &Guest<'_>, n: u8) -> Uuid {
 
 #[tokio::test]
 async fn an_approved_photo_reaches_a_listening_wall_within_a_second() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let event = server.create_event("live-party", 1_000_000, &["image/*"], "required").await;
     let guest = server.guest_of(&event).await;
     let first = photo(&guest, 1).await;
@@ -161,8 +160,7 @@ async fn an_approved_photo_reaches_a_listening_wall_within_a_second() {
 
 #[tokio::test]
 async fn an_approval_on_another_instance_reaches_the_wall_within_a_second() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let other =
         TestServer::start_with(Options { database_url: server.database_url.clone(), ..Options::default() }).await;
     let event = server.create_event("two-servers", 1_000_000, &["image/*"], "required").await;
@@ -207,8 +205,7 @@ async fn rotate(server: &TestServer, slug: &str, host_token: &str, what: &str) -
 /// whose credential still holds goes on receiving.
 #[tokio::test]
 async fn a_rotation_or_a_deletion_ends_the_walls_it_no_longer_opens() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let event = server.create_event("rotating-party", 1_000_000, &["image/*"], "required").await;
     let slug = event.event.slug.clone();
     let guest = server.guest_of(&event).await;

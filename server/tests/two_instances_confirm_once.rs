@@ -15,7 +15,7 @@ use crate::support;
 use std::collections::{BTreeMap, BTreeSet};
 
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::Value;
 use support::{Guest, Options, TestServer, is_postgres, is_s3};
 use uuid::Uuid;
 
@@ -147,14 +147,7 @@ async fn two_instances_confirm_each_attempt_exactly_once_and_share_media_urls() 
         // Its renditions settled, an approval places it at once.
         support::media::settled(&a, media_id.parse().unwrap()).await;
         let server = instances[i % 2];
-        let r = server
-            .call(
-                reqwest::Method::POST,
-                &format!("/v1/media/{media_id}/moderation"),
-                Some(&host),
-                Some(json!({"decision": "approve"})),
-            )
-            .await;
+        let r = server.moderate(&host, &media_id, "approve", None).await;
         assert_eq!(r.status(), StatusCode::OK);
         approved.push(media_id);
     }

@@ -17,8 +17,7 @@ fn cut_in_half(bytes: Vec<u8>) -> Vec<u8> {
 
 #[tokio::test]
 async fn a_corrupt_jpeg_a_broken_heic_photo_and_a_broken_video_get_the_placeholder_with_a_reason() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let guest = open_event(&server).await;
     // A JPEG that starts right and then is noise.
     let mut corrupt = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00\xff\xdb".to_vec();

@@ -26,13 +26,7 @@ use upload_once_server::media::video::parse_probe;
 
 /// GETs `url` until its rendition is made (`503` meanwhile).
 async fn made(server: &TestServer, url: &str) -> reqwest::Response {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let r = server.http.get(url).send().await.unwrap();
-        if r.status() != StatusCode::SERVICE_UNAVAILABLE || Instant::now() > deadline {
-            return r;
-        }
-    }
+    support::media::get_once_made(server, url, Duration::from_secs(120)).await
 }
 
 /// The sizes of the video stream's packets, in order.
@@ -60,8 +54,7 @@ fn tag_names(probed: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn a_phone_video_is_shared_as_an_upright_poster_and_an_mp4_with_no_metadata() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let guest = open_event(&server).await;
     let mut cases = vec![("libx264", "mp4", "video/mp4", "h264 is copied")];
     if has_encoder("libx265") {
@@ -142,12 +135,11 @@ async fn a_phone_video_is_shared_as_an_upright_poster_and_an_mp4_with_no_metadat
 
 #[tokio::test]
 async fn a_video_whose_tools_run_past_their_time_gets_the_placeholder() {
-    let server = TestServer::start_with(Options {
+    let (server, _workers) = TestServer::start_rendering_with(Options {
         configure: Some(Box::new(|c: &mut Config| c.video_timeout = Duration::from_millis(1))),
         ..Options::default()
     })
     .await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
     let guest = open_event(&server).await;
     let original = phone_video("libx264", "yuv420p", "mp4", 1, 64, 48);
     let media = upload_as(&guest, "video/mp4", "clip.mp4", &original).await;
@@ -206,12 +198,11 @@ async fn a_job_stopped_mid_transcode_leaves_no_scratch_file_and_no_ffmpeg() {
 
 #[tokio::test]
 async fn without_ffmpeg_a_video_gets_the_placeholder_and_never_the_original() {
-    let server = TestServer::start_with(Options {
+    let (server, _workers) = TestServer::start_rendering_with(Options {
         configure: Some(Box::new(|c: &mut Config| c.ffmpeg = "/nonexistent/ffmpeg".into())),
         ..Options::default()
     })
     .await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
     // A stranger learns ready; the admin learns how videos are handled.
     let r = server.http.get(server.url("/readyz")).send().await.unwrap();
     assert_eq!(r.text().await.unwrap(), "ready");
@@ -242,8 +233,7 @@ async fn the_admin_learns_which_ffmpeg_makes_the_videos() {
 
 #[tokio::test]
 async fn a_playlist_sent_as_a_video_reads_no_file_of_the_server() {
-    let server = TestServer::start().await;
-    let _workers = upload_once_server::services::renditions::spawn(&server.state);
+    let (server, _workers) = TestServer::start_rendering().await;
     let guest = open_event(&server).await;
     // A video on the server's disk (another guest's, in a scratch
     // directory), and a playlist naming it, sent as an MP4.

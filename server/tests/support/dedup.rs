@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use reqwest::{Method, Response, StatusCode};
-use serde_json::{Value, json};
+use serde_json::json;
 use upload_once_core::wire::{AttemptResponse, CreateEventResponse, Media, MediaListResponse};
 use upload_once_server::Result;
 use upload_once_server::secrets::sha256_hex;
@@ -82,13 +82,6 @@ impl Guest<'_> {
     pub async fn confirm_hashed(&self, id: Uuid, bytes: &[u8]) -> Response {
         self.confirm_raw(id, json!({"size": bytes.len(), "content_type": "image/png", "sha256": sha256_hex(bytes)}))
             .await
-    }
-
-    /// The status of one attempt, as JSON.
-    pub async fn status_json(&self, id: Uuid) -> Value {
-        let r = self.get(id).await;
-        assert_eq!(r.status(), StatusCode::OK);
-        r.json().await.unwrap()
     }
 }
 

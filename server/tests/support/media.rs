@@ -7,9 +7,26 @@ use image::{DynamicImage, ImageFormat, Rgb, RgbImage};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use upload_once_core::wire::{AttemptResponse, Media};
+use upload_once_server::services::renditions::Workers;
 use uuid::Uuid;
 
-use super::{ADMIN, Guest, TestServer};
+use super::{ADMIN, Guest, Options, TestServer};
+
+impl TestServer {
+    /// [`TestServer::start`], with its rendition workers running (until
+    /// the `Workers` answered is dropped).
+    pub async fn start_rendering() -> (TestServer, Workers) {
+        Self::start_rendering_with(Options::default()).await
+    }
+
+    /// [`TestServer::start_with`], with its rendition workers running
+    /// (until the `Workers` answered is dropped).
+    pub async fn start_rendering_with(options: Options) -> (TestServer, Workers) {
+        let server = TestServer::start_with(options).await;
+        let workers = upload_once_server::services::renditions::spawn(&server.state);
+        (server, workers)
+    }
+}
 
 /// authorize + PUT + confirm of `bytes` as `content_type`, under `filename`.
 pub async fn upload_as(guest: &Guest<'_>, content_type: &str, filename: &str, bytes: &[u8]) -> Media {
@@ -90,6 +107,17 @@ pub async fn wall_item(guest: &Guest<'_>, id: Uuid) -> Value {
         assert!(tokio::time::Instant::now() < deadline, "the wall never showed {id}: {page}");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+}
+
+/// GETs `url`, again at once while it answers `503` (its rendition is not
+/// made yet), for at most `limit`: the last answer.
+pub async fn get_once_made(server: &TestServer, url: &str, limit: std::time::Duration) -> reqwest::Response {
+    let deadline = std::time::Instant::now() + limit;
+    let mut r = server.http.get(url).send().await.unwrap();
+    while r.status() == StatusCode::SERVICE_UNAVAILABLE && std::time::Instant::now() < deadline {
+        r = server.http.get(url).send().await.unwrap();
+    }
+    r
 }
 
 /// Waits until the rendition job of `id` has ended and, if the media is

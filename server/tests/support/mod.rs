@@ -397,6 +397,22 @@ impl TestServer {
         v["session_token"].as_str().unwrap().to_owned()
     }
 
+    /// `POST /v1/media/{media}/moderation` with `token` (the host's, or
+    /// another that must be refused): `decision`, with `reason` if any.
+    pub async fn moderate(
+        &self,
+        token: &str,
+        media: impl std::fmt::Display,
+        decision: &str,
+        reason: Option<&str>,
+    ) -> Response {
+        let mut body = json!({"decision": decision});
+        if let Some(r) = reason {
+            body["reason"] = json!(r);
+        }
+        self.call(Method::POST, &format!("/v1/media/{media}/moderation"), Some(token), Some(body)).await
+    }
+
     /// A fresh event (moderation required, 1 MB, images) and a guest session.
     pub async fn guest(&self) -> Guest<'_> {
         let slug = format!("ev-{}", &Uuid::new_v4().simple().to_string()[..12]);
@@ -506,6 +522,59 @@ impl Guest<'_> {
         r.json().await.unwrap()
     }
 
+    /// Authorizes a PNG of `size` bytes, claiming this SHA-256 if any;
+    /// expects `201 Created`.
+    pub async fn authorize_png(&self, size: u64, sha256: Option<&str>) -> (Uuid, AttemptResponse) {
+        let id = Uuid::new_v4();
+        let mut body = json!({"id": id, "filename": "photo.png", "size": size, "content_type": "image/png"});
+        if let Some(sha) = sha256 {
+            body["sha256"] = json!(sha);
+        }
+        let r = self.authorize_raw(body).await;
+        assert_eq!(r.status(), StatusCode::CREATED);
+        (id, r.json().await.unwrap())
+    }
+
+    /// Authorizes `bytes` as a PNG and PUTs them through its URL (`200`),
+    /// leaving the attempt unconfirmed.
+    pub async fn authorize_and_put(&self, bytes: &[u8]) -> (Uuid, AttemptResponse) {
+        let id = Uuid::new_v4();
+        let a = self.authorize(id, bytes.len() as u64).await;
+        assert_eq!(self.server.put(a.put().unwrap(), bytes.to_vec()).await.status(), StatusCode::OK);
+        (id, a)
+    }
+
+    /// Writes a confirm of a PNG of `size` bytes by hand on a connection of
+    /// its own, and returns the connection unread: the test hangs up by
+    /// dropping it.
+    pub async fn send_confirm_by_hand(&self, id: Uuid, size: u64) -> tokio::net::TcpStream {
+        use tokio::io::AsyncWriteExt;
+        let mut client = tokio::net::TcpStream::connect(self.server.base.trim_start_matches("http://")).await.unwrap();
+        let body = json!({"size": size, "content_type": "image/png"}).to_string();
+        let request = format!(
+            "POST /v1/attempts/{id}/confirm HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer {}\r\nIdempotency-Key: {id}\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            self.session,
+            body.len()
+        );
+        client.write_all(request.as_bytes()).await.unwrap();
+        client
+    }
+
+    /// `n` confirms of `id` with this body, sent at once: each answer's
+    /// status and body.
+    pub async fn confirm_concurrently(&self, id: Uuid, body: Value, n: usize) -> Vec<(StatusCode, String)> {
+        let confirms = (0..n).map(|_| {
+            let body = body.clone();
+            async move {
+                let r = self.confirm_raw(id, body).await;
+                let status = r.status();
+                (status, r.text().await.unwrap())
+            }
+        });
+        futures_util::future::join_all(confirms).await
+    }
+
     /// `confirm_raw` on a task of its own (a test holds the confirm inside
     /// the server meanwhile); the request's outcome, a dropped connection
     /// included.
@@ -538,11 +607,8 @@ impl Guest<'_> {
 
     /// authorize + PUT + confirm.
     pub async fn upload(&self, bytes: Vec<u8>) -> (Uuid, Media) {
-        let id = Uuid::new_v4();
-        let a = self.authorize(id, bytes.len() as u64).await;
-        let len = bytes.len() as u64;
-        assert_eq!(self.server.put(a.put().unwrap(), bytes).await.status(), StatusCode::OK);
-        let r = self.confirm(id, len).await;
+        let (id, _) = self.authorize_and_put(&bytes).await;
+        let r = self.confirm(id, bytes.len() as u64).await;
         assert_eq!(r.status(), StatusCode::OK);
         (id, r.json().await.unwrap())
     }
@@ -843,6 +909,39 @@ pub async fn try_put_with(
         }
     }
     req.send().await
+}
+
+/// Everything the server logs, kept for a test to read: the writer of a
+/// tracing subscriber (its clones share one buffer).
+#[derive(Clone, Default)]
+pub struct CapturedLog(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for CapturedLog {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl CapturedLog {
+    /// How many lines mention `text`.
+    pub fn lines_with(&self, text: &str) -> usize {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).lines().filter(|l| l.contains(text)).count()
+    }
+
+    /// The JSON log lines that mention `text`.
+    pub fn json_lines_with(&self, text: &str) -> Vec<Value> {
+        let bytes = self.0.lock().unwrap().clone();
+        String::from_utf8(bytes)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains(text))
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
+            .collect()
+    }
 }
 
 /// Waits until `done` holds, checking every 10 ms; panics with `what` after

@@ -2,10 +2,11 @@
 //! into 5 MiB parts (S3's smallest), files of 11 MiB (parts of 5, 5 and 1
 //! MiB), and a guest that signs, sends and confirms parts.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
+use bytes::Bytes;
 use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 use std::time::Instant;
@@ -126,6 +127,16 @@ impl TestServer {
 }
 
 impl Guest<'_> {
+    /// Authorizes a [`FILE`]-byte video made from `seed` (see [`file`]):
+    /// its id, its bytes, the authorize answer and its multipart plan.
+    pub async fn authorize_file(&self, seed: u8) -> (Uuid, Vec<u8>, AttemptResponse, MultipartPlan) {
+        let bytes = file(FILE, seed);
+        let id = Uuid::new_v4();
+        let authorized = self.authorize_video(id, FILE).await;
+        let plan = plan(&authorized);
+        (id, bytes, authorized, plan)
+    }
+
     /// Authorizes a video of `size` bytes.
     pub async fn authorize_video(&self, id: Uuid, size: u64) -> AttemptResponse {
         let r =
@@ -213,6 +224,15 @@ impl MultipartFaults {
             ..options()
         }
     }
+
+    /// A server of [`MultipartFaults::options`], and its faults (none set
+    /// yet).
+    pub async fn start() -> (TestServer, Arc<MultipartFaults>) {
+        let faults = Arc::new(OnceLock::new());
+        let server = TestServer::start_with(MultipartFaults::options(faults.clone())).await;
+        let faults = faults.get().unwrap().clone();
+        (server, faults)
+    }
 }
 
 #[async_trait]
@@ -280,4 +300,32 @@ pub async fn refused_by_s3(
             None
         }
     }
+}
+
+/// Starts a PUT of `body` as `upload` says (its `Content-Length` the whole
+/// body's) on a task of its own, sends the first `sent` bytes and holds
+/// back the rest: the test sends them (or not) on the returned channel, and
+/// ends the body by dropping it. The task answers the request's outcome.
+pub async fn held_back_put(
+    server: &TestServer,
+    upload: &UploadInstruction,
+    body: &[u8],
+    sent: usize,
+) -> (tokio::sync::mpsc::Sender<std::io::Result<Bytes>>, tokio::task::JoinHandle<reqwest::Result<Response>>) {
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(4);
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|chunk| (chunk, rx)) });
+    let put = {
+        let http = server.http.clone();
+        let upload = upload.clone();
+        let len = body.len();
+        tokio::spawn(async move {
+            let mut req = http.put(&upload.url).header("content-length", len).body(reqwest::Body::wrap_stream(stream));
+            for (k, v) in &upload.headers {
+                req = req.header(k, v);
+            }
+            req.send().await
+        })
+    };
+    tx.send(Ok(Bytes::copy_from_slice(&body[..sent]))).await.unwrap();
+    (tx, put)
 }

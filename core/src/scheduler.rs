@@ -1084,20 +1084,23 @@ impl Scheduler {
         // sent at once. Hashing a whole pick at once held the first files'
         // authorizes and PUTs back on a phone's CPU (issue 34: the first
         // byte of 30 photos 1.1 s after the pick, against 0.2 s bare).
-        let (hashing_files, hashing_bytes) = self
-            .entries
-            .iter()
-            .filter(|e| e.hashing)
-            .fold((0usize, 0u64), |(n, bytes), e| (n + 1, bytes + e.record.file.size));
-        let hashed_waiting = self.entries.iter().filter(|e| e.is_hashed_and_waiting()).count();
+        //
         // The next files are authorized while the current ones are sent, so
         // a file's PUT starts the moment a transfer slot frees instead of a
         // round trip later (issue 34): an authorize may go while every
         // request slot is taken, as long as the files being authorized and
         // those authorized and waiting for a transfer slot are fewer than
         // the transfers on the wire (each of which will free one).
+        //
+        // All of these counts in one pass over the attempts.
+        let (mut hashing_files, mut hashing_bytes, mut hashed_waiting) = (0usize, 0u64, 0usize);
         let (mut transfers, mut getting_ready) = (0usize, 0usize);
         for e in self.entries.iter() {
+            if e.hashing {
+                hashing_files += 1;
+                hashing_bytes += e.record.file.size;
+            }
+            hashed_waiting += usize::from(e.is_hashed_and_waiting());
             let alone = e.busy_alone && e.slot != Slot::Confirm;
             transfers += usize::from(alone && e.record.step == Step::Upload) + e.pipeline.requests_in_flight();
             getting_ready += usize::from(alone && e.record.step == Step::Authorize || e.is_authorized_and_waiting());

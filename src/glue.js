@@ -196,40 +196,46 @@ const hashCalls = new Map(); // id -> { resolve, reject, blob, start, end }
 
 function hashWorker() {
   if (hashWorkerMade !== undefined) return hashWorkerMade;
-  hashWorkerMade = null;
-  if (typeof document === "undefined" || typeof Worker !== "function") return null;
-  try {
-    const url = URL.createObjectURL(new Blob([`(${hashing})(self);`], { type: "text/javascript" }));
-    const worker = new Worker(url);
-    worker.onmessage = (e) => {
-      const [id, hex, pooled, reused, byob, name, message] = e.data;
-      workerStats = [pooled, reused, byob];
-      const call = hashCalls.get(id);
-      if (!call) return;
-      hashCalls.delete(id);
-      if (typeof hex === "string") {
-        hashedInWorker += 1;
-        call.resolve(hex);
-      } else {
-        call.reject(new DOMException(message, name));
-      }
-    };
-    // Refused or broken (Firefox reports a CSP refusal this way; a script
-    // that fails to run too): the page hashes, the waiting ones first.
-    worker.onerror = (e) => {
-      if (e && typeof e.preventDefault === "function") e.preventDefault();
-      if (hashWorkerMade !== worker) return;
-      hashWorkerMade = null;
-      worker.terminate();
-      const waiting = [...hashCalls.values()];
-      hashCalls.clear();
-      for (const call of waiting) pageHashing.sha256Hex(call.blob, call.start, call.end).then(call.resolve, call.reject);
-    };
-    hashWorkerMade = worker;
-  } catch (_) {
+  hashWorkerMade = blobWorker(`(${hashing})(self);`, (e) => {
+    const [id, hex, pooled, reused, byob, name, message] = e.data;
+    workerStats = [pooled, reused, byob];
+    const call = hashCalls.get(id);
+    if (!call) return;
+    hashCalls.delete(id);
+    if (typeof hex === "string") {
+      hashedInWorker += 1;
+      call.resolve(hex);
+    } else {
+      call.reject(new DOMException(message, name));
+    }
+  }, (worker, e) => {
+    // The page hashes from now on, the waiting ones first.
+    if (e && typeof e.preventDefault === "function") e.preventDefault();
+    if (hashWorkerMade !== worker) return;
     hashWorkerMade = null;
-  }
+    worker.terminate();
+    const waiting = [...hashCalls.values()];
+    hashCalls.clear();
+    for (const call of waiting) pageHashing.sha256Hex(call.blob, call.start, call.end).then(call.resolve, call.reject);
+  });
   return hashWorkerMade;
+}
+
+// A dedicated worker running `source`, made from a Blob (the pages' CSP
+// allows `blob:` workers), answering `onMessage`; null where none can be
+// made (no document, no Worker, or its construction refused). `onFail`
+// gets the worker and the event when it fails later: Firefox reports a CSP
+// refusal this way, and a script that throws too.
+function blobWorker(source, onMessage, onFail) {
+  if (typeof document === "undefined" || typeof Worker !== "function" || typeof Blob !== "function") return null;
+  try {
+    const worker = new Worker(URL.createObjectURL(new Blob([source], { type: "text/javascript" })));
+    worker.onmessage = onMessage;
+    worker.onerror = (e) => onFail(worker, e);
+    return worker;
+  } catch (_) {
+    return null;
+  }
 }
 
 // Buffers the hashed bytes are read into, reused: `blob.arrayBuffer()` makes a
@@ -435,19 +441,10 @@ const wakes = new Map(); // id -> [callback, page timer]
 
 function wakeClock() {
   if (wakeWorker !== undefined) return wakeWorker;
-  wakeWorker = null;
-  if (typeof document === "undefined" || typeof Worker !== "function" || typeof Blob !== "function") return null;
-  try {
-    const url = URL.createObjectURL(new Blob([WAKE_WORKER], { type: "text/javascript" }));
-    const worker = new Worker(url);
-    worker.onmessage = (e) => fireWake(e.data, true);
-    // Refused after construction (Firefox reports a CSP refusal this way):
-    // the page's timers go on alone.
-    worker.onerror = () => { if (wakeWorker === worker) wakeWorker = null; };
-    wakeWorker = worker;
-  } catch (_) {
-    wakeWorker = null;
-  }
+  // Failed after construction: the page's timers go on alone.
+  wakeWorker = blobWorker(WAKE_WORKER, (e) => fireWake(e.data, true), (worker) => {
+    if (wakeWorker === worker) wakeWorker = null;
+  });
   return wakeWorker;
 }
 

@@ -29,6 +29,8 @@ extern "C" {
 extern "C" {
     #[wasm_bindgen(js_name = sha256Hex)]
     fn sha256_hex_js(blob: &web_sys::Blob, start: f64, end: f64, off_page: bool) -> Promise;
+    #[wasm_bindgen(js_name = prepareHashWorker)]
+    fn prepare_hash_worker_js();
     #[wasm_bindgen(js_name = hashReadStats)]
     fn hash_read_stats_js() -> Vec<u32>;
     #[wasm_bindgen(js_name = storageRoom)]
@@ -94,6 +96,13 @@ pub async fn sha256_hex(blob: &web_sys::Blob, start: u64, end: u64) -> Result<St
 pub fn sha256_hex_start(blob: &web_sys::Blob, start: u64, end: u64) -> Promise {
     let whole = start == 0 && end == blob.size() as u64;
     sha256_hex_js(blob, start as f64, end as f64, whole)
+}
+
+/// Makes the page's hash worker soon (on a timer), where whole files will
+/// be hashed, so that its start is not on the way from the first pick to
+/// the first byte.
+pub fn prepare_hash_worker() {
+    prepare_hash_worker_js();
 }
 
 /// The answer of a hash started with [`sha256_hex_start`].

@@ -157,6 +157,9 @@ impl Client {
             None => client.page().join_now(),
         }
         client.start();
+        if client.0.options.hash_file_max_bytes > 0 {
+            crate::env::prepare_hash_worker();
+        }
         Ok(client)
     }
 

@@ -1,6 +1,8 @@
 //! What the handlers share: [`AppState`], made of sub-states that a
 //! handler takes one by one (`State<Records>`, `State<Links>`, …, through
-//! axum's `FromRef`), so it names what it uses.
+//! axum's `FromRef`), so it names what it uses. The four most routes use
+//! together come as one, [`Stores`], which a handler destructures: it
+//! still names what it uses.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -94,6 +96,32 @@ sub_states! {
     limits: Arc<Limits>,
     media: Arc<MediaServices>,
     assemblies: Arc<Assemblies>,
+}
+
+/// The record store, the object store, the lifetimes and the links: what
+/// most routes use together (a sub-state of [`AppState`]).
+#[derive(Clone)]
+pub struct Stores {
+    /// Where records live.
+    pub records: Records,
+    /// Where bytes live.
+    pub objects: Objects,
+    /// The clock, and how long attempts, URLs and reservations live.
+    pub lifetimes: Lifetimes,
+    /// The links the server signs.
+    pub links: Links,
+}
+
+impl FromRef<AppState> for Stores {
+    fn from_ref(state: &AppState) -> Stores {
+        let AppState { records, objects, lifetimes, links, .. } = state;
+        Stores {
+            records: records.clone(),
+            objects: objects.clone(),
+            lifetimes: lifetimes.clone(),
+            links: links.clone(),
+        }
+    }
 }
 
 impl AppState {

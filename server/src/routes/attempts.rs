@@ -20,6 +20,7 @@ use upload_once_core::wire::{
 use uuid::Uuid;
 
 use super::extract::{ApiJson, ApiPath, Session, event, lapsed_session};
+use super::problems::{AlreadyConfirmed, Expired, MalformedRequest, NotFound, SessionRefused, Unavailable};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::limits::Limits;
@@ -27,7 +28,7 @@ use crate::media::MediaServices;
 use crate::metrics::ConfirmOutcome;
 use crate::rules::multipart::{PartBounds, PartPlan, composite_sha256, parts_to_complete, stored_parts, with_digests};
 use crate::secrets::new_object_key;
-use crate::state::{AppState, Lifetimes, Links, Objects, Records};
+use crate::state::{AppState, Lifetimes, Links, Objects, Records, Stores};
 use crate::storage::{ObjectMeta, PartGrant, PutGrant};
 use crate::store::{AttemptLock, AttemptRow, EventRow, MediaRow, NewAttempt, NewMedia, SessionRow};
 use std::sync::Arc;
@@ -84,20 +85,15 @@ fn is_expired(now: UnixMillis, a: &AttemptRow) -> bool {
     responses(
         (status = 201, body = AttemptResponse, description = "Authorized now: a signed URL, or (above the multipart threshold) the plan of parts; or, when its sha256 is already stored in the event's dedup scope, confirmed at once as a duplicate of that media (no upload)"),
         (status = 200, body = AttemptResponse, description = "The same id and parameters again: the same attempt, a fresh URL (or the same plan)"),
-        (status = 400, body = Problem, content_type = "application/problem+json", description = "malformed_request, invalid_id"),
-        (status = 401, body = Problem, content_type = "application/problem+json", description = "unauthorized, invalid_session"),
+        MalformedRequest, SessionRefused,
         (status = 403, body = Problem, content_type = "application/problem+json", description = "forbidden: the session belongs to another event"),
         (status = 404, body = Problem, content_type = "application/problem+json", description = "no such event"),
-        (status = 410, body = Problem, content_type = "application/problem+json", description = "expired"),
+        Expired,
         (status = 422, body = Problem, content_type = "application/problem+json",
             description = "id_reused, file_too_large, type_not_allowed, empty_file, invalid_filename, invalid_checksum"),
     ))]
-#[allow(clippy::too_many_arguments)]
 pub async fn authorize(
-    State(records): State<Records>,
-    State(objects): State<Objects>,
-    State(lifetimes): State<Lifetimes>,
-    State(links): State<Links>,
+    State(Stores { records, objects, lifetimes, links }): State<Stores>,
     State(config): State<Arc<Config>>,
     State(limits): State<Arc<Limits>>,
     Session(session): Session,
@@ -164,15 +160,10 @@ pub async fn authorize(
     security(("session" = [])),
     responses(
         (status = 200, body = AttemptResponse, description = "A fresh signed URL, or the attempt's multipart plan"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 409, body = Problem, content_type = "application/problem+json", description = "already_confirmed"),
-        (status = 410, body = Problem, content_type = "application/problem+json", description = "expired"),
+        NotFound, AlreadyConfirmed, Expired,
     ))]
 pub async fn renew(
-    State(records): State<Records>,
-    State(objects): State<Objects>,
-    State(lifetimes): State<Lifetimes>,
-    State(links): State<Links>,
+    State(Stores { records, objects, lifetimes, links }): State<Stores>,
     Session(session): Session,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<AttemptResponse>> {
@@ -225,19 +216,15 @@ async fn open_upload(objects: &Objects, lock: &mut dyn AttemptLock, parts: &[(u3
     security(("session" = [])),
     responses(
         (status = 200, body = PartsResponse, description = "One signed URL per part asked for, in the order asked"),
-        (status = 400, body = Problem, content_type = "application/problem+json", description = "malformed_request, invalid_id"),
-        (status = 401, body = Problem, content_type = "application/problem+json", description = "unauthorized, invalid_session"),
+        MalformedRequest, SessionRefused,
         (status = 404, body = Problem, content_type = "application/problem+json", description = "no such attempt in this session"),
-        (status = 409, body = Problem, content_type = "application/problem+json", description = "already_confirmed"),
-        (status = 410, body = Problem, content_type = "application/problem+json", description = "expired"),
+        AlreadyConfirmed, Expired,
         (status = 422, body = Problem, content_type = "application/problem+json",
             description = "not_multipart, invalid_part, invalid_checksum; or the attempt's rejection code"),
-        (status = 503, body = Problem, content_type = "application/problem+json", description = "object_store_unavailable, database_unavailable (retryable)"),
+        Unavailable,
     ))]
 pub async fn sign_parts(
-    State(records): State<Records>,
-    State(objects): State<Objects>,
-    State(lifetimes): State<Lifetimes>,
+    State(Stores { records, objects, lifetimes, .. }): State<Stores>,
     Session(session): Session,
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(req): ApiJson<PartsRequest>,
@@ -367,13 +354,10 @@ pub async fn statuses(
     security(("session" = [])),
     responses(
         (status = 200, body = AttemptStatus, description = "`not_found` is an answer, not an error: unknown ids and other sessions' ids look the same"),
-        (status = 401, body = Problem, content_type = "application/problem+json", description = "unauthorized, invalid_session"),
+        SessionRefused,
     ))]
 pub async fn status(
-    State(records): State<Records>,
-    State(objects): State<Objects>,
-    State(lifetimes): State<Lifetimes>,
-    State(links): State<Links>,
+    State(Stores { records, objects, lifetimes, links }): State<Stores>,
     Session(session): Session,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<AttemptStatus>> {
@@ -390,13 +374,11 @@ const WITHDRAWN: &str = "withdrawn by the guest who uploaded it";
     security(("session" = [])),
     responses(
         (status = 204, description = "Withdrawn, or already over. Not confirmed yet: the attempt is rejected with `withdrawn` (its URLs take no more bytes, its reserved bytes are freed, a multipart upload is aborted, what it stored is deleted by the sweeper). Confirmed: the media it made is taken down like a rejected one, leaves the wall and the host's list, and its objects are deleted; a duplicate's media is another upload's and stays. Again: `204`, nothing more"),
-        (status = 401, body = Problem, content_type = "application/problem+json", description = "unauthorized, invalid_session"),
+        SessionRefused,
         (status = 404, body = Problem, content_type = "application/problem+json", description = "not_found: unknown ids and other sessions' ids look the same"),
     ))]
 pub async fn withdraw(
-    State(records): State<Records>,
-    State(objects): State<Objects>,
-    State(lifetimes): State<Lifetimes>,
+    State(Stores { records, objects, lifetimes, .. }): State<Stores>,
     State(media_services): State<Arc<MediaServices>>,
     Session(session): Session,
     ApiPath(id): ApiPath<Uuid>,
@@ -428,10 +410,7 @@ pub async fn withdraw(
         (status = 422, body = Problem, content_type = "application/problem+json", description = "too_many_ids"),
     ))]
 pub async fn status_batch(
-    State(records): State<Records>,
-    State(objects): State<Objects>,
-    State(lifetimes): State<Lifetimes>,
-    State(links): State<Links>,
+    State(Stores { records, objects, lifetimes, links }): State<Stores>,
     Session(session): Session,
     ApiJson(req): ApiJson<StatusRequest>,
 ) -> Result<Json<StatusResponse>> {
@@ -744,11 +723,11 @@ async fn decide_under_lock(
     responses(
         (status = 200, body = Media, description = "The media record; a repeat returns the same record. When the stored bytes were already in the event's dedup scope, that media as this guest may see it: `duplicate: true`, its id and moderation, this attempt's own id, filename and object key, no reason, and a `url` only once the host approved it"),
         (status = 400, body = Problem, content_type = "application/problem+json", description = "idempotency_key_missing, idempotency_key_mismatch"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
+        NotFound,
         (status = 409, body = Problem, content_type = "application/problem+json", description = "object_missing (retryable): the object, or a part of it, is not stored yet"),
-        (status = 410, body = Problem, content_type = "application/problem+json", description = "expired"),
+        Expired,
         (status = 422, body = Problem, content_type = "application/problem+json", description = "size_mismatch, type_mismatch, checksum_mismatch, file_changed (a file in parts whose composite_sha256 is not the one of the parts stored: its upload is aborted): the attempt is rejected"),
-        (status = 503, body = Problem, content_type = "application/problem+json", description = "object_store_unavailable, database_unavailable (retryable)"),
+        Unavailable,
     ))]
 pub async fn confirm(
     State(state): State<AppState>,

@@ -14,6 +14,7 @@ use upload_once_core::wire::{
 };
 
 use super::extract::{Admin, ApiJson, ApiPath, ApiQuery, HostOfEvent, HostOfMedia, bearer, event};
+use super::problems::{CredentialRefused, NotFound, WallRefused};
 use crate::error::{Error, Result};
 use crate::secrets::{constant_time_eq, new_guest_code, new_token, token_hash};
 use std::sync::Arc;
@@ -23,8 +24,8 @@ use upload_once_core::time::UnixMillis;
 use crate::config::Config;
 use crate::limits::Limits;
 use crate::media::MediaServices;
-use crate::state::{AppState, Lifetimes, Links, Objects, Records};
-use crate::store::{Credential, EventRow};
+use crate::state::{AppState, Lifetimes, Links, Records, Stores};
+use crate::store::{Credential, EventRow, GuestRemoval, HostDecision};
 
 /// The longest moderation reason kept.
 const MAX_REASON_CHARS: usize = 500;
@@ -108,8 +109,7 @@ pub async fn create_event_row(
     security(("admin" = [])),
     responses(
         (status = 201, body = CreateEventResponse, description = "Created"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 403, body = Problem, content_type = "application/problem+json"),
+        CredentialRefused,
         (status = 409, body = Problem, content_type = "application/problem+json", description = "slug_taken"),
         (status = 422, body = Problem, content_type = "application/problem+json", description = "invalid_event"),
     ))]
@@ -131,7 +131,7 @@ pub async fn create_event(
     responses(
         (status = 201, body = SessionResponse),
         (status = 403, body = Problem, content_type = "application/problem+json", description = "wrong_guest_code; too_many_sessions: the event opened as many sessions in the last hour as the server allows, or this address its share of them (a session that authorized nothing counts for 10 minutes)"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
+        NotFound,
         (status = 429, body = Problem, content_type = "application/problem+json", description = "rate_limited (Retry-After)"),
     ))]
 pub async fn create_session(
@@ -187,8 +187,7 @@ pub struct MediaQuery {
     security(("host" = [])),
     responses(
         (status = 200, body = MediaListResponse, description = "The event's media, and how many uploads were deduplicated"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 403, body = Problem, content_type = "application/problem+json"),
+        CredentialRefused,
     ))]
 pub async fn list_media(
     State(records): State<Records>,
@@ -212,15 +211,11 @@ pub async fn list_media(
     security(("host" = [])),
     responses(
         (status = 200, body = upload_once_core::wire::HostMedia),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 403, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
+        CredentialRefused, NotFound,
         (status = 410, body = Problem, content_type = "application/problem+json", description = "removed: rejected past the retention, its objects deleted; no decision brings it back"),
     ))]
 pub async fn moderate(
-    State(records): State<Records>,
-    State(links): State<Links>,
-    State(lifetimes): State<Lifetimes>,
+    State(Stores { records, links, lifetimes, .. }): State<Stores>,
     State(services): State<Arc<MediaServices>>,
     HostOfMedia { media, event }: HostOfMedia,
     ApiJson(req): ApiJson<ModerationRequest>,
@@ -232,7 +227,13 @@ pub async fn moderate(
         return Err(Error::problem(ErrorCode::MalformedRequest, "reason must be at most 500 characters"));
     }
     let row = records
-        .moderate(event.id, id, req.decision, reason, lifetimes.now())
+        .moderate(HostDecision {
+            event_id: event.id,
+            media_id: id,
+            decision: req.decision,
+            reason,
+            now: lifetimes.now(),
+        })
         .await?
         .ok_or_else(|| Error::not_found("media"))?;
     crate::services::views::moderated(&services, &row);
@@ -289,9 +290,7 @@ pub(crate) fn may_see_wall(headers: &HeaderMap, query: &WallQuery, event: &Event
     security((), ("wall" = []), ("host" = [])),
     responses(
         (status = 200, body = WallResponse),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 403, body = Problem, content_type = "application/problem+json"),
+        WallRefused,
     ))]
 pub async fn wall(
     State(records): State<Records>,
@@ -346,9 +345,7 @@ pub struct RotateResponse {
     responses(
         (status = 200, body = RotateResponse, description = "The new credential (only the one rotated)"),
         (status = 400, body = Problem, content_type = "application/problem+json", description = "malformed_request: `what` is not guest_code, wall_token or host_token"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 403, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
+        CredentialRefused, NotFound,
     ))]
 pub async fn rotate(
     State(records): State<Records>,
@@ -377,9 +374,7 @@ pub async fn rotate(
     responses(
         (status = 204, description = "Deleted, rows and objects"),
         (status = 202, description = "Deleted for everyone; some objects could not be deleted now and the sweeper finishes them"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 403, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
+        CredentialRefused, NotFound,
     ))]
 pub async fn delete_event(State(state): State<AppState>, HostOfEvent(event): HostOfEvent) -> Result<StatusCode> {
     // The whole state: the sweeper's purge is a service that may use any of it.
@@ -428,14 +423,11 @@ pub struct RevokeGuestResponse {
     security(("host" = [])),
     responses(
         (status = 200, body = RevokeGuestResponse),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 403, body = Problem, content_type = "application/problem+json"),
+        CredentialRefused,
         (status = 404, body = Problem, content_type = "application/problem+json", description = "no such event, or no such guest of it"),
     ))]
 pub async fn revoke_guest(
-    State(records): State<Records>,
-    State(objects): State<Objects>,
-    State(lifetimes): State<Lifetimes>,
+    State(Stores { records, objects, lifetimes, .. }): State<Stores>,
     headers: HeaderMap,
     ApiPath((slug, guest)): ApiPath<(String, String)>,
     ApiJson(req): ApiJson<RevokeGuestRequest>,
@@ -444,7 +436,12 @@ pub async fn revoke_guest(
     super::extract::require_host(&headers, &event)?;
     let guest: i64 = guest.parse().map_err(|_| Error::not_found("guest"))?;
     let ended = records
-        .revoke_session(event.id, guest, req.block_address, lifetimes.now())
+        .revoke_session(GuestRemoval {
+            event_id: event.id,
+            session_id: guest,
+            block_address: req.block_address,
+            now: lifetimes.now(),
+        })
         .await?
         .ok_or_else(|| Error::not_found("guest"))?;
     for a in &ended {

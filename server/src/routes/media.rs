@@ -22,6 +22,7 @@ use uuid::Uuid;
 
 use super::events::{WallQuery, decode_cursor, encode_cursor, event_info, may_see_wall};
 use super::extract::{ApiJson, ApiPath, ApiQuery, HostOfEvent, event};
+use super::problems::{CredentialRefused, LinkRefused, NotFound, RenditionWithheld, WallRefused};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::media::MediaServices;
@@ -32,7 +33,7 @@ use crate::media::renditions::{self, PLACEHOLDER_TYPE, RENDITION_TYPE};
 use crate::media::{Size, zip};
 use crate::ops::Ops;
 use crate::services::views::removed;
-use crate::state::{AppState, Lifetimes, Links, Objects, Records};
+use crate::state::{AppState, Lifetimes, Links, Objects, Records, Stores};
 use crate::storage::GetAnswer;
 use crate::store::{EventRow, MediaRow};
 
@@ -233,17 +234,12 @@ fn served_type(content_type: &str) -> (&str, bool) {
         (status = 200, description = "The original bytes: allow-listed image/video types inline, anything else as an attachment; always nosniff and a sandboxing CSP; Accept-Ranges: bytes"),
         (status = 206, description = "The one byte range asked for (Content-Range)"),
         (status = 307, description = "S3 storage: the bucket's presigned URL, which answers ranges itself"),
-        (status = 403, body = Problem, content_type = "application/problem+json", description = "url_expired: the link is past its `exp` (links made before links expired, too); a fresh one comes with the status, the wall, the host's list"),
-        (status = 404, body = Problem, content_type = "application/problem+json", description = "not a link this server signed, or signed by a key it no longer has (`kid`); or no such media"),
+        LinkRefused,
         (status = 410, body = Problem, content_type = "application/problem+json", description = "removed: rejected past the retention, its objects deleted"),
         (status = 416, description = "The range starts past the end (Content-Range: bytes */size); no body"),
     ))]
-#[allow(clippy::too_many_arguments)]
 pub async fn original(
-    State(records): State<Records>,
-    State(objects): State<Objects>,
-    State(links): State<Links>,
-    State(lifetimes): State<Lifetimes>,
+    State(Stores { records, objects, lifetimes, links }): State<Stores>,
     State(services): State<Arc<MediaServices>>,
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<MediaContentQuery>,
@@ -309,24 +305,14 @@ fn placeholder(media: &MediaServices, reason: &str) -> Response {
 
 /// What a rendition's answer uses (a sub-state of [`AppState`]).
 pub struct RenditionServing {
-    records: Records,
-    objects: Objects,
-    links: Links,
-    lifetimes: Lifetimes,
+    stores: Stores,
     ops: Arc<Ops>,
     media: Arc<MediaServices>,
 }
 
 impl FromRef<AppState> for RenditionServing {
     fn from_ref(state: &AppState) -> RenditionServing {
-        RenditionServing {
-            records: state.records.clone(),
-            objects: state.objects.clone(),
-            links: state.links.clone(),
-            lifetimes: state.lifetimes.clone(),
-            ops: state.ops.clone(),
-            media: state.media.clone(),
-        }
+        RenditionServing { stores: Stores::from_ref(state), ops: state.ops.clone(), media: state.media.clone() }
     }
 }
 
@@ -337,7 +323,7 @@ async fn rendition(
     size: Size,
     headers: &HeaderMap,
 ) -> Result<Response> {
-    let RenditionServing { records, objects, links, lifetimes, ops, media: services } = serving;
+    let RenditionServing { stores: Stores { records, objects, links, lifetimes }, ops, media: services } = serving;
     let stored = (&objects, services.as_ref());
     let media = records.media(id).await?.ok_or_else(|| Error::not_found("media"))?;
     crate::media::check_rendition(&links.signer, media.event_id, id, query.link(), lifetimes.now())
@@ -377,11 +363,9 @@ async fn rendition(
         (status = 200, description = "A photo: JPEG, at most 1,600 px on its long edge, upright, with no metadata. A video: its shareable MP4 (H.264, AAC, faststart, at most 1080p, no metadata; Range answered). Anything else, or a video that could not be made shareable: a placeholder PNG, the reason in X-Placeholder-Reason"),
         (status = 206, description = "A video: the one byte range asked for"),
         (status = 307, description = "S3 storage: the bucket's presigned URL"),
-        (status = 403, body = Problem, content_type = "application/problem+json", description = "url_expired: the link is past its `exp` (links made before links expired, too); a fresh one comes with the status, the wall, the host's list"),
-        (status = 404, body = Problem, content_type = "application/problem+json", description = "not a link this server signed, or signed by a key it no longer has (`kid`); or no such media"),
-        (status = 410, body = Problem, content_type = "application/problem+json", description = "removed: the host rejected this media (the host's own link, with `host=`, still answers)"),
+        LinkRefused,
+        RenditionWithheld,
         (status = 416, description = "The range starts past the end; no body"),
-        (status = 503, body = Problem, content_type = "application/problem+json", description = "object_store_unavailable: the rendition is still being made (Retry-After)"),
     ))]
 pub async fn display(
     State(serving): State<RenditionServing>,
@@ -399,10 +383,8 @@ pub async fn display(
     responses(
         (status = 200, description = "A photo: JPEG, at most 400 px on its long edge, upright, with no metadata. A video: its poster, the same way. Anything else: a placeholder PNG, the reason in X-Placeholder-Reason"),
         (status = 307, description = "S3 storage: the bucket's presigned URL"),
-        (status = 403, body = Problem, content_type = "application/problem+json", description = "url_expired: the link is past its `exp` (links made before links expired, too); a fresh one comes with the status, the wall, the host's list"),
-        (status = 404, body = Problem, content_type = "application/problem+json", description = "not a link this server signed, or signed by a key it no longer has (`kid`); or no such media"),
-        (status = 410, body = Problem, content_type = "application/problem+json", description = "removed: the host rejected this media (the host's own link, with `host=`, still answers)"),
-        (status = 503, body = Problem, content_type = "application/problem+json", description = "object_store_unavailable: the rendition is still being made (Retry-After)"),
+        LinkRefused,
+        RenditionWithheld,
     ))]
 pub async fn thumb(
     State(serving): State<RenditionServing>,
@@ -556,10 +538,7 @@ impl Listener {
     security((), ("wall" = []), ("host" = [])),
     responses(
         (status = 200, content_type = "text/event-stream", description = "`items` events (data: a WallResponse page; id: its cursor) for everything approved after the cursor, then as it is approved; `removed` events (data: {\"id\"}) when the host takes media off; a `revoked` event (data: a Problem) and the end of the stream when a rotation or the event's deletion means the credential no longer opens the wall; a comment every 15 s"),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 403, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
+        WallRefused, NotFound,
         (status = 429, body = Problem, content_type = "application/problem+json", description = "`rate_limited`: this address (`--max-live-per-client`) or this event (`--max-live-per-event`) has as many live walls open as it may, or this address reads the wall too often (`--rate-wall`)"),
     ))]
 pub async fn wall_live(
@@ -621,9 +600,7 @@ pub struct InviteResponse {
     security(("host" = [])),
     responses(
         (status = 200, body = InviteResponse),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 403, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
+        CredentialRefused, NotFound,
     ))]
 pub async fn invite(
     State(config): State<Arc<Config>>,
@@ -697,9 +674,7 @@ fn archive_message(event: &EventRow, media: ArchiveSelection, exp: i64) -> Strin
     security(("host" = [])),
     responses(
         (status = 200, body = ArchiveLink),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 403, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
+        CredentialRefused, NotFound,
     ))]
 pub async fn archive_link(
     State(links): State<Links>,
@@ -728,13 +703,10 @@ pub async fn archive_link(
     responses(
         (status = 200, content_type = "application/zip", description = "Every original (approved, or all), oldest first, each under its original filename made unique; stored, with ZIP64 where needed; Content-Length exact"),
         (status = 403, body = Problem, content_type = "application/problem+json", description = "url_expired, bad_signature"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
+        NotFound,
     ))]
 pub async fn archive(
-    State(records): State<Records>,
-    State(objects): State<Objects>,
-    State(links): State<Links>,
-    State(lifetimes): State<Lifetimes>,
+    State(Stores { records, objects, lifetimes, links }): State<Stores>,
     ApiPath(slug): ApiPath<String>,
     ApiQuery(query): ApiQuery<ArchiveQuery>,
 ) -> Result<Response> {

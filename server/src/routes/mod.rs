@@ -11,6 +11,7 @@ pub mod extract;
 pub mod media;
 pub mod metrics;
 pub mod operations;
+pub mod problems;
 pub mod storage;
 
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! store ([`crate::store`]) reads and writes them; nothing here does I/O.
 
 use upload_once_core::time::UnixMillis;
-use upload_once_core::wire::{AttemptState, Dedup, Moderation, ModerationPolicy};
+use upload_once_core::wire::{AttemptState, Dedup, Moderation, ModerationDecision, ModerationPolicy};
 use uuid::Uuid;
 
 use super::multipart::PartPlan;
@@ -154,6 +154,37 @@ pub struct NewSession {
     pub max_per_hour: u64,
     /// Of those, sessions one client address may open.
     pub max_per_client_per_hour: u64,
+}
+
+/// A host's decision on one media record of its event
+/// ([`RecordStore::moderate`]).
+#[derive(Clone, Copy, Debug)]
+pub struct HostDecision<'a> {
+    /// The host's event: a media record of another event is not touched.
+    pub event_id: i64,
+    /// The media record.
+    pub media_id: Uuid,
+    /// Approve or reject.
+    pub decision: ModerationDecision,
+    /// Why, as the host wrote it (trimmed), if at all.
+    pub reason: Option<&'a str>,
+    /// Now.
+    pub now: UnixMillis,
+}
+
+/// A host's removal of a guest session of its event
+/// ([`RecordStore::revoke_session`]).
+#[derive(Clone, Copy, Debug)]
+pub struct GuestRemoval {
+    /// The host's event: a session of another event is not touched.
+    pub event_id: i64,
+    /// The guest's session.
+    pub session_id: i64,
+    /// Whether the address the session was opened from is shut out of the
+    /// event too.
+    pub block_address: bool,
+    /// Now.
+    pub now: UnixMillis,
 }
 
 /// A media record as stored.

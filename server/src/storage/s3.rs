@@ -253,6 +253,32 @@ impl S3ObjectStore {
         (expires_in, signed_at, exp_secs)
     }
 
+    /// The instruction for a browser's PUT of an object or of a part: the
+    /// action signed until `expires_at` with `headers`, which the browser
+    /// sends as they are listed, and with the exact length, signed but not
+    /// listed: the browser sends the length of the Blob by itself (and may
+    /// not set it), so a body of any other length fails the signature.
+    fn browser_put<'a>(
+        &self,
+        mut action: impl S3Action<'a>,
+        headers: BTreeMap<String, String>,
+        size: u64,
+        expires_at: UnixMillis,
+    ) -> UploadInstruction {
+        let (expires_in, signed_at, exp_secs) = self.lifetime(expires_at);
+        for (name, value) in &headers {
+            action.headers_mut().insert(name.to_ascii_lowercase(), value.clone());
+        }
+        action.headers_mut().insert("content-length", size.to_string());
+        let url = action.sign_with_time(expires_in, &signed_at);
+        UploadInstruction {
+            method: "PUT".to_owned(),
+            url: url.to_string(),
+            headers,
+            expires_at: format_rfc3339(exp_secs * 1000),
+        }
+    }
+
     fn meta_from_headers(headers: &reqwest::header::HeaderMap) -> ObjectMeta {
         let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
         let checksum = text("x-amz-checksum-sha256");
@@ -326,7 +352,6 @@ impl S3ObjectStore {
 #[async_trait]
 impl ObjectStore for S3ObjectStore {
     fn presign_put(&self, g: &PutGrant<'_>) -> UploadInstruction {
-        let (expires_in, signed_at, exp_secs) = self.lifetime(g.expires_at);
         let mut headers = BTreeMap::new();
         headers.insert("Content-Type".to_owned(), g.content_type.to_owned());
         if self.conditional_put {
@@ -335,22 +360,8 @@ impl ObjectStore for S3ObjectStore {
         if let Some(checksum) = g.sha256.and_then(checksum_header) {
             headers.insert("x-amz-checksum-sha256".to_owned(), checksum);
         }
-        let size = g.size.to_string();
-        let mut action = PutObject::new(&self.bucket, Some(&self.credentials), g.key);
-        for (name, value) in &headers {
-            action.headers_mut().insert(name.to_ascii_lowercase(), value.clone());
-        }
-        // Signed but not listed: the browser sends the length of the Blob by
-        // itself (and may not set it), so a body of any other length fails
-        // the signature.
-        action.headers_mut().insert("content-length", size);
-        let url = action.sign_with_time(expires_in, &signed_at);
-        UploadInstruction {
-            method: "PUT".to_owned(),
-            url: url.to_string(),
-            headers,
-            expires_at: format_rfc3339(exp_secs * 1000),
-        }
+        let action = PutObject::new(&self.bucket, Some(&self.credentials), g.key);
+        self.browser_put(action, headers, g.size, g.expires_at)
     }
 
     async fn create_multipart(&self, key: &str, content_type: &str) -> Result<String> {
@@ -377,26 +388,13 @@ impl ObjectStore for S3ObjectStore {
     }
 
     fn presign_part(&self, g: &PartGrant<'_>) -> UploadInstruction {
-        let (expires_in, signed_at, exp_secs) = self.lifetime(g.expires_at);
         let mut headers = BTreeMap::new();
         if let Some(checksum) = g.sha256.and_then(checksum_header) {
             headers.insert("x-amz-checksum-sha256".to_owned(), checksum);
         }
         let number = u16::try_from(g.number).unwrap_or(u16::MAX);
-        let mut action = UploadPart::new(&self.bucket, Some(&self.credentials), g.key, number, g.upload_id);
-        for (name, value) in &headers {
-            action.headers_mut().insert(name.to_ascii_lowercase(), value.clone());
-        }
-        // Signed but not listed, as for a whole object: a body of any other
-        // length fails the signature.
-        action.headers_mut().insert("content-length", g.size.to_string());
-        let url = action.sign_with_time(expires_in, &signed_at);
-        UploadInstruction {
-            method: "PUT".to_owned(),
-            url: url.to_string(),
-            headers,
-            expires_at: format_rfc3339(exp_secs * 1000),
-        }
+        let action = UploadPart::new(&self.bucket, Some(&self.credentials), g.key, number, g.upload_id);
+        self.browser_put(action, headers, g.size, g.expires_at)
     }
 
     async fn list_parts(&self, key: &str, upload_id: &str) -> Result<Option<Vec<ListedPart>>> {

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use upload_once_core::time::UnixMillis;
-use upload_once_core::wire::{Dedup, Moderation, ModerationDecision, ModerationPolicy};
+use upload_once_core::wire::{Dedup, Moderation, ModerationPolicy};
 use uuid::Uuid;
 
 use crate::error::Result;
@@ -164,16 +164,10 @@ pub trait RecordStore: Send + Sync + 'static {
 
     /// The host removes a guest session of its event: it is marked revoked,
     /// its authorized attempts are rejected with `session_revoked` (they are
-    /// returned, to abort their uploads), and with `block` the address it
-    /// was opened from is shut out of the event. `None` when the event has
-    /// no such session.
-    async fn revoke_session(
-        &self,
-        event_id: i64,
-        session_id: i64,
-        block: bool,
-        now: UnixMillis,
-    ) -> Result<Option<Vec<AttemptRow>>>;
+    /// returned, to abort their uploads), and with `block_address` the
+    /// address it was opened from is shut out of the event. `None` when the
+    /// event has no such session.
+    async fn revoke_session(&self, removal: GuestRemoval) -> Result<Option<Vec<AttemptRow>>>;
 
     /// Moves a session's expiry to at least `until`.
     async fn extend_session(&self, session_id: i64, until: UnixMillis) -> Result<()>;
@@ -236,14 +230,7 @@ pub trait RecordStore: Send + Sync + 'static {
     async fn list_media(&self, event_id: i64, moderation: Option<Moderation>) -> Result<Vec<MediaRow>>;
 
     /// Applies a host decision; `None` if the media is not in that event.
-    async fn moderate(
-        &self,
-        event_id: i64,
-        media_id: Uuid,
-        decision: ModerationDecision,
-        reason: Option<&str>,
-        now: UnixMillis,
-    ) -> Result<Option<MediaRow>>;
+    async fn moderate(&self, decision: HostDecision<'_>) -> Result<Option<MediaRow>>;
 
     /// Gives an approved media record whose renditions are settled the
     /// next wall position, under the wall's lock; the record when it took

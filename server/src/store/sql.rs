@@ -25,9 +25,9 @@ use uuid::Uuid;
 
 use super::dialect::{Dialect, dialect_of};
 use super::{
-    AttemptLock, AttemptRow, Credential, EMPTY_SESSION_COUNTS_MS, EventRow, IndexEntry, MediaRow, NewAttempt, NewMedia,
-    NewSession, PartDigest, RecordStore, SessionRow, SweepBacklog, dedup_from_db, keep_released_connection,
-    moderation_from_db, policy_from_db, policy_to_db,
+    AttemptLock, AttemptRow, Credential, EMPTY_SESSION_COUNTS_MS, EventRow, GuestRemoval, HostDecision, IndexEntry,
+    MediaRow, NewAttempt, NewMedia, NewSession, PartDigest, RecordStore, SessionRow, SweepBacklog, dedup_from_db,
+    keep_released_connection, moderation_from_db, policy_from_db, policy_to_db,
 };
 use crate::error::{Error, Result};
 use crate::rules::multipart::PartPlan;
@@ -624,13 +624,8 @@ impl RecordStore for SqlStore {
         Ok(SessionRow { id, event_id: s.event_id, expires_at: s.expires_at, revoked: false })
     }
 
-    async fn revoke_session(
-        &self,
-        event_id: i64,
-        session_id: i64,
-        block: bool,
-        now: UnixMillis,
-    ) -> Result<Option<Vec<AttemptRow>>> {
+    async fn revoke_session(&self, removal: GuestRemoval) -> Result<Option<Vec<AttemptRow>>> {
+        let GuestRemoval { event_id, session_id, block_address: block, now } = removal;
         let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
         let key = sqlx::query("SELECT client_key FROM sessions WHERE id = $1 AND event_id = $2")
             .bind(session_id)
@@ -874,14 +869,8 @@ impl RecordStore for SqlStore {
         sqlx::query(&sql).bind(event_id).bind(filter).fetch_all(&self.pool).await?.iter().map(media_from_row).collect()
     }
 
-    async fn moderate(
-        &self,
-        event_id: i64,
-        media_id: Uuid,
-        decision: ModerationDecision,
-        reason: Option<&str>,
-        now: UnixMillis,
-    ) -> Result<Option<MediaRow>> {
+    async fn moderate(&self, host: HostDecision<'_>) -> Result<Option<MediaRow>> {
+        let HostDecision { event_id, media_id, decision, reason, now } = host;
         let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
         if decision == ModerationDecision::Approve {
             self.dialect.lock_wall(&mut tx).await?;

@@ -26,16 +26,16 @@ use reqwest::{Client, Method, Response, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use upload_once_core::time::UnixMillis;
+use upload_once_core::wire::Moderation;
 use upload_once_core::wire::{AttemptResponse, CreateEventResponse, Media, UploadInstruction};
-use upload_once_core::wire::{Moderation, ModerationDecision};
 use upload_once_server::clock::{Clock, ManualClock};
 use upload_once_server::config::{Config, Secret, StorageKind};
 use upload_once_server::state::AppState;
 use upload_once_server::storage::intercept::{Call, Intercepted, Interceptor, Operation};
 use upload_once_server::storage::{ObjectStore, PutGrant};
 use upload_once_server::store::{
-    AttemptLock, AttemptRow, EventRow, IndexEntry, MediaRow, NewAttempt, PartDigest, RecordStore, SessionRow,
-    SweepBacklog,
+    AttemptLock, AttemptRow, EventRow, GuestRemoval, HostDecision, IndexEntry, MediaRow, NewAttempt, PartDigest,
+    RecordStore, SessionRow, SweepBacklog,
 };
 use upload_once_server::{Result, build_state};
 use uuid::Uuid;
@@ -782,14 +782,8 @@ impl RecordStore for ObservedRecords {
     async fn create_session(&self, session: upload_once_server::store::NewSession) -> Result<SessionRow> {
         self.inner.create_session(session).await
     }
-    async fn revoke_session(
-        &self,
-        event_id: i64,
-        session_id: i64,
-        block: bool,
-        now: UnixMillis,
-    ) -> Result<Option<Vec<upload_once_server::store::AttemptRow>>> {
-        self.inner.revoke_session(event_id, session_id, block, now).await
+    async fn revoke_session(&self, removal: GuestRemoval) -> Result<Option<Vec<AttemptRow>>> {
+        self.inner.revoke_session(removal).await
     }
     async fn reserve(&self, attempt_row_id: i64, until: UnixMillis) -> Result<()> {
         self.inner.reserve(attempt_row_id, until).await
@@ -839,15 +833,8 @@ impl RecordStore for ObservedRecords {
     async fn list_media(&self, event_id: i64, moderation: Option<Moderation>) -> Result<Vec<MediaRow>> {
         self.inner.list_media(event_id, moderation).await
     }
-    async fn moderate(
-        &self,
-        event_id: i64,
-        media_id: Uuid,
-        decision: ModerationDecision,
-        reason: Option<&str>,
-        now: UnixMillis,
-    ) -> Result<Option<MediaRow>> {
-        self.inner.moderate(event_id, media_id, decision, reason, now).await
+    async fn moderate(&self, decision: HostDecision<'_>) -> Result<Option<MediaRow>> {
+        self.inner.moderate(decision).await
     }
     async fn place_on_wall(&self, media_id: Uuid) -> Result<Option<MediaRow>> {
         self.inner.place_on_wall(media_id).await

@@ -29,16 +29,14 @@ async fn a_retry_timer_never_fires_into_a_freed_uploader() {
     let global: web_sys::EventTarget = js_sys::global().unchecked_into();
     global.add_event_listener_with_callback("error", on_error.as_ref().unchecked_ref()).unwrap();
 
-    let event = create_event(1_000_000, "none").await;
-    let faults = Rc::new(Faults::default());
-    faults.offline.set(true);
-    let mut opts = options(&event, &unique("db"));
+    let mut setup = Setup::new(1_000_000, "none").await;
+    setup.faults.offline.set(true);
     // The retry after the first failed try is due within 300 ms.
-    opts.retry.base_ms = 300;
-    opts.retry.cap_ms = 300;
-    let client = open(opts, &faults).await;
+    setup.opts.retry.base_ms = 300;
+    setup.opts.retry.cap_ms = 300;
+    let client = setup.open().await;
     client.add(vec![file("cake.jpg", "image/jpeg", 20_000, 1.0)]).await.unwrap();
-    wait_for("a try that failed", 10_000.0, || faults.authorizes.get() >= 1).await;
+    wait_for("a try that failed", 10_000.0, || setup.faults.authorizes.get() >= 1).await;
     client.close();
     drop(client);
     // Past the retry's time (the timer the uploader waited on was due then).

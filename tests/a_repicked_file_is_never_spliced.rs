@@ -57,22 +57,13 @@ async fn composite(file: &File) -> String {
 
 #[wasm_bindgen_test]
 async fn a_file_with_the_same_first_part_and_another_middle_part_is_a_new_upload_never_spliced_in() {
-    let event = create_event(1 << 30, "none").await;
-    let db = unique("db");
-    let opts = options(&event, &db);
-    let faults = Rc::new(Faults::default());
-    let first = open(opts.clone(), &faults).await;
+    let setup = Setup::new(1 << 30, "none").await;
     let original = video(None);
-    first.add(vec![original.clone()]).await.unwrap();
-    let id = only_record(&first).id;
-    wait_for("three parts stored", 60_000.0, || faults.parts_stored(id).len() >= 3).await;
-    first.close();
-    let mut stored_before = faults.parts_stored(id);
+    let (id, mut stored_before) = cut_mid_transfer(&setup, &original).await;
     stored_before.sort_unstable();
 
     let again = Rc::new(Faults::default());
-    let second = open(opts, &again).await;
-    second.restore().await.unwrap();
+    let second = setup.reload(&again).await;
     wait_for("needs_file", 20_000.0, || second.record(&id).is_some_and(|r| r.transfer == Transfer::NeedsFile)).await;
 
     // The same name, size, time and first part; another part the server
@@ -101,7 +92,7 @@ async fn a_file_with_the_same_first_part_and_another_middle_part_is_a_new_upload
     let sent = again.parts_stored(id);
     assert!(sent.iter().all(|n| !stored_before.contains(n)), "no stored part sent again: {sent:?} / {stored_before:?}");
 
-    let media = host_media(&event).await;
+    let media = host_media(&setup.event).await;
     assert_eq!(media.len(), 2, "two files, each stored once");
     let composite_of = |attempt: uuid::Uuid| {
         media

@@ -10,8 +10,6 @@
 
 use crate::common;
 
-use std::rc::Rc;
-
 use common::*;
 use upload_once::store::delete_database;
 use wasm_bindgen::prelude::*;
@@ -19,17 +17,15 @@ use wasm_bindgen_test::*;
 
 #[wasm_bindgen_test]
 async fn a_refused_write_fails_the_add_or_the_forget_and_changes_nothing() {
-    let event = create_event(1_000_000, "none").await;
-    let faults = Rc::new(Faults::default());
-    let db = unique("db");
-    let client = open(options(&event, &db), &faults).await;
+    let setup = Setup::new(1_000_000, "none").await;
+    let client = setup.open().await;
     // Offline: the first attempt is recorded and waits, unsent.
-    faults.offline.set(true);
+    setup.faults.offline.set(true);
     client.add(vec![file("cake.jpg", "image/jpeg", 20_000, 1.0)]).await.map_err(JsValue::from).expect("recorded");
     let kept = only_record(&client);
 
-    upgrade_from_another_page(&db).await;
-    faults.offline.set(false);
+    upgrade_from_another_page(&setup.db).await;
+    setup.faults.offline.set(false);
     let refused = client.add(vec![file("toast.jpg", "image/jpeg", 30_000, 2.0)]).await.expect_err("refused");
     assert_eq!(refused.code(), "storage_unavailable", "{refused}");
     assert!(refused.message().contains("reload this page"), "{refused}");
@@ -39,8 +35,8 @@ async fn a_refused_write_fails_the_add_or_the_forget_and_changes_nothing() {
     let refused = client.forget(&kept.id).await.expect_err("refused");
     assert_eq!(refused.code(), "storage_unavailable", "{refused}");
     assert!(client.record(&kept.id).is_some(), "the attempt whose record could not be deleted stays");
-    assert_eq!(faults.puts.get(), 0, "no byte left for an attempt that was not saved");
+    assert_eq!(setup.faults.puts.get(), 0, "no byte left for an attempt that was not saved");
 
     client.close();
-    delete_database(&db).await.map_err(JsValue::from).unwrap();
+    delete_database(&setup.db).await.map_err(JsValue::from).unwrap();
 }

@@ -16,9 +16,8 @@ use wasm_bindgen_test::*;
 
 #[wasm_bindgen_test]
 async fn busy_while_files_go_up_and_retry_then_not() {
-    let event = create_event(1_000_000, "none").await;
-    let faults = Rc::new(Faults::default());
-    let client = open(options(&event, &unique("db")), &faults).await;
+    let setup = Setup::new(1_000_000, "none").await;
+    let client = setup.open().await;
     // Each change, with how many files were confirmed when it was said.
     let said = Rc::new(RefCell::new(Vec::<(bool, usize)>::new()));
     let (sink, reader) = (said.clone(), client.clone());
@@ -30,7 +29,7 @@ async fn busy_while_files_go_up_and_retry_then_not() {
     assert!(!client.is_busy());
 
     // The first confirm's answer is lost: that file waits for its retry.
-    faults.drop_confirm_answers.set(1);
+    setup.faults.drop_confirm_answers.set(1);
     client
         .add(vec![file("a.png", "image/png", 2_000, 1.0), file("b.png", "image/png", 3_000, 1.0)])
         .await
@@ -38,12 +37,12 @@ async fn busy_while_files_go_up_and_retry_then_not() {
         .unwrap();
     assert!(client.is_busy());
     settle(&client).await;
-    assert_eq!(faults.drop_confirm_answers.get(), 0, "an answer was lost");
-    assert!(faults.confirms.get() >= 3, "and its confirm sent again");
+    assert_eq!(setup.faults.drop_confirm_answers.get(), 0, "an answer was lost");
+    assert!(setup.faults.confirms.get() >= 3, "and its confirm sent again");
     assert!(!client.is_busy());
     // Busy once, through the retry's wait; not busy only once both were
     // confirmed.
     assert_eq!(*said.borrow(), vec![(true, 0), (false, 2)]);
-    assert_eq!(host_media(&event).await.len(), 2);
+    assert_eq!(host_media(&setup.event).await.len(), 2);
     client.close();
 }

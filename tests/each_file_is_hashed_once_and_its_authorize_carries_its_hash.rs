@@ -7,7 +7,6 @@
 use crate::common;
 
 use std::collections::BTreeMap;
-use std::rc::Rc;
 
 use common::*;
 use upload_once::core::attempt::Confirmation;
@@ -15,9 +14,8 @@ use wasm_bindgen_test::*;
 
 #[wasm_bindgen_test]
 async fn seven_photos_each_with_their_own_hash() {
-    let event = create_event(10_000_000, "none").await;
-    let faults = Rc::new(Faults::default());
-    let client = open(options(&event, &unique("db")), &faults).await;
+    let setup = Setup::new(10_000_000, "none").await;
+    let client = setup.open().await;
     let files: Vec<web_sys::File> = (0..7)
         .map(|i| file(&format!("p{i}.jpg"), "image/jpeg", 60_000 + i * 1_000, 1_700_000_000_000.0 + i as f64))
         .collect();
@@ -31,7 +29,7 @@ async fn seven_photos_each_with_their_own_hash() {
     client.add(files).await.unwrap();
     settle(&client).await;
 
-    let requests = faults.authorize_requests.borrow().clone();
+    let requests = setup.faults.authorize_requests.borrow().clone();
     assert_eq!(requests.len(), 7, "one authorize per file");
     for r in &requests {
         assert_eq!(r.sha256.as_ref(), expected.get(&r.filename), "{}: the hash of another file", r.filename);
@@ -44,6 +42,6 @@ async fn seven_photos_each_with_their_own_hash() {
         assert_eq!(reads.pooled - reads_before.pooled, 7, "each file read once for its hash");
     }
     assert!(client.records().iter().all(|r| r.confirmation == Confirmation::Confirmed));
-    assert_eq!(host_media(&event).await.len(), 7);
+    assert_eq!(host_media(&setup.event).await.len(), 7);
     client.close();
 }

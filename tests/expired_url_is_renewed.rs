@@ -5,8 +5,6 @@
 
 use crate::common;
 
-use std::rc::Rc;
-
 use common::*;
 use upload_once::core::attempt::Confirmation;
 use upload_once::core::retry::Failure;
@@ -14,15 +12,14 @@ use wasm_bindgen_test::*;
 
 #[wasm_bindgen_test]
 async fn an_expired_url_is_renewed_and_the_upload_completes() {
-    let event = create_event(1_000_000, "required").await;
-    let faults = Rc::new(Faults::default());
-    faults.delay_puts.set(1);
-    faults.delay_ms.set(3_500.0);
-    let client = open(options(&event, &unique("db")), &faults).await;
+    let setup = Setup::new(1_000_000, "required").await;
+    setup.faults.delay_puts.set(1);
+    setup.faults.delay_ms.set(3_500.0);
+    let client = setup.open().await;
     client.add(vec![file("late.png", "image/png", 1_000, 9.0)]).await.unwrap();
     settle(&client).await;
 
-    let results = faults.put_results.borrow();
+    let results = setup.faults.put_results.borrow().clone();
     // The reference store names the refusal `url_expired`; an S3-compatible
     // bucket answers a bare 403 (an XML AccessDenied body).
     assert!(
@@ -33,9 +30,9 @@ async fn an_expired_url_is_renewed_and_the_upload_completes() {
     );
     assert_eq!(results.len(), 2);
     assert!(results[1].is_ok());
-    assert_eq!(faults.renews.get(), 1, "one renew");
-    assert_eq!(faults.authorizes.get(), 1, "no new attempt");
+    assert_eq!(setup.faults.renews.get(), 1, "one renew");
+    assert_eq!(setup.faults.authorizes.get(), 1, "no new attempt");
     assert_eq!(only_record(&client).confirmation, Confirmation::Confirmed);
-    assert_eq!(host_media(&event).await.len(), 1);
+    assert_eq!(host_media(&setup.event).await.len(), 1);
     client.close();
 }

@@ -21,28 +21,24 @@ use wasm_bindgen_test::*;
 #[wasm_bindgen_test]
 async fn uploads_complete_in_the_page_and_a_reload_asks_for_a_file_that_was_not_kept() {
     let kept_here = blobs_can_be_kept().await;
-    let event = create_event(1_000_000, "none").await;
-    let db = unique("db");
-    let faults = Rc::new(Faults::default());
-    let mut opts = options(&event, &db);
+    let mut setup = Setup::new(1_000_000, "none").await;
     // The offline attempt below waits in this page instead of retrying.
-    opts.retry.base_ms = 60_000;
-    opts.retry.cap_ms = 60_000;
-    let page = open(opts, &faults).await;
+    slow_retries(&mut setup.opts);
+    let page = setup.open().await;
 
     // In this page the file is held in memory: the upload completes
     // whether or not IndexedDB kept a copy.
     page.add(vec![file("first.png", "image/png", 20_000, 1.0)]).await.unwrap();
     settle(&page).await;
     assert_eq!(only_record(&page).confirmation, Confirmation::Confirmed);
-    assert_eq!(faults.puts.get(), 1);
+    assert_eq!(setup.faults.puts.get(), 1);
 
     // The network goes away before the second file is sent; the page then
     // "reloads" with that attempt unfinished.
-    faults.offline.set(true);
+    setup.faults.offline.set(true);
     let added = page.add(vec![file("second.png", "image/png", 30_000, 2.0)]).await.unwrap();
     let Added::New(second) = added[0] else { panic!("a new attempt: {:?}", added[0]) };
-    wait_for("the offline try", 10_000.0, || faults.authorizes.get() >= 2).await;
+    wait_for("the offline try", 10_000.0, || setup.faults.authorizes.get() >= 2).await;
     // A third file while blob storage has failed (where it does): its record
     // is stored all the same (add returns once it is durable), before
     // anything is sent.
@@ -52,7 +48,7 @@ async fn uploads_complete_in_the_page_and_a_reload_asks_for_a_file_that_was_not_
     if kept_here {
         // Wait until both copies are really in IndexedDB (kept in the background).
         let keys = [page.record(&second).unwrap().blob_key, page.record(&third).unwrap().blob_key];
-        let store = IndexedDbStore::open(&db).await.map_err(JsValue::from).unwrap();
+        let store = IndexedDbStore::open(&setup.db).await.map_err(JsValue::from).unwrap();
         let mut waited = 0.0;
         loop {
             let stored = store.blob_keys().await.unwrap_or_default();
@@ -68,8 +64,7 @@ async fn uploads_complete_in_the_page_and_a_reload_asks_for_a_file_that_was_not_
     page.close();
 
     let online = Rc::new(Faults::default());
-    let reloaded = open(options(&event, &db), &online).await;
-    reloaded.restore().await.unwrap();
+    let reloaded = setup.reload(&online).await;
     assert_eq!(reloaded.records().len(), 3, "every attempt comes back after the reload");
     if kept_here {
         settle(&reloaded).await;
@@ -100,6 +95,6 @@ async fn uploads_complete_in_the_page_and_a_reload_asks_for_a_file_that_was_not_
         );
         assert_eq!(online.puts.get(), 2);
     }
-    assert_eq!(host_media(&event).await.len(), 3, "each file stored exactly once");
+    assert_eq!(host_media(&setup.event).await.len(), 3, "each file stored exactly once");
     reloaded.close();
 }

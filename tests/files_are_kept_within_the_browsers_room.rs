@@ -5,8 +5,6 @@
 
 use crate::common;
 
-use std::rc::Rc;
-
 use common::*;
 use upload_once::core::attempt::Confirmation;
 use wasm_bindgen_test::*;
@@ -40,9 +38,7 @@ impl Drop for BrowsersOwnRoom {
 #[wasm_bindgen_test]
 async fn a_file_beyond_the_room_left_is_not_kept_says_why_and_still_uploads() {
     let kept_here = blobs_can_be_kept().await;
-    let event = create_event(1_000_000, "none").await;
-    let faults = Rc::new(Faults::default());
-    let client = open(options(&event, &unique("db")), &faults).await;
+    let client = Setup::new(1_000_000, "none").await.open().await;
 
     let _given_back = BrowsersOwnRoom;
     report_room(100_000);

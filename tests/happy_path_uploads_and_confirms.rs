@@ -12,17 +12,15 @@ use wasm_bindgen_test::*;
 
 #[wasm_bindgen_test]
 async fn a_file_is_uploaded_and_confirmed_exactly_once() {
-    let event = create_event(1_000_000, "required").await;
-    let faults = Rc::new(Faults::default());
-    let db = unique("db");
-    *faults.inspect_db.borrow_mut() = Some(db.clone());
-    let client = open(options(&event, &db), &faults).await;
+    let setup = Setup::new(1_000_000, "required").await;
+    *setup.faults.inspect_db.borrow_mut() = Some(setup.db.clone());
+    let client = setup.open().await;
 
     let added = client.add(vec![file("cake.jpg", "image/jpeg", 20_000, 1_700_000_000_000.0)]).await.unwrap();
     assert!(matches!(added[0], upload_once::Added::New(_)));
 
     settle(&client).await;
-    let stored = faults.stored_at_authorize.borrow().clone();
+    let stored = setup.faults.stored_at_authorize.borrow().clone();
     assert_eq!(stored.len(), 1, "one authorize");
     let before = stored[0].as_ref().expect("the attempt was in IndexedDB before its first request left");
     assert_eq!(before.transfer, Transfer::Queued, "recorded before anything was sent");
@@ -30,10 +28,10 @@ async fn a_file_is_uploaded_and_confirmed_exactly_once() {
     assert_eq!(record.transfer, Transfer::Uploaded);
     assert_eq!(record.confirmation, Confirmation::Confirmed);
     assert_eq!(record.moderation, ModerationView::Pending, "saved is not approved");
-    assert_eq!((faults.authorizes.get(), faults.puts.get(), faults.confirms.get()), (1, 1, 1));
-    assert!(client.has_session() && faults.joins.get() == 1, "the event was joined once, in the background");
+    assert_eq!((setup.faults.authorizes.get(), setup.faults.puts.get(), setup.faults.confirms.get()), (1, 1, 1));
+    assert!(client.has_session() && setup.faults.joins.get() == 1, "the event was joined once, in the background");
 
-    let media = host_media(&event).await;
+    let media = host_media(&setup.event).await;
     assert_eq!(media.len(), 1);
     assert_eq!(media[0]["attempt_id"], record.id.to_string());
     assert_eq!(media[0]["size"], 20_000);
@@ -42,9 +40,7 @@ async fn a_file_is_uploaded_and_confirmed_exactly_once() {
 
 #[wasm_bindgen_test]
 async fn progress_reaches_the_app_through_on_change() {
-    let event = create_event(10_000_000, "none").await;
-    let faults = Rc::new(Faults::default());
-    let client = open(options(&event, &unique("db")), &faults).await;
+    let client = Setup::new(10_000_000, "none").await.open().await;
     let seen = Rc::new(std::cell::RefCell::new(Vec::<(String, f64, String)>::new()));
     let sink = seen.clone();
     let listener =

@@ -29,9 +29,12 @@ const PART: usize = 8 * MIB;
 const SIZE: usize = 80 * MIB;
 const PARTS: u32 = SIZE.div_ceil(PART) as u32;
 
+/// The `bytesSent` values the app was told of, in order.
+type Seen = Rc<RefCell<Vec<f64>>>;
+
 /// Records every `bytesSent` the app is told of, for one attempt.
-fn watch_progress(client: &upload_once::Client) -> (Rc<RefCell<Vec<f64>>>, Closure<dyn FnMut(wasm_bindgen::JsValue)>) {
-    let seen: Rc<RefCell<Vec<f64>>> = Rc::default();
+fn watch_progress(client: &upload_once::Client) -> (Seen, Closure<dyn FnMut(wasm_bindgen::JsValue)>) {
+    let seen: Seen = Rc::default();
     let sink = seen.clone();
     let listener = Closure::<dyn FnMut(wasm_bindgen::JsValue)>::new(move |v: wasm_bindgen::JsValue| {
         if let Some(sent) = js_sys::Reflect::get(&v, &"bytesSent".into()).ok().and_then(|b| b.as_f64()) {
@@ -51,23 +54,15 @@ fn assert_progress_never_falls_back_far(seen: &[f64]) {
 
 #[wasm_bindgen_test]
 async fn a_large_file_cut_mid_transfer_goes_on_after_a_reload_from_the_servers_parts() {
-    let event = create_event(1 << 30, "none").await;
-    let db = unique("db");
-    let mut opts = options(&event, &db);
-    opts.keep_file_max_bytes = 128 * MIB as u64;
+    let mut setup = Setup::new(1 << 30, "none").await;
+    setup.opts.keep_file_max_bytes = 128 * MIB as u64;
     let kept_here = blobs_can_be_kept().await;
-    let faults = Rc::new(Faults::default());
-    let first = open(opts.clone(), &faults).await;
     let video = big_file("party.mp4", "video/mp4", SIZE, 7.0, 1);
-    first.add(vec![video.clone()]).await.unwrap();
-    let id = only_record(&first).id;
-    wait_for("a few parts stored", 60_000.0, || faults.parts_stored(id).len() >= 3).await;
-    // The page goes away with parts on the wire.
-    first.close();
-    let stored_before = faults.parts_stored(id);
+    let (id, stored_before) = cut_mid_transfer(&setup, &video).await;
 
     let again = Rc::new(Faults::default());
-    let second = open(opts, &again).await;
+    // The same options: this file is kept for a reload where the browser can.
+    let second = open(setup.opts.clone(), &again).await;
     let (progress, _listener) = watch_progress(&second);
     second.restore().await.unwrap();
     if !kept_here {
@@ -86,7 +81,7 @@ async fn a_large_file_cut_mid_transfer_goes_on_after_a_reload_from_the_servers_p
         "no part the server had was sent again: {after:?} / {stored_before:?}"
     );
     assert!(after.len() as u32 <= PARTS - stored_before.len() as u32, "only the missing parts");
-    let media = host_media(&event).await;
+    let media = host_media(&setup.event).await;
     assert_eq!(media.len(), 1, "stored once");
     assert_eq!(media[0]["size"], SIZE as u64);
     let composite = media[0]["composite_sha256"].as_str().expect("the composite checksum of the parts");
@@ -103,22 +98,13 @@ async fn a_large_file_cut_mid_transfer_goes_on_after_a_reload_from_the_servers_p
 
 #[wasm_bindgen_test]
 async fn a_large_file_not_kept_goes_on_once_picked_again_and_another_file_is_never_spliced_in() {
-    let event = create_event(1 << 30, "none").await;
-    let db = unique("db");
     // The default cap (64 MiB): this file is not kept for a reload.
-    let opts = options(&event, &db);
-    let faults = Rc::new(Faults::default());
-    let first = open(opts.clone(), &faults).await;
+    let setup = Setup::new(1 << 30, "none").await;
     let video = big_file("clip.mp4", "video/mp4", SIZE, 9.0, 2);
-    first.add(vec![video.clone()]).await.unwrap();
-    let id = only_record(&first).id;
-    wait_for("a few parts stored", 60_000.0, || faults.parts_stored(id).len() >= 3).await;
-    first.close();
-    let stored_before = faults.parts_stored(id);
+    let (id, stored_before) = cut_mid_transfer(&setup, &video).await;
 
     let again = Rc::new(Faults::default());
-    let second = open(opts, &again).await;
-    second.restore().await.unwrap();
+    let second = setup.reload(&again).await;
     wait_for("needs_file", 20_000.0, || second.record(&id).is_some_and(|r| r.transfer == Transfer::NeedsFile)).await;
 
     // Same name, size and time, other bytes: a new upload of its own.
@@ -140,6 +126,6 @@ async fn a_large_file_not_kept_goes_on_once_picked_again_and_another_file_is_nev
     assert!(after.iter().all(|n| !stored_before.contains(n)), "no stored part sent again");
     assert!((after.len() as u32) < PARTS, "it went on, it did not start over");
     assert_eq!(again.parts_stored(other).len() as u32, PARTS, "the other file went up whole");
-    assert_eq!(host_media(&event).await.len(), 2);
+    assert_eq!(host_media(&setup.event).await.len(), 2);
     second.close();
 }

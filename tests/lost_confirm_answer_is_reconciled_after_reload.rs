@@ -6,41 +6,34 @@
 
 use crate::common;
 
-use std::rc::Rc;
-
 use common::*;
 use upload_once::core::attempt::{Confirmation, Transfer};
 use wasm_bindgen_test::*;
 
 #[wasm_bindgen_test]
 async fn restore_confirms_without_uploading_again() {
-    let event = create_event(1_000_000, "required").await;
-    let db = unique("db");
-    let faults = Rc::new(Faults::default());
-    faults.drop_confirm_answers.set(1);
-    let mut opts = options(&event, &db);
+    let mut setup = Setup::new(1_000_000, "required").await;
+    setup.faults.drop_confirm_answers.set(1);
     // Keep the first page from retrying on its own before it "reloads".
-    opts.retry.base_ms = 60_000;
-    opts.retry.cap_ms = 60_000;
-    let first = open(opts, &faults).await;
+    slow_retries(&mut setup.opts);
+    let first = setup.open().await;
     first.add(vec![file("vows.png", "image/png", 4_096, 5.0)]).await.unwrap();
-    wait_for("the confirm answer to be lost", 10_000.0, || faults.drop_confirm_answers.get() == 0).await;
+    wait_for("the confirm answer to be lost", 10_000.0, || setup.faults.drop_confirm_answers.get() == 0).await;
     wait_for("the loss to be recorded", 10_000.0, || only_record(&first).retries == 1).await;
     let before = only_record(&first);
     assert_eq!(before.confirmation, Confirmation::Unconfirmed, "the page does not know it was confirmed");
-    assert_eq!(host_media(&event).await.len(), 1, "but the server does");
+    assert_eq!(host_media(&setup.event).await.len(), 1, "but the server does");
     first.close();
     drop(first);
 
-    let reloaded = open(options(&event, &db), &faults).await;
-    reloaded.restore().await.unwrap();
+    let reloaded = setup.reload(&setup.faults).await;
     settle(&reloaded).await;
     let after = only_record(&reloaded);
     assert_eq!(after.id, before.id, "the same attempt id carries on");
     assert_eq!(after.confirmation, Confirmation::Confirmed);
     assert_eq!(after.transfer, Transfer::Uploaded);
-    assert_eq!(faults.puts.get(), 1, "the bytes were sent once");
-    assert_eq!(faults.confirms.get(), 1, "restore needed no second confirm: the server said it was confirmed");
-    assert_eq!(host_media(&event).await.len(), 1, "exactly one media record");
+    assert_eq!(setup.faults.puts.get(), 1, "the bytes were sent once");
+    assert_eq!(setup.faults.confirms.get(), 1, "restore needed no second confirm: the server said it was confirmed");
+    assert_eq!(host_media(&setup.event).await.len(), 1, "exactly one media record");
     reloaded.close();
 }

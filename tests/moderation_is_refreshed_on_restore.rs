@@ -5,8 +5,6 @@
 
 use crate::common;
 
-use std::rc::Rc;
-
 use common::*;
 use gloo_net::http::Request;
 use serde_json::json;
@@ -15,10 +13,8 @@ use wasm_bindgen_test::*;
 
 #[wasm_bindgen_test]
 async fn a_restored_page_shows_the_hosts_decision() {
-    let event = create_event(1_000_000, "required").await;
-    let db = unique("db");
-    let faults = Rc::new(Faults::default());
-    let first = open(options(&event, &db), &faults).await;
+    let setup = Setup::new(1_000_000, "required").await;
+    let first = setup.open().await;
     first.add(vec![file("toast.png", "image/png", 2_000, 3.0)]).await.unwrap();
     settle(&first).await;
     let saved = only_record(&first);
@@ -29,7 +25,7 @@ async fn a_restored_page_shows_the_hosts_decision() {
     // The host approves while the guest is away.
     let media = saved.media.as_ref().expect("a media record").id;
     let approved = Request::post(&format!("{API}/v1/media/{media}/moderation"))
-        .header("Authorization", &format!("Bearer {}", event.host_token))
+        .header("Authorization", &format!("Bearer {}", setup.event.host_token))
         .json(&json!({"decision": "approve"}))
         .unwrap()
         .send()
@@ -37,8 +33,7 @@ async fn a_restored_page_shows_the_hosts_decision() {
         .unwrap();
     assert_eq!(approved.status(), 200);
 
-    let again = open(options(&event, &db), &faults).await;
-    again.restore().await.unwrap();
+    let again = setup.reload(&setup.faults).await;
     wait_for("the decision to show", 10_000.0, || only_record(&again).moderation == ModerationView::Approved).await;
     again.close();
 }

@@ -14,23 +14,18 @@ use wasm_bindgen_test::*;
 
 #[wasm_bindgen_test]
 async fn picking_the_same_file_again_continues_the_same_attempt() {
-    let event = create_event(1_000_000, "required").await;
-    let db = unique("db");
-    let faults = Rc::new(Faults::default());
-    faults.offline.set(true);
-    let mut opts = options(&event, &db);
-    opts.keep_file_max_bytes = 1_000;
-    opts.retry.base_ms = 60_000;
-    opts.retry.cap_ms = 60_000;
-    let first = open(opts.clone(), &faults).await;
+    let mut setup = Setup::new(1_000_000, "required").await;
+    setup.faults.offline.set(true);
+    setup.opts.keep_file_max_bytes = 1_000;
+    slow_retries(&mut setup.opts);
+    let first = setup.open().await;
     first.add(vec![file("big.png", "image/png", 5_000, 42.0)]).await.unwrap();
-    wait_for("the first try", 10_000.0, || faults.authorizes.get() >= 1).await;
+    wait_for("the first try", 10_000.0, || setup.faults.authorizes.get() >= 1).await;
     let id = only_record(&first).id;
     first.close();
 
     let online = Rc::new(Faults::default());
-    let second = open(options(&event, &db), &online).await;
-    second.restore().await.unwrap();
+    let second = setup.reload(&online).await;
     wait_for("needs_file", 10_000.0, || only_record(&second).transfer == Transfer::NeedsFile).await;
     assert_eq!(online.puts.get(), 0);
 
@@ -40,6 +35,6 @@ async fn picking_the_same_file_again_continues_the_same_attempt() {
     let record = only_record(&second);
     assert_eq!(record.id, id);
     assert_eq!(record.confirmation, Confirmation::Confirmed);
-    assert_eq!(host_media(&event).await.len(), 1);
+    assert_eq!(host_media(&setup.event).await.len(), 1);
     second.close();
 }

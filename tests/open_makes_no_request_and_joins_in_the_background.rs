@@ -21,14 +21,12 @@ use wasm_bindgen_test::*;
 
 #[wasm_bindgen_test]
 async fn a_first_visit_is_usable_before_the_join_answers() {
-    let event = create_event(1_000_000, "none").await;
-    let faults = Rc::new(Faults::default());
-    let db = unique("db");
+    let setup = Setup::new(1_000_000, "none").await;
     let (gate, held) = futures_channel::oneshot::channel();
-    *faults.hold_joins.borrow_mut() = Some(held);
-    let client = open(options(&event, &db), &faults).await;
+    *setup.faults.hold_joins.borrow_mut() = Some(held);
+    let client = setup.open().await;
     // Resolved while the join is held at the server's door.
-    wait_for("the join to start", 10_000.0, || faults.joins.get() == 1).await;
+    wait_for("the join to start", 10_000.0, || setup.faults.joins.get() == 1).await;
     assert!(!client.has_session(), "open did not wait for the join");
 
     // A file picked now waits for the join, then goes up.
@@ -42,17 +40,17 @@ async fn a_first_visit_is_usable_before_the_join_answers() {
                 .map_err(Into::into)
         })
     };
-    assert_eq!(faults.authorizes.get(), 0);
+    assert_eq!(setup.faults.authorizes.get(), 0);
     gate.send(()).unwrap();
     wasm_bindgen_futures::JsFuture::from(adding).await.unwrap();
     settle(&client).await;
     assert_eq!(only_record(&client).confirmation, Confirmation::Confirmed);
-    assert_eq!((faults.joins.get(), faults.authorizes.get()), (1, 1));
+    assert_eq!((setup.faults.joins.get(), setup.faults.authorizes.get()), (1, 1));
     client.close();
 
     // The next visit has the session stored: open sends nothing.
     let again = Rc::new(Faults::default());
-    let client = open(options(&event, &db), &again).await;
+    let client = open(setup.opts.clone(), &again).await;
     assert!(client.has_session(), "the stored session, read at open");
     client.restore().await.unwrap();
     settle(&client).await;
@@ -62,11 +60,9 @@ async fn a_first_visit_is_usable_before_the_join_answers() {
 
 #[wasm_bindgen_test]
 async fn a_refused_guest_code_is_reported_and_files_are_refused_with_it() {
-    let event = create_event(1_000_000, "none").await;
-    let mut opts = options(&event, &unique("db"));
-    opts.guest_code = "not-the-code".into();
-    let faults = Rc::new(Faults::default());
-    let client = open(opts, &faults).await;
+    let mut setup = Setup::new(1_000_000, "none").await;
+    setup.opts.guest_code = "not-the-code".into();
+    let client = setup.open().await;
     let heard: Rc<RefCell<Vec<String>>> = Rc::default();
     let sink = heard.clone();
     let listener = Closure::<dyn FnMut(wasm_bindgen::JsValue, wasm_bindgen::JsValue)>::new(
@@ -84,6 +80,6 @@ async fn a_refused_guest_code_is_reported_and_files_are_refused_with_it() {
     let added = client.add(vec![file("late.png", "image/png", 5_000, 2.0)]).await.unwrap();
     assert!(matches!(&added[0], Added::Refused { error, .. } if error.code.as_str() == "wrong_guest_code"));
     assert!(client.records().is_empty(), "nothing recorded");
-    assert_eq!(faults.authorizes.get(), 0, "nothing sent");
+    assert_eq!(setup.faults.authorizes.get(), 0, "nothing sent");
     client.close();
 }

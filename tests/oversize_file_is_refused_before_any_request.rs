@@ -5,19 +5,15 @@
 
 use crate::common;
 
-use std::rc::Rc;
-
 use common::*;
 use upload_once::Added;
 use wasm_bindgen_test::*;
 
 #[wasm_bindgen_test]
 async fn a_too_large_file_is_refused_with_no_request_and_no_record() {
-    let event = create_event(10_000, "required").await;
-    let faults = Rc::new(Faults::default());
-    let mut opts = options(&event, &unique("db"));
-    opts.restrictions.max_file_bytes = Some(50_000);
-    let client = open(opts, &faults).await;
+    let mut setup = Setup::new(10_000, "required").await;
+    setup.opts.restrictions.max_file_bytes = Some(50_000);
+    let client = setup.open().await;
     let added = client
         .add(vec![
             file("huge.png", "image/png", 20_000, 1.0),
@@ -38,6 +34,6 @@ async fn a_too_large_file_is_refused_with_no_request_and_no_record() {
     assert!(matches!(added[2], Added::New(_)));
     settle(&client).await;
     assert_eq!(client.records().len(), 1, "refused files leave no record");
-    assert_eq!(faults.authorizes.get(), 1, "only the accepted file reached the network");
+    assert_eq!(setup.faults.authorizes.get(), 1, "only the accepted file reached the network");
     client.close();
 }

@@ -22,10 +22,8 @@ use wasm_bindgen_test::*;
 
 #[wasm_bindgen_test]
 async fn records_that_cannot_be_saved_are_reported_and_hold_their_attempt() {
-    let event = create_event(1_000_000, "none").await;
-    let faults = Rc::new(Faults::default());
-    let db = unique("db");
-    let client = open(options(&event, &db), &faults).await;
+    let setup = Setup::new(1_000_000, "none").await;
+    let client = setup.open().await;
     let reported = Rc::new(RefCell::new(Vec::<JsValue>::new()));
     let sink = reported.clone();
     let listener = Closure::<dyn FnMut(JsValue)>::new(move |v: JsValue| sink.borrow_mut().push(v));
@@ -34,11 +32,11 @@ async fn records_that_cannot_be_saved_are_reported_and_hold_their_attempt() {
 
     // Offline: every authorize fails, and each failure changes the record
     // (retry count, next retry time), which must be saved.
-    faults.offline.set(true);
+    setup.faults.offline.set(true);
     client.add(vec![file("cake.jpg", "image/jpeg", 20_000, 1.0)]).await.map_err(JsValue::from).expect("recorded");
-    wait_for("a failed authorize", 5_000.0, || faults.authorizes.get() >= 1).await;
+    wait_for("a failed authorize", 5_000.0, || setup.faults.authorizes.get() >= 1).await;
 
-    upgrade_from_another_page(&db).await;
+    upgrade_from_another_page(&setup.db).await;
     wait_for("the storage error to be reported", 5_000.0, || !reported.borrow().is_empty()).await;
     let error = client.storage_error().expect("the error lasts while saving fails");
     assert_eq!(error.code, "storage_unavailable");
@@ -54,16 +52,16 @@ async fn records_that_cannot_be_saved_are_reported_and_hold_their_attempt() {
     // attempt's own retry was long due (its backoff is capped at 400 ms).
     // The loss may be reported before any write failed (the page sees its
     // connection closed first), so the first failed write is waited for.
-    faults.offline.set(false);
+    setup.faults.offline.set(false);
     wait_for("a failed write, counted", 5_000.0, || client.failed_writes() >= 1).await;
     let tries = client.failed_writes();
     wait_for("two more tries of the write", 10_000.0, || client.failed_writes() >= tries + 2).await;
     let due = client.records().iter().filter_map(|r| r.next_retry_at).max();
     assert!(due.is_none_or(|t| (t as f64) < js_sys::Date::now()), "the attempt's retry was due meanwhile");
-    assert_eq!(faults.puts.get(), 0, "no PUT for an attempt whose record is not saved");
+    assert_eq!(setup.faults.puts.get(), 0, "no PUT for an attempt whose record is not saved");
     assert_eq!(reported.borrow().len(), 1, "reported once, not once per retry");
     assert!(client.storage_error().is_some());
 
     client.close();
-    delete_database(&db).await.map_err(JsValue::from).unwrap();
+    delete_database(&setup.db).await.map_err(JsValue::from).unwrap();
 }

@@ -14,19 +14,15 @@ use wasm_bindgen_test::*;
 
 #[wasm_bindgen_test]
 async fn attempts_authorized_by_two_tabs_are_all_found_after_a_reload() {
-    let event = create_event(1_000_000, "none").await;
-    let db = unique("db");
-    let stuck = Rc::new(Faults::default());
-    stuck.fail_puts.set(true);
-    let mut slow = options(&event, &db);
-    slow.retry.base_ms = 60_000;
-    slow.retry.cap_ms = 60_000;
+    let mut setup = Setup::new(1_000_000, "none").await;
+    setup.faults.fail_puts.set(true);
+    slow_retries(&mut setup.opts);
     // Both open (and join) at once.
-    let (a, b) = futures_join(open(slow.clone(), &stuck), open(slow, &stuck)).await;
+    let (a, b) = futures_join(setup.open(), setup.open()).await;
     a.add(vec![file("from-a.png", "image/png", 3_000, 1.0)]).await.unwrap();
     b.add(vec![file("from-b.png", "image/png", 3_000, 2.0)]).await.unwrap();
     wait_for("both attempts to be authorized", 10_000.0, || {
-        stuck.authorizes.get() >= 2
+        setup.faults.authorizes.get() >= 2
             && a.records().iter().chain(b.records().iter()).filter(|r| r.object_key.is_some()).count() >= 2
     })
     .await;
@@ -36,15 +32,14 @@ async fn attempts_authorized_by_two_tabs_are_all_found_after_a_reload() {
     // A reload: one page restores both. The server must know both attempts
     // in the session this page speaks as.
     let fine = Rc::new(Faults::default());
-    let c = open(options(&event, &db), &fine).await;
-    c.restore().await.unwrap();
+    let c = setup.reload(&fine).await;
     if blobs_can_be_kept().await {
         wait_for("both to be confirmed", 15_000.0, || {
             let r = c.records();
             r.len() == 2 && r.iter().all(|x| x.confirmation == Confirmation::Confirmed)
         })
         .await;
-        assert_eq!(host_media(&event).await.len(), 2);
+        assert_eq!(host_media(&setup.event).await.len(), 2);
     } else {
         // Safari private browsing keeps no files: both wait for the guest —
         // which means the server answered "authorized" for both, not

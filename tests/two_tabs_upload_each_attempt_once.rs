@@ -41,8 +41,7 @@ async fn a_tab_takes_over_when_the_driving_tab_closes() {
     let (faults_a, faults_b) = (Rc::new(Faults::default()), Rc::new(Faults::default()));
     faults_a.offline.set(true);
     let mut slow = options(&event, &db);
-    slow.retry.base_ms = 60_000;
-    slow.retry.cap_ms = 60_000;
+    slow_retries(&mut slow);
     let tab_a = open(slow, &faults_a).await;
     let tab_b = open(options(&event, &db), &faults_b).await;
     tab_a.add(vec![file("x.png", "image/png", 2_000, 1.0)]).await.unwrap();

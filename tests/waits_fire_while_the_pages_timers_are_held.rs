@@ -60,31 +60,29 @@ impl Drop for HeldPageTimers {
 #[wasm_bindgen_test]
 async fn a_retry_is_woken_by_the_worker_when_the_pages_timers_never_fire() {
     assert!(upload_once::env::wakes_in_worker(), "a page arms its waits in a worker too");
-    let event = create_event(1_000_000, "none").await;
-    let faults = Rc::new(Faults::default());
-    let mut opts = options(&event, &unique("db"));
+    let mut setup = Setup::new(1_000_000, "none").await;
     // The retry after the lost answer waits 300 ms on a timer.
-    opts.retry.base_ms = 300;
-    opts.retry.cap_ms = 300;
-    let client = open(opts, &faults).await;
-    faults.drop_confirm_answers.set(1);
+    setup.opts.retry.base_ms = 300;
+    setup.opts.retry.cap_ms = 300;
+    let client = setup.open().await;
+    setup.faults.drop_confirm_answers.set(1);
 
     let page_timers = HeldPageTimers::hold();
     client.add(vec![file("late.png", "image/png", 4_000, 1.0)]).await.map_err(JsValue::from).unwrap();
     // Bounded on the real timer: with the page's timers alone the retry
     // would never come.
     let deadline = js_sys::Date::now() + 15_000.0;
-    while !(client.is_idle() && faults.confirms.get() >= 2) && js_sys::Date::now() < deadline {
+    while !(client.is_idle() && setup.faults.confirms.get() >= 2) && js_sys::Date::now() < deadline {
         page_timers.sleep_on_the_real_timer(25.0).await;
     }
     let held = page_timers.held.get();
     drop(page_timers);
 
-    assert_eq!(faults.drop_confirm_answers.get(), 0, "the first confirm's answer was lost");
+    assert_eq!(setup.faults.drop_confirm_answers.get(), 0, "the first confirm's answer was lost");
     assert!(held > 0, "the driver asked the page for a timer (and got none)");
-    assert_eq!(faults.confirms.get(), 2, "the confirm was sent again after its backoff");
+    assert_eq!(setup.faults.confirms.get(), 2, "the confirm was sent again after its backoff");
     let record = only_record(&client);
     assert_eq!(record.confirmation, Confirmation::Confirmed);
-    assert_eq!(host_media(&event).await.len(), 1);
+    assert_eq!(host_media(&setup.event).await.len(), 1);
     client.close();
 }

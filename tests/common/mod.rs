@@ -333,7 +333,63 @@ pub async fn blobs_can_be_kept() -> bool {
 /// Opens a client with counting adapters.
 pub async fn open(options: Options, faults: &Rc<Faults>) -> Client {
     let adapters = faulty(&options, faults);
-    Client::open(options, adapters).await.map_err(|e| JsValue::from(e)).expect("open")
+    Client::open(options, adapters).await.map_err(JsValue::from).expect("open")
+}
+
+/// Where most tests start: an event on the reference server, a database of
+/// the test's own, counters around the network, and options for that event
+/// and database. A test changes the faults or the options before it opens
+/// its first page.
+pub struct Setup {
+    pub event: CreateEventResponse,
+    pub db: String,
+    pub faults: Rc<Faults>,
+    pub opts: Options,
+}
+
+impl Setup {
+    /// Creates the event (see [`create_event`]) and names the database.
+    pub async fn new(max_file_bytes: u64, moderation: &str) -> Self {
+        let event = create_event(max_file_bytes, moderation).await;
+        let db = unique("db");
+        let opts = options(&event, &db);
+        Setup { event, db, faults: Rc::new(Faults::default()), opts }
+    }
+
+    /// Opens a page with this set-up's options and faults.
+    pub async fn open(&self) -> Client {
+        open(self.opts.clone(), &self.faults).await
+    }
+
+    /// Another page over the same database, as after a reload or in another
+    /// tab: the default [`options`] (fast retries, whatever `opts` became),
+    /// counted by `faults`, with its stored attempts restored.
+    pub async fn reload(&self, faults: &Rc<Faults>) -> Client {
+        let page = open(options(&self.event, &self.db), faults).await;
+        page.restore().await.unwrap();
+        page
+    }
+}
+
+/// A minute between tries: a page whose request failed waits instead of
+/// retrying on its own while the test goes on.
+pub fn slow_retries(opts: &mut Options) {
+    opts.retry.base_ms = 60_000;
+    opts.retry.cap_ms = 60_000;
+}
+
+/// Opens a first page that sends `file` (large enough to go up in parts)
+/// and closes it once the server holds a few parts, with more on the wire:
+/// a reload or a crash mid-transfer. The attempt's id, and the parts the
+/// server held by then.
+pub async fn cut_mid_transfer(setup: &Setup, file: &File) -> (Uuid, Vec<u32>) {
+    let first = setup.open().await;
+    first.add(vec![file.clone()]).await.unwrap();
+    let id = only_record(&first).id;
+    wait_for("three parts stored", 60_000.0, || setup.faults.parts_stored(id).len() >= 3).await;
+    // The page goes away with parts on the wire.
+    first.close();
+    (id, setup.faults.parts_stored(id))
 }
 
 /// Opens `name` at a newer schema version, as a newer build of the app in

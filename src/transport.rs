@@ -247,8 +247,12 @@ impl Api for HttpApi {
 #[derive(Default)]
 pub struct XhrTransport {
     /// The PUTs running, by attempt (several for a multipart attempt).
-    running: Rc<RefCell<Vec<(Uuid, Option<u32>, XmlHttpRequest)>>>,
+    running: Rc<RefCell<Vec<RunningPut>>>,
 }
+
+/// A PUT on the wire: its attempt, its part (of a multipart attempt), and
+/// the request.
+type RunningPut = (Uuid, Option<u32>, XmlHttpRequest);
 
 impl Transport for XhrTransport {
     fn put(

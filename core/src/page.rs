@@ -124,7 +124,7 @@ pub enum Effect {
     /// Store these records in one transaction, then delete these ones;
     /// answer [`Input::Stored`]. At most one is in flight. It is one of: the
     /// records that changed; the new records of an add
-    /// ([`Page::record_added`], strict, before anything of them is sent);
+    /// ([`Page::add`], strict, before anything of them is sent);
     /// or the record of an attempt being forgotten ([`Page::forget`]).
     Store {
         /// The records, at the revisions to store.
@@ -322,8 +322,8 @@ pub struct IdentityCheck {
     pub parts: Vec<PartRange>,
 }
 
-/// What [`Page::add`] decided; [`Page::record_added`] stores `new_records`
-/// (strictly) before anything of them happens.
+/// What [`Page::add`] decided. Its `new_records` are stored (strictly,
+/// the page's first write after the add) before anything of them happens.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AddPlan {
     /// One outcome per file, in the order given.
@@ -335,6 +335,14 @@ pub struct AddPlan {
     pub hold: Vec<(usize, Uuid)>,
     /// Blob keys of existing attempts whose files should now be kept.
     pub keep: Vec<Uuid>,
+    /// The new attempts whose whole file the driver may start hashing now,
+    /// while their records are written (the scheduler asks for those hashes
+    /// first, once the records are stored: [`Command::HashFile`]): as many
+    /// as it hashes at once, of those it hashes whole. The driver answers
+    /// that command with the hash it started, so the first authorizes do
+    /// not wait for the write and then the hash, one after the other
+    /// (issue 34).
+    pub hash_ahead: Vec<Uuid>,
 }
 
 /// The write under way ([`Effect::Store`]).
@@ -795,16 +803,40 @@ impl Page {
     /// of them (or could not be hashed) is not given to that attempt, which
     /// keeps waiting for its own file, untouched; it is a new attempt
     /// ([`Added::NotSameFile`]).
-    /// Nothing new is driven until the driver has stored `new_records` and
-    /// called [`Page::handle_added`].
+    ///
+    /// The new records are then the page's first write, strict
+    /// ([`Effect::Store`]); nothing of them is driven until it is done. The
+    /// ticket is done once the files are kept (or could not be), or once the
+    /// records could not be stored: then nothing of them remains, and
+    /// [`Page::take_failure`] says why.
     pub fn add(
         &mut self,
         files: &[FileInfo],
         digests: &[Vec<(u32, String)>],
         now: UnixMillis,
         entropy: &mut dyn Entropy,
+    ) -> (AddPlan, Ticket) {
+        let mut plan = self.plan_add(files, digests, now, entropy);
+        plan.hash_ahead = self.hashes_ahead(&plan);
+        let ticket = self.record_added(plan.clone());
+        (plan, ticket)
+    }
+
+    /// What an add of these files does ([`Page::add`]).
+    fn plan_add(
+        &mut self,
+        files: &[FileInfo],
+        digests: &[Vec<(u32, String)>],
+        now: UnixMillis,
+        entropy: &mut dyn Entropy,
     ) -> AddPlan {
-        let mut plan = AddPlan { outcomes: Vec::new(), new_records: Vec::new(), hold: Vec::new(), keep: Vec::new() };
+        let mut plan = AddPlan {
+            outcomes: Vec::new(),
+            new_records: Vec::new(),
+            hold: Vec::new(),
+            keep: Vec::new(),
+            hash_ahead: Vec::new(),
+        };
         // A pick over the app's caps is refused whole, before anything.
         let total_bytes = files.iter().fold(0u64, |sum, f| sum.saturating_add(f.size));
         if let Err(error) = self.config.pick_limits.check(files.len(), total_bytes) {
@@ -893,13 +925,8 @@ impl Page {
         plan
     }
 
-    /// The new attempts of `plan` whose file the driver may start hashing
-    /// while their records are written (the scheduler asks for those hashes
-    /// first, once the records are stored: [`Command::HashFile`]): as many
-    /// as it hashes at once, of those it hashes whole. The driver answers
-    /// that command with the hash it started, so the first authorizes do not
-    /// wait for the write and then the hash, one after the other (issue 34).
-    pub fn hashes_ahead(&self, plan: &AddPlan) -> Vec<Uuid> {
+    /// [`AddPlan::hash_ahead`].
+    fn hashes_ahead(&self, plan: &AddPlan) -> Vec<Uuid> {
         let limit = self.sched.hash_limit();
         plan.new_records
             .iter()
@@ -911,11 +938,8 @@ impl Page {
 
     /// Carries out an add's plan: its new records are stored first, strictly
     /// ([`Effect::Store`]); then they are driven once their locks are
-    /// granted, and the files are kept for a reload. The ticket is done once
-    /// the files are kept (or could not be), or once the records could not
-    /// be stored: then nothing of them remains, and
-    /// [`Page::take_failure`] says why.
-    pub fn record_added(&mut self, plan: AddPlan) -> Ticket {
+    /// granted, and the files are kept for a reload.
+    fn record_added(&mut self, plan: AddPlan) -> Ticket {
         let ticket = self.ticket();
         if plan.new_records.is_empty() {
             self.handle_added(&plan, ticket);

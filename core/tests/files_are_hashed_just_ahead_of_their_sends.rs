@@ -108,8 +108,8 @@ fn the_first_files_of_a_pick_are_hashed_while_their_records_are_written() {
         .collect();
     let digests = vec![Vec::new(); infos.len()];
     let mut rng = TestRng::new(9);
-    let plan = sim.page_mut().add(&infos, &digests, T0, &mut rng);
+    let (plan, _) = sim.page_mut().add(&infos, &digests, T0, &mut rng);
     let ids: Vec<Uuid> = plan.new_records.iter().map(|r| r.id).collect();
     // Three at once; the 100 MiB file goes up in parts (hashed part by part).
-    assert_eq!(sim.page().hashes_ahead(&plan), vec![ids[0], ids[2], ids[3]]);
+    assert_eq!(plan.hash_ahead, vec![ids[0], ids[2], ids[3]]);
 }

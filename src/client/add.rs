@@ -74,7 +74,8 @@ impl Client {
         // Files are kept within the room the browser says is left.
         let room = crate::env::storage_room().await;
         self.page().set_storage_room(room);
-        let plan = self.page().add(&infos, &digests, now(), &mut CryptoEntropy);
+        // The page decides, and queues the strict write of the new records.
+        let (plan, ticket) = self.page().add(&infos, &digests, now(), &mut CryptoEntropy);
         {
             let mut held = self.0.files.borrow_mut();
             for (index, key) in &plan.hold {
@@ -83,8 +84,7 @@ impl Client {
         }
         // The first files' hashes start now, beside the write (only read
         // here: nothing is sent before the write is done).
-        let ahead = self.page().hashes_ahead(&plan);
-        for id in &ahead {
+        for id in &plan.hash_ahead {
             let record = plan.new_records.iter().find(|r| r.id == *id);
             let index = record.and_then(|r| plan.hold.iter().find(|(_, key)| *key == r.blob_key)).map(|(i, _)| *i);
             if let (Some(record), Some(index)) = (record, index) {
@@ -96,14 +96,12 @@ impl Client {
         // Durable first: if the write fails (quota, storage gone), nothing
         // was written, nothing is sent, and nothing of the new attempts
         // remains.
-        let outcomes = plan.outcomes.clone();
-        let ticket = self.page().record_added(plan);
         let written = self.ticket_result(ticket).await;
         if written.is_err() {
-            self.0.hashes_ahead.borrow_mut().retain(|id, _| !ahead.contains(id));
+            self.0.hashes_ahead.borrow_mut().retain(|id, _| !plan.hash_ahead.contains(id));
         }
         written?;
-        Ok(outcomes)
+        Ok(plan.outcomes)
     }
 
     /// Asks the server which parts it holds of these attempts (with the

@@ -86,7 +86,8 @@ struct Shared {
     /// Files' bytes held in memory, by blob key.
     files: RefCell<IdMap<Blob>>,
     /// Whole-file hashes started while an add's records were written
-    /// ([`Page::hashes_ahead`]), by attempt: the promise and the file's size.
+    /// ([`AddPlan::hash_ahead`](upload_once_core::page::AddPlan::hash_ahead)),
+    /// by attempt: the promise and the file's size.
     hashes_ahead: RefCell<IdMap<(js_sys::Promise, u64)>>,
     /// When each attempt's picked file was last read whole by its hash
     /// (ms): a PUT soon after needs no other proof that it still reads.
@@ -102,8 +103,12 @@ struct Shared {
     /// The online state the page was last told.
     online: Cell<Option<bool>>,
     channel: RefCell<Option<Channel>>,
-    window_listeners: RefCell<Vec<(&'static str, Closure<dyn FnMut()>)>>,
+    window_listeners: RefCell<Vec<WindowListener>>,
 }
+
+/// A listener on the window (`online`, `offline`), by event name, removed
+/// when the client closes.
+type WindowListener = (&'static str, Closure<dyn FnMut()>);
 
 /// A running uploader (the Rust face of the JS `Uploader`).
 #[derive(Clone)]

@@ -65,11 +65,8 @@ impl Options {
 
     pub(super) fn validate(&self) -> Result<()> {
         let bad = |m: &str| Err(Error::InvalidOptions(m.to_owned()));
-        if !(self.api_base.starts_with("http://")
-            || self.api_base.starts_with("https://")
-            || self.api_base.starts_with('/'))
-            && !self.api_base.is_empty()
-        {
+        let is_url_or_path = ["http://", "https://", "/"].iter().any(|start| self.api_base.starts_with(start));
+        if !is_url_or_path && !self.api_base.is_empty() {
             return bad("apiBase must be an http(s) URL or a path");
         }
         if self.event.is_empty() {

@@ -150,7 +150,7 @@ impl Client {
             return Err(Failure::Unexpected("the file's bytes are not available".into()));
         };
         // The whole file's hash may have started while its record was
-        // written (`Page::hashes_ahead`); else it starts now.
+        // written (`AddPlan::hash_ahead`); else it starts now.
         let ahead = self.0.hashes_ahead.borrow_mut().remove(id);
         let started = match ahead {
             Some((promise, size)) if start == 0 && end == size => promise,

@@ -1523,7 +1523,10 @@ impl Sim {
                 self.stats.parts_checked += 1;
             }
         }
-        let plan = self.tabs[0].page.add(infos, &digests, self.now, &mut self.rng);
+        // As the driver does: the page decides, and queues the strict write
+        // of the new records; the add resolves once its files are kept, or
+        // fails.
+        let (plan, ticket) = self.tabs[0].page.add(infos, &digests, self.now, &mut self.rng);
         for (index, blob_key) in &plan.hold {
             self.tabs[0].memory.insert(*blob_key);
             // The bytes held under that key are now the ones just picked.
@@ -1542,9 +1545,7 @@ impl Sim {
                 });
             }
         }
-        // As the driver does: the page stores the new records (strictly),
-        // and the add resolves once its files are kept, or fails.
-        let ticket = self.tabs[0].page.record_added(plan.clone());
+        // The write is carried out: the new records are stored (strictly).
         if let Some(first) = plan.new_records.first().map(|r| r.id) {
             self.write_own(|records, _| records.first().map(|r| r.id) == Some(first));
         }

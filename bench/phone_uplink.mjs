@@ -69,7 +69,7 @@ async function run(server, variant, load, profile, files) {
     await Promise.race([failure, page.waitForFunction(() => window.__armed === true, null, { timeout: 60_000 })]);
     if (PROFILE) {
       await cdp.send("Profiler.enable");
-      await cdp.send("Profiler.setSamplingInterval", { interval: 500 });
+      await cdp.send("Profiler.setSamplingInterval", { interval: PROFILE_MS ? 100 : 500 });
       await cdp.send("Profiler.start");
     }
     await page.setInputFiles("#pick", files);
@@ -83,13 +83,25 @@ async function run(server, variant, load, profile, files) {
   }
 }
 
-/** `--profile`: the page's main thread, sampled (CDP Profiler) from the pick to the end; the top functions by self time. */
-const PROFILE = args.includes("--profile");
+/**
+ * `--profile`: the page's main thread, sampled (CDP Profiler) from the pick to the end; the top functions by self time.
+ * `--profile-ms N`: only the first N ms after the pick, sampled every 0.1 ms (where the first file's time before its first byte goes).
+ */
+const PROFILE_MS = Number(opt("--profile-ms", "0"));
+const PROFILE = args.includes("--profile") || PROFILE_MS > 0;
 function printProfile(variant, profile) {
   const self = new Map();
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const dt = profile.timeDeltas;
+  // With --profile-ms, the window starts at the first sample in the page's
+  // own script (the pick's change handler), not at the profiler's start
+  // (before the files are handed to the page).
+  let at = 0; // µs since the profile started
+  const times = dt.map((d) => (at += d));
+  const first = profile.samples.findIndex((id) => (byId.get(id).callFrame.url || "").includes("uplink.js"));
+  const from = PROFILE_MS ? times[Math.max(0, first)] : 0;
   profile.samples.forEach((id, i) => {
+    if (PROFILE_MS && (times[i] < from || times[i] > from + PROFILE_MS * 1000)) return;
     const n = byId.get(id);
     const key = `${n.callFrame.functionName || "(anonymous)"} ${n.callFrame.url.split("/").pop()}:${n.callFrame.lineNumber}`;
     self.set(key, (self.get(key) ?? 0) + (dt[i] ?? 0) / 1000);

@@ -167,8 +167,8 @@ export function timeoutSignal(ms) {
 // worker (made once, from a Blob of `hashing`'s own source), so a phone's
 // page thread is left to the uploads: Chromium computes `digest` on the
 // calling thread. A worker that cannot be made (no Worker, a CSP whose
-// `worker-src` leaves out `blob:`) or that fails hands its hashes back to
-// the page. Parts are hashed on the page (offPage false): there the pool
+// `worker-src` leaves out `blob:`), or that fails or falls silent, hands
+// its hashes back to the page. Parts are hashed on the page (offPage false): there the pool
 // below bounds the page's memory, which is what the parts' budget measures.
 export function sha256Hex(blob, start, end, offPage) {
   const worker = offPage && typeof Blob === "function" && blob instanceof Blob && hashWorker();
@@ -177,6 +177,7 @@ export function sha256Hex(blob, start, end, offPage) {
     const id = hashNext++;
     hashCalls.set(id, { resolve, reject, blob, start, end });
     worker.postMessage([id, blob, start, end]);
+    if (!hashSilence) hashSilence = setTimeout(() => giveUpHashWorker(worker), HASH_WORKER_SILENT_MS);
   });
 }
 
@@ -196,6 +197,14 @@ export function prepareHashWorker() {
   setTimeout(hashWorker, 0);
 }
 
+// A hash worker that answers nothing for this long while hashes wait on it
+// is given up, as one that fails is: a worker the browser ended without an
+// `error` event would otherwise hold its files' authorizes for ever. Its
+// longest answer, one whole file of up to `hashFileMaxBytes` (64 MiB by
+// default) read after a stalled read's 2 s, takes far less on a phone.
+const HASH_WORKER_SILENT_MS = 10000;
+let hashSilence = 0; // the timer, while hashes wait on the worker
+
 let hashWorkerMade; // undefined: not tried yet; null: none
 let hashNext = 1;
 let hashedInWorker = 0;
@@ -207,6 +216,8 @@ function hashWorker() {
   hashWorkerMade = blobWorker(`(${hashing})(self);`, (e) => {
     const [id, hex, pooled, reused, byob, name, message] = e.data;
     workerStats = [pooled, reused, byob];
+    clearTimeout(hashSilence);
+    hashSilence = hashCalls.size > 1 ? setTimeout(() => giveUpHashWorker(hashWorkerMade), HASH_WORKER_SILENT_MS) : 0;
     const call = hashCalls.get(id);
     if (!call) return;
     hashCalls.delete(id);
@@ -217,16 +228,23 @@ function hashWorker() {
       call.reject(new DOMException(message, name));
     }
   }, (worker, e) => {
-    // The page hashes from now on, the waiting ones first.
     if (e && typeof e.preventDefault === "function") e.preventDefault();
-    if (hashWorkerMade !== worker) return;
-    hashWorkerMade = null;
-    worker.terminate();
-    const waiting = [...hashCalls.values()];
-    hashCalls.clear();
-    for (const call of waiting) pageHashing.sha256Hex(call.blob, call.start, call.end).then(call.resolve, call.reject);
+    giveUpHashWorker(worker);
   });
   return hashWorkerMade;
+}
+
+// A hash worker that failed or fell silent: the page hashes from now on,
+// the waiting ones first.
+function giveUpHashWorker(worker) {
+  if (!worker || hashWorkerMade !== worker) return;
+  hashWorkerMade = null;
+  clearTimeout(hashSilence);
+  hashSilence = 0;
+  worker.terminate();
+  const waiting = [...hashCalls.values()];
+  hashCalls.clear();
+  for (const call of waiting) pageHashing.sha256Hex(call.blob, call.start, call.end).then(call.resolve, call.reject);
 }
 
 // A dedicated worker running `source`, made from a Blob (the pages' CSP

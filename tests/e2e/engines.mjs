@@ -102,11 +102,25 @@ export function offlineBanner(page) {
 }
 
 /** Waits until there are `n` cards and every one shows "Saved". */
-export function untilAllSaved(page, n, ms = 90_000) {
-  return until(`${n} cards to show "Saved" in ${page.name}`, async () => {
-    const all = await cards(page);
-    return all.length === n && all.every((c) => /^Saved/.test(c.confirmation)) && all;
-  }, ms, 200);
+export async function untilAllSaved(page, n, ms = 90_000) {
+  let last = [];
+  try {
+    return await until(`${n} cards to show "Saved" in ${page.name}`, async () => {
+      const all = (last = await cards(page));
+      return all.length === n && all.every((c) => /^Saved/.test(c.confirmation)) && all;
+    }, ms, 200);
+  } catch (e) {
+    // What each card and attempt was left at, for a run that cannot be
+    // watched (a CI machine).
+    let seen = last.map((c) => `${c.transfer} / ${c.confirmation}`).join("; ");
+    try {
+      const list = await attempts(page);
+      seen += ` | attempts: ${JSON.stringify(list.map((a) => [a.transfer, a.confirmation, a.error?.code ?? null, a.bytesSent, a.retries, a.offline]))}`;
+    } catch (read) {
+      seen += ` | attempts unread: ${read.message}`;
+    }
+    throw new Error(`${e.message}; the cards showed: ${seen}`);
+  }
 }
 
 /** Picks files in the guest page's file input. */

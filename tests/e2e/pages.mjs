@@ -51,6 +51,18 @@ export async function pick(page, files) {
   await page.setInputFiles("[data-testid='file-input']", files);
 }
 
+/** The SHA-256 that each authorize `page` sends from now on carries, by file name (filled as they go). */
+export function authorizeHashes(page) {
+  const sent = new Map();
+  page.on("request", (r) => {
+    if (r.method() === "POST" && /\/v1\/events\/[^/]+\/attempts$/.test(new URL(r.url()).pathname)) {
+      const body = JSON.parse(r.postData());
+      sent.set(body.filename, body.sha256);
+    }
+  });
+  return sent;
+}
+
 /** The ids of the items a wall page shows, sorted. */
 export const wallIds = (wall) => wall.$$eval("[data-testid='wall-item']", (els) => els.map((e) => e.dataset.id).sort());
 

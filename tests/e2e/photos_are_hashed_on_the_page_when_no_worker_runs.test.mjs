@@ -7,7 +7,7 @@ import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { startServer, createEvent, hostMedia, guestUrl, photos } from "./harness.mjs";
-import { launch, openGuest, pick, untilAllSaved } from "./pages.mjs";
+import { authorizeHashes, launch, openGuest, pick, untilAllSaved } from "./pages.mjs";
 
 let server, browser;
 before(async () => { server = await startServer("no-worker"); browser = await launch(); });
@@ -28,13 +28,7 @@ test("with every worker failing at its start, photos are hashed on the page and 
     };
   });
   const page = await openGuest(context, guestUrl(server, ev));
-  const sent = new Map(); // file name → the sha256 its authorize carried
-  page.on("request", (r) => {
-    if (r.method() === "POST" && /\/v1\/events\/[^/]+\/attempts$/.test(new URL(r.url()).pathname)) {
-      const body = JSON.parse(r.postData());
-      sent.set(body.filename, body.sha256);
-    }
-  });
+  const sent = authorizeHashes(page); // file name → the sha256 its authorize carried
   const files = photos(4, 120_000, "nw");
   await pick(page, files);
   await untilAllSaved(page, 4);

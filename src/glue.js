@@ -168,8 +168,9 @@ export function timeoutSignal(ms) {
 // page thread is left to the uploads: Chromium computes `digest` on the
 // calling thread. A worker that cannot be made (no Worker, a CSP whose
 // `worker-src` leaves out `blob:`), or that fails or falls silent, hands
-// its hashes back to the page. Parts are hashed on the page (offPage false): there the pool
-// below bounds the page's memory, which is what the parts' budget measures.
+// its hashes back to the page. Parts are hashed on the page (offPage
+// false): there the pool below bounds the page's memory, which is what the
+// parts' budget measures.
 export function sha256Hex(blob, start, end, offPage) {
   const worker = offPage && typeof Blob === "function" && blob instanceof Blob && hashWorker();
   if (!worker) return pageHashing.sha256Hex(blob, start, end);

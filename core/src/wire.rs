@@ -748,16 +748,51 @@ pub struct HostMedia {
     pub guest: i64,
 }
 
-/// `GET /v1/events/{slug}/media` answer (host).
+/// `GET /v1/events/{slug}/media` answer (host): one page of the list, or
+/// what changed since a change cursor.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MediaListResponse {
-    /// Media records, oldest first.
+    /// A page: media records in the order asked for. What changed: the
+    /// records changed since the cursor, in the order they changed.
     pub media: Vec<HostMedia>,
+    /// What changed: media withdrawn by their guest since the cursor (no
+    /// longer in the list).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gone: Vec<Uuid>,
     /// Uploads that were not stored because their bytes already were (in
-    /// the event's dedup scope).
-    #[serde(default)]
-    pub deduplicated: u64,
+    /// the event's dedup scope). Absent from an answer of what changed when
+    /// nothing did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deduplicated: Option<u64>,
+    /// How many media the list holds per filter, counted now. Absent from
+    /// an answer of what changed when nothing did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<MediaCounts>,
+    /// A page: pass as `cursor` (with the same filter and order) for the
+    /// next one; absent after the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// Pass as `since` to learn what changes after this answer. Opaque;
+    /// it only grows.
+    pub changes: String,
+    /// What changed: more changes wait (ask again with `changes`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub more: bool,
+}
+
+/// How many media of an event the host's list holds, per filter.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MediaCounts {
+    /// Waiting for the host.
+    pub pending: u64,
+    /// Approved.
+    pub approved: u64,
+    /// Rejected.
+    pub rejected: u64,
+    /// All of them.
+    pub all: u64,
 }
 
 /// One approved media record on the wall.

@@ -28,6 +28,8 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (44, "short reservations", include_str!("../migrations/postgres/0044_short_reservations.sql")),
             (45, "revocations", include_str!("../migrations/postgres/0045_revocations.sql")),
             (46, "videos", include_str!("../migrations/postgres/0046_videos.sql")),
+            (47, "change cursor", include_str!("../migrations/postgres/0047_change_cursor.sql")),
+            (48, "bulk moderations", include_str!("../migrations/postgres/0048_bulk_moderations.sql")),
         ]
     } else {
         vec![
@@ -44,6 +46,8 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (44, "short reservations", include_str!("../migrations/sqlite/0044_short_reservations.sql")),
             (45, "revocations", include_str!("../migrations/sqlite/0045_revocations.sql")),
             (46, "videos", include_str!("../migrations/sqlite/0046_videos.sql")),
+            (47, "change cursor", include_str!("../migrations/sqlite/0047_change_cursor.sql")),
+            (48, "bulk moderations", include_str!("../migrations/sqlite/0048_bulk_moderations.sql")),
         ]
     }
 }

@@ -9,8 +9,7 @@ use upload_once_core::ErrorCode;
 use upload_once_core::restrictions::is_valid_type_pattern;
 use upload_once_core::time::format_rfc3339;
 use upload_once_core::wire::{
-    CreateEventRequest, CreateEventResponse, CreateSessionRequest, EventInfo, MediaListResponse, Moderation,
-    ModerationRequest, Problem, SessionResponse, WallResponse,
+    CreateEventRequest, CreateEventResponse, CreateSessionRequest, EventInfo, ModerationRequest, Problem, SessionResponse, WallResponse,
 };
 
 use super::extract::{Admin, ApiJson, ApiPath, ApiQuery, HostOfEvent, HostOfMedia, bearer, event};
@@ -174,36 +173,6 @@ pub async fn create_session(
     ))
 }
 
-/// Query of the host's media list.
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-pub struct MediaQuery {
-    /// Only media in this moderation state.
-    pub moderation: Option<Moderation>,
-}
-
-/// `GET /v1/events/{slug}/media`
-#[utoipa::path(get, path = "/v1/events/{slug}/media", tag = "hosts",
-    params(("slug" = String, Path, description = "Event slug"), MediaQuery),
-    security(("host" = [])),
-    responses(
-        (status = 200, body = MediaListResponse, description = "The event's media, and how many uploads were deduplicated"),
-        CredentialRefused,
-    ))]
-pub async fn list_media(
-    State(records): State<Records>,
-    State(links): State<Links>,
-    State(media): State<Arc<MediaServices>>,
-    HostOfEvent(event): HostOfEvent,
-    ApiQuery(query): ApiQuery<MediaQuery>,
-) -> Result<Json<MediaListResponse>> {
-    let rows = records.list_media(event.id, query.moderation).await?;
-    let deduplicated = records.deduplicated(event.id).await?;
-    Ok(Json(MediaListResponse {
-        media: crate::services::views::host_media(&links, &media, &event, &rows).await?,
-        deduplicated,
-    }))
-}
-
 /// `POST /v1/media/{id}/moderation`
 #[utoipa::path(post, path = "/v1/media/{id}/moderation", tag = "hosts",
     params(("id" = Uuid, Path, description = "Media id")),
@@ -246,6 +215,10 @@ pub async fn moderate(
 pub struct WallQuery {
     /// The `next_cursor` of the previous page; absent for the start.
     pub after: Option<String>,
+    /// Instead of `after`: start with the newest `last` items (1 to 100),
+    /// so a screen that shows only so many never reads the event from its
+    /// start.
+    pub last: Option<u32>,
     /// The guest code (or send a wall or host token as bearer, or the code
     /// in `X-Guest-Code`).
     pub code: Option<String>,
@@ -284,6 +257,22 @@ pub(crate) fn may_see_wall(headers: &HeaderMap, query: &WallQuery, event: &Event
     }
 }
 
+/// The wall position a read starts after: `after`'s, or the one before the
+/// newest `last` items, or the start.
+pub(crate) async fn wall_start(records: &Records, event: &EventRow, query: &WallQuery) -> Result<i64> {
+    match (query.after.as_deref(), query.last) {
+        (Some(_), Some(_)) => {
+            Err(Error::problem(ErrorCode::InvalidQuery, "send `after` (a cursor) or `last` (a count), not both"))
+        }
+        (Some(cursor), None) => decode_cursor(cursor.trim()),
+        (None, Some(n)) if !(1..=WALL_PAGE).contains(&n) => {
+            Err(Error::problem(ErrorCode::InvalidQuery, "`last` must be from 1 to 100"))
+        }
+        (None, Some(n)) => Ok(records.wall_before_last(event.id, n).await?),
+        (None, None) => Ok(0),
+    }
+}
+
 /// `GET /v1/events/{slug}/wall`
 #[utoipa::path(get, path = "/v1/events/{slug}/wall", tag = "wall",
     params(("slug" = String, Path, description = "Event slug"), WallQuery),
@@ -302,7 +291,7 @@ pub async fn wall(
 ) -> Result<Json<WallResponse>> {
     let event = event(&records, &slug).await?;
     may_see_wall(&headers, &query, &event)?;
-    let after = query.after.as_deref().map(decode_cursor).transpose()?.unwrap_or(0);
+    let after = wall_start(&records, &event, &query).await?;
     let rows = records.wall(event.id, after, WALL_PAGE).await?;
     let next = rows.last().and_then(|m| m.wall_seq).unwrap_or(after);
     Ok(Json(WallResponse {

@@ -554,9 +554,11 @@ pub async fn wall_live(
     let slot = crate::limits::LiveSlots::take(&state.limits, client, event.id)
         .map_err(|refusal| Error::problem(ErrorCode::RateLimited, refusal))?;
     let last_id = headers.get("last-event-id").and_then(|v| v.to_str().ok()).filter(|v| !v.trim().is_empty());
-    let cursor = match last_id.or(query.after.as_deref()) {
+    // A reconnection goes on from the last event it had, whatever the link
+    // asked for at first.
+    let cursor = match last_id {
         Some(cursor) => decode_cursor(cursor.trim())?,
-        None => 0,
+        None => super::events::wall_start(&state.records, &event, &query).await?,
     };
     // Subscribed before anything is read: nothing approved from now on is
     // missed.

@@ -6,8 +6,10 @@
 pub mod admission;
 pub mod assets;
 pub mod attempts;
+pub mod bulk;
 pub mod events;
 pub mod extract;
+pub mod host_list;
 pub mod media;
 pub mod metrics;
 pub mod operations;
@@ -23,6 +25,8 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::compression::CompressionLayer;
+use tower_http::compression::predicate::{Predicate, SizeAbove};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
@@ -118,6 +122,18 @@ pub async fn admin_test_hooks(State(state): State<AppState>, request: axum::extr
     Ok("ok")
 }
 
+/// Whether an answer is JSON: `application/json` and
+/// `application/problem+json`. With [`SizeAbove`] 1 KiB, what is
+/// compressed (the host's list of a festival is hundreds of kilobytes).
+/// Media, pages (sent precompressed), the storage PUT's answers and the
+/// live wall's events are left as they are.
+fn is_json(_: axum::http::StatusCode, _: axum::http::Version, headers: &HeaderMap, _: &axum::http::Extensions) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/json") || t.starts_with("application/problem+json"))
+}
+
 async fn route_not_found() -> Response {
     problem_response(ErrorCode::RouteNotFound, "no such route".into())
 }
@@ -162,7 +178,7 @@ pub fn api(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(events::revoke_guest))
         .routes(routes!(events::create_session))
         .routes(routes!(attempts::authorize))
-        .routes(routes!(events::list_media))
+        .routes(routes!(host_list::list_media))
         .routes(routes!(events::wall))
         .routes(routes!(attempts::status_batch))
         .routes(routes!(attempts::status, attempts::withdraw))
@@ -170,6 +186,8 @@ pub fn api(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(attempts::renew))
         .routes(routes!(attempts::sign_parts))
         .routes(routes!(events::moderate))
+        .routes(routes!(bulk::start))
+        .routes(routes!(bulk::progress))
         .routes(routes!(media::original))
         .routes(routes!(media::display))
         .routes(routes!(media::thumb))
@@ -206,6 +224,7 @@ pub fn app(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(state.clone(), admission::admit))
         .layer(cors(&config.allowed_origins))
         .layer(CatchPanicLayer::custom(panic_response))
+        .layer(CompressionLayer::new().gzip(true).compress_when(SizeAbove::new(1024).and(is_json)))
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::count_requests))
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         // A failing database is logged once per outage by the health record

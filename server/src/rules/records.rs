@@ -231,6 +231,93 @@ pub struct MediaRow {
     /// Rejected past the retention: its objects are (being) deleted, and no
     /// approval brings it back.
     pub removed: bool,
+    /// Withdrawn by its guest: out of the host's list.
+    pub withdrawn: bool,
+    /// The event's change number of its last change (see
+    /// [`MediaListing`]).
+    pub change_seq: i64,
+}
+
+/// Which media a page of the host's list holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MediaFilter {
+    /// Waiting for the host.
+    Pending,
+    /// Approved.
+    Approved,
+    /// Rejected.
+    Rejected,
+    /// Every one the list shows.
+    #[default]
+    All,
+}
+
+impl MediaFilter {
+    /// The one moderation state it holds, `None` for all.
+    pub fn moderation(self) -> Option<Moderation> {
+        match self {
+            MediaFilter::Pending => Some(Moderation::Pending),
+            MediaFilter::Approved => Some(Moderation::Approved),
+            MediaFilter::Rejected => Some(Moderation::Rejected),
+            MediaFilter::All => None,
+        }
+    }
+
+    /// The filter of one moderation state (or all).
+    pub fn of(moderation: Option<Moderation>) -> MediaFilter {
+        match moderation {
+            Some(Moderation::Pending) => MediaFilter::Pending,
+            Some(Moderation::Approved) => MediaFilter::Approved,
+            Some(Moderation::Rejected) => MediaFilter::Rejected,
+            None => MediaFilter::All,
+        }
+    }
+
+    /// Its stable text (in cursors).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MediaFilter::Pending => "pending",
+            MediaFilter::Approved => "approved",
+            MediaFilter::Rejected => "rejected",
+            MediaFilter::All => "all",
+        }
+    }
+}
+
+/// One page of the host's list: media of one event (not withdrawn), of
+/// one filter, in upload order (`created_at`, then id), oldest or newest
+/// first, after a place in that order.
+///
+/// The host's list is read as a page at a time, and then by what changed
+/// since: every change to a media record (confirmed, decided, withdrawn,
+/// its renditions settled) takes the event's next change number, under the
+/// event row's lock held to the commit, so within an event the numbers are
+/// taken in commit order, and a reader that asks for what changed after the
+/// last number it saw misses nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MediaListing {
+    /// The event.
+    pub event_id: i64,
+    /// Which media.
+    pub filter: MediaFilter,
+    /// Newest first (else oldest first).
+    pub newest_first: bool,
+    /// The last media of the previous page: its `created_at` and id.
+    pub after: Option<(UnixMillis, Uuid)>,
+    /// At most this many.
+    pub limit: u32,
+}
+
+/// How many media of an event the host's list holds, per moderation state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MediaCounts {
+    /// Waiting for the host.
+    pub pending: u64,
+    /// Approved.
+    pub approved: u64,
+    /// Rejected.
+    pub rejected: u64,
 }
 
 /// A media record to create at confirm.
@@ -287,3 +374,27 @@ pub struct IndexEntry {
     /// (parts), lowercase hex.
     pub content_key: String,
 }
+
+/// A host's decision over every media waiting as of a change number, which
+/// the server carries out in batches (`POST /v1/events/{slug}/moderation/bulk`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BulkModeration {
+    /// Its id.
+    pub id: Uuid,
+    /// The event.
+    pub event_id: i64,
+    /// Approve or reject.
+    pub decision: ModerationDecision,
+    /// Only media whose last change is at most this change number: what
+    /// the host had seen.
+    pub upto_seq: i64,
+    /// How many were waiting when it began.
+    pub total: u64,
+    /// How many it has decided.
+    pub done: u64,
+    /// Whether it has ended.
+    pub finished: bool,
+    /// Until when the instance that carries it out holds it.
+    pub claimed_until: UnixMillis,
+}
+

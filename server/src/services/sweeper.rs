@@ -46,6 +46,8 @@ pub struct SweepReport {
     pub media_removed: u64,
     /// Removed media whose original and renditions were deleted.
     pub media_objects_deleted: u64,
+    /// Bulk decisions whose instance stopped mid-way, taken up again.
+    pub bulk_resumed: u64,
     /// Deleted events whose objects and rows were removed.
     pub events_purged: u64,
     /// Objects of deleted events deleted once more after their last signed
@@ -100,6 +102,7 @@ pub async fn sweep_once(state: &AppState) -> Result<SweepReport> {
         report.objects_deleted += 1;
     }
     report.objects_deleted += super::dedup::sweep(state, BATCH).await?;
+    report.bulk_resumed = super::bulk::resume_lapsed(state).await?;
     let cutoff = now.saturating_sub(state.config.rejected_retention.as_millis() as i64);
     report.media_removed = state.records.remove_rejected(cutoff, now).await?;
     for m in state.records.removed_media_with_objects(BATCH).await? {

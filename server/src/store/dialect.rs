@@ -78,6 +78,14 @@ impl Dialect {
     /// The next wall position, as a SQL expression. PostgreSQL takes it
     /// from a sequence; SQLite, under its write lock, from the largest one
     /// handed out.
+    /// The function that takes the least of its arguments.
+    pub(crate) fn least(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "MIN",
+            Dialect::Postgres => "LEAST",
+        }
+    }
+
     pub(crate) fn next_wall_seq(self) -> &'static str {
         match self {
             Dialect::Sqlite => "(SELECT COALESCE(MAX(wall_seq), 0) + 1 FROM media)",

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use upload_once_core::time::UnixMillis;
-use upload_once_core::wire::{Dedup, Moderation, ModerationPolicy};
+use upload_once_core::wire::{Dedup, Moderation, ModerationDecision, ModerationPolicy};
 use uuid::Uuid;
 
 use crate::error::Result;
@@ -229,6 +229,46 @@ pub trait RecordStore: Send + Sync + 'static {
     /// An event's media, oldest first, optionally only one moderation state.
     async fn list_media(&self, event_id: i64, moderation: Option<Moderation>) -> Result<Vec<MediaRow>>;
 
+    /// One page of the host's list ([`MediaListing`]).
+    async fn media_page(&self, listing: &MediaListing) -> Result<Vec<MediaRow>>;
+
+    /// The media of an event changed after change number `after`, withdrawn
+    /// ones too, in change order, at most `limit`.
+    async fn media_changes(&self, event_id: i64, after: i64, limit: u32) -> Result<Vec<MediaRow>>;
+
+    /// The event's last change number.
+    async fn change_seq(&self, event_id: i64) -> Result<i64>;
+
+    /// How many media the host's list holds, per moderation state (read
+    /// from an index, not the rows).
+    async fn media_counts(&self, event_id: i64) -> Result<MediaCounts>;
+
+    /// Records a bulk decision over the event's media waiting as of change
+    /// number `upto_seq`, claimed until `claimed_until` by its caller.
+    async fn start_bulk(
+        &self,
+        event_id: i64,
+        decision: ModerationDecision,
+        upto_seq: i64,
+        now: UnixMillis,
+        claimed_until: UnixMillis,
+    ) -> Result<BulkModeration>;
+
+    /// A bulk decision of an event.
+    async fn bulk(&self, event_id: i64, id: Uuid) -> Result<Option<BulkModeration>>;
+
+    /// Claims one unfinished bulk decision whose claim lapsed (its instance
+    /// stopped): until `claimed_until`.
+    async fn claim_lapsed_bulk(&self, now: UnixMillis, claimed_until: UnixMillis) -> Result<Option<BulkModeration>>;
+
+    /// The next media a bulk decision is to decide: still waiting, unchanged
+    /// since its change number, oldest first, at most `limit`.
+    async fn bulk_batch(&self, bulk: &BulkModeration, limit: u32) -> Result<Vec<Uuid>>;
+
+    /// Records a batch's progress (`decided` more), its claim extended to
+    /// `claimed_until`, or its end.
+    async fn bulk_progress(&self, id: Uuid, decided: u64, claimed_until: UnixMillis, finished: bool) -> Result<()>;
+
     /// Applies a host decision; `None` if the media is not in that event.
     async fn moderate(&self, decision: HostDecision<'_>) -> Result<Option<MediaRow>>;
 
@@ -243,6 +283,10 @@ pub trait RecordStore: Send + Sync + 'static {
     /// wall position (an instance that ended a job died before placing
     /// it), at most `limit`.
     async fn unplaced_on_wall(&self, limit: u32) -> Result<Vec<Uuid>>;
+
+    /// The wall position just before the event's newest `n` items on the
+    /// wall (0 when it has no more than `n`).
+    async fn wall_before_last(&self, event_id: i64, n: u32) -> Result<i64>;
 
     /// Approved media after a wall position, in approval order.
     async fn wall(&self, event_id: i64, after_seq: i64, limit: u32) -> Result<Vec<MediaRow>>;

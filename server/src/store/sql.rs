@@ -25,8 +25,8 @@ use uuid::Uuid;
 
 use super::dialect::{Dialect, dialect_of};
 use super::{
-    AttemptLock, AttemptRow, Credential, EMPTY_SESSION_COUNTS_MS, EventRow, GuestRemoval, HostDecision, IndexEntry,
-    MediaRow, NewAttempt, NewMedia, NewSession, PartDigest, RecordStore, SessionRow, SweepBacklog, dedup_from_db,
+    AttemptLock, AttemptRow, BulkModeration, Credential, EMPTY_SESSION_COUNTS_MS, EventRow, GuestRemoval, HostDecision, IndexEntry,
+    MediaCounts, MediaFilter, MediaListing, MediaRow, NewAttempt, NewMedia, NewSession, PartDigest, RecordStore, SessionRow, SweepBacklog, dedup_from_db,
     keep_released_connection, moderation_from_db, policy_from_db, policy_to_db,
 };
 use crate::error::{Error, Result};
@@ -42,7 +42,7 @@ const ATTEMPT_COLUMNS: &str = "a.row_id, a.id, a.session_id, a.event_id, a.filen
 const ATTEMPT_FROM: &str = "attempts a LEFT JOIN media m ON m.attempt_row_id = a.row_id";
 const MEDIA_COLUMNS: &str = "m.id, m.attempt_row_id, a.id AS attempt_id, a.session_id, m.event_id, e.slug, m.object_key, a.filename, \
      m.size, m.content_type, m.sha256, m.composite_sha256, m.moderation, m.moderation_reason, m.wall_seq, m.created_at, m.moderated_at, \
-     m.rejected_at, m.removed_at";
+     m.rejected_at, m.removed_at, m.withdrawn_at, m.change_seq";
 const MEDIA_FROM: &str = "media m JOIN attempts a ON a.row_id = m.attempt_row_id JOIN events e ON e.id = m.event_id";
 const EVENT_COLUMNS: &str = "id, slug, title, max_file_bytes, allowed_types, moderation, guest_code, host_token_hash, \
      wall_token_hash, created_at, dedup";
@@ -124,6 +124,8 @@ fn media_from_row(row: &AnyRow) -> Result<MediaRow> {
         moderated_at: row.try_get("moderated_at")?,
         rejected_at: row.try_get("rejected_at")?,
         removed: row.try_get::<Option<i64>, _>("removed_at")?.is_some(),
+        withdrawn: row.try_get::<Option<i64>, _>("withdrawn_at")?.is_some(),
+        change_seq: row.try_get("change_seq")?,
     })
 }
 
@@ -146,6 +148,91 @@ fn event_from_row(row: &AnyRow) -> Result<EventRow> {
 }
 
 /// `$first, $first+1, …`: `count` numbered placeholders.
+/// Gives media `media_id` of event `event_id` the event's next change
+/// number. The event row's lock it takes is held to the commit, so within
+/// an event the numbers are taken in commit order ([`MediaListing`]): call
+/// it last before the commit, so the lock is held briefly (and taken after
+/// every other lock, so no two writers wait on each other).
+async fn media_changed(conn: &mut AnyConnection, event_id: i64, media_id: Option<&str>) -> Result<()> {
+    let seq: i64 =
+        sqlx::query_scalar("UPDATE events SET change_seq = change_seq + 1 WHERE id = $1 RETURNING change_seq")
+            .bind(event_id)
+            .fetch_one(&mut *conn)
+            .await?;
+    if let Some(id) = media_id {
+        sqlx::query("UPDATE media SET change_seq = $1 WHERE id = $2").bind(seq).bind(id).execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
+/// The statement of one page of the host's list ([`MediaListing`]): `$1`
+/// the event, then the moderation state (when filtered), then the last
+/// media's `created_at` and id (after the first page), then the limit. Each
+/// is served by an index (`media_listed`, `media_listed_by_state`; see
+/// tests/every_list_query_is_served_by_an_index.rs).
+pub fn media_page_sql(filter: MediaFilter, newest_first: bool, after: bool) -> String {
+    let mut n = 1;
+    let mut arg = || {
+        n += 1;
+        n
+    };
+    let state = if filter.moderation().is_some() { format!(" AND m.moderation = ${}", arg()) } else { String::new() };
+    let (cmp, dir) = if newest_first { ("<", "DESC") } else { (">", "ASC") };
+    let after = if after {
+        let (at, id) = (arg(), arg());
+        format!(" AND (m.created_at {cmp} ${at} OR (m.created_at = ${at} AND m.id {cmp} ${id}))")
+    } else {
+        String::new()
+    };
+    let limit = arg();
+    format!(
+        "SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.event_id = $1 AND m.withdrawn_at IS NULL{state}{after} \
+         ORDER BY m.created_at {dir}, m.id {dir} LIMIT ${limit}"
+    )
+}
+
+/// The statement of what changed in an event's media after a change
+/// number (`media_changes`, served by the index of the same name).
+pub const MEDIA_CHANGES_SQL: &str = "SELECT m.id FROM media m WHERE m.event_id = $1 AND m.change_seq > $2 ORDER BY m.change_seq LIMIT $3";
+
+/// The statement of the host's counts, served by `media_listed_by_state`
+/// alone (it covers the columns and has the same condition).
+pub const MEDIA_COUNTS_SQL: &str = "SELECT m.moderation, COUNT(*) AS n FROM media m WHERE m.event_id = $1 AND m.withdrawn_at IS NULL GROUP BY m.moderation";
+
+/// What a bulk decision counts when it begins: the media waiting as of
+/// its change number (served by `media_listed_by_state`).
+pub const BULK_WAITING_COUNT_SQL: &str = "SELECT COUNT(*) FROM media m WHERE m.event_id = $1 AND m.withdrawn_at IS NULL \
+     AND m.moderation = 'pending' AND m.change_seq <= $2";
+
+/// A bulk decision's next batch: still waiting and unchanged since its
+/// change number, oldest first (served by `media_listed_by_state`).
+pub const BULK_BATCH_SQL: &str = "SELECT m.id FROM media m WHERE m.event_id = $1 AND m.withdrawn_at IS NULL \
+     AND m.moderation = 'pending' AND m.change_seq <= $2 ORDER BY m.created_at, m.id LIMIT $3";
+
+const BULK_COLUMNS: &str = "id, event_id, decision, upto_seq, total, done, state, claimed_until";
+
+fn decision_to_db(decision: ModerationDecision) -> &'static str {
+    match decision {
+        ModerationDecision::Approve => "approve",
+        ModerationDecision::Reject => "reject",
+    }
+}
+
+fn bulk_from_row(row: &AnyRow) -> Result<BulkModeration> {
+    let decision: String = row.try_get("decision")?;
+    let state: String = row.try_get("state")?;
+    Ok(BulkModeration {
+        id: uuid_col(row, "id")?,
+        event_id: row.try_get("event_id")?,
+        decision: if decision == "reject" { ModerationDecision::Reject } else { ModerationDecision::Approve },
+        upto_seq: row.try_get("upto_seq")?,
+        total: row.try_get::<i64, _>("total")?.max(0) as u64,
+        done: row.try_get::<i64, _>("done")?.max(0) as u64,
+        finished: state == "done",
+        claimed_until: row.try_get("claimed_until")?,
+    })
+}
+
 fn placeholders(first: usize, count: usize) -> String {
     (first..first + count).map(|n| format!("${n}")).collect::<Vec<_>>().join(", ")
 }
@@ -286,12 +373,18 @@ impl SqlStore {
         self.dialect
     }
 
+    /// Opens a write transaction: ended by [`WriteTx::commit`], else rolled
+    /// back, on every path (see [`WriteTx`]).
+    async fn write(&self) -> Result<WriteTx> {
+        Ok(WriteTx(Some(self.pool.begin_with(self.dialect.begin_write()).await?)))
+    }
+
     /// Opens a write transaction, takes the row lock of the attempt `key`
     /// names (waiting for any other holder), then reads the attempt with a
     /// fresh statement, so it sees everything committed before the lock was
     /// granted.
     async fn lock(&self, key: AttemptKey) -> Result<Option<Box<dyn AttemptLock>>> {
-        let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
+        let mut tx = self.write().await?;
         let lock_sql = format!("SELECT a.row_id FROM attempts a WHERE {}{}", key.clause(), self.dialect.row_lock());
         let locked: Option<AnyRow> = key.bind(sqlx::query(&lock_sql)).fetch_optional(&mut *tx).await?;
         let Some(locked) = locked else {
@@ -305,30 +398,70 @@ impl SqlStore {
     }
 }
 
-/// One attempt's row lock: a write transaction, finished by one of the
-/// [`AttemptLock`] methods that consume it, or else rolled back when it is
-/// dropped (the guard: no path releases it by hand).
-struct SqlAttemptLock {
-    attempt: AttemptRow,
-    /// `Some` until a finishing method takes it.
-    tx: Option<Transaction<'static, Any>>,
+/// A write transaction that never goes back to the pool open. It is ended
+/// by [`WriteTx::commit`] or [`WriteTx::rollback`]; on any other path (an
+/// early answer, an error, a request future dropped) it is rolled back on
+/// the runtime when it is dropped, so its connection goes back clean and
+/// is reused. (Dropping a bare sqlx `Transaction` gives its connection
+/// back inside the transaction, and the pool closes it:
+/// [`keep_released_connection`].)
+pub(crate) struct WriteTx(Option<Transaction<'static, Any>>);
+
+impl WriteTx {
+    fn open(&mut self) -> &mut Transaction<'static, Any> {
+        self.0.as_mut().expect("a write transaction is open until commit or rollback takes it")
+    }
+
+    /// Commits.
+    pub(crate) async fn commit(mut self) -> Result<()> {
+        if let Some(tx) = self.0.take() {
+            tx.commit().await?;
+        }
+        Ok(())
+    }
+
+    /// Rolls back now.
+    pub(crate) async fn rollback(mut self) -> Result<()> {
+        if let Some(tx) = self.0.take() {
+            tx.rollback().await?;
+        }
+        Ok(())
+    }
 }
 
-impl Drop for SqlAttemptLock {
-    /// Rolls the transaction back, on the runtime, so its connection goes
-    /// back to the pool clean and reused. (Dropping the transaction alone
-    /// would give the connection back inside it, and the pool would close
-    /// it: [`keep_released_connection`].)
+impl std::ops::Deref for WriteTx {
+    type Target = AnyConnection;
+    fn deref(&self) -> &AnyConnection {
+        self.0.as_ref().expect("a write transaction is open until commit or rollback takes it")
+    }
+}
+
+impl std::ops::DerefMut for WriteTx {
+    fn deref_mut(&mut self) -> &mut AnyConnection {
+        self.open()
+    }
+}
+
+impl Drop for WriteTx {
     fn drop(&mut self) {
-        let Some(tx) = self.tx.take() else { return };
+        let Some(tx) = self.0.take() else { return };
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 if let Err(e) = tx.rollback().await {
-                    tracing::warn!("an attempt's lock could not be rolled back: {e}");
+                    tracing::warn!("a write transaction could not be rolled back: {e}");
                 }
             });
         }
     }
+}
+
+/// One attempt's row lock: a write transaction, finished by one of the
+/// [`AttemptLock`] methods that consume it, or else rolled back when it is
+/// dropped ([`WriteTx`]: no path releases it by hand).
+struct SqlAttemptLock {
+    attempt: AttemptRow,
+    /// `Some` until a finishing method takes it.
+    tx: Option<WriteTx>,
 }
 
 impl SqlAttemptLock {
@@ -439,6 +572,8 @@ impl AttemptLock for SqlAttemptLock {
                 .bind(row_id)
                 .execute(self.tx())
                 .await?;
+            let event_id = self.attempt.event_id;
+            media_changed(self.tx(), event_id, Some(&media.id.to_string())).await?;
         }
         // On a conflict (impossible under the lock) the existing record wins.
         let row = self.media_of_attempt().await?;
@@ -482,6 +617,8 @@ impl AttemptLock for SqlAttemptLock {
         // The same photo shared again is stored again, not confirmed as a
         // duplicate of what is gone.
         sqlx::query("DELETE FROM content_index WHERE media_id = $1").bind(&id).execute(self.tx()).await?;
+        let event_id = self.attempt.event_id;
+        media_changed(self.tx(), event_id, Some(&id)).await?;
         let sql = format!("SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.id = $1");
         let row = sqlx::query(&sql).bind(&id).fetch_one(self.tx()).await?;
         let media = media_from_row(&row)?;
@@ -568,7 +705,7 @@ impl RecordStore for SqlStore {
     }
 
     async fn create_session(&self, s: NewSession) -> Result<SessionRow> {
-        let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
+        let mut tx = self.write().await?;
         self.dialect.lock_event(&mut tx, s.event_id).await?;
         if let Some(key) = &s.client_key {
             let blocked: Option<i64> =
@@ -626,7 +763,7 @@ impl RecordStore for SqlStore {
 
     async fn revoke_session(&self, removal: GuestRemoval) -> Result<Option<Vec<AttemptRow>>> {
         let GuestRemoval { event_id, session_id, block_address: block, now } = removal;
-        let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
+        let mut tx = self.write().await?;
         let key = sqlx::query("SELECT client_key FROM sessions WHERE id = $1 AND event_id = $2")
             .bind(session_id)
             .bind(event_id)
@@ -716,7 +853,7 @@ impl RecordStore for SqlStore {
     async fn authorize(&self, a: NewAttempt, dedup: Option<IndexEntry>) -> Result<(AttemptRow, bool)> {
         // One transaction: nothing else adds to this event's quotas until it
         // ends (SQLite's write lock; PostgreSQL's per-event advisory lock).
-        let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
+        let mut tx = self.write().await?;
         self.dialect.lock_event(&mut tx, a.event_id).await?;
         // Create-or-return is per id, across sessions: the session's own
         // attempt is returned; another session's is never a second row.
@@ -869,9 +1006,149 @@ impl RecordStore for SqlStore {
         sqlx::query(&sql).bind(event_id).bind(filter).fetch_all(&self.pool).await?.iter().map(media_from_row).collect()
     }
 
+    async fn media_page(&self, listing: &MediaListing) -> Result<Vec<MediaRow>> {
+        let sql = media_page_sql(listing.filter, listing.newest_first, listing.after.is_some());
+        let mut query = sqlx::query(&sql).bind(listing.event_id);
+        if let Some(state) = listing.filter.moderation() {
+            query = query.bind(state.as_str());
+        }
+        if let Some((at, id)) = listing.after {
+            query = query.bind(at).bind(id.to_string());
+        }
+        query = query.bind(i64::from(listing.limit));
+        query.fetch_all(&self.pool).await?.iter().map(media_from_row).collect()
+    }
+
+    async fn media_changes(&self, event_id: i64, after: i64, limit: u32) -> Result<Vec<MediaRow>> {
+        // The ids first, by the index alone; then their rows.
+        let ids: Vec<String> = sqlx::query_scalar(MEDIA_CHANGES_SQL)
+            .bind(event_id)
+            .bind(after)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.id IN ({}) ORDER BY m.change_seq",
+            placeholders(1, ids.len())
+        );
+        let mut query = sqlx::query(&sql);
+        for id in &ids {
+            query = query.bind(id.as_str());
+        }
+        query.fetch_all(&self.pool).await?.iter().map(media_from_row).collect()
+    }
+
+    async fn change_seq(&self, event_id: i64) -> Result<i64> {
+        let seq: Option<i64> = sqlx::query_scalar("SELECT change_seq FROM events WHERE id = $1")
+            .bind(event_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(seq.unwrap_or(0))
+    }
+
+    async fn media_counts(&self, event_id: i64) -> Result<MediaCounts> {
+        let rows = sqlx::query(MEDIA_COUNTS_SQL).bind(event_id).fetch_all(&self.pool).await?;
+        let mut counts = MediaCounts::default();
+        for row in &rows {
+            let state: String = row.try_get("moderation")?;
+            let n = row.try_get::<i64, _>("n")?.max(0) as u64;
+            match moderation_from_db(&state) {
+                Moderation::Pending => counts.pending += n,
+                Moderation::Approved => counts.approved += n,
+                Moderation::Rejected => counts.rejected += n,
+            }
+        }
+        Ok(counts)
+    }
+
+    async fn start_bulk(
+        &self,
+        event_id: i64,
+        decision: ModerationDecision,
+        upto_seq: i64,
+        now: UnixMillis,
+        claimed_until: UnixMillis,
+    ) -> Result<BulkModeration> {
+        let mut tx = self.write().await?;
+        let total: i64 = sqlx::query_scalar(BULK_WAITING_COUNT_SQL).bind(event_id).bind(upto_seq).fetch_one(&mut *tx).await?;
+        let bulk = BulkModeration {
+            id: Uuid::new_v4(),
+            event_id,
+            decision,
+            upto_seq,
+            total: total.max(0) as u64,
+            done: 0,
+            finished: total == 0,
+            claimed_until,
+        };
+        sqlx::query(
+            "INSERT INTO bulk_moderations (id, event_id, decision, upto_seq, total, done, state, created_at, claimed_until)
+             VALUES ($1, $2, $3, $4, $5, 0, $6, $7, $8)",
+        )
+        .bind(bulk.id.to_string())
+        .bind(event_id)
+        .bind(decision_to_db(decision))
+        .bind(upto_seq)
+        .bind(total)
+        .bind(if bulk.finished { "done" } else { "running" })
+        .bind(now)
+        .bind(claimed_until)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(bulk)
+    }
+
+    async fn bulk(&self, event_id: i64, id: Uuid) -> Result<Option<BulkModeration>> {
+        let sql = format!("SELECT {BULK_COLUMNS} FROM bulk_moderations WHERE id = $1 AND event_id = $2");
+        let row = sqlx::query(&sql).bind(id.to_string()).bind(event_id).fetch_optional(&self.pool).await?;
+        row.as_ref().map(bulk_from_row).transpose()
+    }
+
+    async fn claim_lapsed_bulk(&self, now: UnixMillis, claimed_until: UnixMillis) -> Result<Option<BulkModeration>> {
+        let sql = format!(
+            "UPDATE bulk_moderations SET claimed_until = $1
+             WHERE id = (SELECT id FROM bulk_moderations WHERE state = 'running' AND claimed_until < $2 LIMIT 1)
+               AND state = 'running' AND claimed_until < $2
+             RETURNING {BULK_COLUMNS}"
+        );
+        let row = sqlx::query(&sql).bind(claimed_until).bind(now).fetch_optional(&self.pool).await?;
+        row.as_ref().map(bulk_from_row).transpose()
+    }
+
+    async fn bulk_batch(&self, bulk: &BulkModeration, limit: u32) -> Result<Vec<Uuid>> {
+        let ids: Vec<String> = sqlx::query_scalar(BULK_BATCH_SQL)
+            .bind(bulk.event_id)
+            .bind(bulk.upto_seq)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(ids.iter().filter_map(|id| Uuid::parse_str(id).ok()).collect())
+    }
+
+    async fn bulk_progress(&self, id: Uuid, decided: u64, claimed_until: UnixMillis, finished: bool) -> Result<()> {
+        sqlx::query(
+            "UPDATE bulk_moderations SET done = MIN_OF(done + $1, total), claimed_until = $2,
+                 state = CASE WHEN $3 THEN 'done' ELSE state END
+             WHERE id = $4"
+                .replace("MIN_OF", self.dialect.least())
+                .as_str(),
+        )
+        .bind(decided as i64)
+        .bind(claimed_until)
+        .bind(finished)
+        .bind(id.to_string())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     async fn moderate(&self, host: HostDecision<'_>) -> Result<Option<MediaRow>> {
         let HostDecision { event_id, media_id, decision, reason, now } = host;
-        let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
+        let mut tx = self.write().await?;
         if decision == ModerationDecision::Approve {
             self.dialect.lock_wall(&mut tx).await?;
         }
@@ -882,6 +1159,7 @@ impl RecordStore for SqlStore {
         );
         let Some(row) = sqlx::query(&sql).bind(media_id.to_string()).bind(event_id).fetch_optional(&mut *tx).await?
         else {
+            tx.rollback().await?;
             return Ok(None);
         };
         let state: String = row.try_get("moderation")?;
@@ -907,31 +1185,43 @@ impl RecordStore for SqlStore {
             .bind(media_id.to_string())
             .execute(&mut *tx)
             .await?;
+            media_changed(&mut tx, event_id, Some(&media_id.to_string())).await?;
         }
         tx.commit().await?;
         self.media(media_id).await
     }
 
     async fn place_on_wall(&self, media_id: Uuid) -> Result<Option<MediaRow>> {
-        let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
+        let mut tx = self.write().await?;
         self.dialect.lock_wall(&mut tx).await?;
         let sql = format!(
-            "SELECT moderation, wall_seq, {RENDITION_STATE} FROM media WHERE id = $1 AND removed_at IS NULL{}",
+            "SELECT moderation, wall_seq, event_id, {RENDITION_STATE} FROM media WHERE id = $1 AND removed_at IS NULL{}",
             self.dialect.row_lock()
         );
         let Some(row) = sqlx::query(&sql).bind(media_id.to_string()).fetch_optional(&mut *tx).await? else {
+            tx.rollback().await?;
             return Ok(None);
         };
         let state: String = row.try_get("moderation")?;
-        if !moderation::placed_once_settled(moderation_from_db(&state), wall_of(&row)?) {
+        let wall = wall_of(&row)?;
+        let placed = moderation::placed_once_settled(moderation_from_db(&state), wall);
+        if placed {
+            sqlx::query(&format!("UPDATE media SET wall_seq = {} WHERE id = $1", self.dialect.next_wall_seq()))
+                .bind(media_id.to_string())
+                .execute(&mut *tx)
+                .await?;
+        }
+        if wall.rendition_settled {
+            // Its preview is made (or is the placeholder): a change the
+            // host's list hears of.
+            let event_id: i64 = row.try_get("event_id")?;
+            media_changed(&mut tx, event_id, Some(&media_id.to_string())).await?;
+        } else if !placed {
+            tx.rollback().await?;
             return Ok(None);
         }
-        sqlx::query(&format!("UPDATE media SET wall_seq = {} WHERE id = $1", self.dialect.next_wall_seq()))
-            .bind(media_id.to_string())
-            .execute(&mut *tx)
-            .await?;
         tx.commit().await?;
-        self.media(media_id).await
+        if placed { self.media(media_id).await } else { Ok(None) }
     }
 
     async fn unplaced_on_wall(&self, limit: u32) -> Result<Vec<Uuid>> {
@@ -945,6 +1235,21 @@ impl RecordStore for SqlStore {
         .fetch_all(&self.pool)
         .await?;
         Ok(ids.iter().filter_map(|id| Uuid::parse_str(id).ok()).collect())
+    }
+
+    async fn wall_before_last(&self, event_id: i64, n: u32) -> Result<i64> {
+        // The newest n positions by the index (event_id, wall_seq), from the
+        // end: the smallest of them, less one.
+        let first: Option<i64> = sqlx::query_scalar(
+            "SELECT MIN(s.wall_seq) FROM (SELECT m.wall_seq FROM media m
+                 WHERE m.event_id = $1 AND m.moderation = 'approved' AND m.wall_seq IS NOT NULL
+                 ORDER BY m.wall_seq DESC LIMIT $2) s",
+        )
+        .bind(event_id)
+        .bind(i64::from(n))
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(first.map_or(0, |seq| seq - 1))
     }
 
     async fn wall(&self, event_id: i64, after_seq: i64, limit: u32) -> Result<Vec<MediaRow>> {
@@ -1004,7 +1309,7 @@ impl RecordStore for SqlStore {
     }
 
     async fn purge_event_rows(&self, event_id: i64, late_delete_at: UnixMillis) -> Result<()> {
-        let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
+        let mut tx = self.write().await?;
         // Nothing of the event's is added meanwhile (its quotas' lock).
         self.dialect.lock_event(&mut tx, event_id).await?;
         sqlx::query(
@@ -1025,6 +1330,7 @@ impl RecordStore for SqlStore {
             "DELETE FROM attempts WHERE event_id = $1",
             "DELETE FROM sessions WHERE event_id = $1",
             "DELETE FROM event_blocks WHERE event_id = $1",
+            "DELETE FROM bulk_moderations WHERE event_id = $1",
             "DELETE FROM events WHERE id = $1 AND deleted_at IS NOT NULL",
         ] {
             sqlx::query(statement).bind(event_id).execute(&mut *tx).await?;
@@ -1053,7 +1359,7 @@ impl RecordStore for SqlStore {
              WHERE a.state IN ('expired', 'rejected') AND a.object_deleted = TRUE AND a.expires_at < $1
                AND NOT EXISTS (SELECT 1 FROM media m WHERE m.attempt_row_id = a.row_id)
              ORDER BY a.row_id LIMIT $2";
-        let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
+        let mut tx = self.write().await?;
         sqlx::query(&format!("DELETE FROM part_digests WHERE attempt_row_id IN ({ENDED})"))
             .bind(cutoff)
             .bind(i64::from(limit))
@@ -1084,7 +1390,7 @@ impl RecordStore for SqlStore {
         // One transaction: a removed media stops standing for its bytes in
         // the event's content index at once (the same photo shared again is
         // stored again, not confirmed as a duplicate of what is gone).
-        let mut tx = self.pool.begin_with(self.dialect.begin_write()).await?;
+        let mut tx = self.write().await?;
         let updated = sqlx::query(
             "UPDATE media SET removed_at = $1
              WHERE moderation = 'rejected' AND rejected_at <= $2 AND removed_at IS NULL",

@@ -26,7 +26,7 @@ use reqwest::{Client, Method, Response, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use upload_once_core::time::UnixMillis;
-use upload_once_core::wire::Moderation;
+use upload_once_core::wire::{Moderation, ModerationDecision};
 use upload_once_core::wire::{AttemptResponse, CreateEventResponse, Media, UploadInstruction};
 use upload_once_server::clock::{Clock, ManualClock};
 use upload_once_server::config::{Config, Secret, StorageKind};
@@ -34,8 +34,8 @@ use upload_once_server::state::AppState;
 use upload_once_server::storage::intercept::{Call, Intercepted, Interceptor, Operation};
 use upload_once_server::storage::{ObjectStore, PutGrant};
 use upload_once_server::store::{
-    AttemptLock, AttemptRow, EventRow, GuestRemoval, HostDecision, IndexEntry, MediaRow, NewAttempt, PartDigest,
-    RecordStore, SessionRow, SweepBacklog,
+    AttemptLock, AttemptRow, BulkModeration, EventRow, GuestRemoval, HostDecision, IndexEntry, MediaCounts, MediaListing, MediaRow,
+    NewAttempt, PartDigest, RecordStore, SessionRow, SweepBacklog,
 };
 use upload_once_server::{Result, build_state};
 use uuid::Uuid;
@@ -833,6 +833,40 @@ impl RecordStore for ObservedRecords {
     async fn list_media(&self, event_id: i64, moderation: Option<Moderation>) -> Result<Vec<MediaRow>> {
         self.inner.list_media(event_id, moderation).await
     }
+    async fn media_page(&self, listing: &MediaListing) -> Result<Vec<MediaRow>> {
+        self.inner.media_page(listing).await
+    }
+    async fn media_changes(&self, event_id: i64, after: i64, limit: u32) -> Result<Vec<MediaRow>> {
+        self.inner.media_changes(event_id, after, limit).await
+    }
+    async fn change_seq(&self, event_id: i64) -> Result<i64> {
+        self.inner.change_seq(event_id).await
+    }
+    async fn media_counts(&self, event_id: i64) -> Result<MediaCounts> {
+        self.inner.media_counts(event_id).await
+    }
+    async fn start_bulk(
+        &self,
+        event_id: i64,
+        decision: ModerationDecision,
+        upto_seq: i64,
+        now: UnixMillis,
+        claimed_until: UnixMillis,
+    ) -> Result<BulkModeration> {
+        self.inner.start_bulk(event_id, decision, upto_seq, now, claimed_until).await
+    }
+    async fn bulk(&self, event_id: i64, id: Uuid) -> Result<Option<BulkModeration>> {
+        self.inner.bulk(event_id, id).await
+    }
+    async fn claim_lapsed_bulk(&self, now: UnixMillis, claimed_until: UnixMillis) -> Result<Option<BulkModeration>> {
+        self.inner.claim_lapsed_bulk(now, claimed_until).await
+    }
+    async fn bulk_batch(&self, bulk: &BulkModeration, limit: u32) -> Result<Vec<Uuid>> {
+        self.inner.bulk_batch(bulk, limit).await
+    }
+    async fn bulk_progress(&self, id: Uuid, decided: u64, claimed_until: UnixMillis, finished: bool) -> Result<()> {
+        self.inner.bulk_progress(id, decided, claimed_until, finished).await
+    }
     async fn moderate(&self, decision: HostDecision<'_>) -> Result<Option<MediaRow>> {
         self.inner.moderate(decision).await
     }
@@ -841,6 +875,9 @@ impl RecordStore for ObservedRecords {
     }
     async fn unplaced_on_wall(&self, limit: u32) -> Result<Vec<Uuid>> {
         self.inner.unplaced_on_wall(limit).await
+    }
+    async fn wall_before_last(&self, event_id: i64, n: u32) -> Result<i64> {
+        self.inner.wall_before_last(event_id, n).await
     }
     async fn wall(&self, event_id: i64, after_seq: i64, limit: u32) -> Result<Vec<MediaRow>> {
         self.inner.wall(event_id, after_seq, limit).await

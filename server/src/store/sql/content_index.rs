@@ -54,6 +54,9 @@ impl SqlAttemptLock {
         .bind(self.attempt.row_id)
         .execute(self.tx())
         .await?;
+        // No record changed, but the host's count of duplicates did.
+        let event_id = self.attempt.event_id;
+        super::media_changed(self.tx(), event_id, None).await?;
         let row = self.media_of_attempt().await?;
         self.finish().await?;
         Ok((row, true))

@@ -1,0 +1,16 @@
+-- A festival's size (issue 48): the host's list is read by pages and by
+-- what changed, never whole.
+--
+-- Each event counts its changes (`events.change_seq`); a media record keeps
+-- the number of its last change (confirmed, decided, withdrawn, its
+-- renditions settled). A change takes the next number under the event
+-- row's lock, held to its commit, so within an event the numbers are taken
+-- in commit order and a reader that asks for what changed after the last
+-- number it saw misses nothing.
+ALTER TABLE events ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE media ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX media_changes ON media (event_id, change_seq);
+-- The host's pages, all and by moderation state, in upload order (the
+-- keyset: created_at, id), and the counts per state (covered by the second).
+CREATE INDEX media_listed ON media (event_id, created_at, id) WHERE withdrawn_at IS NULL;
+CREATE INDEX media_listed_by_state ON media (event_id, moderation, created_at, id) WHERE withdrawn_at IS NULL;

@@ -23,16 +23,32 @@ fn cargo_bin() -> PathBuf {
     }
 }
 
-/// Makes sure child processes find freshly installed tools.
+/// Where npm puts the `binaryen` package's `wasm-opt` (with the package
+/// build's other Node tools, `xtask/minify`).
+fn npm_binaryen_bin() -> PathBuf {
+    root().join("xtask/minify/node_modules/.bin")
+}
+
+/// Makes sure child processes find freshly installed tools: ~/.cargo/bin,
+/// and ahead of it npm's binaryen when it is installed (so wasm-pack runs
+/// that wasm-opt, not an older one of Debian's further down PATH).
 pub fn extend_path() {
-    let bin = cargo_bin();
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    if !std::env::split_paths(&path).any(|p| p == bin) {
-        let mut paths: Vec<PathBuf> = std::env::split_paths(&path).collect();
-        paths.insert(0, bin);
-        // SAFETY: xtask is single-threaded when it sets up its environment.
-        unsafe { std::env::set_var("PATH", std::env::join_paths(paths).expect("valid PATH")) };
+    prepend_path(cargo_bin());
+    if npm_binaryen_bin().join("wasm-opt").is_file() {
+        prepend_path(npm_binaryen_bin());
     }
+}
+
+/// Puts `dir` first on PATH, unless it is there already.
+fn prepend_path(dir: PathBuf) {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut paths: Vec<PathBuf> = std::env::split_paths(&path).filter(|p| *p != dir).collect();
+    if paths.first() == Some(&dir) {
+        return;
+    }
+    paths.insert(0, dir);
+    // SAFETY: xtask is single-threaded when it sets up its environment.
+    unsafe { std::env::set_var("PATH", std::env::join_paths(paths).expect("valid PATH")) };
 }
 
 /// Prints and runs a command; an error if it fails.
@@ -159,24 +175,30 @@ fn wasm_opt_version() -> Option<u32> {
 }
 
 /// wasm-pack, and the wasm-opt it runs (the first on PATH; it cannot
-/// download its own tools here): binaryen's own, built by `cargo install
-/// wasm-opt` into ~/.cargo/bin, ahead of Debian's older one on PATH.
+/// download its own tools here): the npm registry's `binaryen` package (a
+/// prebuilt wasm-opt that runs on Node, installed in seconds with the
+/// package build's Node tools and put first on PATH), or, only where Node
+/// cannot be had, binaryen's own built from crates by `cargo install
+/// wasm-opt` (a C++ build of about ten minutes on two cores).
 pub fn ensure_wasm_pack() -> Result {
     if wasm_opt_version().is_none_or(|v| v < WASM_OPT_MIN_VERSION) {
-        eprintln!(
-            "installing binaryen's wasm-opt (version {WASM_OPT_MIN_VERSION} or newer; a C++ build of several minutes, once)"
-        );
-        if !have("c++") {
-            apt_install(&["g++"])?;
+        match ensure_node().and_then(|()| ensure_npm(&root().join("xtask/minify"))) {
+            Ok(()) => extend_path(),
+            Err(e) => {
+                eprintln!("no wasm-opt from npm ({e}); building binaryen's from crates (several minutes, once)");
+                if !have("c++") {
+                    apt_install(&["g++"])?;
+                }
+                sh(Command::new("cargo").args(["install", "wasm-opt", "--locked"]))?;
+            }
         }
-        sh(Command::new("cargo").args(["install", "wasm-opt", "--locked"]))?;
         match wasm_opt_version() {
             Some(v) if v >= WASM_OPT_MIN_VERSION => {}
             found => {
                 return Err(format!(
                     "wasm-opt {} comes first on PATH, older than {WASM_OPT_MIN_VERSION}: put {} before it",
                     found.map_or("?".into(), |v| v.to_string()),
-                    cargo_bin().display()
+                    npm_binaryen_bin().display()
                 ));
             }
         }

@@ -27,6 +27,7 @@ mod a_video_over_the_length_limit_gets_a_poster_and_no_copy;
 mod an_attempt_lock_is_released_by_dropping_it;
 mod an_object_in_parts_reads_like_one;
 mod attempt_ids_are_unique_across_sessions;
+mod approve_all_waiting_is_one_request_carried_out_in_batches;
 mod authorize_is_create_or_return;
 mod bad_parts_are_refused_and_store_nothing;
 mod config_is_validated;

@@ -38,6 +38,7 @@ mod cors_grants_only_allowed_origins;
 mod credentials_are_checked_before_the_body;
 mod deleting_an_event_removes_its_rows_and_objects;
 mod duplicates_never_transfer;
+mod every_list_query_is_served_by_an_index;
 mod ended_records_are_deleted_after_the_retention;
 mod forwarded_for_is_believed_only_from_trusted_proxies;
 mod graceful_shutdown_finishes_confirms_in_flight;

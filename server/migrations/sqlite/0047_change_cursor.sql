@@ -11,6 +11,8 @@ ALTER TABLE events ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE media ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX media_changes ON media (event_id, change_seq);
 -- The host's pages, all and by moderation state, in upload order (the
--- keyset: created_at, id), and the counts per state (covered by the second).
+-- keyset: created_at, id), and the counts per state (covered by the second:
+-- SQLite counts a partial index as covering only if it holds the columns
+-- of its own condition).
 CREATE INDEX media_listed ON media (event_id, created_at, id) WHERE withdrawn_at IS NULL;
-CREATE INDEX media_listed_by_state ON media (event_id, moderation, created_at, id) WHERE withdrawn_at IS NULL;
+CREATE INDEX media_listed_by_state ON media (event_id, moderation, created_at, id, withdrawn_at) WHERE withdrawn_at IS NULL;

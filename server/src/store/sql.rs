@@ -199,15 +199,32 @@ pub const MEDIA_CHANGES_SQL: &str = "SELECT m.id FROM media m WHERE m.event_id =
 /// alone (it covers the columns and has the same condition).
 pub const MEDIA_COUNTS_SQL: &str = "SELECT m.moderation, COUNT(*) AS n FROM media m WHERE m.event_id = $1 AND m.withdrawn_at IS NULL GROUP BY m.moderation";
 
+/// The newest `$2` wall positions of event `$1`, the least of them
+/// (served by `media_wall`, read from its end).
+pub const WALL_BEFORE_LAST_SQL: &str = "SELECT MIN(s.wall_seq) FROM (SELECT m.wall_seq FROM media m
+     WHERE m.event_id = $1 AND m.moderation = 'approved' AND m.wall_seq IS NOT NULL
+     ORDER BY m.wall_seq DESC LIMIT $2) s";
+
+/// A page of event `$1`'s wall after position `$2`, at most `$3` (served by
+/// `media_wall`).
+pub fn wall_sql() -> String {
+    format!(
+        "SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.event_id = $1 AND m.moderation = 'approved' AND m.wall_seq > $2 ORDER BY m.wall_seq LIMIT $3"
+    )
+}
+
 /// What a bulk decision counts when it begins: the media waiting as of
-/// its change number (served by `media_listed_by_state`).
+/// its change number (served by `media_listed_by_state`: the unary `+`
+/// keeps the planner off `media_changes`, which would read every media of
+/// the event changed before the number, decided ones too).
 pub const BULK_WAITING_COUNT_SQL: &str = "SELECT COUNT(*) FROM media m WHERE m.event_id = $1 AND m.withdrawn_at IS NULL \
-     AND m.moderation = 'pending' AND m.change_seq <= $2";
+     AND m.moderation = 'pending' AND +m.change_seq <= $2";
 
 /// A bulk decision's next batch: still waiting and unchanged since its
-/// change number, oldest first (served by `media_listed_by_state`).
+/// change number, oldest first (served by `media_listed_by_state`, read in
+/// its order and stopped at the limit; see [`BULK_WAITING_COUNT_SQL`]).
 pub const BULK_BATCH_SQL: &str = "SELECT m.id FROM media m WHERE m.event_id = $1 AND m.withdrawn_at IS NULL \
-     AND m.moderation = 'pending' AND m.change_seq <= $2 ORDER BY m.created_at, m.id LIMIT $3";
+     AND m.moderation = 'pending' AND +m.change_seq <= $2 ORDER BY m.created_at, m.id LIMIT $3";
 
 const BULK_COLUMNS: &str = "id, event_id, decision, upto_seq, total, done, state, claimed_until";
 
@@ -1240,11 +1257,7 @@ impl RecordStore for SqlStore {
     async fn wall_before_last(&self, event_id: i64, n: u32) -> Result<i64> {
         // The newest n positions by the index (event_id, wall_seq), from the
         // end: the smallest of them, less one.
-        let first: Option<i64> = sqlx::query_scalar(
-            "SELECT MIN(s.wall_seq) FROM (SELECT m.wall_seq FROM media m
-                 WHERE m.event_id = $1 AND m.moderation = 'approved' AND m.wall_seq IS NOT NULL
-                 ORDER BY m.wall_seq DESC LIMIT $2) s",
-        )
+        let first: Option<i64> = sqlx::query_scalar(WALL_BEFORE_LAST_SQL)
         .bind(event_id)
         .bind(i64::from(n))
         .fetch_one(&self.pool)
@@ -1253,10 +1266,7 @@ impl RecordStore for SqlStore {
     }
 
     async fn wall(&self, event_id: i64, after_seq: i64, limit: u32) -> Result<Vec<MediaRow>> {
-        let sql = format!(
-            "SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.event_id = $1 AND m.moderation = 'approved' AND m.wall_seq > $2 ORDER BY m.wall_seq LIMIT $3"
-        );
-        sqlx::query(&sql)
+        sqlx::query(&wall_sql())
             .bind(event_id)
             .bind(after_seq)
             .bind(i64::from(limit))

@@ -51,11 +51,24 @@ async fn until_done(server: &TestServer, guest: &Guest<'_>, id: &str) -> Vec<Val
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn one_request_approves_everything_the_host_saw_waiting() {
-    let server = TestServer::start().await;
+    let (server, _workers) = TestServer::start_rendering().await;
     let guest = server.guest().await;
     upload_many(&guest, WAITING).await;
     let seen = first_page(&server, &guest).await;
     assert_eq!(seen["counts"]["pending"], WAITING);
+    // Their previews are made after the host looked (a change each): the
+    // host saw them waiting all the same.
+    let path = format!("/v1/events/{}/media?limit=500", guest.slug());
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let r = server.call(Method::GET, &path, Some(&guest.event.host_token), None).await;
+        let page: Value = r.json().await.unwrap();
+        if page["media"].as_array().unwrap().iter().all(|m| m["preview"] != "pending") {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the previews were never made");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     // A photo arrives after the host's last read: it waits for the host.
     let (_, late) = guest.upload(b"arrived after the host looked".to_vec()).await;
 

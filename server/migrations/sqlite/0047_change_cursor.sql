@@ -9,6 +9,9 @@
 -- number it saw misses nothing.
 ALTER TABLE events ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE media ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0;
+-- The number of its first change (its confirm): a bulk decision takes the
+-- media the host had seen, whatever changed in them since (a preview made).
+ALTER TABLE media ADD COLUMN created_seq INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX media_changes ON media (event_id, change_seq);
 -- The host's pages, all and by moderation state, in upload order (the
 -- keyset: created_at, id), and the counts per state (covered by the second:

@@ -2,7 +2,7 @@
 -- the server carries out in batches. The row is the operation's progress;
 -- an instance that stops mid-way leaves it `running`, and the next sweep of
 -- any instance takes it up once its claim has lapsed. Each batch reads what
--- is still pending (and unchanged since the host's view, `upto_seq`), so a
+-- is still pending (and confirmed by the host's view, `upto_seq`), so a
 -- batch done twice decides nothing twice.
 CREATE TABLE bulk_moderations (
     id            TEXT    PRIMARY KEY,

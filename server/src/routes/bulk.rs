@@ -22,7 +22,7 @@ pub struct BulkModerationRequest {
     /// `approve` or `reject`.
     pub decision: ModerationDecision,
     /// The `changes` cursor of the host's list as the host saw it: only
-    /// media waiting then, and unchanged since, are decided (a photo that
+    /// media confirmed by then and still waiting are decided (a photo that
     /// arrives meanwhile waits for the host to see it). Absent: every media
     /// waiting now.
     #[serde(default)]

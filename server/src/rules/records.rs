@@ -385,8 +385,8 @@ pub struct BulkModeration {
     pub event_id: i64,
     /// Approve or reject.
     pub decision: ModerationDecision,
-    /// Only media whose last change is at most this change number: what
-    /// the host had seen.
+    /// Only media confirmed by this change number (what the host had
+    /// seen, whatever changed in them since, such as a preview made).
     pub upto_seq: i64,
     /// How many were waiting when it began.
     pub total: u64,

@@ -1,6 +1,6 @@
 //! A host's decision over every waiting media of an event ("Approve all
 //! waiting"), carried out in batches: one request, however many media
-//! wait. Each batch reads what is still waiting and unchanged since the
+//! wait. Each batch reads what is still waiting and was confirmed by the
 //! host's view ([`BulkModeration::upto_seq`]), decides it one media at a
 //! time through the same store call as a single decision (the same rule,
 //! the same wall placement and live-wall news), and records its progress

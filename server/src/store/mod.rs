@@ -261,8 +261,8 @@ pub trait RecordStore: Send + Sync + 'static {
     /// stopped): until `claimed_until`.
     async fn claim_lapsed_bulk(&self, now: UnixMillis, claimed_until: UnixMillis) -> Result<Option<BulkModeration>>;
 
-    /// The next media a bulk decision is to decide: still waiting, unchanged
-    /// since its change number, oldest first, at most `limit`.
+    /// The next media a bulk decision is to decide: still waiting, confirmed
+    /// by its change number, oldest first, at most `limit`.
     async fn bulk_batch(&self, bulk: &BulkModeration, limit: u32) -> Result<Vec<Uuid>>;
 
     /// Records a batch's progress (`decided` more), its claim extended to

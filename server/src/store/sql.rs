@@ -213,18 +213,19 @@ pub fn wall_sql() -> String {
     )
 }
 
-/// What a bulk decision counts when it begins: the media waiting as of
-/// its change number (served by `media_listed_by_state`: the unary `+`
+/// What a bulk decision counts when it begins: the media waiting that were
+/// confirmed by its change number, whatever changed in them since (a
+/// preview made) (served by `media_listed_by_state`: the unary `+`
 /// keeps the planner off `media_changes`, which would read every media of
 /// the event changed before the number, decided ones too).
 pub const BULK_WAITING_COUNT_SQL: &str = "SELECT COUNT(*) FROM media m WHERE m.event_id = $1 AND m.withdrawn_at IS NULL \
-     AND m.moderation = 'pending' AND +m.change_seq <= $2";
+     AND m.moderation = 'pending' AND +m.created_seq <= $2";
 
-/// A bulk decision's next batch: still waiting and unchanged since its
-/// change number, oldest first (served by `media_listed_by_state`, read in
+/// A bulk decision's next batch: still waiting and confirmed by its change
+/// number, oldest first (served by `media_listed_by_state`, read in
 /// its order and stopped at the limit; see [`BULK_WAITING_COUNT_SQL`]).
 pub const BULK_BATCH_SQL: &str = "SELECT m.id FROM media m WHERE m.event_id = $1 AND m.withdrawn_at IS NULL \
-     AND m.moderation = 'pending' AND +m.change_seq <= $2 ORDER BY m.created_at, m.id LIMIT $3";
+     AND m.moderation = 'pending' AND +m.created_seq <= $2 ORDER BY m.created_at, m.id LIMIT $3";
 
 const BULK_COLUMNS: &str = "id, event_id, decision, upto_seq, total, done, state, claimed_until";
 
@@ -591,6 +592,10 @@ impl AttemptLock for SqlAttemptLock {
                 .await?;
             let event_id = self.attempt.event_id;
             media_changed(self.tx(), event_id, Some(&media.id.to_string())).await?;
+            sqlx::query("UPDATE media SET created_seq = change_seq WHERE id = $1")
+                .bind(media.id.to_string())
+                .execute(self.tx())
+                .await?;
         }
         // On a conflict (impossible under the lock) the existing record wins.
         let row = self.media_of_attempt().await?;

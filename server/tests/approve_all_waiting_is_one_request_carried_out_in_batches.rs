@@ -12,8 +12,8 @@ use upload_once_core::wire::ModerationDecision;
 use upload_once_server::services::bulk;
 use uuid::Uuid;
 
-/// More than two batches.
-const WAITING: usize = 2 * bulk::BATCH as usize + 50;
+/// More than one batch.
+const WAITING: usize = bulk::BATCH as usize + 50;
 
 /// Uploads `n` photos, each of other bytes, a few at a time.
 async fn upload_many(guest: &Guest<'_>, n: usize) {

@@ -30,6 +30,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (46, "videos", include_str!("../migrations/postgres/0046_videos.sql")),
             (47, "change cursor", include_str!("../migrations/postgres/0047_change_cursor.sql")),
             (48, "bulk moderations", include_str!("../migrations/postgres/0048_bulk_moderations.sql")),
+            (49, "growth costs", include_str!("../migrations/postgres/0049_growth_costs.sql")),
         ]
     } else {
         vec![
@@ -48,6 +49,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (46, "videos", include_str!("../migrations/sqlite/0046_videos.sql")),
             (47, "change cursor", include_str!("../migrations/sqlite/0047_change_cursor.sql")),
             (48, "bulk moderations", include_str!("../migrations/sqlite/0048_bulk_moderations.sql")),
+            (49, "growth costs", include_str!("../migrations/sqlite/0049_growth_costs.sql")),
         ]
     }
 }

@@ -1,6 +1,8 @@
-//! Rendition jobs: one row per media record in `rendition_jobs`, made by a
-//! scan for media without one (every [`MediaSettings::scan_interval`], and
-//! at once when a rendition is asked for), and run by a bounded pool of
+//! Rendition jobs: one row per media record in `rendition_jobs`, made by
+//! the confirm that makes the record, by a scan for recent media without
+//! one (every [`MediaSettings::scan_interval`]; through every media once
+//! when an instance starts), and at once when a rendition is asked for;
+//! run by a bounded pool of
 //! workers ([`MediaSettings::workers`]), off the request path.
 //!
 //! A worker *claims* a job with one `UPDATE … RETURNING`: it becomes
@@ -159,17 +161,19 @@ impl MediaDb {
     }
 
     /// Makes a queued job for each media record that has none (at most
-    /// [`SCAN_BATCH`]); how many were made.
-    pub async fn enqueue_missing(&self, now: UnixMillis) -> Result<u64> {
+    /// [`SCAN_BATCH`]), among those created after `since` (by the index
+    /// `media_created`), or among all of them; how many were made.
+    pub async fn enqueue_missing(&self, now: UnixMillis, since: Option<UnixMillis>) -> Result<u64> {
         let done = sqlx::query(
             "INSERT INTO rendition_jobs (media_id, state, tries, due_at, created_at)
              SELECT m.id, 'queued', 0, $1, $1 FROM media m
-             WHERE NOT EXISTS (SELECT 1 FROM rendition_jobs j WHERE j.media_id = m.id)
+             WHERE m.created_at > $3 AND NOT EXISTS (SELECT 1 FROM rendition_jobs j WHERE j.media_id = m.id)
              ORDER BY m.created_at LIMIT $2
              ON CONFLICT (media_id) DO NOTHING",
         )
         .bind(now)
         .bind(SCAN_BATCH)
+        .bind(since.unwrap_or(i64::MIN))
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected())

@@ -1,9 +1,9 @@
 //! A host's decision over every waiting media of an event ("Approve all
 //! waiting"), carried out in batches: one request, however many media
 //! wait. Each batch reads what is still waiting and was confirmed by the
-//! host's view ([`BulkModeration::upto_seq`]), decides it one media at a
-//! time through the same store call as a single decision (the same rule,
-//! the same wall placement and live-wall news), and records its progress
+//! host's view ([`BulkModeration::upto_seq`]), decides it in one
+//! transaction through the same rule as a single decision (the same wall
+//! placement and live-wall news), and records its progress
 //! with a renewed claim. An instance that stops mid-way leaves the
 //! operation claimed until its claim lapses; then any instance's sweep
 //! takes it up ([`resume_lapsed`]), and the batches go on where they
@@ -11,7 +11,7 @@
 
 use crate::error::Result;
 use crate::state::AppState;
-use crate::store::{BulkModeration, HostDecision};
+use crate::store::BulkModeration;
 
 /// Media decided per batch (and per progress record).
 pub const BATCH: u32 = 200;
@@ -38,15 +38,13 @@ pub async fn run(state: &AppState, bulk: &BulkModeration) -> Result<()> {
 /// Decides one batch of `bulk`; whether the operation ended with it.
 pub async fn run_batch(state: &AppState, bulk: &BulkModeration) -> Result<bool> {
     let ids = state.records.bulk_batch(bulk, BATCH).await?;
-    let mut decided = 0;
-    for id in &ids {
-        let decision =
-            HostDecision { event_id: bulk.event_id, media_id: *id, decision: bulk.decision, reason: None, now: state.now() };
-        if let Some(row) = state.records.moderate(decision).await? {
-            super::views::moderated(&state.media, &row);
-            decided += 1;
-        }
+    // One transaction per batch (one per media made 10,000 approvals take
+    // two minutes on SQLite: a commit each).
+    let rows = state.records.moderate_many(bulk.event_id, &ids, bulk.decision, state.now()).await?;
+    for row in &rows {
+        super::views::moderated(&state.media, row);
     }
+    let decided = rows.len() as u64;
     // Fewer than a batch left, or none of it could be decided (gone
     // meanwhile): the end.
     let finished = ids.len() < BATCH as usize || decided == 0;

@@ -57,8 +57,13 @@ async fn idle(state: &AppState, interval: Duration) {
 /// job's end and its placement).
 const PLACEMENT_CHECK: Duration = Duration::from_secs(10);
 
+/// How far back the scanner looks for media without a job, once its first
+/// scan (through every media) is done.
+const RECENT_SCAN: Duration = Duration::from_secs(600);
+
 async fn scanner(state: AppState) {
     let mut next_placement_check = tokio::time::Instant::now();
+    let mut full_scan_done = false;
     loop {
         if tokio::time::Instant::now() >= next_placement_check {
             next_placement_check = tokio::time::Instant::now() + PLACEMENT_CHECK;
@@ -73,12 +78,21 @@ async fn scanner(state: AppState) {
                 Err(e) => tracing::warn!("rendition jobs: the scan for media to place on the wall failed: {e}"),
             }
         }
-        match state.media.db.enqueue_missing(state.now()).await {
-            Ok(0) => idle(&state, state.media.settings.scan_interval).await,
+        // Through every media until the first scan finds nothing; then
+        // through the recent ones only, on a timer (a confirm makes its job
+        // and wakes the workers itself: this covers an instance that stopped
+        // in between). A scan through every media at each wake-up cost each
+        // upload a read of the whole table (issue 48).
+        let since = full_scan_done.then(|| state.now() - RECENT_SCAN.as_millis() as i64);
+        match state.media.db.enqueue_missing(state.now(), since).await {
+            Ok(0) => {
+                full_scan_done = true;
+                tokio::time::sleep(state.media.settings.scan_interval).await;
+            }
             Ok(_) => state.media.events.wake(),
             Err(e) => {
                 tracing::warn!("rendition jobs: the scan for new media failed: {e}");
-                idle(&state, state.media.settings.scan_interval).await;
+                tokio::time::sleep(state.media.settings.scan_interval).await;
             }
         }
     }

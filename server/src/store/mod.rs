@@ -269,6 +269,17 @@ pub trait RecordStore: Send + Sync + 'static {
     /// `claimed_until`, or its end.
     async fn bulk_progress(&self, id: Uuid, decided: u64, claimed_until: UnixMillis, finished: bool) -> Result<()>;
 
+    /// Applies one decision to several media of an event in one
+    /// transaction (a bulk decision's batch): the records it found (those
+    /// gone from the event are left out).
+    async fn moderate_many(
+        &self,
+        event_id: i64,
+        ids: &[Uuid],
+        decision: ModerationDecision,
+        now: UnixMillis,
+    ) -> Result<Vec<MediaRow>>;
+
     /// Applies a host decision; `None` if the media is not in that event.
     async fn moderate(&self, decision: HostDecision<'_>) -> Result<Option<MediaRow>>;
 

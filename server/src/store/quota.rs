@@ -14,7 +14,10 @@ use upload_once_core::decide::quota::QuotaUsage;
 /// an attempt nobody sends anything for stops holding the event's bytes
 /// within `--url-ttl`, not at its expiry days later). A rejected or expired
 /// attempt holds nothing, and neither does a duplicate (it stored no bytes:
-/// they are counted once, for the attempt that stored them).
+/// they are counted once, for the attempt that stored them). The event's
+/// confirmed bytes are its running count (`events.confirmed_bytes`, kept by
+/// the confirm that adds them), so an authorize costs the same in an event
+/// of ten media or of a hundred thousand.
 pub(crate) async fn usage(
     conn: &mut AnyConnection,
     session_id: i64,
@@ -29,10 +32,10 @@ pub(crate) async fn usage(
               WHERE session_id = $1 AND duplicate_of IS NULL
                 AND (state = 'confirmed' OR (state = 'authorized' AND expires_at > $3
                                              AND COALESCE(reserved_until, expires_at) > $3))) AS session_bytes,
-            (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM attempts
-              WHERE event_id = $2 AND duplicate_of IS NULL
-                AND (state = 'confirmed' OR (state = 'authorized' AND expires_at > $3
-                                             AND COALESCE(reserved_until, expires_at) > $3))) AS event_bytes",
+            (SELECT e.confirmed_bytes FROM events e WHERE e.id = $2)
+            + (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM attempts
+              WHERE event_id = $2 AND state = 'authorized' AND duplicate_of IS NULL
+                AND expires_at > $3 AND COALESCE(reserved_until, expires_at) > $3) AS event_bytes",
     )
     .bind(session_id)
     .bind(event_id)

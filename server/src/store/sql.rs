@@ -154,11 +154,19 @@ fn event_from_row(row: &AnyRow) -> Result<EventRow> {
 /// it last before the commit, so the lock is held briefly (and taken after
 /// every other lock, so no two writers wait on each other).
 async fn media_changed(conn: &mut AnyConnection, event_id: i64, media_id: Option<&str>) -> Result<()> {
-    let seq: i64 =
-        sqlx::query_scalar("UPDATE events SET change_seq = change_seq + 1 WHERE id = $1 RETURNING change_seq")
-            .bind(event_id)
-            .fetch_one(&mut *conn)
-            .await?;
+    changed_with_bytes(conn, event_id, media_id, 0).await
+}
+
+/// [`media_changed`], and the event's confirmed bytes grown by `stored` in
+/// the same statement (a confirm that stored them).
+async fn changed_with_bytes(conn: &mut AnyConnection, event_id: i64, media_id: Option<&str>, stored: i64) -> Result<()> {
+    let seq: i64 = sqlx::query_scalar(
+        "UPDATE events SET change_seq = change_seq + 1, confirmed_bytes = confirmed_bytes + $2 WHERE id = $1 RETURNING change_seq",
+    )
+    .bind(event_id)
+    .bind(stored)
+    .fetch_one(&mut *conn)
+    .await?;
     if let Some(id) = media_id {
         sqlx::query("UPDATE media SET change_seq = $1 WHERE id = $2").bind(seq).bind(id).execute(&mut *conn).await?;
     }
@@ -397,6 +405,48 @@ impl SqlStore {
         Ok(WriteTx(Some(self.pool.begin_with(self.dialect.begin_write()).await?)))
     }
 
+    /// Applies a host decision inside `tx` (under the wall's lock when it
+    /// approves): whether the media is the event's (a decision that changes
+    /// nothing still finds it).
+    async fn decide_in(&self, tx: &mut WriteTx, host: &HostDecision<'_>) -> Result<bool> {
+        let HostDecision { event_id, media_id, decision, reason, now } = *host;
+        let sql = format!(
+            "SELECT moderation, moderation_reason, moderated_at, rejected_at, wall_seq, {RENDITION_STATE} FROM media
+             WHERE id = $1 AND event_id = $2 AND removed_at IS NULL{}",
+            self.dialect.row_lock()
+        );
+        let Some(row) = sqlx::query(&sql).bind(media_id.to_string()).bind(event_id).fetch_optional(&mut **tx).await?
+        else {
+            return Ok(false);
+        };
+        let state: String = row.try_get("moderation")?;
+        let recorded_reason: Option<String> = row.try_get("moderation_reason")?;
+        let recorded = moderation::Moderated {
+            state: moderation_from_db(&state),
+            reason: recorded_reason.as_deref(),
+            moderated_at: row.try_get("moderated_at")?,
+            rejected_at: row.try_get("rejected_at")?,
+        };
+        if let Some(change) = moderation::decide(&recorded, wall_of(&row)?, decision, reason, now) {
+            let wall_seq = if change.takes_wall_position { self.dialect.next_wall_seq() } else { "wall_seq" };
+            let m = change.moderated;
+            sqlx::query(&format!(
+                "UPDATE media SET moderation = $1, moderation_reason = $2, moderated_at = $3, rejected_at = $4,
+                     wall_seq = {wall_seq}
+                 WHERE id = $5"
+            ))
+            .bind(m.state.as_str())
+            .bind(m.reason)
+            .bind(m.moderated_at)
+            .bind(m.rejected_at)
+            .bind(media_id.to_string())
+            .execute(&mut **tx)
+            .await?;
+            media_changed(tx, event_id, Some(&media_id.to_string())).await?;
+        }
+        Ok(true)
+    }
+
     /// Opens a write transaction, takes the row lock of the attempt `key`
     /// names (waiting for any other holder), then reads the attempt with a
     /// fresh statement, so it sees everything committed before the lock was
@@ -590,8 +640,8 @@ impl AttemptLock for SqlAttemptLock {
                 .bind(row_id)
                 .execute(self.tx())
                 .await?;
-            let event_id = self.attempt.event_id;
-            media_changed(self.tx(), event_id, Some(&media.id.to_string())).await?;
+            let (event_id, stored) = (self.attempt.event_id, self.attempt.size as i64);
+            changed_with_bytes(self.tx(), event_id, Some(&media.id.to_string()), stored).await?;
             sqlx::query("UPDATE media SET created_seq = change_seq WHERE id = $1")
                 .bind(media.id.to_string())
                 .execute(self.tx())
@@ -1169,48 +1219,65 @@ impl RecordStore for SqlStore {
     }
 
     async fn moderate(&self, host: HostDecision<'_>) -> Result<Option<MediaRow>> {
-        let HostDecision { event_id, media_id, decision, reason, now } = host;
+        let mut tx = self.write().await?;
+        if host.decision == ModerationDecision::Approve {
+            self.dialect.lock_wall(&mut tx).await?;
+        }
+        if !self.decide_in(&mut tx, &host).await? {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        tx.commit().await?;
+        self.media(host.media_id).await
+    }
+
+    async fn moderate_many(
+        &self,
+        event_id: i64,
+        ids: &[Uuid],
+        decision: ModerationDecision,
+        now: UnixMillis,
+    ) -> Result<Vec<MediaRow>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut tx = self.write().await?;
         if decision == ModerationDecision::Approve {
             self.dialect.lock_wall(&mut tx).await?;
         }
-        let sql = format!(
-            "SELECT moderation, moderation_reason, moderated_at, rejected_at, wall_seq, {RENDITION_STATE} FROM media
-             WHERE id = $1 AND event_id = $2 AND removed_at IS NULL{}",
-            self.dialect.row_lock()
-        );
-        let Some(row) = sqlx::query(&sql).bind(media_id.to_string()).bind(event_id).fetch_optional(&mut *tx).await?
-        else {
-            tx.rollback().await?;
-            return Ok(None);
-        };
-        let state: String = row.try_get("moderation")?;
-        let recorded_reason: Option<String> = row.try_get("moderation_reason")?;
-        let recorded = moderation::Moderated {
-            state: moderation_from_db(&state),
-            reason: recorded_reason.as_deref(),
-            moderated_at: row.try_get("moderated_at")?,
-            rejected_at: row.try_get("rejected_at")?,
-        };
-        if let Some(change) = moderation::decide(&recorded, wall_of(&row)?, decision, reason, now) {
-            let wall_seq = if change.takes_wall_position { self.dialect.next_wall_seq() } else { "wall_seq" };
-            let m = change.moderated;
-            sqlx::query(&format!(
-                "UPDATE media SET moderation = $1, moderation_reason = $2, moderated_at = $3, rejected_at = $4,
-                     wall_seq = {wall_seq}
-                 WHERE id = $5"
-            ))
-            .bind(m.state.as_str())
-            .bind(m.reason)
-            .bind(m.moderated_at)
-            .bind(m.rejected_at)
-            .bind(media_id.to_string())
-            .execute(&mut *tx)
-            .await?;
-            media_changed(&mut tx, event_id, Some(&media_id.to_string())).await?;
+        if self.dialect == Dialect::Postgres {
+            // Every row of the batch locked first, in one order, before the
+            // event row that each decision's change number takes: a single
+            // decision locks its one row, then the event row, so neither
+            // waits on the other in a circle.
+            let sql = format!(
+                "SELECT id FROM media WHERE id IN ({}) ORDER BY id{}",
+                placeholders(1, ids.len()),
+                self.dialect.row_lock()
+            );
+            let mut query = sqlx::query(&sql);
+            for id in ids {
+                query = query.bind(id.to_string());
+            }
+            query.fetch_all(&mut *tx).await?;
+        }
+        let mut decided = Vec::new();
+        for id in ids {
+            let host = HostDecision { event_id, media_id: *id, decision, reason: None, now };
+            if self.decide_in(&mut tx, &host).await? {
+                decided.push(id.to_string());
+            }
         }
         tx.commit().await?;
-        self.media(media_id).await
+        if decided.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!("SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.id IN ({})", placeholders(1, decided.len()));
+        let mut query = sqlx::query(&sql);
+        for id in &decided {
+            query = query.bind(id.as_str());
+        }
+        query.fetch_all(&self.pool).await?.iter().map(media_from_row).collect()
     }
 
     async fn place_on_wall(&self, media_id: Uuid) -> Result<Option<MediaRow>> {

@@ -845,6 +845,15 @@ impl RecordStore for ObservedRecords {
     async fn media_counts(&self, event_id: i64) -> Result<MediaCounts> {
         self.inner.media_counts(event_id).await
     }
+    async fn moderate_many(
+        &self,
+        event_id: i64,
+        ids: &[Uuid],
+        decision: ModerationDecision,
+        now: UnixMillis,
+    ) -> Result<Vec<MediaRow>> {
+        self.inner.moderate_many(event_id, ids, decision, now).await
+    }
     async fn start_bulk(
         &self,
         event_id: i64,

@@ -1,15 +1,20 @@
 // The host page: approve or reject what guests uploaded, invite guests.
 //
 // - A filter by state (waiting, approved, rejected, all), with counts.
+//   Waiting: oldest first (a queue); decided and all: most recent first.
 // - Keyboard: every item is a focus stop; j/k or the arrows move between
 //   items, `a` approves the focused one, `r` opens its reject form (Enter
 //   rejects, Escape goes back), `x` (or Space on the item) selects it. After
 //   a decision the focus goes to the item that took its place.
-// - Several at once: "Approve selected" and "Approve all waiting", made of
-//   the same per-item moderation calls (a few at a time).
+// - Several at once: "Approve selected" (the per-item moderation calls, a
+//   few at a time) and "Approve all waiting": one request
+//   (POST /v1/events/{slug}/moderation/bulk, up to what this page has seen,
+//   its progress asked for every 500 ms); a server without that route gets
+//   the per-item calls.
 // - Other host tabs of the same event hear of every decision at once
-//   (BroadcastChannel); every tab also re-reads the list every 5 s
-//   (`?refresh_ms=`), which covers hosts on other devices.
+//   (BroadcastChannel); every tab also asks every 5 s (`?refresh_ms=`, and
+//   when it becomes visible) what changed since its last read, which covers
+//   hosts on other devices.
 // - The guest link as a QR code (SVG, from the vendored qrcode-generator)
 //   and as a printable card (style.css, @media print). The guest code comes
 //   from the server (GET /v1/events/{slug}/invite, with the host token). A
@@ -23,14 +28,60 @@
 //   (POST /v1/events/{slug}/rotate; the old one stops working at once, a
 //   new host token goes into this page's fragment), and deleting the event
 //   with everything in it (DELETE /v1/events/{slug}). Each asks first.
+//
+// At a festival's size (100,000 media in one event) the page costs what
+// changed, not what exists:
+//
+// - The list. The page reads the filter shown a page at a time
+//   (GET /v1/events/{slug}/media?filter=…&order=…&limit=…, then `cursor=`),
+//   the next page only when the host scrolls near the end of what is read.
+//   The counts and the deduplicated line come with every answer.
+// - Refreshing. Every answer carries a change cursor (`changes`); the
+//   refresh asks only for what changed since (`since=`): new uploads,
+//   decisions here or elsewhere, withdrawals (`gone`), a preview made. Each
+//   is applied to what is read: updated in place, dropped from a filter it
+//   no longer matches, put where it belongs if that part of the list is read
+//   (else the page that holds it brings it). Nothing changed: the answer is
+//   a few bytes. A refresh that finds more than 1,500 changes (a bulk
+//   approval elsewhere) reads the list's first page again instead.
+// - The window. What is read stays as data (`list.ids`, `media`), but only
+//   a window of it is cards in the DOM: `list.ids[winStart, winEnd)`, about
+//   WINDOW cards, never more than WINDOW_MAX, whatever the event's size
+//   (what is read stays: 10,000 records are a few MB). As the host
+//   scrolls (or moves with j/k) near an end of the window, it takes STEP
+//   more cards there, and cards far beyond the other end of the viewport
+//   (TRIM px) leave the DOM, whole grid rows at a time so no card changes
+//   column; the scroll position is held on a card in view, so nothing on
+//   screen moves. Cards scrolled back to are made again from their data.
+//   This is simpler and sturdier than a virtual list with measured spacers:
+//   cards have different heights, and the browser lays out only real cards.
 
 import { h, params, apiBase, showMessage, code, problemOf, isVideo, isImage, icon, ICONS } from "./common.js";
 import { t, translatePage, formatBytes, timeAgo } from "./i18n.js";
 import qrcode from "./vendor/qrcode-generator.mjs";
 
 const FILTERS = ["pending", "approved", "rejected", "all"];
-/** Moderation calls at once in a bulk approval. */
+/** Moderation calls at once when approving the selected ones. */
 const BULK_CONCURRENCY = 3;
+/** Media in one page of the list. */
+const PAGE = 100;
+/** Changes in one answer of what changed. */
+const CHANGES_PAGE = 500;
+/** Answers of what changed one refresh reads before it reads the list again instead. */
+const REFRESH_ROUNDS = 3;
+/** Cards in the DOM the window keeps at least (while there are that many), and at most. */
+const WINDOW = 120;
+const WINDOW_MAX = 300;
+/** Cards the window takes at a time at either end. */
+const STEP = 48;
+/** The window grows when its end is closer than this to the viewport (px)… */
+const MARGIN = 1200;
+/** …and lets go of cards farther than this from it. */
+const TRIM = 3 * MARGIN;
+/** How long a decision made here overrides what answers read meanwhile say (ms). */
+const DECIDED_MS = 120_000;
+/** How often a bulk approval's progress is asked for (ms). */
+const BULK_POLL_MS = 500;
 
 const app = document.getElementById("app");
 const $ = (id) => document.getElementById(id);
@@ -43,13 +94,27 @@ const base = api.base;
 const refreshMs = Math.max(1_000, Number(p.get("refresh_ms")) || 5_000);
 const GUEST_CODE_KEY = `upload-once-host-guest-code:${event}`;
 
-/** Every media record, by id (the server's latest answer, plus our decisions). */
-let media = new Map();
+/**
+ * The list the page shows: one filter's media, in its order, as far as
+ * read (`next`: the cursor of the next page; null once the end is read).
+ */
+let list = { filter: "pending", ids: [], members: new Set(), next: null, loaded: false };
+/** The record of every media in `list.ids`, by id. */
+const media = new Map();
+/** The window of `list.ids` shown as cards: [winStart, winEnd). */
+let winStart = 0;
+let winEnd = 0;
+/** How many media each filter holds (the server's latest count, plus our decisions since). */
+let counts = { pending: 0, approved: 0, rejected: 0, all: 0 };
 /** How many uploads were a photo already here, and not stored again. */
 let deduplicated = 0;
+/** The change cursor: what the page has applied; a refresh asks what changed after it. */
+let changes = null;
+/** Bumped when the list is read again (another filter): older answers are dropped. */
+let generation = 0;
 /**
  * Decisions this page made or heard of from another tab, by media id, with
- * when: a list read before then does not undo them.
+ * when (and the state before): an answer read before then does not undo them.
  */
 const decided = new Map();
 /** Rendered items, by id: { root, key, age, select }. */
@@ -58,9 +123,16 @@ const items = new Map();
 const selected = new Set();
 let filter = "pending";
 let lastOk = 0;
-let loading = false;
+/** The read under way, if any (one at a time of each kind). */
+let opening = null;
+let refreshing = null;
+let paging = null;
 let stopped = false;
 let bulkRunning = false;
+/** A `fill` is asked for on the next frame. */
+let fillQueued = false;
+/** When a page of the list last could not be read. */
+let pageFailed = 0;
 /** Other host tabs of this event, in this browser. */
 const channel = event && "BroadcastChannel" in window ? new BroadcastChannel(`upload-once-host:${event}`) : null;
 
@@ -117,7 +189,7 @@ function start() {
     button.addEventListener("click", () => selectFilter(button.dataset.filter));
   }
   $("approve-selected").addEventListener("click", () => approveMany(selectedApprovable()));
-  $("approve-all").addEventListener("click", () => approveMany(all().filter((m) => m.moderation === "pending").map((m) => m.id)));
+  $("approve-all").addEventListener("click", approveAllWaiting);
   document.addEventListener("keydown", onKey);
   // Another host link pasted into this tab may change only the fragment: start again with its token.
   window.addEventListener("hashchange", () => {
@@ -125,10 +197,15 @@ function start() {
   });
   if (channel) {
     channel.addEventListener("message", (e) => {
-      const m = e.data && e.data.media;
+      const data = e.data || {};
+      // Another tab approved many at once: what changed is asked for now.
+      if (data.refresh) {
+        refresh();
+        return;
+      }
+      const m = data.media;
       if (!m || !m.id) return;
-      decided.set(m.id, { media: m, at: Date.now() });
-      media.set(m.id, m);
+      heard(m);
       render();
     });
   }
@@ -140,15 +217,16 @@ function start() {
     $(`rotate-${what}`).addEventListener("click", () => rotate(what));
   }
   $("delete-event").addEventListener("click", deleteEvent);
+  // The window follows the scroll (and the size: a row holds more or fewer cards).
+  window.addEventListener("scroll", queueFill, { passive: true });
+  window.addEventListener("resize", queueFill);
   render();
-  load().then(() => {
+  openList().then(() => {
     document.body.dataset.ready = "1";
   });
-  setInterval(() => {
-    if (!stopped) load();
-  }, refreshMs);
+  setInterval(tick, refreshMs);
   document.addEventListener("visibilitychange", () => {
-    if (document.visibilityState === "visible" && !stopped) load();
+    if (document.visibilityState === "visible") tick();
   });
   setInterval(() => {
     if (lastOk && !bulkRunning) setStatus(updatedLine());
@@ -163,38 +241,294 @@ function updatedLine() {
   return t("host.status.updated", { ago: timeAgo(lastOk), seconds: Math.round(refreshMs / 1000) });
 }
 
-async function load() {
-  if (loading) return;
-  loading = true;
-  const started = Date.now();
-  try {
-    // One request for every filter (the counts need them all).
-    const response = await fetch(`${base}/v1/events/${encodeURIComponent(event)}/media`, { headers: headers(), cache: "no-store" });
-    if (!response.ok) throw await problemOf(response);
-    const body = await response.json();
-    media = new Map((body.media || []).map((m) => [m.id, m]));
-    deduplicated = Number(body.deduplicated) || 0;
-    // A decision made (here or in another tab) after this list was read
-    // stands until a later list has it.
-    for (const [id, d] of decided) {
-      if (d.at >= started && media.has(id)) media.set(id, d.media);
-      else decided.delete(id);
-    }
-    lastOk = Date.now();
-    if (!bulkRunning) setStatus(updatedLine());
-    render();
-  } catch (err) {
-    if (err && (err.status === 401 || err.status === 403 || err.status === 404)) {
-      stopped = true;
-      const what = err.status === 404 ? t("host.bad.notFound", { event }) : t("host.bad.token");
-      showMessage(app, t("host.bad.title"), what, t("host.bad.details", { message: err.message }));
-      document.body.dataset.error = err.code || "auth";
-    } else {
-      setStatus(t("host.status.unreachable", { message: err && err.message ? err.message : String(err) }), true);
-    }
-  } finally {
-    loading = false;
+// ------------------------------------------------------------- reading ----
+
+/** The order a filter shows: waiting oldest first (a queue), the others most recent first. */
+function orderOf(name) {
+  return name === "pending" ? "oldest" : "newest";
+}
+
+/** Whether a media belongs in a filter's list. */
+function matches(name, m) {
+  return name === "all" || m.moderation === name;
+}
+
+/** One read of the event's media list (`query`: filter, order, cursor or since, limit). */
+async function readList(query) {
+  const url = `${base}/v1/events/${encodeURIComponent(event)}/media?${new URLSearchParams(query)}`;
+  const response = await fetch(url, { headers: headers(), cache: "no-store" });
+  if (!response.ok) throw await problemOf(response);
+  return response.json();
+}
+
+/** A read failed: a refused token or a gone event ends the page, anything else is said and tried again. */
+function readFailed(err) {
+  if (stopped) return;
+  if (err && (err.status === 401 || err.status === 403 || err.status === 404)) {
+    stopped = true;
+    const what = err.status === 404 ? t("host.bad.notFound", { event }) : t("host.bad.token");
+    showMessage(app, t("host.bad.title"), what, t("host.bad.details", { message: err.message }));
+    document.body.dataset.error = err.code || "auth";
+  } else {
+    setStatus(t("host.status.unreachable", { message: err && err.message ? err.message : String(err) }), true);
   }
+}
+
+function readOk() {
+  lastOk = Date.now();
+  if (!bulkRunning) setStatus(updatedLine());
+}
+
+/** Every 5 s and when the tab shows again: what changed (or, before a first answer, the list). */
+function tick() {
+  if (stopped) return;
+  if (!list.loaded) openList();
+  else refresh();
+}
+
+/** The record an answer read from `started` on says, unless this page decided otherwise since. */
+function latest(m, started) {
+  const d = decided.get(m.id);
+  return d && d.at >= started ? d.media : m;
+}
+
+/**
+ * The counts and the deduplicated line of an answer read from `started`
+ * on. Decisions made since may be missing from its counts: they are
+ * counted again unless the answer holds the media as decided.
+ */
+function takeCounts(body, started) {
+  if (body.deduplicated !== undefined && body.deduplicated !== null) deduplicated = Number(body.deduplicated) || 0;
+  if (!body.counts) return;
+  const next = {};
+  for (const state of FILTERS) next[state] = Number(body.counts[state]) || 0;
+  const told = new Map((body.media || []).map((m) => [m.id, m.moderation]));
+  for (const d of decided.values()) {
+    if (d.at < started || !d.from) continue;
+    const was = told.get(d.media.id) ?? d.from;
+    if (was !== d.media.moderation) {
+      next[was] = Math.max(0, next[was] - 1);
+      next[d.media.moderation] += 1;
+    }
+  }
+  counts = next;
+}
+
+/**
+ * Forgets decisions long past: every answer read since holds them (an
+ * answer only ever looks at those made while it was read).
+ */
+function forgetDecided() {
+  const before = Date.now() - DECIDED_MS;
+  for (const [id, d] of decided) if (d.at < before) decided.delete(id);
+}
+
+/**
+ * Reads the first page of the filter shown (at the start, and for another
+ * filter). The cards shown stay until it is in: one in both lists (a reject
+ * form open in it) is kept as it is.
+ */
+function openList() {
+  if (opening && opening.filter === filter) return opening.done;
+  const gen = ++generation;
+  const name = filter;
+  const started = Date.now();
+  $("grid").setAttribute("aria-busy", "true");
+  const done = (async () => {
+    try {
+      const body = await readList({ filter: name, order: orderOf(name), limit: String(PAGE) });
+      if (gen !== generation) return;
+      list = { filter: name, ids: [], members: new Set(), next: null, loaded: true };
+      media.clear();
+      changes = body.changes;
+      takeCounts(body, started);
+      addPage(body, started);
+      forgetDecided();
+      winStart = 0;
+      winEnd = Math.min(list.ids.length, WINDOW);
+      readOk();
+      $("grid").removeAttribute("aria-busy");
+      render();
+      queueFill();
+    } catch (err) {
+      if (gen === generation) {
+        $("grid").removeAttribute("aria-busy");
+        readFailed(err);
+      }
+    } finally {
+      if (opening && opening.gen === gen) opening = null;
+    }
+  })();
+  opening = { filter: name, gen, done };
+  return done;
+}
+
+/** Adds a page of the list (after what is read). */
+function addPage(body, started) {
+  for (const read of body.media || []) {
+    const m = latest(read, started);
+    if (!matches(list.filter, m)) continue;
+    if (!list.members.has(m.id)) {
+      list.ids.push(m.id);
+      list.members.add(m.id);
+    }
+    media.set(m.id, m);
+  }
+  list.next = typeof body.next_cursor === "string" && body.next_cursor ? body.next_cursor : null;
+}
+
+/** Reads the list's next page; resolves once it is in (or could not be read). */
+function loadMore() {
+  if (paging) return paging;
+  if (opening || !list.loaded || !list.next) return Promise.resolve();
+  const gen = generation;
+  const cursor = list.next;
+  const name = list.filter;
+  const started = Date.now();
+  $("more").hidden = false;
+  paging = (async () => {
+    try {
+      const body = await readList({ filter: name, order: orderOf(name), limit: String(PAGE), cursor });
+      if (gen !== generation || list.next !== cursor) return;
+      // Its counts only if nothing was decided meanwhile (a refresh brings them then).
+      if (![...decided.values()].some((d) => d.at >= started)) takeCounts(body, started);
+      addPage(body, started);
+      readOk();
+    } catch (err) {
+      pageFailed = Date.now();
+      readFailed(err);
+    } finally {
+      paging = null;
+      $("more").hidden = true;
+    }
+  })();
+  return paging;
+}
+
+/**
+ * Asks what changed since the change cursor, and applies it; while more
+ * changes wait, asks again. Thousands of them (a bulk approval elsewhere):
+ * the list's first page is read again instead, which costs less.
+ */
+function refresh() {
+  if (refreshing) return refreshing;
+  // While a list is being read, its answer brings what changed.
+  if (stopped || opening || !list.loaded || !changes) return Promise.resolve();
+  const gen = generation;
+  refreshing = (async () => {
+    let again = false;
+    try {
+      for (let round = 0; ; round += 1) {
+        if (round >= REFRESH_ROUNDS) {
+          again = true;
+          break;
+        }
+        const started = Date.now();
+        const body = await readList({ since: changes, limit: String(CHANGES_PAGE) });
+        if (gen !== generation) return;
+        applyChanges(body, started);
+        changes = body.changes;
+        if (!body.more) break;
+      }
+      readOk();
+    } catch (err) {
+      readFailed(err);
+    } finally {
+      refreshing = null;
+    }
+    if (again) await openList();
+  })();
+  return refreshing;
+}
+
+/** Applies an answer of what changed, read from `started` on. */
+function applyChanges(body, started) {
+  const changed = (body.media || []).length + (body.gone || []).length;
+  takeCounts(body, started);
+  for (const id of body.gone || []) {
+    drop(id);
+    selected.delete(id);
+  }
+  for (const m of body.media || []) place(latest(m, started));
+  forgetDecided();
+  if (changed || body.counts) render();
+  if (changed) queueFill();
+}
+
+/**
+ * A decision made here or heard of from another tab: shown now, and
+ * counted now when the page knows what the media was before.
+ */
+function heard(m, at = Date.now()) {
+  const before = media.get(m.id);
+  const from = before ? before.moderation : null;
+  decided.set(m.id, { media: m, at, from });
+  if (from && from !== m.moderation) {
+    counts[from] = Math.max(0, counts[from] - 1);
+    counts[m.moderation] += 1;
+  }
+  place(m);
+}
+
+/**
+ * Puts a media's latest record into the list: updated in place, dropped
+ * from a filter it no longer matches, or put where it belongs when that
+ * part of the list is read (else the page that holds it brings it).
+ */
+function place(m) {
+  const want = matches(list.filter, m);
+  if (list.members.has(m.id)) {
+    if (want) media.set(m.id, m);
+    else drop(m.id);
+    return;
+  }
+  if (!want || !list.loaded) return;
+  const at = placeOf(m);
+  if (at === list.ids.length && list.next) return;
+  const wasEnd = winEnd === list.ids.length;
+  list.ids.splice(at, 0, m.id);
+  list.members.add(m.id);
+  media.set(m.id, m);
+  if (at < winStart) {
+    winStart += 1;
+    winEnd += 1;
+  } else if (at < winEnd || (at === winEnd && wasEnd)) {
+    winEnd += 1;
+  }
+}
+
+/** Takes a media out of the list. */
+function drop(id) {
+  if (!list.members.has(id)) return;
+  const at = list.ids.indexOf(id);
+  list.ids.splice(at, 1);
+  list.members.delete(id);
+  media.delete(id);
+  if (at < winStart) {
+    winStart -= 1;
+    winEnd -= 1;
+  } else if (at < winEnd) {
+    winEnd -= 1;
+  }
+}
+
+/** The list's order: by upload time, then id (the server's), oldest or newest first. */
+function compare(a, b) {
+  const byTime = a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0;
+  const order = byTime || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  return orderOf(list.filter) === "oldest" ? order : -order;
+}
+
+/** Where a media goes in the list (binary search). */
+function placeOf(m) {
+  let lo = 0;
+  let hi = list.ids.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (compare(media.get(list.ids[mid]), m) <= 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 function setStatus(text, error = false) {
@@ -210,16 +544,12 @@ function selectFilter(name) {
   for (const button of document.querySelectorAll("[data-filter]")) {
     button.setAttribute("aria-pressed", String(button.dataset.filter === name));
   }
-  render();
+  if (name !== list.filter || !list.loaded) openList();
 }
 
-function all() {
-  return [...media.values()];
-}
-
-/** Ticked items that are shown and can still be approved. */
+/** Ticked items of the list that can still be approved. */
 function selectedApprovable() {
-  return [...items.keys()].filter((id) => selected.has(id) && media.get(id) && media.get(id).moderation !== "approved");
+  return [...selected].filter((id) => list.members.has(id) && media.get(id).moderation !== "approved");
 }
 
 // ------------------------------------------------------------ rendering ----
@@ -243,28 +573,32 @@ function focusLost() {
 }
 
 /**
- * Shows the filtered items. `hint`: where the focus was before a decision
- * disabled its controls (a disabled control drops the focus).
+ * Shows the window of the list. `hint`: where the focus was before a
+ * decision disabled its controls (a disabled control drops the focus).
+ * `refocus`: a focused card that goes hands the focus to the one that
+ * takes its place. The first card in view stays where it is on screen
+ * (cards that come or go above it do not move what the host looks at):
+ * where the browser's scroll anchoring did so already (Chromium, Firefox)
+ * there is nothing left to do; elsewhere (Safari) the page scrolls by what
+ * the card moved. Not at the top of the page, unless `hold` (the window
+ * itself changed).
  */
-function render(hint = null) {
-  const list = all();
-  for (const state of ["pending", "approved", "rejected"]) {
-    $(`count-${state}`).textContent = String(list.filter((m) => m.moderation === state).length);
-  }
-  $("count-all").textContent = String(list.length);
+function render(hint = null, { refocus = true, hold = false } = {}) {
+  const held = hold || window.scrollY > 0 ? anchor() : null;
+  for (const state of FILTERS) $(`count-${state}`).textContent = String(counts[state]);
   // Uploads of a photo already here (the event's dedup scope): not stored
   // again, so not in the list; said so the counts add up for the host.
   const dedup = $("deduplicated");
   dedup.hidden = deduplicated === 0;
   dedup.textContent = deduplicated ? t("host.deduplicated", { count: deduplicated }) : "";
 
-  // Waiting: oldest first (a queue). Decided and all: most recent first.
-  let shown = filter === "all" ? list : list.filter((m) => m.moderation === filter);
-  if (filter !== "pending") shown = shown.reverse();
+  winStart = Math.max(0, Math.min(winStart, list.ids.length));
+  winEnd = Math.max(winStart, Math.min(winEnd, list.ids.length));
+  const shown = list.ids.slice(winStart, winEnd).map((id) => media.get(id));
 
   // Where the keyboard focus is, so that it stays on the same item or
   // goes to the one that takes its place.
-  const context = focusContext() || (hint && focusLost() ? hint : null);
+  const context = refocus ? focusContext() || (hint && focusLost() ? hint : null) : null;
 
   const grid = $("grid");
   const keep = new Set(shown.map((m) => m.id));
@@ -293,12 +627,16 @@ function render(hint = null) {
     if (want !== item.root) grid.insertBefore(item.root, want);
     previous = item.root;
   }
-  for (const id of [...selected]) if (!media.has(id) || media.get(id).moderation === "approved") selected.delete(id);
+  for (const id of [...selected]) if (list.members.has(id) && media.get(id).moderation === "approved") selected.delete(id);
 
   const empty = $("empty");
-  empty.textContent = t(`host.empty.${filter}`);
-  empty.hidden = shown.length > 0;
+  empty.textContent = t(`host.empty.${list.filter}`);
+  empty.hidden = !list.loaded || list.ids.length > 0;
   updateBulk();
+  if (held && held.el.isConnected) {
+    const moved = held.el.getBoundingClientRect().top - held.top;
+    if (moved) window.scrollBy(0, moved);
+  }
 
   if (context && focusLost()) {
     const same = items.get(context.id);
@@ -312,10 +650,135 @@ function render(hint = null) {
       empty.focus();
     }
   }
+  // Fewer cards (decided, gone): the window takes more.
+  queueFill();
+}
+
+// --------------------------------------------------------------- window ----
+
+/** How many cards a row of the grid holds. */
+function columns() {
+  const tracks = getComputedStyle($("grid")).gridTemplateColumns;
+  return Math.max(1, tracks && tracks !== "none" ? tracks.split(" ").filter(Boolean).length : 1);
+}
+
+/** The first card in view and where it is, to hold the scroll position on. */
+function anchor() {
+  for (const el of itemsInOrder()) {
+    const box = el.getBoundingClientRect();
+    if (box.bottom > 0) return { el, top: box.top };
+  }
+  return null;
+}
+
+/**
+ * Shows the window as it now is, the card in view staying where it was on
+ * screen; then lets go of cards far outside the viewport (whole rows from
+ * the top, any from the bottom) while the window holds more than WINDOW,
+ * and down to WINDOW_MAX whatever their distance.
+ */
+function show() {
+  render(null, { hold: true });
+  const order = itemsInOrder();
+  const cols = columns();
+  const over = (limit) => Math.max(0, winEnd - winStart - limit);
+  // From the top: the rows wholly far above the viewport. (A card with the
+  // focus so far away was scrolled away from: it goes too, and j or k
+  // start again from the first card.)
+  let top = 0;
+  while (top < order.length && order[top].getBoundingClientRect().bottom < -TRIM) top += 1;
+  top = Math.min(top, over(WINDOW));
+  // From the bottom: the cards wholly far below it.
+  let bottom = 0;
+  while (bottom < order.length && order[order.length - 1 - bottom].getBoundingClientRect().top > window.innerHeight + TRIM) bottom += 1;
+  bottom = Math.min(bottom, over(WINDOW) - top);
+  // Still too many (a huge screen): the side farther from the viewport goes.
+  const extra = over(WINDOW_MAX) - top - bottom;
+  if (extra > 0) {
+    const above = order.length ? -order[0].getBoundingClientRect().top : 0;
+    const below = order.length ? order[order.length - 1].getBoundingClientRect().bottom - window.innerHeight : 0;
+    if (above > below) top += extra;
+    else bottom += extra;
+  }
+  top -= top % cols;
+  if (top > 0 || bottom > 0) {
+    winStart += top;
+    winEnd -= bottom;
+    // A card with the focus that goes leaves it on the page, not on
+    // another card far from the viewport.
+    render(null, { refocus: false, hold: true });
+  }
+}
+
+/** `fill` on the next frame (once, however many scroll events come). */
+function queueFill() {
+  if (fillQueued) return;
+  fillQueued = true;
+  requestAnimationFrame(() => {
+    fillQueued = false;
+    fill();
+  });
+}
+
+/**
+ * Grows the window where the viewport is near one of its ends: STEP more
+ * cards there, read from the server first when the list ends there. Not
+ * past WINDOW_MAX while the cards at the other end are too near to go (a
+ * huge screen shows WINDOW_MAX cards, and the window moves on as the host
+ * scrolls), nor a page again right after one could not be read.
+ */
+function fill() {
+  if (!list.loaded || stopped) return;
+  for (let round = 0; round < 8; round += 1) {
+    const box = $("grid").getBoundingClientRect();
+    const nearEnd = box.bottom - window.innerHeight < MARGIN;
+    const nearStart = box.top > -MARGIN;
+    const full = winEnd - winStart >= WINDOW_MAX;
+    const cards = full ? itemsInOrder() : [];
+    const roomAtEnd = !full || (cards.length > 0 && cards[0].getBoundingClientRect().bottom < -TRIM);
+    const roomAtStart = !full || (cards.length > 0 && cards[cards.length - 1].getBoundingClientRect().top > window.innerHeight + TRIM);
+    if (nearEnd && roomAtEnd && winEnd < list.ids.length) {
+      winEnd = Math.min(list.ids.length, winEnd + STEP);
+    } else if (nearEnd && roomAtEnd && list.next) {
+      if (Date.now() - pageFailed > refreshMs) loadMore().then(queueFill);
+      return;
+    } else if (nearStart && roomAtStart && winStart > 0) {
+      winStart = backTo(winStart - STEP);
+    } else {
+      return;
+    }
+    show();
+  }
+  // Still near an end after 8 steps (a tall screen): on with the next frame.
+  queueFill();
+}
+
+/** A window start at `at` or before it that keeps every card in its column. */
+function backTo(at) {
+  if (at <= 0) return 0;
+  const cols = columns();
+  return Math.max(0, winStart - Math.ceil((winStart - at) / cols) * cols);
+}
+
+/**
+ * One card further than the window (j/k at its end): grows it that way,
+ * reading the next page first if need be. Resolves to whether it grew.
+ */
+async function extend(step) {
+  if (step > 0) {
+    if (winEnd >= list.ids.length && list.next) await loadMore();
+    if (winEnd >= list.ids.length) return false;
+    winEnd = Math.min(list.ids.length, winEnd + STEP);
+  } else {
+    if (winStart <= 0) return false;
+    winStart = backTo(winStart - STEP);
+  }
+  show();
+  return true;
 }
 
 function updateBulk() {
-  const pending = all().filter((m) => m.moderation === "pending").length;
+  const pending = counts.pending;
   const chosen = selectedApprovable().length;
   const some = $("approve-selected");
   some.textContent = t("host.bulk.selected", { count: chosen });
@@ -332,6 +795,13 @@ function itemKey(m) {
 }
 
 function preview(m) {
+  if (m.preview === "pending") {
+    // Not made yet: nothing is asked for (a request for it would wait for
+    // the rendition, holding one of the browser's few connections to the
+    // server, which the list's own reads need). The refresh that tells it
+    // is made makes the card again, with it.
+    return icon(isVideo(m.content_type) ? ICONS.video : ICONS.photo, 40);
+  }
   if (isVideo(m.content_type) && m.preview !== "placeholder") {
     // The shareable copy, its poster (the thumbnail: one signature opens
     // every size) until it plays.
@@ -472,6 +942,7 @@ function toggleSelected(id, on) {
   updateBulk();
 }
 
+
 // ------------------------------------------------------------ deciding ----
 
 /** One moderation call; the updated record is shown here and in other tabs. */
@@ -484,8 +955,7 @@ async function postDecision(id, decision, reason = null) {
   });
   if (!response.ok) throw await problemOf(response);
   const updated = await response.json();
-  decided.set(updated.id, { media: updated, at: Date.now() });
-  media.set(updated.id, updated);
+  heard(updated);
   if (channel) channel.postMessage({ media: updated });
   return updated;
 }
@@ -524,6 +994,7 @@ async function decide(id, decision, reason, controls) {
   }
 }
 
+
 /** Approves several, a few calls at a time, saying how far it got. */
 async function approveMany(ids) {
   if (bulkRunning || ids.length === 0) return;
@@ -549,20 +1020,117 @@ async function approveMany(ids) {
     }
   };
   await Promise.all(Array.from({ length: Math.min(BULK_CONCURRENCY, ids.length) }, worker));
-  bulkRunning = false;
-  render();
-  // The pressed button was disabled while it ran: the focus goes back to
-  // it, or (when there is nothing left for it to do) to the first item.
-  if (focusLost()) {
-    if (pressed && pressed.isConnected && !pressed.disabled) pressed.focus();
-    else (itemsInOrder()[0] || $("empty")).focus();
-  }
+  bulkEnded(pressed);
   const approved = ids.length - failures.length;
   if (failures.length) {
     const first = failures[0];
     setStatus(t("host.status.bulkFailed", { count: failures.length, message: first && first.message ? first.message : String(first) }), true);
   } else {
     setStatus(t("host.status.bulkDone", { count: approved }));
+  }
+}
+
+/**
+ * After several decisions: the buttons again, and the focus back on the
+ * pressed button (disabled while it ran), or, when there is nothing left
+ * for it to do, on the first item.
+ */
+function bulkEnded(pressed) {
+  bulkRunning = false;
+  render();
+  queueFill();
+  if (focusLost()) {
+    if (pressed && pressed.isConnected && !pressed.disabled) pressed.focus();
+    else (itemsInOrder()[0] || $("empty")).focus();
+  }
+}
+
+/** A call of the bulk approval; the server's answer, or throws its problem. */
+async function bulkCall(method, path, body) {
+  const response = await fetch(`${base}/v1/events/${encodeURIComponent(event)}/moderation/bulk${path}`, {
+    method,
+    headers: headers(body ? { "Content-Type": "application/json" } : {}),
+    body: body ? JSON.stringify(body) : undefined,
+    cache: "no-store",
+  });
+  if (!response.ok) throw await problemOf(response);
+  return response.json();
+}
+
+/**
+ * "Approve all waiting": one request for every media waiting as of what
+ * this page has seen (its change cursor: one uploaded since, which the
+ * host has not seen, waits), then its progress every 500 ms in the status
+ * line. A server without the route (404 route_not_found) gets one call per
+ * media, as before.
+ */
+async function approveAllWaiting() {
+  if (bulkRunning || counts.pending === 0 || !changes) return;
+  const pressed = document.activeElement;
+  bulkRunning = true;
+  updateBulk();
+  setStatus(t("host.status.bulkProgress", { done: 0, total: counts.pending }));
+  // Up to date first: a media changed since the last refresh (its preview
+  // made) would otherwise be past `upto`, and wait.
+  await refresh();
+  let job;
+  try {
+    job = await bulkCall("POST", "", { decision: "approve", upto: changes });
+  } catch (err) {
+    if (err && (err.code === "route_not_found" || err.status === 405)) {
+      bulkRunning = false;
+      let ids;
+      try {
+        ids = await allPendingIds();
+      } catch (listErr) {
+        bulkEnded(pressed);
+        setStatus(t("host.status.bulkError", { message: listErr && listErr.message ? listErr.message : String(listErr) }), true);
+        return;
+      }
+      return approveMany(ids);
+    }
+    bulkEnded(pressed);
+    setStatus(t("host.status.bulkError", { message: err && err.message ? err.message : String(err) }), true);
+    return;
+  }
+  let misses = 0;
+  while (job && job.state !== "done") {
+    setStatus(t("host.status.bulkProgress", { done: Number(job.done) || 0, total: Number(job.total) || 0 }));
+    await new Promise((resolve) => setTimeout(resolve, BULK_POLL_MS));
+    try {
+      job = await bulkCall("GET", `/${encodeURIComponent(job.id)}`);
+      misses = 0;
+    } catch (err) {
+      // A few misses in a row (the connection): it runs on the server anyway.
+      misses += 1;
+      if (misses >= 10 || (err && err.status >= 400 && err.status < 500)) {
+        bulkEnded(pressed);
+        setStatus(t("host.status.bulkError", { message: err && err.message ? err.message : String(err) }), true);
+        return;
+      }
+    }
+  }
+  // What it changed, here and in the other tabs.
+  await refresh();
+  await refresh();
+  if (channel) channel.postMessage({ refresh: true });
+  for (const id of [...selected]) if (!list.members.has(id) || media.get(id).moderation === "approved") selected.delete(id);
+  bulkEnded(pressed);
+  setStatus(t("host.status.bulkDone", { count: Number(job.done) || 0 }));
+}
+
+/** Every waiting media's id, read a page at a time (only where the server has no bulk approval). */
+async function allPendingIds() {
+  if (list.filter === "pending" && !list.next) return [...list.ids];
+  const ids = [];
+  let cursor = null;
+  for (;;) {
+    const query = { moderation: "pending", limit: "500" };
+    if (cursor) query.cursor = cursor;
+    const body = await readList(query);
+    for (const m of body.media || []) if (m.moderation === "pending") ids.push(m.id);
+    cursor = typeof body.next_cursor === "string" && body.next_cursor ? body.next_cursor : null;
+    if (!cursor) return ids;
   }
 }
 
@@ -575,11 +1143,29 @@ function isTyping(target) {
   return target.matches("textarea, select, [contenteditable], input:not([type=checkbox]):not([type=radio]):not([type=button])");
 }
 
-function moveFocus(from, step) {
-  const order = itemsInOrder();
+/**
+ * Moves the focus `step` items on; past an end of the window, the window
+ * grows first. From no item: to the first one in view.
+ */
+async function moveFocus(from, step) {
+  let order = itemsInOrder();
   if (!order.length) return;
-  const i = from ? order.indexOf(from) : -1;
-  const next = i < 0 ? order[step > 0 ? 0 : order.length - 1] : order[Math.max(0, Math.min(order.length - 1, i + step))];
+  let i = from ? order.indexOf(from) : -1;
+  if (i < 0) {
+    const inView = anchor();
+    const first = inView ? inView.el : order[0];
+    first.focus();
+    first.scrollIntoView({ block: "nearest" });
+    return;
+  }
+  if ((step > 0 && i === order.length - 1) || (step < 0 && i === 0)) {
+    if (await extend(step)) {
+      order = itemsInOrder();
+      i = order.indexOf(from);
+      if (i < 0) return;
+    }
+  }
+  const next = order[Math.max(0, Math.min(order.length - 1, i + step))];
   next.focus();
   next.scrollIntoView({ block: "nearest" });
 }
@@ -627,6 +1213,7 @@ function onKey(e) {
     default:
   }
 }
+
 
 // ------------------------------------------------------------- invite ----
 

@@ -328,6 +328,93 @@ export function photo(seed, bytes = 200_000, width = 320, height = 240) {
   ]);
 }
 
+/**
+ * A tiny real PNG (4x4) that no other `n` below 16,777,216 shares (its
+ * first pixel is `n`): thousands of distinct photos, fast to send and to
+ * make renditions of.
+ */
+export function tinyPhoto(n) {
+  const width = 4;
+  const height = 4;
+  const raw = Buffer.alloc(height * (width * 3 + 1));
+  for (let y = 0; y < height; y++) {
+    const o = y * (width * 3 + 1);
+    for (let x = 0; x < width; x++) {
+      const p = o + 1 + x * 3;
+      raw[p] = x * 60 + y; raw[p + 1] = y * 60 + x; raw[p + 2] = 128;
+    }
+  }
+  raw[1] = (n >>> 16) & 0xff; raw[2] = (n >>> 8) & 0xff; raw[3] = n & 0xff;
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0); ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = 8; ihdr[9] = 2;
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", ihdr), chunk("IDAT", deflateSync(raw)), chunk("IEND", Buffer.alloc(0)),
+  ]);
+}
+
+/**
+ * Seeds `ev` with `n` distinct tiny photos through the API, the way guests'
+ * pages send them (authorize, PUT, confirm), `concurrency` at a time, a
+ * guest session per `perSession` photos (`first`: the number of the first
+ * photo, for more of them later). Resolves to the media ids, in the order
+ * the photos were numbered.
+ */
+export async function seedPhotos(server, ev, n, { concurrency = 16, perSession = 500, first = 0, prefix = "seed" } = {}) {
+  const json = { "content-type": "application/json" };
+  const sessions = [];
+  for (let s = 0; s < Math.ceil(n / perSession); s++) {
+    const res = await fetch(`${server.base}/v1/events/${ev.event.slug}/sessions`, { method: "POST", headers: json, body: JSON.stringify({ guest_code: ev.guest_code }) });
+    if (res.status !== 201) throw new Error(`session: ${res.status} ${await res.text()}`);
+    sessions.push((await res.json()).session_token);
+  }
+  const ids = new Array(n);
+  let next = 0;
+  const one = async (i) => {
+    const auth = { ...json, authorization: `Bearer ${sessions[Math.floor(i / perSession)]}` };
+    const bytes = tinyPhoto(first + i);
+    const id = randomUUID();
+    const name = `${prefix}-${String(first + i).padStart(6, "0")}.png`;
+    const authorized = await fetch(`${server.base}/v1/events/${ev.event.slug}/attempts`, {
+      method: "POST", headers: auth, body: JSON.stringify({ id, filename: name, size: bytes.length, content_type: "image/png" }),
+    });
+    if (!authorized.ok) throw new Error(`authorize of ${name}: ${authorized.status} ${await authorized.text()}`);
+    const attempt = await authorized.json();
+    const put = await fetch(attempt.upload.url, { method: "PUT", headers: attempt.upload.headers, body: bytes });
+    if (put.status !== 200) throw new Error(`PUT of ${name}: ${put.status}`);
+    const confirmed = await fetch(`${server.base}/v1/attempts/${id}/confirm`, {
+      method: "POST", headers: { ...auth, "idempotency-key": id }, body: JSON.stringify({ size: bytes.length, content_type: "image/png" }),
+    });
+    if (confirmed.status !== 200) throw new Error(`confirm of ${name}: ${confirmed.status} ${await confirmed.text()}`);
+    ids[i] = (await confirmed.json()).id;
+  };
+  const worker = async () => {
+    while (next < n) await one(next++);
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, worker));
+  return ids;
+}
+
+/**
+ * Every media record of `ev` its host's list holds, read a page at a time
+ * (`filter`: pending, approved, rejected or all).
+ */
+export async function hostMediaAll(server, ev, filter = "all") {
+  const all = [];
+  let cursor = null;
+  for (;;) {
+    const q = new URLSearchParams({ filter, limit: "500" });
+    if (cursor) q.set("cursor", cursor);
+    const res = await fetch(`${server.base}/v1/events/${ev.event.slug}/media?${q}`, { headers: { authorization: `Bearer ${ev.host_token}` } });
+    if (!res.ok) throw new Error(`media list: ${res.status} ${await res.text()}`);
+    const body = await res.json();
+    all.push(...body.media);
+    if (!body.next_cursor) return all;
+    cursor = body.next_cursor;
+  }
+}
+
 /** `setInputFiles` payloads for n photos. */
 export function photos(n, bytes = 200_000, prefix = "photo") {
   // Another prefix, other pictures: the server keeps one media per content

@@ -48,7 +48,7 @@ export async function startServer({ extra = [], www = join(ROOT, "bench/www") } 
     }
     rmSync(dataDir, { recursive: true, force: true });
   };
-  return { base, admin, stop };
+  return { base, admin, stop, pid: child.pid };
 }
 
 /** Writes `bytes` of random bytes to `path`, 8 MiB at a time. */

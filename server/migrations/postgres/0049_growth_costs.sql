@@ -5,3 +5,4 @@ UPDATE events SET confirmed_bytes = (
     SELECT COALESCE(SUM(a.size), 0) FROM attempts a
     WHERE a.event_id = events.id AND a.state = 'confirmed' AND a.duplicate_of IS NULL);
 CREATE INDEX media_created ON media (created_at);
+CREATE INDEX attempts_session ON attempts (session_id, state);

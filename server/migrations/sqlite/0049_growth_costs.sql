@@ -12,3 +12,7 @@ UPDATE events SET confirmed_bytes = (
 -- ones only (a confirm makes the job itself; the scan covers an instance
 -- that stopped in between), not through every media of every event.
 CREATE INDEX media_created ON media (created_at);
+-- What a session holds (its quotas at each authorize, its rendition budget,
+-- one job per session at a time) was read through every attempt of every
+-- event: by session now.
+CREATE INDEX attempts_session ON attempts (session_id, state);

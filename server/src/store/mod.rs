@@ -9,7 +9,7 @@
 
 pub mod dialect;
 pub mod migrate;
-mod quota;
+pub mod quota;
 pub mod sql;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -8,6 +8,23 @@ use upload_once_core::time::UnixMillis;
 use crate::error::Result;
 use upload_once_core::decide::quota::QuotaUsage;
 
+/// What [`usage`] reads: `$1` the session, `$2` the event, `$3` now (each
+/// part served by an index: `attempts_session`, `events`' key,
+/// `attempts_event_state`; tests/every_list_query_is_served_by_an_index.rs).
+/// The unary `+` keeps SQLite off `attempts_expiry`, which holds the live
+/// attempts of every event.
+pub const USAGE_SQL: &str = "SELECT
+            (SELECT COUNT(*) FROM attempts
+              WHERE session_id = $1 AND state = 'authorized' AND +expires_at > $3) AS unconfirmed,
+            (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM attempts
+              WHERE session_id = $1 AND duplicate_of IS NULL
+                AND (state = 'confirmed' OR (state = 'authorized' AND expires_at > $3
+                                             AND COALESCE(reserved_until, expires_at) > $3))) AS session_bytes,
+            (SELECT e.confirmed_bytes FROM events e WHERE e.id = $2)
+            + (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM attempts
+              WHERE event_id = $2 AND state = 'authorized' AND duplicate_of IS NULL
+                AND +expires_at > $3 AND COALESCE(reserved_until, expires_at) > $3) AS event_bytes";
+
 /// The session's unconfirmed attempts and bytes, and the event's bytes, at
 /// `now`. Bytes count what is confirmed or reserved: authorized, not
 /// expired, and within its reservation (a URL of it can still land bytes:
@@ -24,19 +41,7 @@ pub(crate) async fn usage(
     event_id: i64,
     now: UnixMillis,
 ) -> Result<QuotaUsage> {
-    let row = sqlx::query(
-        "SELECT
-            (SELECT COUNT(*) FROM attempts
-              WHERE session_id = $1 AND state = 'authorized' AND expires_at > $3) AS unconfirmed,
-            (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM attempts
-              WHERE session_id = $1 AND duplicate_of IS NULL
-                AND (state = 'confirmed' OR (state = 'authorized' AND expires_at > $3
-                                             AND COALESCE(reserved_until, expires_at) > $3))) AS session_bytes,
-            (SELECT e.confirmed_bytes FROM events e WHERE e.id = $2)
-            + (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM attempts
-              WHERE event_id = $2 AND state = 'authorized' AND duplicate_of IS NULL
-                AND expires_at > $3 AND COALESCE(reserved_until, expires_at) > $3) AS event_bytes",
-    )
+    let row = sqlx::query(USAGE_SQL)
     .bind(session_id)
     .bind(event_id)
     .bind(now)

@@ -97,3 +97,4 @@ mod two_instances_confirm_once;
 mod undecodable_files_get_a_placeholder_and_a_reason;
 mod videos_are_shared_without_their_metadata;
 mod what_a_crash_left_under_tmp_is_removed;
+mod zip_names_are_made_unique_in_one_pass;

@@ -85,6 +85,7 @@ pub struct Options {
 /// before its extension.
 pub fn unique_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let mut taken = std::collections::HashSet::new();
+    let mut next_number: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
     let mut out = Vec::new();
     for name in names {
         let clean: String = name
@@ -103,11 +104,20 @@ pub fn unique_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String>
             Some(dot) if dot > 0 => (clean[..dot].to_owned(), clean[dot..].to_owned()),
             _ => (clean.clone(), String::new()),
         };
+        let key = clean.to_lowercase();
         let mut candidate = clean;
-        let mut n = 2;
-        while !taken.insert(candidate.to_lowercase()) {
-            candidate = format!("{stem} ({n}){ext}");
-            n += 1;
+        if !taken.insert(key.clone()) {
+            // The next number to try for this name is kept, so the k-th
+            // photo called `image.jpg` (a phone's share sheet names them all
+            // so) costs one try, not k: linear in the names, not quadratic.
+            let n = next_number.entry(key).or_insert(2);
+            loop {
+                candidate = format!("{stem} ({n}){ext}");
+                *n += 1;
+                if taken.insert(candidate.to_lowercase()) {
+                    break;
+                }
+            }
         }
         out.push(candidate);
     }

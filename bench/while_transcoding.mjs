@@ -104,13 +104,13 @@ async function honestSamples(server, page, n, label, check) {
 
 /** How many of the event's photos have their renditions made (the host's list). */
 async function photosMade(server, ev) {
-  const { body } = await api(server, "GET", `/v1/events/${ev.event.slug}/media`, { token: ev.host_token });
+  const { body } = await api(server, "GET", `/v1/events/${ev.event.slug}/media?limit=500`, { token: ev.host_token });
   return body.media.filter((m) => m.preview === "ready").length;
 }
 
 async function phase(server, ev, page, label, check) {
   // What came before is made first, so the count below is this phase's.
-  const { body: listed } = await api(server, "GET", `/v1/events/${ev.event.slug}/media`, { token: ev.host_token });
+  const { body: listed } = await api(server, "GET", `/v1/events/${ev.event.slug}/media?limit=500`, { token: ev.host_token });
   await until("the earlier photos to be made", async () => (await photosMade(server, ev)) >= listed.media.length, 600_000, 100);
   const madeBefore = listed.media.length;
   const wall = performance.now();

@@ -245,18 +245,24 @@ async fn run(a: Arc<Args>) -> Result<Value> {
             failures += 1;
         }
     }
-    let list = json_ok(
-        http.get(format!("{}/v1/events/{}/media", a.base, event.slug))
-            .bearer_auth(&event.host)
-            .send()
-            .await
-            .map_err(|e| e.to_string())?,
-    )
-    .await?;
+    // Every page of the host's list (it is paged: 100 by default, 500 at most).
+    let mut listed = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut url = format!("{}/v1/events/{}/media?limit=500", a.base, event.slug);
+        if let Some(c) = &cursor {
+            url.push_str(&format!("&cursor={c}"));
+        }
+        let page = json_ok(http.get(url).bearer_auth(&event.host).send().await.map_err(|e| e.to_string())?).await?;
+        listed.extend(page["media"].as_array().cloned().unwrap_or_default());
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
     let storm_set: BTreeSet<String> = storm_ids.iter().map(|u| u.to_string()).collect();
-    let media_rows = list["media"]
-        .as_array()
-        .map_or(0, |m| m.iter().filter(|x| x["attempt_id"].as_str().is_some_and(|id| storm_set.contains(id))).count());
+    let media_rows =
+        listed.iter().filter(|x| x["attempt_id"].as_str().is_some_and(|id| storm_set.contains(id))).count();
     let distinct: usize = per_attempt.values().map(BTreeSet::len).sum();
     let storm_latency = summary(answers.iter().map(|x| x.3).collect(), storm_elapsed);
     Ok(json!({

@@ -147,29 +147,42 @@ fn event_from_row(row: &AnyRow) -> Result<EventRow> {
     })
 }
 
-/// `$first, $first+1, …`: `count` numbered placeholders.
-/// Gives media `media_id` of event `event_id` the event's next change
-/// number. The event row's lock it takes is held to the commit, so within
-/// an event the numbers are taken in commit order ([`MediaListing`]): call
-/// it last before the commit, so the lock is held briefly (and taken after
-/// every other lock, so no two writers wait on each other).
-async fn media_changed(conn: &mut AnyConnection, event_id: i64, media_id: Option<&str>) -> Result<()> {
-    changed_with_bytes(conn, event_id, media_id, 0).await
-}
-
-/// [`media_changed`], and the event's confirmed bytes grown by `stored` in
-/// the same statement (a confirm that stored them).
-async fn changed_with_bytes(conn: &mut AnyConnection, event_id: i64, media_id: Option<&str>, stored: i64) -> Result<()> {
-    let seq: i64 = sqlx::query_scalar(
+/// Takes event `event_id`'s next change number, its confirmed bytes grown
+/// by `stored` in the same statement. The event row's lock it takes is held
+/// to the commit, so within an event the numbers are taken in commit order
+/// ([`MediaListing`]): call it last before the commit, so the lock is held
+/// briefly (and taken after every other lock, so no two writers wait on
+/// each other).
+async fn next_change(conn: &mut AnyConnection, event_id: i64, stored: i64) -> Result<i64> {
+    Ok(sqlx::query_scalar(
         "UPDATE events SET change_seq = change_seq + 1, confirmed_bytes = confirmed_bytes + $2 WHERE id = $1 RETURNING change_seq",
     )
     .bind(event_id)
     .bind(stored)
     .fetch_one(&mut *conn)
-    .await?;
+    .await?)
+}
+
+/// Gives media `media_id` of event `event_id` (or, `None`, only the event)
+/// the event's next change number ([`next_change`]).
+async fn media_changed(conn: &mut AnyConnection, event_id: i64, media_id: Option<&str>) -> Result<()> {
+    let seq = next_change(conn, event_id, 0).await?;
     if let Some(id) = media_id {
         sqlx::query("UPDATE media SET change_seq = $1 WHERE id = $2").bind(seq).bind(id).execute(&mut *conn).await?;
     }
+    Ok(())
+}
+
+/// A confirm's new media record: its first change number (`created_seq`
+/// too), and the `stored` bytes added to its event's count, in two
+/// statements.
+async fn media_created(conn: &mut AnyConnection, event_id: i64, media_id: &str, stored: i64) -> Result<()> {
+    let seq = next_change(conn, event_id, stored).await?;
+    sqlx::query("UPDATE media SET change_seq = $1, created_seq = $1 WHERE id = $2")
+        .bind(seq)
+        .bind(media_id)
+        .execute(&mut *conn)
+        .await?;
     Ok(())
 }
 
@@ -259,6 +272,7 @@ fn bulk_from_row(row: &AnyRow) -> Result<BulkModeration> {
     })
 }
 
+/// `$first, $first+1, …`: `count` numbered placeholders.
 fn placeholders(first: usize, count: usize) -> String {
     (first..first + count).map(|n| format!("${n}")).collect::<Vec<_>>().join(", ")
 }
@@ -641,11 +655,7 @@ impl AttemptLock for SqlAttemptLock {
                 .execute(self.tx())
                 .await?;
             let (event_id, stored) = (self.attempt.event_id, self.attempt.size as i64);
-            changed_with_bytes(self.tx(), event_id, Some(&media.id.to_string()), stored).await?;
-            sqlx::query("UPDATE media SET created_seq = change_seq WHERE id = $1")
-                .bind(media.id.to_string())
-                .execute(self.tx())
-                .await?;
+            media_created(self.tx(), event_id, &media.id.to_string(), stored).await?;
         }
         // On a conflict (impossible under the lock) the existing record wins.
         let row = self.media_of_attempt().await?;

@@ -73,7 +73,10 @@ fn cases() -> Vec<Case> {
                 }
                 args.push(Arg::Int(101));
                 cases.push(Case {
-                    name: format!("a page of {} (newest first: {newest_first}, after a place: {after})", filter.as_str()),
+                    name: format!(
+                        "a page of {} (newest first: {newest_first}, after a place: {after})",
+                        filter.as_str()
+                    ),
                     sql: media_page_sql(filter, newest_first, after),
                     args,
                     index: if filter == MediaFilter::All { &["media_listed"] } else { &["media_listed_by_state"] },
@@ -83,13 +86,43 @@ fn cases() -> Vec<Case> {
     }
     let int = |values: &[i64]| values.iter().map(|n| Arg::Int(*n)).collect::<Vec<_>>();
     cases.extend([
-        Case { name: "what changed".into(), sql: MEDIA_CHANGES_SQL.into(), args: int(&[1, 5, 500]), index: &["media_changes"] },
-        Case { name: "the counts".into(), sql: MEDIA_COUNTS_SQL.into(), args: int(&[1]), index: &["media_listed_by_state"] },
-        Case { name: "a bulk decision's total".into(), sql: BULK_WAITING_COUNT_SQL.into(), args: int(&[1, 5]), index: WAITING },
-        Case { name: "a bulk decision's batch".into(), sql: BULK_BATCH_SQL.into(), args: int(&[1, 5, 200]), index: WAITING },
+        Case {
+            name: "what changed".into(),
+            sql: MEDIA_CHANGES_SQL.into(),
+            args: int(&[1, 5, 500]),
+            index: &["media_changes"],
+        },
+        Case {
+            name: "the counts".into(),
+            sql: MEDIA_COUNTS_SQL.into(),
+            args: int(&[1]),
+            index: &["media_listed_by_state"],
+        },
+        Case {
+            name: "a bulk decision's total".into(),
+            sql: BULK_WAITING_COUNT_SQL.into(),
+            args: int(&[1, 5]),
+            index: WAITING,
+        },
+        Case {
+            name: "a bulk decision's batch".into(),
+            sql: BULK_BATCH_SQL.into(),
+            args: int(&[1, 5, 200]),
+            index: WAITING,
+        },
         Case { name: "a wall page".into(), sql: wall_sql(), args: int(&[1, 0, 100]), index: &["media_wall"] },
-        Case { name: "the wall's newest".into(), sql: WALL_BEFORE_LAST_SQL.into(), args: int(&[1, 100]), index: &["media_wall"] },
-        Case { name: "a session's and its event's quotas".into(), sql: USAGE_SQL.into(), args: int(&[1, 1, 0]), index: &["attempts_session"] },
+        Case {
+            name: "the wall's newest".into(),
+            sql: WALL_BEFORE_LAST_SQL.into(),
+            args: int(&[1, 100]),
+            index: &["media_wall"],
+        },
+        Case {
+            name: "a session's and its event's quotas".into(),
+            sql: USAGE_SQL.into(),
+            args: int(&[1, 1, 0]),
+            index: &["attempts_session"],
+        },
     ]);
     cases
 }
@@ -109,7 +142,12 @@ async fn every_list_query_uses_its_index_and_reads_no_table_whole() {
         let steps = plan(&mut conn, dialect, &case).await;
         report.push_str(&format!("{}:\n    {}\n", case.name, steps.join("\n    ")));
         let text = steps.join("\n");
-        assert!(case.index.iter().any(|i| text.contains(i)), "{}: none of {:?} is used:\n{text}", case.name, case.index);
+        assert!(
+            case.index.iter().any(|i| text.contains(i)),
+            "{}: none of {:?} is used:\n{text}",
+            case.name,
+            case.index
+        );
         let whole_table = match dialect {
             // A SCAN of a table (not of a subquery's few rows) reads it whole.
             Dialect::Sqlite => {

@@ -45,7 +45,10 @@ async fn the_whole_flow_gives_every_connection_back_outside_a_transaction() {
     }
     assert_eq!(server.moderate(&guest.event.host_token, ids[0], "approve", None).await.status(), StatusCode::OK);
     for id in &ids[2..4] {
-        assert_eq!(server.moderate(&guest.event.host_token, id, "reject", Some("blurry")).await.status(), StatusCode::OK);
+        assert_eq!(
+            server.moderate(&guest.event.host_token, id, "reject", Some("blurry")).await.status(),
+            StatusCode::OK
+        );
     }
     let stranger = server.moderate(&guest.event.host_token, Uuid::new_v4(), "approve", None).await;
     assert_eq!(stranger.status(), StatusCode::NOT_FOUND);

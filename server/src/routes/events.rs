@@ -9,7 +9,8 @@ use upload_once_core::ErrorCode;
 use upload_once_core::restrictions::is_valid_type_pattern;
 use upload_once_core::time::format_rfc3339;
 use upload_once_core::wire::{
-    CreateEventRequest, CreateEventResponse, CreateSessionRequest, EventInfo, ModerationRequest, Problem, SessionResponse, WallResponse,
+    CreateEventRequest, CreateEventResponse, CreateSessionRequest, EventInfo, ModerationRequest, Problem,
+    SessionResponse, WallResponse,
 };
 
 use super::extract::{Admin, ApiJson, ApiPath, ApiQuery, HostOfEvent, HostOfMedia, bearer, event};

@@ -68,12 +68,7 @@ fn page_cursor(event: &EventRow, filter: MediaFilter, order: ListOrder, last: &M
 
 /// The place a page cursor names; `400 invalid_query` if it is not one this
 /// server issued for this event, filter and order.
-fn decode_page_cursor(
-    cursor: &str,
-    event: &EventRow,
-    filter: MediaFilter,
-    order: ListOrder,
-) -> Result<(i64, Uuid)> {
+fn decode_page_cursor(cursor: &str, event: &EventRow, filter: MediaFilter, order: ListOrder) -> Result<(i64, Uuid)> {
     let malformed = || invalid("`cursor` is not a cursor this server issued");
     let rest = cursor.strip_prefix('p').ok_or_else(malformed)?;
     let parts: Vec<&str> = rest.split('.').collect();
@@ -112,7 +107,12 @@ pub(crate) fn decode_change_cursor(cursor: &str, event: &EventRow) -> Result<i64
 /// The counts of the answer, with their sum.
 async fn counts(records: &Records, event: &EventRow) -> Result<MediaCounts> {
     let c = records.media_counts(event.id).await?;
-    Ok(MediaCounts { pending: c.pending, approved: c.approved, rejected: c.rejected, all: c.pending + c.approved + c.rejected })
+    Ok(MediaCounts {
+        pending: c.pending,
+        approved: c.approved,
+        rejected: c.rejected,
+        all: c.pending + c.approved + c.rejected,
+    })
 }
 
 /// `GET /v1/events/{slug}/media`
@@ -154,7 +154,8 @@ pub async fn list_media(
     // The change number first: a change made while the page is read is
     // told again by the next read of what changed, never missed.
     let seq = records.change_seq(event.id).await?;
-    let listing = MediaListing { event_id: event.id, filter, newest_first: order == ListOrder::Newest, after, limit: limit + 1 };
+    let listing =
+        MediaListing { event_id: event.id, filter, newest_first: order == ListOrder::Newest, after, limit: limit + 1 };
     let mut rows = records.media_page(&listing).await?;
     let next_cursor = if rows.len() > limit as usize {
         rows.truncate(limit as usize);
@@ -199,7 +200,8 @@ async fn changes(
     let more = rows.len() == limit as usize;
     // Up to the last change read when more wait; else up to the number read
     // first (a change committed since is told by the next read).
-    let upto = if more { rows.last().map_or(seq, |m| m.change_seq) } else { seq.max(rows.last().map_or(0, |m| m.change_seq)) };
+    let upto =
+        if more { rows.last().map_or(seq, |m| m.change_seq) } else { seq.max(rows.last().map_or(0, |m| m.change_seq)) };
     let (gone, listed): (Vec<MediaRow>, Vec<MediaRow>) = rows.into_iter().partition(|m| m.withdrawn);
     Ok(Json(MediaListResponse {
         media: crate::services::views::host_media(links, media, event, &listed).await?,

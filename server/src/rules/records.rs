@@ -397,4 +397,3 @@ pub struct BulkModeration {
     /// Until when the instance that carries it out holds it.
     pub claimed_until: UnixMillis,
 }
-

@@ -41,12 +41,7 @@ pub(crate) async fn usage(
     event_id: i64,
     now: UnixMillis,
 ) -> Result<QuotaUsage> {
-    let row = sqlx::query(USAGE_SQL)
-    .bind(session_id)
-    .bind(event_id)
-    .bind(now)
-    .fetch_one(conn)
-    .await?;
+    let row = sqlx::query(USAGE_SQL).bind(session_id).bind(event_id).bind(now).fetch_one(conn).await?;
     Ok(QuotaUsage {
         unconfirmed: row.try_get::<i64, _>("unconfirmed")? as u64,
         session_bytes: row.try_get::<i64, _>("session_bytes")? as u64,

@@ -25,9 +25,10 @@ use uuid::Uuid;
 
 use super::dialect::{Dialect, dialect_of};
 use super::{
-    AttemptLock, AttemptRow, BulkModeration, Credential, EMPTY_SESSION_COUNTS_MS, EventRow, GuestRemoval, HostDecision, IndexEntry,
-    MediaCounts, MediaFilter, MediaListing, MediaRow, NewAttempt, NewMedia, NewSession, PartDigest, RecordStore, SessionRow, SweepBacklog, dedup_from_db,
-    keep_released_connection, moderation_from_db, policy_from_db, policy_to_db,
+    AttemptLock, AttemptRow, BulkModeration, Credential, EMPTY_SESSION_COUNTS_MS, EventRow, GuestRemoval, HostDecision,
+    IndexEntry, MediaCounts, MediaFilter, MediaListing, MediaRow, NewAttempt, NewMedia, NewSession, PartDigest,
+    RecordStore, SessionRow, SweepBacklog, dedup_from_db, keep_released_connection, moderation_from_db, policy_from_db,
+    policy_to_db,
 };
 use crate::error::{Error, Result};
 use crate::rules::multipart::PartPlan;
@@ -214,7 +215,8 @@ pub fn media_page_sql(filter: MediaFilter, newest_first: bool, after: bool) -> S
 
 /// The statement of what changed in an event's media after a change
 /// number (`media_changes`, served by the index of the same name).
-pub const MEDIA_CHANGES_SQL: &str = "SELECT m.id FROM media m WHERE m.event_id = $1 AND m.change_seq > $2 ORDER BY m.change_seq LIMIT $3";
+pub const MEDIA_CHANGES_SQL: &str =
+    "SELECT m.id FROM media m WHERE m.event_id = $1 AND m.change_seq > $2 ORDER BY m.change_seq LIMIT $3";
 
 /// The statement of the host's counts, served by `media_listed_by_state`
 /// alone (it covers the columns and has the same condition).
@@ -1155,7 +1157,8 @@ impl RecordStore for SqlStore {
         claimed_until: UnixMillis,
     ) -> Result<BulkModeration> {
         let mut tx = self.write().await?;
-        let total: i64 = sqlx::query_scalar(BULK_WAITING_COUNT_SQL).bind(event_id).bind(upto_seq).fetch_one(&mut *tx).await?;
+        let total: i64 =
+            sqlx::query_scalar(BULK_WAITING_COUNT_SQL).bind(event_id).bind(upto_seq).fetch_one(&mut *tx).await?;
         let bulk = BulkModeration {
             id: Uuid::new_v4(),
             event_id,
@@ -1282,7 +1285,8 @@ impl RecordStore for SqlStore {
         if decided.is_empty() {
             return Ok(Vec::new());
         }
-        let sql = format!("SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.id IN ({})", placeholders(1, decided.len()));
+        let sql =
+            format!("SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.id IN ({})", placeholders(1, decided.len()));
         let mut query = sqlx::query(&sql);
         for id in &decided {
             query = query.bind(id.as_str());
@@ -1339,11 +1343,8 @@ impl RecordStore for SqlStore {
     async fn wall_before_last(&self, event_id: i64, n: u32) -> Result<i64> {
         // The newest n positions by the index (event_id, wall_seq), from the
         // end: the smallest of them, less one.
-        let first: Option<i64> = sqlx::query_scalar(WALL_BEFORE_LAST_SQL)
-        .bind(event_id)
-        .bind(i64::from(n))
-        .fetch_one(&self.pool)
-        .await?;
+        let first: Option<i64> =
+            sqlx::query_scalar(WALL_BEFORE_LAST_SQL).bind(event_id).bind(i64::from(n)).fetch_one(&self.pool).await?;
         Ok(first.map_or(0, |seq| seq - 1))
     }
 

@@ -26,16 +26,16 @@ use reqwest::{Client, Method, Response, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use upload_once_core::time::UnixMillis;
-use upload_once_core::wire::{Moderation, ModerationDecision};
 use upload_once_core::wire::{AttemptResponse, CreateEventResponse, Media, UploadInstruction};
+use upload_once_core::wire::{Moderation, ModerationDecision};
 use upload_once_server::clock::{Clock, ManualClock};
 use upload_once_server::config::{Config, Secret, StorageKind};
 use upload_once_server::state::AppState;
 use upload_once_server::storage::intercept::{Call, Intercepted, Interceptor, Operation};
 use upload_once_server::storage::{ObjectStore, PutGrant};
 use upload_once_server::store::{
-    AttemptLock, AttemptRow, BulkModeration, EventRow, GuestRemoval, HostDecision, IndexEntry, MediaCounts, MediaListing, MediaRow,
-    NewAttempt, PartDigest, RecordStore, SessionRow, SweepBacklog,
+    AttemptLock, AttemptRow, BulkModeration, EventRow, GuestRemoval, HostDecision, IndexEntry, MediaCounts,
+    MediaListing, MediaRow, NewAttempt, PartDigest, RecordStore, SessionRow, SweepBacklog,
 };
 use upload_once_server::{Result, build_state};
 use uuid::Uuid;

@@ -40,11 +40,11 @@ use crate::config::limits::{LimitsConfig, ProxyNet, Rate, canonical};
 use crate::error::{Error, Result};
 
 /// The key a client's requests are counted under: its IPv4 address, or
-/// its IPv6 /64 (one host is given a whole /64 and could otherwise rotate
-/// through it).
+/// its IPv6 /56 (a home line is given a /56, 256 /64s, and could otherwise
+/// rotate through them).
 pub fn rate_key(ip: IpAddr) -> IpAddr {
     match canonical(ip) {
-        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & (u128::MAX << 64))),
+        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & (u128::MAX << 72))),
         v4 => v4,
     }
 }
@@ -545,10 +545,10 @@ mod tests {
     }
 
     #[test]
-    fn ipv6_clients_are_counted_per_64() {
-        assert_eq!(rate_key(ip("2001:db8:1:2:aaaa::1")), ip("2001:db8:1:2::"));
-        assert_eq!(rate_key(ip("2001:db8:1:2:bbbb::9")), rate_key(ip("2001:db8:1:2:aaaa::1")));
-        assert_ne!(rate_key(ip("2001:db8:1:3::1")), rate_key(ip("2001:db8:1:2::1")));
+    fn ipv6_clients_are_counted_per_56() {
+        assert_eq!(rate_key(ip("2001:db8:1:2:aaaa::1")), ip("2001:db8:1::"));
+        assert_eq!(rate_key(ip("2001:db8:1:ff:bbbb::9")), rate_key(ip("2001:db8:1:2:aaaa::1")));
+        assert_ne!(rate_key(ip("2001:db8:1:100::1")), rate_key(ip("2001:db8:1:2::1")));
         assert_eq!(rate_key(ip("203.0.113.7")), ip("203.0.113.7"));
     }
 

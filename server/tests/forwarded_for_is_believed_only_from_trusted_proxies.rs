@@ -58,11 +58,12 @@ async fn behind_trusted_proxies_each_forwarded_client_has_its_own_allowance() {
 
     // Another client behind the same proxy has its own allowance.
     assert_eq!(wall(&server, &code, Some("203.0.113.8")).await, StatusCode::OK);
-    // An IPv6 client is counted by its /64.
+    // An IPv6 client is counted by its /56 (a home line is given a /56, and
+    // could otherwise rotate through its 256 /64s).
     assert_eq!(wall(&server, &code, Some("2001:db8:7:7::1")).await, StatusCode::OK);
-    assert_eq!(wall(&server, &code, Some("2001:db8:7:7::2")).await, StatusCode::OK);
-    assert_eq!(wall(&server, &code, Some("2001:db8:7:7:ffff::9")).await, StatusCode::TOO_MANY_REQUESTS);
-    assert_eq!(wall(&server, &code, Some("2001:db8:7:8::1")).await, StatusCode::OK);
+    assert_eq!(wall(&server, &code, Some("2001:db8:7:8::2")).await, StatusCode::OK);
+    assert_eq!(wall(&server, &code, Some("2001:db8:7:ff:ffff::9")).await, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(wall(&server, &code, Some("2001:db8:7:100::1")).await, StatusCode::OK);
 
     // A header that is not an address stops at the proxy: counted as the
     // proxy, never an error.

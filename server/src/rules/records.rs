@@ -147,7 +147,7 @@ pub struct NewSession {
     pub now: UnixMillis,
     /// Its expiry.
     pub expires_at: UnixMillis,
-    /// The client address it is opened from (an IPv6 address by its /64),
+    /// The client address it is opened from (an IPv6 address by its /56),
     /// if known.
     pub client_key: Option<String>,
     /// Sessions the event may open per hour.

@@ -7,8 +7,8 @@
 //
 //   node bench/live_walls.mjs [--walls 300] [--approvals 20]
 //
-// Environment: UPLOAD_ONCE_SERVER_BIN (default target/fast/upload-once-server,
-// `cargo build --profile fast -p upload-once-server`). Everything runs on
+// Environment: UPLOAD_ONCE_SERVER_BIN (default target/server/upload-once-server,
+// `cargo build --profile server -p upload-once-server`). Everything runs on
 // loopback and stops by itself.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -19,7 +19,7 @@ import { fileURLToPath } from "node:url";
 import { spawnOnFreePort } from "../tests/e2e/harness.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
-const SERVER_BIN = process.env.UPLOAD_ONCE_SERVER_BIN ?? join(ROOT, "target/fast/upload-once-server");
+const SERVER_BIN = process.env.UPLOAD_ONCE_SERVER_BIN ?? join(ROOT, "target/server/upload-once-server");
 const args = process.argv.slice(2);
 const opt = (name, fallback) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : fallback);
 const WALLS = opt("--walls", 300);

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { spawnOnFreePort } from "../tests/e2e/harness.mjs";
 
 export const ROOT = process.env.UPLOAD_ONCE_ROOT ?? join(dirname(fileURLToPath(import.meta.url)), "..");
-export const SERVER_BIN = process.env.UPLOAD_ONCE_SERVER_BIN ?? join(ROOT, "target/fast/upload-once-server");
+export const SERVER_BIN = process.env.UPLOAD_ONCE_SERVER_BIN ?? join(ROOT, "target/server/upload-once-server");
 export const CHROMIUM = process.env.UPLOAD_ONCE_CHROMIUM ?? "/usr/bin/chromium";
 export const MiB = 1 << 20;
 

@@ -1,5 +1,12 @@
 //! The `upload-once-server` binary.
 
+// One panic must cost one request (the catch-panic layer answers it 500),
+// never the process and every upload in flight.
+#[cfg(panic = "abort")]
+compile_error!(
+    "upload-once-server must unwind on a panic: build it with `--profile server` (docs/deploy.md), not `--release`, whose `panic = \"abort\"` is the wasm package's"
+);
+
 use clap::Parser;
 use upload_once_server::{Config, logs, run};
 

@@ -34,6 +34,10 @@ pub struct TestHooksRequest {
     /// attempt's row lock (0: not at all).
     #[serde(default)]
     pub confirm_hold_ms: u64,
+    /// The request's handler panics once the hooks are set: a bug, as the
+    /// server meets it, for a test that one panic costs one request.
+    #[serde(default)]
+    pub panic: bool,
 }
 
 /// Holds confirms inside their transaction until released (for tests in

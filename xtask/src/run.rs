@@ -494,7 +494,7 @@ fn layer_faults() -> Result {
 }
 
 /// What the cluster needs (tests/cluster/cluster.mjs), started and built:
-/// PostgreSQL, moto, nginx, the release server, the fault proxy, the
+/// PostgreSQL, moto, nginx, the server as deployed, the fault proxy, the
 /// package and Chromium. Returns the node command (in tests/cluster) with
 /// its environment, and the stores, which stop when dropped.
 fn cluster_command() -> Result<(Command, Postgres, Moto)> {
@@ -502,14 +502,16 @@ fn cluster_command() -> Result<(Command, Postgres, Moto)> {
     let nginx = ensure_nginx()?;
     build_package("web", "pkg")?;
     ensure_npm(&root().join("tests/e2e"))?;
-    // As it is deployed: the release build, without the test hooks.
-    sh(Command::new("cargo").args(["build", "--quiet", "--release", "-p", "upload-once-server"]).current_dir(root()))?;
+    // As it is deployed: the `server` profile, without the test hooks.
+    sh(Command::new("cargo")
+        .args(["build", "--quiet", "--profile", "server", "-p", "upload-once-server"])
+        .current_dir(root()))?;
     sh(Command::new("cargo").args(["build", "--quiet", "-p", "upload-once-fault-proxy"]).current_dir(root()))?;
     let pg = Postgres::start()?;
     let moto = Moto::start("cluster")?;
     let mut node = Command::new("node");
     node.current_dir(root().join("tests/cluster"))
-        .env("UPLOAD_ONCE_SERVER_BIN", target_dir().join("release/upload-once-server"))
+        .env("UPLOAD_ONCE_SERVER_BIN", target_dir().join("server/upload-once-server"))
         .env("UPLOAD_ONCE_FAULT_PROXY_BIN", target_dir().join("debug/upload-once-fault-proxy"))
         .env("UPLOAD_ONCE_CLUSTER_PG_ADMIN_URL", &pg.admin_url)
         .env("UPLOAD_ONCE_CLUSTER_S3_ENDPOINT", &moto.endpoint)
@@ -523,7 +525,7 @@ fn cluster_command() -> Result<(Command, Postgres, Moto)> {
 /// As it is deployed (docs/deploy.md §3): the server tests that reach the
 /// bucket against moto's server (an S3 nobody here wrote; what moto does
 /// not check stays with testing/s3-server, xtask/src/moto.rs), then
-/// tests/cluster: two release instances on one PostgreSQL and one moto
+/// tests/cluster: two instances as deployed on one PostgreSQL and one moto
 /// bucket behind nginx, with instance loss during a fault soak, the live
 /// wall across instances, limits, and work done once.
 fn layer_cluster() -> Result {
@@ -602,12 +604,13 @@ fn run_bench(quick: bool, out: &Path) -> Result {
     let (chromium, _) = ensure_chromium()?;
     ensure_npm(&root().join("bench"))?;
     build_package("web", "pkg")?;
-    // Throughput needs an optimised server; the smoke run reuses the debug build.
-    let profile = if quick { "dev" } else { "fast" };
+    // Throughput needs the server as deployed (the `server` profile, shared
+    // with the cluster layer); the smoke run reuses the debug build.
+    let profile = if quick { "dev" } else { "server" };
     sh(Command::new("cargo")
         .args(["build", "--quiet", "--profile", profile, "-p", "upload-once-server", "-p", "upload-once-loadgen"])
         .current_dir(root()))?;
-    let dir = target_dir().join(if quick { "debug" } else { "fast" });
+    let dir = target_dir().join(if quick { "debug" } else { "server" });
     let binary = dir.join("upload-once-server");
     let server_json = target_dir().join(if quick { "bench-server-smoke.json" } else { "bench-server.json" });
     {

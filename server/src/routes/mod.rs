@@ -119,6 +119,9 @@ pub async fn admin_test_hooks(State(state): State<AppState>, request: axum::extr
     let extract::ApiJson(request) =
         extract::ApiJson::<crate::test_hooks::TestHooksRequest>::from_request(request, &state).await?;
     hooks.set(&request);
+    if request.panic {
+        panic!("a test hook asked this handler to panic");
+    }
     Ok("ok")
 }
 

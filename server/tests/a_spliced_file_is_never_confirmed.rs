@@ -100,3 +100,55 @@ async fn an_object_already_assembled_is_held_to_the_composite_too() {
     assert_eq!((status, body["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("file_changed")), "{body}");
     assert_eq!(server.counts().await.1, 0, "no media record");
 }
+
+/// A client that sends no composite (an older package, or one whose hashing
+/// failed halfway) cannot confirm a splice either: while the digest of a
+/// stored part is known, a confirm of a file in parts must claim its
+/// composite (`400 malformed_request`, nothing assembled, the attempt left
+/// as it was), and the one it then claims is checked.
+#[tokio::test]
+async fn a_confirm_without_the_composite_assembles_nothing() {
+    let server = TestServer::start_with(support::multipart::options()).await;
+    let guest = server.big_guest().await;
+    let original = file(FILE, 64);
+    let picked_again = with_other_part_two(&original);
+    let id = Uuid::new_v4();
+    let plan = plan(&guest.authorize_video(id, FILE).await);
+    guest.send_parts(id, &original, &plan, &[1, 2]).await;
+    guest.send_parts(id, &picked_again, &plan, &[3]).await;
+    let keys_before = server.stored_keys().await;
+
+    for _ in 0..2 {
+        let (status, body) = problem(guest.confirm_video_without_composite(id, FILE).await).await;
+        assert_eq!((status, body["code"].as_str()), (StatusCode::BAD_REQUEST, Some("malformed_request")), "{body}");
+        assert!(body["detail"].as_str().unwrap().contains("composite_sha256"), "{body}");
+    }
+    assert_eq!(server.stored_keys().await, keys_before, "nothing assembled");
+    assert_eq!(server.counts().await.1, 0, "no media record");
+    assert_eq!(guest.status_of(id).await["state"], "authorized", "the attempt is as it was");
+
+    // Its file's composite, claimed: the splice is found.
+    let claimed = composite(&picked_again, &plan);
+    let r = guest.confirm_raw(id, json!({"size": FILE, "content_type": VIDEO, "composite_sha256": claimed})).await;
+    let (status, body) = problem(r).await;
+    assert_eq!((status, body["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("file_changed")));
+    assert_eq!(server.counts().await.1, 0);
+}
+
+/// An object assembled by a confirm whose answer was lost is held to the
+/// composite as well: a repeat without one is refused, not recorded.
+#[tokio::test]
+async fn an_object_already_assembled_needs_the_composite_too() {
+    let server = TestServer::start_with(support::multipart::options()).await;
+    let guest = server.big_guest().await;
+    let (id, bytes, authorized, plan) = guest.authorize_file(65).await;
+    guest.send_parts(id, &bytes, &plan, &[1, 2, 3]).await;
+    let upload_id = server.upload_id(&authorized.object_key).await.unwrap();
+    let listed = server.state.objects.list_parts(&authorized.object_key, &upload_id).await.unwrap().unwrap();
+    server.state.objects.complete_multipart(&authorized.object_key, &upload_id, &listed).await.unwrap();
+
+    let (status, body) = problem(guest.confirm_video_without_composite(id, FILE).await).await;
+    assert_eq!((status, body["code"].as_str()), (StatusCode::BAD_REQUEST, Some("malformed_request")), "{body}");
+    assert_eq!(server.counts().await.1, 0, "no media record");
+    assert_eq!(guest.confirm_video(id, FILE).await.status(), StatusCode::OK, "with its composite it confirms");
+}

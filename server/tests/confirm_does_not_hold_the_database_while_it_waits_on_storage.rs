@@ -74,7 +74,9 @@ async fn other_guests_confirm_while_the_store_assembles_a_large_file() {
     let guest = server.big_guest().await;
     let (id, bytes, authorized, plan) = guest.authorize_file(31).await;
     guest.send_parts(id, &bytes, &plan, &[1, 2, 3]).await;
-    let confirm = guest.spawn_confirm(id, serde_json::json!({"size": FILE, "content_type": "video/mp4"}));
+    let claim = serde_json::json!({"size": FILE, "content_type": "video/mp4",
+                                   "composite_sha256": support::multipart::composite(&bytes, &plan)});
+    let confirm = guest.spawn_confirm(id, claim);
     until("the store to be assembling the large file", Duration::from_secs(30), || entered.load(Ordering::SeqCst) == 1)
         .await;
 

@@ -216,7 +216,8 @@ async fn an_object_assembled_from_parts_is_known_by_its_parts() {
         let authorized: upload_once_core::wire::AttemptResponse = guest.authorize_raw(body).await.json().await.unwrap();
         let plan = plan(&authorized);
         guest.send_parts(id, &bytes, &plan, &[1, 2, 3]).await;
-        let claim = json!({"size": FILE, "content_type": VIDEO, "sha256": authorized_sha});
+        let claim = json!({"size": FILE, "content_type": VIDEO, "sha256": authorized_sha,
+                           "composite_sha256": composite(&bytes, &plan)});
         let r = guest.confirm_raw(id, claim.clone()).await;
         assert_eq!(r.status(), StatusCode::OK, "{what}");
         let media: upload_once_core::wire::Media = r.json().await.unwrap();

@@ -89,7 +89,8 @@ async fn racing_confirms_complete_the_upload_once_and_make_one_media_record() {
     let (id, bytes, authorized, plan) = guest.authorize_file(21).await;
     guest.send_parts(id, &bytes, &plan, &[1, 2, 3]).await;
 
-    let answers = guest.confirm_concurrently(id, serde_json::json!({"size": FILE, "content_type": VIDEO}), 8).await;
+    let claim = serde_json::json!({"size": FILE, "content_type": VIDEO, "composite_sha256": composite(&bytes, &plan)});
+    let answers = guest.confirm_concurrently(id, claim, 8).await;
     let ids: std::collections::BTreeSet<String> = answers
         .iter()
         .map(|(status, body)| {
@@ -134,5 +135,6 @@ async fn racing_first_part_requests_make_one_upload() {
     for s in signed.iter().take(3) {
         assert_eq!(server.put(&s.upload, part(&bytes, &plan, s.number)).await.status(), StatusCode::OK);
     }
-    assert_eq!(guest.confirm_video(id, FILE).await.status(), StatusCode::OK);
+    let claim = serde_json::json!({"size": FILE, "content_type": VIDEO, "composite_sha256": composite(&bytes, &plan)});
+    assert_eq!(guest.confirm_raw(id, claim).await.status(), StatusCode::OK);
 }

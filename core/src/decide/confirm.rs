@@ -80,6 +80,10 @@ pub enum Stored<'a> {
         /// The composite of the parts the store holds.
         composite: &'a str,
     },
+    /// Every part is stored, the digest of one or more of them is known,
+    /// and the confirm claims no composite checksum: whether the parts are
+    /// all of one file cannot be checked. Nothing was assembled.
+    Unclaimed,
     /// The object.
     Object(Object<'a>),
 }
@@ -103,6 +107,10 @@ pub struct Object<'a> {
 pub enum After {
     /// Not everything is stored: `409 object_missing`; nothing changes.
     NotYet(Refusal),
+    /// A file in parts confirmed without its composite checksum, where the
+    /// parts' digests are known ([`composite_required`]): answer this;
+    /// nothing changes.
+    Refuse(Refusal),
     /// The object contradicts the authorization or the claim: record the
     /// attempt rejected with this code and reason, then answer it.
     Reject(Refusal),
@@ -149,8 +157,14 @@ pub fn after_looking(attempt: &Attempt<'_>, claim: &Claim<'_>, stored: Stored<'_
                 ),
             ));
         }
+        Stored::Unclaimed => return After::Refuse(composite_required()),
         Stored::Object(object) => object,
     };
+    // An object assembled by an earlier confirm whose answer was lost, whose
+    // composite is known: a confirm must claim it too.
+    if attempt.in_parts && claim.composite.is_none() && object.composite.is_some() {
+        return After::Refuse(composite_required());
+    }
     if let Some(refusal) = mismatch(attempt, "the stored object", object.size, object.content_type, object.sha256) {
         return After::Reject(refusal);
     }
@@ -188,6 +202,23 @@ pub fn after_looking(attempt: &Attempt<'_>, claim: &Claim<'_>, stored: Stored<'_
             content_key: owned(object.sha256),
         }
     })
+}
+
+/// `400 malformed_request`: a file in parts is confirmed with the composite
+/// checksum of the client's own file (`composite_sha256`, from the digests
+/// it signed its parts with) whenever the digest of a part it stored is
+/// known. Without it the server could not tell the parts of one file from
+/// parts of two (some stored before a reload, the rest from a file picked
+/// again), and would assemble and record a spliced object; so an older
+/// client, or one whose hashing failed halfway, is refused visibly instead.
+/// A client that signed no part with a digest stored nothing the server
+/// can compare, and confirms without one.
+pub fn composite_required() -> Refusal {
+    Refusal::new(
+        ErrorCode::MalformedRequest,
+        "a file sent in parts is confirmed with its composite_sha256 (the SHA-256 of its parts' digests, and the \
+         part count): without it the parts stored cannot be checked to be all of one file",
+    )
 }
 
 /// A contradiction between what was authorized and `what` (the confirmed

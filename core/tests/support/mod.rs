@@ -334,7 +334,10 @@ impl FakeServer {
                     self.scope_of(request.id).and_then(|scope| self.content_index.get(&(scope, sha256.clone())));
                 let same_file = |media_id: &&Uuid| {
                     let media = self.media_row(**media_id);
-                    let indexed = dedup::Indexed { size: media.size, content_type: &media.content_type };
+                    let own = self.attempts.get(&media.attempt_id).is_some_and(|stored| stored.session == token);
+                    let seen_by_claimer = own || media.moderation == Moderation::Approved;
+                    let indexed =
+                        dedup::Indexed { size: media.size, content_type: &media.content_type, seen_by_claimer };
                     dedup::claim_matches(&indexed, request.size, &normalize_content_type(&request.content_type))
                 };
                 if let Some(media_id) = found.filter(same_file).copied() {
@@ -665,7 +668,7 @@ impl FakeServer {
         }
         // What the store holds: a multipart object is assembled from the
         // store's own part list, unless the client's file is not the parts'.
-        let mut spliced = None;
+        let (mut spliced, mut unclaimed) = (None, false);
         if let Some(plan) = &attempt.plan {
             let plan = PartPlan { part_size: plan.part_size, part_count: plan.part_count };
             let listed: Vec<ListedPart> = attempt
@@ -676,7 +679,9 @@ impl FakeServer {
             if let Ok(parts) = multipart::parts_to_complete(&plan, attempt.request.size, &listed) {
                 let digests: String = parts.iter().map(|p| p.sha256.clone().unwrap_or_default()).collect();
                 let composite = format!("{}-{}", fake_sha(&digests, 0), plan.part_count);
-                if claim.composite.is_some_and(|claimed| claimed != composite) {
+                if claim.composite.is_none() && parts.iter().any(|p| p.sha256.is_some()) {
+                    unclaimed = true;
+                } else if claim.composite.is_some_and(|claimed| claimed != composite) {
                     spliced = Some(composite);
                 } else {
                     let size = parts.iter().map(|p| p.size).sum();
@@ -696,6 +701,7 @@ impl FakeServer {
         };
         let stored = match (&spliced, &object) {
             (Some(composite), _) => confirm::Stored::Spliced { composite },
+            (None, None) if unclaimed => confirm::Stored::Unclaimed,
             (None, None) => confirm::Stored::Missing,
             (None, Some(o)) => confirm::Stored::Object(confirm::Object {
                 size: o.size,
@@ -705,7 +711,7 @@ impl FakeServer {
             }),
         };
         let record = match confirm::after_looking(&facts, &claim, stored) {
-            confirm::After::NotYet(refusal) => return Err(refused(refusal)),
+            confirm::After::NotYet(refusal) | confirm::After::Refuse(refusal) => return Err(refused(refusal)),
             confirm::After::Reject(refusal) => return Err(self.reject(id, refusal)),
             confirm::After::Splice(refusal) => {
                 // Rejected, and its upload aborted: no part is left behind.
@@ -2243,7 +2249,22 @@ impl Sim {
             }
             Command::Renew { id } => Reply::Outcome(Outcome::Renew(self.server.renew(*id, now))),
             Command::Confirm { id, request } => {
-                Reply::Outcome(Outcome::Confirm(self.server.confirm(*id, request, now)))
+                // As the driver does (src/client/requests.rs): a file in
+                // parts is confirmed with the composite of the digests its
+                // parts were sent with, when every one is known (the sim's
+                // digests are `fake_sha`s, and so is its composite).
+                let mut request = request.clone();
+                let ledger = self.db.get(id).and_then(|r| r.multipart.clone());
+                if let Some(ledger) = ledger.filter(|l| l.composite_input().is_some()) {
+                    let digests: String = ledger
+                        .done
+                        .iter()
+                        .take(ledger.part_count as usize)
+                        .map(|p| p.sha256.clone().unwrap_or_default())
+                        .collect();
+                    request.composite_sha256 = Some(format!("{}-{}", fake_sha(&digests, 0), ledger.part_count));
+                }
+                Reply::Outcome(Outcome::Confirm(self.server.confirm(*id, &request, now)))
             }
             Command::Status { ids } => Reply::Status(self.server.status_as(ids, token, now)),
             Command::SignParts { id, request } => {

@@ -437,6 +437,10 @@ enum Seen {
         /// The composite of the parts the store holds.
         stored: String,
     },
+    /// Every part is stored, a digest of one is known, and the confirm
+    /// claims no composite ([`confirm::composite_required`]). Nothing was
+    /// assembled.
+    Unclaimed,
 }
 
 /// Asks the store what it holds for `a` — a HEAD, and for a multipart
@@ -469,7 +473,10 @@ async fn look(state: &AppState, a: &AttemptRow, claimed_composite: Option<&str>)
     let recorded = state.records.part_digests(&[a.row_id]).await?;
     let parts = with_digests(parts, &recorded);
     // The client's file must be the parts' file, all of them: checked
-    // before anything is assembled.
+    // before anything is assembled, and claimed whenever it can be checked.
+    if claimed_composite.is_none() && parts.iter().any(|p| p.sha256.is_some()) {
+        return Ok(Seen::Unclaimed);
+    }
     if let (Some(claimed), Some(stored)) =
         (claimed_composite, composite_sha256(parts.iter().map(|p| p.sha256.as_deref())))
     {
@@ -501,7 +508,7 @@ async fn stored_object(
 ) -> Result<Option<(ObjectMeta, Option<String>)>> {
     let (object, assembled) = match seen {
         Seen::Object(object, assembled) => (object, assembled),
-        Seen::Missing | Seen::Spliced { .. } => return Ok(None),
+        Seen::Missing | Seen::Spliced { .. } | Seen::Unclaimed => return Ok(None),
     };
     let Some(plan) = a.plan else { return Ok(Some((object, None))) };
     if let Some(composite) = object.composite_sha256.clone().or(assembled) {
@@ -674,12 +681,14 @@ async fn decide_under_lock(
         // Inside the transaction, holding the attempt's row lock.
         hooks.hold_confirm().await;
     }
+    let unclaimed = matches!(seen, Seen::Unclaimed);
     let (stored_object, spliced) = match seen {
         Seen::Spliced { stored } => (None, Some(stored)),
         seen => (stored_object(lock, a, seen).await?, None),
     };
     let stored = match (&spliced, &stored_object) {
         (Some(composite), _) => Stored::Spliced { composite },
+        (None, None) if unclaimed => Stored::Unclaimed,
         (None, None) => Stored::Missing,
         (None, Some((object, composite))) => Stored::Object(confirm::Object {
             size: object.size,
@@ -689,7 +698,7 @@ async fn decide_under_lock(
         }),
     };
     Ok(match confirm::after_looking(&attempt, claim, stored) {
-        After::NotYet(refusal) => Write::Answer(refusal),
+        After::NotYet(refusal) | After::Refuse(refusal) => Write::Answer(refusal),
         After::Reject(refusal) => Write::Reject(refusal),
         After::Splice(refusal) => Write::Splice(refusal),
         After::Record(record) => {
@@ -722,7 +731,7 @@ async fn decide_under_lock(
     security(("session" = [])),
     responses(
         (status = 200, body = Media, description = "The media record; a repeat returns the same record. When the stored bytes were already in the event's dedup scope, that media as this guest may see it: `duplicate: true`, its id and moderation, this attempt's own id, filename and object key, no reason, and a `url` only once the host approved it"),
-        (status = 400, body = Problem, content_type = "application/problem+json", description = "idempotency_key_missing, idempotency_key_mismatch"),
+        (status = 400, body = Problem, content_type = "application/problem+json", description = "idempotency_key_missing, idempotency_key_mismatch; malformed_request for a file in parts confirmed without its composite_sha256 while a digest of its parts is known (nothing changes)"),
         NotFound,
         (status = 409, body = Problem, content_type = "application/problem+json", description = "object_missing (retryable): the object, or a part of it, is not stored yet"),
         Expired,

@@ -61,6 +61,13 @@ pub fn part(bytes: &[u8], plan: &MultipartPlan, number: u32) -> Vec<u8> {
     bytes[start as usize..end as usize].to_vec()
 }
 
+/// The composite of the file each attempt's parts were last sent from (by
+/// [`Guest::send_parts`]), for [`Guest::confirm_video`].
+fn sent_file() -> &'static Mutex<std::collections::HashMap<Uuid, String>> {
+    static SENT: OnceLock<Mutex<std::collections::HashMap<Uuid, String>>> = OnceLock::new();
+    SENT.get_or_init(Default::default)
+}
+
 /// The composite checksum the media record must carry: SHA-256 over the
 /// parts' raw digests, `-`, the count (computed here, independently of the
 /// server).
@@ -167,14 +174,27 @@ impl Guest<'_> {
 
     /// Signs and PUTs parts of `bytes`, each expected to be stored.
     pub async fn send_parts(&self, id: Uuid, bytes: &[u8], plan: &MultipartPlan, numbers: &[u32]) {
+        sent_file().lock().unwrap().insert(id, composite(bytes, plan));
         for signed in self.sign(id, bytes, plan, numbers).await {
             let r = self.server.put(&signed.upload, part(bytes, plan, signed.number)).await;
             assert_eq!(r.status(), StatusCode::OK, "part {}: {}", signed.number, r.text().await.unwrap_or_default());
         }
     }
 
-    /// Confirms a video of `size` bytes.
+    /// Confirms a video of `size` bytes, with the composite checksum of the
+    /// file whose parts it sent last (as a client does: it confirms the file
+    /// it holds), if any.
     pub async fn confirm_video(&self, id: Uuid, size: u64) -> Response {
+        let mut body = json!({"size": size, "content_type": VIDEO});
+        if let Some(composite) = sent_file().lock().unwrap().get(&id) {
+            body["composite_sha256"] = json!(composite);
+        }
+        self.confirm_raw(id, body).await
+    }
+
+    /// Confirms a video of `size` bytes without a composite checksum (an
+    /// older client).
+    pub async fn confirm_video_without_composite(&self, id: Uuid, size: u64) -> Response {
         self.confirm_raw(id, json!({"size": size, "content_type": VIDEO})).await
     }
 

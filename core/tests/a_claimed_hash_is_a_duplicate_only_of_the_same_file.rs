@@ -1,6 +1,7 @@
 //! At authorize, a claimed SHA-256 that the content index holds makes the
 //! attempt a duplicate (confirmed at once, nothing sent) only when the media
-//! indexed there is the same file: the same size and content type
+//! indexed there is the same file, the same size and content type, and one
+//! the claimer can already see (its own, or approved)
 //! (`decide::dedup::claim_matches`, which the reference server and the
 //! simulation's server both call). A claim that differs in either goes up
 //! and is checked at confirm like any other.
@@ -34,10 +35,16 @@ fn sent_bytes(sim: &Sim, id: Uuid) -> bool {
 
 #[test]
 fn the_same_size_and_type_match_and_nothing_else_does() {
-    let indexed = Indexed { size: 20_000, content_type: "image/jpeg" };
+    let indexed = Indexed { size: 20_000, content_type: "image/jpeg", seen_by_claimer: true };
     assert!(claim_matches(&indexed, 20_000, "image/jpeg"));
     assert!(!claim_matches(&indexed, 20_001, "image/jpeg"), "another size");
     assert!(!claim_matches(&indexed, 20_000, "image/png"), "another type");
+}
+
+#[test]
+fn a_claim_of_what_the_claimer_cannot_see_is_a_new_file() {
+    let hidden = Indexed { size: 20_000, content_type: "image/jpeg", seen_by_claimer: false };
+    assert!(!claim_matches(&hidden, 20_000, "image/jpeg"), "another guest's photo the host has not approved");
 }
 
 #[test]

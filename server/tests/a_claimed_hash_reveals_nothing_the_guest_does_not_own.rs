@@ -1,8 +1,11 @@
 //! The guest code is public, so a guest may claim the SHA-256 of a photo it
-//! never had (a hash-guessing guest). A duplicate found at authorize tells
-//! it "already shared" and nothing more: no URL or rendition of a photo the
-//! host has not approved, no other guest's filename, attempt id or object
-//! key, no host's reason. A claim of another size or type is no duplicate.
+//! never had (a hash-guessing guest). A claim of another guest's photo that
+//! the host has not approved (waiting, or rejected) is answered exactly as a
+//! new file's: the claimer must send the bytes, and only then is it told
+//! (the store keeps one copy). Only a photo on the wall, which every guest
+//! sees, is "already shared" at once. Nothing answers with another guest's
+//! filename, attempt id or object key, or the host's reason. A claim of
+//! another size or type is no duplicate.
 //! And a duplicate stores nothing, so a flood of claims of one small photo
 //! never fills the event's quota.
 
@@ -62,32 +65,43 @@ async fn a_hash_guessing_guest_learns_only_already_shared() {
     let media: Media = owner.confirm_hashed(id, &photo).await.json().await.unwrap();
     let secret = Secret { attempt_id: id, media: media.clone() };
 
-    // Pending (the event asks the host first), then rejected with a reason.
+    // Pending (the event asks the host first): the claim is answered as a
+    // new file's, so it tells nothing of what another guest sent.
     let claimer = server.guest_of(&owner.event).await;
+    let fresh = claimer.authorize_raw(claim(Uuid::new_v4(), &file(30_000, 95), 30_000)).await;
+    let fresh: Value = fresh.json().await.unwrap();
     let claimed = Uuid::new_v4();
     let r = claimer.authorize_raw(claim(claimed, &photo, photo.len())).await;
     assert_eq!(r.status(), StatusCode::CREATED);
     let text = r.text().await.unwrap();
     secret.assert_not_in(&text);
+    let shape = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(shape(&answer), shape(&fresh), "the same answer as for a file nobody sent: {text}");
     let answer: AttemptResponse = serde_json::from_str(&text).unwrap();
-    assert_eq!(answer.state, AttemptState::Confirmed);
-    let summary = answer.media.expect("already shared");
-    assert!(summary.duplicate);
-    assert_eq!(summary.url, None, "no URL of a photo the host has not approved");
+    assert_eq!(answer.state, AttemptState::Authorized, "not \"already shared\": {text}");
+    assert!(answer.media.is_none() && answer.put().is_some());
 
+    // Rejected with a reason: the same.
     let r = server.moderate(&owner.event.host_token, media.id, "reject", Some("too blurry for the wall")).await;
     assert_eq!(r.status(), StatusCode::OK);
-    for answer in [
-        claimer.get(claimed).await.text().await.unwrap(),
-        claimer.confirm_hashed(claimed, &photo).await.text().await.unwrap(),
-        claimer.authorize_raw(claim(claimed, &photo, photo.len())).await.text().await.unwrap(),
-    ] {
-        secret.assert_not_in(&answer);
-    }
-    let confirmed: Media = claimer.confirm_hashed(claimed, &photo).await.json().await.unwrap();
-    assert_eq!((confirmed.id, confirmed.attempt_id, confirmed.duplicate), (media.id, claimed, true));
+    let again = Uuid::new_v4();
+    let text = claimer.authorize_raw(claim(again, &photo, photo.len())).await.text().await.unwrap();
+    secret.assert_not_in(&text);
+    let answer: AttemptResponse = serde_json::from_str(&text).unwrap();
+    assert_eq!(answer.state, AttemptState::Authorized, "not \"already shared\": {text}");
+
+    // A claimer who does hold the bytes sends them, and the store checks
+    // them: kept once, the claimer's attempt confirmed against the one copy,
+    // still without the other guest's filename or the host's reason.
+    assert_eq!(server.put(answer.put().unwrap(), photo.clone()).await.status(), StatusCode::OK);
+    let text = claimer.confirm_hashed(again, &photo).await.text().await.unwrap();
+    secret.assert_not_in(&text);
+    let confirmed: Media = serde_json::from_str(&text).unwrap();
+    assert_eq!((confirmed.id, confirmed.attempt_id, confirmed.duplicate), (media.id, again, true));
     assert_eq!(confirmed.filename, "claimed.png", "its own filename");
     assert_eq!(confirmed.moderation_reason, None);
+    let claimed = again;
 
     // Approved: on the wall, which every guest sees; now it may link there.
     let r = server.moderate(&owner.event.host_token, media.id, "approve", None).await;
@@ -97,6 +111,12 @@ async fn a_hash_guessing_guest_learns_only_already_shared() {
     let url = status["media"]["url"].as_str().expect("the wall's rendition");
     assert!(url.contains(&format!("/v1/media/{}/display?", media.id)), "{url}");
     assert!(!status.to_string().contains(&secret.media.object_key));
+    // And a claim of it now is "already shared" at once: nothing to send.
+    let text = claimer.authorize_raw(claim(Uuid::new_v4(), &photo, photo.len())).await.text().await.unwrap();
+    assert!(!text.contains(&secret.media.object_key) && !text.contains("secret-beach"), "{text}");
+    let answer: AttemptResponse = serde_json::from_str(&text).unwrap();
+    assert_eq!(answer.state, AttemptState::Confirmed, "on the wall: already shared");
+    assert!(answer.media.expect("already shared").duplicate);
 }
 
 #[tokio::test]
@@ -129,7 +149,12 @@ async fn claims_of_one_small_photo_never_fill_the_event() {
     let server = TestServer::start_with(with_limits(|l| l.max_bytes_per_event = 64 * 1024)).await;
     let owner = server.guest_in_scope("event").await;
     let photo = file(8 * 1024, 93);
-    owner.upload_hashed(&photo).await;
+    let (_, media, _) = owner.upload_hashed(&photo).await;
+    // On the wall, so a claim of it is a duplicate at once (a claim of a
+    // photo the claimer cannot see is a new file, reserved like any other
+    // until its URL lapses: reservations_never_uploaded_stop_holding_the_event).
+    let r = server.moderate(&owner.event.host_token, media.id, "approve", None).await;
+    assert_eq!(r.status(), StatusCode::OK);
 
     // Forty claims of it, from other sessions: each a duplicate.
     for _ in 0..40 {

@@ -30,6 +30,7 @@ mod approve_all_waiting_is_one_request_carried_out_in_batches;
 mod attempt_ids_are_unique_across_sessions;
 mod authorize_is_create_or_return;
 mod bad_parts_are_refused_and_store_nothing;
+mod blocking_an_address_ends_every_session_from_it;
 mod config_is_validated;
 mod confirm_does_not_hold_the_database_while_it_waits_on_storage;
 mod confirm_is_idempotent;
@@ -66,6 +67,7 @@ mod quotas_hold_per_session;
 mod rate_limits_hold_per_client_address;
 mod readiness_follows_the_object_store;
 mod readiness_tells_strangers_only_whether_it_is_ready;
+mod rejected_and_withdrawn_media_stop_filling_the_caps;
 mod rejected_media_is_taken_down;
 mod rejected_objects_are_deleted_after_retention;
 mod rendition_jobs_survive_a_restart;
@@ -81,6 +83,8 @@ mod store_restart_is_retryable;
 mod the_openapi_document_does_not_change_by_itself;
 // Holds confirms inside their transaction: the `test-hooks` feature
 // (`cargo xtask test server` builds with it).
+#[cfg(feature = "test-hooks")]
+mod a_panic_costs_one_request;
 #[cfg(feature = "test-hooks")]
 mod sweeper_never_orphans_media;
 mod the_composite_checksum_is_never_guessed;

@@ -32,6 +32,10 @@ async fn an_authorize_of_bytes_already_stored_is_confirmed_at_once() {
     assert!(sent, "the first upload sends its bytes");
     let objects = server.stored_keys().await;
     assert_eq!(objects.len(), 1);
+    // On the wall, which every guest sees (a photo another guest cannot see
+    // is claimed like a new file: a_claimed_hash_reveals_nothing_the_guest_does_not_own).
+    let r = server.moderate(&first.event.host_token, stored.id, "approve", None).await;
+    assert_eq!(r.status(), StatusCode::OK);
 
     // Another guest (another device) picks the same photo.
     let second = server.guest_of(&first.event).await;
@@ -44,8 +48,8 @@ async fn an_authorize_of_bytes_already_stored_is_confirmed_at_once() {
     let media = answer.media.clone().expect("the media");
     assert_eq!(media.id, stored.id, "the media the first upload stored");
     assert!(media.duplicate, "and says so");
-    assert_eq!(media.url, None, "no URL of a photo the host has not approved");
-    assert_eq!(media.moderation, stored.moderation);
+    assert!(media.url.is_some(), "a URL of the photo on the wall");
+    assert_eq!(media.moderation, upload_once_core::wire::Moderation::Approved);
 
     // Nothing was, or can be, stored for it.
     assert!(server.state.objects.head(&answer.object_key).await.unwrap().is_none());
@@ -116,7 +120,10 @@ async fn the_scope_decides_who_meets_whose_bytes() {
     for (dedup, same_session, other_session) in [("guest", true, false), ("none", false, false), ("event", true, true)]
     {
         let owner = server.guest_in_scope(dedup).await;
-        owner.upload_hashed(&photo).await;
+        let (_, stored, _) = owner.upload_hashed(&photo).await;
+        // Approved: another session may see it.
+        let r = server.moderate(&owner.event.host_token, stored.id, "approve", None).await;
+        assert_eq!(r.status(), StatusCode::OK);
         let again = owner.authorize_hashed(Uuid::new_v4(), &photo).await;
         let again: AttemptResponse = again.json().await.unwrap();
         assert_eq!(again.state == AttemptState::Confirmed, same_session, "{dedup}: the same session");

@@ -31,6 +31,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (47, "change cursor", include_str!("../migrations/postgres/0047_change_cursor.sql")),
             (48, "bulk moderations", include_str!("../migrations/postgres/0048_bulk_moderations.sql")),
             (49, "growth costs", include_str!("../migrations/postgres/0049_growth_costs.sql")),
+            (50, "kept bytes", include_str!("../migrations/postgres/0050_kept_bytes.sql")),
         ]
     } else {
         vec![
@@ -50,6 +51,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (47, "change cursor", include_str!("../migrations/sqlite/0047_change_cursor.sql")),
             (48, "bulk moderations", include_str!("../migrations/sqlite/0048_bulk_moderations.sql")),
             (49, "growth costs", include_str!("../migrations/sqlite/0049_growth_costs.sql")),
+            (50, "kept bytes", include_str!("../migrations/sqlite/0050_kept_bytes.sql")),
         ]
     }
 }

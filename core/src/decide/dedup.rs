@@ -32,22 +32,34 @@ pub fn scope(dedup: Dedup) -> Option<Scope> {
     }
 }
 
-/// The file of a media the content index holds.
+/// The file of a media the content index holds, as a claimer sees it.
 #[derive(Clone, Copy, Debug)]
 pub struct Indexed<'a> {
     /// Its size in bytes.
     pub size: u64,
     /// Its content type, normalized.
     pub content_type: &'a str,
+    /// Whether the claimer can already see that media: its own session
+    /// stored it, or the host approved it (it is on the wall, which every
+    /// guest of the event sees).
+    pub seen_by_claimer: bool,
 }
 
-/// At authorize: whether `indexed`, the media the content index holds in
-/// scope under the request's claimed SHA-256, is the file asked for. It is
-/// when the size and the content type are the same too. A claim that
-/// differs in either is not that file: the attempt is authorized like any
-/// other, its bytes go up and its confirm checks them.
+/// At authorize: whether the claim is answered "already shared":
+/// `indexed`, the media the content index holds in scope under the
+/// request's claimed SHA-256, is the file asked for (the same size and
+/// content type too), and the claimer can already see it.
+///
+/// A claim that differs in size or type is not that file; a claim of a
+/// media the claimer cannot see (another guest's photo waiting for the host,
+/// or rejected) is answered exactly as a new file, since a claim is only a
+/// hash, and "already shared" would tell a hash-guessing guest what others
+/// sent. Either way the attempt is authorized like any other, its bytes go
+/// up, and its confirm checks them: bytes the store verified as the same
+/// are then kept once ([`is_duplicate`]), the uploader having shown it holds
+/// the file.
 pub fn claim_matches(indexed: &Indexed<'_>, size: u64, content_type: &str) -> bool {
-    indexed.size == size && indexed.content_type == content_type
+    indexed.seen_by_claimer && indexed.size == size && indexed.content_type == content_type
 }
 
 /// The bytes a new attempt of `size` bytes adds to the quotas

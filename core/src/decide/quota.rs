@@ -6,6 +6,7 @@
 
 use super::Refusal;
 use crate::error::ErrorCode;
+use crate::wire::Moderation;
 
 /// The quotas a new attempt must fit in (checked by the store, in the
 /// transaction that inserts it).
@@ -64,6 +65,19 @@ pub fn attempt_refusal(usage: QuotaUsage, quotas: &AttemptQuotas, size: u64) -> 
     None
 }
 
+/// How a media's change of moderation from `before` to `after` moves the
+/// bytes its event and session keep, for a media that stored `size` bytes.
+/// The byte caps count what is kept: a rejected media (and a withdrawn one,
+/// which is rejected too) stops counting at once, though its objects are
+/// deleted later; one approved again counts again.
+pub fn kept_bytes_change(before: Moderation, after: Moderation, size: i64) -> i64 {
+    match (before == Moderation::Rejected, after == Moderation::Rejected) {
+        (false, true) => -size,
+        (true, false) => size,
+        _ => 0,
+    }
+}
+
 /// Why one more session of an event does not fit, if it does not.
 pub fn session_refusal(opened_last_hour: u64, max_per_hour: u64) -> Option<Refusal> {
     (opened_last_hour >= max_per_hour).then(|| {
@@ -87,4 +101,19 @@ pub fn client_session_refusal(opened_last_hour: u64, max_per_hour: u64) -> Optio
             ),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_change_into_or_out_of_rejected_moves_the_kept_bytes() {
+        use Moderation::{Approved, Pending, Rejected};
+        assert_eq!(kept_bytes_change(Pending, Rejected, 220), -220);
+        assert_eq!(kept_bytes_change(Approved, Rejected, 220), -220);
+        assert_eq!(kept_bytes_change(Rejected, Approved, 220), 220);
+        assert_eq!(kept_bytes_change(Rejected, Rejected, 220), 0);
+        assert_eq!(kept_bytes_change(Pending, Approved, 220), 0);
+    }
 }

@@ -16,24 +16,32 @@ use upload_once_core::decide::quota::QuotaUsage;
 pub const USAGE_SQL: &str = "SELECT
             (SELECT COUNT(*) FROM attempts
               WHERE session_id = $1 AND state = 'authorized' AND +expires_at > $3) AS unconfirmed,
-            (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM attempts
-              WHERE session_id = $1 AND duplicate_of IS NULL
-                AND (state = 'confirmed' OR (state = 'authorized' AND expires_at > $3
-                                             AND COALESCE(reserved_until, expires_at) > $3))) AS session_bytes,
+            (SELECT CAST(COALESCE(SUM(a.size), 0) AS BIGINT) FROM attempts a
+              WHERE a.session_id = $1 AND a.duplicate_of IS NULL
+                AND ((a.state = 'confirmed'
+                      AND NOT EXISTS (SELECT 1 FROM media m WHERE m.attempt_row_id = a.row_id
+                                                               AND m.moderation = 'rejected'))
+                     OR (a.state = 'authorized' AND a.expires_at > $3
+                         AND COALESCE(a.reserved_until, a.expires_at) > $3))) AS session_bytes,
             (SELECT e.confirmed_bytes FROM events e WHERE e.id = $2)
             + (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM attempts
               WHERE event_id = $2 AND state = 'authorized' AND duplicate_of IS NULL
                 AND +expires_at > $3 AND COALESCE(reserved_until, expires_at) > $3) AS event_bytes";
 
 /// The session's unconfirmed attempts and bytes, and the event's bytes, at
-/// `now`. Bytes count what is confirmed or reserved: authorized, not
+/// `now`. Bytes count what is kept or reserved: confirmed and not rejected
+/// by the host or withdrawn by its guest (those stop counting at once,
+/// though their objects are deleted later by the sweeper), or authorized,
+/// not
 /// expired, and within its reservation (a URL of it can still land bytes:
 /// an attempt nobody sends anything for stops holding the event's bytes
 /// within `--url-ttl`, not at its expiry days later). A rejected or expired
 /// attempt holds nothing, and neither does a duplicate (it stored no bytes:
 /// they are counted once, for the attempt that stored them). The event's
-/// confirmed bytes are its running count (`events.confirmed_bytes`, kept by
-/// the confirm that adds them), so an authorize costs the same in an event
+/// kept bytes are its running count (`events.confirmed_bytes`, moved by
+/// the confirm that adds them and by each rejection, withdrawal and
+/// approval again: [`upload_once_core::decide::quota::kept_bytes_change`]),
+/// so an authorize costs the same in an event
 /// of ten media or of a hundred thousand.
 pub(crate) async fn usage(
     conn: &mut AnyConnection,

@@ -167,7 +167,14 @@ async fn next_change(conn: &mut AnyConnection, event_id: i64, stored: i64) -> Re
 /// Gives media `media_id` of event `event_id` (or, `None`, only the event)
 /// the event's next change number ([`next_change`]).
 async fn media_changed(conn: &mut AnyConnection, event_id: i64, media_id: Option<&str>) -> Result<()> {
-    let seq = next_change(conn, event_id, 0).await?;
+    media_changed_by(conn, event_id, media_id, 0).await
+}
+
+/// [`media_changed`], the event's kept bytes moved by `kept` (negative when
+/// the media stops being kept: rejected or withdrawn; positive when a
+/// rejected one is approved again).
+async fn media_changed_by(conn: &mut AnyConnection, event_id: i64, media_id: Option<&str>, kept: i64) -> Result<()> {
+    let seq = next_change(conn, event_id, kept).await?;
     if let Some(id) = media_id {
         sqlx::query("UPDATE media SET change_seq = $1 WHERE id = $2").bind(seq).bind(id).execute(&mut *conn).await?;
     }
@@ -427,7 +434,7 @@ impl SqlStore {
     async fn decide_in(&self, tx: &mut WriteTx, host: &HostDecision<'_>) -> Result<bool> {
         let HostDecision { event_id, media_id, decision, reason, now } = *host;
         let sql = format!(
-            "SELECT moderation, moderation_reason, moderated_at, rejected_at, wall_seq, {RENDITION_STATE} FROM media
+            "SELECT moderation, moderation_reason, moderated_at, rejected_at, wall_seq, size, {RENDITION_STATE} FROM media
              WHERE id = $1 AND event_id = $2 AND removed_at IS NULL{}",
             self.dialect.row_lock()
         );
@@ -458,7 +465,9 @@ impl SqlStore {
             .bind(media_id.to_string())
             .execute(&mut **tx)
             .await?;
-            media_changed(tx, event_id, Some(&media_id.to_string())).await?;
+            let size: i64 = row.try_get("size")?;
+            let kept = quota::kept_bytes_change(recorded.state, m.state, size);
+            media_changed_by(tx, event_id, Some(&media_id.to_string()), kept).await?;
         }
         Ok(true)
     }
@@ -683,6 +692,21 @@ impl AttemptLock for SqlAttemptLock {
     }
 
     async fn withdraw_media(mut self: Box<Self>, reason: &str, now: UnixMillis) -> Result<Option<MediaRow>> {
+        // A media not yet rejected stops counting against the byte caps
+        // now (read under the attempt's lock; a host's decision on it in
+        // between would wait on the row the UPDATE below locks, then see
+        // it rejected and move nothing).
+        let before = sqlx::query("SELECT moderation, size FROM media WHERE attempt_row_id = $1")
+            .bind(self.attempt.row_id)
+            .fetch_optional(self.tx())
+            .await?;
+        let kept = match &before {
+            Some(row) => {
+                let state: String = row.try_get("moderation")?;
+                quota::kept_bytes_change(moderation_from_db(&state), Moderation::Rejected, row.try_get("size")?)
+            }
+            None => 0,
+        };
         let id: Option<String> = sqlx::query_scalar(
             "UPDATE media SET moderation = 'rejected', moderation_reason = $1, moderated_at = $2,
                  rejected_at = COALESCE(rejected_at, $2), removed_at = COALESCE(removed_at, $2),
@@ -702,7 +726,7 @@ impl AttemptLock for SqlAttemptLock {
         // duplicate of what is gone.
         sqlx::query("DELETE FROM content_index WHERE media_id = $1").bind(&id).execute(self.tx()).await?;
         let event_id = self.attempt.event_id;
-        media_changed(self.tx(), event_id, Some(&id)).await?;
+        media_changed_by(self.tx(), event_id, Some(&id), kept).await?;
         let sql = format!("SELECT {MEDIA_COLUMNS} FROM {MEDIA_FROM} WHERE m.id = $1");
         let row = sqlx::query(&sql).bind(&id).fetch_one(self.tx()).await?;
         let media = media_from_row(&row)?;
@@ -858,25 +882,43 @@ impl RecordStore for SqlStore {
             return Ok(None);
         };
         let key: Option<String> = key.try_get("client_key")?;
-        sqlx::query("UPDATE sessions SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2")
-            .bind(now)
-            .bind(session_id)
+        // The sessions it ends: this one, and with the address blocked
+        // every other session of the event opened from that address (the
+        // same phone in another browser, or a second session of the
+        // same hostile client).
+        let ended: Vec<i64> = match (block, &key) {
+            (true, Some(key)) => {
+                sqlx::query_scalar("SELECT id FROM sessions WHERE event_id = $1 AND client_key = $2 ORDER BY id")
+                    .bind(event_id)
+                    .bind(key)
+                    .fetch_all(&mut *tx)
+                    .await?
+            }
+            _ => vec![session_id],
+        };
+        let mut live = Vec::new();
+        for session in &ended {
+            sqlx::query("UPDATE sessions SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2")
+                .bind(now)
+                .bind(session)
+                .execute(&mut *tx)
+                .await?;
+            let sql = format!(
+                "SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.session_id = $1 AND a.state = 'authorized' ORDER BY a.row_id"
+            );
+            for row in sqlx::query(&sql).bind(session).fetch_all(&mut *tx).await? {
+                live.push(attempt_from_row(&row)?);
+            }
+            sqlx::query(
+                "UPDATE attempts SET state = 'rejected', reject_code = $1, reject_reason = $2
+                 WHERE session_id = $3 AND state = 'authorized'",
+            )
+            .bind(ErrorCode::SessionRevoked.as_str())
+            .bind("the event's host removed this guest")
+            .bind(session)
             .execute(&mut *tx)
             .await?;
-        let sql = format!(
-            "SELECT {ATTEMPT_COLUMNS} FROM {ATTEMPT_FROM} WHERE a.session_id = $1 AND a.state = 'authorized' ORDER BY a.row_id"
-        );
-        let live = sqlx::query(&sql).bind(session_id).fetch_all(&mut *tx).await?;
-        let live = live.iter().map(attempt_from_row).collect::<Result<Vec<_>>>()?;
-        sqlx::query(
-            "UPDATE attempts SET state = 'rejected', reject_code = $1, reject_reason = $2
-             WHERE session_id = $3 AND state = 'authorized'",
-        )
-        .bind(ErrorCode::SessionRevoked.as_str())
-        .bind("the event's host removed this guest")
-        .bind(session_id)
-        .execute(&mut *tx)
-        .await?;
+        }
         if let (true, Some(key)) = (block, key) {
             sqlx::query(
                 "INSERT INTO event_blocks (event_id, client_key, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
@@ -915,9 +957,14 @@ impl RecordStore for SqlStore {
     }
 
     async fn session_by_token_hash(&self, hash: &str) -> Result<Option<SessionRow>> {
-        // A deleted event's sessions are unknown.
+        // A deleted event's sessions are unknown. A session from an address
+        // the event's host blocked is ended, whenever it was opened.
         let row = sqlx::query(
-            "SELECT s.id, s.event_id, s.expires_at, s.revoked_at FROM sessions s JOIN events e ON e.id = s.event_id
+            "SELECT s.id, s.event_id, s.expires_at, s.revoked_at,
+                    CAST(CASE WHEN EXISTS (SELECT 1 FROM event_blocks b
+                                           WHERE b.event_id = s.event_id AND b.client_key = s.client_key)
+                         THEN 1 ELSE 0 END AS BIGINT) AS blocked
+             FROM sessions s JOIN events e ON e.id = s.event_id
              WHERE s.token_hash = $1 AND e.deleted_at IS NULL",
         )
         .bind(hash)
@@ -928,7 +975,7 @@ impl RecordStore for SqlStore {
                 id: r.try_get("id")?,
                 event_id: r.try_get("event_id")?,
                 expires_at: r.try_get("expires_at")?,
-                revoked: r.try_get::<Option<i64>, _>("revoked_at")?.is_some(),
+                revoked: r.try_get::<Option<i64>, _>("revoked_at")?.is_some() || r.try_get::<i64, _>("blocked")? == 1,
             })
         })
         .transpose()
@@ -953,7 +1000,7 @@ impl RecordStore for SqlStore {
         let duplicate_of = match &dedup {
             Some(entry) => content_index::indexed_media(&mut tx, entry)
                 .await?
-                .filter(|(_, indexed)| dedup::claim_matches(&indexed.as_indexed(), a.size, &a.content_type))
+                .filter(|(_, indexed)| dedup::claim_matches(&indexed.as_indexed(a.session_id), a.size, &a.content_type))
                 .map(|(media_id, _)| media_id),
             None => None,
         };

@@ -16,7 +16,8 @@ use upload_once_core::time::UnixMillis;
 
 use super::{ATTEMPT_COLUMNS, ATTEMPT_FROM, SqlAttemptLock, SqlStore, attempt_from_row};
 use crate::error::Result;
-use crate::store::{AttemptLock, AttemptRow, IndexEntry, MediaRow, NewMedia};
+use crate::store::{AttemptLock, AttemptRow, IndexEntry, MediaRow, NewMedia, moderation_from_db};
+use upload_once_core::wire::Moderation;
 
 impl SqlAttemptLock {
     /// [`AttemptLock::confirm_indexed`].
@@ -68,11 +69,20 @@ impl SqlAttemptLock {
 pub(super) struct IndexedFile {
     size: i64,
     content_type: String,
+    session_id: i64,
+    moderation: String,
 }
 
 impl IndexedFile {
-    pub(super) fn as_indexed(&self) -> dedup::Indexed<'_> {
-        dedup::Indexed { size: self.size as u64, content_type: &self.content_type }
+    /// The file as session `claimer` sees it: its own, or approved, or
+    /// hidden from it.
+    pub(super) fn as_indexed(&self, claimer: i64) -> dedup::Indexed<'_> {
+        let approved = moderation_from_db(&self.moderation) == Moderation::Approved;
+        dedup::Indexed {
+            size: self.size as u64,
+            content_type: &self.content_type,
+            seen_by_claimer: self.session_id == claimer || approved,
+        }
     }
 }
 
@@ -83,7 +93,8 @@ pub(super) async fn indexed_media(
     entry: &IndexEntry,
 ) -> Result<Option<(String, IndexedFile)>> {
     let row = sqlx::query(
-        "SELECT ci.media_id, m.size, m.content_type FROM content_index ci JOIN media m ON m.id = ci.media_id
+        "SELECT ci.media_id, m.size, m.content_type, m.moderation, a.session_id
+         FROM content_index ci JOIN media m ON m.id = ci.media_id JOIN attempts a ON a.row_id = m.attempt_row_id
          WHERE ci.event_id = $1 AND ci.scope_id = $2 AND ci.content_key = $3",
     )
     .bind(entry.event_id)
@@ -94,7 +105,12 @@ pub(super) async fn indexed_media(
     row.map(|row| {
         Ok((
             row.try_get("media_id")?,
-            IndexedFile { size: row.try_get("size")?, content_type: row.try_get("content_type")? },
+            IndexedFile {
+                size: row.try_get("size")?,
+                content_type: row.try_get("content_type")?,
+                session_id: row.try_get("session_id")?,
+                moderation: row.try_get("moderation")?,
+            },
         ))
     })
     .transpose()

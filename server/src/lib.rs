@@ -23,6 +23,7 @@ pub mod media;
 pub mod metrics;
 pub mod openapi;
 pub mod ops;
+pub mod private_files;
 pub mod routes;
 pub mod rules;
 pub mod secrets;
@@ -64,12 +65,8 @@ pub fn load_signing_key(data_dir: &Path) -> Result<Vec<u8>> {
     }
     let mut key = vec![0u8; 32];
     random_bytes(&mut key);
-    std::fs::write(&path, hex::encode(&key))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-    }
+    // Readable by the server's user alone from its first byte.
+    crate::private_files::write_new(&path, hex::encode(&key).as_bytes())?;
     Ok(key)
 }
 
@@ -143,7 +140,10 @@ pub fn open_objects(config: &Config, signer: &Signer, clock: Arc<dyn Clock>) -> 
 /// Builds the server state from a configuration, with the given clock.
 pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppState> {
     config.validate()?;
-    std::fs::create_dir_all(&config.data_dir)?;
+    // The data directory holds the signing key, the database and the
+    // originals: the server's user's alone.
+    private_files::create_dir_all(&config.data_dir)?;
+    private_files::make_private(&config.data_dir)?;
     let signer = signer(&config)?;
     let metrics = Arc::new(metrics::Metrics::new());
     let OpenedObjects { objects: store, local: local_store } = open_objects(&config, &signer, clock.clone())?;
@@ -156,10 +156,18 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
         tracing::warn!("--test-hooks is on: never use it in production");
         objects = Arc::new(Intercepted::new(objects, test_hooks::HeldHeads(hooks.clone())));
     }
-    let database_url = config
-        .database_url
-        .clone()
-        .unwrap_or_else(|| format!("sqlite://{}", config.data_dir.join("upload-once.db").display()));
+    let database_url = match &config.database_url {
+        Some(url) => url.clone(),
+        None => {
+            // Made private before SQLite opens it: its journal and shared
+            // memory files take the database file's mode.
+            let path = config.data_dir.join("upload-once.db");
+            if !path.exists() {
+                private_files::write_new(&path, b"")?;
+            }
+            format!("sqlite://{}", path.display())
+        }
+    };
     let sql = SqlStore::open(&database_url).await?;
     let settings = config.media_settings();
     let video = media::video::VideoTools::find(&config.ffmpeg, &config.ffprobe, &settings.video_limits).await;
@@ -250,7 +258,7 @@ pub async fn ensure_demo_event(state: &AppState, slug: &str) -> Result<()> {
 /// user can read it for an instant). Its path.
 pub fn keep_generated_admin_token(data_dir: &std::path::Path, token: &str) -> Result<std::path::PathBuf> {
     use std::io::Write;
-    std::fs::create_dir_all(data_dir)?;
+    private_files::create_dir_all(data_dir)?;
     let path = data_dir.join("admin-token");
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);

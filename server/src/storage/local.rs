@@ -176,7 +176,7 @@ fn no_such_upload() -> Error {
 
 /// Writes `bytes` to `path` and syncs it to disk.
 async fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut file = tokio::fs::File::create(path).await?;
+    let mut file = crate::private_files::create_file(path).await?;
     file.write_all(bytes).await?;
     file.sync_all().await?;
     Ok(())
@@ -265,8 +265,8 @@ impl LocalObjectStore {
     /// What a crash left under `.tmp` long ago is removed first
     /// ([`LocalObjectStore::remove_abandoned_tmp`]).
     pub fn open(root: &Path, public_base: &str, signer: Signer) -> Result<LocalObjectStore> {
-        std::fs::create_dir_all(root.join(".tmp"))?;
-        std::fs::create_dir_all(root.join(".parts"))?;
+        crate::private_files::create_dir_all(&root.join(".tmp"))?;
+        crate::private_files::create_dir_all(&root.join(".parts"))?;
         // Housekeeping: a leftover that cannot be removed is warned of, and
         // keeps nothing else from starting.
         match remove_idle_entries(&root.join(".tmp"), TMP_ABANDONED_AFTER) {
@@ -367,7 +367,7 @@ impl LocalObjectStore {
         E: std::fmt::Display,
     {
         let path = self.tmp_path("", "");
-        let mut file = tokio::fs::File::create(&path).await?;
+        let mut file = crate::private_files::create_file(&path).await?;
         let mut received = Received { path, size: 0, sha256: String::new() };
         let mut hasher = Sha256::new();
         while let Some(chunk) = body.next().await {
@@ -418,7 +418,7 @@ impl LocalObjectStore {
         }
         let object_path = self.object_path(key);
         if let Some(parent) = object_path.parent() {
-            tokio::fs::create_dir_all(parent).await?;
+            crate::private_files::create_dir_all_async(parent).await?;
         }
         // The metadata lands first; the object's rename is the commit point.
         let meta_tmp = received.path.with_extension("meta");
@@ -771,7 +771,7 @@ impl ObjectStore for LocalObjectStore {
         // its record.
         let tmp = self.root.join(".tmp").join(format!("upload-{id}"));
         let made = async {
-            tokio::fs::create_dir(&tmp).await?;
+            crate::private_files::create_dir(&tmp).await?;
             let record = UploadFile { key: key.to_owned(), content_type: content_type.to_owned() };
             write_synced(&tmp.join("upload.json"), &serde_json::to_vec(&record).unwrap_or_default()).await?;
             tokio::fs::rename(&tmp, self.upload_dir(&id)).await?;
@@ -852,7 +852,7 @@ impl ObjectStore for LocalObjectStore {
             };
             let object_path = self.object_path(key);
             if let Some(parent) = object_path.parent() {
-                tokio::fs::create_dir_all(parent).await?;
+                crate::private_files::create_dir_all_async(parent).await?;
             }
             // A leftover of a delete cut short: no longer an object.
             absent_is_fine(tokio::fs::remove_file(&object_path).await)?;
@@ -938,7 +938,7 @@ impl ObjectStore for LocalObjectStore {
     async fn probe(&self) -> Result<()> {
         let path = self.tmp_path("probe-", "");
         let written = async {
-            let mut file = tokio::fs::File::create(&path).await?;
+            let mut file = crate::private_files::create_file(&path).await?;
             file.write_all(b"probe").await?;
             file.sync_all().await
         }
@@ -964,7 +964,7 @@ impl LocalObjectStore {
         // Replaced, not refused: the old object stays whole until the rename.
         let object_path = self.object_path(key);
         if let Some(parent) = object_path.parent() {
-            tokio::fs::create_dir_all(parent).await.map_err(|e| unavailable(e.into()))?;
+            crate::private_files::create_dir_all_async(parent).await.map_err(|e| unavailable(e.into()))?;
         }
         let meta_tmp = received.path.with_extension("meta");
         write_synced(&meta_tmp, &serde_json::to_vec(&meta).unwrap_or_default()).await.map_err(unavailable)?;

@@ -83,32 +83,69 @@ pub struct Primary {
     /// order heif-convert writes them in: the primary one (`pitm`) need
     /// not be the first.
     pub index: usize,
+    /// The pixels of every top-level image together: heif-convert decodes
+    /// them all, so they are what is counted against the guest's budget.
+    pub decoded_pixels: u64,
+}
+
+/// The directory a tool reading `input` runs in: the input's (its job's
+/// scratch directory).
+fn input_dir(input: &Path) -> std::path::PathBuf {
+    input.parent().map_or_else(|| std::path::PathBuf::from("/"), Path::to_owned)
 }
 
 /// The primary image of the HEIC/HEIF file at `input`, read from its boxes
 /// by `heif-info` without a decode; refused when it has more pixels than a
 /// photo is decoded from.
 pub async fn primary(tools: &HeicTools, input: &Path, timeout: Duration, memory: u64) -> Result<Primary, Unrenderable> {
+    let dir = input_dir(input);
     let input = input.to_string_lossy();
-    let out = run(&tools.heif_info, &[&input], timeout, memory)
+    let out = run(&tools.heif_info, &[&input], &dir, timeout, memory)
         .await
         .map_err(|e: RunError| e.unrenderable("not a readable HEIC file"))?;
-    let (index, width, height) = primary_in(&String::from_utf8_lossy(&out)).ok_or_else(|| Unrenderable {
+    let text = String::from_utf8_lossy(&out);
+    let (index, width, height) = primary_in(&text).ok_or_else(|| Unrenderable {
         reason: "not a readable HEIC file".into(),
         detail: "heif-info named no primary image".into(),
     })?;
-    Ok(Primary { header: within_limits(width, height)?, index })
+    let header = within_limits(width, height)?;
+    // heif-convert decodes every top-level image, not the primary alone:
+    // all of them are what the decode costs.
+    let decoded_pixels = all_pixels_in(&text).ok_or_else(|| Unrenderable {
+        reason: "not a readable HEIC file".into(),
+        detail: "heif-info listed an image without a size".into(),
+    })?;
+    if decoded_pixels > MAX_PIXELS {
+        return Err(Unrenderable {
+            reason: format!("larger than the {} megapixels a photo is decoded from", MAX_PIXELS / 1_000_000),
+            detail: format!("{decoded_pixels} pixels in its top-level images together"),
+        });
+    }
+    Ok(Primary { header, index, decoded_pixels })
+}
+
+/// The size of a top-level image line of `heif-info`
+/// (`image: 4032x3024 (id=49), primary`).
+fn size_of(line: &str) -> Option<(u32, u32)> {
+    let size = line.strip_prefix("image:")?.split_whitespace().next()?;
+    let (width, height) = size.split_once('x')?;
+    Some((width.parse().ok()?, height.parse().ok()?))
 }
 
 /// The primary image in what `heif-info` printed, a line per top-level
-/// image (`image: 4032x3024 (id=49), primary`): its place among them and
-/// its size.
+/// image: its place among them and its size.
 fn primary_in(text: &str) -> Option<(usize, u32, u32)> {
     let images = text.lines().map(str::trim).filter(|l| l.starts_with("image:"));
     let (index, line) = images.enumerate().find(|(_, l)| l.ends_with(", primary"))?;
-    let size = line.strip_prefix("image:")?.split_whitespace().next()?;
-    let (width, height) = size.split_once('x')?;
-    Some((index, width.parse().ok()?, height.parse().ok()?))
+    let (width, height) = size_of(line)?;
+    Some((index, width, height))
+}
+
+/// The pixels of every top-level image together (what heif-convert
+/// decodes); `None` when a line has no size.
+fn all_pixels_in(text: &str) -> Option<u64> {
+    let images = text.lines().map(str::trim).filter(|l| l.starts_with("image:"));
+    images.map(|line| size_of(line).map(|(w, h)| u64::from(w) * u64::from(h))).sum()
 }
 
 /// Decodes the HEIC/HEIF file at `input` into an upright PNG of its
@@ -123,7 +160,7 @@ pub async fn to_png(
 ) -> Result<Vec<u8>, Unrenderable> {
     let output = scratch.path("decoded.png");
     let (input, out) = (input.to_string_lossy(), output.to_string_lossy());
-    run(&tools.heif_convert, &["--quiet", &input, &out], timeout, memory)
+    run(&tools.heif_convert, &["--quiet", &input, &out], scratch.dir(), timeout, memory)
         .await
         .map_err(|e: RunError| e.unrenderable("not a readable HEIC file"))?;
     // A file of several top-level images is written as decoded-1.png, …,
@@ -146,7 +183,7 @@ pub async fn to_png(
 
 #[cfg(test)]
 mod tests {
-    use super::primary_in;
+    use super::{all_pixels_in, primary_in};
 
     #[test]
     fn the_primary_image_is_the_one_heif_info_marks() {
@@ -156,5 +193,13 @@ mod tests {
         assert_eq!(primary_in("image: 320x240 (id=1), primary\n  thumbnail: 16x8\n"), Some((0, 320, 240)));
         assert_eq!(primary_in("image: 320x240 (id=1)\n"), None, "no image marked primary");
         assert_eq!(primary_in("image: 99999999999x2 (id=1), primary\n"), None, "no size past u32");
+    }
+
+    #[test]
+    fn every_top_level_image_is_counted() {
+        let burst =
+            "image: 512x512 (id=1)\n  thumbnail: 16x8\nimage: 4032x3024 (id=49), primary\nimage: 4032x3024 (id=50)\n";
+        assert_eq!(all_pixels_in(burst), Some(512 * 512 + 2 * 4032 * 3024), "thumbnails are not top-level");
+        assert_eq!(all_pixels_in("image: ?x? (id=1), primary\n"), None);
     }
 }

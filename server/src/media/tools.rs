@@ -100,23 +100,69 @@ impl RunError {
     }
 }
 
-/// What a run of a tool left: its standard output, or why it failed.
-pub async fn run(program: &Path, args: &[&str], timeout: Duration, memory: u64) -> Result<Vec<u8>, RunError> {
-    let mut command = Command::new(program);
-    command.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+/// The only environment a tool gets: none of the server's (its S3 secret
+/// key, admin token or database URL never reach a decoder).
+pub const TOOL_ENVIRONMENT: [(&str, &str); 3] = [
+    ("PATH", "/usr/local/bin:/usr/bin:/bin"),
     // glibc reserves an arena of 64 MiB of address space per thread: on a
     // machine of many cores a threaded encoder would hit the address-space
     // limit on reservations alone.
-    command.env("MALLOC_ARENA_MAX", "2");
+    ("MALLOC_ARENA_MAX", "2"),
+    ("LC_ALL", "C"),
+];
+
+/// The CPU seconds a tool may use: its wall-clock `timeout` on every core
+/// (a threaded encoder uses several at once), and one more. A backstop
+/// beside the timeout, which kills it first unless its clock is cheated.
+pub fn cpu_seconds(timeout: Duration) -> u64 {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    timeout.as_secs().max(1) * cores + 1
+}
+
+/// What a run of a tool left: its standard output, or why it failed.
+///
+/// The tool runs as a decoder of hostile input must: no shell, at a lower
+/// CPU priority, in `dir` (its job's scratch directory), with an empty
+/// environment but [`TOOL_ENVIRONMENT`], under limits on its address space
+/// (`memory`), on the size of any file it writes (`memory` too: no output a
+/// tool makes here is larger than what it may hold), on its CPU time
+/// ([`cpu_seconds`]) and on core dumps (none), and, where the kernel lets
+/// the server make one (Linux, as root or with unprivileged user
+/// namespaces), in a network namespace of its own with no interface but a
+/// loopback that is down: it reaches nothing. What it cannot be kept from
+/// is what the server's user may read and write (docs/security.md: run the
+/// server as a user of its own).
+pub async fn run(
+    program: &Path,
+    args: &[&str],
+    dir: &Path,
+    timeout: Duration,
+    memory: u64,
+) -> Result<Vec<u8>, RunError> {
+    let mut command = Command::new(program);
+    command.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    command.env_clear().envs(TOOL_ENVIRONMENT).current_dir(dir);
     #[cfg(target_os = "linux")]
     {
+        let cpu = cpu_seconds(timeout);
         // SAFETY: between fork and exec, only async-signal-safe calls
-        // (setpriority, setrlimit), on values copied before the fork.
+        // (setpriority, setrlimit, unshare), on values copied before the
+        // fork.
         unsafe {
             command.pre_exec(move || {
                 libc::setpriority(libc::PRIO_PROCESS, 0, 10);
-                let limit = libc::rlimit { rlim_cur: memory as libc::rlim_t, rlim_max: memory as libc::rlim_t };
-                libc::setrlimit(libc::RLIMIT_AS, &limit);
+                let limit =
+                    |value: u64| libc::rlimit { rlim_cur: value as libc::rlim_t, rlim_max: value as libc::rlim_t };
+                libc::setrlimit(libc::RLIMIT_AS, &limit(memory));
+                libc::setrlimit(libc::RLIMIT_FSIZE, &limit(memory));
+                libc::setrlimit(libc::RLIMIT_CPU, &limit(cpu));
+                libc::setrlimit(libc::RLIMIT_CORE, &limit(0));
+                // A network of its own: as root directly, else inside a user
+                // namespace of its own (the file checks still use the
+                // server's user). Neither possible: it runs as before.
+                if libc::unshare(libc::CLONE_NEWNET) != 0 {
+                    libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET);
+                }
                 Ok(())
             });
         }

@@ -231,10 +231,12 @@ pub fn parse_probe(json: &[u8]) -> Result<(Probe, bool), Unrenderable> {
 
 /// Reads what the video at `input` holds.
 pub async fn probe(tools: &VideoTools, input: &Path) -> Result<(Probe, bool), Unrenderable> {
+    let dir = input.parent().unwrap_or(Path::new("/")).to_owned();
     let input = input.to_string_lossy();
     let json = run(
         &tools.ffprobe,
         &[&GUARDED[..], &["-print_format", "json", "-show_format", "-show_streams", "--", &input]].concat(),
+        &dir,
         tools.timeout,
         tools.memory,
     )
@@ -251,6 +253,7 @@ const POSTER_FIT: &str = "scale=w='min(iw,1600)':h='min(ih,1600)':force_original
 pub async fn poster(tools: &VideoTools, input: &Path, probe: &Probe) -> Result<Vec<u8>, Unrenderable> {
     // A second in, or the middle of a shorter video.
     let at = format!("{:.3}", (probe.duration.as_secs_f64() / 2.0).min(1.0));
+    let dir = input.parent().unwrap_or(Path::new("/")).to_owned();
     let input = input.to_string_lossy();
     let png = run(
         &tools.ffmpeg,
@@ -280,6 +283,7 @@ pub async fn poster(tools: &VideoTools, input: &Path, probe: &Probe) -> Result<V
             ][..],
         ]
         .concat(),
+        &dir,
         tools.timeout,
         tools.memory,
     )
@@ -295,13 +299,16 @@ pub async fn poster(tools: &VideoTools, input: &Path, probe: &Probe) -> Result<V
 }
 
 /// The arguments that make the shareable MP4 of `input` at `output`.
-pub fn shareable_args(input: &str, output: &str, probe: &Probe, copy: bool) -> Vec<String> {
+pub fn shareable_args(input: &str, output: &str, probe: &Probe, copy: bool, bound: OutputBound) -> Vec<String> {
     let mut args: Vec<String> = ["-nostdin"]
         .iter()
         .chain(&GUARDED)
         .chain(&["-i", input, "-map", "0:V:0", "-map", "0:a:0?"])
         .map(|s| (*s).to_owned())
         .collect();
+    // Bounded whatever the file's own metadata says of its length: ffmpeg
+    // stops writing at the longest a video may be, or at the size.
+    args.extend(["-t".to_owned(), bound.seconds.to_string(), "-fs".to_owned(), bound.bytes.to_string()]);
     if copy {
         // The streams as they are, but for the H.264 SEI messages, where
         // some cameras write their own data (GPS included).
@@ -375,6 +382,16 @@ pub fn shareable_args(input: &str, output: &str, probe: &Probe, copy: bool) -> V
     args
 }
 
+/// The most a shareable copy may be, whatever its original claims: its
+/// length (`--video-max-duration`) and its size in bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct OutputBound {
+    /// Seconds.
+    pub seconds: u64,
+    /// Bytes.
+    pub bytes: u64,
+}
+
 /// Writes the shareable MP4 of the video at `input` to `output`.
 pub async fn shareable(
     tools: &VideoTools,
@@ -383,9 +400,11 @@ pub async fn shareable(
     probe: &Probe,
     copy: bool,
 ) -> Result<(), Unrenderable> {
-    let args = shareable_args(&input.to_string_lossy(), &output.to_string_lossy(), probe, copy);
+    let bound = OutputBound { seconds: tools.max_duration.as_secs().max(1), bytes: tools.memory };
+    let args = shareable_args(&input.to_string_lossy(), &output.to_string_lossy(), probe, copy, bound);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    run(&tools.ffmpeg, &args, tools.timeout, tools.memory)
+    let dir = output.parent().unwrap_or(Path::new("/"));
+    run(&tools.ffmpeg, &args, dir, tools.timeout, tools.memory)
         .await
         .map(drop)
         .map_err(|e: RunError| e.unrenderable("this video could not be made playable for the wall"))
@@ -433,8 +452,10 @@ mod tests {
         let probe =
             Probe { video_codec: "hevc".into(), audio_codec: None, width: 640, height: 480, duration: Duration::ZERO };
         for copy in [true, false] {
-            let args = shareable_args("in", "out.mp4", &probe, copy).join(" ");
+            let args = shareable_args("in", "out.mp4", &probe, copy, OutputBound { seconds: 600, bytes: 1 << 30 });
+            let args = args.join(" ");
             assert!(args.contains("-map_metadata -1"), "{args}");
+            assert!(args.contains("-t 600 -fs 1073741824"), "output bounded whatever the file says: {args}");
             assert!(args.contains("-movflags +faststart"), "{args}");
             assert!(args.ends_with("-- out.mp4"), "{args}");
         }

@@ -413,10 +413,10 @@ async fn render_video(state: &AppState, media: &MediaRow) -> std::result::Result
     kept_if_wanted(state, media, Made { width, height, duration_ms }).await
 }
 
-/// An HEIC/HEIF photo's renditions: its primary image's size read from the
-/// boxes of a copy in a scratch directory (refused past the pixels a photo
-/// is decoded from, and counted against its session's budget, before a
-/// decode), then decoded upright by heif-convert ([`crate::media::heic`])
+/// An HEIC/HEIF photo's renditions: its top-level images' sizes read from
+/// the boxes of a copy in a scratch directory (refused past the pixels a
+/// photo is decoded from, and all of them counted against its session's
+/// budget, before a decode), then decoded upright by heif-convert ([`crate::media::heic`])
 /// and made like any photo's.
 async fn render_heic(state: &AppState, job: Claimed, media: &MediaRow) -> std::result::Result<Made, Failure> {
     let tools = match &state.media.heic {
@@ -439,7 +439,7 @@ async fn render_heic(state: &AppState, job: Claimed, media: &MediaRow) -> std::r
         Failure::Placeholder(why.reason)
     };
     let primary = crate::media::heic::primary(&tools, &input, timeout, limits.memory).await.map_err(placeholder)?;
-    let pixels = primary.header.pixels() as i64;
+    let pixels = primary.decoded_pixels as i64;
     if job.pixels.is_none() {
         state.media.db.record_pixels(job, pixels, None).await?;
         within_budget(state, job, pixels).await?;

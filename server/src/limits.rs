@@ -294,6 +294,26 @@ impl Drop for LiveSlot {
     }
 }
 
+/// What one storage PUT writes, however its URL is spelled: the object key
+/// (the path percent-decoded, as the route reads it) and, for a part, its
+/// upload and its number (`part=01` is part 1). The one-PUT-per-target
+/// rule is keyed on it, so `%61` for `a` or a leading zero cannot open a
+/// second slot for the same bytes.
+pub fn put_target(path: &str, query: Option<&str>) -> String {
+    let decode = |s: &str| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned();
+    let (mut upload, mut part) = (String::new(), None::<u32>);
+    for pair in query.unwrap_or_default().split('&') {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        match decode(key).as_str() {
+            "upload" => upload = decode(value),
+            "part" => part = decode(value).parse().ok(),
+            _ => {}
+        }
+    }
+    let part = part.map(|n| n.to_string()).unwrap_or_default();
+    format!("{}\n{upload}\n{part}", decode(path))
+}
+
 /// Storage PUTs being received: a pool of their own, apart from the API's
 /// requests (so uploads that crawl cannot stop every other request), with a
 /// cap per client address, and one PUT per signed target (an object, or one
@@ -542,6 +562,18 @@ mod tests {
         );
         // No trusted proxy: never read.
         assert_eq!(client_address(ip("10.1.2.3"), &headers(&["203.0.113.7"]), &[]), ip("10.1.2.3"));
+    }
+
+    #[test]
+    fn a_put_target_is_the_same_however_its_url_is_spelled() {
+        let plain = put_target("/storage/ev/abc", Some("exp=1&sig=x"));
+        assert_eq!(put_target("/storage/ev/%61bc", Some("sig=y&exp=2")), plain);
+        assert_eq!(put_target("/storage/ev%2Fabc", None), plain);
+        let part = put_target("/storage/ev/abc", Some("upload=u1&part=1&sig=x"));
+        assert_eq!(put_target("/storage/ev/abc", Some("part=01&upload=u1")), part);
+        assert_eq!(put_target("/storage/ev/abc", Some("%70art=%31&upload=%75%31")), part);
+        assert_ne!(put_target("/storage/ev/abc", Some("upload=u1&part=2")), part);
+        assert_ne!(part, plain);
     }
 
     #[test]

@@ -63,6 +63,22 @@ fn head(upload: &UploadInstruction, len: u64, client: &str) -> String {
     head + "\r\n"
 }
 
+/// `upload` with every letter of its object key's last segment
+/// percent-encoded: another spelling of the same URL.
+fn encoded(upload: &UploadInstruction) -> UploadInstruction {
+    let mut url = reqwest::Url::parse(&upload.url).unwrap();
+    let path = url.path().to_owned();
+    let (dir, last) = path.rsplit_once('/').unwrap();
+    let last: String = last
+        .chars()
+        .map(|c| if c.is_ascii_alphabetic() { format!("%{:02X}", c as u8) } else { c.to_string() })
+        .collect();
+    url.set_path(&format!("{dir}/{last}"));
+    let mut other = upload.clone();
+    other.url = url.to_string();
+    other
+}
+
 /// A PUT that sends its head and one byte, then nothing: it holds a slot.
 async fn crawling_put(server: &TestServer, upload: &UploadInstruction, len: u64) -> TcpStream {
     let mut stream = server.connect().await;
@@ -113,6 +129,12 @@ async fn crawling_puts_take_no_more_than_their_share_and_are_cut() {
     twin.write_all(head(&uploads[0], len, "198.51.100.20").as_bytes()).await.unwrap();
     let answer = answer_within(&mut twin, BOUND).await.expect("an answer");
     assert_eq!(status_of(&answer), Some(StatusCode::TOO_MANY_REQUESTS), "one PUT per URL at a time: {answer}");
+    // The same URL spelled otherwise (its key's letters percent-encoded):
+    // the same object, so no second slot.
+    let mut spelled = server.connect().await;
+    spelled.write_all(head(&encoded(&uploads[0]), len, "198.51.100.21").as_bytes()).await.unwrap();
+    let answer = answer_within(&mut spelled, BOUND).await.expect("an answer");
+    assert_eq!(status_of(&answer), Some(StatusCode::TOO_MANY_REQUESTS), "one PUT per object at a time: {answer}");
 
     // Meanwhile another event's guest uploads as usual.
     server.another_event_still_uploads().await;

@@ -37,14 +37,8 @@ pub async fn admit(State(state): State<AppState>, mut request: Request, next: Ne
         Admission::Put => {
             let client = limits.client(&request);
             // One PUT per target at a time, whichever of its URLs it came
-            // with: the object, or one part of one upload.
-            let part = request
-                .uri()
-                .query()
-                .unwrap_or_default()
-                .split('&')
-                .filter(|p| p.starts_with("upload=") || p.starts_with("part="));
-            let target = format!("{}?{}", request.uri().path(), part.collect::<Vec<_>>().join("&"));
+            // with, however spelled: the object, or one part of one upload.
+            let target = crate::limits::put_target(request.uri().path(), request.uri().query());
             return match limits.puts.take(client, target, &limits.config) {
                 // Held until the answer (or the client's hang-up).
                 Ok(_slot) => next.run(request).await,

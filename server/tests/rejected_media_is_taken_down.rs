@@ -61,6 +61,21 @@ async fn public_links_of_a_rejected_media_answer_410_and_the_host_still_sees_it(
     }
     let original = listed.iter().find(|m| m["id"] == media.id.to_string()).unwrap()["original_url"].as_str().unwrap();
     assert_eq!(status(&server, original).await, StatusCode::OK);
+    // The preview link's `host=` signature is for the preview alone: whoever
+    // holds that link (it is shown in the host's page, and can be shared)
+    // cannot open the original with it.
+    let host_sig = host_photo.rsplit("&host=").next().unwrap();
+    let (base, query) = original.split_once('?').unwrap();
+    let query: Vec<String> = query
+        .split('&')
+        .map(|p| if p.starts_with("sig=") { format!("sig={host_sig}") } else { p.to_owned() })
+        .collect();
+    let from_preview = format!("{base}?{}", query.join("&"));
+    assert_eq!(
+        status(&server, &from_preview).await,
+        StatusCode::NOT_FOUND,
+        "no original from a preview: {from_preview}"
+    );
 
     // Approved again: the public links work again.
     moderate(&guest, media.id, "approve").await;

@@ -243,6 +243,32 @@ fn original_message(id: Uuid, binding: &str, exp: i64) -> String {
     format!("ORIGINAL\n{binding}\n{id}\n{exp}")
 }
 
+/// The message a rejected media's `host=` signature signs: its rendition
+/// shown to its host alone. Not the original's message, so that whoever
+/// holds a preview link (shown in the host's page, and easily shared)
+/// cannot open the original with its signature.
+fn host_preview_message(id: Uuid, binding: &str, exp: i64) -> String {
+    format!("HOST-PREVIEW\n{binding}\n{id}\n{exp}")
+}
+
+/// Signs the `host=` signature of a rejected media's rendition link, for
+/// the event's current host token ([`host_binding`]).
+pub fn sign_host_preview(signer: &Signer, id: Uuid, binding: &str, exp: i64) -> String {
+    signer.sign(&host_preview_message(id, binding, exp))
+}
+
+/// Checks a `host=` signature ([`sign_host_preview`]): signed for the
+/// event's current host token, by a key of this server's, not expired.
+pub fn check_host_preview(
+    signer: &Signer,
+    id: Uuid,
+    binding: &str,
+    link: Link<'_>,
+    now: UnixMillis,
+) -> std::result::Result<(), LinkError> {
+    check(signer, link, now, &|exp| host_preview_message(id, binding, exp), &format!("HOST-PREVIEW\n{id}"))
+}
+
 /// What ties a host's links (originals, `host=` rendition links, the ZIP)
 /// to the event's current host token: part of its hash. A rotation of the
 /// host token changes it, and every such link made before stops working.

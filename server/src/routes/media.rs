@@ -113,7 +113,7 @@ async fn taken_down(
     };
     let for_host = query.host.as_deref().zip(binding).is_some_and(|(sig, binding)| {
         let link = crate::media::Link { sig, ..query.link() };
-        crate::media::check_original(&links.signer, media.id, &binding, link, now).is_ok()
+        crate::media::check_host_preview(&links.signer, media.id, &binding, link, now).is_ok()
     });
     if media.moderation == Moderation::Rejected && !for_host {
         return Err(Error::problem(ErrorCode::Removed, "the host took this down"));

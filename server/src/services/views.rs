@@ -76,7 +76,7 @@ pub async fn host_media(
             let url = links.rendition_url_until(m.event_id, m.id, Size::Display, exp);
             media.url = Some(if m.moderation == Moderation::Rejected {
                 // Taken down for everyone else; the host still sees it.
-                format!("{url}&host={}", crate::media::sign_original(&links.signer, m.id, &binding, exp))
+                format!("{url}&host={}", crate::media::sign_host_preview(&links.signer, m.id, &binding, exp))
             } else {
                 url
             });

@@ -297,6 +297,16 @@ pub async fn run(config: Config) -> Result<()> {
     services::sweeper::spawn(state.clone(), sweep_interval);
     // Renditions are made as long as the server runs.
     let _workers = services::renditions::spawn(&state);
+    if let Some(address) = state.config.metrics_listen {
+        let metrics = tokio::net::TcpListener::bind(address).await?;
+        println!("upload-once-server serving metrics on {}", metrics.local_addr()?);
+        let app = routes::metrics_app(state.clone());
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(metrics, app).await {
+                tracing::error!("the metrics listener stopped: {e}");
+            }
+        });
+    }
     let listener = tokio::net::TcpListener::bind(listen).await?;
     println!("upload-once-server listening on {} (public URL {})", listener.local_addr()?, state.config.public_base());
     shutdown::serve(listener, state, async {

@@ -11,7 +11,7 @@
 //! | `upload_once_client_hangups_total` | counter | — | [`crate::ops::Ops::hangups`] |
 //! | `upload_once_requests_in_flight` | gauge | — | [`crate::ops::Ops::requests_in_flight`] |
 //! | `upload_once_database_dirty_connections_discarded_total` | counter | — | [`crate::store::RecordStore::dirty_connections_discarded`] |
-//! | `upload_once_sweep_backlog_expired_attempts` | gauge | — | [`crate::store::RecordStore::sweep_backlog`], at each scrape |
+//! | `upload_once_sweep_backlog_expired_attempts` | gauge | — | [`crate::store::RecordStore::sweep_backlog`], measured by each sweep pass (a scrape reads no database) |
 //! | `upload_once_sweep_backlog_dead_objects` | gauge | — | the same |
 //! | `upload_once_media_answers_total` | counter | `answer`: `full`, `partial`, `unsatisfiable`, `redirect`, `placeholder` | [`crate::media::MediaServices::count`], the media URLs |
 //! | `upload_once_live_walls` | gauge | — | walls listening to their live feed now |

@@ -36,6 +36,9 @@ pub struct Ops {
     database: Mutex<DatabaseHealth>,
     /// The last readiness probe: when (server clock) and what it found.
     pub(crate) readiness: tokio::sync::Mutex<Option<(upload_once_core::time::UnixMillis, Readiness)>>,
+    /// The sweep backlog as the sweeper's last pass measured it (`None`
+    /// before the first): `GET /metrics` reads it, never the database.
+    sweep_backlog: Mutex<Option<crate::store::SweepBacklog>>,
 }
 
 #[derive(Debug, Default)]
@@ -52,6 +55,16 @@ struct Outage {
 }
 
 impl Ops {
+    /// Records the sweep backlog the sweeper measured.
+    pub fn set_sweep_backlog(&self, backlog: crate::store::SweepBacklog) {
+        *self.sweep_backlog.lock().expect("sweep backlog") = Some(backlog);
+    }
+
+    /// The sweep backlog as last measured, if it was.
+    pub fn sweep_backlog(&self) -> Option<crate::store::SweepBacklog> {
+        *self.sweep_backlog.lock().expect("sweep backlog")
+    }
+
     /// Requests whose client hung up before the answer (their work went
     /// on).
     pub fn hangups(&self) -> u64 {

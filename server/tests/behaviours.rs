@@ -51,6 +51,7 @@ mod malformed_input_is_a_problem;
 mod media_is_served_safely;
 mod media_links_expire_and_survive_a_key_rotation;
 mod media_urls_answer_range_requests;
+mod metrics_can_be_served_apart;
 mod migrations_run_once_and_are_checked;
 mod moderation_and_wall;
 mod multipart_confirm_is_create_or_return;

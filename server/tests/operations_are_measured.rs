@@ -119,9 +119,36 @@ async fn object_store_calls_are_timed_and_their_failures_counted_per_operation()
     assert_eq!(sample(&text, "upload_once_object_store_request_duration_seconds_count", &probe), 2.0);
 }
 
+/// Deletes the store refuses while `refusing` is set.
+#[derive(Default)]
+struct RefusedDeletes {
+    refusing: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl upload_once_server::storage::intercept::Interceptor for RefusedDeletes {
+    async fn before(&self, call: upload_once_server::storage::intercept::Call<'_>) -> upload_once_server::Result<()> {
+        use upload_once_server::storage::intercept::Operation;
+        if call.operation == Operation::Delete && self.refusing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(upload_once_server::Error::ObjectStore("refused by the test".into()));
+        }
+        Ok(())
+    }
+}
+
+/// The backlog is what the sweeper's last pass left: measured by the pass,
+/// never by a scrape (a scrape reads no database, however often it comes).
 #[tokio::test]
-async fn the_sweep_backlog_is_what_the_sweeper_has_still_to_do() {
-    let server = TestServer::start_with(Options::attempts_of_an_hour()).await;
+async fn the_sweep_backlog_is_what_the_sweepers_last_pass_left() {
+    let refused = Arc::new(RefusedDeletes::default());
+    let interceptor = refused.clone();
+    let server = TestServer::start_with(Options {
+        wrap_objects: Some(Box::new(move |inner| {
+            Arc::new(upload_once_server::storage::intercept::Intercepted::new(inner, interceptor))
+        })),
+        ..Options::attempts_of_an_hour()
+    })
+    .await;
     let guest = server.guest().await;
     let backlog = |text: &str| {
         (
@@ -129,16 +156,26 @@ async fn the_sweep_backlog_is_what_the_sweeper_has_still_to_do() {
             sample(text, "upload_once_sweep_backlog_dead_objects", &[]),
         )
     };
-    guest.authorize(Uuid::new_v4(), 5).await;
-    assert_eq!(backlog(&scrape(&server).await), (0.0, 0.0), "nothing due yet");
+    assert!(!scrape(&server).await.contains("upload_once_sweep_backlog"), "not measured before a pass");
 
+    // One attempt past its expiry and one rejected: the pass expires the
+    // first, but the store refuses to delete either object.
+    guest.authorize(Uuid::new_v4(), 5).await;
     server.clock.advance(HOUR + 1000);
-    assert_eq!(backlog(&scrape(&server).await), (1.0, 0.0), "one attempt past its expiry");
     let rejected = Uuid::new_v4();
     guest.authorize(rejected, 5).await;
     assert_eq!(guest.confirm(rejected, 6).await.status(), StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(backlog(&scrape(&server).await), (1.0, 1.0), "and a rejected attempt's object to delete");
+    refused.refusing.store(true, std::sync::atomic::Ordering::SeqCst);
+    server.sweep().await;
+    assert_eq!(backlog(&scrape(&server).await), (0.0, 2.0), "two objects left to delete");
 
+    // Another attempt expires: no scrape counts it, only the next pass.
+    guest.authorize(Uuid::new_v4(), 5).await;
+    server.clock.advance(HOUR + 1000);
+    for _ in 0..3 {
+        assert_eq!(backlog(&scrape(&server).await), (0.0, 2.0), "as the last pass left it");
+    }
+    refused.refusing.store(false, std::sync::atomic::Ordering::SeqCst);
     server.sweep().await;
     assert_eq!(backlog(&scrape(&server).await), (0.0, 0.0), "the sweeper did it all");
 }

@@ -124,6 +124,12 @@ pub struct Config {
     #[arg(long, env = "UPLOAD_ONCE_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
 
+    /// Serve `GET /metrics` on this address alone (a private network, or
+    /// loopback for a scraper beside the server); the public listener then
+    /// answers `404` for it. Without it, metrics are served with the API.
+    #[arg(long, env = "UPLOAD_ONCE_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
+
     /// Directory for the SQLite database, stored objects and the signing key.
     #[arg(long, env = "UPLOAD_ONCE_DATA_DIR", default_value = "data")]
     pub data_dir: PathBuf,

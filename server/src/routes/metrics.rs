@@ -12,13 +12,12 @@ use prometheus_client::registry::Registry;
 use upload_once_core::ErrorCode;
 
 use crate::metrics::CONTENT_TYPE;
-use crate::ops::LOCK_WAIT;
 use std::sync::Arc;
 
 use crate::media::MediaServices;
 use crate::metrics::Metrics;
 use crate::ops::Ops;
-use crate::state::{Lifetimes, Records};
+use crate::state::Records;
 
 /// A label value for any method, bounded: the standard ones, else `other`.
 fn method_label(method: &Method) -> &'static str {
@@ -45,19 +44,30 @@ pub async fn count_requests(State(metrics): State<Arc<Metrics>>, request: Reques
     response
 }
 
-/// `GET /metrics`: every metric, the live ones read now. The sweep backlog
-/// is counted in the database (at most [`LOCK_WAIT`]); when it cannot be,
-/// it is left out of this scrape rather than shown stale.
+/// Marks the requests of the metrics' own listener (`--metrics-listen`).
+#[derive(Clone, Copy, Debug)]
+pub struct MetricsListener;
+
+/// `GET /metrics`: every metric, from counters and gauges kept in memory:
+/// no scrape reads the database (the sweep backlog is the sweeper's last
+/// pass's), so one costs the same however often it comes. With
+/// `--metrics-listen`, it is served on that address alone, and the public
+/// listener answers `404` for it.
 #[utoipa::path(get, path = "/metrics", tag = "operations", responses(
     (status = 200, content_type = "application/openmetrics-text", body = String, description = "Prometheus metrics (OpenMetrics text); see docs/deploy.md"),
+    (status = 404, body = upload_once_core::wire::Problem, content_type = "application/problem+json", description = "route_not_found: with --metrics-listen, metrics are served on that address only"),
 ))]
 pub async fn serve(
     State(ops): State<Arc<Ops>>,
     State(records): State<Records>,
-    State(lifetimes): State<Lifetimes>,
+    State(config): State<Arc<crate::config::Config>>,
     State(media): State<Arc<MediaServices>>,
     State(metrics): State<Arc<Metrics>>,
+    listener: Option<axum::Extension<MetricsListener>>,
 ) -> Response {
+    if config.metrics_listen.is_some() && listener.is_none() {
+        return crate::error::problem_response(ErrorCode::RouteNotFound, "no such route".into());
+    }
     let mut live = Registry::with_prefix("upload_once");
     live.register(
         "client_hangups",
@@ -70,8 +80,8 @@ pub async fn serve(
         "Database connections closed because they came back inside a transaction",
         ConstCounter::new(records.dirty_connections_discarded()),
     );
-    match tokio::time::timeout(LOCK_WAIT, records.sweep_backlog(lifetimes.now())).await {
-        Ok(Ok(backlog)) => {
+    if let Some(backlog) = ops.sweep_backlog() {
+        {
             live.register(
                 "sweep_backlog_expired_attempts",
                 "Authorized attempts past their expiry that the sweeper has not expired yet",
@@ -83,8 +93,6 @@ pub async fn serve(
                 ConstGauge::new(backlog.dead_objects as i64),
             );
         }
-        Ok(Err(e)) => tracing::debug!("metrics: the sweep backlog is left out: {e}"),
-        Err(_) => tracing::debug!("metrics: the sweep backlog is left out: the database did not answer in time"),
     }
     media.register_metrics(&mut live);
     let mut text = String::new();

@@ -209,6 +209,15 @@ pub fn api(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(metrics::serve))
 }
 
+/// What the metrics' own listener serves (`--metrics-listen`): `GET
+/// /metrics` alone.
+pub fn metrics_app(state: AppState) -> Router {
+    Router::new()
+        .route("/metrics", axum::routing::get(metrics::serve))
+        .layer(axum::Extension(metrics::MetricsListener))
+        .with_state(state)
+}
+
 /// The whole HTTP API, the embedded storage endpoint, and (when configured)
 /// the web pages and the npm package.
 pub fn app(state: AppState) -> Router {

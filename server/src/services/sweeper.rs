@@ -135,6 +135,13 @@ pub async fn sweep_once(state: &AppState) -> Result<SweepReport> {
     let (late, refused) = late_deletes(state).await?;
     report.late_objects_deleted = late;
     report.objects_refused += refused;
+    // What is left for the next pass, for `GET /metrics` (which never
+    // counts in the database itself: a scrape costs nothing however often
+    // it comes).
+    match state.records.sweep_backlog(now).await {
+        Ok(backlog) => state.ops.set_sweep_backlog(backlog),
+        Err(e) => tracing::debug!("sweep: the backlog was not measured: {e}"),
+    }
     Ok(report)
 }
 

@@ -17,7 +17,7 @@ export type UploadErrorCode =
   | "object_missing" | "size_mismatch" | "type_mismatch" | "checksum_mismatch" | "expired" | "already_confirmed"
   | "invalid_part" | "not_multipart" | "url_expired" | "bad_signature" | "length_mismatch" | "content_type_mismatch"
   | "object_exists" | "incomplete_body" | "withdrawn" | "removed" | "too_many_unconfirmed" | "session_bytes_exceeded"
-  | "too_many_sessions" | "event_bytes_exceeded" | "request_timeout" | "rate_limited" | "object_store_unavailable"
+  | "too_many_sessions" | "event_bytes_exceeded" | "session_files_exceeded" | "event_files_exceeded" | "request_timeout" | "rate_limited" | "object_store_unavailable"
   | "database_unavailable" | "not_ready"
   | "file_changed" | "internal" | "network" | "storage_unavailable" | "quota_exceeded" | "needs_file"
   | "file_unreadable" | "too_many_files" | "pick_too_large" | "cancelled" | "retries_exhausted" | "invalid_options"

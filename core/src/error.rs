@@ -161,6 +161,13 @@ error_codes! {
     /// The event's attempts already add up to the bytes the server allows one
     /// event.
     EventBytesExceeded = "event_bytes_exceeded", 403;
+    /// The session made as many attempts as the server allows one session
+    /// (every attempt it ever made counts, duplicates too), or keeps as
+    /// many media.
+    SessionFilesExceeded = "session_files_exceeded", 403;
+    /// The event holds as many media (or was asked for as many attempts)
+    /// as the server allows one event.
+    EventFilesExceeded = "event_files_exceeded", 403;
     /// The request took longer than the server allows: a JSON request as a
     /// whole, or a storage PUT whose body stopped arriving (retryable).
     RequestTimeout = "request_timeout", 408;

@@ -59,6 +59,8 @@ fn protocol_codes_have_their_documented_statuses() {
         (ErrorCode::SessionBytesExceeded, 403),
         (ErrorCode::TooManySessions, 403),
         (ErrorCode::EventBytesExceeded, 403),
+        (ErrorCode::SessionFilesExceeded, 403),
+        (ErrorCode::EventFilesExceeded, 403),
         (ErrorCode::TooManyIds, 422),
         (ErrorCode::SizeMismatch, 422),
         (ErrorCode::FileChanged, 422),

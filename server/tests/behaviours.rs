@@ -42,6 +42,7 @@ mod deleting_an_event_removes_its_rows_and_objects;
 mod duplicates_never_transfer;
 mod ended_records_are_deleted_after_the_retention;
 mod every_list_query_is_served_by_an_index;
+mod files_are_capped_per_session_and_per_event;
 mod forwarded_for_is_believed_only_from_trusted_proxies;
 mod graceful_shutdown_finishes_confirms_in_flight;
 mod heic_photos_are_shown_upright_and_without_metadata;

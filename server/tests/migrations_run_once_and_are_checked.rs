@@ -32,6 +32,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (48, "bulk moderations", include_str!("../migrations/postgres/0048_bulk_moderations.sql")),
             (49, "growth costs", include_str!("../migrations/postgres/0049_growth_costs.sql")),
             (50, "kept bytes", include_str!("../migrations/postgres/0050_kept_bytes.sql")),
+            (51, "file counts", include_str!("../migrations/postgres/0051_file_counts.sql")),
         ]
     } else {
         vec![
@@ -52,6 +53,7 @@ fn migration_files() -> Vec<(i64, &'static str, &'static str)> {
             (48, "bulk moderations", include_str!("../migrations/sqlite/0048_bulk_moderations.sql")),
             (49, "growth costs", include_str!("../migrations/sqlite/0049_growth_costs.sql")),
             (50, "kept bytes", include_str!("../migrations/sqlite/0050_kept_bytes.sql")),
+            (51, "file counts", include_str!("../migrations/sqlite/0051_file_counts.sql")),
         ]
     }
 }

@@ -18,6 +18,14 @@ pub struct AttemptQuotas {
     pub max_session_bytes: u64,
     /// Bytes per event.
     pub max_event_bytes: u64,
+    /// Attempts a session may ever make (duplicates too: each is a row).
+    pub max_session_attempts: u64,
+    /// Media a session may keep (with its live unconfirmed attempts).
+    pub max_session_media: u64,
+    /// Attempts an event may ever be asked for.
+    pub max_event_attempts: u64,
+    /// Media an event may keep (with its live unconfirmed attempts).
+    pub max_event_media: u64,
 }
 
 /// What a session and its event hold now, as counted for the quotas.
@@ -29,10 +37,44 @@ pub struct QuotaUsage {
     pub session_bytes: u64,
     /// Bytes of the event's confirmed and live unconfirmed attempts.
     pub event_bytes: u64,
+    /// Attempts the session ever made.
+    pub session_attempts: u64,
+    /// The session's kept media (confirmed, not rejected or withdrawn, not
+    /// duplicates) and live unconfirmed attempts.
+    pub session_media: u64,
+    /// Attempts the event was ever asked for.
+    pub event_attempts: u64,
+    /// The event's kept media and live unconfirmed attempts.
+    pub event_media: u64,
 }
 
-/// Why one more attempt of `size` bytes does not fit, if it does not.
+/// Why one more attempt of `size` bytes does not fit, if it does not. A
+/// duplicate (`size` 0 from [`super::dedup::bytes_added`]) adds an attempt
+/// but no media.
 pub fn attempt_refusal(usage: QuotaUsage, quotas: &AttemptQuotas, size: u64) -> Option<Refusal> {
+    let media = u64::from(size > 0);
+    if usage.session_attempts >= quotas.max_session_attempts
+        || usage.session_media.saturating_add(media) > quotas.max_session_media
+    {
+        return Some(Refusal::new(
+            ErrorCode::SessionFilesExceeded,
+            format!(
+                "this session has sent as many files as one guest may ({} uploads, {} kept at once)",
+                quotas.max_session_attempts, quotas.max_session_media
+            ),
+        ));
+    }
+    if usage.event_attempts >= quotas.max_event_attempts
+        || usage.event_media.saturating_add(media) > quotas.max_event_media
+    {
+        return Some(Refusal::new(
+            ErrorCode::EventFilesExceeded,
+            format!(
+                "this event holds as many photos and videos as it may ({} kept, {} uploads in all)",
+                quotas.max_event_media, quotas.max_event_attempts
+            ),
+        ));
+    }
     if usage.unconfirmed >= quotas.max_unconfirmed {
         return Some(Refusal::new(
             ErrorCode::TooManyUnconfirmed,
@@ -63,6 +105,12 @@ pub fn attempt_refusal(usage: QuotaUsage, quotas: &AttemptQuotas, size: u64) -> 
         ));
     }
     None
+}
+
+/// How a media's change of moderation from `before` to `after` moves the
+/// count of media its event keeps: −1 into rejected, +1 out of it.
+pub fn kept_media_change(before: Moderation, after: Moderation) -> i64 {
+    kept_bytes_change(before, after, 1)
 }
 
 /// How a media's change of moderation from `before` to `after` moves the

@@ -178,6 +178,29 @@ pub struct LimitsConfig {
     #[arg(long, env = "UPLOAD_ONCE_MAX_BYTES_PER_EVENT", default_value = "1024GiB", value_parser = parse_positive_bytes)]
     pub max_bytes_per_event: u64,
 
+    /// Attempts one guest session may ever make (every authorize of a new
+    /// id counts, a duplicate too: each is a row): `403
+    /// session_files_exceeded`. A guest who shares a thousand photos at
+    /// once is well within it.
+    #[arg(long, env = "UPLOAD_ONCE_MAX_ATTEMPTS_PER_SESSION", default_value = "10000", value_parser = parse_positive_count)]
+    pub max_attempts_per_session: u64,
+
+    /// Media one guest session may keep (its confirmed media not rejected
+    /// or withdrawn, and its live unconfirmed attempts): `403
+    /// session_files_exceeded`.
+    #[arg(long, env = "UPLOAD_ONCE_MAX_MEDIA_PER_SESSION", default_value = "5000", value_parser = parse_positive_count)]
+    pub max_media_per_session: u64,
+
+    /// Attempts one event may ever be asked for: `403 event_files_exceeded`.
+    #[arg(long, env = "UPLOAD_ONCE_MAX_ATTEMPTS_PER_EVENT", default_value = "1000000", value_parser = parse_positive_count)]
+    pub max_attempts_per_event: u64,
+
+    /// Media one event may keep (as for a session): `403
+    /// event_files_exceeded`. Sized for a festival of 100,000 photos and
+    /// videos, twice over.
+    #[arg(long, env = "UPLOAD_ONCE_MAX_MEDIA_PER_EVENT", default_value = "200000", value_parser = parse_positive_count)]
+    pub max_media_per_event: u64,
+
     /// Sessions one client address may open (`POST /v1/events/{slug}/sessions`).
     #[arg(long, env = "UPLOAD_ONCE_RATE_SESSIONS", default_value = "600/min", value_parser = parse_rate)]
     pub rate_sessions: Rate,
@@ -330,6 +353,10 @@ impl LimitsConfig {
             max_unconfirmed: self.max_unconfirmed_per_session,
             max_session_bytes: self.max_bytes_per_session,
             max_event_bytes: self.max_bytes_per_event,
+            max_session_attempts: self.max_attempts_per_session,
+            max_session_media: self.max_media_per_session,
+            max_event_attempts: self.max_attempts_per_event,
+            max_event_media: self.max_media_per_event,
         }
     }
 }

@@ -16,17 +16,23 @@ use upload_once_core::decide::quota::QuotaUsage;
 pub const USAGE_SQL: &str = "SELECT
             (SELECT COUNT(*) FROM attempts
               WHERE session_id = $1 AND state = 'authorized' AND +expires_at > $3) AS unconfirmed,
-            (SELECT CAST(COALESCE(SUM(a.size), 0) AS BIGINT) FROM attempts a
+            s.session_bytes, s.session_media,
+            (SELECT attempt_count FROM sessions WHERE id = $1) AS session_attempts,
+            (SELECT e.confirmed_bytes FROM events e WHERE e.id = $2) + l.live_bytes AS event_bytes,
+            (SELECT e.kept_media FROM events e WHERE e.id = $2) + l.live_media AS event_media,
+            (SELECT e.attempt_count FROM events e WHERE e.id = $2) AS event_attempts
+        FROM
+            (SELECT CAST(COALESCE(SUM(a.size), 0) AS BIGINT) AS session_bytes, COUNT(*) AS session_media
+               FROM attempts a
               WHERE a.session_id = $1 AND a.duplicate_of IS NULL
                 AND ((a.state = 'confirmed'
                       AND NOT EXISTS (SELECT 1 FROM media m WHERE m.attempt_row_id = a.row_id
                                                                AND m.moderation = 'rejected'))
                      OR (a.state = 'authorized' AND a.expires_at > $3
-                         AND COALESCE(a.reserved_until, a.expires_at) > $3))) AS session_bytes,
-            (SELECT e.confirmed_bytes FROM events e WHERE e.id = $2)
-            + (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM attempts
+                         AND COALESCE(a.reserved_until, a.expires_at) > $3))) s,
+            (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) AS live_bytes, COUNT(*) AS live_media FROM attempts
               WHERE event_id = $2 AND state = 'authorized' AND duplicate_of IS NULL
-                AND +expires_at > $3 AND COALESCE(reserved_until, expires_at) > $3) AS event_bytes";
+                AND +expires_at > $3 AND COALESCE(reserved_until, expires_at) > $3) l";
 
 /// The session's unconfirmed attempts and bytes, and the event's bytes, at
 /// `now`. Bytes count what is kept or reserved: confirmed and not rejected
@@ -54,5 +60,9 @@ pub(crate) async fn usage(
         unconfirmed: row.try_get::<i64, _>("unconfirmed")? as u64,
         session_bytes: row.try_get::<i64, _>("session_bytes")? as u64,
         event_bytes: row.try_get::<i64, _>("event_bytes")? as u64,
+        session_attempts: row.try_get::<i64, _>("session_attempts")? as u64,
+        session_media: row.try_get::<i64, _>("session_media")? as u64,
+        event_attempts: row.try_get::<i64, _>("event_attempts")? as u64,
+        event_media: row.try_get::<i64, _>("event_media")? as u64,
     })
 }

@@ -154,26 +154,43 @@ fn event_from_row(row: &AnyRow) -> Result<EventRow> {
 /// ([`MediaListing`]): call it last before the commit, so the lock is held
 /// briefly (and taken after every other lock, so no two writers wait on
 /// each other).
-async fn next_change(conn: &mut AnyConnection, event_id: i64, stored: i64) -> Result<i64> {
+async fn next_change(conn: &mut AnyConnection, event_id: i64, kept: Kept) -> Result<i64> {
     Ok(sqlx::query_scalar(
-        "UPDATE events SET change_seq = change_seq + 1, confirmed_bytes = confirmed_bytes + $2 WHERE id = $1 RETURNING change_seq",
+        "UPDATE events SET change_seq = change_seq + 1, confirmed_bytes = confirmed_bytes + $2,
+                           kept_media = kept_media + $3
+         WHERE id = $1 RETURNING change_seq",
     )
     .bind(event_id)
-    .bind(stored)
+    .bind(kept.bytes)
+    .bind(kept.media)
     .fetch_one(&mut *conn)
     .await?)
+}
+
+/// How a change moves what its event keeps ([`upload_once_core::decide::quota`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct Kept {
+    bytes: i64,
+    media: i64,
+}
+
+impl Kept {
+    /// A media whose moderation went from `before` to `after`.
+    fn moved(before: Moderation, after: Moderation, size: i64) -> Kept {
+        Kept { bytes: quota::kept_bytes_change(before, after, size), media: quota::kept_media_change(before, after) }
+    }
 }
 
 /// Gives media `media_id` of event `event_id` (or, `None`, only the event)
 /// the event's next change number ([`next_change`]).
 async fn media_changed(conn: &mut AnyConnection, event_id: i64, media_id: Option<&str>) -> Result<()> {
-    media_changed_by(conn, event_id, media_id, 0).await
+    media_changed_by(conn, event_id, media_id, Kept::default()).await
 }
 
-/// [`media_changed`], the event's kept bytes moved by `kept` (negative when
-/// the media stops being kept: rejected or withdrawn; positive when a
+/// [`media_changed`], the event's kept bytes and media moved by `kept`
+/// (down when the media stops being kept: rejected or withdrawn; up when a
 /// rejected one is approved again).
-async fn media_changed_by(conn: &mut AnyConnection, event_id: i64, media_id: Option<&str>, kept: i64) -> Result<()> {
+async fn media_changed_by(conn: &mut AnyConnection, event_id: i64, media_id: Option<&str>, kept: Kept) -> Result<()> {
     let seq = next_change(conn, event_id, kept).await?;
     if let Some(id) = media_id {
         sqlx::query("UPDATE media SET change_seq = $1 WHERE id = $2").bind(seq).bind(id).execute(&mut *conn).await?;
@@ -185,7 +202,7 @@ async fn media_changed_by(conn: &mut AnyConnection, event_id: i64, media_id: Opt
 /// too), and the `stored` bytes added to its event's count, in two
 /// statements.
 async fn media_created(conn: &mut AnyConnection, event_id: i64, media_id: &str, stored: i64) -> Result<()> {
-    let seq = next_change(conn, event_id, stored).await?;
+    let seq = next_change(conn, event_id, Kept { bytes: stored, media: 1 }).await?;
     sqlx::query("UPDATE media SET change_seq = $1, created_seq = $1 WHERE id = $2")
         .bind(seq)
         .bind(media_id)
@@ -335,7 +352,20 @@ async fn insert_attempt(conn: &mut AnyConnection, a: &NewAttempt, duplicate_of: 
     .bind(a.reserved_until)
     .execute(&mut *conn)
     .await?;
-    Ok(inserted.rows_affected() == 1)
+    if inserted.rows_affected() == 0 {
+        return Ok(false);
+    }
+    // The running counts the caps read (never lowered: every attempt made
+    // is a row made).
+    sqlx::query("UPDATE sessions SET attempt_count = attempt_count + 1 WHERE id = $1")
+        .bind(a.session_id)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query("UPDATE events SET attempt_count = attempt_count + 1 WHERE id = $1")
+        .bind(a.event_id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(true)
 }
 
 fn own_attempt(row: AttemptRow, session_id: i64) -> Result<AttemptRow> {
@@ -465,8 +495,7 @@ impl SqlStore {
             .bind(media_id.to_string())
             .execute(&mut **tx)
             .await?;
-            let size: i64 = row.try_get("size")?;
-            let kept = quota::kept_bytes_change(recorded.state, m.state, size);
+            let kept = Kept::moved(recorded.state, m.state, row.try_get("size")?);
             media_changed_by(tx, event_id, Some(&media_id.to_string()), kept).await?;
         }
         Ok(true)
@@ -703,9 +732,9 @@ impl AttemptLock for SqlAttemptLock {
         let kept = match &before {
             Some(row) => {
                 let state: String = row.try_get("moderation")?;
-                quota::kept_bytes_change(moderation_from_db(&state), Moderation::Rejected, row.try_get("size")?)
+                Kept::moved(moderation_from_db(&state), Moderation::Rejected, row.try_get("size")?)
             }
-            None => 0,
+            None => Kept::default(),
         };
         let id: Option<String> = sqlx::query_scalar(
             "UPDATE media SET moderation = 'rejected', moderation_reason = $1, moderated_at = $2,

@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod ops;
 pub mod private_files;
+pub mod put_slots;
 pub mod routes;
 pub mod rules;
 pub mod secrets;

@@ -143,7 +143,8 @@ pub struct Limits {
     confirm: DefaultKeyedRateLimiter<IpAddr>,
     status: DefaultKeyedRateLimiter<IpAddr>,
     wall: DefaultKeyedRateLimiter<IpAddr>,
-    pub(crate) puts: PutSlots,
+    /// Storage PUTs being received, shared fairly between events and sessions.
+    pub puts: PutSlots,
     /// Live wall streams open, per client address and per event.
     pub live: LiveSlots,
     warned_no_peer: AtomicBool,
@@ -314,71 +315,7 @@ pub fn put_target(path: &str, query: Option<&str>) -> String {
     format!("{}\n{upload}\n{part}", decode(path))
 }
 
-/// Storage PUTs being received: a pool of their own, apart from the API's
-/// requests (so uploads that crawl cannot stop every other request), with a
-/// cap per client address, and one PUT per signed target (an object, or one
-/// part of it) at a time, so one URL cannot hold many slots.
-#[derive(Debug, Default)]
-pub struct PutSlots {
-    held: std::sync::Mutex<PutsHeld>,
-}
-
-#[derive(Debug, Default)]
-struct PutsHeld {
-    total: u64,
-    per_client: std::collections::HashMap<IpAddr, u64>,
-    targets: std::collections::HashSet<String>,
-}
-
-/// A storage PUT's slot: given back when dropped.
-pub struct PutSlot<'a> {
-    slots: &'a PutSlots,
-    client: Option<IpAddr>,
-    target: String,
-}
-
-impl PutSlots {
-    /// Storage PUTs being received now.
-    pub fn in_flight(&self) -> u64 {
-        self.held.lock().expect("put slots").total
-    }
-
-    /// A slot for a PUT from `client` to `target`, or why not.
-    pub fn take<'a>(
-        &'a self,
-        client: Option<IpAddr>,
-        target: String,
-        config: &LimitsConfig,
-    ) -> std::result::Result<PutSlot<'a>, &'static str> {
-        let mut held = self.held.lock().expect("put slots");
-        if held.total >= config.max_puts_in_flight {
-            return Err("the server is receiving as many uploads as it may; try again in a moment");
-        }
-        let key = client.map(rate_key);
-        if key.is_some_and(|k| held.per_client.get(&k).copied().unwrap_or(0) >= config.max_puts_per_client) {
-            return Err("this address is sending as many uploads as it may at once; try again in a moment");
-        }
-        if !held.targets.insert(target.clone()) {
-            return Err("this URL is already receiving an upload; one at a time");
-        }
-        held.total += 1;
-        if let Some(k) = key {
-            *held.per_client.entry(k).or_default() += 1;
-        }
-        Ok(PutSlot { slots: self, client: key, target })
-    }
-}
-
-impl Drop for PutSlot<'_> {
-    fn drop(&mut self) {
-        let mut held = self.slots.held.lock().expect("put slots");
-        held.total -= 1;
-        held.targets.remove(&self.target);
-        if let Some(k) = self.client {
-            count_down(&mut held.per_client, k);
-        }
-    }
-}
+pub use crate::put_slots::{PutClaim, PutSlot, PutSlots, Refused as PutRefused};
 
 /// A storage PUT's body, cut when it stops being worth a slot: nothing
 /// arrived for `idle`; less than `min_rate` bytes a second arrived over a
@@ -394,6 +331,8 @@ pub struct IdleBody<S> {
     window: Pin<Box<tokio::time::Sleep>>,
     in_window: u64,
     deadline: Pin<Box<tokio::time::Sleep>>,
+    /// Ready when its slot is given to another event's or session's PUT.
+    made_room: Option<Pin<Box<dyn std::future::Future<Output = ()> + Send>>>,
     cut: Arc<std::sync::Mutex<Option<Cut>>>,
 }
 
@@ -406,6 +345,9 @@ pub enum Cut {
     Slow,
     /// Still arriving past its URL's expiry and grace.
     Expired,
+    /// Its slot was given to a PUT of an event (or a session) holding less
+    /// than its fair share ([`crate::put_slots`]).
+    MadeRoom,
 }
 
 /// Whether (and why) an [`IdleBody`] was cut.
@@ -435,6 +377,10 @@ impl Stalled {
                 ErrorCode::UrlExpired,
                 "the signed URL expired before the body arrived; get a fresh one and send it again",
             ),
+            Some(Cut::MadeRoom) => Error::problem(
+                ErrorCode::RateLimited,
+                "the server is receiving as many uploads as it may, and this event or guest was sending more than its share; send it again in a moment",
+            ),
             None => error,
         }
     }
@@ -454,6 +400,14 @@ pub struct BodyLimits {
 }
 
 impl<S> IdleBody<S> {
+    /// Cut as soon as `made_room` is notified (its slot's [`PutSlot::cut`]).
+    pub fn cut_when(mut self, made_room: Arc<tokio::sync::Notify>) -> IdleBody<S> {
+        self.made_room = Some(Box::pin(async move { made_room.notified().await }));
+        self
+    }
+}
+
+impl<S> IdleBody<S> {
     /// Wraps `inner`, bounded by `limits`.
     pub fn new(inner: S, limits: BodyLimits) -> (IdleBody<S>, Stalled) {
         let cut = Arc::new(std::sync::Mutex::new(None));
@@ -465,6 +419,7 @@ impl<S> IdleBody<S> {
             window: Box::pin(tokio::time::sleep(limits.window)),
             in_window: 0,
             deadline: Box::pin(tokio::time::sleep(limits.until)),
+            made_room: None,
             cut: cut.clone(),
         };
         (body, Stalled(cut))
@@ -487,6 +442,9 @@ where
         let this = &mut *self;
         if this.deadline.as_mut().poll(cx).is_ready() {
             return this.cut_for(Cut::Expired);
+        }
+        if this.made_room.as_mut().is_some_and(|f| f.as_mut().poll(cx).is_ready()) {
+            return this.cut_for(Cut::MadeRoom);
         }
         if this.window.as_mut().poll(cx).is_ready() {
             let (rate, window) = this.min_rate;

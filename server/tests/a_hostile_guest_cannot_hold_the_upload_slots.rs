@@ -186,3 +186,63 @@ async fn a_put_still_arriving_past_its_urls_expiry_is_cut() {
     assert!(answer.contains("url_expired"), "{answer}");
     assert_eq!(server.temp_files(), Vec::<String>::new());
 }
+
+/// A flood of crawling PUTs through one event's public code, from several
+/// addresses, holds every slot of the pool; a guest of another event then
+/// still uploads: one of the flood's PUTs is cut (`429`, to be sent again
+/// later) to make room, since the flood's event holds more than its share.
+/// The flood's next PUT is refused while the other event sends.
+#[tokio::test]
+async fn a_flood_through_one_events_code_leaves_another_events_uploads_untouched() {
+    const POOL: u64 = 4;
+    let Some(server) = server(|c| {
+        c.limits.max_puts_in_flight = POOL;
+        c.limits.max_puts_per_client = 2;
+    })
+    .await
+    else {
+        return;
+    };
+    let hostile = server.guest().await;
+    let len = 1_000_000;
+    let mut uploads = Vec::new();
+    for _ in 0..=POOL {
+        uploads.push(hostile.authorize(Uuid::new_v4(), len).await.put().unwrap().clone());
+    }
+    // Every slot, from two addresses.
+    let mut held = Vec::new();
+    for (n, upload) in uploads[..POOL as usize].iter().enumerate() {
+        let mut stream = server.connect().await;
+        let from = if n % 2 == 0 { "203.0.113.70" } else { "203.0.113.71" };
+        stream.write_all(head(upload, len, from).as_bytes()).await.unwrap();
+        stream.write_all(&[1]).await.unwrap();
+        held.push(stream);
+    }
+    support::until("the flood to hold every slot", BOUND, || server.state.limits.puts.in_flight() == POOL).await;
+
+    // Another event's guest uploads, authorize to confirm.
+    server.another_event_still_uploads().await;
+    // One of the flood's PUTs was cut for it, and told to come back.
+    let mut answers = Vec::new();
+    for stream in &mut held {
+        if let Some(answer) = answer_within(stream, Duration::from_millis(300)).await {
+            answers.push(answer);
+        }
+    }
+    assert_eq!(answers.len(), 1, "one PUT of the flood was cut: {answers:?}");
+    assert_eq!(status_of(&answers[0]), Some(StatusCode::TOO_MANY_REQUESTS), "{}", answers[0]);
+    assert!(answers[0].to_ascii_lowercase().contains("retry-after"), "{}", answers[0]);
+    // While the other event sends, the flood gets no more than its share.
+    let other = server.guest().await;
+    let (id, attempt) = other.authorize_png(len, None).await;
+    let mut honest = server.connect().await;
+    honest.write_all(head(attempt.put().unwrap(), len, "198.51.100.30").as_bytes()).await.unwrap();
+    honest.write_all(&[1]).await.unwrap();
+    support::until("the other event's PUT to be received", BOUND, || server.state.limits.puts.in_flight() >= POOL)
+        .await;
+    let mut more = server.connect().await;
+    more.write_all(head(&uploads[POOL as usize], len, "203.0.113.72").as_bytes()).await.unwrap();
+    let answer = answer_within(&mut more, BOUND).await.expect("an answer");
+    assert_eq!(status_of(&answer), Some(StatusCode::TOO_MANY_REQUESTS), "over its share: {answer}");
+    let _ = id;
+}

@@ -35,18 +35,13 @@ pub async fn admit(State(state): State<AppState>, mut request: Request, next: Ne
         Admission::Free => return next.run(request).await,
         Admission::Counted { timed, class } => (timed, class),
         Admission::Put => {
-            let client = limits.client(&request);
-            // One PUT per target at a time, whichever of its URLs it came
-            // with, however spelled: the object, or one part of one upload.
-            let target = crate::limits::put_target(request.uri().path(), request.uri().query());
-            return match limits.puts.take(client, target, &limits.config) {
-                // Held until the answer (or the client's hang-up).
-                Ok(_slot) => next.run(request).await,
-                Err(refusal) => {
-                    tracing::debug!(?client, "storage PUT refused: {refusal}");
-                    rate_limited(refusal, Duration::ZERO)
-                }
-            };
+            // Its slot is taken by the handler, once the signed URL is
+            // checked and its attempt (event, session) read: the pool's
+            // shares are per event and session (crate::put_slots).
+            if let Some(client) = limits.client(&request) {
+                request.extensions_mut().insert(ClientAddress(client));
+            }
+            return next.run(request).await;
         }
     };
     // Storage PUTs have their own pool, and requests waiting for a rendition

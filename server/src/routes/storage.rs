@@ -13,7 +13,7 @@ use super::extract::{ApiPath, ApiQuery};
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
-use crate::limits::Limits;
+use crate::limits::{ClientAddress, Limits, PutClaim};
 use crate::state::{Lifetimes, LocalStore, Records};
 use crate::storage::local::{Commit, LocalObjectStore, SignedQuery, SignedTarget};
 use crate::store::AttemptRow;
@@ -41,6 +41,8 @@ pub async fn put_object(
     State(limits): State<Arc<Limits>>,
     ApiPath(key): ApiPath<String>,
     ApiQuery(query): ApiQuery<SignedQuery>,
+    client: Option<axum::Extension<ClientAddress>>,
+    uri: axum::http::Uri,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
@@ -89,6 +91,21 @@ pub async fn put_object(
     let attempt_allows_upload = async || live_attempt().await.map(drop);
     // Cheap refusal before reading any bytes; checked again at commit.
     let attempt = live_attempt().await?;
+    // A slot of the PUTs' pool, by the event's and the session's fair
+    // shares (crate::put_slots); held until the answer (or the client's
+    // hang-up), and cut if another event or session needs it more.
+    let claim = PutClaim {
+        client: client.map(|c| c.0.0),
+        // One PUT per target at a time, whichever of its URLs it came with,
+        // however spelled: the object, or one part of one upload.
+        target: crate::limits::put_target(uri.path(), uri.query()),
+        event_id: attempt.event_id,
+        session_id: attempt.session_id,
+    };
+    let slot = limits.puts.take(claim, &limits.config).map_err(|refused| {
+        tracing::debug!(event = attempt.event_id, "storage PUT refused: {}", refused.detail());
+        Error::problem(ErrorCode::RateLimited, refused.detail())
+    })?;
     // A body that stops arriving, crawls, or outlives its URL is cut, and
     // its temporary file removed.
     let config = &limits.config;
@@ -101,6 +118,7 @@ pub async fn put_object(
         until: std::time::Duration::from_millis(until_ms as u64),
     };
     let (body, stalled) = crate::limits::IdleBody::new(body.into_data_stream(), limits);
+    let body = body.cut_when(slot.cut());
     let received = store.receive(body, query.len).await.map_err(|e| stalled.explain(e, idle))?;
     if received.size != query.len {
         return Err(Error::problem(

@@ -195,6 +195,19 @@ impl Limits {
             .map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
     }
 
+    /// Counts `n` more of `client`'s `class` (what a request costs beyond
+    /// itself: a status request's calls to the object store): how long it
+    /// must wait when they do not fit in its rate now.
+    pub fn charge(&self, class: RateClass, client: IpAddr, n: u32) -> std::result::Result<(), Duration> {
+        let Some(n) = std::num::NonZeroU32::new(n) else { return Ok(()) };
+        match self.limiter(class).check_key_n(&rate_key(client), n) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(not_until)) => Err(not_until.wait_time_from(DefaultClock::default().now())),
+            // More than the rate's whole burst: never at once.
+            Err(_) => Err(Duration::from_secs(60)),
+        }
+    }
+
     /// Forgets clients whose rate is back to full, so the limiters' memory
     /// follows the clients of the last period, not of all time.
     pub fn forget_idle_clients(&self) {

@@ -23,6 +23,7 @@ mod a_proxys_idle_connection_is_answered_while_stopping;
 mod a_request_waiting_for_a_rendition_holds_no_slot;
 mod a_session_flood_from_one_address_cannot_fill_an_event;
 mod a_spliced_file_is_never_confirmed;
+mod a_status_costs_the_store_calls_it_makes;
 mod a_video_over_the_length_limit_gets_a_poster_and_no_copy;
 mod an_attempt_lock_is_released_by_dropping_it;
 mod an_object_in_parts_reads_like_one;

@@ -23,7 +23,7 @@ use super::extract::{ApiJson, ApiPath, Session, event, lapsed_session};
 use super::problems::{AlreadyConfirmed, Expired, MalformedRequest, NotFound, SessionRefused, Unavailable};
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::limits::Limits;
+use crate::limits::{ClientAddress, Limits, RateClass};
 use crate::media::MediaServices;
 use crate::metrics::ConfirmOutcome;
 use crate::rules::multipart::{PartBounds, PartPlan, composite_sha256, parts_to_complete, stored_parts, with_digests};
@@ -285,8 +285,23 @@ async fn held(objects: Objects, a: AttemptRow) -> Result<Held> {
     Ok(Held { row_id: a.row_id, object_stored, parts })
 }
 
-/// What each attempt's status is, in request order.
+/// Who asks for statuses, and the rate their calls to the object store are
+/// counted against.
+pub struct Asker<'a> {
+    /// The limits (the status rate).
+    pub limits: &'a Limits,
+    /// The client's address, when known.
+    pub client: Option<std::net::IpAddr>,
+}
+
+/// What each attempt's status is, in request order. The object store is
+/// asked about each live attempt (a HEAD, and a parts listing for one in
+/// parts): those calls are counted against the asker's status rate
+/// (`--rate-status`) before they are made, so one request of 200 ids costs
+/// what 400 requests would, and a flood of them is refused (`429` with
+/// `Retry-After`) before the store is.
 pub async fn statuses(
+    asker: &Asker<'_>,
     records: &Records,
     objects: &Objects,
     lifetimes: &Lifetimes,
@@ -305,6 +320,19 @@ pub async fn statuses(
         .cloned()
         .collect();
     let with_upload: Vec<i64> = live.iter().filter(|a| a.upload_id.is_some()).map(|a| a.row_id).collect();
+    if let Some(client) = asker.client {
+        let calls = (live.len() + with_upload.len()) as u32;
+        if let Err(wait) = asker.limits.charge(RateClass::Status, client, calls) {
+            let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            return Err(Error::problem(
+                ErrorCode::RateLimited,
+                format!(
+                    "this status asks the store about {calls} uploads, more than this address's status rate has room for now; ask again in {} s",
+                    seconds.max(1)
+                ),
+            ));
+        }
+    }
     let recorded = records.part_digests(&with_upload).await?;
     let held: Vec<Held> = futures_util::stream::iter(live)
         .map(|a| held(objects.clone(), a))
@@ -358,10 +386,13 @@ pub async fn statuses(
     ))]
 pub async fn status(
     State(Stores { records, objects, lifetimes, links }): State<Stores>,
+    State(limits): State<Arc<Limits>>,
+    client: Option<axum::Extension<ClientAddress>>,
     Session(session): Session,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<AttemptStatus>> {
-    let mut all = statuses(&records, &objects, &lifetimes, &links, &session, &[id]).await?;
+    let asker = Asker { limits: &limits, client: client.map(|c| c.0.0) };
+    let mut all = statuses(&asker, &records, &objects, &lifetimes, &links, &session, &[id]).await?;
     Ok(Json(all.pop().unwrap_or(AttemptStatus::NotFound { id })))
 }
 
@@ -408,16 +439,21 @@ pub async fn withdraw(
     responses(
         (status = 200, body = StatusResponse),
         (status = 422, body = Problem, content_type = "application/problem+json", description = "too_many_ids"),
+        (status = 429, body = Problem, content_type = "application/problem+json", description = "rate_limited: the store calls the request needs (a HEAD per live upload, a parts listing per one in parts) do not fit in the address's status rate now; Retry-After says when"),
     ))]
 pub async fn status_batch(
     State(Stores { records, objects, lifetimes, links }): State<Stores>,
+    State(limits): State<Arc<Limits>>,
+    client: Option<axum::Extension<ClientAddress>>,
     Session(session): Session,
     ApiJson(req): ApiJson<StatusRequest>,
 ) -> Result<Json<StatusResponse>> {
     if req.ids.len() > MAX_STATUS_IDS {
         return Err(Error::problem(ErrorCode::TooManyIds, format!("at most {MAX_STATUS_IDS} ids per request")));
     }
-    Ok(Json(StatusResponse { results: statuses(&records, &objects, &lifetimes, &links, &session, &req.ids).await? }))
+    let asker = Asker { limits: &limits, client: client.map(|c| c.0.0) };
+    let results = statuses(&asker, &records, &objects, &lifetimes, &links, &session, &req.ids).await?;
+    Ok(Json(StatusResponse { results }))
 }
 
 /// What the object store holds for an attempt, as seen before its row

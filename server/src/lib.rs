@@ -170,6 +170,10 @@ pub async fn build_state(config: Config, clock: Arc<dyn Clock>) -> Result<AppSta
         }
     };
     let sql = SqlStore::open(&database_url).await?;
+    let widened = sql.widen_ipv6_blocks().await?;
+    if widened > 0 {
+        tracing::info!(widened, "IPv6 address blocks widened from /64 to /56, as clients are counted now");
+    }
     let settings = config.media_settings();
     let video = media::video::VideoTools::find(&config.ffmpeg, &config.ffprobe, &settings.video_limits).await;
     match &video {

@@ -199,12 +199,18 @@ impl Limits {
     /// itself: a status request's calls to the object store): how long it
     /// must wait when they do not fit in its rate now.
     pub fn charge(&self, class: RateClass, client: IpAddr, n: u32) -> std::result::Result<(), Duration> {
-        let Some(n) = std::num::NonZeroU32::new(n) else { return Ok(()) };
-        match self.limiter(class).check_key_n(&rate_key(client), n) {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(not_until)) => Err(not_until.wait_time_from(DefaultClock::default().now())),
-            // More than the rate's whole burst: never at once.
-            Err(_) => Err(Duration::from_secs(60)),
+        let Some(mut n) = std::num::NonZeroU32::new(n) else { return Ok(()) };
+        loop {
+            match self.limiter(class).check_key_n(&rate_key(client), n) {
+                Ok(Ok(())) => return Ok(()),
+                Ok(Err(not_until)) => return Err(not_until.wait_time_from(DefaultClock::default().now())),
+                // More than the rate's whole burst: it costs the whole burst
+                // (never a request that can never pass).
+                Err(governor::InsufficientCapacity(burst)) => match std::num::NonZeroU32::new(burst) {
+                    Some(burst) if burst < n => n = burst,
+                    _ => return Ok(()),
+                },
+            }
         }
     }
 

@@ -11,13 +11,18 @@
 //! - each event sending now has a fair share, `max / events sending` (the
 //!   one asking counted), and within it each of its sessions sending has
 //!   `event share / sessions sending`;
-//! - a PUT past its session's share is refused (`429`, retried later); a PUT
-//!   within its shares is admitted, and when the pool is full (or its event
-//!   is at its share) room is made: the newest PUT of the session furthest
-//!   over its share (of the event furthest over its share, else of its own
-//!   event) is **cut** (`429` with `Retry-After`, the client sends it again
-//!   later), so a flood through one event's code never keeps another event's
-//!   uploads out, and one session never keeps the rest of its event out.
+//! - while the pool has a free slot, a PUT takes it, whoever sends it;
+//! - when it is full, a PUT past its session's share is refused (`429`,
+//!   retried later), and a PUT within its shares makes room: the newest PUT
+//!   of the session furthest over its share (of the event furthest over its
+//!   share, else of its own event) is **cut** (`429` with `Retry-After`, the
+//!   client sends it again later), so a flood through one event's code never
+//!   keeps another event's uploads out, and one session never keeps the rest
+//!   of its event out.
+//!
+//! A PUT first [`PutSlots::reserve`]s its target and its client address's
+//! count (no database read: a flood on one URL is refused before any), and
+//! only once its attempt is read [`Reserved::admit`] applies the shares.
 //!
 //! Beside the shares: a cap per client address, and one PUT per signed
 //! target (an object, or one part of it) at a time, so one URL cannot hold
@@ -86,6 +91,9 @@ struct Held {
 struct PutsHeld {
     /// PUTs counted (not being cut).
     total: u64,
+    /// PUTs being received, those being cut included, and those reserved
+    /// and not yet admitted.
+    all: u64,
     per_client: HashMap<IpAddr, u64>,
     targets: HashSet<String>,
     /// By event, then session, oldest first.
@@ -150,57 +158,87 @@ impl PutSlot<'_> {
 impl PutSlots {
     /// Storage PUTs being received now (those being cut included).
     pub fn in_flight(&self) -> u64 {
-        let held = self.held.lock().expect("put slots");
-        held.events.values().flat_map(|s| s.values()).map(|l| l.len() as u64).sum()
+        self.held.lock().expect("put slots").all
     }
 
-    /// A slot for `claim`, or why not; may cut another PUT to make room
-    /// (see the module's documentation).
-    pub fn take<'a>(&'a self, claim: PutClaim, config: &LimitsConfig) -> Result<PutSlot<'a>, Refused> {
+    /// Reserves `target` and a place in `client`'s count, or why not: what
+    /// needs no database read, checked before the attempt is read.
+    pub fn reserve<'a>(
+        &'a self,
+        client: Option<IpAddr>,
+        target: String,
+        config: &LimitsConfig,
+    ) -> Result<Reserved<'a>, Refused> {
         let mut held = self.held.lock().expect("put slots");
-        let max = config.max_puts_in_flight.max(1);
-        if held.targets.contains(&claim.target) {
+        if held.targets.contains(&target) {
             return Err(Refused::TargetBusy);
         }
-        let key = claim.client.map(rate_key);
+        let key = client.map(rate_key);
         if key.is_some_and(|k| held.per_client.get(&k).copied().unwrap_or(0) >= config.max_puts_per_client) {
             return Err(Refused::ClientFull);
         }
-        let (event, session) = (claim.event_id, claim.session_id);
-        let (events, sessions) = held.sending(event);
-        let own = held.events.get(&event);
-        let event_held = own.map_or(0, event_count);
-        let session_held = own.and_then(|s| s.get(&session)).map_or(0, |l| counted(l));
-        // The shares, the one asking counted among those sending.
-        let event_share = max.div_ceil(events + u64::from(event_held == 0));
-        let session_share = event_share.div_ceil(sessions + u64::from(session_held == 0));
-        if session_held >= session_share {
-            return Err(Refused::SessionShare);
+        held.targets.insert(target.clone());
+        if let Some(k) = key {
+            *held.per_client.entry(k).or_default() += 1;
         }
-        if held.total >= max || event_held >= event_share {
+        held.all += 1;
+        Ok(Reserved { slots: self, client: key, target, admitted: false })
+    }
+
+    /// [`PutSlots::reserve`] then [`Reserved::admit`], for a claim whose
+    /// attempt is known.
+    pub fn take<'a>(&'a self, claim: PutClaim, config: &LimitsConfig) -> Result<PutSlot<'a>, Refused> {
+        self.reserve(claim.client, claim.target, config)?.admit(claim.event_id, claim.session_id, config)
+    }
+}
+
+/// A PUT's target and client count, reserved until it is admitted (or
+/// given back when dropped).
+pub struct Reserved<'a> {
+    slots: &'a PutSlots,
+    client: Option<IpAddr>,
+    target: String,
+    admitted: bool,
+}
+
+impl<'a> Reserved<'a> {
+    /// A slot for this PUT of `session` of `event`, or why not; when the
+    /// pool is full, by the shares, cutting another PUT to make room (see
+    /// the module's documentation).
+    pub fn admit(mut self, event: i64, session: i64, config: &LimitsConfig) -> Result<PutSlot<'a>, Refused> {
+        let mut held = self.slots.held.lock().expect("put slots");
+        let max = config.max_puts_in_flight.max(1);
+        if held.total >= max {
+            let (events, sessions) = held.sending(event);
+            let own = held.events.get(&event);
+            let event_held = own.map_or(0, event_count);
+            let session_held = own.and_then(|s| s.get(&session)).map_or(0, |l| counted(l));
+            // The shares, the one asking counted among those sending.
+            let event_share = max.div_ceil(events + u64::from(event_held == 0));
+            let session_share = event_share.div_ceil(sessions + u64::from(session_held == 0));
+            if session_held >= session_share {
+                return Err(Refused::SessionShare);
+            }
             // Room is made by another event over its share (only when this
             // event is within its own), else by a session of this event over
             // its share.
             let from_other = if event_held < event_share {
-                let other = held
-                    .events
+                held.events
                     .iter()
                     .filter(|(e, s)| **e != event && event_count(s) > event_share)
                     .max_by_key(|(e, s)| (event_count(s), std::cmp::Reverse(**e)))
-                    .map(|(e, s)| (*e, s.values().filter(|l| counted(l) > 0).count() as u64));
-                other.map(|(e, their_sessions)| (e, event_share.div_ceil(their_sessions.max(1))))
+                    .map(|(e, s)| {
+                        (*e, event_share.div_ceil(s.values().filter(|l| counted(l) > 0).count().max(1) as u64))
+                    })
             } else {
                 None
             };
             let victim = match from_other {
-                Some((e, their_share)) => {
-                    // Its session furthest over its share, else its largest.
-                    if held.over_in_event(e, their_share).is_some() {
-                        held.over_in_event(e, their_share)
-                    } else {
-                        held.over_in_event(e, 0)
-                    }
+                // Its session furthest over its share, else its largest.
+                Some((e, their_share)) if held.over_in_event(e, their_share).is_some() => {
+                    held.over_in_event(e, their_share)
                 }
+                Some((e, _)) => held.over_in_event(e, 0),
                 None => held.over_in_event(event, session_share),
             };
             let Some(victim) = victim else { return Err(Refused::Full) };
@@ -208,11 +246,7 @@ impl PutSlots {
             victim.cut.notify_one();
             held.total -= 1;
         }
-        held.targets.insert(claim.target.clone());
         held.total += 1;
-        if let Some(k) = key {
-            *held.per_client.entry(k).or_default() += 1;
-        }
         held.next_id += 1;
         let id = held.next_id;
         let cut = Arc::new(Notify::new());
@@ -221,22 +255,42 @@ impl PutSlots {
             cut: cut.clone(),
             cutting: false,
         });
-        Ok(PutSlot { slots: self, client: key, target: claim.target, event_id: event, session_id: session, id, cut })
+        drop(held);
+        self.admitted = true;
+        let target = std::mem::take(&mut self.target);
+        Ok(PutSlot { slots: self.slots, client: self.client, target, event_id: event, session_id: session, id, cut })
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        if self.admitted {
+            // Its slot gives the target and the count back.
+            return;
+        }
+        let mut held = self.slots.held.lock().expect("put slots");
+        release(&mut held, &self.target, self.client);
+    }
+}
+
+/// Gives back a PUT's target and its place in its client's count.
+fn release(held: &mut PutsHeld, target: &str, client: Option<IpAddr>) {
+    held.targets.remove(target);
+    held.all -= 1;
+    if let Some(k) = client {
+        if let Some(n) = held.per_client.get_mut(&k) {
+            *n -= 1;
+            if *n == 0 {
+                held.per_client.remove(&k);
+            }
+        }
     }
 }
 
 impl Drop for PutSlot<'_> {
     fn drop(&mut self) {
         let mut held = self.slots.held.lock().expect("put slots");
-        held.targets.remove(&self.target);
-        if let Some(k) = self.client {
-            if let Some(n) = held.per_client.get_mut(&k) {
-                *n -= 1;
-                if *n == 0 {
-                    held.per_client.remove(&k);
-                }
-            }
-        }
+        release(&mut held, &self.target, self.client);
         let mut was_counted = false;
         if let Some(sessions) = held.events.get_mut(&self.event_id) {
             if let Some(list) = sessions.get_mut(&self.session_id) {
@@ -309,6 +363,30 @@ mod tests {
     }
 
     #[test]
+    fn while_a_slot_is_free_nobody_is_cut_or_refused() {
+        let slots = PutSlots::default();
+        let config = config(4);
+        let big: Vec<_> = (0..3).map(|n| slots.take(claim(n, 1, 10), &config).unwrap()).collect();
+        let _other = slots.take(claim(10, 2, 20), &config).unwrap();
+        assert!(big.iter().all(|s| s.cut.notified().now_or_never().is_none()), "nobody cut while one was free");
+        // Full now: event 1 (3 of 4) is over its share of 2.
+        let _second = slots.take(claim(11, 2, 20), &config).unwrap();
+        assert!(big[2].cut.notified().now_or_never().is_some());
+    }
+
+    #[test]
+    fn a_reservation_not_admitted_gives_everything_back() {
+        let slots = PutSlots::default();
+        let config = config(2);
+        let reserved = slots.reserve(None, "t".into(), &config).unwrap();
+        assert_eq!(slots.reserve(None, "t".into(), &config).err(), Some(Refused::TargetBusy));
+        assert_eq!(slots.in_flight(), 1);
+        drop(reserved);
+        assert_eq!(slots.in_flight(), 0);
+        assert!(slots.reserve(None, "t".into(), &config).is_ok());
+    }
+
+    #[test]
     fn slots_are_given_back_and_one_target_holds_one() {
         let slots = PutSlots::default();
         let config = config(2);
@@ -319,7 +397,7 @@ mod tests {
         drop((a, b));
         assert_eq!(slots.in_flight(), 0);
         let held = slots.held.lock().unwrap();
-        assert!(held.events.is_empty() && held.targets.is_empty() && held.total == 0);
+        assert!(held.events.is_empty() && held.targets.is_empty() && held.total == 0 && held.all == 0);
     }
 
     use futures_util::FutureExt;

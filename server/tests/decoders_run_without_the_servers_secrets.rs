@@ -11,9 +11,10 @@ use std::time::Duration;
 use upload_once_server::media::tools::{TOOL_ENVIRONMENT, cpu_seconds, run};
 
 const MEMORY: u64 = 1 << 30;
+const FILE: u64 = 1 << 29;
 
 async fn report(script: &str, dir: &std::path::Path) -> String {
-    let out = run(std::path::Path::new("/bin/sh"), &["-c", script], dir, Duration::from_secs(30), MEMORY)
+    let out = run(std::path::Path::new("/bin/sh"), &["-c", script], dir, Duration::from_secs(30), MEMORY, FILE)
         .await
         .unwrap_or_else(|e| panic!("the shell ran: {e:?}"));
     String::from_utf8(out).unwrap()
@@ -39,7 +40,7 @@ async fn a_tool_gets_no_secret_its_scratch_directory_and_limits() {
     // ulimit -f counts 512-byte blocks.
     let limits = report("ulimit -f; ulimit -t; ulimit -c; ulimit -v", scratch.path()).await;
     let limits: Vec<&str> = limits.lines().collect();
-    let (file_kib, cpu, core, memory_kib) = (MEMORY / 512, cpu_seconds(Duration::from_secs(30)), 0, MEMORY / 1024);
+    let (file_kib, cpu, core, memory_kib) = (FILE / 512, cpu_seconds(Duration::from_secs(30)), 0, MEMORY / 1024);
     assert_eq!(limits, [file_kib.to_string(), cpu.to_string(), core.to_string(), memory_kib.to_string()]);
 }
 

@@ -47,21 +47,32 @@ async fn without_the_stores_digests_the_signed_ones_make_the_composite() {
     assert!(faults.hide_digests.load(Ordering::SeqCst));
 }
 
+/// A part signed without its digest, or with two, leaves the composite
+/// unknown: then whether the parts are all of one file cannot be checked,
+/// so the file is not confirmed at all, whatever composite is claimed
+/// (`400 malformed_request`, nothing assembled): a client whose hashing
+/// failed halfway (or a spliced upload hiding behind a missing digest)
+/// cannot confirm a splice.
 #[tokio::test]
-async fn a_part_signed_without_its_digest_or_with_two_leaves_the_composite_out() {
+async fn a_part_signed_without_its_digest_or_with_two_is_not_confirmed() {
     let (server, _faults) = server_hiding_digests().await;
     let guest = server.big_guest().await;
     let bytes = file(FILE, 51);
+    let refused = |r: reqwest::Response| async move {
+        let (status, p) = support::problem(r).await;
+        assert_eq!((status, p["code"].as_str()), (StatusCode::BAD_REQUEST, Some("malformed_request")), "{p}");
+    };
 
-    // Part 2 signed without a digest (a browser without WebCrypto).
+    // Part 2 signed without a digest (a browser whose hashing failed).
     let id = Uuid::new_v4();
     let plan = plan(&guest.authorize_video(id, FILE).await);
     guest.send_parts(id, &bytes, &plan, &[1, 3]).await;
     let r = guest.sign_raw(id, json!({"parts": [{"number": 2}]})).await;
     let signed: upload_once_core::wire::PartsResponse = r.json().await.unwrap();
     assert_eq!(server.put(&signed.parts[0].upload, part(&bytes, &plan, 2)).await.status(), StatusCode::OK);
-    let media: Media = guest.confirm_video(id, FILE).await.json().await.unwrap();
-    assert_eq!(media.composite_sha256, None, "not every digest is known");
+    refused(guest.confirm_video(id, FILE).await).await;
+    refused(guest.confirm_video_without_composite(id, FILE).await).await;
+    assert_eq!(guest.status_of(id).await["state"], "authorized", "nothing assembled or recorded");
 
     // Part 1 signed with two digests (the second URL never used): which
     // bytes landed is not known from the signatures alone.
@@ -72,7 +83,26 @@ async fn a_part_signed_without_its_digest_or_with_two_leaves_the_composite_out()
     assert_eq!(guest.sign_raw(id, json!({"parts": [{"number": 1, "sha256": other}]})).await.status(), StatusCode::OK);
     let status = guest.status_of(id).await;
     assert_eq!(status["parts"][0].get("sha256"), None, "no digest shown for part 1");
-    let media: Media = guest.confirm_video(id, FILE).await.json().await.unwrap();
+    refused(guest.confirm_video(id, FILE).await).await;
+    assert_eq!(server.counts().await.1, 0, "no media record");
+}
+
+/// A client that hashed nothing (no part signed with a digest) stored
+/// nothing to compare: its file confirms, without a composite.
+#[tokio::test]
+async fn parts_sent_without_any_digest_confirm_without_a_composite() {
+    let (server, _faults) = server_hiding_digests().await;
+    let guest = server.big_guest().await;
+    let bytes = file(FILE, 53);
+    let id = Uuid::new_v4();
+    let plan = plan(&guest.authorize_video(id, FILE).await);
+    let numbers: Vec<serde_json::Value> = (1..=plan.part_count).map(|n| json!({"number": n})).collect();
+    let signed: upload_once_core::wire::PartsResponse =
+        guest.sign_raw(id, json!({"parts": numbers})).await.json().await.unwrap();
+    for p in &signed.parts {
+        assert_eq!(server.put(&p.upload, part(&bytes, &plan, p.number)).await.status(), StatusCode::OK);
+    }
+    let media: Media = guest.confirm_video_without_composite(id, FILE).await.json().await.unwrap();
     assert_eq!(media.composite_sha256, None);
 }
 

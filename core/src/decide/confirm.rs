@@ -80,9 +80,9 @@ pub enum Stored<'a> {
         /// The composite of the parts the store holds.
         composite: &'a str,
     },
-    /// Every part is stored, the digest of one or more of them is known,
-    /// and the confirm claims no composite checksum: whether the parts are
-    /// all of one file cannot be checked. Nothing was assembled.
+    /// Every part is stored, but whether they are all of one file cannot be
+    /// checked: every digest is known and the confirm claims no composite,
+    /// or only some digests are known. Nothing was assembled.
     Unclaimed,
     /// The object.
     Object(Object<'a>),
@@ -206,8 +206,9 @@ pub fn after_looking(attempt: &Attempt<'_>, claim: &Claim<'_>, stored: Stored<'_
 
 /// `400 malformed_request`: a file in parts is confirmed with the composite
 /// checksum of the client's own file (`composite_sha256`, from the digests
-/// it signed its parts with) whenever the digest of a part it stored is
-/// known. Without it the server could not tell the parts of one file from
+/// it signed its parts with) whenever its parts' digests are known, and a
+/// file some of whose parts were sent without their digest (or with two)
+/// is not confirmed at all. Without it the server could not tell the parts of one file from
 /// parts of two (some stored before a reload, the rest from a file picked
 /// again), and would assemble and record a spliced object; so an older
 /// client, or one whose hashing failed halfway, is refused visibly instead.
@@ -217,7 +218,8 @@ pub fn composite_required() -> Refusal {
     Refusal::new(
         ErrorCode::MalformedRequest,
         "a file sent in parts is confirmed with its composite_sha256 (the SHA-256 of its parts' digests, and the \
-         part count): without it the parts stored cannot be checked to be all of one file",
+         part count), and every part is sent with its digest: otherwise the parts stored cannot be checked to be \
+         all of one file; pick the file again",
     )
 }
 

@@ -191,7 +191,9 @@ pub struct LimitsConfig {
     #[arg(long, env = "UPLOAD_ONCE_MAX_MEDIA_PER_SESSION", default_value = "5000", value_parser = parse_positive_count)]
     pub max_media_per_session: u64,
 
-    /// Attempts one event may ever be asked for: `403 event_files_exceeded`.
+    /// Attempts one event may hold (every attempt made counts until it has
+    /// ended and is forgotten after `--record-retention`): `403
+    /// event_files_exceeded`.
     #[arg(long, env = "UPLOAD_ONCE_MAX_ATTEMPTS_PER_EVENT", default_value = "1000000", value_parser = parse_positive_count)]
     pub max_attempts_per_event: u64,
 

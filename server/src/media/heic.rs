@@ -100,7 +100,7 @@ fn input_dir(input: &Path) -> std::path::PathBuf {
 pub async fn primary(tools: &HeicTools, input: &Path, timeout: Duration, memory: u64) -> Result<Primary, Unrenderable> {
     let dir = input_dir(input);
     let input = input.to_string_lossy();
-    let out = run(&tools.heif_info, &[&input], &dir, timeout, memory)
+    let out = run(&tools.heif_info, &[&input], &dir, timeout, memory, memory)
         .await
         .map_err(|e: RunError| e.unrenderable("not a readable HEIC file"))?;
     let text = String::from_utf8_lossy(&out);
@@ -145,7 +145,9 @@ fn primary_in(text: &str) -> Option<(usize, u32, u32)> {
 /// decodes); `None` when a line has no size.
 fn all_pixels_in(text: &str) -> Option<u64> {
     let images = text.lines().map(str::trim).filter(|l| l.starts_with("image:"));
-    images.map(|line| size_of(line).map(|(w, h)| u64::from(w) * u64::from(h))).sum()
+    images
+        .map(|line| size_of(line).map(|(w, h)| u64::from(w) * u64::from(h)))
+        .try_fold(0u64, |sum, pixels| sum.checked_add(pixels?))
 }
 
 /// Decodes the HEIC/HEIF file at `input` into an upright PNG of its
@@ -160,7 +162,7 @@ pub async fn to_png(
 ) -> Result<Vec<u8>, Unrenderable> {
     let output = scratch.path("decoded.png");
     let (input, out) = (input.to_string_lossy(), output.to_string_lossy());
-    run(&tools.heif_convert, &["--quiet", &input, &out], scratch.dir(), timeout, memory)
+    run(&tools.heif_convert, &["--quiet", &input, &out], scratch.dir(), timeout, memory, memory)
         .await
         .map_err(|e: RunError| e.unrenderable("not a readable HEIC file"))?;
     // A file of several top-level images is written as decoded-1.png, …,

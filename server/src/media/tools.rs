@@ -124,8 +124,7 @@ pub fn cpu_seconds(timeout: Duration) -> u64 {
 /// The tool runs as a decoder of hostile input must: no shell, at a lower
 /// CPU priority, in `dir` (its job's scratch directory), with an empty
 /// environment but [`TOOL_ENVIRONMENT`], under limits on its address space
-/// (`memory`), on the size of any file it writes (`memory` too: no output a
-/// tool makes here is larger than what it may hold), on its CPU time
+/// (`memory`), on the size of any file it writes (`max_file`), on its CPU time
 /// ([`cpu_seconds`]) and on core dumps (none), and, where the kernel lets
 /// the server make one (Linux, as root or with unprivileged user
 /// namespaces), in a network namespace of its own with no interface but a
@@ -138,6 +137,7 @@ pub async fn run(
     dir: &Path,
     timeout: Duration,
     memory: u64,
+    max_file: u64,
 ) -> Result<Vec<u8>, RunError> {
     let mut command = Command::new(program);
     command.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
@@ -154,7 +154,7 @@ pub async fn run(
                 let limit =
                     |value: u64| libc::rlimit { rlim_cur: value as libc::rlim_t, rlim_max: value as libc::rlim_t };
                 libc::setrlimit(libc::RLIMIT_AS, &limit(memory));
-                libc::setrlimit(libc::RLIMIT_FSIZE, &limit(memory));
+                libc::setrlimit(libc::RLIMIT_FSIZE, &limit(max_file));
                 libc::setrlimit(libc::RLIMIT_CPU, &limit(cpu));
                 libc::setrlimit(libc::RLIMIT_CORE, &limit(0));
                 // A network of its own: as root directly, else inside a user

@@ -239,6 +239,7 @@ pub async fn probe(tools: &VideoTools, input: &Path) -> Result<(Probe, bool), Un
         &dir,
         tools.timeout,
         tools.memory,
+        tools.memory,
     )
     .await
     .map_err(|e| e.unrenderable("not a readable video file"))?;
@@ -285,6 +286,7 @@ pub async fn poster(tools: &VideoTools, input: &Path, probe: &Probe) -> Result<V
         .concat(),
         &dir,
         tools.timeout,
+        tools.memory,
         tools.memory,
     )
     .await
@@ -400,11 +402,18 @@ pub async fn shareable(
     probe: &Probe,
     copy: bool,
 ) -> Result<(), Unrenderable> {
-    let bound = OutputBound { seconds: tools.max_duration.as_secs().max(1), bytes: tools.memory };
+    // A copy is at most its original's streams; a transcode at most its
+    // bitrate cap: twice the original, and never less than the memory
+    // limit, is room for either, and bounds a file whose metadata lies.
+    let original = tokio::fs::metadata(input).await.map(|m| m.len()).unwrap_or(0);
+    let bytes = original.saturating_mul(2).saturating_add(64 << 20).max(tools.memory);
+    let bound = OutputBound { seconds: tools.max_duration.as_secs().max(1), bytes };
     let args = shareable_args(&input.to_string_lossy(), &output.to_string_lossy(), probe, copy, bound);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let dir = output.parent().unwrap_or(Path::new("/"));
-    run(&tools.ffmpeg, &args, dir, tools.timeout, tools.memory)
+    // The file limit above ffmpeg's own (-fs stops it cleanly first; the
+    // moov atom moved to the front by +faststart needs a little more).
+    run(&tools.ffmpeg, &args, dir, tools.timeout, tools.memory, bytes.saturating_add(bytes / 8))
         .await
         .map(drop)
         .map_err(|e: RunError| e.unrenderable("this video could not be made playable for the wall"))

@@ -473,9 +473,10 @@ enum Seen {
         /// The composite of the parts the store holds.
         stored: String,
     },
-    /// Every part is stored, a digest of one is known, and the confirm
-    /// claims no composite ([`confirm::composite_required`]). Nothing was
-    /// assembled.
+    /// Every part is stored, and whether they are all of one file cannot
+    /// be checked: every digest is known and the confirm claims no
+    /// composite, or only some digests are known
+    /// ([`confirm::composite_required`]). Nothing was assembled.
     Unclaimed,
 }
 
@@ -509,16 +510,18 @@ async fn look(state: &AppState, a: &AttemptRow, claimed_composite: Option<&str>)
     let recorded = state.records.part_digests(&[a.row_id]).await?;
     let parts = with_digests(parts, &recorded);
     // The client's file must be the parts' file, all of them: checked
-    // before anything is assembled, and claimed whenever it can be checked.
-    if claimed_composite.is_none() && parts.iter().any(|p| p.sha256.is_some()) {
-        return Ok(Seen::Unclaimed);
-    }
-    if let (Some(claimed), Some(stored)) =
-        (claimed_composite, composite_sha256(parts.iter().map(|p| p.sha256.as_deref())))
-    {
-        if claimed != stored {
-            return Ok(Seen::Spliced { stored });
-        }
+    // before anything is assembled. When every part's digest is known the
+    // client must claim the composite, and it must match; when only some
+    // are (a part signed without its digest, or with two), the parts cannot
+    // be checked to be one file whatever is claimed; when none is (a client
+    // that hashed nothing), there is nothing to compare.
+    let known = parts.iter().filter(|p| p.sha256.is_some()).count();
+    let stored = composite_sha256(parts.iter().map(|p| p.sha256.as_deref()));
+    match (claimed_composite, stored) {
+        (_, None) if known > 0 => return Ok(Seen::Unclaimed),
+        (None, Some(_)) => return Ok(Seen::Unclaimed),
+        (Some(claimed), Some(stored)) if claimed != stored => return Ok(Seen::Spliced { stored }),
+        _ => {}
     }
     state.objects.complete_multipart(&a.object_key, upload_id, &parts).await?;
     let object = state

@@ -13,7 +13,7 @@ use super::extract::{ApiPath, ApiQuery};
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
-use crate::limits::{ClientAddress, Limits, PutClaim};
+use crate::limits::{ClientAddress, Limits};
 use crate::state::{Lifetimes, LocalStore, Records};
 use crate::storage::local::{Commit, LocalObjectStore, SignedQuery, SignedTarget};
 use crate::store::AttemptRow;
@@ -89,23 +89,22 @@ pub async fn put_object(
         }
     };
     let attempt_allows_upload = async || live_attempt().await.map(drop);
+    // One PUT per target at a time, whichever of its URLs it came with,
+    // however spelled (the object, or one part of one upload), and the
+    // client address's cap: checked before the database is read.
+    let refused = |refused: crate::limits::PutRefused| {
+        tracing::debug!("storage PUT refused: {}", refused.detail());
+        Error::problem(ErrorCode::RateLimited, refused.detail())
+    };
+    let put_target = crate::limits::put_target(uri.path(), uri.query());
+    let reserved = limits.puts.reserve(client.map(|c| c.0.0), put_target, &limits.config).map_err(refused)?;
     // Cheap refusal before reading any bytes; checked again at commit.
     let attempt = live_attempt().await?;
     // A slot of the PUTs' pool, by the event's and the session's fair
-    // shares (crate::put_slots); held until the answer (or the client's
-    // hang-up), and cut if another event or session needs it more.
-    let claim = PutClaim {
-        client: client.map(|c| c.0.0),
-        // One PUT per target at a time, whichever of its URLs it came with,
-        // however spelled: the object, or one part of one upload.
-        target: crate::limits::put_target(uri.path(), uri.query()),
-        event_id: attempt.event_id,
-        session_id: attempt.session_id,
-    };
-    let slot = limits.puts.take(claim, &limits.config).map_err(|refused| {
-        tracing::debug!(event = attempt.event_id, "storage PUT refused: {}", refused.detail());
-        Error::problem(ErrorCode::RateLimited, refused.detail())
-    })?;
+    // shares when it runs short (crate::put_slots); held until the answer
+    // (or the client's hang-up), and cut if another event or session needs
+    // it more.
+    let slot = reserved.admit(attempt.event_id, attempt.session_id, &limits.config).map_err(refused)?;
     // A body that stops arriving, crawls, or outlives its URL is cut, and
     // its temporary file removed.
     let config = &limits.config;

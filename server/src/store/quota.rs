@@ -56,13 +56,16 @@ pub(crate) async fn usage(
     now: UnixMillis,
 ) -> Result<QuotaUsage> {
     let row = sqlx::query(USAGE_SQL).bind(session_id).bind(event_id).bind(now).fetch_one(conn).await?;
+    // A running count is never below zero; were one ever to be (a bug), it
+    // must not read as 1.8e19 and shut the event.
+    let count = |name: &str| -> Result<u64> { Ok(row.try_get::<i64, _>(name)?.max(0) as u64) };
     Ok(QuotaUsage {
-        unconfirmed: row.try_get::<i64, _>("unconfirmed")? as u64,
-        session_bytes: row.try_get::<i64, _>("session_bytes")? as u64,
-        event_bytes: row.try_get::<i64, _>("event_bytes")? as u64,
-        session_attempts: row.try_get::<i64, _>("session_attempts")? as u64,
-        session_media: row.try_get::<i64, _>("session_media")? as u64,
-        event_attempts: row.try_get::<i64, _>("event_attempts")? as u64,
-        event_media: row.try_get::<i64, _>("event_media")? as u64,
+        unconfirmed: count("unconfirmed")?,
+        session_bytes: count("session_bytes")?,
+        event_bytes: count("event_bytes")?,
+        session_attempts: count("session_attempts")?,
+        session_media: count("session_media")?,
+        event_attempts: count("event_attempts")?,
+        event_media: count("event_media")?,
     })
 }

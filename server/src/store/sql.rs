@@ -410,6 +410,34 @@ pub struct SqlStore {
 }
 
 impl SqlStore {
+    /// Blocks made when an IPv6 client was counted per /64 also hold for
+    /// its /56, as clients are counted now (run at start: the blocks are
+    /// few). How many were widened.
+    pub async fn widen_ipv6_blocks(&self) -> Result<u64> {
+        let rows = sqlx::query("SELECT event_id, client_key, created_at FROM event_blocks WHERE client_key LIKE '%:%'")
+            .fetch_all(&self.pool)
+            .await?;
+        let mut widened = 0;
+        for row in rows {
+            let key: String = row.try_get("client_key")?;
+            let Ok(ip) = key.parse::<std::net::IpAddr>() else { continue };
+            let wide = crate::limits::rate_key(ip).to_string();
+            if wide == key {
+                continue;
+            }
+            let done = sqlx::query(
+                "INSERT INTO event_blocks (event_id, client_key, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+            )
+            .bind(row.try_get::<i64, _>("event_id")?)
+            .bind(wide)
+            .bind(row.try_get::<i64, _>("created_at")?)
+            .execute(&self.pool)
+            .await?;
+            widened += done.rows_affected();
+        }
+        Ok(widened)
+    }
+
     /// Opens the database at `url` — `sqlite://path` (created if missing),
     /// `sqlite::memory:`, or `postgres://user:password@host:port/database`
     /// (any sqlx connection option works in the URL) — and brings its schema
@@ -721,21 +749,16 @@ impl AttemptLock for SqlAttemptLock {
     }
 
     async fn withdraw_media(mut self: Box<Self>, reason: &str, now: UnixMillis) -> Result<Option<MediaRow>> {
-        // A media not yet rejected stops counting against the byte caps
-        // now (read under the attempt's lock; a host's decision on it in
-        // between would wait on the row the UPDATE below locks, then see
-        // it rejected and move nothing).
-        let before = sqlx::query("SELECT moderation, size FROM media WHERE attempt_row_id = $1")
-            .bind(self.attempt.row_id)
-            .fetch_optional(self.tx())
-            .await?;
-        let kept = match &before {
-            Some(row) => {
-                let state: String = row.try_get("moderation")?;
-                Kept::moved(moderation_from_db(&state), Moderation::Rejected, row.try_get("size")?)
-            }
-            None => Kept::default(),
-        };
+        // A media not yet rejected stops being kept now. The rejection and
+        // what it moves are one conditional UPDATE: a host's decision on the
+        // same row waits for its lock (PostgreSQL re-reads the row after the
+        // wait), so the counts move once, whoever comes first.
+        let size: Option<i64> =
+            sqlx::query_scalar("UPDATE media SET moderation = 'rejected' WHERE attempt_row_id = $1 AND moderation <> 'rejected' RETURNING size")
+                .bind(self.attempt.row_id)
+                .fetch_optional(self.tx())
+                .await?;
+        let kept = size.map_or_else(Kept::default, |size| Kept::moved(Moderation::Pending, Moderation::Rejected, size));
         let id: Option<String> = sqlx::query_scalar(
             "UPDATE media SET moderation = 'rejected', moderation_reason = $1, moderated_at = $2,
                  rejected_at = COALESCE(rejected_at, $2), removed_at = COALESCE(removed_at, $2),
@@ -901,6 +924,11 @@ impl RecordStore for SqlStore {
     async fn revoke_session(&self, removal: GuestRemoval) -> Result<Option<Vec<AttemptRow>>> {
         let GuestRemoval { event_id, session_id, block_address: block, now } = removal;
         let mut tx = self.write().await?;
+        // Under the event's lock, as every authorize and new session is: none
+        // of the address's starts between the sessions ended here and the
+        // block (and an authorize that passed its session check before
+        // re-checks it under this lock).
+        self.dialect.lock_event(&mut tx, event_id).await?;
         let key = sqlx::query("SELECT client_key FROM sessions WHERE id = $1 AND event_id = $2")
             .bind(session_id)
             .bind(event_id)
@@ -911,6 +939,9 @@ impl RecordStore for SqlStore {
             return Ok(None);
         };
         let key: Option<String> = key.try_get("client_key")?;
+        // Keyed as addresses are counted now (a session opened before IPv6
+        // was counted per /56 carries its /64).
+        let key = key.map(|k| k.parse().map_or(k, |ip| crate::limits::rate_key(ip).to_string()));
         // The sessions it ends: this one, and with the address blocked
         // every other session of the event opened from that address (the
         // same phone in another browser, or a second session of the
@@ -1015,6 +1046,22 @@ impl RecordStore for SqlStore {
         // ends (SQLite's write lock; PostgreSQL's per-event advisory lock).
         let mut tx = self.write().await?;
         self.dialect.lock_event(&mut tx, a.event_id).await?;
+        // The session was checked before the lock: a host who removed it
+        // (or blocked its address) meanwhile holds the same lock, so it is
+        // checked again here.
+        let ended: i64 = sqlx::query_scalar(
+            "SELECT CAST(CASE WHEN s.revoked_at IS NOT NULL OR EXISTS (
+                     SELECT 1 FROM event_blocks b WHERE b.event_id = s.event_id AND b.client_key = s.client_key)
+                 THEN 1 ELSE 0 END AS BIGINT) FROM sessions s WHERE s.id = $1",
+        )
+        .bind(a.session_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .unwrap_or(1);
+        if ended == 1 {
+            tx.rollback().await?;
+            return Err(Error::problem(ErrorCode::SessionRevoked, "the event's host removed this guest"));
+        }
         // Create-or-return is per id, across sessions: the session's own
         // attempt is returned; another session's is never a second row.
         if let Some(row) = attempt_with_id(&mut tx, a.id, a.session_id).await? {
@@ -1529,6 +1576,18 @@ impl RecordStore for SqlStore {
                AND NOT EXISTS (SELECT 1 FROM media m WHERE m.attempt_row_id = a.row_id)
              ORDER BY a.row_id LIMIT $2";
         let mut tx = self.write().await?;
+        // The events' attempt counts are of the rows they hold: what is
+        // forgotten here stops counting (an event filled by abuse comes back
+        // once its ended attempts are forgotten).
+        sqlx::query(&format!(
+            "UPDATE events SET attempt_count = attempt_count
+                 - (SELECT COUNT(*) FROM attempts a WHERE a.event_id = events.id AND a.row_id IN ({ENDED}))
+             WHERE id IN (SELECT a.event_id FROM attempts a WHERE a.row_id IN ({ENDED}))"
+        ))
+        .bind(cutoff)
+        .bind(i64::from(limit))
+        .execute(&mut *tx)
+        .await?;
         sqlx::query(&format!("DELETE FROM part_digests WHERE attempt_row_id IN ({ENDED})"))
             .bind(cutoff)
             .bind(i64::from(limit))

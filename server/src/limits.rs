@@ -334,7 +334,7 @@ pub fn put_target(path: &str, query: Option<&str>) -> String {
     format!("{}\n{upload}\n{part}", decode(path))
 }
 
-pub use crate::put_slots::{PutClaim, PutSlot, PutSlots, Refused as PutRefused};
+pub use crate::put_slots::{PutSlot, PutSlots, Refused as PutRefused};
 
 /// A storage PUT's body, cut when it stops being worth a slot: nothing
 /// arrived for `idle`; less than `min_rate` bytes a second arrived over a

@@ -37,20 +37,6 @@ use tokio::sync::Notify;
 use crate::config::limits::LimitsConfig;
 use crate::limits::rate_key;
 
-/// Who a storage PUT is for: known once its signed URL is checked and its
-/// attempt read.
-#[derive(Clone, Debug)]
-pub struct PutClaim {
-    /// The client's address (counted per [`rate_key`]).
-    pub client: Option<IpAddr>,
-    /// What it writes ([`crate::limits::put_target`]).
-    pub target: String,
-    /// The attempt's event.
-    pub event_id: i64,
-    /// The attempt's session.
-    pub session_id: i64,
-}
-
 /// Why a PUT got no slot (each a `429` with `Retry-After`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refused {
@@ -118,15 +104,15 @@ impl PutsHeld {
     }
 
     /// The newest counted PUT of the session of `event` furthest over
-    /// `session_share`, if one is over it.
-    fn over_in_event(&mut self, event: i64, session_share: u64) -> Option<&mut Held> {
-        let sessions = self.events.get_mut(&event)?;
-        let (_, list) = sessions
-            .iter_mut()
-            .map(|(s, l)| (*s, l))
+    /// `session_share`, if one is over it: its session and place.
+    fn over_in_event(&self, event: i64, session_share: u64) -> Option<(i64, usize)> {
+        let (session, list) = self
+            .events
+            .get(&event)?
+            .iter()
             .filter(|(_, l)| counted(l) > session_share)
-            .max_by_key(|(s, l)| (counted(l), std::cmp::Reverse(*s)))?;
-        list.iter_mut().rev().find(|h| !h.cutting)
+            .max_by_key(|(s, l)| (counted(l), std::cmp::Reverse(**s)))?;
+        Some((*session, list.iter().rposition(|h| !h.cutting)?))
     }
 }
 
@@ -184,12 +170,6 @@ impl PutSlots {
         held.all += 1;
         Ok(Reserved { slots: self, client: key, target, admitted: false })
     }
-
-    /// [`PutSlots::reserve`] then [`Reserved::admit`], for a claim whose
-    /// attempt is known.
-    pub fn take<'a>(&'a self, claim: PutClaim, config: &LimitsConfig) -> Result<PutSlot<'a>, Refused> {
-        self.reserve(claim.client, claim.target, config)?.admit(claim.event_id, claim.session_id, config)
-    }
 }
 
 /// A PUT's target and client count, reserved until it is admitted (or
@@ -235,12 +215,12 @@ impl<'a> Reserved<'a> {
             };
             let victim = match from_other {
                 // Its session furthest over its share, else its largest.
-                Some((e, their_share)) if held.over_in_event(e, their_share).is_some() => {
-                    held.over_in_event(e, their_share)
+                Some((e, their_share)) => {
+                    held.over_in_event(e, their_share).or_else(|| held.over_in_event(e, 0)).map(|v| (e, v))
                 }
-                Some((e, _)) => held.over_in_event(e, 0),
-                None => held.over_in_event(event, session_share),
+                None => held.over_in_event(event, session_share).map(|v| (event, v)),
             };
+            let victim = victim.and_then(|(e, (s, at))| held.events.get_mut(&e)?.get_mut(&s)?.get_mut(at));
             let Some(victim) = victim else { return Err(Refused::Full) };
             victim.cutting = true;
             victim.cut.notify_one();
@@ -323,8 +303,15 @@ mod tests {
         config
     }
 
-    fn claim(n: u32, event: i64, session: i64) -> PutClaim {
-        PutClaim { client: None, target: format!("t{n}"), event_id: event, session_id: session }
+    /// A slot for PUT `n` of `session` of `event`, or why not.
+    fn take<'a>(
+        slots: &'a PutSlots,
+        n: u32,
+        event: i64,
+        session: i64,
+        config: &LimitsConfig,
+    ) -> Result<PutSlot<'a>, Refused> {
+        slots.reserve(None, format!("t{n}"), config)?.admit(event, session, config)
     }
 
     #[test]
@@ -332,18 +319,18 @@ mod tests {
         let slots = PutSlots::default();
         let config = config(4);
         // Event 1, a hostile session: every slot, since nobody else sends.
-        let flood: Vec<_> = (0..4).map(|n| slots.take(claim(n, 1, 10), &config).unwrap()).collect();
+        let flood: Vec<_> = (0..4).map(|n| take(&slots, n, 1, 10, &config).unwrap()).collect();
         // Event 2 asks: one of the flood's PUTs is cut to make room.
-        let honest = slots.take(claim(10, 2, 20), &config).unwrap();
+        let honest = take(&slots, 10, 2, 20, &config).unwrap();
         let cut: Vec<bool> = flood.iter().map(|s| s.cut.notified().now_or_never().is_some()).collect();
         assert_eq!(cut.iter().filter(|c| **c).count(), 1, "one of the flood's was cut: {cut:?}");
         assert!(cut[3], "the newest");
         // The flood's next PUT is over its event's share (2 of 4) and its
         // session's: refused, as long as the others hold theirs.
-        assert_eq!(slots.take(claim(5, 1, 10), &config).err(), Some(Refused::SessionShare));
+        assert_eq!(take(&slots, 5, 1, 10, &config).err(), Some(Refused::SessionShare));
         // A second honest PUT of event 2 makes room again (event 1 still
         // holds 3 counted > 2).
-        let _second = slots.take(claim(11, 2, 20), &config).unwrap();
+        let _second = take(&slots, 11, 2, 20, &config).unwrap();
         assert!(flood[2].cut.notified().now_or_never().is_some());
         drop(honest);
     }
@@ -352,25 +339,25 @@ mod tests {
     fn one_session_cannot_keep_the_rest_of_its_event_out() {
         let slots = PutSlots::default();
         let config = config(4);
-        let hog: Vec<_> = (0..4).map(|n| slots.take(claim(n, 1, 10), &config).unwrap()).collect();
+        let hog: Vec<_> = (0..4).map(|n| take(&slots, n, 1, 10, &config).unwrap()).collect();
         // Another guest of the same event: half of the event's share.
-        let _guest = slots.take(claim(10, 1, 11), &config).unwrap();
+        let _guest = take(&slots, 10, 1, 11, &config).unwrap();
         assert!(hog[3].cut.notified().now_or_never().is_some());
-        let _again = slots.take(claim(11, 1, 11), &config).unwrap();
+        let _again = take(&slots, 11, 1, 11, &config).unwrap();
         assert!(hog[2].cut.notified().now_or_never().is_some());
-        assert_eq!(slots.take(claim(12, 1, 11), &config).err(), Some(Refused::SessionShare), "2 of 4 each");
-        assert_eq!(slots.take(claim(13, 1, 10), &config).err(), Some(Refused::SessionShare));
+        assert_eq!(take(&slots, 12, 1, 11, &config).err(), Some(Refused::SessionShare), "2 of 4 each");
+        assert_eq!(take(&slots, 13, 1, 10, &config).err(), Some(Refused::SessionShare));
     }
 
     #[test]
     fn while_a_slot_is_free_nobody_is_cut_or_refused() {
         let slots = PutSlots::default();
         let config = config(4);
-        let big: Vec<_> = (0..3).map(|n| slots.take(claim(n, 1, 10), &config).unwrap()).collect();
-        let _other = slots.take(claim(10, 2, 20), &config).unwrap();
+        let big: Vec<_> = (0..3).map(|n| take(&slots, n, 1, 10, &config).unwrap()).collect();
+        let _other = take(&slots, 10, 2, 20, &config).unwrap();
         assert!(big.iter().all(|s| s.cut.notified().now_or_never().is_none()), "nobody cut while one was free");
         // Full now: event 1 (3 of 4) is over its share of 2.
-        let _second = slots.take(claim(11, 2, 20), &config).unwrap();
+        let _second = take(&slots, 11, 2, 20, &config).unwrap();
         assert!(big[2].cut.notified().now_or_never().is_some());
     }
 
@@ -390,9 +377,9 @@ mod tests {
     fn slots_are_given_back_and_one_target_holds_one() {
         let slots = PutSlots::default();
         let config = config(2);
-        let a = slots.take(claim(1, 1, 1), &config).unwrap();
-        assert_eq!(slots.take(claim(1, 2, 2), &config).err(), Some(Refused::TargetBusy));
-        let b = slots.take(claim(2, 1, 1), &config).unwrap();
+        let a = take(&slots, 1, 1, 1, &config).unwrap();
+        assert_eq!(take(&slots, 1, 2, 2, &config).err(), Some(Refused::TargetBusy));
+        let b = take(&slots, 2, 1, 1, &config).unwrap();
         assert_eq!(slots.in_flight(), 2);
         drop((a, b));
         assert_eq!(slots.in_flight(), 0);
